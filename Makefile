@@ -1,0 +1,46 @@
+# The two commands that matter: `make run` and `make test` (README).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+
+.PHONY: install run down status test test-fast lint typecheck bench eval clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+run: install
+	$(BIN)/memory up
+
+down: install
+	$(BIN)/memory down
+
+status: install
+	$(BIN)/memory status
+
+test: install
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest -m "not ray and not slow"
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check shared store_worker extract_worker consolidate_worker
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python -m bench
+
+eval: install
+	$(BIN)/python -m tests.recall_quality.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,139 @@
+"""The one error tree of the memory service (DESIGN §9, seeds/002 "Error taxonomy").
+
+    MemoryServiceError(category, message, retryable)
+    ├── NotFoundError                 category not_found
+    ├── InvalidTypeError              category invalid_type
+    ├── InvalidScopeError             category invalid_scope
+    ├── RatificationUnsupportedError  category ratification_unsupported
+    ├── BudgetExceededError           category budget_exceeded
+    ├── SourceUnavailableError        category source_unavailable (retryable)
+    │   └── DataDirUnwritableError
+    ├── UnknownError                  category unknown
+    └── InvalidArgumentError          category invalid_argument
+        └── ConflictError             (the call is well-formed but the record's state refuses it)
+
+Every constructor argument stays in ``args`` so the errors survive pickling: Ray moves them
+between processes. Edges translate them (the CLI into exit codes, the gRPC gateway into status
+codes via ``GRPC_CODES``); nothing inside the service does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+CATEGORIES = (
+    "not_found",
+    "invalid_type",
+    "invalid_scope",
+    "ratification_unsupported",
+    "budget_exceeded",
+    "source_unavailable",
+    "unknown",
+    "invalid_argument",
+)
+
+# seeds/002: each category's gRPC status code; never UNKNOWN.
+GRPC_CODES = {
+    "not_found": "NOT_FOUND",
+    "invalid_type": "INVALID_ARGUMENT",
+    "invalid_scope": "INVALID_ARGUMENT",
+    "ratification_unsupported": "FAILED_PRECONDITION",
+    "budget_exceeded": "RESOURCE_EXHAUSTED",
+    "source_unavailable": "UNAVAILABLE",
+    "unknown": "INTERNAL",
+    "invalid_argument": "INVALID_ARGUMENT",
+}
+
+
+class MemoryServiceError(Exception):
+    """Root of the tree. Raised directly only for a category without a leaf."""
+
+    category: ClassVar[str] = "unknown"
+    default_retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, retryable: bool | None = None) -> None:
+        super().__init__(message, retryable)
+        self.message = message
+        self.retryable = self.default_retryable if retryable is None else retryable
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"category": self.category, "message": self.message, "retryable": self.retryable}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> MemoryServiceError:
+        cls = _BY_CATEGORY.get(str(data.get("category")), UnknownError)
+        return cls(str(data.get("message", "")), bool(data.get("retryable", False)))
+
+
+class NotFoundError(MemoryServiceError):
+    """Raised when an id, bank or rule named by the call does not exist."""
+
+    category = "not_found"
+
+
+class InvalidTypeError(MemoryServiceError):
+    """Raised when a memory type is missing, unspecified or not one of the supported four."""
+
+    category = "invalid_type"
+
+
+class InvalidScopeError(MemoryServiceError):
+    """Raised when a scope is missing, unspecified, unsupported, or lacks what it needs."""
+
+    category = "invalid_scope"
+
+
+class RatificationUnsupportedError(MemoryServiceError):
+    """Raised when approve/reject is called while ratification is off."""
+
+    category = "ratification_unsupported"
+
+
+class BudgetExceededError(MemoryServiceError):
+    """Raised when recall's token budget cannot hold even the single best candidate."""
+
+    category = "budget_exceeded"
+
+
+class SourceUnavailableError(MemoryServiceError):
+    """Raised when storage or the store actor cannot be reached; worth retrying."""
+
+    category = "source_unavailable"
+    default_retryable = True
+
+
+class DataDirUnwritableError(SourceUnavailableError):
+    """Raised at start-up when the data dir cannot be written: the store never runs in RAM."""
+
+    default_retryable = False
+
+
+class UnknownError(MemoryServiceError):
+    """Raised for a failure no other leaf describes; the message carries the detail."""
+
+    category = "unknown"
+
+
+class InvalidArgumentError(MemoryServiceError):
+    """Raised when input is malformed: a bad name, id, turn id, oversized text, bad token."""
+
+    category = "invalid_argument"
+
+
+class ConflictError(InvalidArgumentError):
+    """Raised when a well-formed call is refused by the record's state (pinned, retired, self)."""
+
+
+_BY_CATEGORY: dict[str, type[MemoryServiceError]] = {
+    "not_found": NotFoundError,
+    "invalid_type": InvalidTypeError,
+    "invalid_scope": InvalidScopeError,
+    "ratification_unsupported": RatificationUnsupportedError,
+    "budget_exceeded": BudgetExceededError,
+    "source_unavailable": SourceUnavailableError,
+    "unknown": UnknownError,
+    "invalid_argument": InvalidArgumentError,
+}

@@ -1,0 +1,208 @@
+"""The shared pydantic models: the stored record and the store's responses (DESIGN §2-3).
+
+All models are immutable values (``frozen=True, extra="forbid"``). ``Memory`` is exactly one
+``memories.jsonl`` line; ``relevance_score`` never lives on it (it rides on ``ScoredMemory``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shared.errors import InvalidArgumentError
+
+MemoryType = Literal["user", "feedback", "project", "reference"]
+MemoryScope = Literal["session", "project", "global"]
+Status = Literal["canonical", "pending"]
+Confidence = Literal["stated", "extracted", "inferred"]
+RecallMode = Literal["hybrid", "lexical", "semantic"]
+MEMORY_TYPES: tuple[str, ...] = ("user", "feedback", "project", "reference")
+MEMORY_SCOPES: tuple[str, ...] = ("session", "project", "global")
+CONFIDENCES: tuple[str, ...] = ("stated", "extracted", "inferred")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Provenance(Frozen):
+    """Where a record came from; set at creation, never changed (seeds/000 provenance)."""
+
+    source_session_id: str | None = None
+    source_turn_id: str | None = None
+    recorded_by: str | None = None
+
+
+class Memory(Frozen):
+    """One memory record: one full JSONL line. Replay keeps the highest ``revision`` per id."""
+
+    id: str
+    fingerprint: str
+    type: MemoryType = "user"
+    scope: MemoryScope = "global"
+    project: str | None = None
+    session_id: str | None = None
+    title: str = ""
+    text: str
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    pinned: bool = False
+    status: Status = "canonical"
+    confidence: Confidence = "stated"
+    corroboration: int = 0
+    provenance: Provenance = Field(default_factory=Provenance)
+    created_at: int
+    updated_at: int
+    stated_at: int
+    revision: int = 0
+    invalid_at: int | None = None
+    superseded_by: str | None = None
+    tokens: int = 0
+
+    @property
+    def live(self) -> bool:
+        return self.invalid_at is None
+
+    def to_line(self) -> str:
+        return self.model_dump_json(exclude_defaults=True)
+
+    @classmethod
+    def from_line(cls, line: str | bytes) -> Memory:
+        try:
+            return cls.model_validate_json(line)
+        except ValidationError as e:
+            raise InvalidArgumentError(f"not a memory record: {e.errors()[0]['msg']}") from e
+
+
+class ScoredMemory(Frozen):
+    memory: Memory
+    relevance_score: float = Field(ge=0.0, le=1.0)
+    score: float
+
+
+class BankInfo(Frozen):
+    name: str
+    description: str = ""
+    created_at: int = 0
+    memories: int = 0
+    rules: int = 0
+    pinned: int = 0
+
+
+class BankCreateResponse(Frozen):
+    bank: BankInfo
+    created: bool
+
+
+class BankListResponse(Frozen):
+    banks: tuple[BankInfo, ...]
+
+
+class BankDeleteResponse(Frozen):
+    ok: bool
+    trashed_to: str
+
+
+class SaveResponse(Frozen):
+    created: bool
+    memory: Memory
+    bank: str
+    redacted: tuple[str, ...] = ()
+
+
+class MemoryResponse(Frozen):
+    memory: Memory
+    bank: str
+
+
+class SupersedeResponse(Frozen):
+    memory: Memory
+    survivor: Memory
+    reinforced: bool
+    bank: str
+
+
+class ListResponse(Frozen):
+    memories: tuple[Memory, ...]
+    next_page_token: str | None = None
+    total: int
+    bank: str
+
+
+class RecallResponse(Frozen):
+    memories: tuple[ScoredMemory, ...]
+    retrieval: RecallMode
+    bank: str
+
+
+class TagCount(Frozen):
+    tag: str
+    count: int
+
+
+class TagsResponse(Frozen):
+    bank: str
+    tags: tuple[TagCount, ...]
+
+
+class Rule(Frozen):
+    name: str
+    content: str
+    chars: int = 0
+    learned: bool = False
+
+
+class RuleListResponse(Frozen):
+    bank: str
+    rules: tuple[Rule, ...]
+
+
+class RuleSetResponse(Frozen):
+    ok: bool
+    exists: bool
+    bank: str
+    name: str
+    redacted: tuple[str, ...] = ()
+
+
+class DoctorCheck(Frozen):
+    name: str
+    ok: bool
+    required: bool = True
+    detail: str = ""
+
+
+class DoctorResponse(Frozen):
+    ok: bool
+    checks: tuple[DoctorCheck, ...]
+
+
+class ReloadResponse(Frozen):
+    ok: bool
+    banks: tuple[str, ...]
+    corrupt_lines: int = 0
+
+
+class Event(Frozen):
+    """One ``item-changed`` / ``bank-changed`` event; ``seq`` is the pull cursor position."""
+
+    seq: int
+    kind: Literal["item-changed", "bank-changed"]
+    event_type: str
+    bank: str
+    memory: Memory | None = None
+    reason: str | None = None
+    redacted: tuple[str, ...] = ()
+    at: int = 0
+
+
+class EventsResponse(Frozen):
+    events: tuple[Event, ...]
+    cursor: int
+
+
+def dump(model: BaseModel) -> dict[str, Any]:
+    """JSON-ready dict of a model (the CLI's ``--json``)."""
+    return model.model_dump(mode="json")

@@ -1,0 +1,699 @@
+"""``MemoryStore``: the store's whole public API as a plain class (DESIGN §1-4).
+
+The Ray actor (``store_worker.actor``) is a thin shell over this class, and it is usable as a
+library without Ray (the embedded mode): ``MemoryStore(data_dir=...)``.
+
+Every mutating method follows the same chain: validate and redact the input (nothing written
+on a bad call) → build the next revision → append one fsynced line → change RAM → emit an event.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import binascii
+import json
+import logging
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from shared import errors
+from shared.clock import Clock, SystemClock
+from shared.config import StoreSettings
+from shared.models import (
+    BankCreateResponse,
+    BankDeleteResponse,
+    BankInfo,
+    BankListResponse,
+    DoctorResponse,
+    Event,
+    EventsResponse,
+    ListResponse,
+    Memory,
+    MemoryResponse,
+    Provenance,
+    RecallResponse,
+    ReloadResponse,
+    SaveResponse,
+    ScoredMemory,
+    SupersedeResponse,
+    TagCount,
+    TagsResponse,
+)
+from shared.redact import redact
+from shared.text import fingerprint, parse_links, slugify
+from shared.tokens import TokenCounter
+from store_worker import ops
+from store_worker import recall as recall_mod
+from store_worker import validate as v
+from store_worker.bank import Bank
+from store_worker.embed import Embedder, LiteLLMEmbedder
+from store_worker.events import EventBus, Subscriber
+from store_worker.files import TRASH_DIR, StateStore, check_writable
+from store_worker.rules import RulesMixin
+from store_worker.vectors import VectorMixin
+
+log = logging.getLogger(__name__)
+
+
+class MemoryStore(RulesMixin, VectorMixin):
+    """Named banks of rules and memories over plain files, with an in-RAM recall index."""
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        *,
+        settings: StoreSettings | None = None,
+        clock: Clock | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        base = settings or StoreSettings()
+        if data_dir is not None:
+            base = base.merged({"data_dir": str(data_dir)})
+        self.settings = base
+        self.clock = clock or SystemClock()
+        self.embedder = embedder or self._embedder_from(base)
+        self.tokens = TokenCounter(base.token_model)
+        self.events = EventBus(base.event_buffer)
+        self.banks: dict[str, Bank] = {}
+        self.session_parents: dict[str, str] = {}
+        self._open()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _embedder_from(settings: StoreSettings) -> Embedder | None:
+        if settings.embeddings_enabled and settings.embedding_model:
+            return LiteLLMEmbedder(settings.embedding_model)
+        return None
+
+    def _open(self) -> None:
+        self.root = self.settings.data_path
+        check_writable(self.root)  # boot-fatal: never run in RAM (DESIGN §2)
+        self.state = StateStore(self.root)
+        self.banks = {}
+        for path in sorted(self.root.iterdir()):
+            if path.is_dir() and not path.name.startswith("."):
+                try:
+                    v.bank_name(path.name)
+                except errors.InvalidArgumentError:
+                    log.warning("ignoring folder %s: not a valid bank name", path)
+                    continue
+                self._load_bank(path.name)
+        parents = self.state.get("store", "session-parents")
+        self.session_parents = dict(parents) if isinstance(parents, dict) else {}
+
+    def _load_bank(self, name: str) -> Bank:
+        bank = Bank(self.root, name)
+        bank.load()
+        self.banks[name] = bank
+        self._load_vectors(bank)
+        return bank
+
+    def close(self) -> None:
+        for bank in self.banks.values():
+            bank.files.log.close()
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    # -- banks -----------------------------------------------------------------------------
+
+    def _bank(self, name: str | None, *, create: bool = False) -> Bank:
+        """Resolve a bank: the default materializes on first use; writes create others."""
+        name = v.bank_name(name or self.settings.default_bank)
+        bank = self.banks.get(name)
+        if bank is not None:
+            return bank
+        if create or name == self.settings.default_bank:
+            return self._create_bank(name, "")[0]
+        raise errors.NotFoundError(f"no bank named {name!r}")
+
+    def _create_bank(self, name: str, description: str) -> tuple[Bank, bool]:
+        existing = self.banks.get(name)
+        if existing is not None:
+            return existing, False
+        bank = Bank(self.root, name)
+        if bank.files.exists():  # created on disk by hand since the last reload
+            bank.load()
+        else:
+            bank.files.create(description, self.now())
+            bank.description, bank.created_at = bank.files.read_meta()
+        self.banks[name] = bank
+        self.events.emit("bank-changed", "created", name, now=self.now())
+        return bank, True
+
+    def _info(self, bank: Bank) -> BankInfo:
+        live, pinned = bank.counts()
+        return BankInfo(
+            name=bank.name,
+            description=bank.description,
+            created_at=bank.created_at,
+            memories=live,
+            rules=len(bank.rules),
+            pinned=pinned,
+        )
+
+    def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
+        name = v.bank_name(name)
+        description = redact(description or "").text
+        bank, created = self._create_bank(name, description)
+        if not created and description and description != bank.description:
+            bank.files.write_meta(description, bank.created_at)
+            bank.description = description
+        return BankCreateResponse(bank=self._info(bank), created=created)
+
+    def bank_list(self) -> BankListResponse:
+        self._bank(None)  # the default bank materializes on first use
+        return BankListResponse(banks=tuple(self._info(b) for _, b in sorted(self.banks.items())))
+
+    def bank_delete(self, name: str) -> BankDeleteResponse:
+        bank = self._bank(v.bank_name(name))
+        target = bank.files.trash(self.now())
+        del self.banks[bank.name]
+        self.events.emit("bank-changed", "trashed", bank.name, now=self.now())
+        return BankDeleteResponse(ok=True, trashed_to=str(target))
+
+    # -- memories: writes ------------------------------------------------------------------
+
+    def save(
+        self,
+        text: str,
+        *,
+        bank: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        type: str = "user",
+        scope: str = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        recorded_by: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool = False,
+        confidence: str = "stated",
+    ) -> SaveResponse:
+        """Save one memory; the same normalised text re-saved reinforces instead."""
+        clean = self._clean_fields(text=text, title=title, tags=tags, entities=entities)
+        mem_type = v.memory_type(type)
+        mem_scope = v.memory_scope(scope)
+        project_dir = v.project_path(project) if mem_scope == "project" else None
+        session = v.optional_str(session_id, "session_id")
+        if mem_scope == "session" and session is None:
+            raise errors.InvalidScopeError("scope 'session' needs a session_id")
+        provenance = Provenance(
+            source_session_id=session,
+            source_turn_id=v.turn_id(turn_id),
+            recorded_by=v.optional_str(recorded_by, "recorded_by"),
+        )
+        wanted_id = v.memory_id(id) if id is not None else None
+        conf = v.confidence(confidence)
+        target = self._bank(bank, create=True)
+        fp = fingerprint(clean["text"])
+        existing_id = target.by_fp.get(fp)
+        if existing_id is not None:
+            existing = target.records[existing_id]
+            if _same_place(existing, mem_scope, project_dir, session):
+                return self._reinforce(target, existing, clean, pinned)
+        now = self.now()
+        mem = Memory(
+            id=self._free_id(target, wanted_id or slugify(clean["title"] or clean["text"])),
+            fingerprint=fp,
+            type=mem_type,
+            scope=mem_scope,
+            project=project_dir,
+            session_id=session if mem_scope == "session" else None,
+            title=clean["title"],
+            text=clean["text"],
+            tags=clean["tags"],
+            entities=clean["entities"],
+            links=tuple(parse_links(clean["text"])),
+            pinned=bool(pinned),
+            confidence=conf,
+            provenance=provenance,
+            created_at=now,
+            updated_at=now,
+            stated_at=now,
+            tokens=self.tokens.count(clean["text"]),
+        )
+        target.apply(mem)
+        self._embed_one(target, mem)
+        redacted = tuple(clean["redacted"])
+        self._emit_item("created", target, mem, redacted=redacted)
+        return SaveResponse(created=True, memory=mem, bank=target.name, redacted=redacted)
+
+    def _clean_fields(
+        self,
+        *,
+        text: object = None,
+        title: object = None,
+        tags: Iterable[Any] | None = None,
+        entities: Iterable[Any] | None = None,
+        text_required: bool = True,
+    ) -> dict[str, Any]:
+        """Validate, then redact every free-text field (DESIGN §6 "on every write path")."""
+        labels: set[str] = set()
+
+        def scrub(value: str) -> str:
+            result = redact(value)
+            labels.update(result.labels)
+            return result.text
+
+        out: dict[str, Any] = {}
+        if text_required or text is not None:
+            out["text"] = scrub(v.text(text, max_chars=self.settings.max_text_chars))
+        out["title"] = scrub(v.title(title))
+        out["tags"] = _clean_labels(tags, "tags", scrub)
+        out["entities"] = _clean_labels(entities, "entities", scrub)
+        out["redacted"] = sorted(labels)
+        return out
+
+    def _free_id(self, bank: Bank, wanted: str) -> str:
+        """The wanted slug, or the first free ``-2``, ``-3`` … suffix: never an overwrite."""
+        base = wanted[:72].rstrip("-") or "memory"
+        if base not in bank.records:
+            return base
+        n = 2
+        while f"{base}-{n}" in bank.records:
+            n += 1
+        return f"{base}-{n}"
+
+    def _reinforce(
+        self, bank: Bank, existing: Memory, clean: dict[str, Any], pinned: bool
+    ) -> SaveResponse:
+        now = self.now()
+        mem = existing.model_copy(
+            update={
+                "corroboration": existing.corroboration + 1,
+                "tags": v.merge_labels(existing.tags, clean["tags"]),
+                "entities": v.merge_labels(existing.entities, clean["entities"]),
+                "pinned": existing.pinned or bool(pinned),  # re-saving never unpins
+                "title": existing.title or clean["title"],
+                "stated_at": now,
+                "updated_at": now,
+                "revision": existing.revision + 1,
+            }
+        )
+        bank.apply(mem)
+        redacted = tuple(clean["redacted"])
+        self._emit_item("updated", bank, mem, reason="reinforced", redacted=redacted)
+        return SaveResponse(created=False, memory=mem, bank=bank.name, redacted=redacted)
+
+    def update(
+        self,
+        id: str,
+        *,
+        bank: str | None = None,
+        text: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+    ) -> MemoryResponse:
+        """Revise a live memory in place: same id, next revision. Type and scope are immutable."""
+        target = self._bank(bank)
+        current = self._live(target, id)
+        if type is not None and type != current.type:
+            raise errors.InvalidTypeError(f"type is immutable ({current.type}); save a new memory")
+        if scope is not None and scope != current.scope:
+            raise errors.InvalidScopeError(
+                f"scope is immutable ({current.scope}); save a new memory"
+            )
+        clean = self._clean_fields(
+            text=text, title=title, tags=tags, entities=entities, text_required=False
+        )
+        now = self.now()
+        changes: dict[str, Any] = {"updated_at": now, "revision": current.revision + 1}
+        if "text" in clean and clean["text"] != current.text:
+            changes.update(
+                text=clean["text"],
+                fingerprint=fingerprint(clean["text"]),
+                links=tuple(parse_links(clean["text"])),
+                tokens=self.tokens.count(clean["text"]),
+                stated_at=now,  # the fact was re-stated; pin/tag edits never move it
+            )
+        if title is not None:
+            changes["title"] = clean["title"]
+        if tags is not None:
+            changes["tags"] = clean["tags"]
+        if entities is not None:
+            changes["entities"] = clean["entities"]
+        if pinned is not None:
+            changes["pinned"] = bool(pinned)
+        mem = target.apply(current.model_copy(update=changes))
+        if "text" in changes:
+            self._embed_one(target, mem)
+        self._emit_item("updated", target, mem, redacted=tuple(clean["redacted"]))
+        return MemoryResponse(memory=mem, bank=target.name)
+
+    def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
+        return self.update(id, bank=bank, pinned=pinned)
+
+    def delete(
+        self, id: str, *, bank: str | None = None, reason: str | None = None
+    ) -> MemoryResponse:
+        """Tombstone a memory: it leaves recall, stays on disk and in the history view."""
+        target = self._bank(bank)
+        current = self._live(target, id)
+        now = self.now()
+        mem = target.apply(
+            current.model_copy(
+                update={"invalid_at": now, "updated_at": now, "revision": current.revision + 1}
+            )
+        )
+        self._emit_item("deleted", target, mem, reason=reason)
+        return MemoryResponse(memory=mem, bank=target.name)
+
+    def supersede(
+        self,
+        id: str,
+        superseded_by: str,
+        *,
+        bank: str | None = None,
+        reason: str | None = None,
+        reinforce: bool = False,
+    ) -> SupersedeResponse:
+        """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer)."""
+        target = self._bank(bank)
+        v.memory_id(id)
+        v.memory_id(superseded_by)
+        if id == superseded_by:
+            raise errors.ConflictError(f"{id} cannot supersede itself")
+        survivor = self._live(target, superseded_by, role="survivor")
+        loser = self._live(target, id)
+        if loser.pinned:
+            raise errors.ConflictError(f"{id} is pinned; unpin it before superseding it")
+        now = self.now()
+        retired = loser.model_copy(
+            update={
+                "invalid_at": now,
+                "superseded_by": survivor.id,
+                "updated_at": now,
+                "revision": loser.revision + 1,
+            }
+        )
+        merged = survivor
+        reinforced = reinforce and not survivor.pinned
+        if reinforced:
+            merged = survivor.model_copy(
+                update={
+                    "corroboration": survivor.corroboration + loser.corroboration + 1,
+                    "tags": v.merge_labels(survivor.tags, loser.tags),
+                    "entities": v.merge_labels(survivor.entities, loser.entities),
+                    "stated_at": max(survivor.stated_at, loser.stated_at),
+                    "updated_at": now,
+                    "revision": survivor.revision + 1,
+                }
+            )
+        target.apply_many([retired, merged] if reinforced else [retired])
+        self._emit_item("superseded", target, retired, reason=reason)
+        if reinforced:
+            self._emit_item("updated", target, merged, reason=reason or "reinforced")
+        return SupersedeResponse(
+            memory=retired, survivor=merged, reinforced=reinforced, bank=target.name
+        )
+
+    def _live(self, bank: Bank, id: str, *, role: str = "memory") -> Memory:
+        mem = bank.records.get(v.memory_id(id))
+        if mem is None:
+            raise errors.NotFoundError(f"no {role} {id!r} in bank {bank.name!r}")
+        if mem.invalid_at is not None:
+            how = f"superseded by {mem.superseded_by}" if mem.superseded_by else "deleted"
+            raise errors.ConflictError(f"{role} {id!r} is retired ({how})")
+        return mem
+
+    def _emit_item(
+        self,
+        event_type: str,
+        bank: Bank,
+        mem: Memory,
+        *,
+        reason: str | None = None,
+        redacted: tuple[str, ...] = (),
+    ) -> Event:
+        if reason:  # a caller's free text reaches subscribers: redact it like any write
+            scrubbed = redact(reason)
+            reason = scrubbed.text
+            redacted = tuple(sorted({*redacted, *scrubbed.labels}))
+        return self.events.emit(
+            "item-changed",
+            event_type,
+            bank.name,
+            now=self.now(),
+            memory=mem,
+            reason=reason,
+            redacted=redacted,
+        )
+
+    # -- memories: reads -------------------------------------------------------------------
+
+    def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        target = self._bank(bank)
+        mem = target.records.get(v.memory_id(id))
+        if mem is None:
+            raise errors.NotFoundError(f"no memory {id!r} in bank {target.name!r}")
+        return MemoryResponse(memory=mem, bank=target.name)
+
+    def list(
+        self,
+        *,
+        bank: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+        status: str | None = None,
+        include_superseded: bool = False,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> ListResponse:
+        """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive."""
+        size = v.page_size(page_size)
+        mem_type = v.memory_type(type) if type is not None else None
+        mem_scope = v.memory_scope(scope) if scope is not None else None
+        if status not in (None, "canonical", "pending"):
+            raise errors.InvalidArgumentError(f"unknown status {status!r}")
+        after = _decode_token(page_token) if page_token else None
+        target = self._bank(bank)
+        tag_norm = v.labels([tag], "tags")[0] if tag else None
+        rows = [
+            m
+            for m in target.records.values()
+            if (include_superseded or m.invalid_at is None)
+            and (tag_norm is None or tag_norm in m.tags)
+            and (mem_type is None or m.type == mem_type)
+            and (mem_scope is None or m.scope == mem_scope)
+            and (status is None or m.status == status)
+        ]
+        rows.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        total = len(rows)
+        if after is not None:
+            rows = [m for m in rows if (m.created_at, m.id) < after]
+        page = rows[:size]
+        token = _encode_token(page[-1]) if len(rows) > size else None
+        return ListResponse(
+            memories=tuple(page), next_page_token=token, total=total, bank=target.name
+        )
+
+    def tags(self, *, bank: str | None = None) -> TagsResponse:
+        target = self._bank(bank)
+        counts = Counter(t for m in target.live() for t in m.tags)
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return TagsResponse(
+            bank=target.name, tags=tuple(TagCount(tag=t, count=c) for t, c in ordered)
+        )
+
+    def recall(
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        limit: int | None = None,
+        tag: str | None = None,
+        mode: str = "hybrid",
+        include_superseded: bool = False,
+        include_pending: bool = False,
+        token_budget: int | None = None,
+        session_id: str | None = None,
+        project: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+    ) -> RecallResponse:
+        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran."""
+        params = self._recall_params(
+            query,
+            limit=limit,
+            tag=tag,
+            mode=mode,
+            include_superseded=include_superseded,
+            include_pending=include_pending,
+            token_budget=token_budget,
+            session_id=session_id,
+            project=project,
+            type_filter=type_filter,
+            scope_filter=scope_filter,
+        )
+        target = self._bank(bank)
+        query_vector, retrieval = self._query_vector(target, params)
+        hits = recall_mod.run(target, params, self.now(), query_vector)
+        return RecallResponse(
+            memories=tuple(
+                ScoredMemory(memory=h.memory, relevance_score=h.relevance, score=h.score)
+                for h in hits
+            ),
+            retrieval=retrieval,
+            bank=target.name,
+        )
+
+    def _recall_params(self, query: object, **kw: Any) -> recall_mod.RecallParams:
+        if not isinstance(query, str):
+            raise errors.InvalidArgumentError("query must be a string")
+        if kw["mode"] not in ("hybrid", "lexical", "semantic"):
+            raise errors.InvalidArgumentError(f"unknown recall mode {kw['mode']!r}")
+        budget = kw["token_budget"]
+        if budget is not None and (not isinstance(budget, int) or budget < 0):
+            raise errors.InvalidArgumentError("token_budget must be a non-negative integer")
+        session = v.optional_str(kw["session_id"], "session_id")
+        return recall_mod.RecallParams(
+            query=query[: self.settings.max_text_chars],
+            limit=v.limit(kw["limit"], self.settings.recall_limit),
+            mode=kw["mode"],
+            tag=v.labels([kw["tag"]], "tags")[0] if kw["tag"] else None,
+            include_superseded=bool(kw["include_superseded"]),
+            include_pending=bool(kw["include_pending"]),
+            token_budget=budget,
+            session_ids=frozenset(self.session_lineage(session)),
+            project=v.project_path(kw["project"]) if kw["project"] else None,
+            type_filter=tuple(v.memory_type(t) for t in (kw["type_filter"] or ())),
+            scope_filter=tuple(v.memory_scope(s) for s in (kw["scope_filter"] or ())),
+            half_life_days=self.settings.decay_half_life_days,
+        )
+
+    # -- sessions (visibility of session-scoped records) ------------------------------------
+
+    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
+        """Record a sub-session's parent, so it sees its ancestors' session memories."""
+        if not parent_session_id or parent_session_id == session_id:
+            return
+        if self.session_parents.get(session_id) == parent_session_id:
+            return
+        self.session_parents[session_id] = parent_session_id
+        self.state.set("store", "session-parents", self.session_parents)
+
+    def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
+        out: builtins.list[str] = []
+        while session_id and session_id not in out and len(out) < 64:
+            out.append(session_id)
+            session_id = self.session_parents.get(session_id)
+        return tuple(out)
+
+    # -- events and sibling state --------------------------------------------------------------
+
+    def subscribe(
+        self, name: str, callback: Subscriber, banks: Iterable[str] | None = None
+    ) -> None:
+        self.events.subscribe(name, callback, set(banks) if banks else None)
+
+    def unsubscribe(self, name: str) -> bool:
+        return self.events.unsubscribe(name)
+
+    def events_since(
+        self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
+    ) -> EventsResponse:
+        found = self.events.since(cursor, limit=limit, bank=bank)
+        last = found[-1].seq if found else max(cursor, 0)
+        if not found and cursor > self.events.cursor:
+            last = self.events.cursor
+        return EventsResponse(events=tuple(found), cursor=last)
+
+    def state_get(self, owner: str, key: str) -> object | None:
+        return self.state.get(v.rule_name(owner), v.rule_name(key))
+
+    def state_set(self, owner: str, key: str, value: object) -> None:
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as e:
+            raise errors.InvalidArgumentError(f"state value is not JSON: {e}") from e
+        self.state.set(v.rule_name(owner), v.rule_name(key), value)
+
+    # -- operations ------------------------------------------------------------------------
+
+    def doctor(self, siblings: ops.SiblingProbe | None = None) -> DoctorResponse:
+        return ops.doctor(self, siblings)
+
+    def describe(self) -> dict[str, Any]:
+        return ops.describe(self)
+
+    def capabilities(self) -> dict[str, Any]:
+        return ops.capabilities(self)
+
+    def configure(self, config: dict[str, Any]) -> dict[str, Any]:
+        """Validate and apply a partial settings change; unknown keys change nothing."""
+        if not isinstance(config, dict):
+            raise errors.InvalidArgumentError("config must be a mapping of setting → value")
+        new = self.settings.merged(config)
+        reopen = new.data_path != self.settings.data_path
+        self.settings = new
+        self.tokens = TokenCounter(new.token_model)
+        if "embedding_model" in config or "embeddings_enabled" in config:
+            self.embedder = self._embedder_from(new)
+        if reopen:
+            self.close()
+            self._open()
+        return new.model_dump()
+
+    def reload(self) -> ReloadResponse:
+        self.close()
+        self._open()
+        corrupt = sum(b.stats.corrupt for b in self.banks.values())
+        return ReloadResponse(ok=True, banks=tuple(sorted(self.banks)), corrupt_lines=corrupt)
+
+    def trash_dir(self) -> Path:
+        return self.root / TRASH_DIR
+
+    def purge_trash(self, path: str) -> None:
+        """Remove one trashed folder for good (doctor's scratch bank only)."""
+        target = Path(path).resolve()
+        if target.parent != self.trash_dir().resolve():
+            raise errors.InvalidArgumentError("only folders directly in .trash can be purged")
+        shutil.rmtree(target, ignore_errors=True)
+
+
+def _clean_labels(
+    values: Iterable[Any] | None, what: str, scrub: Callable[[str], str]
+) -> tuple[str, ...]:
+    """Validate labels, then redact the values *as given*: normalising first would lowercase
+    a secret (an AWS key) out of the shape the redactor knows, and store it."""
+    raw = [values] if isinstance(values, str) else list(values or ())
+    v.labels(raw, what)  # types and count, before anything is redacted
+    return v.labels([scrub(x) for x in raw], what)
+
+
+def _same_place(mem: Memory, scope: str, project: str | None, session: str | None) -> bool:
+    """Reinforce only a record that lives where the new one would (same scope and owner)."""
+    if mem.scope != scope:
+        return False
+    if scope == "project":
+        return mem.project == project
+    if scope == "session":
+        return mem.session_id == session
+    return True
+
+
+def _encode_token(mem: Memory) -> str:
+    raw = json.dumps([mem.created_at, mem.id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[int, str]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        created_at, mem_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return int(created_at), str(mem_id)
+    except (ValueError, TypeError, binascii.Error) as e:
+        raise errors.InvalidArgumentError("page_token is not one this store issued") from e

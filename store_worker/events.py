@@ -1,0 +1,84 @@
+"""Events (DESIGN §3): push to subscribers, and a bounded pull log with a cursor.
+
+Delivery is fire-and-forget and at-least-once; a subscriber that raises is dropped after three
+consecutive failures so a dead sibling cannot slow the store down. The pull log keeps the last
+``capacity`` events; ``since(cursor)`` returns what came after a cursor (``memory watch``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from shared.models import Event, Memory
+
+log = logging.getLogger(__name__)
+
+Subscriber = Callable[[Event], Any]
+
+
+class EventBus:
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._log: deque[Event] = deque(maxlen=capacity)
+        self._seq = 0
+        self._subs: dict[str, tuple[Subscriber, set[str] | None]] = {}
+        self._failures: dict[str, int] = {}
+
+    @property
+    def cursor(self) -> int:
+        return self._seq
+
+    def subscribe(self, name: str, callback: Subscriber, banks: set[str] | None = None) -> None:
+        self._subs[name] = (callback, banks)
+        self._failures.pop(name, None)
+
+    def unsubscribe(self, name: str) -> bool:
+        return self._subs.pop(name, None) is not None
+
+    def subscribers(self) -> list[str]:
+        return sorted(self._subs)
+
+    def emit(
+        self,
+        kind: str,
+        event_type: str,
+        bank: str,
+        *,
+        now: int,
+        memory: Memory | None = None,
+        reason: str | None = None,
+        redacted: tuple[str, ...] = (),
+    ) -> Event:
+        self._seq += 1
+        event = Event(
+            seq=self._seq,
+            kind=kind,
+            event_type=event_type,
+            bank=bank,
+            memory=memory,
+            reason=reason,
+            redacted=redacted,
+            at=now,
+        )
+        self._log.append(event)
+        for name, (callback, banks) in list(self._subs.items()):
+            if banks is None or bank in banks:
+                self._deliver(name, callback, event)
+        return event
+
+    def _deliver(self, name: str, callback: Subscriber, event: Event) -> None:
+        try:
+            callback(event)
+            self._failures.pop(name, None)
+        except Exception as e:  # a subscriber's fault never fails the write that emitted it
+            count = self._failures.get(name, 0) + 1
+            self._failures[name] = count
+            log.warning("event subscriber %s failed (%d): %s", name, count, e)
+            if count >= 3:
+                self.unsubscribe(name)
+
+    def since(self, cursor: int, *, limit: int = 500, bank: str | None = None) -> list[Event]:
+        out = [e for e in self._log if e.seq > cursor and (bank is None or e.bank == bank)]
+        return out[:limit]

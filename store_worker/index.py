@@ -1,0 +1,269 @@
+"""The in-RAM recall index of one bank: incremental BM25 postings plus per-slot columns.
+
+Why not rank-bm25 or bm25s: neither adds a document without a rebuild (FACTS.md), and
+read-your-writes needs the very next recall to see a save. Here every record owns one *slot*;
+postings are growable numpy arrays per term, appended in O(1); a record's new revision gets a
+new slot and the old slot is masked dead; dead slots are compacted away when they pile up.
+A query is a handful of vectorised numpy passes over the matched postings, so it costs
+~O(matched postings) rather than O(corpus) Python work.
+
+BM25 is Okapi with k1 = 1.2, b = 0.75 (Robertson & Zaragoza 2009, the Lucene defaults) and
+Lucene's non-negative IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``: rank-bm25's Okapi IDF goes
+negative for terms in more than half the documents and is then floored to an epsilon, which
+lets a common word erase a match. Statistics (N, df, avgdl) count only *counted* slots (live,
+canonical records); retired and pending records stay scorable for the history view without
+skewing the live ranking. ``tests/store_worker/test_index.py`` checks the ranking against
+rank-bm25 with the same IDF.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+K1 = 1.2
+B = 0.75
+
+F64 = npt.NDArray[np.float64]
+I32 = npt.NDArray[np.int32]
+
+
+class _Postings:
+    """A growable (slot, tf) array pair."""
+
+    __slots__ = ("n", "slots", "tfs")
+
+    def __init__(self) -> None:
+        self.slots = np.empty(4, dtype=np.int32)
+        self.tfs = np.empty(4, dtype=np.float32)
+        self.n = 0
+
+    def append(self, slot: int, tf: float) -> None:
+        if self.n == len(self.slots):
+            self.slots = np.resize(self.slots, self.n * 2)
+            self.tfs = np.resize(self.tfs, self.n * 2)
+        self.slots[self.n] = slot
+        self.tfs[self.n] = tf
+        self.n += 1
+
+    def view(self) -> tuple[I32, npt.NDArray[np.float32]]:
+        return self.slots[: self.n], self.tfs[: self.n]
+
+
+class _Column:
+    """A growable numpy column indexed by slot."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, dtype: npt.DTypeLike, fill: float = 0) -> None:
+        self.data = np.full(64, fill, dtype=dtype)
+
+    def ensure(self, size: int, fill: float = 0) -> None:
+        if size > len(self.data):
+            grown = np.full(max(size, len(self.data) * 2), fill, dtype=self.data.dtype)
+            grown[: len(self.data)] = self.data
+            self.data = grown
+
+
+# Per-slot numeric columns the recall scorer and filters read.
+COLUMNS: dict[str, tuple[npt.DTypeLike, float]] = {
+    "alive": (np.bool_, 0),  # the slot holds a record's current revision
+    "counted": (np.bool_, 0),  # live canonical: counts in BM25 statistics
+    "retired": (np.bool_, 0),
+    "pending": (np.bool_, 0),
+    "pinned": (np.float32, 0),
+    "corroboration": (np.float32, 0),
+    "stated_at": (np.float64, 0),
+    "created_at": (np.float64, 0),
+    "type": (np.int8, 0),
+    "scope": (np.int8, 0),
+    "project": (np.int32, -1),
+    "session": (np.int32, -1),
+    "tokens": (np.int32, 0),
+    "dl": (np.float32, 0),
+}
+
+
+class BankIndex:
+    """Slots, BM25 postings, entity and tag postings, and filter columns of one bank."""
+
+    def __init__(self, *, k1: float = K1, b: float = B) -> None:
+        self.k1 = k1
+        self.b = b
+        self._clear()
+
+    def _clear(self) -> None:
+        self.keys: list[str] = []
+        self.slot_of: dict[str, int] = {}
+        self.cols = {name: _Column(dt, fill) for name, (dt, fill) in COLUMNS.items()}
+        self.terms: dict[str, _Postings] = {}
+        self.entities: dict[str, _Postings] = {}
+        self.tags: dict[str, _Postings] = {}
+        self.df: Counter[str] = Counter()
+        self.doc_terms: list[tuple[str, ...] | None] = []
+        self.n_counted = 0
+        self.total_len = 0.0
+        self.dead = 0
+        self._interned: dict[str, int] = {}
+        self.vectors: npt.NDArray[np.float32] | None = None
+        self.has_vector = _Column(np.bool_)
+
+    # -- columns ---------------------------------------------------------------------------
+
+    def col(self, name: str) -> npt.NDArray[np.generic]:
+        return self.cols[name].data[: len(self.keys)]
+
+    def intern(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        return self._interned.setdefault(value, len(self._interned))
+
+    def interned(self, value: str | None) -> int | None:
+        return None if value is None else self._interned.get(value)
+
+    @property
+    def capacity(self) -> int:
+        return len(self.keys)
+
+    @property
+    def live_count(self) -> int:
+        return self.n_counted
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def upsert(
+        self,
+        key: str,
+        tokens: Sequence[str],
+        *,
+        entities: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        counted: bool = True,
+        attrs: dict[str, float] | None = None,
+    ) -> int:
+        """Index ``key``'s current revision in a fresh slot; its previous slot dies."""
+        self.remove(key)
+        slot = len(self.keys)
+        self.keys.append(key)
+        self.slot_of[key] = slot
+        for name, column in self.cols.items():
+            column.ensure(slot + 1, COLUMNS[name][1])
+        tf = Counter(sys.intern(t) for t in tokens)
+        self.doc_terms.append(tuple(tf))
+        for term, count in tf.items():
+            post = self.terms.get(term)
+            if post is None:
+                post = self.terms[term] = _Postings()
+            post.append(slot, count)
+        for ent in set(entities):
+            self.entities.setdefault(ent, _Postings()).append(slot, 1)
+        for tag in set(tags):
+            self.tags.setdefault(tag, _Postings()).append(slot, 1)
+        data = {name: column.data for name, column in self.cols.items()}
+        data["alive"][slot] = True
+        data["dl"][slot] = len(tokens)
+        for name, value in (attrs or {}).items():
+            data[name][slot] = value
+        if counted:
+            self._count(slot, tuple(tf), +1)
+        return slot
+
+    def remove(self, key: str) -> None:
+        slot = self.slot_of.pop(key, None)
+        if slot is None:
+            return
+        data = {name: column.data for name, column in self.cols.items()}
+        if data["counted"][slot]:
+            tf = self.doc_terms[slot]
+            assert tf is not None
+            self._count(slot, tf, -1)
+        data["alive"][slot] = False
+        self.doc_terms[slot] = None
+        self.dead += 1
+
+    def _count(self, slot: int, tf: tuple[str, ...], sign: int) -> None:
+        counted = self.cols["counted"].data
+        counted[slot] = sign > 0
+        self.n_counted += sign
+        self.total_len += sign * float(self.cols["dl"].data[slot])
+        for term in tf:
+            self.df[term] += sign
+            if self.df[term] <= 0:
+                del self.df[term]
+
+    def set_vector(self, slot: int, vector: Sequence[float]) -> None:
+        """Attach a unit embedding to a slot (the semantic arm's matrix, aligned by slot)."""
+        vec = np.asarray(vector, dtype=np.float32)
+        if self.vectors is None or self.vectors.shape[1] != len(vec):
+            self.vectors = np.zeros((max(64, len(self.keys)), len(vec)), dtype=np.float32)
+            self.has_vector = _Column(np.bool_)
+        if slot >= len(self.vectors):
+            grown = np.zeros((max(slot + 1, len(self.vectors) * 2), len(vec)), dtype=np.float32)
+            grown[: len(self.vectors)] = self.vectors
+            self.vectors = grown
+        self.vectors[slot] = vec
+        self.has_vector.ensure(slot + 1)
+        self.has_vector.data[slot] = True
+
+    def cosine(self, query_vector: Sequence[float]) -> tuple[F64, npt.NDArray[np.bool_]]:
+        """Cosine of every slot to the query (unit vectors), and which slots have a vector."""
+        size = len(self.keys)
+        if self.vectors is None:
+            return np.zeros(size), np.zeros(size, dtype=bool)
+        self.has_vector.ensure(size)
+        have = self.has_vector.data[:size] & self.col("alive").astype(bool)
+        rows = min(size, len(self.vectors))
+        cos = np.zeros(size, dtype=np.float64)
+        q = np.asarray(query_vector, dtype=np.float32)
+        if len(q) == self.vectors.shape[1]:
+            cos[:rows] = self.vectors[:rows] @ q
+        return np.where(have, cos, 0.0), have
+
+    def needs_compaction(self) -> bool:
+        return self.dead > 1024 and self.dead * 2 > len(self.keys)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def idf(self, term: str) -> float:
+        df = self.df.get(term, 0)
+        n = self.n_counted
+        return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+
+    def bm25(self, query: Sequence[str]) -> F64:
+        """Dense BM25 scores by slot (0 where nothing matched); duplicates in the query count
+        again, as in rank-bm25."""
+        size = len(self.keys)
+        scores = np.zeros(size, dtype=np.float64)
+        if not size or not query:
+            return scores
+        n = max(self.n_counted, 1)
+        avgdl = self.total_len / n if self.total_len > 0 else 1.0
+        dl = self.cols["dl"].data
+        for term, times in Counter(query).items():
+            post = self.terms.get(term)
+            if post is None:
+                continue
+            slots, tfs = post.view()
+            norm = self.k1 * (1.0 - self.b + self.b * dl[slots] / avgdl)
+            scores[slots] += (times * self.idf(term)) * (tfs * (self.k1 + 1.0)) / (tfs + norm)
+        scores[~self.col("alive").astype(bool)] = 0.0
+        return scores
+
+    def postings_mask(self, table: dict[str, _Postings], keys: Iterable[str]) -> F64:
+        """Count of the given entity/tag keys each slot carries."""
+        hits = np.zeros(len(self.keys), dtype=np.float64)
+        for key in set(keys):
+            post = table.get(key)
+            if post is not None:
+                hits[post.view()[0]] += 1.0
+        return hits
+
+    def entity_hits(self, candidates: Iterable[str]) -> F64:
+        return self.postings_mask(self.entities, candidates)
+
+    def tag_mask(self, tag: str) -> npt.NDArray[np.bool_]:
+        return self.postings_mask(self.tags, [tag]) > 0

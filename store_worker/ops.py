@@ -1,0 +1,164 @@
+"""Operations: ``doctor``, ``describe``, ``capabilities``, ``configure`` (DESIGN §3).
+
+``doctor`` is honest health (seeds/003): a real save → recall → trash roundtrip in a scratch
+bank, the index checked against the files, corrupt-line counts, and advisory checks
+(tokenizer, embeddings, siblings). ``ok`` is true only when every required check passes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from shared import errors
+from shared.config import StoreSettings
+from shared.models import MEMORY_SCOPES, MEMORY_TYPES, DoctorCheck, DoctorResponse
+from store_worker.files import check_writable
+
+if TYPE_CHECKING:
+    from store_worker.core import MemoryStore
+
+SERVICE_NAME = "memory-store"
+SiblingProbe = Callable[[], dict[str, bool]]
+
+
+def version() -> str:
+    try:
+        return metadata.version("agent-memory")
+    except metadata.PackageNotFoundError:
+        return "0.0.0+local"
+
+
+def source_digest() -> str:
+    """sha256 over this build's Python sources (Describe's digest, seeds/000)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for pkg in ("shared", "store_worker"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(path.read_bytes())
+    return "sha256:" + h.hexdigest()
+
+
+def _check(name: str, fn: Callable[[], str], *, required: bool = True) -> DoctorCheck:
+    try:
+        return DoctorCheck(name=name, ok=True, required=required, detail=fn())
+    except Exception as e:  # a check's failure is its result, never the doctor's crash
+        return DoctorCheck(
+            name=name, ok=False, required=required, detail=f"{type(e).__name__}: {e}"
+        )
+
+
+def doctor(store: MemoryStore, siblings: SiblingProbe | None = None) -> DoctorResponse:
+    checks = [
+        _check("data_dir_writable", lambda: _writable(store)),
+        _check("roundtrip", lambda: _roundtrip(store)),
+        _check("index_consistent", lambda: _index_consistent(store)),
+        _check("log_integrity", lambda: _log_integrity(store), required=False),
+        _check("tokenizer", lambda: _tokenizer(store), required=False),
+        _check("embeddings", lambda: _embeddings(store), required=False),
+        _check("siblings", lambda: _siblings(siblings), required=False),
+    ]
+    return DoctorResponse(ok=all(c.ok for c in checks if c.required), checks=tuple(checks))
+
+
+def _writable(store: MemoryStore) -> str:
+    check_writable(store.root)
+    return str(store.root)
+
+
+def _roundtrip(store: MemoryStore) -> str:
+    name = f"doctor-{time.time_ns() // 1000}"
+    started = time.perf_counter()
+    store.bank_create(name, "doctor scratch bank")
+    try:
+        saved = store.save("doctor roundtrip probe zebracorn", bank=name)
+        found = store.recall("zebracorn probe", bank=name, mode="lexical")
+        if not any(h.memory.id == saved.memory.id for h in found.memories):
+            raise errors.UnknownError("a saved memory was not recalled")
+        store.bank_list()
+    finally:
+        if name in store.banks:
+            trashed = store.bank_delete(name).trashed_to
+            store.purge_trash(trashed)
+    return f"save → recall → trash in {(time.perf_counter() - started) * 1000:.1f} ms"
+
+
+def _index_consistent(store: MemoryStore) -> str:
+    problems = []
+    for name, bank in store.banks.items():
+        live = [
+            m for m in bank.records.values() if m.invalid_at is None and m.status == "canonical"
+        ]
+        if bank.index.live_count != len(live):
+            problems.append(f"{name}: index counts {bank.index.live_count}, files {len(live)}")
+        missing = [m.id for m in bank.records.values() if m.id not in bank.index.slot_of]
+        if missing:
+            problems.append(f"{name}: {len(missing)} records missing from the index")
+    if problems:
+        raise errors.UnknownError("; ".join(problems))
+    return f"{len(store.banks)} banks consistent"
+
+
+def _log_integrity(store: MemoryStore) -> str:
+    bad = {
+        name: (b.stats.corrupt, b.stats.torn)
+        for name, b in store.banks.items()
+        if b.stats.corrupt or b.stats.torn
+    }
+    if bad:
+        detail = ", ".join(f"{n}: {c} corrupt, {t} torn" for n, (c, t) in sorted(bad.items()))
+        raise errors.UnknownError(f"skipped lines at boot ({detail})")
+    return "no corrupt or torn lines"
+
+
+def _tokenizer(store: MemoryStore) -> str:
+    if not store.tokens.exact:
+        raise errors.SourceUnavailableError(
+            "no offline tokenizer files: token counts are estimates"
+        )
+    return f"{store.tokens.encoding} (exact)"
+
+
+def _embeddings(store: MemoryStore) -> str:
+    if store.embedder is None:
+        return "off (lexical recall only; set MEMORY_EMBEDDING_MODEL to add the semantic arm)"
+    store.embedder.embed(["doctor probe"])
+    return f"{store.embedder.name} answers"
+
+
+def _siblings(probe: SiblingProbe | None) -> str:
+    if probe is None:
+        return "not checked (embedded mode)"
+    status = probe()
+    down = [name for name, up in status.items() if not up]
+    if down:
+        raise errors.SourceUnavailableError(f"not running: {', '.join(sorted(down))}")
+    return ", ".join(f"{n} up" for n in sorted(status)) or "none configured"
+
+
+def describe(store: MemoryStore) -> dict[str, Any]:
+    return {
+        "name": SERVICE_NAME,
+        "version": version(),
+        "digest": source_digest(),
+        "data_dir": str(store.root),
+        "banks": sorted(store.banks),
+        "default_bank": store.settings.default_bank,
+    }
+
+
+def capabilities(store: MemoryStore) -> dict[str, Any]:
+    return {
+        "default_token_budget": store.settings.recall_budget_tokens,
+        "supported_types": list(MEMORY_TYPES),
+        "supported_scopes": list(MEMORY_SCOPES),
+        "ratification_supported": store.settings.ratification,
+        "recall_modes": ["hybrid", "lexical"] + (["semantic"] if store.embedder else []),
+        "config_schema": StoreSettings.model_json_schema(),
+        "supported_hook_points": [],
+    }

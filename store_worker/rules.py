@@ -1,0 +1,71 @@
+"""Rules: always-injected markdown files under ``<bank>/rules/`` (seeds/003 "rule::set").
+
+Writes are atomic (temp + rename); empty content removes the rule; content is redacted like
+every other write path. ``learned`` is the auto-managed rule that extraction appends to.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shared import errors
+from shared.models import Rule, RuleListResponse, RuleSetResponse
+from shared.redact import redact
+from store_worker import validate as v
+
+if TYPE_CHECKING:
+    from store_worker.bank import Bank
+    from store_worker.events import EventBus
+
+LEARNED = "learned"
+
+
+class RulesMixin:
+    events: EventBus
+
+    def _bank(self, name: str | None, *, create: bool = False) -> Bank:
+        raise NotImplementedError
+
+    def now(self) -> int:
+        raise NotImplementedError
+
+    def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
+        target = self._bank(bank)
+        rules = tuple(
+            Rule(name=name, content=content, chars=len(content), learned=name == LEARNED)
+            for name, content in sorted(target.rules.items())
+        )
+        return RuleListResponse(bank=target.name, rules=rules)
+
+    def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
+        target = self._bank(bank)
+        content = target.rules.get(v.rule_name(name))
+        if content is None:
+            raise errors.NotFoundError(f"no rule {name!r} in bank {target.name!r}")
+        return Rule(name=name, content=content, chars=len(content), learned=name == LEARNED)
+
+    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
+        """Create, replace or (with empty content) remove one rule."""
+        name = v.rule_name(name)
+        if not isinstance(content, str):
+            raise errors.InvalidArgumentError("rule content must be a string")
+        if len(content) > v.MAX_RULE_CHARS:
+            raise errors.InvalidArgumentError(
+                f"rule is {len(content)} chars; the limit is {v.MAX_RULE_CHARS}"
+            )
+        result = redact(content)
+        target = self._bank(bank, create=bool(content.strip()))
+        if not content.strip():
+            removed = target.files.remove_rule(name)
+            target.rules.pop(name, None)
+            if removed:
+                self.events.emit("bank-changed", "rules-changed", target.name, now=self.now())
+            return RuleSetResponse(ok=True, exists=False, bank=target.name, name=name)
+        target.files.write_rule(name, result.text)
+        target.rules[name] = result.text
+        self.events.emit(
+            "bank-changed", "rules-changed", target.name, now=self.now(), redacted=result.labels
+        )
+        return RuleSetResponse(
+            ok=True, exists=True, bank=target.name, name=name, redacted=result.labels
+        )

@@ -1,0 +1,133 @@
+"""The semantic arm's storage: ``vectors.jsonl``, a derived, rebuildable sidecar.
+
+Each line is ``{"id", "fp", "model", "v"}``; the last line per id wins. A vector is *stale*
+when its fingerprint no longer matches the record's text or its model is not the configured
+one; stale and missing vectors are re-embedded (in batches) on load and on first need. The
+sidecar is rewritten whole (atomically) when a rebuild happens, appended otherwise. A failing
+embedder never fails a write: the memory is saved, the vector is left missing, and recall
+reports ``retrieval="lexical"`` until it can embed again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from shared import errors
+from shared.models import Memory
+from store_worker.bank import Bank, searchable_text
+from store_worker.files import VECTORS, AppendLog, atomic_write
+
+if TYPE_CHECKING:
+    from store_worker.embed import Embedder
+    from store_worker.recall import RecallParams
+
+log = logging.getLogger(__name__)
+BATCH = 64
+
+
+class VectorMixin:
+    embedder: Embedder | None
+    banks: dict[str, Bank]
+
+    def _load_vectors(self, bank: Bank) -> None:
+        if self.embedder is None:
+            return
+        bank.vectors = {}
+        bank.vector_model = self.embedder.name
+        for _, raw, _ in AppendLog(bank.files.dir / VECTORS).read_lines():
+            try:
+                row = json.loads(raw)
+                if row.get("model") == self.embedder.name:
+                    bank.vectors[str(row["id"])] = (str(row["fp"]), list(row["v"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+        self._fill_vectors(bank, rewrite=True)
+
+    def _stale(self, bank: Bank) -> list[Memory]:
+        return [
+            m
+            for m in bank.records.values()
+            if m.invalid_at is None
+            and (m.id not in bank.vectors or bank.vectors[m.id][0] != m.fingerprint)
+        ]
+
+    def _fill_vectors(self, bank: Bank, *, rewrite: bool = False) -> int:
+        """Embed every live record lacking a fresh vector; returns how many were embedded."""
+        if self.embedder is None:
+            return 0
+        todo = self._stale(bank)
+        done = 0
+        for start in range(0, len(todo), BATCH):
+            chunk = todo[start : start + BATCH]
+            try:
+                vectors = self.embedder.embed([searchable_text(m) for m in chunk])
+            except errors.MemoryServiceError as e:
+                log.warning("bank %s: embedding unavailable: %s", bank.name, e)
+                break
+            for mem, vec in zip(chunk, vectors, strict=True):
+                bank.vectors[mem.id] = (mem.fingerprint, vec)
+                bank.on_indexed(mem)
+                done += 1
+        if done and rewrite:
+            self._rewrite_sidecar(bank)
+        elif done:
+            self._append_sidecar(bank, todo[:done])
+        return done
+
+    def _rewrite_sidecar(self, bank: Bank) -> None:
+        lines = [
+            json.dumps({"id": i, "fp": fp, "model": bank.vector_model, "v": vec})
+            for i, (fp, vec) in sorted(bank.vectors.items())
+            if i in bank.records and bank.records[i].invalid_at is None
+        ]
+        atomic_write(bank.files.dir / VECTORS, ("\n".join(lines) + "\n").encode("utf-8"))
+
+    def _append_sidecar(self, bank: Bank, mems: Sequence[Memory]) -> None:
+        sidecar = AppendLog(bank.files.dir / VECTORS)
+        try:
+            sidecar.append_many(
+                [
+                    json.dumps(
+                        {
+                            "id": m.id,
+                            "fp": m.fingerprint,
+                            "model": bank.vector_model,
+                            "v": bank.vectors[m.id][1],
+                        }
+                    )
+                    for m in mems
+                ]
+            )
+        except errors.SourceUnavailableError as e:  # derived data: recomputed next boot
+            log.warning("bank %s: cannot append vectors: %s", bank.name, e)
+        finally:
+            sidecar.close()
+
+    def _embed_one(self, bank: Bank, mem: Memory) -> None:
+        if self.embedder is not None and mem.invalid_at is None:
+            bank.vector_model = self.embedder.name
+            self._fill_vectors(bank)
+
+    def _query_vector(self, bank: Bank, params: RecallParams) -> tuple[list[float] | None, str]:
+        """The query's embedding and the retrieval mode that will really run."""
+        if params.mode == "lexical":
+            return None, "lexical"
+        if self.embedder is None:
+            if params.mode == "semantic":
+                raise errors.SourceUnavailableError(
+                    "semantic recall needs an embedding model "
+                    "(set MEMORY_EMBEDDINGS_ENABLED=true and MEMORY_EMBEDDING_MODEL)",
+                    retryable=False,
+                )
+            return None, "lexical"
+        try:
+            self._fill_vectors(bank)
+            vector = self.embedder.embed([params.query])[0]
+        except errors.MemoryServiceError:
+            if params.mode == "semantic":
+                raise
+            return None, "lexical"  # degraded, and said so: hybrid ran without its cosine
+        return vector, params.mode
