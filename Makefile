@@ -33,7 +33,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check shared store_worker extract_worker consolidate_worker
+	$(BIN)/ruff format --check shared store_worker extract_worker consolidate_worker grpc_gateway
 	$(BIN)/mypy
 
 bench: install

@@ -10,8 +10,8 @@ on a bad call) → build the next revision → append one fsynced line → chang
 from __future__ import annotations
 
 import base64
-import builtins
 import binascii
+import builtins
 import json
 import logging
 import shutil
@@ -50,16 +50,32 @@ from store_worker import ops
 from store_worker import recall as recall_mod
 from store_worker import validate as v
 from store_worker.bank import Bank
+from store_worker.drafts import DraftsMixin
 from store_worker.embed import Embedder, LiteLLMEmbedder
+from store_worker.entities import derive_entities
 from store_worker.events import EventBus, Subscriber
 from store_worker.files import TRASH_DIR, StateStore, check_writable
+from store_worker.inject import InjectMixin
+from store_worker.links import LinksMixin
+from store_worker.outbox import OutboxMixin
+from store_worker.provider import ProviderMixin
 from store_worker.rules import RulesMixin
+from store_worker.tools import ToolsMixin
 from store_worker.vectors import VectorMixin
 
 log = logging.getLogger(__name__)
 
 
-class MemoryStore(RulesMixin, VectorMixin):
+class MemoryStore(
+    RulesMixin,
+    VectorMixin,
+    InjectMixin,
+    OutboxMixin,
+    DraftsMixin,
+    LinksMixin,
+    ToolsMixin,
+    ProviderMixin,
+):
     """Named banks of rules and memories over plain files, with an in-RAM recall index."""
 
     def __init__(
@@ -105,10 +121,12 @@ class MemoryStore(RulesMixin, VectorMixin):
                 self._load_bank(path.name)
         parents = self.state.get("store", "session-parents")
         self.session_parents = dict(parents) if isinstance(parents, dict) else {}
+        self._open_outbox()
 
     def _load_bank(self, name: str) -> Bank:
         bank = Bank(self.root, name)
         bank.load()
+        self._load_drafts(bank)
         self.banks[name] = bank
         self._load_vectors(bank)
         return bank
@@ -139,6 +157,7 @@ class MemoryStore(RulesMixin, VectorMixin):
         bank = Bank(self.root, name)
         if bank.files.exists():  # created on disk by hand since the last reload
             bank.load()
+            self._load_drafts(bank)
         else:
             bank.files.create(description, self.now())
             bank.description, bank.created_at = bank.files.read_meta()
@@ -159,7 +178,7 @@ class MemoryStore(RulesMixin, VectorMixin):
 
     def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
         name = v.bank_name(name)
-        description = redact(description or "").text
+        description = redact(v.optional_str(description, "description", 2000) or "").text
         bank, created = self._create_bank(name, description)
         if not created and description and description != bank.description:
             bank.files.write_meta(description, bank.created_at)
@@ -196,6 +215,7 @@ class MemoryStore(RulesMixin, VectorMixin):
         entities: Iterable[str] | None = None,
         pinned: bool = False,
         confidence: str = "stated",
+        status: str | None = None,
     ) -> SaveResponse:
         """Save one memory; the same normalised text re-saved reinforces instead."""
         clean = self._clean_fields(text=text, title=title, tags=tags, entities=entities)
@@ -212,13 +232,12 @@ class MemoryStore(RulesMixin, VectorMixin):
         )
         wanted_id = v.memory_id(id) if id is not None else None
         conf = v.confidence(confidence)
+        mem_status = self._status_for(status, conf)  # drafts.py: pending under ratification
         target = self._bank(bank, create=True)
         fp = fingerprint(clean["text"])
-        existing_id = target.by_fp.get(fp)
-        if existing_id is not None:
-            existing = target.records[existing_id]
-            if _same_place(existing, mem_scope, project_dir, session):
-                return self._reinforce(target, existing, clean, pinned)
+        existing = _same_fact(target, fp, mem_scope, project_dir, session)
+        if existing is not None:
+            return self._reinforce(target, existing, clean, pinned)
         now = self.now()
         mem = Memory(
             id=self._free_id(target, wanted_id or slugify(clean["title"] or clean["text"])),
@@ -230,17 +249,18 @@ class MemoryStore(RulesMixin, VectorMixin):
             title=clean["title"],
             text=clean["text"],
             tags=clean["tags"],
-            entities=clean["entities"],
+            entities=clean["entities"] or derive_entities(clean["text"]),
             links=tuple(parse_links(clean["text"])),
             pinned=bool(pinned),
             confidence=conf,
+            status=mem_status,
             provenance=provenance,
             created_at=now,
             updated_at=now,
             stated_at=now,
             tokens=self.tokens.count(clean["text"]),
         )
-        target.apply(mem)
+        self._commit(target, mem)  # drafts.py: a pending draft stays out of the log
         self._embed_one(target, mem)
         redacted = tuple(clean["redacted"])
         self._emit_item("created", target, mem, redacted=redacted)
@@ -274,9 +294,9 @@ class MemoryStore(RulesMixin, VectorMixin):
 
     def _free_id(self, bank: Bank, wanted: str) -> str:
         """The wanted slug, or the first free ``-2``, ``-3`` … suffix: never an overwrite."""
-        base = wanted[:72].rstrip("-") or "memory"
-        if base not in bank.records:
-            return base
+        if wanted not in bank.records:
+            return wanted  # a valid author-suggested id is kept whole (up to 80 chars)
+        base = wanted[:72].rstrip("-") or "memory"  # room for the suffix
         n = 2
         while f"{base}-{n}" in bank.records:
             n += 1
@@ -346,7 +366,7 @@ class MemoryStore(RulesMixin, VectorMixin):
             changes["entities"] = clean["entities"]
         if pinned is not None:
             changes["pinned"] = bool(pinned)
-        mem = target.apply(current.model_copy(update=changes))
+        mem = self._commit(target, current.model_copy(update=changes))
         if "text" in changes:
             self._embed_one(target, mem)
         self._emit_item("updated", target, mem, redacted=tuple(clean["redacted"]))
@@ -362,10 +382,11 @@ class MemoryStore(RulesMixin, VectorMixin):
         target = self._bank(bank)
         current = self._live(target, id)
         now = self.now()
-        mem = target.apply(
+        mem = self._commit(
+            target,
             current.model_copy(
                 update={"invalid_at": now, "updated_at": now, "revision": current.revision + 1}
-            )
+            ),
         )
         self._emit_item("deleted", target, mem, reason=reason)
         return MemoryResponse(memory=mem, bank=target.name)
@@ -387,6 +408,7 @@ class MemoryStore(RulesMixin, VectorMixin):
             raise errors.ConflictError(f"{id} cannot supersede itself")
         survivor = self._live(target, superseded_by, role="survivor")
         loser = self._live(target, id)
+        self._refuse_drafts(loser, survivor)
         if loser.pinned:
             raise errors.ConflictError(f"{id} is pinned; unpin it before superseding it")
         now = self.now()
@@ -672,6 +694,27 @@ def _clean_labels(
     raw = [values] if isinstance(values, str) else list(values or ())
     v.labels(raw, what)  # types and count, before anything is redacted
     return v.labels([scrub(x) for x in raw], what)
+
+
+def _same_fact(
+    bank: Bank, fp: str, scope: str, project: str | None, session: str | None
+) -> Memory | None:
+    """The live canonical record with this fingerprint in the same place, if any. ``by_fp``
+    holds one id per print; the same text may also live in other scopes, so scan then."""
+    found = bank.by_fp.get(fp)
+    if found is not None and _same_place(bank.records[found], scope, project, session):
+        return bank.records[found]
+    if found is None:
+        return None
+    for mem in bank.records.values():
+        if (
+            mem.fingerprint == fp
+            and mem.invalid_at is None
+            and mem.status == "canonical"
+            and _same_place(mem, scope, project, session)
+        ):
+            return mem
+    return None
 
 
 def _same_place(mem: Memory, scope: str, project: str | None, session: str | None) -> bool:

@@ -88,6 +88,7 @@ class AppendLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: int | None = None
+        self._tail_ok = False  # the file is known to end with a newline (or be empty)
 
     def read_lines(self) -> Iterator[tuple[int, bytes, bool]]:
         """Yield (line number, raw line, is_last_unterminated) for each non-empty line."""
@@ -133,19 +134,33 @@ class AppendLog:
     def append_many(self, lines: list[str]) -> None:
         """Append lines in one write and one fsync (a supersede's retire + merge pair)."""
         payload = "".join(line + "\n" for line in lines).encode("utf-8")
-        fd = self._open()
+        try:
+            fd = self._open()
+        except OSError as e:
+            raise SourceUnavailableError(f"cannot open {self.path}: {e.strerror or e}") from e
         start = os.lseek(fd, 0, os.SEEK_END)
         try:
+            if start and not self._tail_ok:
+                payload = self._unglue(start) + payload
             written = os.write(fd, payload)
             while written < len(payload):
                 written += os.write(fd, payload[written:])
             os.fsync(fd)
+            self._tail_ok = True
         except OSError as e:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
             raise SourceUnavailableError(f"cannot append to {self.path}: {e.strerror or e}") from e
 
+    def _unglue(self, size: int) -> bytes:
+        """A newline first when the file ends mid-line (a hand edit saved without a final
+        newline): a record glued onto that line would make both unreadable at replay."""
+        with open(self.path, "rb") as fh:
+            fh.seek(size - 1)
+            return b"" if fh.read(1) == b"\n" else b"\n"
+
     def close(self) -> None:
+        self._tail_ok = False  # the file may be edited by hand before the next append
         if self._fh is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fh)
@@ -195,7 +210,8 @@ class BankFiles:
         out: dict[str, str] = {}
         for path in sorted(self.rules_dir.glob("*.md")):
             with contextlib.suppress(OSError, UnicodeDecodeError):
-                out[path.stem] = path.read_text("utf-8")
+                # bytes, not read_text: universal newlines would turn a "\r" into "\n"
+                out[path.stem] = path.read_bytes().decode("utf-8")
         return out
 
     def write_rule(self, name: str, content: str) -> None:

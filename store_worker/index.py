@@ -7,6 +7,13 @@ new slot and the old slot is masked dead; dead slots are compacted away when the
 A query is a handful of vectorised numpy passes over the matched postings, so it costs
 ~O(matched postings) rather than O(corpus) Python work.
 
+Boot and compaction build the whole index at once (``bulk_load``): term ids for every token
+occurrence, one ``np.unique`` over (term, slot) pairs for the term frequencies, and postings
+cut from the sorted pairs. That is ~4× faster than ``upsert`` per record (100k records: 1.1 s
+against 4.9 s, tokenizing excluded) and leaves identical postings, statistics and columns
+(``tests/store_worker/test_bulk_index.py``). The term lists of bulk-built slots live in one
+CSR pair (``_bulk_ptr``/``_bulk_tids``) rather than a tuple per slot.
+
 BM25 is Okapi with k1 = 1.2, b = 0.75 (Robertson & Zaragoza 2009, the Lucene defaults) and
 Lucene's non-negative IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``: rank-bm25's Okapi IDF goes
 negative for terms in more than half the documents and is then floored to an epsilon, which
@@ -21,12 +28,14 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 
 import numpy as np
 import numpy.typing as npt
 
 K1 = 1.2
 B = 0.75
+BULK_CHUNK = 32_768  # documents tokenized per step of a bulk build
 
 F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
@@ -105,6 +114,10 @@ class BankIndex:
         self.tags: dict[str, _Postings] = {}
         self.df: Counter[str] = Counter()
         self.doc_terms: list[tuple[str, ...] | None] = []
+        # distinct terms of bulk-loaded slots [0, len(_bulk_ptr) - 1): CSR over term ids
+        self._bulk_ptr: npt.NDArray[np.int64] = np.zeros(1, dtype=np.int64)
+        self._bulk_tids: I32 = np.zeros(0, dtype=np.int32)
+        self._bulk_terms: list[str] = []
         self.n_counted = 0
         self.total_len = 0.0
         self.dead = 0
@@ -178,12 +191,124 @@ class BankIndex:
             return
         data = {name: column.data for name, column in self.cols.items()}
         if data["counted"][slot]:
-            tf = self.doc_terms[slot]
-            assert tf is not None
-            self._count(slot, tf, -1)
+            self._count(slot, self._terms_of(slot), -1)
         data["alive"][slot] = False
         self.doc_terms[slot] = None
         self.dead += 1
+
+    def bulk_load(
+        self,
+        keys: Sequence[str],
+        tokens: Iterable[Sequence[str]],
+        *,
+        entities: Sequence[Iterable[str]],
+        tags: Sequence[Iterable[str]],
+        counted: npt.NDArray[np.bool_],
+        attrs: dict[str, npt.ArrayLike],
+    ) -> None:
+        """Index ``keys`` into slots 0..n-1 of an *empty* index in one vectorised pass: the
+        same postings, statistics and columns as ``upsert`` of each in order (``attrs`` holds
+        whole columns; project/session codes come from ``intern``)."""
+        if self.keys:
+            raise ValueError("bulk_load needs an empty index")
+        n = len(keys)
+        self.keys = list(keys)
+        self.slot_of = {key: slot for slot, key in enumerate(self.keys)}
+        if len(self.slot_of) != n:
+            raise ValueError("bulk_load keys must be unique")
+        self.doc_terms = [None] * n
+        for name, column in self.cols.items():
+            column.ensure(n, COLUMNS[name][1])
+        tids, lengths = self._bulk_term_ids(tokens, n)
+        data = {name: column.data for name, column in self.cols.items()}
+        data["alive"][:n] = True
+        data["dl"][:n] = lengths
+        for name, values in attrs.items():
+            data[name][:n] = values
+        self._bulk_postings(tids, lengths)
+        self._bulk_labels(self.entities, entities)
+        self._bulk_labels(self.tags, tags)
+        self._bulk_count(np.asarray(counted, dtype=bool), lengths)
+
+    def _bulk_term_ids(
+        self, tokens: Iterable[Sequence[str]], n: int
+    ) -> tuple[I32, npt.NDArray[np.int64]]:
+        """Every token occurrence as a term id, and each document's length. Consumed in
+        chunks, so only one chunk's token lists are alive at a time (peak RAM at 1M records)."""
+        vocab: dict[str, int] = {}
+        tid_parts: list[I32] = []
+        len_parts: list[npt.NDArray[np.int64]] = []
+        docs = iter(tokens)
+        while chunk := list(islice(docs, BULK_CHUNK)):
+            flat = list(chain.from_iterable(chunk))
+            for term in dict.fromkeys(flat):
+                vocab.setdefault(term, len(vocab))
+            tid_parts.append(np.fromiter(map(vocab.__getitem__, flat), np.int32, len(flat)))
+            len_parts.append(np.fromiter(map(len, chunk), np.int64, len(chunk)))
+        self._bulk_terms = [sys.intern(term) for term in vocab]
+        lengths = np.concatenate(len_parts) if len_parts else np.zeros(0, np.int64)
+        if len(lengths) != n:
+            raise ValueError(f"bulk_load got {len(lengths)} token lists for {n} keys")
+        return (np.concatenate(tid_parts) if tid_parts else np.zeros(0, np.int32)), lengths
+
+    def _bulk_postings(self, tids: I32, lengths: npt.NDArray[np.int64]) -> None:
+        n = max(len(lengths), 1)
+        docs = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+        # one key per (term, slot): sorted by term, then slot — the order upsert appends in
+        pairs, tfs = np.unique(tids.astype(np.int64) * n + docs, return_counts=True)
+        del docs
+        pair_tids = (pairs // n).astype(np.int32)
+        pair_slots = (pairs % n).astype(np.int32)
+        del pairs
+        bounds = np.flatnonzero(np.diff(pair_tids)) + 1
+        starts = [0, *bounds.tolist()] if len(pair_tids) else []
+        ends = [*bounds.tolist(), len(pair_tids)] if len(pair_tids) else []
+        tf32 = tfs.astype(np.float32)
+        for tid, a, b in zip(pair_tids[starts].tolist(), starts, ends, strict=True):
+            post = _Postings.__new__(_Postings)
+            post.slots, post.tfs, post.n = pair_slots[a:b], tf32[a:b], b - a
+            self.terms[self._bulk_terms[tid]] = post
+        # distinct term ids per slot (CSR), for remove() to take a record out of df
+        by_slot = np.argsort(pair_slots, kind="stable")
+        self._bulk_tids = pair_tids[by_slot]
+        counts = np.bincount(pair_slots, minlength=len(lengths))
+        self._bulk_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+
+    @staticmethod
+    def _bulk_labels(table: dict[str, _Postings], values: Sequence[Iterable[str]]) -> None:
+        grouped: dict[str, list[int]] = {}
+        for slot, labels in enumerate(values):
+            for label in set(labels):
+                grouped.setdefault(label, []).append(slot)
+        for label, slots in grouped.items():
+            post = _Postings.__new__(_Postings)
+            post.slots = np.asarray(slots, dtype=np.int32)
+            post.tfs = np.ones(len(slots), dtype=np.float32)
+            post.n = len(slots)
+            table[label] = post
+
+    def _bulk_count(self, counted: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]) -> None:
+        n = len(lengths)
+        self.cols["counted"].data[:n] = counted
+        self.n_counted = int(counted.sum())
+        self.total_len = float(lengths[counted].sum())
+        slot_of_pair = np.repeat(np.arange(n), np.diff(self._bulk_ptr))
+        df = np.bincount(self._bulk_tids[counted[slot_of_pair]], minlength=len(self._bulk_terms))
+        self.df = Counter(
+            {
+                self._bulk_terms[t]: int(c)
+                for t, c in zip(np.flatnonzero(df).tolist(), df[df > 0].tolist(), strict=True)
+            }
+        )
+
+    def _terms_of(self, slot: int) -> tuple[str, ...]:
+        tf = self.doc_terms[slot]
+        if tf is not None:
+            return tf
+        if slot < len(self._bulk_ptr) - 1:
+            tids = self._bulk_tids[self._bulk_ptr[slot] : self._bulk_ptr[slot + 1]]
+            return tuple(self._bulk_terms[t] for t in tids.tolist())
+        raise KeyError(f"slot {slot} has no terms")
 
     def _count(self, slot: int, tf: tuple[str, ...], sign: int) -> None:
         counted = self.cols["counted"].data

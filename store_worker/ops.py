@@ -62,6 +62,8 @@ def doctor(store: MemoryStore, siblings: SiblingProbe | None = None) -> DoctorRe
         _check("tokenizer", lambda: _tokenizer(store), required=False),
         _check("embeddings", lambda: _embeddings(store), required=False),
         _check("siblings", lambda: _siblings(siblings), required=False),
+        _check("extraction", lambda: _extraction(store), required=False),
+        _check("outbox", lambda: _outbox(store), required=False),
     ]
     return DoctorResponse(ok=all(c.ok for c in checks if c.required), checks=tuple(checks))
 
@@ -129,6 +131,28 @@ def _embeddings(store: MemoryStore) -> str:
         return "off (lexical recall only; set MEMORY_EMBEDDING_MODEL to add the semantic arm)"
     store.embedder.embed(["doctor probe"])
     return f"{store.embedder.name} answers"
+
+
+def _extraction(store: MemoryStore) -> str:
+    """Advisory (DESIGN §6): what the extractor last reported through ``state_set``."""
+    status = store.state.get("extractor", "status")
+    if not isinstance(status, dict):
+        raise errors.SourceUnavailableError(
+            "no extractor has reported: turns queue in the outbox; explicit saves still work"
+        )
+    if not status.get("enabled"):
+        raise errors.SourceUnavailableError(
+            "extraction is off (no extraction_model configured); explicit saves still work"
+        )
+    return f"on ({status.get('model')})"
+
+
+def _outbox(store: MemoryStore) -> str:
+    listing = store.outbox_list(limit=0)
+    detail = f"{listing.queued} queued, {listing.leased} leased, {listing.dead} dead-lettered"
+    if listing.dead:
+        raise errors.UnknownError(f"{detail}: see `memory outbox`")
+    return detail
 
 
 def _siblings(probe: SiblingProbe | None) -> str:

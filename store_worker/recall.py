@@ -1,20 +1,39 @@
 """Recall over one bank (DESIGN §4): filters first, then the fused score, then the cut.
 
-hybrid  = (bm25 + 0.6·entity_hits + 0.3·ln(1+corroboration) + 0.75·pinned)
-          · max(0.5^(age_days / half_life), 0.35) + 2.2·cosine
+hybrid  = (match + 0.3·ln(1+corroboration) + 0.75·pinned) · decay + 2.2·cosine
+          match = bm25 + 0.6·entity_hits + W_DATE·date_hit   (a superseded record's match also
+          credits its live successor; entity hits are weighted by the handle's rarity),
+          decay = max(0.5^(age_days / half_life), 0.7), or 1 when the query names a date
+          (DESIGN §4 starts the floor at 0.35; the eval moved it, tests/recall_quality/HISTORY.md;
+          ``DECAY_FLOOR`` stays 0.35 for the budget-pressure re-weighing)
 lexical = plain BM25 over the query's content words (one raw arm, seeds/003 memory::recall)
 semantic = plain cosine (the other raw arm)
 
-A candidate must match something (a query term, an entity, or, with embeddings, a positive
-cosine); the boosts order matches, they never invent one. ``relevance_score`` maps the fused
-score monotonically into [0, 1) as ``s / (s + RELEVANCE_HALF)``: a score of RELEVANCE_HALF (a
-solid single-term match) reads as 0.5. Ties break by id so results are deterministic.
+A candidate must match something (a query term, an entity, a date, or, with embeddings, a
+positive cosine); the boosts order matches, they never invent one. ``relevance_score`` maps the
+fused score monotonically into [0, 1) as ``s / (s + RELEVANCE_HALF)``: a score of
+RELEVANCE_HALF (a solid single-term match) reads as 0.5. Ties break by id so results are
+deterministic.
+
+Time (issue 6). A query naming a date ("last May", "in March 2025", "this month"; parsed by
+``shared.text.query_dates`` against the store's clock) matches records stated inside that
+window (plus a short grace: events are often told a few days later) or whose text names a
+month inside it, and switches recency decay off: the caller asked about the past. Supersede
+chains: a query worded like an old statement ("which phone", when only the retired "The
+user's phone is a Pixel 7" says "phone") reaches the statement that replaced it, and with
+``include_superseded`` a retired record is always ranked just below its live successor, never
+above it. Every step is a numpy pass over index columns or postings; the only Python loops
+run over a bounded number of retired candidates (``SUCCESSOR_FANOUT``).
+
+The weights are measured on the recall-quality eval (``tests/recall_quality``, HISTORY.md).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,21 +42,64 @@ import numpy.typing as npt
 
 from shared.errors import BudgetExceededError
 from shared.models import Memory
-from shared.text import FIRST_PERSON, entity_norm, query_tokens, words
+from shared.text import (
+    FIRST_PERSON,
+    STOPWORDS,
+    DateWindow,
+    entity_norm,
+    query_dates,
+    query_tokens,
+    words,
+)
 from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
+from store_worker.index import BankIndex
 
 W_ENTITY = 0.6
 W_CORROBORATION = 0.3
 W_PINNED = 0.75
 W_COSINE = 2.2
+W_DATE = 2.0
 DECAY_FLOOR = 0.35
 RELEVANCE_HALF = 4.0
 # Under budget pressure, project-type records decay this many times faster (seeds/002 SHOULD:
 # "project-type records weighted toward recency under budget pressure").
 PROJECT_PRESSURE_FACTOR = 4.0
 DAY_MS = 86_400_000.0
+# How many retired candidates (best first) pass their match on to, or are ranked under,
+# their successors: bounds the only per-record Python work of a query.
+SUCCESSOR_FANOUT = 64
+MAX_CHAIN = 32
 
 _SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The scorer's knobs in one place, so the eval can measure alternatives
+    (``python -m tests.recall_quality.run --set name=value``). Defaults are what won."""
+
+    w_entity: float = W_ENTITY
+    w_partial: float = 0.5  # a query word matching one part of a multi-word handle
+    entity_idf: bool = True  # weigh an entity hit by the handle's rarity
+    w_corroboration: float = W_CORROBORATION
+    w_pinned: float = W_PINNED
+    w_cosine: float = W_COSINE
+    decay_floor: float = 0.7  # DESIGN §4 starts at 0.35; the eval says milder (HISTORY.md)
+    half_life_scale: float = 1.0
+    dates: bool = True
+    w_date: float = W_DATE
+    date_grace_days: float = 14.0
+    w_grace: float = 1.0  # date credit of a record stated in the grace days after a window
+    strip_dates: bool = False  # drop the date phrase's words from the lexical query
+    dated_decay: bool = False  # keep recency decay on for queries that name a date
+    inherit: bool = True
+    w_inherit: float = 1.0
+    guard: bool = True
+    fusion: str = "sum"  # "sum" (DESIGN §4) or "rrf" (reciprocal rank fusion)
+    rrf_k: float = 60.0
+
+
+TUNING = Tuning()
 
 
 @dataclass(frozen=True)
@@ -86,6 +148,66 @@ def entity_candidates(query: str) -> set[str]:
     return out
 
 
+# Component → full handles, per index. Handles are only ever added to an index (a rebuild makes
+# a new index), in dict order, so the table catches up on the new ones only.
+_COMPONENTS: weakref.WeakKeyDictionary[BankIndex, tuple[int, int, dict[str, list[str]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _components(idx: BankIndex) -> dict[str, list[str]]:
+    source, seen, table = _COMPONENTS.get(idx, (id(idx.entities), 0, {}))
+    if source != id(idx.entities) or seen > len(idx.entities):  # cleared in place: start over
+        source, seen, table = id(idx.entities), 0, {}
+    if seen == len(idx.entities):
+        return table
+    for handle in itertools.islice(idx.entities, seen, None):
+        parts = handle.split("-")
+        if len(parts) > 1:
+            for part in set(parts):
+                table.setdefault(part, []).append(handle)
+    _COMPONENTS[idx] = (source, len(idx.entities), table)
+    return table
+
+
+def _weighted_hits(idx: BankIndex, handles: set[str], weight: float) -> npt.NDArray[np.float64]:
+    """Per slot, the sum over carried handles of ``weight`` times the handle's rarity: its
+    BM25 IDF relative to a handle only one record carries. A handle on every record of a
+    project bank ("kestrel") then says little, as BM25 would say of the word."""
+    hits = np.zeros(len(idx.keys), dtype=np.float64)
+    alive = idx.col("alive").astype(bool)
+    n = max(idx.n_counted, 1)
+    top = math.log1p((n - 0.5) / 1.5)
+    for handle in handles:
+        post = idx.entities.get(handle)
+        if post is None:
+            continue
+        slots = post.view()[0]
+        slots = slots[alive[slots]]
+        if not len(slots):
+            continue
+        rarity = math.log1p((n - len(slots) + 0.5) / (len(slots) + 0.5)) / top if top > 0 else 1
+        hits[slots] += weight * (rarity if TUNING.entity_idf else 1.0)
+    return hits
+
+
+def entity_scores(bank: Bank, query: str) -> npt.NDArray[np.float64]:
+    """Exact handle hits, plus ``w_partial`` for a query word that is one part of a longer
+    handle ("Sofia" → ``sofia-almeida``): people are asked about by first name."""
+    idx = bank.index
+    cands = entity_candidates(query)
+    hits = _weighted_hits(idx, cands, 1.0)
+    if TUNING.w_partial > 0:
+        table = _components(idx)
+        partial = {
+            h for w in words(query) if w not in STOPWORDS for h in table.get(entity_norm(w), ())
+        }
+        partial -= cands
+        if partial:
+            hits += _weighted_hits(idx, partial, TUNING.w_partial)
+    return hits
+
+
 def filter_mask(bank: Bank, p: RecallParams) -> npt.NDArray[np.bool_]:
     """Everything a caller may see for these parameters; applied before any cut."""
     idx = bank.index
@@ -118,9 +240,114 @@ def _visible(bank: Bank, p: RecallParams) -> npt.NDArray[np.bool_]:
     return np.asarray(visible, dtype=bool)
 
 
-def _decay(bank: Bank, now_ms: int, half_life_days: float) -> npt.NDArray[np.float64]:
-    age_days = np.maximum(now_ms - bank.index.col("stated_at").astype(np.float64), 0.0) / DAY_MS
-    return np.maximum(np.power(0.5, age_days / half_life_days), DECAY_FLOOR)
+def _decay(
+    bank: Bank, now_ms: int, half_life_days: float, slots: npt.NDArray[np.intp]
+) -> npt.NDArray[np.float64]:
+    """Recency factor of the given slots (computed for candidates only, not the bank)."""
+    t = TUNING
+    stated = bank.index.col("stated_at")[slots].astype(np.float64)
+    age_days = np.maximum(now_ms - stated, 0.0) / DAY_MS
+    half_life = half_life_days * t.half_life_scale
+    return np.maximum(np.power(0.5, age_days / half_life), t.decay_floor)
+
+
+def _content_tokens(text: str, window: DateWindow | None) -> list[str]:
+    """Query tokens; once a date phrase is cut out, a rest of bare function words ("what did
+    I do") matches nothing rather than everything."""
+    if window is None:
+        return query_tokens(text)
+    ws = words(text)
+    if not any(w not in STOPWORDS for w in ws):
+        return ["user"] if any(w in FIRST_PERSON for w in ws) else []
+    return query_tokens(text)
+
+
+def date_hits(bank: Bank, window: DateWindow) -> npt.NDArray[np.float64]:
+    """1 where the record's text names a month inside the window or it was stated inside it;
+    ``w_grace`` where it was stated within the grace days after it; else 0."""
+    t = TUNING
+    idx = bank.index
+    stated = idx.col("stated_at").astype(np.float64)
+    inside = (stated >= window.start_ms) & (stated < window.end_ms)
+    late = (stated >= window.end_ms) & (stated < window.end_ms + t.date_grace_days * DAY_MS)
+    named = idx.bm25(list(window.months)) > 0
+    hits: npt.NDArray[np.float64] = np.maximum(
+        (inside | named).astype(np.float64), t.w_grace * late
+    )
+    return hits
+
+
+def _successor_slot(bank: Bank, key: str) -> int | None:
+    """The index slot of the live record at the end of ``key``'s supersede chain."""
+    mem = bank.records.get(key)
+    for _ in range(MAX_CHAIN):
+        if mem is None or mem.superseded_by is None:
+            return None
+        mem = bank.records.get(mem.superseded_by)
+        if mem is not None and mem.invalid_at is None:
+            return bank.index.slot_of.get(mem.id)
+    return None
+
+
+def _retired_best(
+    bank: Bank, values: npt.NDArray[np.float64], where: npt.NDArray[np.bool_]
+) -> list[int]:
+    """The best ``SUCCESSOR_FANOUT`` retired slots among ``where``, best first."""
+    idx = bank.index
+    slots = np.flatnonzero(where & idx.col("retired").astype(bool) & (values > 0))
+    if len(slots) > SUCCESSOR_FANOUT:
+        slots = slots[np.argpartition(-values[slots], SUCCESSOR_FANOUT - 1)[:SUCCESSOR_FANOUT]]
+    return sorted(slots.tolist(), key=lambda s: -float(values[s]))
+
+
+def inherit(bank: Bank, match: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """A retired record's match also credits its live successor (the current statement of
+    the same fact): ``match[successor] >= w_inherit · match[retired]``."""
+    alive = bank.index.col("alive").astype(bool)
+    out = match.copy()
+    for slot in _retired_best(bank, match, alive):
+        succ = _successor_slot(bank, bank.index.keys[slot])
+        if succ is not None:
+            out[succ] = max(out[succ], TUNING.w_inherit * match[slot])
+    return out
+
+
+def guard(
+    bank: Bank,
+    score: npt.NDArray[np.float64],
+    mask: npt.NDArray[np.bool_],
+    visible: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Rank every retired candidate just below its live successor; a visible successor that
+    matched nothing (a date-only match of the old statement) joins the results at the retired
+    record's score, so the history view shows what replaced it."""
+    out, cand = score.copy(), mask.copy()
+    for slot in _retired_best(bank, score, mask):
+        succ = _successor_slot(bank, bank.index.keys[slot])
+        if succ is None or not visible[succ]:
+            continue
+        if not cand[succ]:
+            cand[succ] = True
+            out[succ] = out[slot]
+        if out[slot] >= out[succ]:
+            out[slot] = math.nextafter(float(out[succ]), -math.inf)
+    return out, cand
+
+
+def _rrf(
+    first: npt.NDArray[np.float64], second: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.float64]:
+    """Reciprocal rank fusion of two score arrays over the candidates (Cormack et al. 2009)."""
+    k = TUNING.rrf_k
+    out = np.zeros_like(first)
+    slots = np.flatnonzero(mask)
+    for arm in (first, second):
+        vals = arm[slots]
+        order = np.argsort(-vals, kind="stable")
+        ranks = np.empty(len(slots))
+        ranks[order] = np.arange(1, len(slots) + 1)
+        out[slots] += np.where(vals > 0, 1.0 / (k + ranks), 0.0)
+    return out
 
 
 def score_bank(
@@ -131,27 +358,48 @@ def score_bank(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """Fused scores by slot and the candidate mask (filters applied)."""
     idx = bank.index
+    t = TUNING
     mask = filter_mask(bank, p)
     if p.mode == "semantic":
-        cos, have = idx.cosine(query_vector or [])
-        return cos, mask & have & (cos > 0)
-    bm25 = idx.bm25(query_tokens(p.query))
+        sims, have = idx.cosine(query_vector or [])
+        return sims, mask & have & (sims > 0)
     if p.mode == "lexical":
+        bm25 = idx.bm25(query_tokens(p.query))
+        if t.guard and p.include_superseded:
+            return guard(bank, bm25, mask & (bm25 > 0), mask)
         return bm25, mask & (bm25 > 0)
-    ents = idx.entity_hits(entity_candidates(p.query))
-    matched = (bm25 > 0) | (ents > 0)
-    base = (
-        bm25
-        + W_ENTITY * ents
-        + W_CORROBORATION * np.log1p(idx.col("corroboration").astype(np.float64))
-        + W_PINNED * idx.col("pinned").astype(np.float64)
-    )
-    score = base * _decay(bank, now_ms, p.half_life_days)
+    window = query_dates(p.query, now_ms) if t.dates else None
+    text = window.rest if window is not None and t.strip_dates else p.query
+    match = idx.bm25(_content_tokens(text, window))
+    match += t.w_entity * entity_scores(bank, text)
+    if t.inherit:  # words, not dates: a successor was not stated when its predecessor was
+        match = inherit(bank, match)
+    if window is not None:
+        match += t.w_date * date_hits(bank, window)
+    matched = match > 0
+    cos: npt.NDArray[np.float64] | None = None
     if query_vector is not None:
         cos, have = idx.cosine(query_vector)
         cos = np.maximum(cos, 0.0)
-        score = score + W_COSINE * cos
         matched |= have & (cos > 0)
+    # The fused score is computed for candidates only: boosts and decay never make a match.
+    slots = np.flatnonzero(mask & matched)
+    fused = (
+        match[slots]
+        + t.w_corroboration * np.log1p(idx.col("corroboration")[slots].astype(np.float64))
+        + t.w_pinned * idx.col("pinned")[slots].astype(np.float64)
+    )
+    if window is None or t.dated_decay:
+        fused *= _decay(bank, now_ms, p.half_life_days, slots)
+    score = np.zeros(len(match), dtype=np.float64)
+    score[slots] = fused
+    if cos is not None:
+        if t.fusion == "rrf":
+            score = _rrf(score, cos, mask & matched)
+        else:
+            score[slots] += t.w_cosine * cos[slots]
+    if t.guard and p.include_superseded:
+        return guard(bank, score, mask & matched, mask)
     return score, mask & matched
 
 
@@ -162,9 +410,12 @@ def top(
     slots = np.flatnonzero(mask)
     if not len(slots) or k <= 0:
         return []
-    if len(slots) > 4 * k:
-        part = np.argpartition(-scores[slots], 4 * k - 1)[: 4 * k]
-        slots = slots[part]
+    if len(slots) > k:
+        # Keep every slot scoring at least the k-th best: argpartition alone would pick an
+        # arbitrary few of a tie at the boundary, and ties must break by id (DESIGN §4).
+        cand = scores[slots]
+        kth = np.partition(cand, len(cand) - k)[len(cand) - k]
+        slots = slots[cand >= kth]
     keys = bank.index.keys
     ranked = sorted(slots.tolist(), key=lambda s: (-float(scores[s]), keys[s]))[:k]
     return [Hit(bank.records[keys[s]], float(scores[s])) for s in ranked]

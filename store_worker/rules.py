@@ -49,6 +49,7 @@ class RulesMixin:
         name = v.rule_name(name)
         if not isinstance(content, str):
             raise errors.InvalidArgumentError("rule content must be a string")
+        v.utf8(content, "rule content")
         if len(content) > v.MAX_RULE_CHARS:
             raise errors.InvalidArgumentError(
                 f"rule is {len(content)} chars; the limit is {v.MAX_RULE_CHARS}"

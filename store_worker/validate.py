@@ -38,12 +38,22 @@ def memory_id(value: object) -> str:
     return value
 
 
+def utf8(value: str, what: str) -> str:
+    """Refuse what cannot be stored: a lone surrogate has no UTF-8 form, so the append would
+    fail with an untyped UnicodeEncodeError."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(f"{what} is not valid Unicode text ({e.reason})") from e
+    return value
+
+
 def text(value: object, *, max_chars: int, what: str = "text") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidArgumentError(f"{what} must be a non-empty string")
     if len(value) > max_chars:
         raise InvalidArgumentError(f"{what} is {len(value)} chars; the limit is {max_chars}")
-    return value.strip()
+    return utf8(value, what).strip()
 
 
 def title(value: object) -> str:
@@ -51,7 +61,7 @@ def title(value: object) -> str:
         return ""
     if not isinstance(value, str) or len(value) > MAX_TITLE_CHARS:
         raise InvalidArgumentError(f"title must be a string of at most {MAX_TITLE_CHARS} chars")
-    return value.strip()
+    return utf8(value, "title").strip()
 
 
 def labels(values: Iterable[object] | None, what: str) -> tuple[str, ...]:
@@ -64,7 +74,7 @@ def labels(values: Iterable[object] | None, what: str) -> tuple[str, ...]:
     for raw in values:
         if not isinstance(raw, str):
             raise InvalidArgumentError(f"{what} must be strings")
-        norm = entity_norm(raw)
+        norm = entity_norm(utf8(raw, what))
         if norm:
             out.setdefault(norm, None)
     if len(out) > MAX_LABELS:
@@ -119,7 +129,7 @@ def optional_str(value: object, what: str, max_len: int = 200) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > max_len:
         raise InvalidArgumentError(f"{what} must be a string of at most {max_len} chars")
-    return value
+    return utf8(value, what)
 
 
 def page_size(value: object) -> int:

@@ -41,9 +41,12 @@ class VectorMixin:
             try:
                 row = json.loads(raw)
                 if row.get("model") == self.embedder.name:
-                    bank.vectors[str(row["id"])] = (str(row["fp"]), list(row["v"]))
-            except (ValueError, KeyError, TypeError):
-                continue
+                    vec = [float(x) for x in row["v"]]
+                    bank.vectors[str(row["id"])] = (str(row["fp"]), vec)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # derived data: a bad line is simply re-embedded
+        for mem in bank.records.values():  # attach the fresh ones read from disk to the index
+            bank.on_indexed(mem)
         self._fill_vectors(bank, rewrite=True)
 
     def _stale(self, bank: Bank) -> list[Memory]:

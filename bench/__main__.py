@@ -1,0 +1,193 @@
+"""``python -m bench`` (``make bench``): every store benchmark of issue 2 in one run.
+
+Prints a table and writes ``.bench/results.json``. Figures are reports, never assertions:
+each target row says met / missed, and the run exits 0 either way.
+
+    python -m bench                 # full: recall at 1k/10k/100k, actor at 10k, cold start 100k/1M
+    python -m bench --quick         # smoke: small sizes, no 1M
+    python -m bench --sizes 1000,10000 --cold-sizes 100000 --no-ray
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import store as b
+
+OUT_DIR = b.REPO / ".bench"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small sizes for a smoke run")
+    p.add_argument("--sizes", help="recall sizes, comma-separated (default 1000,10000,100000)")
+    p.add_argument("--cold-sizes", help="cold-start sizes (default 100000,1000000)")
+    p.add_argument("--actor-size", type=int, help="recall-through-actor size (default 10000)")
+    p.add_argument("--saves", type=int, help="saves timed for throughput (default 1000)")
+    p.add_argument("--queries", type=int, help="queries per size (default 300)")
+    p.add_argument("--no-ray", action="store_true", help="skip the recall-through-actor bench")
+    p.add_argument("--out", type=Path, default=OUT_DIR / "results.json")
+    p.add_argument("--cache", type=Path, default=OUT_DIR / "cache", help="generated corpora")
+    return p.parse_args(argv)
+
+
+def _ints(raw: str | None, default: list[int]) -> list[int]:
+    return [int(x) for x in raw.split(",") if x.strip()] if raw else default
+
+
+def plan(args: argparse.Namespace) -> dict[str, Any]:
+    quick = args.quick
+    return {
+        "sizes": _ints(args.sizes, [1_000, 5_000] if quick else [1_000, 10_000, 100_000]),
+        "cold_sizes": _ints(args.cold_sizes, [20_000] if quick else [100_000, 1_000_000]),
+        "actor_size": args.actor_size or (2_000 if quick else 10_000),
+        "saves": args.saves or (100 if quick else 1_000),
+        "queries": args.queries or (50 if quick else 300),
+        "bm25_queries": min(args.queries or 40, 20 if quick else 40),
+        "ray": not args.no_ray,
+    }
+
+
+def run(cfg: dict[str, Any], cache: Path) -> dict[str, Any]:
+    cache.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    res: dict[str, Any] = {"plan": cfg, "meta": meta()}
+    res["recall"] = b.recall_sizes(
+        cfg["sizes"], cache, n_queries=cfg["queries"], bm25_queries=cfg["bm25_queries"]
+    )
+    res["save"] = b.save_throughput(cfg["saves"], cache)
+    res["cold_start"] = {str(n): b.cold_start(n, cache) for n in cfg["cold_sizes"]}
+    res["actor"] = (
+        b.recall_actor(cfg["actor_size"], cache, n_queries=cfg["queries"])
+        if cfg["ray"]
+        else {"skipped": True}
+    )
+    res["memory"] = memory_summary(res["cold_start"])
+    res["targets"] = targets(res)
+    res["meta"]["wall_s"] = round(time.perf_counter() - started, 1)
+    return res
+
+
+def meta() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # the box is shared: a busy machine stretches wall times (cold start reports CPU too)
+        "load": [round(x, 2) for x in os.getloadavg()],
+        "memory_method": "RSS delta (VmRSS after MemoryStore open - before), fresh child process",
+    }
+
+
+def memory_summary(cold: dict[str, Any]) -> dict[str, Any]:
+    if not cold:
+        return {}
+    largest = max(cold, key=int)
+    return {
+        "method": "RSS delta of opening the store in a fresh process",
+        "at_records": cold[largest]["records"],
+        "per_100k_mb": cold[largest]["rss_per_100k_mb"],
+        "by_size": {n: row["rss_per_100k_mb"] for n, row in cold.items()},
+    }
+
+
+def _target(name: str, value: float | None, goal: float, *, most: bool) -> dict[str, Any]:
+    met = None if value is None else (value <= goal if most else value >= goal)
+    return {
+        "target": name,
+        "value": value,
+        "goal": ("≤ " if most else "≥ ") + f"{goal:g}",
+        "met": met,
+    }
+
+
+def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
+    rec = res["recall"]
+    out = []
+    if "10000" in rec:
+        out.append(_target("recall p50 @10k (ms)", rec["10000"]["hybrid"]["p50_ms"], 2, most=True))
+    if "100000" in rec:
+        out.append(
+            _target("recall p50 @100k (ms)", rec["100000"]["hybrid"]["p50_ms"], 10, most=True)
+        )
+        out.append(
+            _target(
+                "speed-up vs rank-bm25 @100k (×)",
+                rec["100000"]["speedup_vs_rank_bm25_p50"],
+                20,
+                most=False,
+            )
+        )
+    out.append(_target("save / bare fsync append (×)", res["save"]["ratio"], 0.5, most=False))
+    if "1000000" in res["cold_start"]:
+        out.append(
+            _target("cold start @1M (s)", res["cold_start"]["1000000"]["seconds"], 15, most=True)
+        )
+    if res["memory"]:
+        out.append(
+            _target("RSS per 100k memories (MB)", res["memory"]["per_100k_mb"], 300, most=True)
+        )
+    return out
+
+
+def table(res: dict[str, Any]) -> str:
+    lines = ["", "recall, in-core (limit 10)            p50 ms   p95 ms"]
+    for n, row in res["recall"].items():
+        for arm in ("hybrid", "lexical", "rank_bm25"):
+            r = row[arm]
+            lines.append(f"  {int(n):>9,} {arm:<24} {r['p50_ms']:>8.3f} {r['p95_ms']:>8.3f}")
+        lines.append(
+            f"  {int(n):>9,} speed-up vs rank-bm25 (p50)   {row['speedup_vs_rank_bm25_p50']:>7}× "
+            f"hybrid, {row['speedup_lexical_vs_rank_bm25_p50']}× lexical  (open {row['open_s']} s, "
+            f"rank-bm25 build {row['rank_bm25']['build_s']} s)"
+        )
+    a = res["actor"]
+    if a.get("skipped"):
+        lines.append("recall through the Ray actor: skipped (--no-ray)")
+    else:
+        lines.append(
+            f"recall through the Ray actor @{res['plan']['actor_size']:,}: p50 {a['p50_ms']} ms, "
+            f"p95 {a['p95_ms']} ms (ping p50 {a['ping_p50_ms']} ms)"
+        )
+    s = res["save"]
+    lines.append(
+        f"save: {s['store_per_s']}/s ({s['store_ms_per_save']} ms) vs bare fsynced append "
+        f"{s['bare_fsync_per_s']}/s ({s['bare_ms_per_line']} ms) → {s['ratio']}×"
+    )
+    for n, c in res["cold_start"].items():
+        lines.append(
+            f"cold start {int(n):>9,}: {c['seconds']:>7.2f} s wall, {c['cpu_s']:.2f} s CPU "
+            f"({c['lines']:,} lines, {c['file_mb']} MB)  RSS +{c['rss_delta_mb']} MB, "
+            f"{c['rss_per_100k_mb']} MB/100k net of a {c['rss_fixed_mb']} MB empty store"
+        )
+    lines.append("")
+    lines.append("target                                 value      goal     met")
+    for t in res["targets"]:
+        met = {True: "yes", False: "NO", None: "-"}[t["met"]]
+        lines.append(f"  {t['target']:<36} {t['value']!s:>8}  {t['goal']:>7}  {met:>5}")
+    lines.append(f"(wall {res['meta']['wall_s']} s; load average at start {res['meta']['load']})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cfg = plan(args)
+    print(f"bench plan: {json.dumps(cfg)}", file=sys.stderr)
+    res = run(cfg, args.cache)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=2) + "\n")
+    print(table(res))
+    print(f"results: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

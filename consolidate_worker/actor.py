@@ -1,0 +1,156 @@
+"""``memory-consolidator``: the Ray actor around ``Consolidator`` (DESIGN §1, §7; issue 5).
+
+A thin shell. It holds a ``StoreClient`` (the store's public API over Ray), a ``Consolidator``
+and a ``PassScheduler`` (APScheduler 3 ``BackgroundScheduler``; ``schedule.py`` says why a
+threaded actor). The actor keeps no state of its own: the last clean pass lives in the store's
+sibling state, so killing or removing it loses nothing, and a restart catches up by itself.
+
+Each report is logged and exported as ``ray.util.metrics`` (``ray_`` prefix on the node's
+metrics port). Ray is imported lazily: the ``memory`` CLI loads this module through the worker
+entry point on every run.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast
+
+from consolidate_worker.api import StoreAPI
+from consolidate_worker.cli import add_cli
+from consolidate_worker.core import Consolidator
+from consolidate_worker.judge import LLMJudge
+from consolidate_worker.report import Report
+from consolidate_worker.schedule import PassScheduler
+from consolidate_worker.settings import ConsolidatorSettings
+from shared.workers import NAMESPACE, WorkerSpec
+
+log = logging.getLogger(__name__)
+
+ACTOR_NAME = "memory-consolidator"
+# What the CLI may call on the actor (``shared.client.StoreClient`` proxies them).
+ACTOR_METHODS = frozenset({"ping", "run_now", "status", "wait_boot", "last_report", "shutdown"})
+ACTOR_READS = frozenset({"ping", "status", "wait_boot", "last_report"})
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        from ray.util import metrics
+
+        self.passes = metrics.Counter(
+            "memory_consolidator_passes",
+            description="Consolidation passes finished, by outcome.",
+            tag_keys=("outcome",),
+        )
+        self.merged = metrics.Counter(
+            "memory_consolidator_merged",
+            description="Memories superseded into a survivor.",
+        )
+        self.last = metrics.Gauge(
+            "memory_consolidator_last_pass",
+            description="Figures of the last pass, by field.",
+            tag_keys=("field",),
+        )
+
+    def record(self, report: Report) -> None:
+        outcome = "dry_run" if report.dry_run else ("ok" if report.ok else "error")
+        self.passes.inc(tags={"outcome": outcome})
+        if report.merged:
+            self.merged.inc(len(report.merged))
+        for name, value in (
+            ("duration_ms", report.duration_ms),
+            ("scanned", report.scanned),
+            ("groups", len(report.groups)),
+            ("merged", len(report.merged)),
+            ("skipped_pinned", len(report.skipped_pinned)),
+            ("capped", len(report.capped)),
+            ("errors", len(report.errors)),
+        ):
+            self.last.set(value, tags={"field": name})
+
+
+def judge_from(settings: ConsolidatorSettings) -> LLMJudge | None:
+    if not settings.judge_enabled or not settings.judge_model:
+        return None
+    return LLMJudge(settings.judge_model, timeout_s=settings.judge_timeout_s)
+
+
+class ConsolidatorActor:
+    """The Ray shell over ``Consolidator``; create it with ``start()``, never directly."""
+
+    def __init__(self, env: dict[str, str] | None = None, store: Any = None) -> None:
+        from shared.client import StoreClient
+
+        settings = ConsolidatorSettings.from_env(dict(env or {}))
+        client = StoreClient(store) if store is not None else StoreClient()
+        self.core = Consolidator(
+            cast(StoreAPI, client), settings=settings, judge=judge_from(settings)
+        )
+        self.metrics = _Metrics()
+        self._last: Report | None = None
+        self.scheduler = PassScheduler(self.core, on_report=self._record)
+        self.scheduler.start()
+
+    def _record(self, report: Report) -> None:
+        self._last = report
+        self.metrics.record(report)
+
+    def ping(self) -> str:
+        return "pong"
+
+    def run_now(self, banks: list[str] | None = None, dry_run: bool = False) -> Report:
+        """One pass now (``memory consolidate --now``); a running pass answers ConflictError."""
+        report = self.core.run_pass(banks=banks, dry_run=dry_run)
+        self._record(report)
+        return report
+
+    def wait_boot(self, timeout: float | None = None) -> Report | None:
+        return self.scheduler.wait_boot(timeout)
+
+    def last_report(self) -> Report | None:
+        return self._last
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "running": self.core.running,
+            "last_run": self.core.last_run(),
+            "next_run": self.scheduler.next_run_ms(),
+            "interval_hours": self.core.settings.interval_hours,
+            "last_report": self._last.summary() if self._last else None,
+        }
+
+    def shutdown(self) -> None:
+        """Stop the schedule (tests; ``ray.kill`` needs nothing from us)."""
+        self.scheduler.shutdown()
+
+
+def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME) -> Any:
+    """Start (or find) the named detached consolidator and wait until it answers ``ping``.
+
+    The store must be running (its handle is looked up now, so a missing store fails here).
+    ``settings_env`` holds ``MEMORY_CONSOLIDATE_*`` variables.
+    """
+    import ray
+
+    from shared.client import get_actor
+
+    store = get_actor("memory-store")
+    handle: Any = (
+        ray.remote(ConsolidatorActor)
+        .options(
+            name=name,
+            namespace=NAMESPACE,
+            lifetime="detached",
+            get_if_exists=True,
+            max_restarts=-1,  # a restart re-reads the checkpoint and catches up by itself
+            max_task_retries=0,
+            max_concurrency=4,  # status answers while a pass runs; the core's lock serialises
+        )
+        .remote(dict(settings_env or {}), store)
+    )
+    ray.get(handle.ping.remote())
+    return handle
+
+
+WORKER = WorkerSpec(
+    name="consolidator", actor_name=ACTOR_NAME, start=start, order=20, add_cli=add_cli
+)

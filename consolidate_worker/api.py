@@ -1,0 +1,105 @@
+"""The store API a pass needs (a ``Protocol``), and the mutable tally of one pass.
+
+``StoreAPI`` is the slice of the store's public methods (DESIGN §3) the consolidator calls, so
+the same code runs over an embedded ``store_worker.core.MemoryStore`` and over the Ray
+``shared.client.StoreClient``; nothing here imports a worker (DESIGN §10).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from consolidate_worker.report import Change, Group, JudgeDecision, PassError, Promotion
+from shared.models import (
+    BankListResponse,
+    ListResponse,
+    RecallResponse,
+    RuleListResponse,
+    RuleSetResponse,
+    SupersedeResponse,
+)
+
+
+class StoreAPI(Protocol):
+    """The slice of the store's public API a pass uses (DESIGN §3 names)."""
+
+    def bank_list(self) -> BankListResponse: ...
+
+    def list(
+        self,
+        *,
+        bank: str | None = ...,
+        status: str | None = ...,
+        page_size: int | None = ...,
+        page_token: str | None = ...,
+    ) -> ListResponse: ...
+
+    def recall(
+        self,
+        query: str,
+        *,
+        bank: str | None = ...,
+        limit: int | None = ...,
+        mode: str = ...,
+        session_id: str | None = ...,
+        project: str | None = ...,
+        type_filter: Any = ...,
+        scope_filter: Any = ...,
+    ) -> RecallResponse: ...
+
+    def supersede(
+        self,
+        id: str,
+        superseded_by: str,
+        *,
+        bank: str | None = ...,
+        reason: str | None = ...,
+        reinforce: bool = ...,
+    ) -> SupersedeResponse: ...
+
+    def state_get(self, owner: str, key: str) -> object | None: ...
+
+    def state_set(self, owner: str, key: str, value: Any) -> None: ...
+
+    def rule_list(self, *, bank: str | None = ...) -> RuleListResponse: ...
+
+    def rule_set(self, name: str, content: str, *, bank: str | None = ...) -> RuleSetResponse: ...
+
+
+class PassTally:
+    """The mutable tally of one pass; frozen into a ``Report`` at the end."""
+
+    def __init__(self, budget: int, dry_run: bool) -> None:
+        self.budget = budget
+        self.dry_run = dry_run
+        self.scanned = 0
+        self.pairs_scored = 0
+        self.vetoed: Counter[str] = Counter()
+        self.groups: list[Group] = []
+        self.merged: list[Change] = []
+        self.skipped_pinned: list[Change] = []
+        self.capped: list[Change] = []
+        self.errors: list[PassError] = []
+        self.retired: set[tuple[str, str]] = set()  # (bank, id) retired or planned to be
+        self.judged: list[JudgeDecision] = []
+        self.promoted: list[Promotion] = []
+        self.judge_calls = 0
+        self.phases: dict[str, float] = {}  # seconds per phase, summed over banks
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - started
+
+    def take_budget(self) -> bool:
+        if self.budget <= 0:
+            return False
+        self.budget -= 1
+        return True

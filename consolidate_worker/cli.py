@@ -1,0 +1,105 @@
+"""``memory consolidate --now [--dry-run] [--bank B] [--json]``: the consolidator's CLI verb.
+
+``shared.cli`` calls ``add_cli(subparsers)`` for every installed worker (``WorkerSpec.add_cli``),
+so the verb disappears with the package. Where the pass runs:
+
+- ``--data-dir`` (embedded mode): in this process, over a local ``MemoryStore`` on that folder;
+- else the running ``memory-consolidator`` actor runs it (``run_now``);
+- else, when only the store is up, in this process over the Ray ``StoreClient``.
+
+Errors are raised as they are (``MemoryServiceError``); the CLI edge turns them into messages
+and exit codes. The exit code is 0 for a clean pass and 1 when the report carries errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any, TextIO, cast
+
+from consolidate_worker.api import StoreAPI
+from consolidate_worker.core import Consolidator
+from consolidate_worker.report import Report
+from consolidate_worker.settings import ConsolidatorSettings
+from shared import errors
+
+HELP = "Run one consolidation pass (dedup and supersede) now and print its report."
+
+
+def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
+    p = subparsers.add_parser("consolidate", help=HELP, description=HELP)
+    p.add_argument("--now", action="store_true", help="run one pass now (required)")
+    p.add_argument("--dry-run", action="store_true", help="plan the pass without writing")
+    p.add_argument(
+        "--bank", action="append", dest="banks", metavar="B", help="only this bank (repeatable)"
+    )
+    # SUPPRESS: never clobber a global --json / --data-dir parsed before the verb.
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
+    )
+    p.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,
+        help="embedded mode: run over this data dir in-process, without Ray",
+    )
+    p.set_defaults(func=run, handler=run)
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    if not getattr(args, "now", False):
+        raise errors.InvalidArgumentError("nothing to do: pass --now to run a pass")
+    banks = list(args.banks) if getattr(args, "banks", None) else None
+    dry_run = bool(getattr(args, "dry_run", False))
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir:
+        report = _embedded(str(data_dir), banks, dry_run)
+    else:
+        report = _remote(banks, dry_run)
+    print_report(report, as_json=bool(getattr(args, "json", False)), out=out)
+    return 0 if report.ok else 1
+
+
+def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
+    # The embedded mode opens the folder with the store's own class; imported by name at run
+    # time so this package keeps no static dependency on the store worker (DESIGN §10).
+    store = importlib.import_module("store_worker.core").MemoryStore(data_dir)
+    try:
+        core = Consolidator(cast(StoreAPI, store), settings=ConsolidatorSettings.from_env())
+        return core.run_pass(banks=banks, dry_run=dry_run)
+    finally:
+        store.close()
+
+
+def _remote(banks: list[str] | None, dry_run: bool) -> Report:
+    from consolidate_worker.actor import ACTOR_METHODS, ACTOR_NAME, ACTOR_READS
+    from shared.client import StoreClient, connect
+
+    connect()
+    actor = StoreClient(
+        actor_name=ACTOR_NAME, methods=ACTOR_METHODS, read_methods=ACTOR_READS, timeout=None
+    )
+    try:
+        actor.handle  # noqa: B018 - looks the actor up; raises when it is not running
+    except errors.SourceUnavailableError:
+        print("memory-consolidator is not running; running the pass here", file=sys.stderr)
+        core = Consolidator(cast(StoreAPI, StoreClient()), settings=ConsolidatorSettings.from_env())
+        return core.run_pass(banks=banks, dry_run=dry_run)
+    return cast(Report, actor.run_now(banks=banks, dry_run=dry_run))
+
+
+def print_report(report: Report, *, as_json: bool, out: TextIO) -> None:
+    if as_json:
+        out.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+        return
+    out.write(report.summary() + "\n")
+    for g in report.groups:
+        retire = ", ".join(g.retire) or "-"
+        kept = f" (pinned kept: {', '.join(g.pinned_kept)})" if g.pinned_kept else ""
+        out.write(f"  [{g.bank}] {g.reason}: keep {g.survivor}; retire {retire}{kept}\n")
+    for c in report.capped:
+        out.write(f"  capped: [{c.bank}] {c.id} -> {c.survivor}\n")
+    for e in report.errors:
+        out.write(f"  error: [{e.bank}] {e.id or '-'}: {e.category}: {e.message}\n")

@@ -1,0 +1,291 @@
+"""``Consolidator``: one consolidation pass over the store's public API (DESIGN §7, issue 5).
+
+The consolidator never opens the data dir. It reads through ``bank_list``, ``list`` and
+``recall(mode=lexical|semantic)``, writes only through ``supersede`` (and ``rule_set`` for the
+optional promote-to-rule path), and keeps its checkpoint in the store's sibling state
+(``state_get/state_set("consolidator", "last-run")``), so the worker itself is stateless.
+It is written against ``StoreAPI`` and so runs over an embedded ``MemoryStore`` or the Ray
+``StoreClient`` alike.
+
+A pass: for each bank, read → candidates → plan (``plan.Planner``) → optional judge → apply.
+Each supersede is atomic in the store, so a pass killed half-way leaves every bank consistent
+and the next pass (which re-reads everything) finishes the job. The checkpoint moves only after
+a full, written pass without errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+from consolidate_worker.api import PassTally, StoreAPI
+from consolidate_worker.candidates import RareTokenBlocker
+from consolidate_worker.dedup import Features
+from consolidate_worker.judge import Judge
+from consolidate_worker.plan import BankPlan, Planner
+from consolidate_worker.promote import promote
+from consolidate_worker.report import Change, Group, PassError, Report
+from consolidate_worker.settings import ConsolidatorSettings
+from consolidate_worker.tiers import JudgeTier
+from shared import errors
+from shared.clock import Clock, SystemClock
+from shared.models import Memory, RecallResponse
+
+log = logging.getLogger(__name__)
+
+OWNER = "consolidator"
+LAST_RUN_KEY = "last-run"
+
+
+class Consolidator:
+    """Scheduled hygiene for every bank: dedup and supersede, never a direct data access."""
+
+    def __init__(
+        self,
+        store: StoreAPI,
+        *,
+        settings: ConsolidatorSettings | None = None,
+        clock: Clock | None = None,
+        judge: Judge | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings or ConsolidatorSettings()
+        self.clock = clock or SystemClock()
+        self.planner = Planner(self.settings)
+        self.blocker = RareTokenBlocker(max_candidates=2 * self.settings.candidates_per_memory)
+        self.judge_tier = JudgeTier(judge, self.settings) if judge is not None else None
+        self._lock = threading.Lock()
+
+    # -- schedule ----------------------------------------------------------------------------
+
+    def last_run(self) -> int | None:
+        """When the last clean pass started (ms), from the store's sibling state."""
+        value = self.store.state_get(OWNER, LAST_RUN_KEY)
+        if isinstance(value, dict):
+            value = value.get("at")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def due(self, now_ms: int | None = None) -> bool:
+        last = self.last_run()
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        return last is None or now - last >= self.settings.interval_ms
+
+    def next_run_at(self, now_ms: int | None = None) -> int:
+        """Now when a pass is due (catch-up), else one interval after the last clean pass."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        last = self.last_run()
+        if last is None or now - last >= self.settings.interval_ms:
+            return now
+        return last + self.settings.interval_ms
+
+    def catch_up(self) -> Report | None:
+        """Run one pass if the last clean one is older than the interval (boot catch-up)."""
+        if not self.settings.run_on_boot or not self.due():
+            return None
+        return self.run_pass()
+
+    @property
+    def running(self) -> bool:
+        return self._lock.locked()
+
+    # -- a pass ------------------------------------------------------------------------------
+
+    def run_pass(self, *, banks: Sequence[str] | None = None, dry_run: bool = False) -> Report:
+        """One pass over ``banks`` (default: the configured ones, else all). Passes never
+        overlap: a second caller gets a ``ConflictError`` instead of waiting."""
+        if not self._lock.acquire(blocking=False):
+            raise errors.ConflictError("a consolidation pass is already running")
+        try:
+            return self._run(banks, dry_run)
+        finally:
+            self._lock.release()
+
+    def _run(self, banks: Sequence[str] | None, dry_run: bool) -> Report:
+        started = self.clock.now_ms()
+        t0 = time.perf_counter()
+        names = self._bank_names(banks)
+        tally = PassTally(self.settings.max_supersedes_per_run, dry_run)
+        for name in names:
+            try:
+                self._consolidate_bank(name, tally)
+            except errors.NotFoundError as e:
+                if banks:  # asked for by name: say so
+                    tally.errors.append(PassError(bank=name, category=e.category, message=str(e)))
+                else:  # listed, then deleted (trashed) during the pass: nothing left to do
+                    log.info("bank %s vanished during the pass: %s", name, e)
+            except errors.MemoryServiceError as e:
+                tally.errors.append(PassError(bank=name, category=e.category, message=e.message))
+        report = _report(tally, names, started, int((time.perf_counter() - t0) * 1000))
+        if report.ok and not dry_run and not banks:
+            self._checkpoint(report)
+        log.info("%s", report.summary())
+        return report
+
+    def _bank_names(self, banks: Sequence[str] | None) -> tuple[str, ...]:
+        wanted = tuple(banks or self.settings.banks)
+        if wanted:
+            return tuple(sorted(set(wanted)))
+        return tuple(sorted(b.name for b in self.store.bank_list().banks))
+
+    def _checkpoint(self, report: Report) -> None:
+        self.store.state_set(
+            OWNER,
+            LAST_RUN_KEY,
+            {
+                "at": report.started_at,
+                "duration_ms": report.duration_ms,
+                "merged": len(report.merged),
+                "capped": len(report.capped),
+            },
+        )
+
+    def _consolidate_bank(self, bank: str, tally: PassTally) -> None:
+        with tally.phase("read"):
+            memories = self.read_bank(bank)
+            feats = [Features(m) for m in memories]
+        tally.scanned += len(memories)
+        with tally.phase("candidates"):
+            neighbours = self.neighbours(bank, feats)
+        with tally.phase("plan"):
+            plan = self.planner.plan(bank, feats, neighbours)
+        tally.pairs_scored += plan.pairs_scored
+        tally.vetoed.update(plan.vetoed)
+        tally.groups.extend(plan.groups)
+        with tally.phase("apply"):
+            for group in plan.groups:
+                self._apply_group(group, tally)
+        if self.judge_tier is not None:
+            with tally.phase("judge"):
+                by_id = {m.id: m for m in memories}
+                self.judge_tier.run(plan, by_id, tally, self._supersede)
+        if self.settings.promote_corroboration_threshold > 0:
+            with tally.phase("promote"):
+                tally.promoted.extend(promote(self.store, bank, memories, self.settings, tally))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def read_bank(self, bank: str) -> list[Memory]:
+        """Every live canonical memory of a bank, page by page."""
+        out: list[Memory] = []
+        token: str | None = None
+        while True:
+            page = self.store.list(
+                bank=bank, status="canonical", page_size=self.settings.page_size, page_token=token
+            )
+            out.extend(page.memories)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    def neighbours(self, bank: str, feats: Sequence[Features]) -> dict[str, list[str]]:
+        """Candidate ids per memory, from ``recall`` and/or rare-token blocking (see
+        ``candidates.py`` for why both, and when each)."""
+        s = self.settings
+        small = len(feats) <= s.recall_max_bank
+        out: dict[str, list[str]] = {f.id: [] for f in feats}
+        if s.candidate_source == "local" or (s.candidate_source == "auto" and feats):
+            out = self.blocker.neighbours(feats)
+        if s.candidate_source == "recall" or (s.candidate_source == "auto" and small):
+            for f_id, found in self._recalled(bank, [f.memory for f in feats]).items():
+                out[f_id] = list(dict.fromkeys([*out.get(f_id, []), *found]))
+        return out
+
+    def _recalled(self, bank: str, memories: Sequence[Memory]) -> dict[str, list[str]]:
+        """Each memory's own text as a lexical (and semantic) recall query, restricted to its
+        type and scope and run where it is visible (its project, its session)."""
+        modes = ["lexical"]
+        if self.settings.semantic_candidates and memories and self._can_embed(bank, memories[0]):
+            modes.append("semantic")
+        out: dict[str, list[str]] = {}
+        for m in memories:
+            found: dict[str, None] = {}
+            for mode in modes:
+                for hit in self._recall(bank, m, mode).memories:
+                    found.setdefault(hit.memory.id, None)
+            found.pop(m.id, None)
+            out[m.id] = list(found)
+        return out
+
+    def _recall(self, bank: str, m: Memory, mode: str) -> RecallResponse:
+        return self.store.recall(
+            m.text,
+            bank=bank,
+            limit=self.settings.candidates_per_memory + 1,
+            mode=mode,
+            session_id=m.session_id,
+            project=m.project,
+            type_filter=[m.type],
+            scope_filter=[m.scope],
+        )
+
+    def _can_embed(self, bank: str, probe: Memory) -> bool:
+        try:
+            return self._recall(bank, probe, "semantic").retrieval == "semantic"
+        except errors.SourceUnavailableError:
+            return False  # no embedder configured or reachable: lexical candidates only
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _apply_group(self, group: Group, tally: PassTally) -> None:
+        top = max((s.combined for s in group.scores), default=100.0)
+        reason = f"consolidator: {group.reason} of {group.survivor} (score {top:g})"
+        for pinned in group.pinned_kept:
+            tally.skipped_pinned.append(
+                Change(bank=group.bank, id=pinned, survivor=group.survivor, reason="pinned")
+            )
+        for loser in group.retire:
+            self._supersede(
+                tally,
+                Change(bank=group.bank, id=loser, survivor=group.survivor, reason=reason),
+                reinforce=True,
+            )
+
+    def _supersede(self, tally: PassTally, change: Change, *, reinforce: bool) -> None:
+        """One supersede through the store, within the pass's cap; errors are reported."""
+        if (change.bank, change.id) in tally.retired:
+            return
+        if not tally.take_budget():
+            tally.capped.append(change)
+            return
+        tally.retired.add((change.bank, change.id))
+        if tally.dry_run:
+            return
+        try:
+            self.store.supersede(
+                change.id,
+                change.survivor,
+                bank=change.bank,
+                reason=change.reason,
+                reinforce=reinforce,
+            )
+        except errors.MemoryServiceError as e:
+            tally.errors.append(
+                PassError(bank=change.bank, id=change.id, category=e.category, message=e.message)
+            )
+            return
+        tally.merged.append(change)
+
+
+def _report(tally: PassTally, banks: tuple[str, ...], started: int, duration_ms: int) -> Report:
+    return Report(
+        started_at=started,
+        duration_ms=duration_ms,
+        dry_run=tally.dry_run,
+        banks=banks,
+        scanned=tally.scanned,
+        pairs_scored=tally.pairs_scored,
+        vetoed=tuple(sorted(tally.vetoed.items())),
+        groups=tuple(tally.groups),
+        merged=tuple(tally.merged),
+        skipped_pinned=tuple(tally.skipped_pinned),
+        capped=tuple(tally.capped),
+        judged=tuple(tally.judged),
+        phases_ms=tuple((k, int(v * 1000)) for k, v in tally.phases.items()),
+        promoted=tuple(tally.promoted),
+        errors=tuple(tally.errors),
+    )
+
+
+__all__ = ["LAST_RUN_KEY", "OWNER", "BankPlan", "Consolidator", "StoreAPI"]

@@ -1,0 +1,112 @@
+"""The pass report: immutable values returned, logged and exported as metrics (issue 5).
+
+``Report`` says what a pass saw (banks, memories scanned, pairs scored, vetoes by reason), what
+it planned (``groups``), and what it did (``merged``), left alone (``skipped_pinned``), left for
+the next pass (``capped``) and failed to do (``errors``). A dry run fills ``groups``,
+``skipped_pinned`` and ``capped`` exactly as a real pass would, and leaves ``merged`` empty.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+GroupReason = Literal["exact", "near-duplicate", "judge-duplicate"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PairScore(Frozen):
+    """One member's similarity to its group's survivor (rapidfuzz, 0-100; length 0-1)."""
+
+    id: str
+    combined: float
+    token_set: float
+    token_sort: float
+    ratio: float
+    length_ratio: float
+
+
+class Group(Frozen):
+    """Duplicates of one fact: the survivor keeps it, ``retire`` are superseded into it."""
+
+    bank: str
+    survivor: str
+    members: tuple[str, ...]
+    retire: tuple[str, ...]
+    pinned_kept: tuple[str, ...] = ()
+    reason: GroupReason
+    scores: tuple[PairScore, ...] = ()
+
+
+class Change(Frozen):
+    """One supersede, done (``merged``), refused for a pinned loser, or left by the cap."""
+
+    bank: str
+    id: str
+    survivor: str
+    reason: str
+
+
+class PassError(Frozen):
+    bank: str
+    id: str | None = None
+    category: str
+    message: str
+
+
+class JudgeDecision(Frozen):
+    """What the LLM judge said about one ambiguous or contradicting pair."""
+
+    bank: str
+    pair: tuple[str, str]
+    kind: Literal["ambiguous", "contradiction"]
+    decision: Literal["duplicate", "contradiction", "distinct"]
+    keep: str | None = None
+    reason: str = ""
+
+
+class Promotion(Frozen):
+    """A memory re-observed often enough to be proposed as a learned rule."""
+
+    bank: str
+    id: str
+    corroboration: int
+    line: str
+    added: bool
+
+
+class Report(Frozen):
+    started_at: int
+    duration_ms: int
+    dry_run: bool
+    banks: tuple[str, ...]
+    scanned: int = 0
+    pairs_scored: int = 0
+    vetoed: tuple[tuple[str, int], ...] = ()
+    groups: tuple[Group, ...] = ()
+    merged: tuple[Change, ...] = ()
+    skipped_pinned: tuple[Change, ...] = ()
+    capped: tuple[Change, ...] = ()
+    judged: tuple[JudgeDecision, ...] = ()
+    promoted: tuple[Promotion, ...] = ()
+    errors: tuple[PassError, ...] = ()
+    phases_ms: tuple[tuple[str, int], ...] = ()  # read, candidates, plan, apply, judge, promote
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def summary(self) -> str:
+        """One log line."""
+        return (
+            f"consolidation {'dry run' if self.dry_run else 'pass'} over {len(self.banks)} "
+            f"bank(s): scanned={self.scanned} groups={len(self.groups)} "
+            f"merged={len(self.merged)} skipped_pinned={len(self.skipped_pinned)} "
+            f"capped={len(self.capped)} judged={len(self.judged)} "
+            f"promoted={len(self.promoted)} errors={len(self.errors)} "
+            f"duration_ms={self.duration_ms}"
+        )

@@ -1,0 +1,92 @@
+"""The consolidator's settings: one explicit model, built once at start-up (STYLE §8).
+
+``ConsolidatorSettings.from_env()`` reads ``MEMORY_CONSOLIDATE_<FIELD>`` once; nothing reads the
+environment at import time. The similarity thresholds are on rapidfuzz's 0-100 scale.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from shared.errors import InvalidArgumentError
+
+ENV_PREFIX = "MEMORY_CONSOLIDATE_"
+
+
+class ConsolidatorSettings(BaseModel):
+    """Everything a pass and its schedule read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    interval_hours: float = Field(24.0, gt=0, description="Hours between scheduled passes.")
+    run_on_boot: bool = Field(True, description="Catch up at boot when the last pass is stale.")
+    banks: tuple[str, ...] = Field((), description="Banks to consolidate; empty means all.")
+    max_supersedes_per_run: int = Field(500, ge=0, description="Cap of supersedes in one pass.")
+    candidates_per_memory: int = Field(
+        10, ge=1, le=100, description="Lexical (and semantic) neighbours scored per memory."
+    )
+    candidate_source: Literal["auto", "recall", "local"] = Field(
+        "auto",
+        description="recall: recall() per memory; local: rare-token blocking over the listed "
+        "bank; auto: both up to recall_max_bank memories, local only above (candidates.py).",
+    )
+    recall_max_bank: int = Field(
+        20_000, ge=0, description="Largest bank whose memories each get a recall() query."
+    )
+    semantic_candidates: bool = Field(
+        True, description="Also ask recall(mode=semantic) when the store can embed."
+    )
+    page_size: int = Field(500, ge=1, le=500, description="list() page size while reading.")
+    duplicate_score: float = Field(
+        88.0, ge=0, le=100, description="Combined score at or above which two memories merge."
+    )
+    grey_score: float = Field(
+        72.0, ge=0, le=100, description="Lower edge of the ambiguous band sent to the judge."
+    )
+    min_length_ratio: float = Field(
+        0.75, ge=0, le=1, description="Shorter/longer word count below which it is no duplicate."
+    )
+    max_group_size: int = Field(50, ge=2, description="A group never grows past this size.")
+    judge_enabled: bool = Field(False, description="Turn the optional LLM judge tier on.")
+    judge_model: str | None = Field(None, description="litellm model of the judge tier.")
+    judge_max_calls: int = Field(50, ge=0, description="Judge calls allowed in one pass.")
+    judge_timeout_s: float = Field(30.0, gt=0, description="Timeout of one judge call.")
+    promote_corroboration_threshold: int = Field(
+        0, ge=0, description="Corroboration that proposes a memory as a learned rule (0 = off)."
+    )
+
+    @model_validator(mode="after")
+    def _bands(self) -> ConsolidatorSettings:
+        if self.grey_score > self.duplicate_score:
+            raise ValueError("grey_score must not exceed duplicate_score")
+        if self.judge_enabled and not self.judge_model:
+            raise ValueError("judge_enabled needs judge_model")
+        return self
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> ConsolidatorSettings:
+        source = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = source.get(f"{ENV_PREFIX}{name.upper()}")
+            if raw is None or raw == "":
+                continue
+            values[name] = tuple(b for b in raw.split(",") if b) if name == "banks" else raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.validated(values)
+
+    @classmethod
+    def validated(cls, values: dict[str, Any]) -> ConsolidatorSettings:
+        try:
+            return cls.model_validate(values)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "settings"
+            raise InvalidArgumentError(f"invalid consolidator setting {where}: {err['msg']}") from e
+
+    @property
+    def interval_ms(self) -> int:
+        return int(self.interval_hours * 3_600_000)

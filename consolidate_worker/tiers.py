@@ -1,0 +1,108 @@
+"""The judge tier's bookkeeping: which pairs to ask about and how a verdict becomes a write.
+
+Pairs asked (at most ``judge_max_calls`` per pass): contradictions first (similar pairs that the
+deterministic tier vetoed for polarity or numbers: a newer statement may correct an older one),
+then ambiguous pairs (the grey band below ``duplicate_score``). Verdicts apply through the same
+``supersede`` path and cap as the deterministic tier:
+
+- ambiguous + "duplicate": the usual survivor rule, ``reinforce=True`` (a restatement);
+- any + "contradiction": the record the judge keeps survives, ``reinforce=False`` (a correction
+  is not a re-observation);
+- a "duplicate" verdict on a vetoed pair is recorded but never applied: polarity flips and
+  number changes are never merged as duplicates (DESIGN §7);
+- a pinned loser is never retired, only reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from consolidate_worker.api import PassTally
+from consolidate_worker.dedup import Features
+from consolidate_worker.judge import Judge, Kind, Verdict
+from consolidate_worker.plan import BankPlan, Edge, survivor_key
+from consolidate_worker.report import Change, Group, JudgeDecision, PassError
+from consolidate_worker.settings import ConsolidatorSettings
+from shared import errors
+from shared.models import Memory
+
+Supersede = Callable[..., None]
+MAX_REASON = 300
+
+
+class JudgeTier:
+    def __init__(self, judge: Judge, settings: ConsolidatorSettings) -> None:
+        self.judge = judge
+        self.settings = settings
+
+    def run(
+        self,
+        plan: BankPlan,
+        by_id: Mapping[str, Memory],
+        tally: PassTally,
+        supersede: Supersede,
+    ) -> None:
+        asks: list[tuple[Kind, Edge]] = [("contradiction", e) for e in plan.contradictions]
+        asks += [("ambiguous", e) for e in plan.ambiguous]
+        for kind, edge in asks:
+            if tally.judge_calls >= self.settings.judge_max_calls:
+                return
+            if (plan.bank, edge.a) in tally.retired or (plan.bank, edge.b) in tally.retired:
+                continue
+            a, b = by_id[edge.a], by_id[edge.b]
+            tally.judge_calls += 1
+            try:
+                verdict = self.judge.decide(kind, a, b)
+            except errors.MemoryServiceError as e:
+                tally.errors.append(
+                    PassError(bank=plan.bank, id=a.id, category=e.category, message=e.message)
+                )
+                continue
+            tally.judged.append(
+                JudgeDecision(
+                    bank=plan.bank,
+                    pair=(a.id, b.id),
+                    kind=kind,
+                    decision=verdict.decision,
+                    keep=verdict.keep,
+                    reason=verdict.reason[:MAX_REASON],
+                )
+            )
+            self._apply(plan.bank, kind, verdict, a, b, tally, supersede)
+
+    def _apply(
+        self,
+        bank: str,
+        kind: Kind,
+        verdict: Verdict,
+        a: Memory,
+        b: Memory,
+        tally: PassTally,
+        supersede: Supersede,
+    ) -> None:
+        if verdict.decision == "distinct":
+            return
+        if verdict.decision == "duplicate":
+            if kind != "ambiguous":
+                return
+            keep, lose = sorted((a, b), key=lambda m: survivor_key(Features(m)))
+            reinforce = True
+            tally.groups.append(
+                Group(
+                    bank=bank,
+                    survivor=keep.id,
+                    members=tuple(sorted((a.id, b.id))),
+                    retire=() if lose.pinned else (lose.id,),
+                    pinned_kept=(lose.id,) if lose.pinned else (),
+                    reason="judge-duplicate",
+                )
+            )
+        else:
+            keep, lose = (a, b) if verdict.keep == a.id else (b, a)
+            reinforce = False
+        why = f"consolidator: judge {verdict.decision} ({kind}), kept {keep.id}: {verdict.reason}"
+        change = Change(bank=bank, id=lose.id, survivor=keep.id, reason=why[:MAX_REASON])
+        if lose.pinned:
+            tally.skipped_pinned.append(change.model_copy(update={"reason": "pinned"}))
+            return
+        supersede(tally, change, reinforce=reinforce)

@@ -1,0 +1,184 @@
+"""``memory-extractor``: the Ray shell around ``Extractor`` (DESIGN §1, §6).
+
+It holds a ``StoreClient``, an LLM backend and a background thread that drains the store's
+outbox: woken by the store after each ``turn_completed`` (``outbox_watch``) and otherwise every
+``poll_interval_s``, so a missed wake-up only delays a job. Everything durable lives in the
+store: killing this actor mid-job leaves the job leased, and the lease expires (or the store
+restarts) and the next extractor runs it again (at-least-once, saves reinforce idempotently).
+
+Metrics (``ray.util.metrics``, ``ray_`` prefix on the node's metrics port): jobs by outcome
+(done / skipped / retry / dead), LLM latency, tokens per job.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+from extract_worker.core import DrainStats, Extractor, JobResult
+from extract_worker.llm import LLM, LiteLLMBackend
+from extract_worker.settings import ExtractorSettings
+from shared.workers import NAMESPACE, WorkerSpec
+
+log = logging.getLogger(__name__)
+
+ACTOR_NAME = "memory-extractor"
+LATENCY_BOUNDARIES_MS = [50.0, 100.0, 250.0, 500.0, 1e3, 2.5e3, 5e3, 1e4, 3e4, 6e4]
+TOKEN_BOUNDARIES = [100.0, 250.0, 500.0, 1e3, 2e3, 4e3, 8e3, 1.6e4]
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        from ray.util import metrics
+
+        self.jobs = metrics.Counter(
+            "memory_extractor_jobs",
+            description="Extraction jobs by outcome (done, skipped, retry, dead).",
+            tag_keys=("outcome",),
+        )
+        self.llm_ms = metrics.Histogram(
+            "memory_extractor_llm_latency_ms",
+            description="Latency of one extraction LLM call, in milliseconds.",
+            boundaries=LATENCY_BOUNDARIES_MS,
+        )
+        self.tokens = metrics.Histogram(
+            "memory_extractor_tokens_per_job",
+            description="Prompt + completion tokens of one extraction job.",
+            boundaries=TOKEN_BOUNDARIES,
+        )
+        self.totals: Counter[str] = Counter()
+
+    def observe(self, result: JobResult) -> None:
+        self.jobs.inc(tags={"outcome": result.outcome})
+        self.totals[result.outcome] += 1
+        if result.tokens:
+            self.tokens.observe(result.tokens)
+            self.totals["tokens"] += result.tokens
+        if result.llm_ms:
+            self.llm_ms.observe(result.llm_ms)
+
+
+class Wake:
+    """Picklable callback the store calls after an enqueue: ``notify`` this actor."""
+
+    def __init__(self, actor_name: str = ACTOR_NAME) -> None:
+        self.actor_name = actor_name
+
+    def __call__(self) -> None:
+        import ray
+
+        ray.get_actor(self.actor_name, namespace=NAMESPACE).notify.remote()
+
+
+class ExtractorActor:
+    """Create it with ``start()``; ``llm`` replaces the litellm backend (tests, custom)."""
+
+    def __init__(self, env: dict[str, str] | None = None, llm: LLM | None = None) -> None:
+        from shared.client import StoreClient
+
+        self.settings = ExtractorSettings.from_env(dict(env or {}))
+        self.store = StoreClient()
+        self.metrics = _Metrics()
+        backend = llm if llm is not None else LiteLLMBackend() if self.settings.enabled else None
+        self.core = Extractor(self.store, backend, self.settings, on_result=self.metrics.observe)
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._hello()
+        self._thread = threading.Thread(target=self._loop, name="extract-drain", daemon=True)
+        self._thread.start()
+
+    def _hello(self) -> bool:
+        """Report status and ask for wake-ups; the store may not be up yet (retried)."""
+        try:
+            self.core.publish_status()
+            self.store.outbox_watch(ACTOR_NAME, Wake(ACTOR_NAME))
+            return True
+        except Exception as e:
+            log.info("store not reachable yet (%s); polling", e)
+            return False
+
+    def _loop(self) -> None:
+        greeted = True
+        while not self._stop.is_set():
+            try:
+                greeted = greeted or self._hello()
+                self._drain(10_000)
+            except Exception as e:  # the store restarting: try again on the next tick
+                greeted = False
+                log.info("extraction drain interrupted: %s", e)
+            self._wake.wait(self.settings.poll_interval_s)
+            self._wake.clear()
+
+    def _drain(self, max_jobs: int) -> DrainStats:
+        with self._lock:
+            return self.core.drain(max_jobs=max_jobs)
+
+    # -- remote methods --------------------------------------------------------------------
+
+    def ping(self) -> str:
+        return "pong"
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def drain(self, max_jobs: int = 10_000) -> dict[str, int]:
+        """Drain now (tests, ``memory extract``); returns this call's counts."""
+        stats = self._drain(max_jobs)
+        return {
+            "done": stats.done,
+            "skipped": stats.skipped,
+            "retry": stats.retried,
+            "dead": stats.dead,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "enabled": self.core.enabled,
+            "model": self.settings.extraction_model,
+            "totals": dict(self.metrics.totals),
+        }
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+
+def start(
+    settings_env: dict[str, str] | None = None,
+    *,
+    name: str = ACTOR_NAME,
+    llm: LLM | None = None,
+) -> Any:
+    """Start (or find) the named detached extractor actor and wait until it answers."""
+    import ray
+
+    handle: Any = (
+        ray.remote(ExtractorActor)
+        .options(
+            name=name,
+            namespace=NAMESPACE,
+            lifetime="detached",
+            get_if_exists=True,
+            max_restarts=-1,
+            max_task_retries=0,
+            max_concurrency=4,  # notify/stats answer while a drain runs
+            num_cpus=0,
+        )
+        .remote(dict(settings_env or {}), llm)
+    )
+    ray.get(handle.ping.remote())
+    return handle
+
+
+def _add_cli(sub: Any) -> None:
+    from shared.chat import add_cli
+
+    add_cli(sub)
+
+
+WORKER = WorkerSpec(
+    name="extractor", actor_name=ACTOR_NAME, start=start, order=10, add_cli=_add_cli
+)

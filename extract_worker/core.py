@@ -1,0 +1,393 @@
+"""``Extractor``: drains the store's extraction outbox, one LLM call per turn (DESIGN §6).
+
+A plain class over two interfaces — ``StoreAPI`` (the store's public methods, so the same code
+runs over an embedded ``MemoryStore`` and over the Ray ``StoreClient``) and ``LLM`` — and the
+Ray shell (``extract_worker.actor``) only adds a loop and metrics.
+
+One job = one finished turn:
+
+    claim → window (newest ``extraction_window`` user/assistant messages, redacted again)
+          → known memories (recall over the turn) + learned rules → one LLM call
+          → parse (pydantic) → apply through save / supersede / rule_set → ack
+
+Apply (seeds/003 "One LLM call per turn", "Rules learn from corrections"):
+- a plain memory is ``save``d; the same normalised text reinforces by fingerprint (store);
+- ``reinforces: id`` re-saves that memory's own text, so a close rewording bumps its
+  corroboration instead of duplicating it;
+- ``supersedes: id`` saves the corrected memory, then ``supersede(old, new, reason=...)``;
+  a pinned memory is never retired or reinforced by this automatic path;
+- rules become ``- text`` lines of the ``learned`` rule, deduped by fingerprint against every
+  rule of the bank; hand-written rules are never written.
+A failure retries with exponential backoff through ``outbox_fail`` and dead-letters after
+``max_attempts``; an ack comes only after every write, so a killed extractor loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from extract_worker import prompt
+from extract_worker.llm import LLM, Completion
+from extract_worker.parse import ExtractedMemory, ExtractionReply, parse_reply
+from extract_worker.settings import ExtractorSettings
+from shared import errors
+from shared.clock import Clock, SystemClock
+from shared.models import (
+    ListResponse,
+    Memory,
+    MemoryResponse,
+    RecallResponse,
+    RuleListResponse,
+    RuleSetResponse,
+    SaveResponse,
+    SupersedeResponse,
+)
+from shared.redact import redact
+from shared.text import fingerprint
+
+log = logging.getLogger(__name__)
+
+LEARNED = "learned"
+RECORDED_BY = "extractor"
+STATE_OWNER = "extractor"
+
+
+class StoreAPI(Protocol):
+    """The slice of the store's public API extraction uses (DESIGN §3 names)."""
+
+    def save(self, text: str, **kw: Any) -> SaveResponse: ...
+
+    def get(self, id: str, *, bank: str | None = ...) -> MemoryResponse: ...
+
+    def recall(self, query: str, **kw: Any) -> RecallResponse: ...
+
+    def supersede(self, id: str, superseded_by: str, **kw: Any) -> SupersedeResponse: ...
+
+    def list(self, *, bank: str | None = ..., page_size: int | None = ...) -> ListResponse: ...
+
+    def rule_list(self, *, bank: str | None = ...) -> RuleListResponse: ...
+
+    def rule_set(self, name: str, content: str, *, bank: str | None = ...) -> RuleSetResponse: ...
+
+    def outbox_claim(self, limit: int = ...) -> Any: ...
+
+    def outbox_ack(self, job_id: str) -> Any: ...
+
+    def outbox_fail(self, job_id: str, error: str, **kw: Any) -> Any: ...
+
+    def state_set(self, owner: str, key: str, value: Any) -> None: ...
+
+
+class JobMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
+
+    role: str
+    content: str
+    timestamp: int
+
+
+class Job(BaseModel):
+    """The fields of an outbox job this worker reads (the store's ``OutboxJob``, duck-typed)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
+
+    job_id: str
+    session_id: str
+    turn_id: str | None = None
+    bank: str | None = None
+    skip: bool = False
+    messages: tuple[JobMessage, ...] = ()
+    attempts: int = 1
+
+
+@dataclass
+class JobResult:
+    job_id: str
+    outcome: str  # done | skipped | retry | dead
+    saved: int = 0
+    reinforced: int = 0
+    superseded: int = 0
+    rules_added: int = 0
+    dropped: int = 0
+    tokens: int = 0
+    llm_ms: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class DrainStats:
+    done: int = 0
+    skipped: int = 0
+    retried: int = 0
+    dead: int = 0
+    results: list[JobResult] = field(default_factory=list)
+
+    def add(self, result: JobResult) -> None:
+        self.results.append(result)
+        if result.outcome == "done":
+            self.done += 1
+        elif result.outcome == "skipped":
+            self.skipped += 1
+        elif result.outcome == "retry":
+            self.retried += 1
+        else:
+            self.dead += 1
+
+
+class Extractor:
+    def __init__(
+        self,
+        store: StoreAPI,
+        llm: LLM | None,
+        settings: ExtractorSettings | None = None,
+        *,
+        clock: Clock | None = None,
+        on_result: Callable[[JobResult], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.settings = settings or ExtractorSettings()
+        self.clock = clock or SystemClock()
+        self.on_result = on_result
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled and self.llm is not None
+
+    def publish_status(self) -> None:
+        """Tell the store whether extraction runs (its ``doctor`` and injection read this)."""
+        self.store.state_set(
+            STATE_OWNER,
+            "status",
+            {
+                "enabled": self.enabled,
+                "model": self.settings.extraction_model,
+                "rule_learning": self.settings.rule_learning_enabled,
+                "max_attempts": self.settings.max_attempts,
+                "at": self.clock.now_ms(),
+            },
+        )
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def drain(self, *, max_jobs: int = 10_000) -> DrainStats:
+        """Process due jobs until the outbox has none (or ``max_jobs``); never raises per job."""
+        stats = DrainStats()
+        if not self.enabled:
+            return stats
+        while len(stats.results) < max_jobs:
+            jobs = self.store.outbox_claim(min(self.settings.claim_limit, max_jobs))
+            if not jobs:
+                break
+            for raw in jobs:
+                stats.add(self.run_job(_job(raw)))
+        return stats
+
+    def run_job(self, job: Job) -> JobResult:
+        if job.skip:
+            self.store.outbox_ack(job.job_id)
+            return self._report(JobResult(job.job_id, "skipped"))
+        result = JobResult(job.job_id, "done")
+        try:
+            self._extract(job, result)
+        except Exception as e:  # a job's failure is recorded on the job, never the loop's crash
+            return self._report(self._fail(job, result, e))
+        self.store.outbox_ack(job.job_id)
+        return self._report(result)
+
+    def _fail(self, job: Job, result: JobResult, e: Exception) -> JobResult:
+        message = redact(f"{type(e).__name__}: {e}").text
+        retryable = not isinstance(e, errors.MemoryServiceError) or e.retryable
+        result.error = message
+        if not retryable or job.attempts >= self.settings.max_attempts:
+            self.store.outbox_fail(job.job_id, message, dead_letter=True)
+            result.outcome = "dead"
+            log.warning("extraction job %s dead-lettered: %s", job.job_id, message)
+        else:
+            delay = self.settings.backoff(job.attempts)
+            self.store.outbox_fail(job.job_id, message, retry_after_ms=delay)
+            result.outcome = "retry"
+            log.info("extraction job %s retries in %d ms: %s", job.job_id, delay, message)
+        return result
+
+    def _report(self, result: JobResult) -> JobResult:
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
+
+    # -- one job ---------------------------------------------------------------------------
+
+    def _extract(self, job: Job, result: JobResult) -> None:
+        turn = self._window(job)
+        if not any(m.role == "user" for m in turn):
+            return  # an assistant-only turn states nothing about the user
+        known = self._known(job, turn)
+        learned = _lines(self._rules(job.bank).get(LEARNED, ""))
+        messages = prompt.build(
+            bank=job.bank or "(default)",
+            turn=turn,
+            known=[prompt.KnownMemory(m.id, m.text, m.stated_at, m.pinned) for m in known],
+            learned=learned,
+            max_memories=self.settings.max_memories_per_turn,
+            rules_enabled=self.settings.rule_learning_enabled,
+        )
+        completion = self._complete(messages)
+        result.tokens, result.llm_ms = completion.tokens, completion.latency_ms
+        reply = parse_reply(completion.text)
+        result.dropped = reply.dropped
+        self._apply(job, reply, {m.id: m for m in known}, result)
+
+    def _window(self, job: Job) -> list[prompt.TurnMessage]:
+        msgs = [m for m in job.messages if m.role in ("user", "assistant")]
+        return [
+            prompt.TurnMessage(m.role, redact(m.content).text, m.timestamp)
+            for m in msgs[-self.settings.extraction_window :]
+        ]
+
+    def _known(self, job: Job, turn: list[prompt.TurnMessage]) -> list[Memory]:
+        """What the bank already holds about this conversation (for reinforce/supersede):
+        the memories the turn recalls, then the newest ones (a terse correction such as
+        "actually, Wednesdays" shares no word with the fact it corrects)."""
+        limit = self.settings.context_memories
+        query = " ".join(m.content for m in turn)[-4_000:]
+        if limit == 0:
+            return []
+        try:
+            found = (
+                [
+                    h.memory
+                    for h in self.store.recall(
+                        query, bank=job.bank, limit=limit, session_id=job.session_id
+                    ).memories
+                ]
+                if query.strip()
+                else []
+            )
+            recent = self.store.list(bank=job.bank, page_size=limit).memories
+        except errors.NotFoundError:
+            return []  # a new bank: extraction creates it
+        merged = {m.id: m for m in [*found, *recent] if m.invalid_at is None}
+        return list(merged.values())[: limit + limit // 2]
+
+    def _complete(self, messages: list[dict[str, str]]) -> Completion:
+        if self.llm is None or not self.settings.extraction_model:
+            raise errors.SourceUnavailableError("no extraction model configured")
+        return self.llm.complete(
+            messages,
+            model=self.settings.extraction_model,
+            timeout_s=self.settings.extraction_timeout_ms / 1000,
+            max_tokens=self.settings.extraction_max_tokens,
+        )
+
+    # -- applying a reply ------------------------------------------------------------------
+
+    def _apply(
+        self, job: Job, reply: ExtractionReply, known: dict[str, Memory], result: JobResult
+    ) -> None:
+        keep = reply.memories[: self.settings.max_memories_per_turn]
+        result.dropped += len(reply.memories) - len(keep)
+        for item in keep:
+            self._apply_memory(job, item, known, result)
+        if self.settings.rule_learning_enabled and reply.rules:
+            result.rules_added = self._learn_rules(job.bank, reply.rules)
+
+    def _apply_memory(
+        self, job: Job, item: ExtractedMemory, known: dict[str, Memory], result: JobResult
+    ) -> None:
+        if item.reinforces and item.reinforces != item.supersedes:
+            old = self._live(job, item.reinforces, known)
+            if old is not None:
+                if not old.pinned:  # pinned: no automatic path touches it
+                    self._save(job, old.text, item)
+                    result.reinforced += 1
+                return
+        saved = self._save(job, item.text, item)
+        if not saved.created:
+            result.reinforced += 1
+        else:
+            result.saved += 1
+        old = self._live(job, item.supersedes, known) if item.supersedes else None
+        new = saved.memory
+        if old is None or old.pinned or old.id == new.id or new.status != "canonical":
+            return  # a pinned record stays; a pending draft waits for its approval
+        self.store.supersede(
+            old.id,
+            new.id,
+            bank=saved.bank,
+            reason=f"corrected in turn {job.turn_id or job.job_id}",
+        )
+        result.superseded += 1
+
+    def _live(self, job: Job, id: str | None, known: dict[str, Memory]) -> Memory | None:
+        if not id:
+            return None
+        mem = known.get(id)
+        if mem is None:
+            try:
+                mem = self.store.get(id, bank=job.bank).memory
+            except errors.MemoryServiceError:
+                return None  # an id the model made up: the item is a plain save
+        return mem if mem.invalid_at is None else None
+
+    def _save(self, job: Job, text: str, item: ExtractedMemory) -> SaveResponse:
+        entities = list(item.entities)
+        if text.lower().startswith(("the user ", "the user's ")) and "user" not in entities:
+            entities = ["user", *entities][:8]  # first-person questions reach it (seeds/003)
+        return self.store.save(
+            text,
+            bank=job.bank,
+            type=item.type,
+            tags=list(item.tags),
+            entities=entities,
+            confidence=item.confidence,
+            session_id=job.session_id,
+            turn_id=job.turn_id,
+            recorded_by=RECORDED_BY,
+        )
+
+    # -- rules -----------------------------------------------------------------------------
+
+    def _rules(self, bank: str | None) -> dict[str, str]:
+        try:
+            rules = self.store.rule_list(bank=bank).rules
+        except errors.NotFoundError:
+            return {}
+        return {r.name: r.content for r in rules}
+
+    def _learn_rules(self, bank: str | None, rules: Iterable[str]) -> int:
+        """Append new standing instructions to ``learned``; every other rule is read-only."""
+        current = self._rules(bank)
+        seen = {fingerprint(line) for content in current.values() for line in _lines(content)}
+        added: list[str] = []
+        for rule in rules:
+            fp = fingerprint(rule)
+            if fp not in seen:
+                seen.add(fp)
+                added.append(f"- {rule}\n")
+        if not added:
+            return 0
+        existing = current.get(LEARNED, "").rstrip("\n")
+        content = (existing + "\n" if existing else "") + "".join(added)
+        self.store.rule_set(LEARNED, content, bank=bank)
+        return len(added)
+
+
+def _lines(content: str) -> list[str]:
+    """A rule's instructions: its non-empty lines, list markers and headings stripped."""
+    out = []
+    for raw in content.splitlines():
+        line = raw.strip().lstrip("-*•").strip()
+        if line and not line.startswith("#"):
+            out.append(line)
+    return out
+
+
+def _job(raw: Any) -> Job:
+    if isinstance(raw, dict):
+        return Job.model_validate(raw)
+    return Job.model_validate(raw, from_attributes=True)

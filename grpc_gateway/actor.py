@@ -1,0 +1,255 @@
+"""``memory-grpc``: the gateway as a named detached Ray actor (DESIGN §10, issue 3).
+
+It holds no data and forwards every RPC to the ``memory-store`` actor through
+``shared.client.StoreClient``, so it can be stopped (``memory stop grpc``), restarted or run in
+several copies on other ports without touching stored memory. ``memory up --grpc`` starts it
+(``default_on=False``: a bare ``memory up`` does not open a port); ``memory grpc`` serves it in
+the foreground instead — against the running store, or with ``--data-dir`` over an embedded
+store without Ray.
+
+Settings come from ``MEMORY_GRPC_*`` variables (``GatewaySettings.from_env``): host (default
+127.0.0.1 — loopback only unless asked), port (50051), token (optional bearer token), bank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import threading
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from grpc_gateway.server import DEFAULT_PORT, StoreAPI, build_server
+from shared import errors
+from shared.workers import NAMESPACE, WorkerSpec
+
+log = logging.getLogger(__name__)
+
+ACTOR_NAME = "memory-grpc"
+ENV_PREFIX = "MEMORY_GRPC_"
+
+# The store methods the gateway calls that the stock client does not list (issue 3 adds them).
+GATEWAY_READS = frozenset(
+    {"recall_context", "list_records", "get_record", "dangling", "backlinks", "search", "drafts"}
+)
+GATEWAY_WRITES = frozenset({"update_record", "delete_record", "remember", "forget"})
+
+
+class GatewaySettings(BaseModel):
+    """Where and how the gateway listens; every field can be set with ``MEMORY_GRPC_<FIELD>``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = Field("127.0.0.1", description="Interface to listen on (loopback by default).")
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535, description="TCP port; 0 picks a free one.")
+    token: str | None = Field(None, description="Bearer token every call must carry.")
+    bank: str | None = Field(None, description="Bank served; default the store's default bank.")
+    max_workers: int = Field(8, ge=1, le=256, description="Concurrent calls served.")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> GatewaySettings:
+        source = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = source.get(f"{ENV_PREFIX}{name.upper()}")
+            if raw:
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "grpc"
+            raise errors.InvalidArgumentError(f"invalid gRPC setting {where}: {err['msg']}") from e
+
+
+def store_client() -> StoreAPI:
+    """The ``memory-store`` actor as a ``StoreAPI`` (the gateway's production store)."""
+    from shared.client import READ_METHODS, STORE_METHODS, StoreClient
+
+    client = StoreClient(
+        methods=STORE_METHODS | GATEWAY_READS | GATEWAY_WRITES,
+        read_methods=READ_METHODS | GATEWAY_READS,
+    )
+    return cast(StoreAPI, client)  # StoreClient forwards by name (__getattr__)
+
+
+class GatewayActor:
+    """The Ray shell: starts the gRPC server in ``__init__``; Ray restarts re-bind the port."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.settings = GatewaySettings.from_env(dict(env or {}))
+        self.server, self.port = build_server(
+            store_client(),
+            host=self.settings.host,
+            port=self.settings.port,
+            token=self.settings.token,
+            bank=self.settings.bank,
+            serialize=False,  # the store actor serializes its own calls
+            max_workers=self.settings.max_workers,
+        )
+        self.server.start()
+        log.info("memory-grpc serving memory.v1 on %s", self.address())
+
+    def ping(self) -> str:
+        return "pong"
+
+    def address(self) -> str:
+        return f"{self.settings.host}:{self.port}"
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        self.server.stop(grace_s).wait()
+
+
+def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME) -> Any:
+    """Start (or find) the named detached gateway and wait until it serves."""
+    import ray
+
+    handle: Any = (
+        ray.remote(GatewayActor)
+        .options(
+            name=name,
+            namespace=NAMESPACE,
+            lifetime="detached",
+            get_if_exists=True,
+            max_restarts=-1,
+            num_cpus=0,  # an I/O shell: never hold a CPU slot the store or siblings need
+        )
+        .remote(dict(settings_env or {}))
+    )
+    ray.get(handle.ping.remote())  # surfaces a failed __init__ (a port in use)
+    return handle
+
+
+# -- CLI -----------------------------------------------------------------------------------
+
+
+def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """``memory grpc`` (serve in the foreground) and ``memory up --grpc [--grpc-port N]``."""
+    parser = subparsers.add_parser(
+        "grpc",
+        help="serve the memory.v1 gRPC API in the foreground",
+        description=(
+            "Serve the memory.v1 MemoryService (and the memory.remember/forget/search tools) "
+            "over gRPC, forwarding to the running store — or, with --data-dir, to an embedded "
+            "store without Ray. `memory up --grpc` starts the same gateway as a Ray actor."
+        ),
+    )
+    _grpc_flags(parser, on_up=False)
+    parser.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,
+        help="embedded mode: serve a MemoryStore on this data dir in-process, without Ray",
+    )
+    parser.set_defaults(func=serve_from_args)
+    up = subparsers.choices.get("up")
+    if up is not None:
+        up.add_argument(
+            "--grpc",
+            dest="also_start",
+            action="append_const",
+            const="grpc",
+            help="also start the memory.v1 gRPC gateway (memory-grpc, 127.0.0.1:50051)",
+        )
+        _grpc_flags(up, on_up=True)
+
+
+def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
+    """``--grpc-host/--grpc-port/--grpc-token/--grpc-bank``; on ``up`` they become
+    ``MEMORY_GRPC_*`` settings for the actor and imply ``--grpc``."""
+    flags = (
+        ("host", str, "interface to listen on (default 127.0.0.1)"),
+        ("port", int, f"port to listen on (default {DEFAULT_PORT})"),
+        ("token", str, "require this bearer token on every call"),
+        ("bank", str, "bank to serve (default: the store's default bank)"),
+    )
+    for field, kind, text in flags:
+        if not on_up:
+            parser.add_argument(f"--grpc-{field}", type=kind, default=None, help=text)
+        else:
+            parser.add_argument(
+                f"--grpc-{field}",
+                type=kind,
+                action=_UpSetting,
+                env=ENV_PREFIX + field.upper(),
+                help=text + "; implies --grpc",
+            )
+
+
+class _UpSetting(argparse.Action):
+    """Collects a ``--grpc-*`` flag of ``memory up`` into ``worker_env`` and ``also_start``."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, env: str, **kw: Any) -> None:
+        super().__init__(option_strings, dest, **kw)
+        self.env = env
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        env = dict(getattr(namespace, "worker_env", None) or {})
+        env[self.env] = str(values)
+        namespace.worker_env = env
+        also = list(getattr(namespace, "also_start", None) or [])
+        namespace.also_start = [*also, "grpc"]
+
+
+def env_from_args(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
+    """``--grpc-*`` flags as ``MEMORY_GRPC_*`` variables (how ``memory up`` passes them on)."""
+    out = dict(env)
+    for field in ("host", "port", "token", "bank"):
+        value = getattr(args, f"grpc_{field}", None)
+        if value is not None:
+            out[f"{ENV_PREFIX}{field.upper()}"] = str(value)
+    return out
+
+
+def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
+    settings = GatewaySettings.from_env(env_from_args(args, dict(os.environ)))
+    store: StoreAPI
+    if getattr(args, "data_dir", None):
+        from store_worker.core import MemoryStore
+
+        store = MemoryStore(args.data_dir)
+        serialize = True
+    else:
+        from shared.client import connect
+
+        connect()
+        store, serialize = store_client(), False
+    server, port = build_server(
+        store,
+        host=settings.host,
+        port=settings.port,
+        token=settings.token,
+        bank=settings.bank,
+        serialize=serialize,
+        max_workers=settings.max_workers,
+    )
+    server.start()
+    print(f"memory.v1 gRPC on {settings.host}:{port} (Ctrl-C to stop)", flush=True)
+    try:
+        if stop is not None:
+            stop.wait()
+        else:
+            server.wait_for_termination()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop(1.0).wait()
+    return 0
+
+
+WORKER = WorkerSpec(
+    name="grpc",
+    actor_name=ACTOR_NAME,
+    start=start,
+    default_on=False,
+    order=30,
+    add_cli=add_cli,
+)

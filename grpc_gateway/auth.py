@@ -1,0 +1,48 @@
+"""Optional bearer-token authentication for the gateway (issue 3: "an optional bearer token").
+
+With a token configured, every call must carry ``authorization: Bearer <token>`` metadata;
+anything else is ``UNAUTHENTICATED`` before the servicer runs, with a ``MemoryError`` in the
+trailing metadata like every other failure. The comparison is constant-time (``hmac``).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from shared import errors
+
+HEADER = "authorization"
+
+
+class BearerAuth(grpc.ServerInterceptor):
+    """Refuses calls whose ``authorization`` metadata is not ``Bearer <token>``."""
+
+    def __init__(self, token: str, abort: Callable[..., None]) -> None:
+        if not token:
+            raise errors.InvalidArgumentError("a bearer token must be non-empty")
+        self._expected = f"Bearer {token}".encode()
+        self._abort = abort
+
+        def deny(request: Any, context: Any) -> None:
+            err = errors.InvalidArgumentError("missing or wrong bearer token")
+            self._abort(context, err, grpc.StatusCode.UNAUTHENTICATED)
+
+        self._deny: grpc.RpcMethodHandler[Any, None] = grpc.unary_unary_rpc_method_handler(deny)
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        got = ""
+        for key, value in details.invocation_metadata or ():
+            if key == HEADER and isinstance(value, str):
+                got = value
+        if hmac.compare_digest(got.encode(), self._expected):
+            return continuation(details)
+        return self._deny
+
+
+def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    """Call metadata for a client: ``stub.Recall(req, metadata=bearer_metadata(token))``."""
+    return ((HEADER, f"Bearer {token}"),)

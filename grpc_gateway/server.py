@@ -1,0 +1,372 @@
+"""The memory.v1 servicers: every RPC is one call on the store's public API (DESIGN §8).
+
+``StoreAPI`` is the part of the store the gateway uses; a plain ``MemoryStore`` satisfies it
+(tests, embedded mode) and so does ``shared.client.StoreClient`` over the ``memory-store``
+actor (``actor.py``). Errors translate only here, at the edge (STYLE §7): a
+``MemoryServiceError`` becomes the gRPC status of ``shared.errors.GRPC_CODES`` (seeds/002) with
+``MemoryError{category, message, retryable}`` in the trailing metadata (``memory-error-bin``,
+serialized; ``memory-error-category``, its name); anything unexpected is ``unknown`` →
+``INTERNAL``. No path answers gRPC ``UNKNOWN``.
+
+The bank: the gateway's configured bank, or per call the ``x-memory-bank`` metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent import futures
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
+
+import grpc
+
+from grpc_gateway import convert
+from grpc_gateway.auth import BearerAuth
+from shared import errors
+from shared.models import ListResponse, Memory, MemoryResponse, RecallResponse, SaveResponse
+from shared.proto.memory.v1 import memory_pb2 as pb
+from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
+from shared.text import parse_links
+
+log = logging.getLogger(__name__)
+
+ERROR_KEY = "memory-error-bin"
+CATEGORY_KEY = "memory-error-category"
+BANK_KEY = "x-memory-bank"
+DEFAULT_PORT = 50051
+RENDER_PAGE = 50
+_LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")  # the same syntax as shared.text.parse_links
+T = TypeVar("T")
+
+
+class StoreAPI(Protocol):
+    """The store methods the gateway calls (store_worker core + provider/drafts/links/tools)."""
+
+    def capabilities(self, *args: Any, **kwargs: Any) -> dict[str, Any]: ...
+    def configure(self, config: dict[str, Any]) -> dict[str, Any]: ...
+    def describe(self, *args: Any, **kwargs: Any) -> dict[str, Any]: ...
+    def recall_context(self, *args: Any, **kwargs: Any) -> RecallResponse: ...
+    def save(self, *args: Any, **kwargs: Any) -> SaveResponse: ...
+    def update_record(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
+    def delete_record(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
+    def approve(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
+    def reject(self, *args: Any, **kwargs: Any) -> Any: ...
+    def list_records(self, *args: Any, **kwargs: Any) -> ListResponse: ...
+    def get_record(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
+    def dangling(self, *args: Any, **kwargs: Any) -> Any: ...
+    def remember(self, *args: Any, **kwargs: Any) -> Any: ...
+    def forget(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
+    def search(self, *args: Any, **kwargs: Any) -> RecallResponse: ...
+
+
+def abort(context: Any, err: errors.MemoryServiceError, code: Any = None) -> None:
+    """End the call with ``err``'s status code and MemoryError trailers (raises)."""
+    status = code or grpc.StatusCode[errors.GRPC_CODES.get(err.category, "INTERNAL")]
+    context.set_trailing_metadata(
+        (
+            (ERROR_KEY, convert.memory_error(err).SerializeToString()),
+            (CATEGORY_KEY, err.category),
+        )
+    )
+    context.abort(status, err.message)
+
+
+class _Edge:
+    """Shared by both servicers: the bank of a call, the store lock, error translation."""
+
+    def __init__(self, store: StoreAPI, *, bank: str | None, serialize: bool) -> None:
+        self.store = store
+        self.bank = bank
+        # A plain MemoryStore is single-threaded; the actor serializes calls itself.
+        self._lock: threading.Lock | None = threading.Lock() if serialize else None
+
+    def bank_of(self, context: Any) -> str | None:
+        for key, value in context.invocation_metadata() or ():
+            if key == BANK_KEY and value:
+                return str(value)
+        return self.bank
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        if self._lock is None:
+            yield
+            return
+        with self._lock:
+            yield
+
+    def run(self, context: Any, fn: Callable[[], T]) -> T:
+        """Run one RPC body; every failure leaves as a typed status, never UNKNOWN."""
+        try:
+            with self._locked():
+                return fn()
+        except errors.MemoryServiceError as e:
+            err = e
+        except Exception as e:  # translate, never leak: seeds/002 "unknown → Internal"
+            log.exception("gateway call failed")
+            err = errors.UnknownError(f"{type(e).__name__}: {e}")
+        abort(context, err)
+        raise AssertionError("unreachable")  # context.abort raised
+
+
+class MemoryServicer(pb_grpc.MemoryServiceServicer):
+    """memory.v1.MemoryService over ``StoreAPI``."""
+
+    def __init__(self, edge: _Edge) -> None:
+        self.edge = edge
+        self.store = edge.store
+
+    def GetCapabilities(self, request: pb.GetCapabilitiesRequest, context: Any) -> Any:
+        def body() -> pb.GetCapabilitiesResponse:
+            caps = convert.capabilities(self.store.capabilities())
+            return pb.GetCapabilitiesResponse(capabilities=caps)
+
+        return self.edge.run(context, body)
+
+    def Configure(self, request: pb.ConfigureRequest, context: Any) -> Any:
+        def body() -> pb.ConfigureResponse:
+            config = convert.config_in(request.config)
+            if "data_dir" in config:  # a remote caller never repoints the store's files
+                raise errors.InvalidArgumentError("data_dir cannot be configured over gRPC")
+            return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
+
+        return self.edge.run(context, body)
+
+    def Recall(self, request: pb.RecallRequest, context: Any) -> Any:
+        def body() -> pb.RecallResponse:
+            found = self.store.recall_context(
+                bank=self.edge.bank_of(context),
+                query=request.query or None,
+                files_touched=list(request.files_touched),
+                session_id=convert.optional(request.session_id),
+                turn_id=convert.optional(request.turn_id),
+                project=convert.optional(request.working_directory),
+                token_budget=request.token_budget or None,
+                model_target=convert.optional(request.model_target.id),
+                type_filter=convert.type_filter(request.type_filter),
+                scope_filter=convert.scope_filter(request.scope_filter),
+                include_pending=request.include_pending,
+                limit=request.limit or None,
+            )
+            return pb.RecallResponse(records=convert.scored(found.memories))
+
+        return self.edge.run(context, body)
+
+    def Record(self, request: pb.RecordRequest, context: Any) -> Any:
+        def body() -> pb.RecordResponse:
+            saved = self.store.save(**record_kwargs(request), bank=self.edge.bank_of(context))
+            return pb.RecordResponse(result=convert.result(saved.memory))
+
+        return self.edge.run(context, body)
+
+    def UpdateRecord(self, request: pb.UpdateRecordRequest, context: Any) -> Any:
+        def body() -> pb.UpdateRecordResponse:
+            updated = self.store.update_record(
+                request.id,
+                text=convert.content_text(request.content),
+                title=request.title if request.HasField("title") else None,
+                bank=self.edge.bank_of(context),
+            )
+            return pb.UpdateRecordResponse(result=convert.result(updated.memory))
+
+        return self.edge.run(context, body)
+
+    def DeleteRecord(self, request: pb.DeleteRecordRequest, context: Any) -> Any:
+        def body() -> pb.DeleteRecordResponse:
+            self.store.delete_record(request.id, bank=self.edge.bank_of(context))
+            return pb.DeleteRecordResponse(result=pb.DeleteResult(deleted=True))
+
+        return self.edge.run(context, body)
+
+    def ApproveRecord(self, request: pb.ApproveRecordRequest, context: Any) -> Any:
+        def body() -> pb.ApproveRecordResponse:
+            approved = self.store.approve(request.id, bank=self.edge.bank_of(context))
+            return pb.ApproveRecordResponse(result=convert.result(approved.memory))
+
+        return self.edge.run(context, body)
+
+    def RejectRecord(self, request: pb.RejectRecordRequest, context: Any) -> Any:
+        def body() -> pb.RejectRecordResponse:
+            done = self.store.reject(request.id, bank=self.edge.bank_of(context))
+            return pb.RejectRecordResponse(result=pb.DeleteResult(deleted=bool(done.deleted)))
+
+        return self.edge.run(context, body)
+
+    def Render(self, request: pb.RenderRequest, context: Any) -> Any:
+        def body() -> pb.RenderResponse:
+            bank = self.edge.bank_of(context)
+            page = self.store.list_records(
+                bank=bank,
+                status=convert.status(request.status_filter),
+                page_size=request.page_size or RENDER_PAGE,
+            )
+            missing = {(d.source, d.target) for d in self.store.dangling(bank=bank).links}
+            return pb.RenderResponse(tree=render_tree(page.memories, missing))
+
+        return self.edge.run(context, body)
+
+    def ListRecords(self, request: pb.ListRecordsRequest, context: Any) -> Any:
+        def body() -> pb.ListRecordsResponse:
+            wanted = request.status_filter if request.HasField("status_filter") else 0
+            page = self.store.list_records(
+                bank=self.edge.bank_of(context),
+                type_filter=convert.type_filter(request.type_filter),
+                scope_filter=convert.scope_filter(request.scope_filter),
+                status=convert.status(wanted),
+                page_size=request.page_size or None,
+                page_token=request.page_token or None,
+            )
+            # No relevance on a plain listing: seeds/000 "SHOULD leave the field unset rather
+            # than fabricating a value".
+            return pb.ListRecordsResponse(
+                records=[convert.record(m) for m in page.memories],
+                next_page_token=page.next_page_token or "",
+            )
+
+        return self.edge.run(context, body)
+
+    def GetRecord(self, request: pb.GetRecordRequest, context: Any) -> Any:
+        def body() -> pb.GetRecordResponse:
+            found = self.store.get_record(request.id, bank=self.edge.bank_of(context))
+            return pb.GetRecordResponse(record=convert.record(found.memory))
+
+        return self.edge.run(context, body)
+
+    def Describe(self, request: pb.DescribeRequest, context: Any) -> Any:
+        def body() -> pb.DescribeResponse:
+            return pb.DescribeResponse(producer=convert.producer(self.store.describe()))
+
+        return self.edge.run(context, body)
+
+
+class ToolsServicer(pb_grpc.MemoryToolsServicer):
+    """memory.v1.MemoryTools: memory.remember / memory.forget / memory.search."""
+
+    def __init__(self, edge: _Edge) -> None:
+        self.edge = edge
+        self.store = edge.store
+
+    def Remember(self, request: pb.RememberRequest, context: Any) -> Any:
+        def body() -> pb.RememberResponse:
+            rec = request.record
+            chosen = request.update_id or None
+            kwargs = record_kwargs(rec, types_required=chosen is None)
+            kwargs.pop("status", None)
+            kwargs.pop("id", None)
+            kwargs["recorded_by"] = kwargs.get("recorded_by") or "memory.remember"
+            done = self.store.remember(
+                **kwargs,
+                bank=self.edge.bank_of(context),
+                update_id=chosen,
+                confirm_new=request.confirm_new,
+            )
+            out = pb.RememberResponse(action=convert.REMEMBER_ACTIONS[done.action])
+            if done.memory is not None:
+                out.result.CopyFrom(convert.result(done.memory))
+            for cand in done.candidates:
+                out.candidates.add(record=convert.record(cand.memory), similarity=cand.similarity)
+            return out
+
+        return self.edge.run(context, body)
+
+    def Forget(self, request: pb.ForgetRequest, context: Any) -> Any:
+        def body() -> pb.ForgetResponse:
+            self.store.forget(request.id, bank=self.edge.bank_of(context))
+            return pb.ForgetResponse(result=pb.DeleteResult(deleted=True))
+
+        return self.edge.run(context, body)
+
+    def Search(self, request: pb.SearchRequest, context: Any) -> Any:
+        def body() -> pb.RecallResponse:
+            found = self.store.search(
+                request.query,
+                bank=self.edge.bank_of(context),
+                limit=request.limit or None,
+                session_id=convert.optional(request.session_id),
+                project=convert.optional(request.working_directory),
+                type_filter=convert.type_filter(request.type_filter),
+                scope_filter=convert.scope_filter(request.scope_filter),
+                include_pending=request.include_pending,
+            )
+            return pb.RecallResponse(records=convert.scored(found.memories))
+
+        return self.edge.run(context, body)
+
+
+def record_kwargs(req: pb.RecordRequest, *, types_required: bool = True) -> dict[str, Any]:
+    """RecordRequest → ``save`` keywords; unspecified type/scope are typed errors."""
+    out: dict[str, Any] = {
+        "text": convert.content_text(req.content),
+        "title": req.title or None,
+        "id": req.id if req.HasField("id") else None,
+        "session_id": convert.optional(req.session_id),
+        "turn_id": convert.optional(req.turn_id),
+        "recorded_by": convert.optional(req.recorded_by),
+        "project": convert.optional(req.working_directory),
+        "status": convert.status(req.status),
+    }
+    if types_required or req.type:
+        out["type"] = convert.memory_type(req.type)
+    if types_required or req.scope:
+        out["scope"] = convert.memory_scope(req.scope)
+    return out
+
+
+def render_tree(records: Sequence[Memory], missing: set[tuple[str, str]]) -> pb.RenderTree:
+    """A review inbox: pending drafts first, then canonical records; ``[[x]]`` → link nodes."""
+    root = pb.RenderNode(kind="section", text="Memory review inbox")
+    for status, heading in (("pending", "Pending drafts"), ("canonical", "Canonical records")):
+        group = [m for m in records if m.status == status]
+        if group:
+            section = root.children.add(kind="section", text=heading)
+            for mem in group:
+                section.children.append(_record_node(mem, missing))
+    return pb.RenderTree(root=root)
+
+
+def _record_node(mem: Memory, missing: set[tuple[str, str]]) -> pb.RenderNode:
+    node = pb.RenderNode(kind="record", text=mem.title or mem.id, target=mem.id)
+    at = 0
+    for match in _LINK.finditer(mem.text):
+        if match.start() > at:
+            node.children.add(kind="text", text=mem.text[at : match.start()])
+        slug = parse_links(match.group(0))[0]
+        node.children.add(
+            kind="link", text=match.group(1), target=slug, resolved=(mem.id, slug) not in missing
+        )
+        at = match.end()
+    if at < len(mem.text):
+        node.children.add(kind="text", text=mem.text[at:])
+    return node
+
+
+def build_server(
+    store: StoreAPI,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    bank: str | None = None,
+    serialize: bool = True,
+    max_workers: int = 8,
+) -> tuple[Any, int]:
+    """A started-ready ``grpc.Server`` serving both services, and the port it bound (port 0
+    picks a free one). Call ``.start()`` on it; ``.stop(grace)`` to end."""
+    interceptors: list[grpc.ServerInterceptor] = [BearerAuth(token, abort)] if token else []
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memory-grpc"),
+        interceptors=interceptors,
+    )
+    edge = _Edge(store, bank=bank, serialize=serialize)
+    # protoc's grpc module has no annotations
+    pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(edge), server)  # type: ignore[no-untyped-call]
+    pb_grpc.add_MemoryToolsServicer_to_server(ToolsServicer(edge), server)  # type: ignore[no-untyped-call]
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as e:
+        raise errors.SourceUnavailableError(f"cannot listen on {host}:{port}: {e}") from e
+    if bound == 0:
+        raise errors.SourceUnavailableError(f"cannot listen on {host}:{port}")
+    return server, int(bound)

@@ -1,0 +1,302 @@
+"""A local Ray cluster for ``memory up`` / ``memory down`` (DESIGN §10), and worker start-up.
+
+``memory up`` joins a running cluster or starts a head with ``ray start --head`` in its own
+processes, so the cluster (and the detached actors in it) outlives the CLI. Token auth stays
+on: Ray ≥ 2.59 turns it on for ``ray.init()`` clusters, but ``ray start`` turns it on only when
+a token already exists (FACTS "Ray"), so ``up`` makes one with ``ray get-auth-token --generate``
+unless ``RAY_AUTH_MODE`` says otherwise.
+
+``memory down`` never runs ``ray stop``: that kills *every* Ray process on the machine, other
+people's clusters included. It stops the cluster only when ``memory up`` started it (a marker
+in the session dir), and then only the processes of that session, by pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from shared.errors import SourceUnavailableError
+from shared.workers import NAMESPACE, WorkerSpec, discover
+
+MARKER = "memory-up.json"
+
+
+@dataclass(frozen=True)
+class HeadOptions:
+    """Ports and size of a head started by ``memory up``; ``None`` keeps Ray's default."""
+
+    num_cpus: int | None = None
+    port: int | None = None  # GCS, Ray's default 6379
+    dashboard_port: int | None = None  # Ray's default 8265
+    client_port: int | None = None  # Ray client server, default 10001 (not in 10002-19999)
+    agent_port: int | None = None  # dashboard agent HTTP, default 52365
+
+
+# Ray's fixed defaults for a head; the other ports are random already. A shared machine may
+# hold one of them (another `ray start`, a `ray.init()` dashboard), so `up` moves aside.
+DEFAULT_PORTS = {"port": 6379, "dashboard_port": 8265, "client_port": 10001}
+PORT_LABELS = {"port": "GCS", "dashboard_port": "dashboard", "client_port": "Ray client"}
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(start: int, stop: int) -> int:
+    """The first free port in [start, stop), else any free one the kernel picks."""
+    for port in range(start, stop):
+        if port_free(port):
+            return port
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        return int(sock.getsockname()[1])
+
+
+def with_free_ports(
+    opts: HeadOptions, defaults: dict[str, int] | None = None
+) -> tuple[HeadOptions, list[str]]:
+    """Fill ports left at Ray's defaults that are busy; returns what moved, to tell the user.
+
+    Ports stay below Ray's worker range (10002-19999) or above it: the dashboard tries
+    8266-8299 first so it stays recognisable; GCS and client get kernel-picked ports.
+    """
+    changes: dict[str, int] = {}
+    notes = []
+    for name, default in (DEFAULT_PORTS if defaults is None else defaults).items():
+        if getattr(opts, name) is None and not port_free(default):
+            near = (default + 1, default + 35) if name == "dashboard_port" else (0, 0)
+            changes[name] = free_port(*near)
+            notes.append(f"port {default} is busy: {PORT_LABELS[name]} on {changes[name]}")
+    return replace(opts, **changes), notes
+
+
+def ray_executable() -> str:
+    beside = Path(sys.executable).with_name("ray")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("ray")
+    if found is None:
+        raise SourceUnavailableError("the `ray` command is not installed in this environment")
+    return found
+
+
+def head_command(opts: HeadOptions) -> list[str]:
+    cmd = [ray_executable(), "start", "--head", "--dashboard-host", "127.0.0.1"]
+    cmd.append("--disable-usage-stats")
+    flags = {
+        "--num-cpus": opts.num_cpus,
+        "--port": opts.port,
+        "--dashboard-port": opts.dashboard_port,
+        "--ray-client-server-port": opts.client_port,
+        "--dashboard-agent-listen-port": opts.agent_port,
+    }
+    for flag, value in flags.items():
+        if value is not None:
+            cmd += [flag, str(value)]
+    return cmd
+
+
+def start_head(opts: HeadOptions) -> None:
+    """``ray start --head`` (returns once the head runs); token auth on unless opted out."""
+    env = dict(os.environ)
+    mode = env.get("RAY_AUTH_MODE", "").lower()
+    if mode in ("", "token"):
+        env["RAY_AUTH_MODE"] = "token"
+        _run([ray_executable(), "get-auth-token", "--generate"], env, "make an auth token")
+    _run(head_command(opts), env, "start a Ray head")
+
+
+def _run(cmd: Sequence[str], env: dict[str, str], what: str) -> None:
+    done = subprocess.run(list(cmd), env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise SourceUnavailableError(f"could not {what}: {' | '.join(tail) or done.returncode}")
+
+
+def address_file() -> Path:
+    """Where ``ray start`` records the latest local cluster (``<temp>/ray/ray_current_cluster``)."""
+    try:
+        from ray._common.utils import get_ray_address_file
+
+        return Path(get_ray_address_file(None))
+    except ImportError:  # a Ray without the helper: its documented default location
+        return Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+
+
+def local_address() -> str | None:
+    """The local ``ray start`` cluster's GCS address, if its file exists and the port answers.
+
+    Never Ray's ``address="auto"``: when the file is missing, "auto" falls back to *any* GCS
+    process on the machine (Ray's legacy behaviour), e.g. somebody else's test cluster.
+    """
+    try:
+        address = address_file().read_text("utf-8").strip()
+        host, _, port = address.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=2):
+            return address
+    except (OSError, ValueError):
+        return None
+
+
+def forget_address(address: str) -> None:
+    """Remove the address file if it still names the cluster just stopped."""
+    path = address_file()
+    with contextlib.suppress(OSError):
+        if path.read_text("utf-8").strip() == address:
+            path.unlink()
+
+
+def session_dir() -> Path | None:
+    """The connected cluster's session folder (no public API exposes it)."""
+    try:
+        from ray._private.worker import global_worker
+
+        node: Any = global_worker.node
+        return Path(node.get_session_dir_path())
+    except Exception:
+        return None
+
+
+def mark_started(session: Path | None) -> None:
+    if session is not None:
+        info = {"started_by": "memory up", "pid": os.getpid(), "at": time.time()}
+        (session / MARKER).write_text(json.dumps(info), "utf-8")
+
+
+def started_by_us(session: Path | None) -> bool:
+    return session is not None and (session / MARKER).exists()
+
+
+def session_pids(session: Path) -> list[int]:
+    """Pids of this session: its folder in the command line (GCS, raylet, dashboard) or an
+    open file in it (agents and workers rename themselves ``ray::...`` but keep their logs)."""
+    needle = str(session)
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        if _mentions(entry, needle):
+            pids.append(int(entry.name))
+    return sorted(pids)
+
+
+def _mentions(proc: Path, needle: str) -> bool:
+    try:
+        if needle.encode() in (proc / "cmdline").read_bytes():
+            return True
+        for fd in (proc / "fd").iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd).startswith(needle):
+                    return True
+    except OSError:  # gone, or not ours to read
+        return False
+    return False
+
+
+def stop_session(session: Path, *, grace_s: float = 3.0) -> int:
+    """SIGTERM this session's processes, SIGKILL what is left after ``grace_s``."""
+    if not Path("/proc").is_dir():
+        raise SourceUnavailableError("cannot list processes here; stop the cluster with `ray stop`")
+    pids = session_pids(session)
+    _signal(pids, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling process exit; there is no portable wait for non-children
+        alive = [p for p in alive if _alive(p)]
+    _signal(alive, signal.SIGKILL)
+    return len(pids)
+
+
+def _signal(pids: Iterable[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has exited
+
+
+# -- workers -------------------------------------------------------------------------------
+
+
+def select_workers(
+    names: Sequence[str], specs: Sequence[WorkerSpec] | None = None
+) -> list[WorkerSpec]:
+    """The workers ``up`` starts: the named ones, or every default-on one; start order kept."""
+    specs = list(discover() if specs is None else specs)
+    if not names:
+        return [s for s in specs if s.default_on]
+    known = {s.name: s for s in specs}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        from shared.errors import InvalidArgumentError
+
+        have = ", ".join(sorted(known)) or "none"
+        raise InvalidArgumentError(f"unknown worker {', '.join(unknown)} (installed: {have})")
+    return [s for s in specs if s.name in names]
+
+
+def start_workers(specs: Sequence[WorkerSpec], env: dict[str, str]) -> list[tuple[WorkerSpec, Any]]:
+    """Start each worker in order with the ``MEMORY_*`` settings; the same path as ``memory up``."""
+    return [(spec, spec.start(env)) for spec in specs]
+
+
+def worker_status(specs: Sequence[WorkerSpec]) -> dict[str, bool]:
+    import ray
+
+    status = {}
+    for spec in specs:
+        try:
+            ray.get_actor(spec.actor_name, namespace=NAMESPACE)
+            status[spec.name] = True
+        except ValueError:
+            status[spec.name] = False
+    return status
+
+
+def stop_worker(spec: WorkerSpec) -> bool:
+    """``ray.kill(no_restart=True)``: stops one actor and frees its name, touching no other."""
+    import ray
+
+    try:
+        handle = ray.get_actor(spec.actor_name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    ray.kill(handle, no_restart=True)
+    return True
+
+
+def settings_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The ``MEMORY_*`` variables workers are started with; the data dir made absolute."""
+    from shared.config import StoreSettings
+
+    source = dict(os.environ if environ is None else environ)
+    env = {k: v for k, v in source.items() if k.startswith("MEMORY_") and k != "MEMORY_EMBEDDED"}
+    env["MEMORY_DATA_DIR"] = str(StoreSettings.from_env(source).data_path)
+    return env

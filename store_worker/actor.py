@@ -1,0 +1,274 @@
+"""``memory-store``: the Ray actor around ``MemoryStore`` (DESIGN §1, §10; issue 2).
+
+A thin shell: every public store method is a delegate with the core's own name, signature and
+docstring (``functools.wraps``), so the actor and the embedded library cannot drift apart.
+The shell adds only what needs Ray:
+
+- the named detached actor (``memory-store`` in namespace ``memory``), restartable: Ray re-runs
+  ``__init__`` after a crash and ``__init__`` replays the files, so every acknowledged write is
+  back (the files are the truth, DESIGN §2);
+- push events to sibling actors (``subscribe(name, handle, banks)`` → ``handle.on_event``);
+- the doctor's sibling probe (are the installed siblings' actors alive?);
+- ``ray.util.metrics``: recall latency, writes by method, live memories per bank.
+
+Ray is imported lazily: the ``memory`` CLI loads this module through the worker entry point on
+every run, and the embedded mode (``memory --data-dir``) must not pay for ``import ray``.
+
+Retries (``max_task_retries=0``): a call in flight when the actor dies is *not* re-run after the
+restart. ``save`` is not idempotent (a re-run of an acknowledged-but-unanswered save would
+reinforce, i.e. count one observation twice), and neither are ``delete``/``supersede`` (a re-run
+would answer ``ConflictError`` for a call that succeeded). The caller instead gets a retryable
+``SourceUnavailableError`` from ``shared.client`` and decides; the client itself retries only
+read-only methods, once.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from shared.client import READ_METHODS, unwrap
+from shared.config import StoreSettings
+from shared.errors import MemoryServiceError
+from shared.models import DoctorResponse, Event
+from shared.workers import NAMESPACE, WorkerSpec, discover
+from store_worker.core import MemoryStore
+
+log = logging.getLogger(__name__)
+
+ACTOR_NAME = "memory-store"
+
+# Everything public on the core is delegated (DESIGN §3 and what later issues add: approve,
+# pre_generate, outbox_* ...), except what only makes sense in-process. A new core method is
+# counted as a write unless shared.client lists it as a read.
+NOT_DELEGATED = frozenset({"close", "now", "purge_trash", "trash_dir"})
+WRITES_EXCEPT = READ_METHODS | {"doctor"}  # doctor's scratch bank is not a user's write
+
+
+def _public_methods() -> list[str]:
+    return sorted(
+        name
+        for name, value in inspect.getmembers(MemoryStore, callable)
+        if not name.startswith("_") and name not in NOT_DELEGATED
+    )
+
+
+# Histogram buckets for recall latency in ms: in-core recall is ~0.2-10 ms (issue 2 targets).
+LATENCY_BOUNDARIES_MS = [0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000]
+
+
+class _Metrics:
+    """``ray.util.metrics`` exported on the node's metrics port with a ``ray_`` prefix."""
+
+    def __init__(self) -> None:
+        from ray.util import metrics
+
+        self.recall_ms = metrics.Histogram(
+            "memory_store_recall_latency_ms",
+            description="Recall latency inside the store actor, in milliseconds.",
+            boundaries=LATENCY_BOUNDARIES_MS,
+            tag_keys=("bank",),
+        )
+        self.writes = metrics.Counter(
+            "memory_store_writes",
+            description="Mutating calls served, by method.",
+            tag_keys=("method",),
+        )
+        self.live = metrics.Gauge(
+            "memory_store_live_memories",
+            description="Live canonical memories per bank.",
+            tag_keys=("bank",),
+        )
+
+    def refresh(self, store: MemoryStore, bank: str | None = None) -> None:
+        names = [bank] if bank else list(store.banks)
+        for name in names:
+            found = store.banks.get(name)
+            # index.live_count is O(1); Bank.counts() walks every record.
+            self.live.set(found.index.live_count if found else 0, tags={"bank": name})
+
+
+class _Push:
+    """A fire-and-forget ``on_event`` call per event, whose failures still get noticed.
+
+    ``handle.on_event.remote`` never raises for a dead subscriber; the error sits in the ref.
+    Finished refs are reaped on the next event and a failed one is raised here, so
+    ``EventBus`` counts it and drops the subscriber after three failures in a row.
+    """
+
+    MAX_PENDING = 1000
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.pending: list[Any] = []
+
+    def __call__(self, event: Event) -> None:
+        import ray
+
+        self.pending.append(self.handle.on_event.remote(event))
+        ready, self.pending = ray.wait(self.pending, num_returns=len(self.pending), timeout=0)
+        for ref in ready:
+            ray.get(ref)  # raises the subscriber's failure
+        if len(self.pending) > self.MAX_PENDING:  # a stuck subscriber must not grow RAM
+            raise RuntimeError(f"subscriber has {len(self.pending)} undelivered events")
+
+
+class StoreActor:
+    """The Ray shell over ``MemoryStore``; create it with ``start()``, never directly."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.boot_error: MemoryServiceError | None = None
+        try:
+            settings = StoreSettings.from_env(dict(env or {}))
+            self.store = MemoryStore(settings=settings)  # replays the files: restart-safe
+        except MemoryServiceError as e:
+            # e.g. an unwritable data dir: raising here would only make Ray retry forever
+            # (max_restarts=-1) with the reason buried in a log; ping() hands it to start().
+            self.boot_error = e
+            return
+        self.metrics = _Metrics()
+        self.metrics.refresh(self.store)
+        self._restore_subscriptions()
+        log.info("memory-store up on %s (%d banks)", self.store.root, len(self.store.banks))
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self.boot_error is not None:
+            raise self.boot_error
+        method: Callable[..., Any] = getattr(self.store, name)
+        if name == "recall":
+            started = time.perf_counter()
+            result = method(*args, **kwargs)
+            elapsed = (time.perf_counter() - started) * 1000
+            self.metrics.recall_ms.observe(elapsed, tags={"bank": result.bank})
+            return result
+        result = method(*args, **kwargs)
+        if name not in WRITES_EXCEPT:
+            self.metrics.writes.inc(tags={"method": name})
+            bank = getattr(result, "bank", None)
+            self.metrics.refresh(self.store, bank if isinstance(bank, str) else None)
+        return result
+
+    def ping(self) -> str:
+        if self.boot_error is not None:
+            raise self.boot_error
+        return "pong"
+
+    def doctor(self) -> DoctorResponse:
+        self.ping()
+        return self.store.doctor(siblings=_probe_siblings)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def subscribe(self, name: str, actor_handle: Any, banks: Iterable[str] | None = None) -> None:
+        """Push every matching event to ``actor_handle.on_event(event)``, fire-and-forget.
+
+        Name the subscription after the subscriber's actor (``memory-extractor``): after a
+        store restart it is re-attached by looking that name up in the namespace.
+        """
+        self.ping()
+        wanted = sorted(set(banks)) if banks else None
+        self.store.subscribe(name, _Push(actor_handle), wanted)
+        saved = self._saved_subscriptions()
+        saved[name] = wanted
+        self.store.state.set("store", "subscribers", saved)
+
+    def unsubscribe(self, name: str) -> bool:
+        self.ping()
+        saved = self._saved_subscriptions()
+        if saved.pop(name, "missing") != "missing":
+            self.store.state.set("store", "subscribers", saved)
+        return self.store.unsubscribe(name)
+
+    def _saved_subscriptions(self) -> dict[str, list[str] | None]:
+        raw = self.store.state.get("store", "subscribers")
+        return dict(raw) if isinstance(raw, dict) else {}
+
+    def _restore_subscriptions(self) -> None:
+        import ray
+
+        for name, banks in self._saved_subscriptions().items():
+            try:
+                handle = ray.get_actor(name, namespace=NAMESPACE)
+            except ValueError:  # that sibling is not running; it subscribes again when it starts
+                continue
+            self.store.subscribe(name, _Push(handle), banks)
+
+
+def _delegate(name: str) -> Callable[..., Any]:
+    core = getattr(MemoryStore, name)
+
+    @functools.wraps(core)  # Ray checks call signatures against the core's own
+    def method(self: StoreActor, *args: Any, **kwargs: Any) -> Any:
+        return self._call(name, args, kwargs)
+
+    return method
+
+
+for _name in _public_methods():
+    if _name not in StoreActor.__dict__:  # ping, doctor, subscribe, unsubscribe are our own
+        setattr(StoreActor, _name, _delegate(_name))
+
+
+def _probe_siblings() -> dict[str, bool]:
+    """Advisory: is each installed sibling's actor alive in the namespace?
+
+    Opt-in workers (``default_on=False``, e.g. the gRPC gateway) count only when running,
+    so a bare ``memory up`` does not warn about what it was never asked to start.
+    """
+    import ray
+
+    status: dict[str, bool] = {}
+    for spec in discover():
+        if spec.actor_name == ACTOR_NAME:
+            continue
+        try:
+            ray.get_actor(spec.actor_name, namespace=NAMESPACE)
+            status[spec.actor_name] = True
+        except ValueError:
+            if spec.default_on:
+                status[spec.actor_name] = False
+    return status
+
+
+def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME) -> Any:
+    """Start (or find) the named detached store actor and wait until it answers ``ping``.
+
+    ``settings_env`` holds ``MEMORY_*`` variables; ``MEMORY_DATA_DIR`` should be absolute,
+    because the actor's working directory is not the caller's. A running actor is returned
+    as it is (``get_if_exists``): its settings do not change.
+    """
+    import ray
+
+    env = dict(settings_env or {})
+    # On a multi-node cluster the store must run where its data volume is: that node's group
+    # declares a custom resource (deploy/raycluster.yaml) named by MEMORY_STORE_RESOURCE.
+    node = env.get("MEMORY_STORE_RESOURCE")
+    handle: Any = (
+        ray.remote(StoreActor)
+        .options(
+            name=name,
+            namespace=NAMESPACE,
+            lifetime="detached",
+            get_if_exists=True,
+            max_restarts=-1,
+            max_task_retries=0,  # see the module docstring: writes are at-most-once
+            max_concurrency=1,  # MemoryStore is single-threaded by design
+            resources={node: 1} if node else None,
+        )
+        .remote(env)
+    )
+    try:
+        ray.get(handle.ping.remote())
+    except ray.exceptions.RayTaskError as e:  # the store could not open its data dir
+        ray.kill(handle, no_restart=True)  # free the name for a corrected `memory up`
+        raise unwrap(e) from None
+    return handle
+
+
+WORKER = WorkerSpec(name="store", actor_name=ACTOR_NAME, start=start, order=0)

@@ -1,0 +1,223 @@
+"""Ratification (seeds/000 "status", seeds/001 ApproveRecord/RejectRecord, DESIGN §2-3).
+
+When ``ratification`` is on, automatic writes (extraction: ``confidence`` extracted or inferred,
+or an explicit ``status="pending"``) land as *pending drafts*. Drafts live apart from the
+append-only memory log, one file per draft::
+
+    <data_dir>/<bank>/drafts/<id>.json     one pending record, written atomically
+
+so that ``reject`` can discard a draft entirely — the file goes, no tombstone is left in
+``memories.jsonl`` (seeds/001: "RejectRecord discards a pending draft entirely — not a soft
+delete"). ``approve`` appends the record to the log as canonical and only then removes the
+draft file; a crash in between is healed at load (the log wins over a leftover draft).
+
+In RAM a draft sits in ``bank.records`` and the index like any record, flagged ``pending``, so
+``list``/``get`` show it and ``recall`` skips it unless ``include_pending``. With ratification
+off nothing new is ever pending and ``approve``/``reject`` raise ``ratification_unsupported``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from shared import errors
+from shared.models import Frozen, Memory, MemoryResponse
+from store_worker import validate as v
+from store_worker.files import atomic_write, fsync_dir
+
+if TYPE_CHECKING:
+    from shared.config import StoreSettings
+    from shared.models import Event
+    from store_worker.bank import Bank
+
+log = logging.getLogger(__name__)
+
+DRAFTS_DIR = "drafts"
+AUTOMATIC_CONFIDENCES = ("extracted", "inferred")
+
+
+class RejectResponse(Frozen):
+    """RejectRecord's DeleteResult: the draft is gone from disk and RAM."""
+
+    id: str
+    bank: str
+    deleted: bool
+
+
+class DraftsMixin:
+    settings: StoreSettings
+
+    if TYPE_CHECKING:  # provided by MemoryStore / VectorMixin; declared for the type checker only
+
+        def _bank(self, name: str | None, *, create: bool = False) -> Bank: ...
+
+        def now(self) -> int: ...
+
+        def _emit_item(
+            self,
+            event_type: str,
+            bank: Bank,
+            mem: Memory,
+            *,
+            reason: str | None = None,
+            redacted: tuple[str, ...] = (),
+        ) -> Event: ...
+
+        def _embed_one(self, bank: Bank, mem: Memory) -> None: ...
+
+    # -- the save/update/delete hooks --------------------------------------------------------
+
+    def _status_for(self, status: str | None, confidence: str) -> str:
+        """The status of a new record: pending only for automatic writes under ratification."""
+        if status is None:
+            automatic = confidence in AUTOMATIC_CONFIDENCES
+            return "pending" if self.settings.ratification and automatic else "canonical"
+        if status not in ("canonical", "pending"):
+            raise errors.InvalidArgumentError(f"unknown status {status!r}; use canonical|pending")
+        if status == "pending" and not self.settings.ratification:
+            raise errors.RatificationUnsupportedError(
+                "ratification is off: nothing can be pending (configure ratification=true)"
+            )
+        return status
+
+    def _commit(self, bank: Bank, mem: Memory) -> Memory:
+        """Write one revision where it belongs: canonical to the log, a draft to its file.
+
+        Retiring a draft (``delete`` on a pending record) discards it like ``reject``: a draft
+        was never part of the memory, so it leaves no tombstone."""
+        if mem.status != "pending":
+            return bank.apply(mem)
+        if mem.invalid_at is not None:
+            self._discard_draft(bank, mem.id)
+            return mem
+        self._write_draft(bank, mem)
+        return mem
+
+    def _refuse_drafts(self, *mems: Memory) -> None:
+        """Supersede works on canonical records only: a draft is approved or rejected first."""
+        for mem in mems:
+            if mem.status == "pending":
+                raise errors.ConflictError(
+                    f"{mem.id!r} is a pending draft: approve or reject it first"
+                )
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def _load_drafts(self, bank: Bank) -> int:
+        """Add the bank's drafts to RAM after the log replay; returns how many were loaded."""
+        folder = _drafts_dir(bank)
+        if not folder.is_dir():
+            return 0
+        added = 0
+        for path in sorted(folder.glob("*.json")):
+            mem = _read_draft(path)
+            if mem is None:
+                continue
+            if mem.id in bank.records:
+                # approve appended to the log, then crashed before removing the file
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                continue
+            bank.records[mem.id] = mem
+            added += 1
+        if added:
+            bank.reindex()
+        return added
+
+    # -- approve / reject ----------------------------------------------------------------------
+
+    def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        """Make a pending draft canonical: append it to the log, then drop its draft file."""
+        target, draft = self._pending(id, bank)
+        now = self.now()
+        mem = draft.model_copy(
+            update={"status": "canonical", "updated_at": now, "revision": draft.revision + 1}
+        )
+        target.apply(mem)  # the log first: a crash before the unlink is healed at load
+        _unlink(_draft_path(target, mem.id))
+        self._embed_one(target, mem)
+        self._emit_item("updated", target, mem, reason="approved")
+        return MemoryResponse(memory=mem, bank=target.name)
+
+    def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
+        """Discard a pending draft entirely: its file goes, the log never saw it."""
+        target, draft = self._pending(id, bank)
+        self._discard_draft(target, draft.id)
+        now = self.now()
+        gone = draft.model_copy(update={"invalid_at": now, "updated_at": now})
+        self._emit_item("deleted", target, gone, reason="rejected")
+        return RejectResponse(id=draft.id, bank=target.name, deleted=True)
+
+    def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
+        """Every pending draft of a bank, oldest first (the review inbox)."""
+        target = self._bank(bank)
+        found = [m for m in target.records.values() if m.status == "pending"]
+        return tuple(sorted(found, key=lambda m: (m.created_at, m.id)))
+
+    def _pending(self, id: str, bank: str | None) -> tuple[Bank, Memory]:
+        if not self.settings.ratification:
+            raise errors.RatificationUnsupportedError(
+                "ratification is off (ratification_supported: false); nothing is pending"
+            )
+        target = self._bank(bank)
+        mem = target.records.get(v.memory_id(id))
+        if mem is None or mem.invalid_at is not None:
+            raise errors.NotFoundError(f"no record {id!r} in bank {target.name!r}")
+        if mem.status != "pending":
+            raise errors.ConflictError(f"{id!r} is already canonical; only drafts are ratified")
+        return target, mem
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def _write_draft(self, bank: Bank, mem: Memory) -> None:
+        atomic_write(_draft_path(bank, mem.id), (mem.to_line() + "\n").encode("utf-8"))
+        bank.records[mem.id] = mem
+        bank._index(mem)
+        bank.on_indexed(mem)
+
+    def _discard_draft(self, bank: Bank, id: str) -> None:
+        _unlink(_draft_path(bank, id))
+        bank.records.pop(id, None)
+        bank.vectors.pop(id, None)
+        bank.index.remove(id)
+
+
+def _drafts_dir(bank: Bank) -> Path:
+    return bank.files.dir / DRAFTS_DIR
+
+
+def _draft_path(bank: Bank, id: str) -> Path:
+    return _drafts_dir(bank) / f"{id}.json"
+
+
+def _read_draft(path: Path) -> Memory | None:
+    try:
+        mem = Memory.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as e:
+        log.warning("skipping unreadable draft %s: %s", path, e)
+        return None
+    if mem.id != path.stem or mem.status != "pending":
+        log.warning("skipping draft %s: id or status does not match its file", path)
+        return None
+    return mem
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise errors.SourceUnavailableError(f"cannot remove draft {path}: {e.strerror or e}") from e
+
+
+def draft_files(bank_dir: Path) -> list[Path]:
+    """The draft files of a bank folder (for tests and doctor-style audits)."""
+    folder = bank_dir / DRAFTS_DIR
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []

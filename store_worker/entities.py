@@ -1,0 +1,145 @@
+"""Deterministic entity derivation for saves that name none (issue 6).
+
+Extraction hands the store entities; an explicit ``save`` ("remember that Ana's husband Rui is
+a nurse in Braga") usually does not, and would then miss recall's exact-match entity signal
+(DESIGN §4). ``derive_entities`` picks the handles a reader would: proper names (runs of
+capitalised words, "Sofia Almeida", "Campo de Ourique") and tool or project names by their
+shape ("FastAPI", "Auth0", "pg_trgm", "Fly.io", "ADR-007"). It is a heuristic with no model
+and no dictionary, so it is deliberately conservative:
+
+- a capitalised word that opens a sentence counts only when it is not a function word and
+  either the run has more than one word or the same word is capitalised elsewhere in the text
+  ("Kestrel is ... moved Kestrel"), because English capitalises every sentence's first word;
+- months, weekdays, titles ("Dr.", "Sr.") and the speaker ("I", "User") never count;
+- handles are normalised like explicit entities (``entity_norm``) and capped at
+  ``MAX_DERIVED`` in order of first appearance.
+"""
+
+from __future__ import annotations
+
+import re
+
+from shared.text import STOPWORDS, entity_norm
+
+MAX_DERIVED = 8
+
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\n+")
+_TOKEN = re.compile(r"[^\W_][\w.'’+-]*[^\W_]|[^\W_]", re.UNICODE)
+# Lowercase joiners inside a name: "Campo de Ourique", "Clínica Veterinária do Rato".
+_JOINERS = frozenset({"de", "do", "da", "dos", "das", "del", "van", "von", "der", "di", "du"})
+_TITLES = frozenset({"dr", "dra", "mr", "mrs", "ms", "sr", "sra", "prof", "st"})
+_NEVER = frozenset(
+    """i user users january february march april may june july august september october
+    november december monday tuesday wednesday thursday friday saturday sunday mondays
+    tuesdays wednesdays thursdays fridays saturdays sundays mon tue wed thu fri sat sun jan feb
+    mar apr jun jul aug sep sept oct nov dec ok""".split()
+)
+# Acronyms too generic to be a handle: every software text says API or CI.
+_GENERIC = frozenset(
+    """api apis ui ux ci cd gb mb kb tb ram cpu gpu sql json xml html css http https url urls
+    utc get post put id ids am pm eta faq todo pdf pdfs sms rfc pr prs os db""".split()
+)
+# Possessive sentence openers that are no names ("Today's plan").
+_NOT_NAMES = STOPWORDS | frozenset(
+    """today tomorrow yesterday tonight everyone everybody someone somebody nobody anyone
+    anybody week month year company team""".split()
+)
+_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
+_MIXED_DIGIT = re.compile(r"^[A-Za-z](?=(?:.*[A-Za-z]){2})(?=.*\d)")  # Auth0, i18next
+_DOTTED = re.compile(r"^[A-Za-z][\w-]*\.(?:io|ai|js|app|dev|com|net|org|py)$")
+
+
+def _is_capitalised(tok: str) -> bool:
+    return tok[:1].isupper()
+
+
+def _is_tool(tok: str) -> bool:
+    """Shapes that name software: camelCase, letters mixed with digits, snake_case,
+    dotted product names, ALL-CAPS acronyms of two or more letters."""
+    if tok.isdigit() or not any(ch.isalpha() for ch in tok):
+        return False
+    return bool(
+        _CAMEL.search(tok)
+        or _MIXED_DIGIT.match(tok)
+        or ("_" in tok and tok.strip("_") == tok)
+        or _DOTTED.match(tok)
+        or (len(tok) >= 2 and tok.isupper() and tok.isalpha())
+    )
+
+
+def _plain(tok: str) -> str:
+    return _clean(tok).casefold()
+
+
+def _clean(tok: str) -> str:
+    """Without trailing dots and possessives: "Tidewater's" → "Tidewater"."""
+    tok = tok.strip(".'’-")
+    return tok[:-2] if tok.endswith(("'s", "’s")) else tok
+
+
+def _runs(sentence: str) -> list[tuple[list[str], bool]]:
+    """Runs of capitalised words (with joiners inside), and whether a run opens the sentence
+    as a plain word (an opener in the possessive, "Ana's husband", reads as a name)."""
+    matches = list(_TOKEN.finditer(sentence))
+    toks = [m.group(0) for m in matches]
+    runs: list[tuple[list[str], bool]] = []
+    cur: list[str] = []
+    start = False
+    for i, tok in enumerate(toks):
+        word = _plain(tok)
+        # punctuation between two words ends a run: "Campo de Ourique, Lisbon" is two names
+        glued = i > 0 and not sentence[matches[i - 1].end() : matches[i].start()].strip()
+        if cur and not glued:
+            runs.append((cur, start))
+            cur = []
+        named = not any(ch.isdigit() for ch in tok) or _is_tool(tok)  # not "Q3", "3D"
+        if _is_capitalised(tok) and named and word not in _NEVER | _TITLES | _GENERIC:
+            if not cur:
+                start = i == 0 or (i == 1 and _plain(toks[0]) in _TITLES)
+            cur.append(_clean(tok))
+            if _clean(tok) != tok.strip(".'’-"):  # a possessive ends the name
+                runs.append((cur, start and word in _NOT_NAMES))
+                cur = []
+        elif cur and word in _JOINERS and i + 1 < len(toks) and _is_capitalised(toks[i + 1]):
+            cur.append(word)
+        elif cur:
+            runs.append((cur, start))
+            cur = []
+    if cur:
+        runs.append((cur, start))
+    return runs
+
+
+def _names(text: str) -> list[str]:
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    runs = [run for s in sentences for run in _runs(s)]
+    inner = {_plain(w) for run, opens in runs for w in (run[1:] if opens else run)}
+    out: list[str] = []
+    for run, opens in runs:
+        if opens and not _is_tool(run[0]):
+            first = _plain(run[0])
+            lone = len(run) == 1 and first not in inner
+            # "Prefer SQLAlchemy Core", "Public API": a capitalised opener before a tool name
+            before_tool = any(_is_tool(w) for w in run[1:])
+            if first in STOPWORDS or lone or before_tool:
+                run = run[1:]
+        while run and _plain(run[-1]) in _JOINERS:
+            run = run[:-1]
+        if run:
+            out.append(" ".join(run))
+    return out
+
+
+def derive_entities(text: str, *, limit: int = MAX_DERIVED) -> tuple[str, ...]:
+    """Candidate entity handles of ``text``, normalised, unique, in order of appearance."""
+    found: dict[str, None] = {}
+    for name in _names(text):
+        found.setdefault(entity_norm(name), None)
+    for m in _TOKEN.finditer(text):
+        tok = _clean(m.group(0))
+        if _is_tool(tok) and _plain(tok) not in _NEVER | _GENERIC:
+            found.setdefault(entity_norm(tok), None)
+    handles = [h for h in found if h and not h.isdigit() and len(h) <= 64]
+    # A name already inside a longer handle ("ana" in "ana-lopes") adds nothing.
+    kept = [h for h in handles if not any(h != o and h in o.split("-") for o in handles)]
+    return tuple(kept[:limit])

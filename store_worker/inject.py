@@ -1,0 +1,547 @@
+"""Per-turn injection: the harness seam ``pre_generate`` and its dry run ``preview`` (DESIGN §5,
+seeds/003 "How it hooks into the harness").
+
+What a step is given, for the bank resolved from turn metadata ``memory_bank`` → the session's
+``memory_bank`` (``metadata["session"]["memory_bank"]``, remembered) → the parent session's bank
+(walked up) → ``default_bank``:
+
+* ``system_prompt``: the session's memory section (ambient header + ``## rule`` sections within
+  ``max_rule_chars``). It is frozen at the session's first step and returned verbatim after that,
+  so the prompt prefix stays append-only (cache-friendly);
+* ``append_messages``: a rules change (or a bank switch, or injection turned off) arrives once
+  as ``<memory update="rules">``; on step 0 of a turn, one ``<memory bank=... recalled=...>``
+  block of dated recalled memories, skipping those the window still carries.
+
+An invalid name or a deleted bank (other than the default) means no memory — never another
+bank. Injection is fail-open (seeds/003 "Never denies"): a storage failure after the input
+checks returns the section the session already has and nothing new.
+
+Per-session state (the frozen section, the section in force, each turn's bank) is one JSON file
+per session under ``<data_dir>/.state/inject/`` (atomic writes), so a store restart neither
+re-sends nor drops a section; a window that carries a newer rules update overrides it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shared import errors
+from shared.models import Memory, RecallResponse
+from shared.text import NAME_RE
+from store_worker import validate as v
+from store_worker.files import TRASH_DIR
+from store_worker.outbox import is_memory_block, message_text, session_key
+from store_worker.rules import LEARNED
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+
+    from shared.config import StoreSettings
+    from store_worker.bank import Bank
+    from store_worker.files import StateStore
+
+log = logging.getLogger(__name__)
+
+STATE_OWNER = "inject"
+MAX_REMEMBERED_TURNS = 64
+OFF_BANK = "none"
+_UPDATE = re.compile(r'^<memory update="rules"(?: bank="([^"]*)")?>\n(.*)\n</memory>\s*$', re.S)
+_CARRIED = re.compile(r"\(#([a-z0-9][a-z0-9-]{0,79})\)\s*$", re.M)
+_SPACE = re.compile(r"\s+")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class InjectedMemory(Frozen):
+    memory: Memory
+    score: float  # the recall score; 0.0 for a memory added by the ambient floor
+
+
+class InjectResponse(Frozen):
+    """``pre_generate``'s reply: never a denial, only optional additions (seeds/003)."""
+
+    decision: Literal["continue"] = "continue"
+    bank: str | None
+    system_prompt: str | None = None  # add to the system prompt; identical on every step
+    append_messages: tuple[dict[str, str], ...] = ()
+    memories: tuple[InjectedMemory, ...] = ()
+    retrieval: str = "none"
+    rules: int = 0
+    rules_truncated: bool = False
+    notes: tuple[str, ...] = ()
+
+
+class PreviewResponse(Frozen):
+    """``preview``: what a new session would get for a hypothetical message (seeds/003)."""
+
+    bank: str
+    system_prompt_section: str
+    rules: int
+    rules_truncated: bool
+    memories: tuple[InjectedMemory, ...]
+    message: str | None
+    retrieval: str
+
+
+class SessionState(BaseModel):
+    """What the store remembers about one session's injection (persisted)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    started: bool = False
+    session_bank: str | None = None  # the session metadata's memory_bank, remembered
+    section: str | None = None  # the frozen section, exactly as first sent
+    effective: str | None = None  # the section in force: the frozen one or the last update
+    turns: dict[str, str | None] = Field(default_factory=dict)  # turn id → bank (None: no memory)
+
+
+class RulesSection(Frozen):
+    text: str
+    rules: int
+    truncated: bool
+
+
+class InjectMixin:
+    """``pre_generate``, ``preview`` and bank resolution, mixed into ``MemoryStore``."""
+
+    settings: StoreSettings
+    banks: dict[str, Bank]
+    state: StateStore
+    root: Path
+    session_parents: dict[str, str]
+
+    def now(self) -> int:
+        raise NotImplementedError
+
+    # provided by MemoryStore (annotated, not defined, so its signatures stay the contract)
+    recall: Callable[..., RecallResponse]
+    session_lineage: Callable[[str | None], Sequence[str]]
+
+    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
+        raise NotImplementedError
+
+    def _bank(self, name: str | None, *, create: bool = False) -> Bank:
+        raise NotImplementedError
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def pre_generate(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        step: int = 0,
+        messages: list[dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
+        parent_session_id: str | None = None,
+    ) -> InjectResponse:
+        """The memory a step is given (DESIGN §5); see the module docstring."""
+        session = v.optional_str(session_id, "session_id")
+        if session is None:
+            raise errors.InvalidArgumentError("session_id is required")
+        turn = v.turn_id(turn_id)
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+            raise errors.InvalidArgumentError("step must be a non-negative integer")
+        window = _window(messages)
+        meta = _metadata(metadata)
+        parent = v.optional_str(parent_session_id, "parent_session_id")
+        st = self._session_state(session)
+        try:
+            return self._pre_generate(session, turn, step, window, meta, parent, st)
+        except (errors.MemoryServiceError, OSError) as e:
+            # fail-open: the section the session already has stays; nothing new is injected
+            log.warning("pre_generate for %s failed open: %s", session, e)
+            return InjectResponse(bank=None, system_prompt=st.section, notes=(f"failed open: {e}",))
+
+    def _pre_generate(
+        self,
+        session: str,
+        turn: str | None,
+        step: int,
+        window: list[dict[str, Any]],
+        meta: dict[str, Any],
+        parent: str | None,
+        st: SessionState,
+    ) -> InjectResponse:
+        before = st.model_dump()
+        self.link_session(session, parent)
+        session_meta = meta.get("session")
+        if isinstance(session_meta, dict) and "memory_bank" in session_meta:
+            st.session_bank = _bank_value(session_meta["memory_bank"])
+        bank, note = self._resolve_bank(session, meta.get("memory_bank"), st)
+        section = self._current_section(bank)
+        appended: list[dict[str, str]] = []
+        if not st.started:
+            st.started = True
+            st.section = st.effective = section.text if section else None
+        else:
+            update = self._rules_update(st, window, bank, section)
+            if update is not None:
+                appended.append({"role": "user", "content": update})
+        if turn is not None and (turn not in st.turns or step == 0):
+            st.turns[turn] = bank
+            st.turns = dict(list(st.turns.items())[-MAX_REMEMBERED_TURNS:])
+        memories: list[InjectedMemory] = []
+        retrieval = "none"
+        if step == 0 and bank is not None and self.settings.inject_memories:
+            message, memories, retrieval = self._recall_block(
+                bank,
+                _newest_user_text(window),
+                session=session,
+                project=_project(meta),
+                carried=_carried_ids(window),
+            )
+            if message is not None:
+                appended.append({"role": "user", "content": message})
+        if st.model_dump() != before:
+            self._save_session_state(session, st)
+        return InjectResponse(
+            bank=bank,
+            system_prompt=st.section,
+            append_messages=tuple(appended),
+            memories=tuple(memories),
+            retrieval=retrieval,
+            rules=section.rules if section else 0,
+            rules_truncated=section.truncated if section else False,
+            notes=(note,) if note else (),
+        )
+
+    def _rules_update(
+        self,
+        st: SessionState,
+        window: list[dict[str, Any]],
+        bank: str | None,
+        section: RulesSection | None,
+    ) -> str | None:
+        """One appended update when the section in force differs from the current one."""
+        in_force = _newest_update(window)
+        if in_force is None:
+            in_force = st.effective or ""
+        wanted = section.text if section else ""
+        if wanted == in_force:
+            return None
+        st.effective = wanted
+        if section is None:
+            reason = "injection is off" if bank is not None else "this session's bank is unusable"
+            body = f"No memory section applies to this session any more ({reason})."
+            return f'<memory update="rules" bank="{OFF_BANK}">\n{body}\n</memory>'
+        return f'<memory update="rules" bank="{bank}">\n{wanted}\n</memory>'
+
+    def _current_section(self, bank: str | None) -> RulesSection | None:
+        if bank is None or not (self.settings.inject_rules or self.settings.inject_memories):
+            return None
+        return self._rules_section(bank)
+
+    # -- preview ---------------------------------------------------------------------------
+
+    def preview(
+        self, query: str, *, bank: str | None = None, session_id: str | None = None
+    ) -> PreviewResponse:
+        """Run the injection code for a hypothetical message in a new session (seeds/003)."""
+        if not isinstance(query, str):
+            raise errors.InvalidArgumentError("query must be a string")
+        name = self._bank(bank).name  # an explicit unknown bank is not_found, never another
+        section = self._rules_section(name)
+        message: str | None = None
+        memories: list[InjectedMemory] = []
+        retrieval = "none"
+        if self.settings.inject_memories:
+            message, memories, retrieval = self._recall_block(
+                name,
+                query,
+                session=v.optional_str(session_id, "session_id"),
+                project=None,
+                carried=set(),
+            )
+        return PreviewResponse(
+            bank=name,
+            system_prompt_section=section.text if self._injects_any() else "",
+            rules=section.rules,
+            rules_truncated=section.truncated,
+            memories=tuple(memories),
+            message=message,
+            retrieval=retrieval,
+        )
+
+    def _injects_any(self) -> bool:
+        return self.settings.inject_rules or self.settings.inject_memories
+
+    # -- bank resolution -------------------------------------------------------------------
+
+    def _resolve_bank(
+        self, session: str, turn_bank: object, st: SessionState
+    ) -> tuple[str | None, str]:
+        """One resolver for injection and extraction (seeds/003 "Bank selection")."""
+        if turn_bank is not None:
+            return self._usable_bank(turn_bank)
+        if st.session_bank is not None:
+            return self._usable_bank(st.session_bank)
+        for ancestor in self.session_lineage(session)[1:]:
+            parent = self.state.get(STATE_OWNER, session_key(ancestor))
+            if isinstance(parent, dict):  # a sub-agent works in its parent's bank
+                known = SessionState.model_validate(parent)
+                if known.session_bank is not None:
+                    return self._usable_bank(known.session_bank)
+                if known.turns:
+                    last = list(known.turns.values())[-1]
+                    return (last, "") if last is not None else (None, "parent has no memory")
+        return self._usable_bank(self.settings.default_bank)
+
+    def _usable_bank(self, name: object) -> tuple[str | None, str]:
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            return None, f"invalid bank name {name!r}: no memory"
+        if name in self.banks or name == self.settings.default_bank:
+            return name, ""
+        if self._bank_trashed(name):
+            return None, f"bank {name!r} was deleted: no memory"
+        if not self._extraction_on():
+            return None, f"bank {name!r} does not exist and extraction is off: no memory"
+        return name, f"bank {name!r} is new: extraction creates it after a turn"
+
+    def _bank_trashed(self, name: str) -> bool:
+        if name in self.banks:
+            return False
+        trash = self.root / TRASH_DIR
+        pattern = re.compile(rf"^{re.escape(name)}-\d+(?:-\d+)?$")
+        return trash.is_dir() and any(pattern.match(p.name) for p in trash.iterdir())
+
+    def _extraction_on(self) -> bool:
+        """What the extractor last reported through ``state_set("extractor", "status")``."""
+        status = self.state.get("extractor", "status")
+        return isinstance(status, dict) and bool(status.get("enabled"))
+
+    def _turn_bank(
+        self, session_id: str, turn_id: str | None, parent_session_id: str | None
+    ) -> tuple[str | None, bool]:
+        """The bank a finished turn was injected with (else resolved now) and whether to skip."""
+        st = self._session_state(session_id)
+        if turn_id is not None and turn_id in st.turns:
+            bank = st.turns[turn_id]
+        else:
+            self.link_session(session_id, parent_session_id)
+            bank, _ = self._resolve_bank(session_id, None, st)
+        return bank, bank is None
+
+    # -- the rules section -----------------------------------------------------------------
+
+    def _rules_section(self, name: str) -> RulesSection:
+        """Ambient header + each rule as ``## name`` within ``max_rule_chars`` (DESIGN §5).
+
+        The budget counts rule headings and text; a cut rule ends in an explicit marker and a
+        rule that no longer fits is named in one. Hand-written rules come first (by name) and
+        ``learned`` last, so the rules a person wrote win the budget.
+        """
+        header = (
+            f'# Memory (bank "{name}")\n'
+            "Durable memory for this conversation. The rules below are standing instructions. "
+            f'Memories recalled for a turn arrive as <memory bank="{name}" recalled="DATE"> '
+            "messages, one per line, each dated (YYYY-MM-DD, when it was last stated); "
+            "a newer statement wins over an older one."
+        )
+        bank = self.banks.get(name)
+        if bank is None or not self.settings.inject_rules or not bank.rules:
+            return RulesSection(text=header, rules=0, truncated=False)
+        ordered = sorted(bank.rules.items(), key=lambda kv: (kv[0] == LEARNED, kv[0]))
+        parts, count, truncated = _fit_rules(ordered, self.settings.max_rule_chars)
+        return RulesSection(text="\n\n".join([header, *parts]), rules=count, truncated=truncated)
+
+    # -- the recalled block ----------------------------------------------------------------
+
+    def _recall_block(
+        self,
+        bank: str,
+        query: str,
+        *,
+        session: str | None,
+        project: str | None,
+        carried: set[str],
+    ) -> tuple[str | None, list[InjectedMemory], str]:
+        """Up to ``recall_limit`` memories in ``recall_budget_tokens``, topped up to the floor."""
+        target = self.banks.get(bank)
+        if target is None:
+            return None, [], "none"
+        limit = self.settings.recall_limit
+        budget = self.settings.recall_budget_tokens
+        retrieval = "hybrid"
+        candidates: list[tuple[Memory, float]] = []
+        if query.strip():
+            found = self.recall(
+                query,
+                bank=bank,
+                limit=min(limit + len(carried), 500),
+                session_id=session,
+                project=project,
+            )
+            retrieval = found.retrieval
+            candidates = [(h.memory, h.score) for h in found.memories]
+        chosen: list[InjectedMemory] = []
+        used = 0
+
+        def take(mem: Memory, score: float) -> None:
+            nonlocal used
+            seen = mem.id in carried or any(c.memory.id == mem.id for c in chosen)
+            if not seen and used + mem.tokens <= budget:
+                chosen.append(InjectedMemory(memory=mem, score=score))
+                used += mem.tokens
+
+        for mem, score in candidates:
+            if len(chosen) >= limit:
+                break
+            take(mem, score)
+        floor = min(self.settings.ambient_floor, limit)
+        for mem, score in self._ambient(target, session, project):
+            if len(chosen) >= floor:
+                break
+            take(mem, score)
+        if not chosen:
+            return None, [], retrieval
+        today = _date(self.now())
+        lines = [
+            f"- [{_date(c.memory.stated_at)}] {_one_line(c.memory.text)} (#{c.memory.id})"
+            for c in chosen
+        ]
+        body = "\n".join(lines)
+        return f'<memory bank="{bank}" recalled="{today}">\n{body}\n</memory>', chosen, retrieval
+
+    def _ambient(
+        self, bank: Bank, session: str | None, project: str | None
+    ) -> list[tuple[Memory, float]]:
+        """The bank's strongest visible memories: pinned, corroborated, recently stated."""
+        lineage = set(self.session_lineage(session))
+        visible = [
+            m
+            for m in bank.records.values()
+            if m.invalid_at is None
+            and m.status == "canonical"
+            and (
+                m.scope == "global"
+                or (m.scope == "session" and m.session_id in lineage)
+                or (m.scope == "project" and project is not None and m.project == project)
+            )
+        ]
+        visible.sort(key=lambda m: (not m.pinned, -m.corroboration, -m.stated_at, m.id))
+        return [(m, 0.0) for m in visible[: self.settings.ambient_floor + 64]]
+
+    # -- per-session state -----------------------------------------------------------------
+
+    def _session_state(self, session: str) -> SessionState:
+        raw = self.state.get(STATE_OWNER, session_key(session))
+        if not isinstance(raw, dict):
+            return SessionState()
+        try:
+            return SessionState.model_validate(raw)
+        except ValidationError:
+            log.warning("session %s: unreadable injection state; starting over", session)
+            return SessionState()
+
+    def _save_session_state(self, session: str, st: SessionState) -> None:
+        self.state.set(STATE_OWNER, session_key(session), st.model_dump())
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _fit_rules(ordered: list[tuple[str, str]], budget: int) -> tuple[list[str], int, bool]:
+    """The ``## name`` parts that fit ``budget`` chars, the count shown, and whether any was cut."""
+    parts: list[str] = []
+    omitted: list[str] = []
+    remaining = budget
+    truncated = False
+    for name, content in ordered:
+        head = f"## {name}\n"
+        body = content.strip()
+        if truncated or remaining < len(head) + 40:
+            omitted.append(name)
+            continue
+        if len(head) + len(body) <= remaining:
+            parts.append(head + body)
+            remaining -= len(head) + len(body)
+            continue
+        cut = _cut(body, remaining - len(head))
+        marker = (
+            f'[memory: rule "{name}" truncated: {len(cut)} of {len(body)} chars shown, '
+            f"max_rule_chars {budget}]"
+        )
+        parts.append(f"{head}{cut}\n{marker}")
+        truncated = True
+    if omitted:
+        parts.append(
+            f"[memory: {len(omitted)} rule(s) omitted ({', '.join(omitted)}): "
+            f"max_rule_chars {budget} reached]"
+        )
+    shown = len(ordered) - len(omitted)
+    return parts, shown, truncated or bool(omitted)
+
+
+def _cut(body: str, room: int) -> str:
+    """Cut at the last line break that keeps at least half of the room, else hard."""
+    piece = body[: max(room, 0)]
+    newline = piece.rfind("\n")
+    return (piece[:newline] if newline >= room // 2 else piece).rstrip()
+
+
+def _window(messages: object) -> list[dict[str, Any]]:
+    if messages is None:
+        return []
+    if not isinstance(messages, list | tuple) or not all(isinstance(m, dict) for m in messages):
+        raise errors.InvalidArgumentError("messages must be a list of mappings")
+    return list(messages)
+
+
+def _metadata(metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise errors.InvalidArgumentError("metadata must be a mapping")
+    return metadata
+
+
+def _bank_value(value: object) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _project(meta: dict[str, Any]) -> str | None:
+    raw = meta.get("project") or meta.get("cwd")
+    return v.project_path(raw) if isinstance(raw, str) and raw.strip() else None
+
+
+def _newest_user_text(window: list[dict[str, Any]]) -> str:
+    for msg in reversed(window):
+        text = message_text(msg.get("content"))
+        if msg.get("role") == "user" and text.strip() and not is_memory_block(text):
+            return text
+    return ""
+
+
+def _newest_update(window: list[dict[str, Any]]) -> str | None:
+    """The rules section the window says is in force (its newest rules update), if any."""
+    for msg in reversed(window):
+        found = _UPDATE.match(message_text(msg.get("content")))
+        if found:
+            return "" if found.group(1) == OFF_BANK else found.group(2)
+    return None
+
+
+def _carried_ids(window: list[dict[str, Any]]) -> set[str]:
+    """Ids of memories an earlier turn's block, still in the window, already carries."""
+    out: set[str] = set()
+    for msg in window:
+        text = message_text(msg.get("content"))
+        if text.startswith("<memory bank="):
+            out.update(_CARRIED.findall(text))
+    return out
+
+
+def _one_line(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def _date(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")

@@ -1,0 +1,88 @@
+"""Cross-reference link queries (seeds/001 "A worked cross-reference example", seeds/002
+"Dangling [[name]] links rejected at write time: MUST NOT").
+
+``[[slug]]`` references are parsed into ``links`` on every write (``shared.text.parse_links``);
+a link to a record that does not exist yet is accepted, and stays queryable here:
+
+- ``dangling()``: every link of a live record whose target has no live record (missing, or
+  retired — then ``superseded_by`` says where the fact went);
+- ``backlinks(id)``: the live records that link to ``id`` (which need not exist yet).
+
+Pending drafts count as existing targets, and their own links are listed too (a reviewer wants
+to see what a draft points at).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from shared.models import Frozen, Memory
+from store_worker import validate as v
+
+if TYPE_CHECKING:
+    from store_worker.bank import Bank
+
+
+class DanglingLink(Frozen):
+    """``source`` links to ``target``, which has no live record."""
+
+    source: str
+    target: str
+    reason: Literal["missing", "retired"]
+    superseded_by: str | None = None
+
+
+class DanglingResponse(Frozen):
+    bank: str
+    links: tuple[DanglingLink, ...]
+
+
+class BacklinksResponse(Frozen):
+    bank: str
+    id: str
+    exists: bool
+    memories: tuple[Memory, ...]
+
+
+class LinksMixin:
+    if TYPE_CHECKING:  # provided by MemoryStore
+
+        def _bank(self, name: str | None, *, create: bool = False) -> Bank: ...
+
+    def dangling(self, *, bank: str | None = None) -> DanglingResponse:
+        """Links of live records that point at no live record, ordered by source then target."""
+        target = self._bank(bank)
+        out: list[DanglingLink] = []
+        for mem in sorted(_live(target), key=lambda m: m.id):
+            for link in mem.links:
+                found = target.records.get(link)
+                if found is None:
+                    out.append(DanglingLink(source=mem.id, target=link, reason="missing"))
+                elif found.invalid_at is not None:
+                    out.append(
+                        DanglingLink(
+                            source=mem.id,
+                            target=link,
+                            reason="retired",
+                            superseded_by=found.superseded_by,
+                        )
+                    )
+        return DanglingResponse(bank=target.name, links=tuple(out))
+
+    def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
+        """Live records whose links name ``id``, newest first."""
+        slug = v.memory_id(id)
+        target = self._bank(bank)
+        found = [m for m in _live(target) if slug in m.links]
+        found.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        existing = target.records.get(slug)
+        return BacklinksResponse(
+            bank=target.name,
+            id=slug,
+            exists=existing is not None and existing.invalid_at is None,
+            memories=tuple(found),
+        )
+
+
+def _live(bank: Bank) -> list[Memory]:
+    return [m for m in bank.records.values() if m.invalid_at is None]

@@ -1,0 +1,527 @@
+"""The durable extraction outbox (DESIGN §3 "sibling plumbing", §6).
+
+``turn_completed`` redacts a finished turn and writes it as one job file; the extractor drains
+the queue through ``outbox_claim`` → ``outbox_ack`` / ``outbox_fail``. One file per job, so a
+job is the unit of every atomic write (temp + fsync + rename, ``files.atomic_write``):
+
+    <data_dir>/.outbox/queue/<job_id>.json   waiting or leased (attempts, next_attempt_at)
+    <data_dir>/.outbox/dead/<job_id>.json    dead letters, kept until requeued by hand
+
+Why this shape: an acknowledged ``turn_completed`` is a fsynced file, so a store crash loses
+nothing acknowledged; an ack is an unlink, so a crash between the extractor's writes and its
+ack re-runs the job (at-least-once; saves are idempotent by fingerprint). Leases live in RAM
+only: a claimed-but-unacked job returns to the queue after ``outbox_lease_ms`` or when the
+store restarts (the killed-extractor case). A session's jobs are handed out strictly in order
+(one at a time): a correction must never be extracted before the statement it corrects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from ulid import ULID
+
+from shared import errors
+from shared.redact import redact
+from shared.text import fingerprint
+from store_worker import validate as v
+from store_worker.files import atomic_write, fsync_dir
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from store_worker.files import StateStore
+
+log = logging.getLogger(__name__)
+
+OUTBOX_DIR = ".outbox"
+QUEUE = "queue"
+DEAD = "dead"
+MAX_TURN_MESSAGES = 200  # a turn is a handful of messages; a whole transcript is cut to its tail
+MAX_MESSAGE_CHARS = 32_000
+MAX_ERROR_CHARS = 500
+ROLES = ("user", "assistant")
+TURN_STATUSES = ("completed", "failed", "cancelled")
+REMEMBERED_TAIL = 3
+
+
+class OutboxMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: str
+    timestamp: int  # ms since epoch: each message keeps its own date (seeds/003 "Time-aware")
+
+
+class OutboxJob(BaseModel):
+    """One queued extraction pass over one finished turn (seeds/003 ``memory::extract-job``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    job_id: str
+    session_id: str
+    turn_id: str | None = None
+    bank: str | None = None  # the bank the turn was injected with
+    skip: bool = False  # the turn ran without memory: the job only steps past it
+    status: str = "completed"
+    parent_session_id: str | None = None
+    messages: tuple[OutboxMessage, ...] = ()
+    enqueued_at: int
+    attempts: int = 0
+    next_attempt_at: int = 0
+    errors: tuple[str, ...] = ()
+    dead_at: int | None = None
+    redacted: tuple[str, ...] = ()
+
+
+class OutboxJobSummary(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    job_id: str
+    state: Literal["queued", "leased", "waiting", "dead"]
+    session_id: str
+    turn_id: str | None
+    bank: str | None
+    messages: int
+    attempts: int
+    enqueued_at: int
+    next_attempt_at: int
+    last_error: str | None = None
+
+
+class OutboxListResponse(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    queued: int
+    leased: int
+    dead: int
+    jobs: tuple[OutboxJobSummary, ...] = Field(default_factory=tuple)
+
+
+class TurnCompletedResponse(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ok: bool
+    queued: bool
+    job_id: str | None = None
+    reason: str = ""
+    redacted: tuple[str, ...] = ()
+
+
+class OutboxAckResponse(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ok: bool
+    job_id: str
+    state: Literal["acked", "queued", "dead", "missing"]
+    attempts: int = 0
+    next_attempt_at: int = 0
+
+
+class OutboxMixin:
+    """Store-side half of extraction: queue, leases, retries with backoff, dead letters."""
+
+    root: Path
+    state: StateStore
+    # Policy knobs; the extractor may pass its own ``retry_after_ms``/``dead_letter``.
+    outbox_lease_ms: int = 5 * 60_000
+    outbox_max_attempts: int = 5
+    outbox_backoff_ms: int = 2_000
+    outbox_backoff_max_ms: int = 5 * 60_000
+
+    def now(self) -> int:
+        raise NotImplementedError
+
+    def _turn_bank(
+        self, session_id: str, turn_id: str | None, parent_session_id: str | None
+    ) -> tuple[str | None, bool]:
+        raise NotImplementedError  # InjectMixin: (bank, skip)
+
+    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
+        raise NotImplementedError
+
+    def _bank_trashed(self, name: str) -> bool:
+        raise NotImplementedError
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _open_outbox(self) -> None:
+        """Load the queue from disk; leases never survive a restart (the job is claimable)."""
+        self._outbox_dir = self.root / OUTBOX_DIR
+        (self._outbox_dir / QUEUE).mkdir(parents=True, exist_ok=True)
+        (self._outbox_dir / DEAD).mkdir(parents=True, exist_ok=True)
+        self._jobs: dict[str, OutboxJob] = self._read_jobs(QUEUE)
+        self._dead: dict[str, OutboxJob] = self._read_jobs(DEAD)
+        self._leases: dict[str, int] = {}
+        if not hasattr(self, "_outbox_watchers"):
+            self._outbox_watchers: dict[str, Callable[[], Any]] = {}
+
+    def _read_jobs(self, sub: str) -> dict[str, OutboxJob]:
+        out: dict[str, OutboxJob] = {}
+        for path in sorted((self._outbox_dir / sub).glob("*.json")):
+            try:
+                job = OutboxJob.model_validate_json(path.read_bytes())
+            except (OSError, ValidationError) as e:
+                # A job file is written atomically, so this is a hand edit: keep it aside.
+                log.warning("outbox: unreadable job %s (%s); moved to .bad", path.name, e)
+                with contextlib.suppress(OSError):
+                    os.replace(path, path.with_suffix(".bad"))
+                continue
+            out[job.job_id] = job
+        return out
+
+    def _write_job(self, sub: str, job: OutboxJob) -> None:
+        atomic_write(self._outbox_dir / sub / f"{job.job_id}.json", job.model_dump_json().encode())
+
+    def _remove_job(self, sub: str, job_id: str) -> None:
+        path = self._outbox_dir / sub / f"{job_id}.json"
+        try:
+            path.unlink()
+            fsync_dir(path.parent)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise errors.SourceUnavailableError(f"cannot remove {path}: {e.strerror}") from e
+
+    # -- the harness seam ------------------------------------------------------------------
+
+    def turn_completed(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        status: str = "completed",
+        parent_session_id: str | None = None,
+        *,
+        parent: str | None = None,
+    ) -> TurnCompletedResponse:
+        """Queue one durable extraction job for a finished turn (seeds/003 turn-completed).
+
+        ``parent`` marks a sub-agent's turn (a live parent link): never extracted.
+        ``parent_session_id`` is a parentless spawn's display parent: extracted, and its bank
+        resolves through the parent. Failed and cancelled turns are extracted too.
+        """
+        session = _session_id(session_id)
+        turn = v.turn_id(turn_id)
+        if status not in TURN_STATUSES:
+            raise errors.InvalidArgumentError(f"unknown turn status {status!r}")
+        parent_id = v.optional_str(parent_session_id, "parent_session_id")
+        live_parent = v.optional_str(parent, "parent")
+        clean, labels = self._turn_messages(messages)
+        if live_parent is not None:
+            self.link_session(session, live_parent)
+            return TurnCompletedResponse(ok=True, queued=False, reason="sub-agent turn")
+        self.link_session(session, parent_id)
+        clean = self._new_messages(session, clean)
+        if not clean:
+            return TurnCompletedResponse(ok=True, queued=False, reason="no new messages")
+        bank, skip = self._turn_bank(session, turn, parent_id)
+        job = OutboxJob(
+            job_id=self._next_job_id(),
+            session_id=session,
+            turn_id=turn,
+            bank=bank,
+            skip=skip,
+            status=status,
+            parent_session_id=parent_id,
+            messages=tuple(clean),
+            enqueued_at=self.now(),
+            redacted=labels,
+        )
+        self._write_job(QUEUE, job)  # fsynced: from here on the turn survives a crash
+        self._jobs[job.job_id] = job
+        self._remember_queued(session, clean)
+        self._wake_watchers()
+        return TurnCompletedResponse(ok=True, queued=True, job_id=job.job_id, redacted=labels)
+
+    def _next_job_id(self) -> str:
+        """A ULID that sorts after every earlier one: queue order is turn order."""
+        new = ULID.from_timestamp(self.now() / 1000)
+        last = max(self._jobs, default=None)
+        if last is not None and str(new) <= last:
+            new = ULID.from_int(int(ULID.from_str(last)) + 1)
+        return str(new)
+
+    def _turn_messages(
+        self, messages: list[dict[str, Any]] | None
+    ) -> tuple[list[OutboxMessage], tuple[str, ...]]:
+        """User/assistant messages, redacted before anything is written (DESIGN §6)."""
+        if messages is None:
+            return [], ()
+        if not isinstance(messages, list | tuple):
+            raise errors.InvalidArgumentError("messages must be a list of {role, content}")
+        found: set[str] = set()
+        out: list[OutboxMessage] = []
+        now = self.now()
+        for raw in messages:
+            if not isinstance(raw, dict):
+                raise errors.InvalidArgumentError("each message must be a mapping")
+            role = raw.get("role")
+            text = message_text(raw.get("content"))
+            if role not in ROLES or not text.strip() or is_memory_block(text):
+                continue  # tool chatter and our own injected blocks are not the conversation
+            scrubbed = redact(v.utf8(text[:MAX_MESSAGE_CHARS], "message"))
+            found.update(scrubbed.labels)
+            stamp = message_time(raw.get("timestamp"), default=now)
+            out.append(OutboxMessage(role=role, content=scrubbed.text, timestamp=stamp))
+        return out[-MAX_TURN_MESSAGES:], tuple(sorted(found))
+
+    def _new_messages(self, session: str, msgs: list[OutboxMessage]) -> list[OutboxMessage]:
+        """Drop what an earlier job of this session already carries (a whole-window caller).
+
+        The last few queued messages are remembered by role and text; where that run appears
+        in the window again, only what follows it is new.
+        """
+        tail = self.state.get("outbox", _state_key(session))
+        if not isinstance(tail, list) or not tail:
+            return msgs
+        keys = [_message_key(m) for m in msgs]
+        n = len(tail)
+        for end in range(len(keys), n - 1, -1):
+            if keys[end - n : end] == tail:
+                return msgs[end:]
+        return msgs
+
+    def _remember_queued(self, session: str, msgs: list[OutboxMessage]) -> None:
+        tail = [_message_key(m) for m in msgs[-REMEMBERED_TAIL:]]
+        self.state.set("outbox", _state_key(session), tail)
+
+    # -- the extractor's side --------------------------------------------------------------
+
+    def outbox_watch(self, name: str, callback: Callable[[], Any] | None) -> None:
+        """Call ``callback()`` after each enqueue (the extractor's wake-up); None removes it."""
+        if callback is None:
+            self._outbox_watchers.pop(name, None)
+        else:
+            self._outbox_watchers[name] = callback
+
+    def _wake_watchers(self) -> None:
+        for name, callback in list(self._outbox_watchers.items()):
+            try:
+                callback()
+            except Exception as e:  # a dead extractor never fails the turn: it catches up
+                log.info("outbox watcher %s unreachable (%s); dropped", name, e)
+                self._outbox_watchers.pop(name, None)
+
+    def outbox_claim(self, limit: int = 8) -> list[OutboxJob]:
+        """Lease up to ``limit`` due jobs, oldest first, at most one per session at a time."""
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 500:
+            raise errors.InvalidArgumentError("limit must be an integer from 1 to 500")
+        now = self.now()
+        self._expire_leases(now)
+        busy: set[str] = set()
+        out: list[OutboxJob] = []
+        for job in sorted(self._jobs.values(), key=lambda j: j.job_id):
+            if job.session_id in busy:
+                continue
+            busy.add(job.session_id)  # later turns of this session wait for this one
+            if job.job_id in self._leases or job.next_attempt_at > now:
+                continue
+            if job.bank is not None and self._bank_trashed(job.bank):
+                job = job.model_copy(update={"skip": True})  # never bring a deleted bank back
+            self._leases[job.job_id] = now + self.outbox_lease_ms
+            out.append(job.model_copy(update={"attempts": job.attempts + 1}))
+            if len(out) >= limit:
+                break
+        return out
+
+    def _expire_leases(self, now: int) -> None:
+        for job_id, until in list(self._leases.items()):
+            if until <= now or job_id not in self._jobs:
+                del self._leases[job_id]
+
+    def outbox_ack(self, job_id: str) -> OutboxAckResponse:
+        """The job is done: remove it. Acking an unknown id is harmless (at-least-once)."""
+        job_id = _job_id(job_id)
+        self._leases.pop(job_id, None)
+        if self._jobs.pop(job_id, None) is None:
+            return OutboxAckResponse(ok=True, job_id=job_id, state="missing")
+        self._remove_job(QUEUE, job_id)
+        return OutboxAckResponse(ok=True, job_id=job_id, state="acked")
+
+    def outbox_fail(
+        self,
+        job_id: str,
+        error: str,
+        *,
+        retry_after_ms: int | None = None,
+        dead_letter: bool = False,
+    ) -> OutboxAckResponse:
+        """Record a failed attempt: back off and requeue, or dead-letter after the last try."""
+        job_id = _job_id(job_id)
+        if not isinstance(error, str):
+            raise errors.InvalidArgumentError("error must be a string")
+        if retry_after_ms is not None and (
+            not isinstance(retry_after_ms, int) or retry_after_ms < 0
+        ):
+            raise errors.InvalidArgumentError("retry_after_ms must be a non-negative integer")
+        job = self._jobs.get(job_id)
+        if job is None:
+            return OutboxAckResponse(ok=False, job_id=job_id, state="missing")
+        self._leases.pop(job_id, None)
+        now = self.now()
+        attempts = job.attempts + 1
+        message = redact(error[:MAX_ERROR_CHARS]).text  # an error can quote the transcript
+        history = (*job.errors[-9:], message)
+        if dead_letter or attempts >= self.outbox_max_attempts:
+            dead = job.model_copy(update={"attempts": attempts, "errors": history, "dead_at": now})
+            self._write_job(DEAD, dead)
+            self._remove_job(QUEUE, job_id)
+            del self._jobs[job_id]
+            self._dead[job_id] = dead
+            log.warning("outbox: job %s dead-lettered after %d attempts", job_id, attempts)
+            return OutboxAckResponse(ok=True, job_id=job_id, state="dead", attempts=attempts)
+        delay = retry_after_ms if retry_after_ms is not None else self._backoff(attempts)
+        retry = job.model_copy(
+            update={"attempts": attempts, "errors": history, "next_attempt_at": now + delay}
+        )
+        self._write_job(QUEUE, retry)
+        self._jobs[job_id] = retry
+        return OutboxAckResponse(
+            ok=True,
+            job_id=job_id,
+            state="queued",
+            attempts=attempts,
+            next_attempt_at=retry.next_attempt_at,
+        )
+
+    def _backoff(self, attempts: int) -> int:
+        return int(min(self.outbox_backoff_ms * 2 ** (attempts - 1), self.outbox_backoff_max_ms))
+
+    def outbox_requeue(self, job_id: str) -> OutboxAckResponse:
+        """Put a dead letter back in the queue with a fresh attempt count (by hand)."""
+        job_id = _job_id(job_id)
+        dead = self._dead.get(job_id)
+        if dead is None:
+            raise errors.NotFoundError(f"no dead letter {job_id!r}")
+        job = dead.model_copy(update={"attempts": 0, "next_attempt_at": 0, "dead_at": None})
+        self._write_job(QUEUE, job)
+        self._remove_job(DEAD, job_id)
+        del self._dead[job_id]
+        self._jobs[job_id] = job
+        self._wake_watchers()
+        return OutboxAckResponse(ok=True, job_id=job_id, state="queued")
+
+    def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
+        """Counts and the oldest jobs (``memory outbox``); dead letters first."""
+        now = self.now()
+        self._expire_leases(now)
+        rows: list[OutboxJobSummary] = []
+        if include_dead:
+            rows.extend(_summary(j, "dead") for j in sorted(self._dead.values(), key=_key))
+        for job in sorted(self._jobs.values(), key=_key):
+            state: Literal["queued", "leased", "waiting"] = "queued"
+            if job.job_id in self._leases:
+                state = "leased"
+            elif job.next_attempt_at > now:
+                state = "waiting"
+            rows.append(_summary(job, state))
+        return OutboxListResponse(
+            queued=len(self._jobs) - len(self._leases),
+            leased=len(self._leases),
+            dead=len(self._dead),
+            jobs=tuple(rows[: max(0, limit)]),
+        )
+
+    def outbox_job(self, job_id: str) -> OutboxJob:
+        job_id = _job_id(job_id)
+        job = self._jobs.get(job_id) or self._dead.get(job_id)
+        if job is None:
+            raise errors.NotFoundError(f"no outbox job {job_id!r}")
+        return job
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _key(job: OutboxJob) -> str:
+    return job.job_id
+
+
+def _summary(job: OutboxJob, state: Any) -> OutboxJobSummary:
+    return OutboxJobSummary(
+        job_id=job.job_id,
+        state=state,
+        session_id=job.session_id,
+        turn_id=job.turn_id,
+        bank=job.bank,
+        messages=len(job.messages),
+        attempts=job.attempts,
+        enqueued_at=job.enqueued_at,
+        next_attempt_at=job.next_attempt_at,
+        last_error=job.errors[-1] if job.errors else None,
+    )
+
+
+def _session_id(value: object) -> str:
+    session = v.optional_str(value, "session_id")
+    if session is None:
+        raise errors.InvalidArgumentError("session_id is required")
+    return session
+
+
+def _job_id(value: object) -> str:
+    if not isinstance(value, str):
+        raise errors.InvalidArgumentError("job_id must be a string")
+    try:
+        return str(ULID.from_str(value))
+    except ValueError as e:
+        raise errors.InvalidArgumentError(f"job_id {value!r} is not one this outbox issued") from e
+
+
+def session_key(session_id: str) -> str:
+    """A file-safe key for per-session state (session ids are free-form strings)."""
+    return "s" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+
+
+def _state_key(session: str) -> str:
+    return session_key(session)
+
+
+def _message_key(msg: OutboxMessage) -> str:
+    # no timestamp: a harness that sends none gets "now", which differs on every call
+    return f"{msg.role}:{fingerprint(msg.content)}"
+
+
+def message_text(content: object) -> str:
+    """The text of a message's content: a string, or OpenAI-style content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    return ""
+
+
+def is_memory_block(text: str) -> bool:
+    """Our own injected ``<memory ...>`` messages, which must never be re-extracted."""
+    return text.lstrip().startswith("<memory ")
+
+
+def message_time(value: object, *, default: int) -> int:
+    """A message timestamp as ms since epoch: ms, seconds, or an ISO-8601 string."""
+    if isinstance(value, bool) or value is None:
+        return default
+    if isinstance(value, int | float):
+        return int(value * 1000) if value < 100_000_000_000 else int(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise errors.InvalidArgumentError(f"message timestamp {value!r} is not ISO-8601") from e
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return int(parsed.timestamp() * 1000)
+    raise errors.InvalidArgumentError("message timestamp must be ms, seconds or ISO-8601")

@@ -1,0 +1,57 @@
+"""The benchmark still runs (issue 2 "Benchmarks"): every bench function at a tiny size.
+
+Checks the shape of the results, never a timing: benchmarks are reports, not assertions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import corpus
+from bench.__main__ import main
+from shared.models import Memory
+
+
+def test_corpus_is_deterministic_and_replayable(tmp_path: Path) -> None:
+    a = list(corpus.records(300))
+    assert a == list(corpus.records(300))
+    assert all(10 <= len(str(r["text"]).split()) <= 41 for r in a)
+    path = tmp_path / "main" / "memories.jsonl"
+    lines = corpus.write_jsonl(path, 300)
+    raw = path.read_bytes().splitlines()
+    assert len(raw) == lines > 300  # records plus tombstone revisions
+    mems = [Memory.from_line(line) for line in raw]
+    assert len({m.id for m in mems}) == 300
+    assert any(m.invalid_at is not None for m in mems) and any(m.entities for m in mems)
+    qs = corpus.queries(a, 20)
+    assert len(qs) == 20 and all(q.text.strip() for q in qs)
+
+
+def test_bench_end_to_end_tiny(tmp_path: Path, capsys: object) -> None:
+    out = tmp_path / "results.json"
+    argv = ["--sizes", "200", "--cold-sizes", "200", "--saves", "10", "--queries", "10"]
+    argv += ["--no-ray", "--out", str(out), "--cache", str(tmp_path / "cache")]
+    assert main(argv) == 0
+    res = json.loads(out.read_text())
+    assert set(res) >= {
+        "plan",
+        "meta",
+        "recall",
+        "save",
+        "cold_start",
+        "actor",
+        "memory",
+        "targets",
+    }
+    row = res["recall"]["200"]
+    for arm in ("hybrid", "lexical", "rank_bm25"):
+        assert {"p50_ms", "p95_ms", "n"} <= set(row[arm]) and row[arm]["n"] > 0
+    assert "speedup_vs_rank_bm25_p50" in row
+    assert {"store_per_s", "bare_fsync_per_s", "ratio"} <= set(res["save"])
+    cold = res["cold_start"]["200"]
+    assert cold["records"] == 200 and cold["corrupt"] == 0
+    assert {"seconds", "cpu_s", "rss_delta_mb", "rss_per_100k_mb"} <= set(cold)
+    assert res["actor"] == {"skipped": True}
+    assert {t["target"] for t in res["targets"]} >= {"save / bare fsync append (×)"}
+    assert "recall, in-core" in capsys.readouterr().out  # type: ignore[attr-defined]

@@ -1,0 +1,110 @@
+"""Fixtures shared by every test package.
+
+- ``fresh_store``: a factory of plain ``MemoryStore`` objects on ``tmp_path`` with a ``FakeClock``
+  (no Ray): ``store = fresh_store(recall_limit=5)``; ``store.clock.advance(days=3)``.
+- ``ray_cluster``: one Ray cluster for the whole session (FACTS "Ray": a cluster per module
+  costs 5 s each; reuse actors instead). Isolated from any developer cluster: its own temp dir
+  (so ``address="auto"`` never finds it), a temporary ``HOME`` and ``RAY_AUTH_MODE=disabled``
+  (no token files are read or written). Mark tests that use it ``@pytest.mark.ray``.
+- ``store_actor``: the named detached ``memory-store`` actor in that cluster, over a
+  session-scoped temp data dir, as a ``StoreClient``. Share it: use a bank of your own per test
+  (``bank=unique_bank``) rather than a new actor. Anything that starts ``memory-store`` in the
+  session cluster gets this same actor (``get_if_exists``), so start it only through here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from shared.clock import FakeClock
+
+if TYPE_CHECKING:
+    from store_worker.core import MemoryStore
+
+_banks = itertools.count(1)
+
+
+@pytest.fixture
+def fresh_store(tmp_path: Path) -> Iterator[Callable[..., MemoryStore]]:
+    """``create(*, clock=None, embedder=None, data_dir=None, **settings) -> MemoryStore``."""
+    # Imported here: a half-edited core must fail the tests that use it, not the whole run.
+    from shared.config import StoreSettings
+    from store_worker.core import MemoryStore
+
+    made: list[MemoryStore] = []
+
+    def create(
+        *,
+        clock: FakeClock | None = None,
+        embedder: Any = None,
+        data_dir: Path | None = None,
+        **settings: Any,
+    ) -> MemoryStore:
+        folder = data_dir or tmp_path / f"data-{len(made)}"
+        store = MemoryStore(
+            settings=StoreSettings(data_dir=str(folder), **settings),
+            clock=clock or FakeClock(),
+            embedder=embedder,
+        )
+        made.append(store)
+        return store
+
+    yield create
+    for store in made:
+        store.close()
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """``ray`` itself, initialised once: 2 CPUs, no dashboard, namespace ``memory``."""
+    import ray
+
+    # /tmp directly: Ray's unix socket paths (<temp>/session_*/sockets/...) must stay < 108 chars.
+    temp_dir = tempfile.mkdtemp(prefix="ray-t-", dir="/tmp")
+    home = tmp_path_factory.mktemp("ray-home")
+    saved_home = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # kept: later Ray calls in this process read it
+    try:
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            namespace="memory",
+            logging_level=logging.ERROR,
+            _temp_dir=temp_dir,
+        )
+    finally:
+        if saved_home is not None:  # the workers already have the temp HOME
+            os.environ["HOME"] = saved_home
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def store_actor(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A ``StoreClient`` over the session's ``memory-store`` actor (its data dir is temp)."""
+    from shared.client import StoreClient
+    from store_worker.actor import WORKER
+
+    data_dir = tmp_path_factory.mktemp("store-actor-data")
+    handle = WORKER.start({"MEMORY_DATA_DIR": str(data_dir)})
+    return StoreClient(handle, timeout=60)
+
+
+@pytest.fixture
+def unique_bank() -> str:
+    """A bank name no other test in the session uses (the shared actor keeps its data)."""
+    return f"t{next(_banks)}-{os.getpid()}"

@@ -1,0 +1,165 @@
+"""The optional LLM judge tier through the real ``litellm.completion`` path (``mock_response``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consolidate_worker.core import Consolidator
+from consolidate_worker.judge import LLMJudge, _pair_prompt
+from consolidate_worker.settings import ConsolidatorSettings
+from shared.clock import FakeClock
+from shared.errors import UnknownError
+from store_worker.core import MemoryStore
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+
+MODEL = "openai/gpt-4o-mini"
+ON = ConsolidatorSettings(judge_enabled=True, judge_model=MODEL)
+
+
+def judge(reply: dict[str, Any] | str) -> LLMJudge:
+    content = reply if isinstance(reply, str) else json.dumps(reply)
+    return LLMJudge(MODEL, completion_kwargs={"mock_response": content})
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(tick=1000)
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[MemoryStore]:
+    s = MemoryStore(tmp_path / "data", clock=clock)
+    yield s
+    s.close()
+
+
+def grey_pair(store: MemoryStore) -> tuple[str, str]:
+    a = store.save("Use pytest fixtures instead of setUp methods in tests").memory
+    b = store.save("Use pytest fixtures rather than setUp methods in tests").memory
+    return a.id, b.id
+
+
+def office_pair(store: MemoryStore) -> tuple[str, str]:
+    old = store.save("The user's office is in room 12 on the third floor").memory
+    new = store.save("The user's office is in room 14 on the third floor").memory
+    return old.id, new.id
+
+
+def test_without_the_judge_the_grey_band_is_left_alone(store: MemoryStore) -> None:
+    grey_pair(store)
+    report = Consolidator(store).run_pass()
+    assert report.merged == () and report.judged == ()
+
+
+def test_a_judged_duplicate_merges_with_reinforce(store: MemoryStore) -> None:
+    # Given a pair in the grey band and a judge that calls it a duplicate
+    old, new = grey_pair(store)
+    cursor = store.events.cursor
+    verdict = {"decision": "duplicate", "keep": old, "reason": "same advice"}
+    # When a pass runs with the judge on
+    report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
+    # Then the usual survivor rule applies (newest), as a reinforcing merge with its reason
+    assert [(c.id, c.survivor) for c in report.merged] == [(old, new)]
+    assert [(d.kind, d.decision) for d in report.judged] == [("ambiguous", "duplicate")]
+    assert store.get(new).memory.corroboration == 1
+    reasons = [e.reason for e in store.events_since(cursor).events if e.event_type == "superseded"]
+    assert reasons == [f"consolidator: judge duplicate (ambiguous), kept {new}: same advice"]
+    assert [g.reason for g in report.groups] == ["judge-duplicate"]
+
+
+def test_a_judged_contradiction_retires_the_older_statement(store: MemoryStore) -> None:
+    # Given a newer statement that corrects an older one (a number veto: never a duplicate)
+    old, new = office_pair(store)
+    verdict = {"decision": "contradiction", "keep": new, "reason": "the user moved"}
+    # When the judge sees it
+    report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
+    # Then the older one is superseded, without counting as a re-observation
+    assert [(c.id, c.survivor) for c in report.merged] == [(old, new)]
+    assert [d.kind for d in report.judged] == ["contradiction"]
+    assert store.get(old).memory.superseded_by == new
+    assert store.get(new).memory.corroboration == 0
+
+
+def test_a_duplicate_verdict_never_merges_a_vetoed_pair(store: MemoryStore) -> None:
+    old, new = office_pair(store)
+    verdict = {"decision": "duplicate", "keep": new, "reason": "close enough"}
+    report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
+    assert report.merged == () and len(report.judged) == 1
+    assert store.get(old).memory.live and store.get(new).memory.live
+
+
+def test_distinct_changes_nothing(store: MemoryStore) -> None:
+    grey_pair(store)
+    report = Consolidator(
+        store, settings=ON, judge=judge({"decision": "distinct", "reason": "no"})
+    ).run_pass()
+    assert report.merged == () and [d.decision for d in report.judged] == ["distinct"]
+
+
+def test_a_pinned_loser_is_only_reported(store: MemoryStore) -> None:
+    old, new = office_pair(store)
+    store.pin(old, True)
+    verdict = {"decision": "contradiction", "keep": new, "reason": "moved"}
+    report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
+    assert report.merged == ()
+    assert [(c.id, c.reason) for c in report.skipped_pinned] == [(old, "pinned")]
+    assert store.get(old).memory.live
+
+
+def test_a_bad_reply_is_an_error_and_holds_the_checkpoint(store: MemoryStore) -> None:
+    # Given a judge that answers prose, then a contradiction naming an unknown id
+    grey_pair(store)
+    for reply in ("I think they are the same.", {"decision": "contradiction", "keep": "x"}):
+        consolidator = Consolidator(store, settings=ON, judge=judge(reply))
+        # When a pass runs
+        report = consolidator.run_pass()
+        # Then nothing was written, the error is reported and the checkpoint stays
+        assert report.merged == () and [e.category for e in report.errors] == ["unknown"]
+        assert consolidator.last_run() is None
+
+
+def test_judge_calls_are_capped_per_pass(store: MemoryStore) -> None:
+    grey_pair(store)
+    office_pair(store)
+    settings = ON.model_copy(update={"judge_max_calls": 1})
+    report = Consolidator(
+        store, settings=settings, judge=judge({"decision": "distinct"})
+    ).run_pass()
+    assert len(report.judged) == 1
+
+
+def test_the_prompt_orders_the_pair_by_statement_date(store: MemoryStore) -> None:
+    old, new = office_pair(store)
+    a, b = store.get(new).memory, store.get(old).memory
+    payload = json.loads(_pair_prompt("contradiction", a, b))
+    assert payload["older"]["id"] == old and payload["newer"]["id"] == new
+
+
+def test_a_provider_failure_is_source_unavailable(store: MemoryStore) -> None:
+    # litellm raises on a mock_response that is an exception; the judge types it
+    grey_pair(store)
+    failing = LLMJudge(MODEL, completion_kwargs={"mock_response": Exception("boom")})
+    report = Consolidator(store, settings=ON, judge=failing).run_pass()
+    assert [e.category for e in report.errors] == ["source_unavailable"]
+
+
+def test_validation_rejects_an_unknown_decision() -> None:
+    from consolidate_worker.judge import _validated
+    from shared.models import Memory
+
+    m = Memory(id="a", fingerprint="fp0", text="x", created_at=0, updated_at=0, stated_at=0)
+    n = m.model_copy(update={"id": "b"})
+    with pytest.raises(ValueError):
+        _validated('{"decision": "merge"}', m, n)
+    assert _validated('```json\n{"decision": "duplicate", "keep": "zz"}\n```', m, n).keep is None
+    with pytest.raises(UnknownError):
+        LLMJudge(MODEL, retries=0, completion_kwargs={"mock_response": "{}"}).decide(
+            "ambiguous", m, n
+        )

@@ -1,0 +1,227 @@
+"""``Extractor`` over a plain ``MemoryStore``: retries, dead letters, crashes, settings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from extract_worker.core import Extractor, JobResult
+from extract_worker.llm import FakeLLM
+from extract_worker.parse import parse_reply
+from extract_worker.settings import ExtractorSettings
+from shared.clock import FakeClock
+from shared.errors import InvalidArgumentError, SourceUnavailableError, UnknownError
+from store_worker.core import MemoryStore
+
+Factory = Callable[..., MemoryStore]
+TUE = {"memories": [{"text": "The user publishes blog posts on Tuesdays."}], "rules": []}
+
+
+def turn(text: str = "I publish on Tuesdays") -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}, {"role": "assistant", "content": "Noted."}]
+
+
+def make(store: MemoryStore, llm: FakeLLM | None, clock: FakeClock, **settings: Any) -> Extractor:
+    base: dict[str, Any] = {"extraction_model": "fake/x", "backoff_ms": 1_000}
+    return Extractor(store, llm, ExtractorSettings(**{**base, **settings}), clock=clock)
+
+
+def live_texts(store: MemoryStore) -> list[str]:
+    return sorted(m.text for m in store.list().memories)
+
+
+def test_transient_llm_errors_retry_with_backoff_then_succeed(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    llm = FakeLLM.of(SourceUnavailableError("rate limited"), json.dumps(TUE))
+    ex = make(store, llm, clock)
+    store.turn_completed("s1", str(ULID()), turn())
+    # first attempt fails: the job waits out its backoff
+    stats = ex.drain()
+    assert (stats.retried, stats.done) == (1, 0)
+    waiting = store.outbox_list().jobs[0]
+    assert waiting.state == "waiting" and waiting.next_attempt_at >= clock.ms + 900
+    assert ex.drain().results == []  # not due yet: nothing claimed, no LLM call
+    assert len(llm.calls) == 1
+    clock.advance(ms=1_001)
+    assert ex.drain().done == 1
+    assert live_texts(store) == ["The user publishes blog posts on Tuesdays."]
+    assert store.outbox_list().queued == 0
+
+
+def test_a_job_that_keeps_failing_is_dead_lettered_visibly(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    seen: list[JobResult] = []
+    ex = make(store, FakeLLM.of("no json here"), clock, max_attempts=3)
+    ex.on_result = seen.append
+    store.turn_completed("s1", str(ULID()), turn())
+    for _ in range(3):
+        ex.drain()
+        clock.advance(ms=ex.settings.backoff_max_ms)
+    assert [r.outcome for r in seen] == ["retry", "retry", "dead"]
+    listing = store.outbox_list()
+    assert listing.dead == 1 and "ReplyError" in (listing.jobs[0].last_error or "")
+    assert live_texts(store) == []
+
+
+def test_a_permanent_error_dead_letters_at_once(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    ex = make(store, FakeLLM.of(UnknownError("bad request", False)), clock)
+    store.turn_completed("s1", str(ULID()), turn())
+    assert ex.drain().dead == 1
+
+
+def test_killed_mid_job_loses_nothing(fresh_store: Factory) -> None:
+    # Given an extractor that dies after the LLM answered but before it acked
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+
+    class Killed(BaseException):
+        pass
+
+    def die(*args: Any, **kwargs: Any) -> Any:
+        raise Killed
+
+    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    store.turn_completed("s1", str(ULID()), turn())
+    doomed.store = type("Dying", (), {})()  # a proxy that forwards all but the ack
+    for name in ("outbox_claim", "recall", "list", "rule_list", "get", "save", "supersede"):
+        setattr(doomed.store, name, getattr(store, name))
+    doomed.store.outbox_ack = die
+    with pytest.raises(Killed):
+        doomed.drain()
+    # When the store restarts (or the lease runs out) and a new extractor drains
+    store.close()
+    store = MemoryStore(store.root, clock=clock)
+    fresh = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    assert fresh.drain().done == 1
+    # Then the turn was extracted exactly into one memory (the re-run reinforced it)
+    (mem,) = store.list().memories
+    assert mem.text == "The user publishes blog posts on Tuesdays." and mem.corroboration == 1
+    assert store.outbox_list().queued == 0
+    store.close()
+
+
+def test_stopped_extractor_catches_up(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    for text in ("I publish on Tuesdays", "I drink green tea", "I live in Lisbon"):
+        store.turn_completed("s1", str(ULID()), turn(text))
+    replies = [
+        json.dumps({"memories": [{"text": t}]})
+        for t in (
+            "The user publishes on Tuesdays.",
+            "The user drinks green tea.",
+            "The user lives in Lisbon.",
+        )
+    ]
+    ex = make(store, FakeLLM.of(*replies), clock)
+    assert ex.drain().done == 3
+    assert len(live_texts(store)) == 3
+
+
+def test_without_a_model_extraction_is_off_and_doctor_says_so(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    ex = Extractor(store, None, ExtractorSettings(), clock=clock)
+    ex.publish_status()
+    store.turn_completed("s1", str(ULID()), turn())
+    assert not ex.enabled and ex.drain().results == []
+    assert store.outbox_list().queued == 1  # kept for when a model is configured
+    check = {c.name: c for c in store.doctor().checks}["extraction"]
+    assert not check.ok and not check.required and "extraction is off" in check.detail
+    assert store.save("explicit saves still work").created
+    on = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    on.publish_status()
+    assert {c.name: c for c in store.doctor().checks}["extraction"].ok
+    assert on.drain().done == 1
+
+
+def test_skip_jobs_are_acked_without_an_llm_call(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    t = str(ULID())
+    store.pre_generate("s1", t, 0, turn(), {"memory_bank": "Bad Name"})
+    store.turn_completed("s1", t, turn())
+    llm = FakeLLM.of(json.dumps(TUE))
+    assert make(store, llm, clock).drain().skipped == 1
+    assert llm.calls == [] and store.outbox_list().queued == 0
+
+
+def test_extraction_writes_into_the_turns_bank_and_creates_it(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    ex = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    ex.publish_status()
+    t = str(ULID())
+    assert store.pre_generate("s1", t, 0, turn(), {"memory_bank": "blog"}).bank == "blog"
+    store.turn_completed("s1", t, turn())
+    assert ex.drain().done == 1
+    assert [m.text for m in store.list(bank="blog").memories] == [TUE["memories"][0]["text"]]
+    (mem,) = store.list(bank="blog").memories
+    assert mem.provenance.source_session_id == "s1" and mem.provenance.source_turn_id == t
+    assert mem.confidence == "extracted"
+
+
+def test_window_is_capped_to_the_newest_messages(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    llm = FakeLLM.of('{"memories": []}')
+    msgs = [{"role": "user", "content": f"message number {i}"} for i in range(10)]
+    store.turn_completed("s1", str(ULID()), msgs)
+    make(store, llm, clock, extraction_window=3).drain()
+    prompt = llm.calls[0][1]["content"]
+    assert "message number 9" in prompt and "message number 7" in prompt
+    assert "message number 6" not in prompt
+
+
+def test_ratification_leaves_corrections_pending(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock, ratification=True)
+    store.save("The user publishes on Tuesdays", id="tue")
+    reply = {"memories": [{"text": "The user publishes on Wednesdays", "supersedes": "tue"}]}
+    store.turn_completed("s1", str(ULID()), turn("actually Wednesdays"))
+    assert make(store, FakeLLM.of(json.dumps(reply)), clock).drain().done == 1
+    pending = store.list(status="pending").memories
+    assert [m.text for m in pending] == ["The user publishes on Wednesdays"]
+    assert store.get("tue").memory.invalid_at is None  # waits for approval
+
+
+def test_settings_from_env_and_bad_values() -> None:
+    s = ExtractorSettings.from_env(
+        {"MEMORY_EXTRACTION_MODEL": "stub/x", "MEMORY_MAX_ATTEMPTS": "2"}
+    )
+    assert s.enabled and s.max_attempts == 2
+    assert not ExtractorSettings.from_env({}).enabled
+    assert s.backoff(1) == 2_000 and s.backoff(30) == s.backoff_max_ms
+    with pytest.raises(InvalidArgumentError):
+        ExtractorSettings.from_env({"MEMORY_EXTRACTION_WINDOW": "0"})
+
+
+@pytest.mark.parametrize(
+    ("reply", "texts", "rules"),
+    [
+        ('{"memories": [{"text": "A"}], "rules": ["R"]}', ["A"], ["R"]),
+        ('noise ```json\n[{"text": "A"}]\n``` noise', ["A"], []),
+        ('{"text": "A", "type": "project"}', ["A"], []),
+        ('prefix [1, 2] then {"memories": [{"text": "B"}]}', [], []),
+        ('{"rules": "Always cite sources."}', [], ["Always cite sources."]),
+    ],
+)
+def test_parse_reply_shapes(reply: str, texts: list[str], rules: list[str]) -> None:
+    parsed = parse_reply(reply)
+    assert [m.text for m in parsed.memories] == texts
+    assert list(parsed.rules) == rules
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "no json", '{"memories": [', "```json\n```"])
+def test_parse_reply_without_json_is_a_retryable_error(reply: str) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        parse_reply(reply)
+    assert info.value.retryable

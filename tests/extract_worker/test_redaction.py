@@ -1,0 +1,172 @@
+"""Secrets never reach the outbox, the LLM, the store, an event or a log (issue 4, DESIGN §6).
+
+The extraction model is a litellm ``CustomLLM`` registered as ``stub/...`` (offline), and the
+assertions are on what that provider RECEIVED, through the real ``LiteLLMBackend``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from extract_worker.core import Extractor
+from extract_worker.llm import LiteLLMBackend
+from extract_worker.settings import ExtractorSettings
+from shared.clock import FakeClock
+from shared.errors import SourceUnavailableError, UnknownError
+from shared.models import Event
+from store_worker.core import MemoryStore
+
+# One value per shape family redact.py covers (DESIGN §6 list).
+SECRETS = {
+    "openai": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd",
+    "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-abcdefghij",
+    "github": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+        ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    ),
+    "bearer": "Authorization: Bearer abcDEF1234567890ghiJKL1234567890",
+    "url": "postgres://admin:Sup3rS3cretPw@db.internal:5432/app",
+    "password": "password=hunter2hunter2",
+}
+VALUES = {
+    "openai": SECRETS["openai"],
+    "anthropic": SECRETS["anthropic"],
+    "github": SECRETS["github"],
+    "aws": SECRETS["aws"],
+    "jwt": SECRETS["jwt"],
+    "bearer": "abcDEF1234567890ghiJKL1234567890",
+    "url": "Sup3rS3cretPw",
+    "password": "hunter2hunter2",
+}
+
+
+class StubProvider:
+    """Builds a litellm ``CustomLLM`` that records every request and answers from a script."""
+
+    def __init__(self) -> None:
+        import litellm
+        from litellm import CustomLLM
+
+        self.received: list[list[dict[str, Any]]] = []
+        self.replies: list[Any] = []
+        outer = self
+
+        class Handler(CustomLLM):  # type: ignore[misc]
+            def completion(self, *args: Any, **kwargs: Any) -> Any:
+                outer.received.append(kwargs["messages"])
+                reply = outer.replies.pop(0) if len(outer.replies) > 1 else outer.replies[0]
+                if isinstance(reply, Exception):
+                    raise reply
+                return litellm.completion(
+                    model="gpt-4o-mini", messages=kwargs["messages"], mock_response=reply
+                )
+
+        self.handler = Handler()
+
+
+@pytest.fixture
+def stub() -> Iterator[StubProvider]:
+    import litellm
+
+    saved = list(litellm.custom_provider_map)
+    provider = StubProvider()
+    litellm.custom_provider_map = [{"provider": "stub", "custom_handler": provider.handler}]
+    yield provider
+    litellm.custom_provider_map = saved
+
+
+def all_text_under(root: Path) -> str:
+    return "\n".join(p.read_text("utf-8", errors="replace") for p in root.rglob("*") if p.is_file())
+
+
+def test_no_secret_reaches_outbox_prompt_store_events_or_logs(
+    stub: StubProvider,
+    fresh_store: Callable[..., MemoryStore],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    events: list[Event] = []
+    store.subscribe("t", events.append)
+    # Given a turn full of secrets, and a model that echoes some back
+    said = "Here are my credentials: " + "; ".join(SECRETS.values())
+    stub.replies = [
+        json.dumps(
+            {
+                "memories": [
+                    {"text": f"The user's deploy uses {SECRETS['url']}", "tags": ["deploy"]},
+                    {"text": "The user deploys with Postgres", "entities": [SECRETS["github"]]},
+                ],
+                "rules": [f"Always authenticate with {SECRETS['password']}", "Answer in English."],
+            }
+        )
+    ]
+    ex = Extractor(
+        store, LiteLLMBackend(), ExtractorSettings(extraction_model="stub/extract"), clock=clock
+    )
+    # When the turn completes and is extracted
+    res = store.turn_completed("s1", str(ULID()), [{"role": "user", "content": said}])
+    outbox_text = all_text_under(store.root / ".outbox")
+    assert ex.drain().done == 1
+    # Then no secret value appears anywhere
+    sent = json.dumps(stub.received)
+    places = {
+        "outbox": outbox_text,
+        "prompt": sent,
+        "store": all_text_under(store.root),
+        "events": "\n".join(e.model_dump_json() for e in events),
+        "logs": caplog.text,
+    }
+    for where, text in places.items():
+        for name, value in VALUES.items():
+            assert value not in text, f"{name} leaked into {where}"
+    assert "[REDACTED:" in sent and set(res.redacted) >= {"openai_key", "github_token", "jwt"}
+    # and what was safe still arrived
+    assert [m.text for m in store.list().memories] == ["The user deploys with Postgres"]
+    assert "- Answer in English." in store.rule_get("learned").content
+
+
+def test_backend_reports_tokens_and_latency(stub: StubProvider) -> None:
+    stub.replies = ['{"memories": []}']
+    out = LiteLLMBackend().complete(
+        [{"role": "user", "content": "hi"}], model="stub/x", timeout_s=5, max_tokens=50
+    )
+    assert out.text == '{"memories": []}' and out.tokens > 0 and out.latency_ms >= 0
+    assert stub.received == [[{"role": "user", "content": "hi"}]]
+
+
+def test_backend_translates_errors_without_leaking_the_prompt(stub: StubProvider) -> None:
+    import litellm
+
+    stub.replies = [
+        litellm.RateLimitError("slow down, you said sk-proj-xyz", "openai", "gpt-4o-mini")
+    ]
+    with pytest.raises(SourceUnavailableError) as transient:
+        LiteLLMBackend().complete(
+            [{"role": "user", "content": "hi"}], model="stub/x", timeout_s=5, max_tokens=50
+        )
+    assert transient.value.retryable and "sk-proj" not in str(transient.value)
+    stub.replies = [litellm.AuthenticationError("bad key", "openai", "gpt-4o-mini")]
+    with pytest.raises(UnknownError) as other:
+        LiteLLMBackend().complete(
+            [{"role": "user", "content": "hi"}], model="stub/x", timeout_s=5, max_tokens=50
+        )
+    assert other.value.retryable
+
+
+def test_mock_response_passes_through() -> None:
+    backend = LiteLLMBackend(mock_response='{"memories": [{"text": "A"}]}')
+    out = backend.complete(
+        [{"role": "user", "content": "x"}], model="gpt-4o-mini", timeout_s=5, max_tokens=50
+    )
+    assert json.loads(out.text)["memories"][0]["text"] == "A"

@@ -1,0 +1,200 @@
+"""seeds/001 replayed over the wire: "A worked Recall/Record sequence" and "A worked
+cross-reference example", checking the response shapes.
+
+The seed writes turn ids as ``turn_03`` / ``turn_07``; seeds/002 makes ``turn_id`` a ULID
+(MUST), so the replay uses real ULIDs in their place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ulid import ULID
+
+from shared.proto.memory.v1 import memory_pb2 as pb
+from shared.tokens import TokenCounter
+
+CWD = "/home/user/code/acme-widgets"
+TURN_07, TURN_12, TURN_03 = (str(ULID()) for _ in range(3))
+
+RUNBOOK = (
+    "Canonical runbook for the release pipeline lives at https://wiki.example/acme/"
+    "deploy-runbook — check there before re-deriving rollback steps from source."
+)
+MIGRATION = (
+    "Migrating from the legacy CI pipeline to the new deploy tool. See "
+    "[[deploy-pipeline-runbook]] for rollback steps and canonical pipeline documentation."
+)
+
+
+def _content(text: str) -> list[pb.ContentBlock]:
+    return [pb.ContentBlock(text=text)]
+
+
+def _history(gw: Any) -> None:
+    """The records earlier sessions wrote through memory.remember."""
+    gw.memory.Record(
+        pb.RecordRequest(
+            type=pb.MEMORY_TYPE_USER,
+            scope=pb.MEMORY_SCOPE_GLOBAL,
+            id="user-role",
+            title="Operator role",
+            content=_content("The user is the release operator for acme."),
+            session_id="sess_001",
+            turn_id=TURN_07,
+            recorded_by="memory.remember",
+        )
+    )
+    gw.memory.Record(
+        pb.RecordRequest(
+            type=pb.MEMORY_TYPE_REFERENCE,
+            scope=pb.MEMORY_SCOPE_PROJECT,
+            id="deploy-pipeline-runbook",
+            title="Deploy pipeline runbook",
+            content=_content(RUNBOOK),
+            session_id="sess_038",
+            turn_id=TURN_12,
+            recorded_by="memory.remember",
+            working_directory=CWD,
+        )
+    )
+    gw.memory.Record(
+        pb.RecordRequest(
+            type=pb.MEMORY_TYPE_PROJECT,
+            scope=pb.MEMORY_SCOPE_PROJECT,
+            id="deploy-pipeline-migration-in-progress",
+            title="Migrating the release pipeline to the new deploy tool",
+            content=_content(MIGRATION),
+            session_id="sess_038",
+            turn_id=TURN_12,
+            recorded_by="memory.remember",
+            working_directory=CWD,
+        )
+    )
+    # an unrelated project's record must stay invisible to this working directory
+    gw.memory.Record(
+        pb.RecordRequest(
+            type=pb.MEMORY_TYPE_PROJECT,
+            scope=pb.MEMORY_SCOPE_PROJECT,
+            id="other-project-note",
+            content=_content("The gizmo project pins Node 18."),
+            working_directory="/srv/gizmo",
+        )
+    )
+
+
+def test_worked_recall_record_sequence(gw: Any) -> None:
+    # Given the records earlier sessions wrote
+    _history(gw)
+    # When the session recalls at context-assemble (the seed's RecallRequest, verbatim)
+    response = gw.memory.Recall(
+        pb.RecallRequest(
+            session_id="sess_042",
+            turn_id=TURN_03,
+            token_budget=1500,
+            model_target=pb.ModelTarget(
+                id="claude-opus-5", context_window=500000, effective_ceiling=480000
+            ),
+            working_directory=CWD,
+            scope_filter=[pb.MEMORY_SCOPE_PROJECT, pb.MEMORY_SCOPE_GLOBAL],
+            include_pending=False,
+        )
+    )
+    # Then the seed's two kinds of record come back, shaped as in the seed
+    by_id = {r.id: r for r in response.records}
+    assert "other-project-note" not in by_id
+    assert {"user-role", "deploy-pipeline-migration-in-progress"} <= set(by_id)
+    role = by_id["user-role"]
+    assert (role.type, role.scope, role.title, role.status, list(role.links)) == (
+        pb.MEMORY_TYPE_USER,
+        pb.MEMORY_SCOPE_GLOBAL,
+        "Operator role",
+        pb.RECORD_STATUS_CANONICAL,
+        [],
+    )
+    assert role.provenance == pb.Provenance(
+        source_session_id="sess_001", source_turn_id=TURN_07, recorded_by="memory.remember"
+    )
+    migration = by_id["deploy-pipeline-migration-in-progress"]
+    assert (migration.type, migration.scope) == (pb.MEMORY_TYPE_PROJECT, pb.MEMORY_SCOPE_PROJECT)
+    assert migration.title == "Migrating the release pipeline to the new deploy tool"
+    assert list(migration.links) == ["deploy-pipeline-runbook"]
+    assert migration.provenance.source_session_id == "sess_038"
+    counter = TokenCounter("claude-opus-5")
+    for rec in response.records:
+        assert rec.HasField("relevance_score") and 0.0 <= rec.relevance_score <= 1.0
+        assert rec.tokens == counter.count(rec.content[0].text) > 0
+        assert rec.created_at.ToMilliseconds() > 0
+    assert sum(r.tokens for r in response.records) <= 1500
+
+    # When, turns later, the model writes a new project fact via memory.remember
+    written = gw.memory.Record(
+        pb.RecordRequest(
+            type=pb.MEMORY_TYPE_PROJECT,
+            scope=pb.MEMORY_SCOPE_PROJECT,
+            id="deploy-pipeline-migration-done",
+            title="Deploy pipeline migration complete",
+            content=_content(
+                "New deploy tool is live in production; old pipeline decommissioned. "
+                "Rollback steps are documented in the runbook."
+            ),
+            session_id="sess_042",
+            turn_id=str(ULID()),
+            recorded_by="memory.remember",
+            working_directory=CWD,
+        )
+    )
+    # Then the RecordResponse is exactly {result: {id, status: canonical}}
+    assert written == pb.RecordResponse(
+        result=pb.RecordResult(
+            id="deploy-pipeline-migration-done", status=pb.RECORD_STATUS_CANONICAL
+        )
+    )
+    assert set(pb.RecordResponse.DESCRIPTOR.fields_by_name) == {"result"}
+
+
+def test_worked_cross_reference_example(gw: Any) -> None:
+    # Given the seed's two records, the referencing one written FIRST (a forward reference)
+    gw.memory.Record(
+        pb.RecordRequest(
+            type=pb.MEMORY_TYPE_PROJECT,
+            scope=pb.MEMORY_SCOPE_PROJECT,
+            id="deploy-pipeline-migration-in-progress",
+            title="Migrating the release pipeline to the new deploy tool",
+            content=_content(MIGRATION),
+            working_directory=CWD,
+        )
+    )
+    dangling = [(d.source, d.target) for d in gw.store.dangling().links]
+    assert dangling == [("deploy-pipeline-migration-in-progress", "deploy-pipeline-runbook")]
+    gw.memory.Record(
+        pb.RecordRequest(
+            type=pb.MEMORY_TYPE_REFERENCE,
+            scope=pb.MEMORY_SCOPE_PROJECT,
+            id="deploy-pipeline-runbook",
+            title="Deploy pipeline runbook",
+            content=_content(RUNBOOK),
+            working_directory=CWD,
+        )
+    )
+    # Then links are as in the seed, and nothing dangles any more
+    get = gw.memory.GetRecord
+    runbook = get(pb.GetRecordRequest(id="deploy-pipeline-runbook")).record
+    migration = get(pb.GetRecordRequest(id="deploy-pipeline-migration-in-progress")).record
+    assert list(runbook.links) == []
+    assert list(migration.links) == ["deploy-pipeline-runbook"]
+    assert [c.text for c in migration.content] == [MIGRATION]
+    assert gw.store.dangling().links == ()
+    backlinks = gw.store.backlinks("deploy-pipeline-runbook")
+    assert [m.id for m in backlinks.memories] == ["deploy-pipeline-migration-in-progress"]
+    # and Render turns the reference into a resolved link RenderNode, not bracket text
+    tree = gw.memory.Render(pb.RenderRequest()).tree
+    node = next(
+        n
+        for s in tree.root.children
+        for n in s.children
+        if n.target == "deploy-pipeline-migration-in-progress"
+    )
+    links = [c for c in node.children if c.kind == "link"]
+    assert [(c.target, c.resolved) for c in links] == [("deploy-pipeline-runbook", True)]
+    assert all("[[" not in c.text for c in node.children)

@@ -1,0 +1,518 @@
+"""The recall-quality eval (issue 6; seeds/003 "Recall quality eval").
+
+Loads ``golden.json`` (two personas, hand-written) into a real ``MemoryStore`` on a temp dir
+through the public write path (``save`` with a FakeClock set to each memory's ``stated_at``,
+then ``supersede`` for the golden corrections), runs every query through ``recall`` and scores
+the rankings. Run it with ``python -m tests.recall_quality.run`` (``make eval``).
+
+Metric conventions (after Hindsight's retrieval eval, as seeds/003 says):
+- a memory's *fact* is its paraphrase-duplicate group (``dup_of`` pairs, and, after a
+  consolidation pass, the survivor a retired memory points to); a query's relevance grades
+  apply to the whole group, and a fact counts once: hit@k / MRR@10 look for the first relevant
+  fact, nDCG@10 uses gains ``2^g - 1`` with repeated facts gaining nothing, recall@10 is the
+  share of relevant facts found in the top 10;
+- traps: with ``include_superseded=True``, a superseded memory ranked above its successor (or
+  with the successor missing from the top 10); leaks: a superseded memory returned without
+  ``include_superseded``; pollution: a top 10 holding two memories of one duplicate group.
+
+Modes: ``lexical`` (BM25 only), ``hybrid`` (the default recall, no embedding model),
+``hybrid-consolidated`` (hybrid after one ``consolidate_worker`` pass, when that package is
+importable), ``hybrid-merged`` (hybrid after merging every golden duplicate pair, an upper
+bound of what consolidation can do; see ``merge_duplicates``), ``hybrid-embed`` (hybrid with
+the deterministic ``FakeEmbedder``: it exercises the fusion code, it is no stand-in for a real
+embedding model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import math
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from shared.clock import FakeClock
+from store_worker import recall as recall_mod
+from store_worker.core import MemoryStore
+from store_worker.embed import FakeEmbedder
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden.json"
+SNAPSHOT = HERE.parent / "golden" / "recall_quality.json"
+K = 10
+METRICS = ("hit@1", "hit@3", "mrr@10", "ndcg@10", "recall@10")
+COUNTS = ("traps", "leaks", "pollution")
+MODES = ("lexical", "hybrid", "hybrid-consolidated", "hybrid-merged", "hybrid-embed")
+
+
+# -- loading -------------------------------------------------------------------------------
+
+
+def load_golden(path: Path = GOLDEN) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    ids = [m["id"] for m in doc["memories"]]
+    if len(set(ids)) != len(ids):
+        raise ValueError("golden.json: duplicate memory ids")
+    known = set(ids)
+    for q in doc["queries"]:
+        missing = set(q["relevant"]) - known
+        if missing:
+            raise ValueError(f"golden.json: {q['id']} names unknown ids {sorted(missing)}")
+    return doc
+
+
+def build_store(
+    root: Path, doc: dict[str, Any], *, embedder: FakeEmbedder | None = None
+) -> tuple[MemoryStore, FakeClock]:
+    """Every golden memory saved at its own ``stated_at``, then the golden supersedes."""
+    clock = FakeClock(start_ms=0, tick=0)
+    store = MemoryStore(root, clock=clock, embedder=embedder)
+    for bank, description in doc["banks"].items():
+        store.bank_create(bank, description)
+    memories = sorted(doc["memories"], key=lambda m: (m["stated_at"], m["id"]))
+    for m in memories:
+        clock.ms = m["stated_at"]
+        saved = store.save(
+            m["text"],
+            bank=m["bank"],
+            id=m["id"],
+            type=m["type"],
+            tags=m.get("tags"),
+            entities=m.get("entities"),
+            pinned=bool(m.get("pinned", False)),
+        )
+        if not saved.created or saved.memory.id != m["id"]:
+            raise RuntimeError(f"golden memory {m['id']} was not created as itself")
+    for m in memories:  # oldest first, so a chain a → b → c retires a while b is live
+        if m.get("superseded_by"):
+            clock.ms = doc["now"]
+            store.supersede(m["id"], m["superseded_by"], bank=m["bank"], reason="golden")
+    clock.ms = doc["now"]
+    return store, clock
+
+
+def consolidate(store: MemoryStore, clock: FakeClock) -> dict[str, str] | None:
+    """One consolidation pass; the retired → survivor map, or None when no consolidator."""
+    try:
+        from consolidate_worker.core import Consolidator
+    except ImportError:
+        return None
+    before = _live_ids(store)
+    Consolidator(store, clock=clock).run_pass()
+    after = _live_ids(store)
+    moved: dict[str, str] = {}
+    for bank, key in before - after:
+        mem = store.get(key, bank=bank).memory
+        while mem.superseded_by is not None and (bank, mem.id) not in after:
+            mem = store.get(mem.superseded_by, bank=bank).memory
+        moved[f"{bank}/{key}"] = mem.id
+    return moved
+
+
+def merge_duplicates(store: MemoryStore, doc: dict[str, Any]) -> dict[str, str]:
+    """Merge every golden ``dup_of`` pair through ``supersede(reinforce=True)``, the survivor
+    picked by DESIGN §7's rule (pinned > corroboration > newest ``stated_at`` > id): what a
+    consolidation pass whose judge tier recognised every paraphrase would do. seeds/003's eval
+    replays its judge's recorded decisions the same way; ours has no recorded LLM decisions,
+    so this is an upper bound of consolidation, not a measurement of the consolidator."""
+    moved: dict[str, str] = {}
+    for m in doc["memories"]:
+        if not m.get("dup_of"):
+            continue
+        bank = m["bank"]
+        pair = [store.get(k, bank=bank).memory for k in (m["id"], m["dup_of"])]
+        pair.sort(key=lambda x: (not x.pinned, -x.corroboration, -x.stated_at, x.id))
+        survivor, loser = pair
+        store.supersede(loser.id, survivor.id, bank=bank, reason="golden dup", reinforce=True)
+        moved[f"{bank}/{loser.id}"] = survivor.id
+    return moved
+
+
+def _live_ids(store: MemoryStore) -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for info in store.bank_list().banks:
+        token = None
+        while True:
+            page = store.list(bank=info.name, page_size=500, page_token=token)
+            out.update((info.name, m.id) for m in page.memories)
+            token = page.next_page_token
+            if not token:
+                break
+    return out
+
+
+# -- facts and relevance -------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Facts:
+    """Duplicate groups, successors of golden supersedes, and consolidation moves."""
+
+    group: dict[str, str]
+    successor: dict[str, str]
+
+    @classmethod
+    def of(cls, doc: dict[str, Any], moved: dict[str, str] | None = None) -> Facts:
+        parent: dict[str, str] = {}
+
+        def find(x: str) -> str:
+            while parent.get(x, x) != x:
+                x = parent[x]
+            return x
+
+        def union(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+
+        for m in doc["memories"]:
+            key = f"{m['bank']}/{m['id']}"
+            parent.setdefault(key, key)
+            if m.get("dup_of"):
+                union(key, f"{m['bank']}/{m['dup_of']}")
+        for old, survivor in (moved or {}).items():
+            union(old, f"{old.split('/')[0]}/{survivor}")
+        group = {key: find(key) for key in parent}
+        successor: dict[str, str] = {}
+        for m in doc["memories"]:
+            if m.get("superseded_by"):
+                successor[f"{m['bank']}/{m['id']}"] = f"{m['bank']}/{m['superseded_by']}"
+        return cls(group, successor)
+
+    def final(self, key: str) -> str:
+        while key in self.successor:
+            key = self.successor[key]
+        return key
+
+
+def grades(q: dict[str, Any], facts: Facts) -> dict[str, int]:
+    """Relevance grade per fact group."""
+    out: dict[str, int] = {}
+    for mem_id, grade in q["relevant"].items():
+        fact = facts.group[f"{q['bank']}/{mem_id}"]
+        out[fact] = max(out.get(fact, 0), int(grade))
+    return out
+
+
+def score_ranking(ranking: Sequence[str], gr: dict[str, int], facts: Facts) -> dict[str, float]:
+    seen: set[str] = set()
+    first: int | None = None
+    dcg = 0.0
+    for i, key in enumerate(ranking[:K]):
+        fact = facts.group.get(key, key)
+        if fact in seen:
+            continue
+        seen.add(fact)
+        g = gr.get(fact, 0)
+        if g > 0:
+            first = i if first is None else first
+            dcg += (2**g - 1) / math.log2(i + 2)
+    ideal = sorted(gr.values(), reverse=True)[:K]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    found = sum(1 for f in gr if f in seen and gr[f] > 0)
+    return {
+        "hit@1": float(first is not None and first < 1),
+        "hit@3": float(first is not None and first < 3),
+        "mrr@10": 0.0 if first is None else 1.0 / (first + 1),
+        "ndcg@10": dcg / idcg if idcg else 0.0,
+        "recall@10": found / max(sum(1 for g in gr.values() if g > 0), 1),
+    }
+
+
+def traps(ranking: Sequence[str], facts: Facts) -> int:
+    """Superseded memories ranked above their current successor (or without it)."""
+    count = 0
+    for i, key in enumerate(ranking):
+        if key in facts.successor:
+            succ = facts.final(key)
+            if succ not in ranking[:i]:
+                count += 1
+    return count
+
+
+def pollution(ranking: Sequence[str], facts: Facts) -> int:
+    groups = [facts.group.get(k, k) for k in ranking[:K]]
+    return int(len(groups) != len(set(groups)))
+
+
+# -- running -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class QueryResult:
+    query: dict[str, Any]
+    ranking: list[str]
+    metrics: dict[str, float]
+    traps: int
+    leaks: int
+    pollution: int
+
+
+def run_queries(
+    store: MemoryStore, doc: dict[str, Any], facts: Facts, *, mode: str
+) -> list[QueryResult]:
+    out = []
+    for q in doc["queries"]:
+        bank = q["bank"]
+        got = store.recall(q["query"], bank=bank, limit=K, mode=mode)
+        ranking = [f"{bank}/{h.memory.id}" for h in got.memories]
+        leaks = sum(1 for h in got.memories if h.memory.invalid_at is not None)
+        history = store.recall(q["query"], bank=bank, limit=K, mode=mode, include_superseded=True)
+        hist_rank = [f"{bank}/{h.memory.id}" for h in history.memories]
+        out.append(
+            QueryResult(
+                q,
+                ranking,
+                score_ranking(ranking, grades(q, facts), facts),
+                traps(hist_rank, facts),
+                leaks,
+                pollution(ranking, facts),
+            )
+        )
+    return out
+
+
+def summarize(results: Sequence[QueryResult]) -> dict[str, Any]:
+    """Means per category, per language and overall, plus the trap/leak/pollution counts."""
+
+    def block(rows: Sequence[QueryResult]) -> dict[str, float]:
+        n = max(len(rows), 1)
+        agg = {m: round(sum(r.metrics[m] for r in rows) / n, 4) for m in METRICS}
+        agg.update({c: float(sum(getattr(r, c) for r in rows)) for c in COUNTS})
+        agg["n"] = float(len(rows))
+        return agg
+
+    by_cat: dict[str, list[QueryResult]] = defaultdict(list)
+    by_lang: dict[str, list[QueryResult]] = defaultdict(list)
+    for r in results:
+        by_cat[r.query["category"]].append(r)
+        by_lang[r.query.get("lang", "en")].append(r)
+    return {
+        "overall": block(results),
+        "category": {c: block(rows) for c, rows in sorted(by_cat.items())},
+        "lang": {lang: block(rows) for lang, rows in sorted(by_lang.items())},
+    }
+
+
+def evaluate(
+    doc: dict[str, Any], modes: Sequence[str] = MODES, *, keep: bool = False
+) -> dict[str, Any]:
+    """Every requested mode; ``keep`` also returns the per-query results."""
+    report: dict[str, Any] = {"modes": {}, "notes": [], "results": {}}
+    with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
+        base_modes = [m for m in modes if m in ("lexical", "hybrid", "hybrid-consolidated")]
+        if "hybrid-merged" in modes:
+            store, _ = build_store(Path(tmp) / "merged", doc)
+            moved = merge_duplicates(store, doc)
+            res = run_queries(store, doc, Facts.of(doc, moved), mode="hybrid")
+            _record(report, "hybrid-merged", res, keep)
+            store.close()
+        if base_modes:
+            store, clock = build_store(Path(tmp) / "plain", doc)
+            facts = Facts.of(doc)
+            for mode in (m for m in base_modes if m != "hybrid-consolidated"):
+                res = run_queries(store, doc, facts, mode=mode)
+                _record(report, mode, res, keep)
+            if "hybrid-consolidated" in base_modes:
+                moved = consolidate(store, clock)
+                if moved is None:
+                    report["notes"].append("hybrid-consolidated skipped: no consolidate_worker")
+                else:
+                    res = run_queries(store, doc, Facts.of(doc, moved), mode="hybrid")
+                    _record(report, "hybrid-consolidated", res, keep)
+                    report["modes"]["hybrid-consolidated"]["merged"] = len(moved)
+            store.close()
+        if "hybrid-embed" in modes:
+            store, _ = build_store(Path(tmp) / "embed", doc, embedder=FakeEmbedder(dim=256))
+            res = run_queries(store, doc, Facts.of(doc), mode="hybrid")
+            _record(report, "hybrid-embed", res, keep)
+            store.close()
+    report["modes"] = {m: report["modes"][m] for m in MODES if m in report["modes"]}
+    return report
+
+
+def _record(report: dict[str, Any], mode: str, res: list[QueryResult], keep: bool) -> None:
+    report["modes"][mode] = summarize(res)
+    if keep:
+        report["results"][mode] = res
+
+
+# -- snapshot ------------------------------------------------------------------------------
+
+
+def headline(report: dict[str, Any]) -> dict[str, Any]:
+    """The figures the snapshot gate compares: overall per mode, per category for hybrid."""
+    out: dict[str, Any] = {}
+    for mode, summary in report["modes"].items():
+        row = {k: summary["overall"][k] for k in (*METRICS, *COUNTS)}
+        if mode == "hybrid":
+            row["category"] = {
+                c: {m: s[m] for m in ("hit@3", "mrr@10", "recall@10")}
+                for c, s in summary["category"].items()
+            }
+        out[mode] = row
+    return out
+
+
+def regressions(current: dict[str, Any], snapshot: dict[str, Any], tol: float = 1e-6) -> list[str]:
+    """Every headline figure that got worse than the snapshot (metrics down, counts up)."""
+    bad: list[str] = []
+    for mode, snap in snapshot.items():
+        if mode not in current:
+            continue
+        bad.extend(_compare(f"{mode}", current[mode], snap, tol))
+    return bad
+
+
+def _compare(where: str, cur: dict[str, Any], snap: dict[str, Any], tol: float) -> list[str]:
+    bad: list[str] = []
+    for key, value in snap.items():
+        if isinstance(value, dict):
+            bad.extend(_compare(f"{where}.{key}", cur.get(key, {}), value, tol))
+        elif key in COUNTS:
+            if cur.get(key, math.inf) > value + tol:
+                bad.append(f"{where}.{key}: {cur.get(key)} > snapshot {value}")
+        elif cur.get(key, -math.inf) < value - tol:
+            bad.append(f"{where}.{key}: {cur.get(key)} < snapshot {value}")
+    return bad
+
+
+# -- ablations (for HISTORY.md rows; never used by the gate) --------------------------------
+
+
+def _ablations() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
+    import shared.text as text_mod
+    import store_worker.core as core_mod
+
+    def patch(obj: object, name: str, value: object) -> Callable[[], Iterator[None]]:
+        @contextlib.contextmanager
+        def cm() -> Iterator[None]:
+            old = getattr(obj, name)
+            setattr(obj, name, value)
+            text_mod._stem.cache_clear()  # the stem cache remembers the old setting
+            try:
+                yield
+            finally:
+                setattr(obj, name, old)
+                text_mod._stem.cache_clear()
+
+        return cm  # type: ignore[return-value]
+
+    table: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
+        "stemming": patch(text_mod, "STEMMING", False),  # type: ignore[dict-item]
+        "irregular-verbs": patch(text_mod, "LEMMAS", False),  # type: ignore[dict-item]
+        "derived-entities": patch(core_mod, "derive_entities", lambda text: ()),  # type: ignore[dict-item]
+        "stopwords": patch(text_mod, "STOPWORDS", frozenset()),  # type: ignore[dict-item]
+        "first-person": patch(text_mod, "FIRST_PERSON", frozenset()),  # type: ignore[dict-item]
+    }
+    return table
+
+
+def tuned(overrides: dict[str, str]) -> contextlib.AbstractContextManager[None]:
+    """Temporarily replace fields of ``recall.TUNING`` (``--set name=value``)."""
+
+    @contextlib.contextmanager
+    def cm() -> Iterator[None]:
+        if not overrides:
+            yield
+            return
+        old = recall_mod.TUNING
+        kinds = {f.name: f.type for f in dataclasses.fields(old)}
+        values: dict[str, Any] = {}
+        for name, raw in overrides.items():
+            if name not in kinds:
+                raise SystemExit(f"unknown tuning field {name}; known: {sorted(kinds)}")
+            current = getattr(old, name)
+            if isinstance(current, bool):
+                values[name] = raw.lower() in ("1", "true", "yes", "on")
+            elif isinstance(current, (int, float)):
+                values[name] = type(current)(float(raw))
+            else:
+                values[name] = raw
+        recall_mod.TUNING = dataclasses.replace(old, **values)
+        try:
+            yield
+        finally:
+            recall_mod.TUNING = old
+
+    return cm()
+
+
+# -- printing ------------------------------------------------------------------------------
+
+
+def table(report: dict[str, Any], *, categories: bool = True) -> str:
+    cols = (*METRICS, *COUNTS)
+    lines = ["| mode | slice | n | " + " | ".join(cols) + " |", "|---" * (len(cols) + 3) + "|"]
+    for mode, summary in report["modes"].items():
+        slices = [("overall", summary["overall"])]
+        if categories:
+            slices += [(c, s) for c, s in summary["category"].items()]
+            slices += [(f"lang={k}", s) for k, s in summary["lang"].items()]
+        for name, s in slices:
+            vals = [f"{s[c]:.3f}" if c in METRICS else f"{int(s[c])}" for c in cols]
+            lines.append(f"| {mode} | {name} | {int(s['n'])} | " + " | ".join(vals) + " |")
+    return "\n".join(lines)
+
+
+def misses(report: dict[str, Any], mode: str) -> str:
+    out = []
+    for r in report["results"].get(mode, []):
+        if r.metrics["hit@3"] < 1 or r.traps or r.pollution:
+            q = r.query
+            out.append(
+                f"{q['id']} [{q['category']}] {q['query']!r} want {sorted(q['relevant'])} "
+                f"got {[k.split('/')[1] for k in r.ranking[:5]]} traps={r.traps} "
+                f"pollution={r.pollution}"
+            )
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mode", action="append", choices=MODES, help="default: all modes")
+    ap.add_argument("--ablate", action="append", default=[], help="stemming|stopwords|...")
+    ap.add_argument("--set", action="append", default=[], help="recall tuning name=value")
+    ap.add_argument("--misses", action="store_true", help="list queries missing hit@3")
+    ap.add_argument("--brief", action="store_true", help="overall rows only")
+    ap.add_argument("--json", action="store_true", help="print the headline JSON")
+    ap.add_argument("--update-snapshot", action="store_true", help=f"rewrite {SNAPSHOT.name}")
+    args = ap.parse_args(argv)
+    doc = load_golden()
+    modes = tuple(args.mode or MODES)
+    known = _ablations()
+    overrides = dict(item.split("=", 1) for item in args.set)
+    t0 = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        for name in args.ablate:
+            if name not in known:
+                raise SystemExit(f"unknown ablation {name}; known: {sorted(known)}")
+            stack.enter_context(known[name]())
+        stack.enter_context(tuned(overrides))
+        report = evaluate(doc, modes, keep=args.misses)
+    took = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps(headline(report), indent=1, sort_keys=True))
+    else:
+        print(table(report, categories=not args.brief))
+    for note in report["notes"]:
+        print(f"note: {note}")
+    if args.misses:
+        for mode in report["results"]:
+            print(f"\n## misses ({mode})\n{misses(report, mode)}")
+    if args.update_snapshot:
+        SNAPSHOT.write_text(json.dumps(headline(report), indent=1, sort_keys=True) + "\n")
+        print(f"wrote {SNAPSHOT}")
+    print(f"({len(doc['memories'])} memories, {len(doc['queries'])} queries, {took:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,403 @@
+"""The ``memory`` CLI: help for every command (STYLE §20), every store verb through the
+embedded mode (``--data-dir``), ``--json``, exit codes, and one real ``up``/``down`` run."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.cli import build_parser, run
+from shared.clock import FakeClock
+from store_worker.core import MemoryStore
+
+MEMORY = str(Path(sys.executable).with_name("memory"))
+
+
+def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[Any]:
+    """(path, help, subparser) for every command and nested command of the parser."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, sub in action.choices.items():
+                path = (*prefix, name)
+                found.append((path, helps.get(name), sub))
+                found += _commands(sub, path)
+    return found
+
+
+COMMANDS = _commands(build_parser())
+
+
+class Cli:
+    """Runs ``memory`` in-process: ``cli("save", "x")`` → (exit code, stdout, stderr)."""
+
+    def __init__(self, data_dir: Path, store: MemoryStore | None = None) -> None:
+        self.data_dir = data_dir
+        self.store = store
+
+    def __call__(self, *argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = run(["--data-dir", str(self.data_dir), *argv], store=self.store, out=out, err=err)
+        return code, out.getvalue(), err.getvalue()
+
+    def json(self, *argv: str) -> Any:
+        code, out, err = self("--json", *argv)
+        assert code == 0, err
+        return json.loads(out)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path / "data")
+
+
+# -- (a) help --------------------------------------------------------------------------------
+
+
+def test_every_command_is_listed() -> None:
+    names = {path for path, _, _ in COMMANDS}
+    for wanted in ("up", "down", "stop", "status", "save", "recall", "get", "list", "update",
+                   "delete", "pin", "unpin", "supersede", "tags", "watch", "doctor", "reload",
+                   "describe", "capabilities", "configure"):  # fmt: skip
+        assert (wanted,) in names
+    for group, verbs in (
+        ("bank", ("create", "list", "delete")),
+        ("rule", ("list", "show", "set", "rm")),
+    ):
+        for verb in verbs:
+            assert (group, verb) in names
+
+
+@pytest.mark.parametrize("path", [c[0] for c in COMMANDS], ids=" ".join)
+def test_every_command_has_help(path: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    help_text, parser = next((h, p) for c, h, p in COMMANDS if c == path)
+    assert help_text and help_text.strip(), f"`memory {' '.join(path)}` has no help"
+    if parser.get_default("verb") is not None:  # our own verbs: every option explained too
+        for action in parser._actions:
+            assert action.help, f"`memory {' '.join(path)}` {action.dest} has no help"
+    with pytest.raises(SystemExit) as exited:
+        run([*path, "--help"])
+    assert exited.value.code == 0
+    assert f"usage: memory {' '.join(path)}" in capsys.readouterr().out
+
+
+# -- (b) the embedded CLI --------------------------------------------------------------------
+
+
+def test_save_recall_get_list_roundtrip(cli: Cli) -> None:
+    code, out, err = cli("save", "The user prefers tabs over spaces", "--tag", "style", "--pin")
+    assert (code, err) == (0, "")
+    assert out.startswith("saved user-prefers-tabs-spaces in bank main")
+    cli(
+        "save",
+        "Deploys happen on Fridays",
+        "--tag",
+        "ops",
+        "--entity",
+        "alice",
+        "--type",
+        "project",
+    )
+
+    code, out, _ = cli("recall", "tabs or spaces")
+    assert code == 0
+    rank, relevance, mem_id, date = out.split()[:4]
+    assert (rank, mem_id) == ("1.", "user-prefers-tabs-spaces")
+    assert 0 < float(relevance) <= 1 and len(date) == 10
+
+    got = cli.json("get", "deploys-happen-fridays")
+    assert got["memory"]["entities"] == ["alice"] and got["memory"]["type"] == "project"
+    listed = cli.json("list", "--tag", "style")
+    assert [m["id"] for m in listed["memories"]] == ["user-prefers-tabs-spaces"]
+    assert listed["total"] == 1
+    code, out, _ = cli("list")
+    assert "(2 of 2 in bank main)" in out and "[pinned]" in out
+
+
+def test_list_pages_and_all(cli: Cli) -> None:
+    for i in range(5):
+        cli("save", f"fact {i} about paging", "--id", f"fact-{i}")
+    first = cli.json("list", "--page-size", "2")
+    assert len(first["memories"]) == 2 and first["total"] == 5
+    second = cli.json("list", "--page-size", "2", "--page-token", first["next_page_token"])
+    assert {m["id"] for m in first["memories"]}.isdisjoint(m["id"] for m in second["memories"])
+    everything = cli.json("list", "--page-size", "2", "--all")
+    assert sorted(m["id"] for m in everything["memories"]) == [f"fact-{i}" for i in range(5)]
+    assert everything["next_page_token"] is None
+
+
+def test_update_pin_unpin_delete(cli: Cli) -> None:
+    cli("save", "The user lives in Lisbon", "--id", "home")
+    updated = cli.json("update", "home", "--text", "The user lives in Porto", "--tag", "place")
+    assert updated["memory"]["text"] == "The user lives in Porto"
+    assert updated["memory"]["tags"] == ["place"] and updated["memory"]["revision"] == 1
+    assert cli.json("pin", "home")["memory"]["pinned"] is True
+    assert cli.json("unpin", "home")["memory"]["pinned"] is False
+    assert cli.json("update", "home", "--pin")["memory"]["pinned"] is True
+    code, out, _ = cli("get", "home")
+    assert code == 0 and "Porto" in out and "pinned        yes" in out
+    cli("unpin", "home")
+    code, out, _ = cli("delete", "home", "--reason", "moved")
+    assert code == 0 and "retired" in out
+    assert cli.json("list")["total"] == 0
+    assert cli.json("list", "--include-superseded")["total"] == 1
+
+
+def test_supersede_and_tags(cli: Cli) -> None:
+    cli("save", "Standup is at 9", "--id", "old", "--tag", "meetings")
+    cli("save", "Standup is at 10", "--id", "new", "--tag", "meetings", "--tag", "team")
+    code, out, _ = cli("supersede", "old", "--by", "new", "--reason", "moved", "--reinforce")
+    assert code == 0 and out.strip() == "old superseded by new (reinforced)"
+    assert cli.json("get", "old")["memory"]["superseded_by"] == "new"
+    assert cli.json("get", "new")["memory"]["corroboration"] == 1
+    tags = cli.json("tags")["tags"]
+    assert tags == [{"tag": "meetings", "count": 1}, {"tag": "team", "count": 1}]
+    code, out, _ = cli("recall", "standup", "--include-superseded", "--limit", "5")
+    assert "old" in out and "new" in out
+
+
+def test_banks(cli: Cli) -> None:
+    code, out, _ = cli("bank", "create", "work", "--description", "job things")
+    assert code == 0 and out.startswith("created: bank work")
+    assert cli.json("bank", "create", "work")["created"] is False
+    cli("save", "work fact", "--bank", "work")
+    banks = {b["name"]: b for b in cli.json("bank", "list")["banks"]}
+    assert banks["work"]["memories"] == 1 and banks["work"]["description"] == "job things"
+    code, out, _ = cli("bank", "delete", "work")
+    assert code == 0 and ".trash" in out
+    assert "work" not in {b["name"] for b in cli.json("bank", "list")["banks"]}
+
+
+def test_rules(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    style = tmp_path / "style.md"
+    style.write_text("Use tabs.\n", "utf-8")
+    assert cli("rule", "set", "style", "--file", str(style))[0] == 0
+    cli("rule", "set", "tone", "--content", "Be brief.")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("From stdin."))
+    cli("rule", "set", "piped")
+    rules = {r["name"]: r["content"] for r in cli.json("rule", "list")["rules"]}
+    assert rules == {"piped": "From stdin.", "style": "Use tabs.\n", "tone": "Be brief."}
+    assert cli("rule", "show", "tone")[1] == "Be brief.\n"
+    assert cli("rule", "rm", "tone")[1].strip() == "rule tone removed in bank main"
+    code, _, err = cli("rule", "rm", "tone")
+    assert code == 2 and err.startswith("error: not_found:")
+    code, _, err = cli("rule", "set", "x", "--file", str(tmp_path / "missing.md"))
+    assert code == 2 and err.startswith("error: invalid_argument: cannot read")
+
+
+def test_operations(cli: Cli) -> None:
+    code, out, _ = cli("doctor")
+    assert code == 0 and out.startswith("ok")
+    assert cli.json("doctor")["ok"] is True
+    assert cli.json("describe")["name"] == "memory-store"
+    assert "hybrid" in cli.json("capabilities")["recall_modes"]
+    assert cli.json("configure", "recall_limit=3", "decay_half_life_days=30")["recall_limit"] == 3
+    assert cli("reload")[1].startswith("reloaded")
+    code, _, err = cli("configure", "nonsense=1")
+    assert code == 2 and err.startswith("error: invalid_argument:")
+    code, _, err = cli("configure", "no-equals-sign")
+    assert code == 2 and "KEY=VALUE" in err
+
+
+def test_watch_once_follows_the_pull_cursor(tmp_path: Path) -> None:
+    # Events live in the store's RAM, so the CLI is given one store for all its calls
+    store = MemoryStore(tmp_path / "data", clock=FakeClock())
+    cli = Cli(tmp_path / "data", store=store)
+    cli("save", "watched fact", "--bank", "w")
+    cli("save", "other fact", "--id", "other")
+    code, out, _ = cli("watch", "--once", "--bank", "w")
+    assert code == 0
+    assert [line.split()[1:4] for line in out.splitlines()] == [
+        ["bank-changed", "created", "[w]"],
+        ["item-changed", "created", "[w]"],
+    ]
+    code, out, _ = cli("--json", "watch", "--once", "--from", "3")
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["seq"] for e in events] == [4] and events[0]["memory"]["id"] == "other"
+    code, out, _ = cli("watch", "--once", "--from", "4")
+    assert out.strip() == "no events after cursor 4 (cursor 4)"
+
+
+def test_typed_errors_exit_2_with_one_line(cli: Cli) -> None:
+    cases = [
+        (("get", "nope"), "error: not_found: no memory 'nope' in bank 'main'"),
+        (("save", "x", "--type", "weird"), "error: invalid_type:"),
+        (("save", "x", "--scope", "session"), "error: invalid_scope:"),
+        (("bank", "create", "../evil"), "error: invalid_argument:"),
+        (("recall", "x", "--mode", "psychic"), "error: invalid_argument:"),
+        (("list", "--page-token", "garbage!"), "error: invalid_argument:"),
+    ]
+    for argv, expected in cases:
+        code, out, err = cli(*argv)
+        assert code == 2, argv
+        assert err.startswith(expected) and err.count("\n") == 1, err
+        assert out == ""
+
+
+def test_unexpected_failures_exit_1(tmp_path: Path) -> None:
+    class Broken:
+        def tags(self, **_: Any) -> Any:
+            raise RuntimeError("disk on fire")
+
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["tags"], store=Broken(), out=out, err=err)
+    assert code == 1
+    assert err.getvalue() == "error: unexpected: RuntimeError: disk on fire\n"
+
+
+def test_usage_errors_exit_2(cli: Cli) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli("supersede", "a")  # --by is required
+    assert exited.value.code == 2
+
+
+def test_save_scope_project_defaults_to_cwd(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    saved = cli.json("save", "project fact", "--scope", "project", "--type", "project")
+    assert saved["memory"]["project"] == str(tmp_path.resolve())
+
+
+# -- through the installed entry point -------------------------------------------------------
+
+
+def _isolated_env(tmp: Path) -> dict[str, str]:
+    """No developer cluster reachable: own HOME and TMPDIR (Ray's /tmp/ray moves with it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "MEMORY_"))}
+    env.update(HOME=str(tmp / "home"), TMPDIR=str(tmp), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    (tmp / "home").mkdir(exist_ok=True)
+    return env
+
+
+def test_entry_point_embedded_smoke(tmp_path: Path) -> None:
+    env = _isolated_env(tmp_path)
+    env.update(MEMORY_EMBEDDED="1", MEMORY_DATA_DIR=str(tmp_path / "data"))
+    saved = subprocess.run(
+        [MEMORY, "save", "Entry point fact", "--tag", "smoke"], env=env, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (saved.returncode, saved.stderr) == (0, "")
+    recalled = subprocess.run(
+        [MEMORY, "--json", "recall", "entry point"], env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert recalled.returncode == 0
+    assert json.loads(recalled.stdout)["memories"][0]["memory"]["id"] == "entry-point-fact"
+
+
+def test_no_running_store_prints_the_hint(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [MEMORY, "recall", "anything"], env=_isolated_env(tmp_path), capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: source_unavailable: no memory store is running; "
+        "start it with `memory up` or `make run`"
+    ]
+
+
+def test_up_moves_busy_default_ports_aside() -> None:
+    from shared.cluster import HeadOptions, with_free_ports
+
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        busy = held.getsockname()[1]
+        opts, notes = with_free_ports(HeadOptions(), defaults={"dashboard_port": busy})
+        assert opts.dashboard_port not in (None, busy)
+        assert notes == [f"port {busy} is busy: dashboard on {opts.dashboard_port}"]
+    # a free default is left to Ray, and an explicit port is never second-guessed
+    assert with_free_ports(HeadOptions(), defaults={"dashboard_port": busy}) == (HeadOptions(), [])
+    assert (
+        with_free_ports(HeadOptions(dashboard_port=busy), defaults={"dashboard_port": busy})[1]
+        == []
+    )
+
+
+# -- (c) a real cluster: up, status, save, recall, watch, down --------------------------------
+
+
+def _free_ports(count: int) -> list[int]:
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.fixture
+def own_cluster_env() -> Iterator[dict[str, str]]:
+    """An environment whose `memory up` starts a private head: own TMPDIR (so `address=auto`
+    and /tmp/ray are private), own HOME (own auth token), free ports — it coexists with the
+    session's test cluster and with a developer's default-port cluster. Cleanup kills only this
+    cluster's session processes, even when the test fails half-way."""
+    from shared.cluster import stop_session
+
+    tmp = Path(tempfile.mkdtemp(prefix="mem-up-", dir="/tmp"))  # short: Ray socket paths
+    env = _isolated_env(tmp)
+    env["MEMORY_DATA_DIR"] = str(tmp / "data")
+    try:
+        yield env
+    finally:
+        subprocess.run([MEMORY, "down"], env=env, capture_output=True, timeout=120, check=False)
+        for session in (tmp / "ray").glob("session_2*"):
+            stop_session(session, grace_s=2)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # ~25 s idle; a busy shared box has taken 70 s
+def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str, str]) -> None:
+    env = own_cluster_env
+
+    def memory(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [MEMORY, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    port, dash, client, agent = _free_ports(4)
+    up = memory(
+        "up", "store", "--num-cpus", "1", "--port", str(port), "--dashboard-port", str(dash),
+        "--client-port", str(client), "--agent-port", str(agent),
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    assert "ray cluster: started" in up.stdout and "started store (memory-store)" in up.stdout
+    assert f"dashboard: http://127.0.0.1:{dash}" in up.stdout
+    assert f"data dir:  {env['MEMORY_DATA_DIR']}" in up.stdout
+    # token auth stays on: up made a token in the (temporary) HOME
+    assert (Path(env["HOME"]) / ".ray" / "auth_token").exists()
+
+    assert memory("save", "The cluster test ran", "--tag", "slow").returncode == 0
+    recall = memory("--json", "recall", "cluster test")
+    assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
+    status = memory("status")
+    assert "store         up" in status.stdout and "bank main" in status.stdout
+    watch = memory("watch", "--once")
+    assert "item-changed created [main] cluster-test-ran" in watch.stdout
+
+    again = memory("up", "store")  # joins the running cluster; the actor is reused
+    assert "ray cluster: joined" in again.stdout
+    assert "already running: store (memory-store)" in again.stdout
+
+    down = memory("down")
+    assert down.returncode == 0, down.stderr
+    assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
+    gone = memory("status")
+    assert gone.returncode == 2 and "no memory store is running" in gone.stderr

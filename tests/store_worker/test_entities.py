@@ -1,0 +1,62 @@
+"""Entity derivation for saves that name none (store_worker/entities.py, issue 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shared.clock import FakeClock
+from store_worker.core import MemoryStore
+from store_worker.entities import MAX_DERIVED, derive_entities
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The user's partner is Sofia Almeida, an architect.", ("sofia-almeida",)),
+        (
+            "The user moved to Campo de Ourique, Lisbon, in July 2026.",
+            ("campo-de-ourique", "lisbon"),
+        ),
+        ("On 18 March 2025 Kestrel was down for 47 minutes.", ("kestrel",)),
+        ("Kestrel moved from Fly.io to AWS; Auth0 was replaced.", ("aws", "auth0", "fly.io")),
+        ("Patient search uses pg_trgm, not Elasticsearch.", ("elasticsearch", "pg_trgm")),
+        ("The user is on call for Tidewater's pipelines.", ("tidewater",)),
+        ("Bolacha's vet is Dr. Inês Faria.", ("bolacha", "inês-faria")),
+    ],
+)
+def test_derives_names_and_tools(text: str, expected: tuple[str, ...]) -> None:
+    assert sorted(derive_entities(text)) == sorted(expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Metrics and dashboards live in the cloud.",  # a sentence's first word is no name
+        "Keep replies brief and to the point.",
+        "The API and the UI use JSON over HTTP in CI.",  # generic acronyms
+        "Standup is on Monday at 10:00; the Q3 retro is in March.",  # days, months, quarters
+        "I think the user prefers tea.",
+        "",
+    ],
+)
+def test_derives_nothing_from_plain_prose(text: str) -> None:
+    assert derive_entities(text) == ()
+
+
+def test_derivation_is_capped_and_deterministic() -> None:
+    text = " ".join(f"Met Alpha{i}Beta today." for i in range(20))
+    first = derive_entities(text)
+    assert len(first) == MAX_DERIVED
+    assert derive_entities(text) == first
+
+
+def test_save_derives_only_when_no_entities_are_given(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path, clock=FakeClock())
+    derived = store.save("Ana's husband Rui is a nurse in Braga.").memory
+    assert set(derived.entities) == {"ana", "rui", "braga"}
+    explicit = store.save("Rui works night shifts at the hospital.", entities=["rui-costa"])
+    assert explicit.memory.entities == ("rui-costa",)
+    hits = store.recall("where does Rui work", mode="hybrid").memories
+    assert {h.memory.id for h in hits} == {derived.id, explicit.memory.id}

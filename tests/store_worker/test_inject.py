@@ -1,0 +1,331 @@
+"""Per-turn injection: ``pre_generate`` and ``preview`` (issue 4; DESIGN §5; seeds/003 "How it
+hooks into the harness")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from shared.clock import FakeClock
+from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
+from store_worker.core import MemoryStore
+from store_worker.inject import InjectResponse
+
+Factory = Callable[..., MemoryStore]
+DAY = 86_400_000
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def step(
+    store: MemoryStore,
+    sid: str,
+    window: list[dict[str, Any]],
+    *,
+    n: int = 0,
+    turn: str | None = None,
+    **meta: Any,
+) -> InjectResponse:
+    return store.pre_generate(sid, turn or str(ULID()), n, window, meta or None)
+
+
+def block_ids(message: str) -> list[str]:
+    return re.findall(r"\(#([a-z0-9-]+)\)$", message, re.M)
+
+
+@pytest.fixture
+def store(fresh_store: Factory) -> MemoryStore:
+    s = fresh_store()
+    s.save("The user publishes blog posts on Tuesdays", entities=["user"], tags=["blog"])
+    s.save("The user drinks green tea", entities=["user"])
+    s.rule_set("style", "Formal register. No em-dashes.")
+    return s
+
+
+# -- the system-prompt section -------------------------------------------------------------
+
+
+def test_first_step_gets_header_and_rules_then_frozen(store: MemoryStore) -> None:
+    first = step(store, "s1", [user("hello")])
+    assert first.decision == "continue" and first.bank == "main"
+    assert first.system_prompt is not None
+    assert first.system_prompt.startswith('# Memory (bank "main")')
+    assert "## style\nFormal register. No em-dashes." in first.system_prompt
+    # a later step gets the very same text, with nothing appended
+    later = step(store, "s1", [user("hello")], n=1)
+    assert later.system_prompt == first.system_prompt
+    assert later.append_messages == ()
+
+
+def test_rule_change_arrives_once_as_an_appended_update(store: MemoryStore) -> None:
+    window = [user("hello")]
+    frozen = step(store, "s1", window).system_prompt
+    # When a rule changes mid-session
+    store.rule_set("style", "Casual register.")
+    res = step(store, "s1", window, n=1)
+    # Then the prefix stays, and one update message carries the new section
+    assert res.system_prompt == frozen
+    (update,) = res.append_messages
+    assert update["content"].startswith('<memory update="rules" bank="main">\n')
+    assert "## style\nCasual register." in update["content"]
+    # once: with the update in the window, or without it (a harness that drops it)
+    assert step(store, "s1", [*window, update], n=2).append_messages == ()
+    assert step(store, "s1", window, n=3).append_messages == ()
+    # a new session gets the new rule in its (new) frozen section
+    assert "Casual register." in (step(store, "s2", window).system_prompt or "")
+
+
+def test_window_with_an_older_update_gets_the_newest_once(store: MemoryStore) -> None:
+    step(store, "s1", [user("hi")])
+    store.rule_set("style", "Version two.")
+    (u2,) = step(store, "s1", [user("hi")], n=1).append_messages
+    store.rule_set("style", "Version three.")
+    (u3,) = step(store, "s1", [user("hi"), u2], n=2).append_messages
+    assert "Version three." in u3["content"]
+    assert step(store, "s1", [user("hi"), u2, u3], n=3).append_messages == ()
+
+
+def test_rules_fit_max_rule_chars_with_explicit_markers(fresh_store: Factory) -> None:
+    store = fresh_store(max_rule_chars=300)
+    store.rule_set("alpha", "A short rule.")
+    store.rule_set("beta", "\n".join(f"Line {i} of a long rule." for i in range(40)))
+    store.rule_set("gamma", "Never seen.")
+    store.rule_set("learned", "- learned last")
+    res = step(store, "s1", [user("hi")])
+    section = res.system_prompt or ""
+    rules_part = section.split("\n\n", 2)[2]
+    shown = re.sub(r"\[memory: [^\]]*\]", "", rules_part)
+    assert len(shown) <= 300
+    assert "## alpha\nA short rule." in section
+    assert re.search(r'\[memory: rule "beta" truncated: \d+ of \d+ chars shown', section)
+    assert "[memory: 2 rule(s) omitted (gamma, learned): max_rule_chars 300 reached]" in section
+    assert res.rules == 2 and res.rules_truncated
+
+
+def test_learned_rule_comes_after_hand_written_rules(store: MemoryStore) -> None:
+    store.rule_set("learned", "- Never start replies with Certainly")
+    store.rule_set("zeta", "Last by name.")
+    section = step(store, "s1", [user("hi")]).system_prompt or ""
+    assert section.index("## style") < section.index("## zeta") < section.index("## learned")
+
+
+# -- bank resolution -----------------------------------------------------------------------
+
+
+def test_bank_resolution_order(store: MemoryStore) -> None:
+    store.bank_create("blog")
+    store.bank_create("work")
+    store.save("Blog posts go out at 9am", bank="blog")
+    # default
+    assert step(store, "a", [user("hi")]).bank == "main"
+    # session metadata, remembered for later turns
+    assert step(store, "b", [user("hi")], session={"memory_bank": "blog"}).bank == "blog"
+    assert step(store, "b", [user("hi")]).bank == "blog"
+    # turn metadata wins for its turn only
+    assert step(store, "b", [user("hi")], memory_bank="work").bank == "work"
+    assert step(store, "b", [user("hi")]).bank == "blog"
+    # a sub-agent works in its parent's bank
+    res = store.pre_generate("b-child", str(ULID()), 0, [user("hi")], None, "b")
+    assert res.bank == "blog"
+
+
+@pytest.mark.parametrize("bank", ["Not A Bank", "../main", 42])
+def test_invalid_bank_means_no_memory_never_another(store: MemoryStore, bank: Any) -> None:
+    res = step(store, "s1", [user("when do I publish?")], memory_bank=bank)
+    assert res.bank is None and res.system_prompt is None
+    assert res.append_messages == () and res.memories == ()
+    assert "no memory" in res.notes[0]
+
+
+def test_deleted_bank_means_no_memory(store: MemoryStore) -> None:
+    store.bank_create("blog")
+    store.save("The user publishes on Tuesdays", bank="blog")
+    store.bank_delete("blog")
+    res = step(store, "s1", [user("when do I publish?")], memory_bank="blog")
+    assert res.bank is None and res.append_messages == ()
+    assert "blog" not in store.banks  # injection never brings it back
+
+
+def test_unknown_bank_gets_the_header_only_while_extraction_is_on(store: MemoryStore) -> None:
+    res = step(store, "s1", [user("hi")], memory_bank="fresh")
+    assert res.bank is None  # extraction off (no extractor reported): nothing
+    store.state_set("extractor", "status", {"enabled": True, "model": "stub/x"})
+    res = step(store, "s2", [user("hi")], memory_bank="fresh")
+    assert res.bank == "fresh"
+    assert res.system_prompt is not None and "## " not in res.system_prompt
+    assert res.append_messages == ()
+    assert "fresh" not in store.banks
+
+
+# -- the recalled block --------------------------------------------------------------------
+
+
+def test_step_zero_block_is_dated_and_names_the_day(fresh_store: Factory) -> None:
+    clock = FakeClock(start_ms=1_767_225_600_000)  # 2026-01-01
+    store = fresh_store(clock=clock)
+    store.save("The user publishes blog posts on Tuesdays", entities=["user"])
+    clock.advance(days=40)
+    res = step(store, "s1", [user("when do I publish my blog?")])
+    (block,) = res.append_messages
+    assert block["role"] == "user"
+    assert block["content"] == (
+        '<memory bank="main" recalled="2026-02-10">\n'
+        "- [2026-01-01] The user publishes blog posts on Tuesdays "
+        "(#user-publishes-blog-posts-tuesdays)\n"
+        "</memory>"
+    )
+    assert res.retrieval in ("hybrid", "lexical")
+    assert res.memories[0].score > 0
+    # later steps of the turn get no block
+    assert step(store, "s1", [user("when do I publish my blog?"), block], n=1).memories == ()
+
+
+def test_memories_already_in_the_window_are_skipped(store: MemoryStore) -> None:
+    q = user("when do I publish blog posts?")
+    (block,) = step(store, "s1", [q]).append_messages
+    assert "user-publishes-blog-posts-tuesdays" in block_ids(block["content"])
+    # next turn: the earlier block is still in the window → those memories are not repeated
+    res = step(store, "s1", [q, block, {"role": "assistant", "content": "Tuesdays"}, q])
+    carried = set(block_ids(block["content"]))
+    assert not carried & {m.memory.id for m in res.memories}
+    # compaction dropped the block: its memories can return
+    res = step(store, "s1", [q])
+    assert "user-publishes-blog-posts-tuesdays" in {m.memory.id for m in res.memories}
+
+
+def test_ambient_floor_tops_up_with_the_strongest(fresh_store: Factory) -> None:
+    store = fresh_store(ambient_floor=2)
+    store.save("The user lives in Lisbon")
+    store.save("Deploys happen on Fridays", pinned=True)
+    store.save("The user has a cat named Miso")
+    store.save("The user has a cat named Miso")  # reinforced: corroboration 1
+    res = step(store, "s1", [user("zzz qqq")])  # matches nothing
+    assert [(m.memory.id, m.score) for m in res.memories] == [
+        ("deploys-happen-fridays", 0.0),
+        ("user-cat-named-miso", 0.0),
+    ]
+    none = fresh_store(ambient_floor=0)
+    none.save("The user lives in Lisbon")
+    assert step(none, "s1", [user("zzz qqq")]).append_messages == ()
+
+
+def test_recall_limit_and_token_budget(fresh_store: Factory) -> None:
+    store = fresh_store(recall_limit=2, ambient_floor=0)
+    for i in range(5):
+        store.save(f"Tea fact number {i}: the user likes oolong tea variety {i}")
+    assert len(step(store, "s1", [user("oolong tea")]).memories) == 2
+    one = next(iter(store.banks["main"].records.values())).tokens
+    tight = fresh_store(recall_limit=10, ambient_floor=0, recall_budget_tokens=one * 2 + 1)
+    for i in range(5):
+        tight.save(f"Tea fact number {i}: the user likes oolong tea variety {i}")
+    got = step(tight, "s1", [user("oolong tea")]).memories
+    assert len(got) == 2 and sum(m.memory.tokens for m in got) <= one * 2 + 1
+
+
+def test_session_scoped_memories_stay_in_their_session(store: MemoryStore) -> None:
+    store.save("The user is debugging the parser", scope="session", session_id="s1")
+    ids = {m.memory.id for m in step(store, "s1", [user("the parser bug")]).memories}
+    assert "user-debugging-parser" in ids
+    ids = {m.memory.id for m in step(store, "s2", [user("the parser bug")]).memories}
+    assert "user-debugging-parser" not in ids
+
+
+# -- switching and turning off mid-session ---------------------------------------------------
+
+
+def test_switching_bank_appends_the_new_section(store: MemoryStore) -> None:
+    store.bank_create("blog")
+    store.rule_set("voice", "Write like a blogger.", bank="blog")
+    store.save("Blog posts go out at 9am", bank="blog")
+    frozen = step(store, "s1", [user("hi")]).system_prompt
+    res = step(store, "s1", [user("when do blog posts go out?")], session={"memory_bank": "blog"})
+    assert res.bank == "blog" and res.system_prompt == frozen  # what it saw is not rewritten
+    update, block = res.append_messages
+    assert update["content"].startswith('<memory update="rules" bank="blog">')
+    assert "## voice" in update["content"]
+    assert block["content"].startswith('<memory bank="blog"')
+
+
+def test_turning_injection_off_tells_the_session_once(store: MemoryStore) -> None:
+    window = [user("when do I publish?")]
+    step(store, "s1", window)
+    store.configure({"inject_rules": False, "inject_memories": False})
+    res = step(store, "s1", window)
+    (notice,) = res.append_messages
+    assert notice["content"].startswith('<memory update="rules" bank="none">')
+    assert "no memory section applies" in notice["content"].lower()
+    assert step(store, "s1", [*window, notice]).append_messages == ()
+    assert step(store, "s2", window).system_prompt is None  # a new session gets nothing
+    # back on: the section returns as an update
+    store.configure({"inject_rules": True, "inject_memories": True})
+    res = step(store, "s1", [*window, notice], n=1)
+    assert "## style" in res.append_messages[0]["content"]
+
+
+# -- restarts, preview, failure ------------------------------------------------------------
+
+
+def test_session_state_survives_a_store_restart(store: MemoryStore) -> None:
+    window = [user("hello")]
+    frozen = step(store, "s1", window).system_prompt
+    store.rule_set("style", "Changed while down.")
+    store.close()
+    again = MemoryStore(store.root, clock=store.clock)
+    res = step(again, "s1", window, n=1)
+    assert res.system_prompt == frozen  # never re-sent as a new section
+    assert len(res.append_messages) == 1  # the change arrives exactly once
+    again.close()
+    third = MemoryStore(store.root, clock=store.clock)
+    assert step(third, "s1", window, n=2).append_messages == ()
+    third.close()
+
+
+def test_preview_runs_the_same_code(store: MemoryStore) -> None:
+    p = store.preview("when do I publish blog posts?")
+    res = step(store, "new-session", [user("when do I publish blog posts?")])
+    assert p.bank == "main" and p.system_prompt_section == res.system_prompt
+    assert p.message == res.append_messages[0]["content"]
+    assert [m.memory.id for m in p.memories] == [m.memory.id for m in res.memories]
+    assert (p.rules, p.rules_truncated) == (1, False)
+    with pytest.raises(NotFoundError):
+        store.preview("anything", bank="nope")
+    store.configure({"inject_memories": False})
+    p = store.preview("when do I publish?")
+    assert p.message is None and p.retrieval == "none"
+
+
+def test_fail_open_keeps_the_section_and_adds_nothing(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frozen = step(store, "s1", [user("hi")]).system_prompt
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        raise SourceUnavailableError("disk gone")
+
+    monkeypatch.setattr(store, "recall", down)
+    res = step(store, "s1", [user("when do I publish?")])
+    assert res.decision == "continue" and res.system_prompt == frozen
+    assert res.append_messages == () and res.notes
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"session_id": ""},
+        {"step": -1},
+        {"step": True},
+        {"turn_id": "nope"},
+        {"messages": "hi"},
+        {"metadata": ["x"]},
+    ],
+)
+def test_bad_input_is_a_typed_error(store: MemoryStore, kwargs: dict[str, Any]) -> None:
+    call: dict[str, Any] = {"session_id": "s1", "turn_id": None, "step": 0, "messages": []}
+    with pytest.raises(InvalidArgumentError):
+        store.pre_generate(**{**call, **kwargs})

@@ -1,0 +1,205 @@
+"""The semantic arm (issue 2): FakeEmbedder, the vectors.jsonl sidecar, rebuilds, degradation."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shared.clock import FakeClock
+from shared.errors import SourceUnavailableError
+from store_worker.core import MemoryStore
+from store_worker.embed import FakeEmbedder
+
+TEXTS = {
+    "astro": "astronomers observe distant galaxies through telescopes",
+    "cook": "the chef bakes sourdough bread every morning",
+    "code": "python programmers write unit tests with pytest",
+}
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def store(data_dir: Path, embedder: FakeEmbedder) -> Iterator[MemoryStore]:
+    s = MemoryStore(data_dir, clock=FakeClock(), embedder=embedder)
+    for key, text in TEXTS.items():
+        s.save(text, id=key)
+    yield s
+    s.close()
+
+
+def sidecar(data_dir: Path, bank: str = "main") -> list[dict[str, object]]:
+    raw = (data_dir / bank / "vectors.jsonl").read_bytes()
+    return [json.loads(line) for line in raw.split(b"\n") if line.strip()]
+
+
+def latest(rows: list[dict[str, object]]) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
+    for row in rows:
+        out[str(row["id"])] = row
+    return out
+
+
+def test_fake_embedder_is_deterministic_unit_and_similar_for_shared_words() -> None:
+    e = FakeEmbedder(dim=64)
+    a, b, c = e.embed(["galaxies and telescopes", "telescopes see galaxies", "sourdough bread"])
+    assert e.embed(["galaxies and telescopes"])[0] == a
+    assert sum(x * x for x in a) == pytest.approx(1.0)
+    cos = lambda u, v: sum(x * y for x, y in zip(u, v, strict=True))  # noqa: E731
+    assert cos(a, b) > cos(a, c)
+    assert len(a) == 64
+
+
+def test_semantic_recall(store: MemoryStore) -> None:
+    res = store.recall("telescopes galaxies", mode="semantic")
+    assert res.retrieval == "semantic"
+    assert res.memories[0].memory.id == "astro"
+    assert all(0 <= h.relevance_score <= 1 for h in res.memories)
+    assert all(h.score > 0 for h in res.memories)
+
+
+def test_hybrid_uses_the_cosine(store: MemoryStore, data_dir: Path) -> None:
+    hyb = store.recall("galaxies telescopes")
+    assert hyb.retrieval == "hybrid"
+    plain = MemoryStore(data_dir, clock=FakeClock())  # same files, no embedder
+    lex = plain.recall("galaxies telescopes")
+    assert lex.retrieval == "lexical"
+    top_h = {h.memory.id: h.score for h in hyb.memories}
+    top_l = {h.memory.id: h.score for h in lex.memories}
+    assert top_h["astro"] > top_l["astro"]  # + 2.2 · cosine
+    plain.close()
+
+
+def test_sidecar_written_on_save(
+    store: MemoryStore, data_dir: Path, embedder: FakeEmbedder
+) -> None:
+    rows = latest(sidecar(data_dir))
+    assert set(rows) == set(TEXTS)
+    for key, row in rows.items():
+        assert row["model"] == embedder.name
+        assert row["fp"] == store.get(key).memory.fingerprint
+        assert isinstance(row["v"], list) and len(row["v"]) == embedder.dim
+    m = store.save("a brand new fact about volcanoes").memory
+    assert latest(sidecar(data_dir))[m.id]["fp"] == m.fingerprint
+
+
+def test_text_edit_refreshes_the_vector(store: MemoryStore, data_dir: Path) -> None:
+    store.update("cook", text="the chef grills fish on fridays")
+    fresh = store.get("cook").memory.fingerprint
+    assert latest(sidecar(data_dir))["cook"]["fp"] == fresh
+    assert store.recall("grills fish", mode="semantic").memories[0].memory.id == "cook"
+
+
+def test_reload_keeps_vectors_without_re_embedding(store: MemoryStore, data_dir: Path) -> None:
+    store.close()
+    again_embedder = FakeEmbedder()
+    again = MemoryStore(data_dir, clock=FakeClock(), embedder=again_embedder)
+    assert again_embedder.calls == 0  # every vector was fresh on disk
+    assert again.recall("telescopes", mode="semantic").memories[0].memory.id == "astro"
+    assert again_embedder.calls == 1  # the query only
+    again.close()
+
+
+def test_deleted_sidecar_is_rebuilt(store: MemoryStore, data_dir: Path) -> None:
+    (data_dir / "main" / "vectors.jsonl").unlink()
+    store.reload()
+    assert set(latest(sidecar(data_dir))) == set(TEXTS)
+    assert store.recall("telescopes", mode="semantic").memories[0].memory.id == "astro"
+
+
+def test_model_change_rebuilds_the_sidecar(store: MemoryStore, data_dir: Path) -> None:
+    store.close()
+    other = FakeEmbedder(dim=32)
+    again = MemoryStore(data_dir, clock=FakeClock(), embedder=other)
+    rows = sidecar(data_dir)
+    assert {r["model"] for r in rows} == {"fake-32"}  # rewritten whole, old model gone
+    assert {len(r["v"]) for r in rows} == {32}  # type: ignore[arg-type]
+    assert set(latest(rows)) == set(TEXTS)
+    assert again.recall("telescopes", mode="semantic").memories[0].memory.id == "astro"
+    again.close()
+
+
+def test_stale_fingerprint_is_re_embedded(store: MemoryStore, data_dir: Path) -> None:
+    path = data_dir / "main" / "vectors.jsonl"
+    rows = sidecar(data_dir)
+    for row in rows:
+        if row["id"] == "code":
+            row["fp"] = "fp0000000000000000"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store.reload()
+    assert latest(sidecar(data_dir))["code"]["fp"] == store.get("code").memory.fingerprint
+
+
+def test_garbage_sidecar_lines_are_ignored(store: MemoryStore, data_dir: Path) -> None:
+    path = data_dir / "main" / "vectors.jsonl"
+    junk = b'5\n[1, 2]\n{"id": 1}\n{"id": "code", "fp": "x", "model": "fake-64", "v": "abc"}\n'
+    path.write_bytes(b"not json\n" + path.read_bytes() + junk)
+    store.reload()
+    assert store.recall("telescopes", mode="semantic").memories[0].memory.id == "astro"
+
+
+def test_retired_records_leave_semantic_recall_and_the_rebuilt_sidecar(
+    store: MemoryStore, data_dir: Path
+) -> None:
+    store.delete("astro")
+    assert "astro" not in [
+        h.memory.id for h in store.recall("telescopes", mode="semantic").memories
+    ]
+    (data_dir / "main" / "vectors.jsonl").unlink()
+    store.reload()
+    assert "astro" not in latest(sidecar(data_dir))
+
+
+def test_semantic_respects_filters(store: MemoryStore) -> None:
+    store.save("telescope maintenance checklist", id="tagged", tags=["ops"])
+    res = store.recall("telescopes galaxies", mode="semantic", tag="ops")
+    assert [h.memory.id for h in res.memories] == ["tagged"]
+
+
+def test_a_failing_embedder_never_fails_a_write_and_catches_up(
+    store: MemoryStore, embedder: FakeEmbedder, data_dir: Path
+) -> None:
+    # Given the embedder goes down
+    embedder.fail = True
+    m = store.save("volcanoes erupt lava and ash").memory
+    assert m.id not in latest(sidecar(data_dir))
+    assert store.recall("volcanoes").retrieval == "lexical"
+    with pytest.raises(SourceUnavailableError):
+        store.recall("volcanoes", mode="semantic")
+    # When it comes back
+    embedder.fail = False
+    res = store.recall("volcanoes lava", mode="semantic")
+    # Then the missing vector is filled before the query runs
+    assert res.memories[0].memory.id == m.id
+    assert latest(sidecar(data_dir))[m.id]["fp"] == m.fingerprint
+
+
+def test_boot_with_a_failing_embedder_still_opens(data_dir: Path) -> None:
+    s = MemoryStore(data_dir, clock=FakeClock())
+    s.save("no vectors yet")
+    s.close()
+    broken = FakeEmbedder(fail=True)
+    again = MemoryStore(data_dir, clock=FakeClock(), embedder=broken)
+    assert again.recall("vectors").retrieval == "lexical"
+    assert again.recall("vectors").memories[0].memory.text == "no vectors yet"
+    again.close()
+
+
+def test_capabilities_list_semantic_only_with_an_embedder(
+    store: MemoryStore, data_dir: Path
+) -> None:
+    assert "semantic" in store.capabilities()["recall_modes"]
+    plain = MemoryStore(data_dir, clock=FakeClock())
+    assert "semantic" not in plain.capabilities()["recall_modes"]
+    plain.close()
