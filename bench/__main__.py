@@ -165,6 +165,7 @@ def table(res: dict[str, Any]) -> str:
     for n, c in res["cold_start"].items():
         lines.append(
             f"cold start {int(n):>9,}: {c['seconds']:>7.2f} s wall, {c['cpu_s']:.2f} s CPU "
+            f"with the index snapshot, {c['rebuild_seconds']:.2f} s rebuilding "
             f"({c['lines']:,} lines, {c['file_mb']} MB)  RSS +{c['rss_delta_mb']} MB, "
             f"{c['rss_per_100k_mb']} MB/100k net of a {c['rss_fixed_mb']} MB empty store"
         )

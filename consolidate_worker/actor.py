@@ -22,7 +22,7 @@ from consolidate_worker.judge import LLMJudge
 from consolidate_worker.report import Report
 from consolidate_worker.schedule import PassScheduler
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.workers import NAMESPACE, WorkerSpec
+from shared.workers import WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -129,26 +129,18 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     The store must be running (its handle is looked up now, so a missing store fails here).
     ``settings_env`` holds ``MEMORY_CONSOLIDATE_*`` variables.
     """
-    import ray
-
     from shared.client import get_actor
 
     store = get_actor("memory-store")
-    handle: Any = (
-        ray.remote(ConsolidatorActor)
-        .options(
-            name=name,
-            namespace=NAMESPACE,
-            lifetime="detached",
-            get_if_exists=True,
-            max_restarts=-1,  # a restart re-reads the checkpoint and catches up by itself
-            max_task_retries=0,
-            max_concurrency=4,  # status answers while a pass runs; the core's lock serialises
-        )
-        .remote(dict(settings_env or {}), store)
+    return start_detached(
+        ConsolidatorActor,
+        dict(settings_env or {}),
+        store,
+        name=name,
+        max_restarts=-1,  # a restart re-reads the checkpoint and catches up by itself
+        max_task_retries=0,
+        max_concurrency=4,  # status answers while a pass runs; the core's lock serialises
     )
-    ray.get(handle.ping.remote())
-    return handle
 
 
 WORKER = WorkerSpec(

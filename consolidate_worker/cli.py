@@ -63,9 +63,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
 
 
 def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
-    # The embedded mode opens the folder with the store's own class; imported by name at run
-    # time so this package keeps no static dependency on the store worker (DESIGN §10).
-    store = importlib.import_module("store_worker.core").MemoryStore(data_dir)
+    # The embedded mode opens the folder the way every ``memory --data-dir`` verb does (the
+    # other MEMORY_* settings apply); shared.cli_store imports the store class at run time,
+    # so this package keeps no static dependency on the store worker (DESIGN §10).
+    store = importlib.import_module("shared.cli_store").embedded_store(data_dir)
     try:
         core = Consolidator(cast(StoreAPI, store), settings=ConsolidatorSettings.from_env())
         return core.run_pass(banks=banks, dry_run=dry_run)

@@ -6,20 +6,21 @@ environment at import time. The similarity thresholds are on rapidfuzz's 0-100 s
 
 from __future__ import annotations
 
-import os
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from shared.errors import InvalidArgumentError
+from shared.config import EnvSettings
 
 ENV_PREFIX = "MEMORY_CONSOLIDATE_"
 
 
-class ConsolidatorSettings(BaseModel):
+class ConsolidatorSettings(EnvSettings):
     """Everything a pass and its schedule read."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    env_prefix: ClassVar[str] = ENV_PREFIX
+    error_label: ClassVar[str] = "consolidator setting"
+    error_root: ClassVar[str] = "settings"
 
     interval_hours: float = Field(24.0, gt=0, description="Hours between scheduled passes.")
     run_on_boot: bool = Field(True, description="Catch up at boot when the last pass is stale.")
@@ -67,25 +68,9 @@ class ConsolidatorSettings(BaseModel):
         return self
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> ConsolidatorSettings:
-        source = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = source.get(f"{ENV_PREFIX}{name.upper()}")
-            if raw is None or raw == "":
-                continue
-            values[name] = tuple(b for b in raw.split(",") if b) if name == "banks" else raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.validated(values)
-
-    @classmethod
-    def validated(cls, values: dict[str, Any]) -> ConsolidatorSettings:
-        try:
-            return cls.model_validate(values)
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "settings"
-            raise InvalidArgumentError(f"invalid consolidator setting {where}: {err['msg']}") from e
+    def parse_env(cls, name: str, raw: str) -> Any:
+        # MEMORY_CONSOLIDATE_BANKS=a,b: a comma-separated list; empty items are dropped.
+        return tuple(b for b in raw.split(",") if b) if name == "banks" else raw
 
     @property
     def interval_ms(self) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.llm import LLM, LiteLLMBackend
 from extract_worker.settings import ExtractorSettings
-from shared.workers import NAMESPACE, WorkerSpec
+from shared.workers import NAMESPACE, WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -153,24 +153,16 @@ def start(
     llm: LLM | None = None,
 ) -> Any:
     """Start (or find) the named detached extractor actor and wait until it answers."""
-    import ray
-
-    handle: Any = (
-        ray.remote(ExtractorActor)
-        .options(
-            name=name,
-            namespace=NAMESPACE,
-            lifetime="detached",
-            get_if_exists=True,
-            max_restarts=-1,
-            max_task_retries=0,
-            max_concurrency=4,  # notify/stats answer while a drain runs
-            num_cpus=0,
-        )
-        .remote(dict(settings_env or {}), llm)
+    return start_detached(
+        ExtractorActor,
+        dict(settings_env or {}),
+        llm,
+        name=name,
+        max_restarts=-1,
+        max_task_retries=0,
+        max_concurrency=4,  # notify/stats answer while a drain runs
+        num_cpus=0,
     )
-    ray.get(handle.ping.remote())
-    return handle
 
 
 def _add_cli(sub: Any) -> None:

@@ -7,17 +7,12 @@ configured (DESIGN §6: "Without an LLM configured, extraction is off and doctor
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from pydantic import Field
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from shared.errors import InvalidArgumentError
+from shared.config import EnvSettings
 
 
-class ExtractorSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ExtractorSettings(EnvSettings):
     extraction_enabled: bool = Field(True, description="Run extraction when a model is set.")
     extraction_model: str | None = Field(None, description="litellm model name.")
     extraction_window: int = Field(20, ge=1, le=200, description="Newest messages read per turn.")
@@ -35,22 +30,6 @@ class ExtractorSettings(BaseModel):
     @property
     def enabled(self) -> bool:
         return self.extraction_enabled and bool(self.extraction_model)
-
-    @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> ExtractorSettings:
-        source = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = source.get(f"MEMORY_{name.upper()}")
-            if raw is not None and raw != "":
-                values[name] = raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls.model_validate(values)
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "config"
-            raise InvalidArgumentError(f"invalid setting {where}: {err['msg']}") from e
 
     def backoff(self, attempt: int) -> int:
         """Delay before retry ``attempt + 1``: exponential, capped."""

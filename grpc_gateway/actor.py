@@ -17,13 +17,13 @@ import argparse
 import logging
 import os
 import threading
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from grpc_gateway.server import DEFAULT_PORT, StoreAPI, build_server
-from shared import errors
-from shared.workers import NAMESPACE, WorkerSpec
+from shared.config import EnvSettings
+from shared.workers import WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -37,32 +37,18 @@ GATEWAY_READS = frozenset(
 GATEWAY_WRITES = frozenset({"update_record", "delete_record", "remember", "forget"})
 
 
-class GatewaySettings(BaseModel):
+class GatewaySettings(EnvSettings):
     """Where and how the gateway listens; every field can be set with ``MEMORY_GRPC_<FIELD>``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    env_prefix: ClassVar[str] = ENV_PREFIX
+    error_label: ClassVar[str] = "gRPC setting"
+    error_root: ClassVar[str] = "grpc"
 
     host: str = Field("127.0.0.1", description="Interface to listen on (loopback by default).")
     port: int = Field(DEFAULT_PORT, ge=0, le=65535, description="TCP port; 0 picks a free one.")
     token: str | None = Field(None, description="Bearer token every call must carry.")
     bank: str | None = Field(None, description="Bank served; default the store's default bank.")
     max_workers: int = Field(8, ge=1, le=256, description="Concurrent calls served.")
-
-    @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> GatewaySettings:
-        source = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = source.get(f"{ENV_PREFIX}{name.upper()}")
-            if raw:
-                values[name] = raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls.model_validate(values)
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "grpc"
-            raise errors.InvalidArgumentError(f"invalid gRPC setting {where}: {err['msg']}") from e
 
 
 def store_client() -> StoreAPI:
@@ -76,20 +62,26 @@ def store_client() -> StoreAPI:
     return cast(StoreAPI, client)  # StoreClient forwards by name (__getattr__)
 
 
+def server_for(settings: GatewaySettings, store: StoreAPI, *, serialize: bool) -> tuple[Any, int]:
+    """``build_server`` as ``settings`` say: a server to ``.start()``, and its bound port."""
+    return build_server(
+        store,
+        host=settings.host,
+        port=settings.port,
+        token=settings.token,
+        bank=settings.bank,
+        serialize=serialize,
+        max_workers=settings.max_workers,
+    )
+
+
 class GatewayActor:
     """The Ray shell: starts the gRPC server in ``__init__``; Ray restarts re-bind the port."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         self.settings = GatewaySettings.from_env(dict(env or {}))
-        self.server, self.port = build_server(
-            store_client(),
-            host=self.settings.host,
-            port=self.settings.port,
-            token=self.settings.token,
-            bank=self.settings.bank,
-            serialize=False,  # the store actor serializes its own calls
-            max_workers=self.settings.max_workers,
-        )
+        # serialize=False: the store actor serializes its own calls
+        self.server, self.port = server_for(self.settings, store_client(), serialize=False)
         self.server.start()
         log.info("memory-grpc serving memory.v1 on %s", self.address())
 
@@ -105,22 +97,14 @@ class GatewayActor:
 
 def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME) -> Any:
     """Start (or find) the named detached gateway and wait until it serves."""
-    import ray
-
-    handle: Any = (
-        ray.remote(GatewayActor)
-        .options(
-            name=name,
-            namespace=NAMESPACE,
-            lifetime="detached",
-            get_if_exists=True,
-            max_restarts=-1,
-            num_cpus=0,  # an I/O shell: never hold a CPU slot the store or siblings need
-        )
-        .remote(dict(settings_env or {}))
+    # The ping inside surfaces a failed __init__ (a port in use).
+    return start_detached(
+        GatewayActor,
+        dict(settings_env or {}),
+        name=name,
+        max_restarts=-1,
+        num_cpus=0,  # an I/O shell: never hold a CPU slot the store or siblings need
     )
-    ray.get(handle.ping.remote())  # surfaces a failed __init__ (a port in use)
-    return handle
 
 
 # -- CLI -----------------------------------------------------------------------------------
@@ -213,24 +197,16 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
     settings = GatewaySettings.from_env(env_from_args(args, dict(os.environ)))
     store: StoreAPI
     if getattr(args, "data_dir", None):
-        from store_worker.core import MemoryStore
+        from shared.cli_store import embedded_store
 
-        store = MemoryStore(args.data_dir)
+        store = embedded_store(args.data_dir)
         serialize = True
     else:
         from shared.client import connect
 
         connect()
         store, serialize = store_client(), False
-    server, port = build_server(
-        store,
-        host=settings.host,
-        port=settings.port,
-        token=settings.token,
-        bank=settings.bank,
-        serialize=serialize,
-        max_workers=settings.max_workers,
-    )
+    server, port = server_for(settings, store, serialize=serialize)
     server.start()
     print(f"memory.v1 gRPC on {settings.host}:{port} (Ctrl-C to stop)", flush=True)
     try:

@@ -181,11 +181,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _open_store(args: argparse.Namespace) -> Any:
     if getattr(args, "data_dir", None):
-        from shared.config import StoreSettings
-        from store_worker.core import MemoryStore  # embedded mode only
+        from shared.cli_store import embedded_store
 
-        settings = StoreSettings.from_env(dict(os.environ), data_dir=args.data_dir)
-        return MemoryStore(settings=settings)
+        return embedded_store(args.data_dir)
     from shared.client import StoreClient, connect
 
     connect()

@@ -1,15 +1,18 @@
 """Explicit settings, built once at start-up and passed in (STYLE §8).
 
-``StoreSettings.from_env()`` reads ``MEMORY_*`` variables once; nothing reads the environment at
-import time. ``configure`` validates a partial update against the same model, so an unknown or
-ill-typed key is an ``InvalidArgumentError`` and changes nothing.
+``EnvSettings`` is the one way every service's settings model reads its ``MEMORY_*`` variables
+(``StoreSettings``; the extractor's, the consolidator's and the gRPC gateway's models subclass
+it): ``from_env()`` reads them once; nothing reads the environment at import time. ``configure``
+validates a partial update against the same model (``merged``), so an unknown or ill-typed key
+is an ``InvalidArgumentError`` and changes nothing.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,10 +21,59 @@ from shared.errors import InvalidArgumentError
 DEFAULT_DATA_DIR = "./data/memory"
 
 
-class StoreSettings(BaseModel):
-    """Everything the store actor reads; every field can be set with ``MEMORY_<FIELD>``."""
+class EnvSettings(BaseModel):
+    """A frozen settings model whose every field can be set with ``<env_prefix><FIELD>``.
+
+    Subclasses name their prefix and how a bad value is reported: ``invalid <error_label>
+    <field>: <reason>``, with ``error_root`` as the field when a whole-model check fails.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    env_prefix: ClassVar[str] = "MEMORY_"
+    error_label: ClassVar[str] = "setting"
+    error_root: ClassVar[str] = "config"
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        prefix: str | None = None,
+        **overrides: Any,
+    ) -> Self:
+        """Read ``<prefix><FIELD>`` from ``env`` (default ``os.environ``); an empty variable is
+        unset; ``overrides`` that are not ``None`` win. ``prefix`` defaults to ``env_prefix``."""
+        source = os.environ if env is None else env
+        head = cls.env_prefix if prefix is None else prefix
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = source.get(f"{head}{name.upper()}")
+            if raw:
+                values[name] = cls.parse_env(name, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.validated(values)
+
+    @classmethod
+    def parse_env(cls, name: str, raw: str) -> Any:
+        """One variable's text as handed to validation (pydantic coerces "3", "true")."""
+        return raw
+
+    @classmethod
+    def validated(cls, values: dict[str, Any]) -> Self:
+        try:
+            return cls.model_validate(values)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or cls.error_root
+            raise InvalidArgumentError(f"invalid {cls.error_label} {where}: {err['msg']}") from e
+
+    def merged(self, changes: dict[str, Any]) -> Self:
+        return self.validated({**self.model_dump(), **changes})
+
+
+class StoreSettings(EnvSettings):
+    """Everything the store actor reads; every field can be set with ``MEMORY_<FIELD>``."""
 
     data_dir: str = Field(
         DEFAULT_DATA_DIR, description="Root folder of banks (the source of truth)."
@@ -48,29 +100,6 @@ class StoreSettings(BaseModel):
         3, ge=0, description="Top-up of strongest memories in a turn's block."
     )
     event_buffer: int = Field(10_000, ge=100, description="Events kept for the pull cursor.")
-
-    @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> StoreSettings:
-        source = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = source.get(f"MEMORY_{name.upper()}")
-            if raw is not None and raw != "":
-                values[name] = raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.validated(values)
-
-    @classmethod
-    def validated(cls, values: dict[str, Any]) -> StoreSettings:
-        try:
-            return cls.model_validate(values)
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"]) or "config"
-            raise InvalidArgumentError(f"invalid setting {where}: {err['msg']}") from e
-
-    def merged(self, changes: dict[str, Any]) -> StoreSettings:
-        return self.validated({**self.model_dump(), **changes})
 
     @property
     def data_path(self) -> Path:

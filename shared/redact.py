@@ -74,15 +74,18 @@ so a marker is never re-redacted, though lookbehinds and judges see the whole te
 judge turns down swallows nothing (the search resumes one character on), and a "value" that is
 itself the next ``key=`` is left to that key. Whole passes repeat until nothing changes: a pass
 that changes anything turns at least one character into part of a marker, so this ends, and the
-result is a fixed point, which makes ``redact`` idempotent by construction.
+result is a fixed point, which makes ``redact`` idempotent by construction. A rule whose
+anchors (literals read off its own pattern, one of which every match holds) are all absent
+from the text is skipped, so most prose runs no rule at all; the answer is the same.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypeAlias
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 __all__ = ["Redaction", "contains_secret", "redact", "redact_text"]
 
@@ -103,6 +106,19 @@ _Judge: TypeAlias = Callable[[re.Match[str], str], str | None]
 class _Rule:
     pattern: re.Pattern[str]
     judge: _Judge
+    # Sets of strings such that every match holds one string of each set, the most selective
+    # set first (see "anchors" below); None when none could be derived.
+    anchors: tuple[frozenset[tuple[str, bool]], ...] | None = field(init=False)
+    probes: tuple[_Probe, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        anchors = _anchors(self.pattern)
+        object.__setattr__(self, "anchors", anchors)
+        object.__setattr__(self, "probes", tuple(map(_Probe.build, anchors or ())))
+
+    def may_match(self, text: str, folded: str) -> bool:
+        """False only when the text lacks every string of some anchor set."""
+        return all(probe.hit(text, folded) for probe in self.probes)
 
 
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
@@ -254,6 +270,232 @@ def _judge_assignment(m: re.Match[str], secret: str) -> str | None:
     ):
         return None
     return _keyword_label(m)
+
+
+# --- anchors: a cheap proof that a rule cannot match -------------------------------------------
+#
+# Most text holds no secret, and running every rule over it was most of the cost of a save.
+# Each rule's *anchor sets* are sets of literal strings read off its own compiled pattern
+# (one set per required part: "password" ... then ":" or "=") such that every match contains
+# a string of each set; an anchor remembers whether its letters match case-insensitively. A
+# rule is skipped when some set has no string in the text, and when no rule is left the text
+# comes back untouched. Derived from the patterns, never hand-written, so an edited pattern
+# cannot outrun its anchors; a pattern with none derivable gets None and always runs.
+# tests/shared/test_redact.py checks the derivation against the corpus and compares
+# ``redact`` with running every rule.
+
+# An anchor: (string, ignore case); a case-insensitive one is stored lowercase.
+_Anchor: TypeAlias = tuple[str, bool]
+_Strings: TypeAlias = frozenset[_Anchor]
+# (exact, anchors): ``exact`` is every string a node can match, when few; ``anchors`` a set
+# one of which every match contains; None where nothing can be said.
+_Facts: TypeAlias = tuple[_Strings | None, _Strings | None]
+
+_ANCHOR_CAP = 64  # most strings one set may hold before it gives up on being exact
+_EMPTY: _Strings = frozenset({("", False)})
+_UNKNOWN: _Facts = (None, None)
+_ZERO_WIDTH = frozenset({"AT", "ASSERT", "ASSERT_NOT"})
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+# Under re.I, Python's engine also matches these non-ASCII characters to ASCII letters
+# (dotted and dotless i, long s, Kelvin sign): fold them before looking for a lowercase
+# anchor. tests/shared/test_redact.py proves the list complete over every code point.
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
+def _join(a: _Anchor, b: _Anchor) -> _Anchor:
+    if not a[0] or not b[0]:
+        return b if not a[0] else a
+    if a[1] == b[1]:
+        return a[0] + b[0], a[1]
+    return (a[0] + b[0]).lower(), True  # mixed: case-insensitive matching is the superset
+
+
+def _product(left: _Strings | None, right: _Strings | None) -> _Strings | None:
+    if left is None or right is None or len(left) * len(right) > _ANCHOR_CAP:
+        return None
+    return frozenset(_join(a, b) for a in left for b in right)
+
+
+def _usable(strings: _Strings | None) -> _Strings | None:
+    """An anchor set that proves something: no empty alternative."""
+    return strings if strings and all(s for s, _ in strings) else None
+
+
+def _better(a: _Strings | None, b: _Strings | None) -> _Strings | None:
+    """The more selective anchor set: longest shortest member, then fewest members."""
+    if a is None or b is None:
+        return a if b is None else b
+    key_a = (min(len(s) for s, _ in a), -len(a))
+    key_b = (min(len(s) for s, _ in b), -len(b))
+    return a if key_a >= key_b else b
+
+
+def _seq_facts(items: Any, icase: bool, every: list[_Strings] | None = None) -> _Facts:
+    """A sequence: runs of exact nodes concatenate; the best run or inner anchor set wins.
+    Each of them is required, so ``every`` collects them all when given."""
+    found: list[_Strings | None] = []
+    run: _Strings | None = _EMPTY
+    whole: _Strings | None = _EMPTY
+    for op, av in items:
+        exact, anchors = _node_facts(str(op), av, icase)
+        whole = _product(whole, exact)
+        joined = _product(run, exact)
+        if joined is not None:
+            run = joined
+            continue
+        found += (_usable(run), _usable(exact) or anchors)
+        run = exact if exact is not None else _EMPTY
+    found.append(_usable(run))
+    usable = [f for f in found if f is not None]
+    if every is not None:
+        every += usable
+    best: _Strings | None = None
+    for candidate in usable:
+        best = _better(best, candidate)
+    return whole, best
+
+
+def _branch_facts(alternatives: list[Any], icase: bool) -> _Facts:
+    facts = [_seq_facts(alt, icase) for alt in alternatives]
+    exact: _Strings | None = frozenset()
+    anchors: _Strings | None = frozenset()
+    for alt_exact, alt_anchors in facts:
+        exact = None if exact is None or alt_exact is None else exact | alt_exact
+        alt = _usable(alt_exact) or alt_anchors
+        anchors = None if anchors is None or alt is None else anchors | alt
+    return (exact if exact is not None and len(exact) <= _ANCHOR_CAP else None), anchors
+
+
+def _class_facts(members: list[Any], icase: bool) -> _Facts:
+    if any(str(op) != "LITERAL" for op, _ in members):
+        return _UNKNOWN  # ranges, categories, negation: too many characters to list
+    return frozenset(_literal(code, icase) for _, code in members), None
+
+
+def _literal(code: int, icase: bool) -> _Anchor:
+    char = chr(code)
+    return (char.lower(), True) if icase and char.lower() != char.upper() else (char, False)
+
+
+def _repeat_facts(low: int, high: int, body: Any, icase: bool) -> _Facts:
+    exact, anchors = _seq_facts(body, icase)
+    anchors = (_usable(exact) or anchors) if low else None
+    if exact is None or high > 3:
+        return None, anchors
+    counts = [_EMPTY]  # "={1,3}", "x?": spell every count out
+    for _ in range(high):
+        step = _product(counts[-1], exact)
+        if step is None:
+            return None, anchors
+        counts.append(step)
+    return frozenset().union(*counts[low:]), anchors
+
+
+def _node_facts(op: str, av: Any, icase: bool) -> _Facts:
+    if op == "LITERAL":
+        return frozenset({_literal(av, icase)}), None
+    if op in _ZERO_WIDTH:
+        return _EMPTY, None  # consumes nothing, so adds nothing to a match
+    if op == "IN":
+        return _class_facts(av, icase)
+    if op == "SUBPATTERN":
+        _, add, remove, body = av
+        return _seq_facts(body, bool((icase or add & re.I) and not remove & re.I))
+    if op == "ATOMIC_GROUP":
+        return _seq_facts(av, icase)
+    if op == "BRANCH":
+        return _branch_facts(av[1], icase)
+    if op == "GROUPREF_EXISTS":
+        return _branch_facts([av[1], av[2] or []], icase)
+    if op in _REPEATS:
+        return _repeat_facts(av[0], av[1], av[2], icase)
+    return _UNKNOWN  # ANY, NOT_LITERAL, CATEGORY, GROUPREF, ...
+
+
+def _implies(a: _Anchor, b: _Anchor) -> bool:
+    """Whenever ``a`` occurs, so does ``b``."""
+    return b[0] in a[0].lower() if b[1] else not a[1] and b[0] in a[0]
+
+
+def _minimal(anchors: _Strings) -> _Strings:
+    """Without anchors that imply another: the set answers the same with fewer tests."""
+    return frozenset(a for a in anchors if not any(b != a and _implies(a, b) for b in anchors))
+
+
+def _anchors(pattern: re.Pattern[str]) -> tuple[_Strings, ...] | None:
+    """Anchor sets of ``pattern``: every match holds one string of each set, the most
+    selective set comes first; None when no set can be found."""
+    every: list[_Strings] = []
+    try:
+        parser: Any = importlib.import_module("re._parser")  # CPython 3.11+
+        tree = parser.parse(pattern.pattern, pattern.flags)
+        exact, best = _seq_facts(tree, bool(pattern.flags & re.I), every)
+    except Exception:  # another engine or parser: no shortcut, the rule always runs
+        return None
+    best = _usable(exact) or best
+    if best is None:
+        return None
+    rest = [_minimal(s) for s in every if s != best]
+    return (_minimal(best), *dict.fromkeys(rest))
+
+
+def _folded(text: str) -> str:
+    return text.lower() if text.isascii() else text.translate(_FOLD).lower()
+
+
+def _occurs(anchor: _Anchor, text: str, folded: str) -> bool:
+    return anchor[0] in (folded if anchor[1] else text)
+
+
+def _pivoted(anchor: _Anchor) -> str:
+    """``anchor`` as a regex that starts at its rarest character (a symbol, a digit, an inner
+    capital), so a search skips ahead on that one character and checks the rest around it."""
+    text, icase = anchor
+    rank = [_pivot_rank(char, i, icase) for i, char in enumerate(text)]
+    at = rank.index(min(rank))
+    flags = "(?i:{})" if icase else "{}"
+    behind = f"(?<={flags.format(re.escape(text[: at + 1]))})" if at else ""
+    ahead = f"(?={flags.format(re.escape(text[at + 1 :]))})" if at + 1 < len(text) else ""
+    head = re.escape(text[at])
+    return (flags.format(head) if icase and text[at].isalpha() else head) + behind + ahead
+
+
+def _pivot_rank(char: str, at: int, icase: bool) -> int:
+    if char.isalpha() and icase:
+        return 9  # stands for two characters: no single-character skip
+    if not char.isalnum():
+        return {".": 4, " ": 5}.get(char, 0)
+    if char.isdigit():
+        return 1
+    return (2 if at else 3) if char.isupper() else 6
+
+
+def _is_word(anchor: _Anchor) -> bool:
+    """Letters only, none of them a capital to pivot on: found with ``in``."""
+    text, icase = anchor
+    return text.isascii() and text.isalpha() and (icase or text.islower())
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """Whether a text holds one of a set of anchors: a regex for those with a rare character
+    to pivot on, ``in`` tests for plain words and for sets too small to need a regex."""
+
+    pattern: re.Pattern[str] | None
+    plain: tuple[_Anchor, ...]
+
+    @classmethod
+    def build(cls, anchors: _Strings) -> _Probe:
+        pivoted = sorted(a for a in anchors if not _is_word(a))
+        if len(pivoted) <= 3:
+            return cls(None, tuple(sorted(anchors)))
+        pattern = re.compile("|".join(map(_pivoted, pivoted)))
+        return cls(pattern, tuple(sorted(a for a in anchors if _is_word(a))))
+
+    def hit(self, text: str, folded: str) -> bool:
+        if self.pattern is not None and self.pattern.search(text) is not None:
+            return True
+        return any(_occurs(anchor, text, folded) for anchor in self.plain)
 
 
 # --- patterns ----------------------------------------------------------------------------------
@@ -448,23 +690,64 @@ def _apply_rule(rule: _Rule, text: str, found: set[str]) -> str:
     return "".join(out)
 
 
-def _one_pass(text: str, found: set[str]) -> str:
-    for rule in _RULES:
+def _one_pass(text: str, found: set[str], rules: tuple[_Rule, ...]) -> str:
+    for rule in rules:
         text = _apply_rule(rule, text, found)
     return text
 
 
-def redact(text: str) -> Redaction:
-    """Replace every recognised secret in ``text`` with ``[REDACTED:<label>]``."""
+def _gate(rules: tuple[_Rule, ...]) -> _Probe | None:
+    """One probe for the first anchor set of every rule: no hit, no rule can match."""
+    if any(rule.anchors is None for rule in rules):
+        return None
+    return _Probe.build(_minimal(frozenset().union(*(r.anchors[0] for r in rules if r.anchors))))
+
+
+_GATE = _gate(_RULES)
+# The rules each plain-word anchor of the gate stands for: those with a first-set anchor that
+# holds the word ("password" holds "pass").
+_BY_WORD: dict[_Anchor, frozenset[int]] = {
+    word: frozenset(
+        i
+        for i, rule in enumerate(_RULES)
+        if any(_implies(anchor, word) for anchor in (rule.anchors or ((),))[0])
+    )
+    for word in (_GATE.plain if _GATE is not None and _GATE.pattern is not None else ())
+}
+
+
+def _candidates(text: str) -> tuple[_Rule, ...]:
+    """The rules that could match ``text``: those with an anchor in it. Later passes only
+    look between markers, at pieces of this same text, so the answer holds for every pass."""
+    folded = _folded(text)
+    if _GATE is None or _GATE.pattern is None or _GATE.pattern.search(text) is not None:
+        return tuple(rule for rule in _RULES if rule.may_match(text, folded))
+    # No rare-character anchor: only the rules behind the plain words found can match.
+    found = [_BY_WORD[word] for word in _GATE.plain if _occurs(word, text, folded)]
+    if not found:
+        return ()
+    maybe = frozenset().union(*found)
+    return tuple(
+        rule for i, rule in enumerate(_RULES) if i in maybe and rule.may_match(text, folded)
+    )
+
+
+def _redact_with(text: str, rules: tuple[_Rule, ...]) -> Redaction:
     found: set[str] = set()
     # Each pass that changes the text shrinks what lies outside markers, so len(text) + 1
     # passes always reach the fixed point; in practice it is two.
-    for _ in range(len(text) + 1):
-        redacted = _one_pass(text, found)
+    for _ in range(len(text) + 1 if rules else 0):
+        redacted = _one_pass(text, found, rules)
         if redacted == text:
             break
         text = redacted
     return Redaction(text=text, labels=tuple(sorted(found)))
+
+
+def redact(text: str) -> Redaction:
+    """Replace every recognised secret in ``text`` with ``[REDACTED:<label>]``."""
+    rules = _candidates(text)
+    return _redact_with(text, rules) if rules else Redaction(text=text, labels=())
 
 
 def redact_text(text: str) -> str:

@@ -4,6 +4,8 @@ Each worker package declares one entry point in the ``agent_memory.workers`` gro
 ``WorkerSpec``. Removing a worker package removes it from ``memory up`` cleanly, because the CLI
 only knows what the installed entry points say. ``add_cli`` lets a worker add its own verbs
 (``memory consolidate ...``) without the CLI importing the worker's internals.
+
+``start_detached`` is the one way a worker's ``start`` creates its named detached actor.
 """
 
 from __future__ import annotations
@@ -45,3 +47,45 @@ def discover() -> list[WorkerSpec]:
         if isinstance(spec, WorkerSpec):
             specs.append(spec)
     return sorted(specs, key=lambda s: (s.order, s.name))
+
+
+def start_detached(
+    actor_class: type,
+    *args: Any,
+    name: str,
+    max_restarts: int,
+    release_on_error: bool = False,
+    **options: Any,
+) -> Any:
+    """Start (or find) the named detached actor and wait until it answers ``ping``.
+
+    A running actor is returned as it is (``get_if_exists``): ``args`` reach only a new one.
+    ``options`` are the worker's own Ray options (``max_concurrency``, ``num_cpus`` ...).
+    A failed ``__init__`` or ``ping`` raises here; with ``release_on_error`` the actor is
+    killed first (its name freed for a corrected retry) and its own typed error is raised.
+    Ray is imported lazily: the CLI loads every worker module on each run.
+    """
+    import ray
+
+    handle: Any = (
+        ray.remote(actor_class)
+        .options(
+            name=name,
+            namespace=NAMESPACE,
+            lifetime="detached",
+            get_if_exists=True,
+            max_restarts=max_restarts,
+            **options,
+        )
+        .remote(*args)
+    )
+    try:
+        ray.get(handle.ping.remote())
+    except ray.exceptions.RayTaskError as e:
+        if not release_on_error:
+            raise
+        from shared.client import unwrap
+
+        ray.kill(handle, no_restart=True)
+        raise unwrap(e) from None
+    return handle

@@ -31,11 +31,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from shared.client import READ_METHODS, unwrap
+from shared.client import READ_METHODS
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
 from shared.models import DoctorResponse, Event
-from shared.workers import NAMESPACE, WorkerSpec, discover
+from shared.workers import NAMESPACE, WorkerSpec, discover, start_detached
 from store_worker.core import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -243,32 +243,20 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     because the actor's working directory is not the caller's. A running actor is returned
     as it is (``get_if_exists``): its settings do not change.
     """
-    import ray
-
     env = dict(settings_env or {})
     # On a multi-node cluster the store must run where its data volume is: that node's group
     # declares a custom resource (deploy/raycluster.yaml) named by MEMORY_STORE_RESOURCE.
     node = env.get("MEMORY_STORE_RESOURCE")
-    handle: Any = (
-        ray.remote(StoreActor)
-        .options(
-            name=name,
-            namespace=NAMESPACE,
-            lifetime="detached",
-            get_if_exists=True,
-            max_restarts=-1,
-            max_task_retries=0,  # see the module docstring: writes are at-most-once
-            max_concurrency=1,  # MemoryStore is single-threaded by design
-            resources={node: 1} if node else None,
-        )
-        .remote(env)
+    return start_detached(
+        StoreActor,
+        env,
+        name=name,
+        max_restarts=-1,
+        max_task_retries=0,  # see the module docstring: writes are at-most-once
+        max_concurrency=1,  # MemoryStore is single-threaded by design
+        resources={node: 1} if node else None,
+        release_on_error=True,  # the store could not open its data dir: free the name
     )
-    try:
-        ray.get(handle.ping.remote())
-    except ray.exceptions.RayTaskError as e:  # the store could not open its data dir
-        ray.kill(handle, no_restart=True)  # free the name for a corrected `memory up`
-        raise unwrap(e) from None
-    return handle
 
 
 WORKER = WorkerSpec(name="store", actor_name=ACTOR_NAME, start=start, order=0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import builtins
 import json
 import logging
@@ -96,6 +97,7 @@ class MemoryStore(
         self.events = EventBus(base.event_buffer)
         self.banks: dict[str, Bank] = {}
         self.session_parents: dict[str, str] = {}
+        self._list_cache: dict[str, tuple[object, Any, Any]] = {}
         self._open()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -111,6 +113,7 @@ class MemoryStore(
         check_writable(self.root)  # boot-fatal: never run in RAM (DESIGN §2)
         self.state = StateStore(self.root)
         self.banks = {}
+        self._list_cache = {}
         for path in sorted(self.root.iterdir()):
             if path.is_dir() and not path.name.startswith("."):
                 try:
@@ -193,6 +196,7 @@ class MemoryStore(
         bank = self._bank(v.bank_name(name))
         target = bank.files.trash(self.now())
         del self.banks[bank.name]
+        self._list_cache.pop(bank.name, None)
         self.events.emit("bank-changed", "trashed", bank.name, now=self.now())
         return BankDeleteResponse(ok=True, trashed_to=str(target))
 
@@ -503,24 +507,46 @@ class MemoryStore(
         after = _decode_token(page_token) if page_token else None
         target = self._bank(bank)
         tag_norm = v.labels([tag], "tags")[0] if tag else None
-        rows = [
-            m
-            for m in target.records.values()
-            if (include_superseded or m.invalid_at is None)
-            and (tag_norm is None or tag_norm in m.tags)
-            and (mem_type is None or m.type == mem_type)
-            and (mem_scope is None or m.scope == mem_scope)
-            and (status is None or m.status == status)
-        ]
-        rows.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        filters = (tag_norm, mem_type, mem_scope, status, bool(include_superseded))
+        rows, keys = self._listing(target, filters)
         total = len(rows)
-        if after is not None:
-            rows = [m for m in rows if (m.created_at, m.id) < after]
-        page = rows[:size]
-        token = _encode_token(page[-1]) if len(rows) > size else None
+        # keys ascend (oldest first): the page after a cursor is the slice just below it
+        end = bisect.bisect_left(keys, after) if after is not None else len(keys)
+        page = rows[max(end - size, 0) : end][::-1]
+        token = _encode_token(page[-1]) if end > size else None
         return ListResponse(
             memories=tuple(page), next_page_token=token, total=total, bank=target.name
         )
+
+    def _listing(
+        self, bank: Bank, filters: tuple[object, ...]
+    ) -> tuple[builtins.list[Memory], builtins.list[tuple[int, str]]]:
+        """The records matching ``filters``, oldest first, with their sort keys.
+
+        Cached until the bank changes, so paging through a large bank (the consolidator reads
+        every page) costs one filter-and-sort, not one per page. Every write gives the index a
+        new slot and a discarded draft shrinks ``records``, so (index object, slots, records)
+        names the bank's state exactly."""
+        state = (bank.index, bank.index.capacity, len(bank.records), filters)
+        cached = self._list_cache.get(bank.name)
+        if cached is not None and cached[0] == state:
+            return cached[1], cached[2]
+        tag, mem_type, mem_scope, status, include_superseded = filters
+        rows = sorted(
+            (
+                m
+                for m in bank.records.values()
+                if (include_superseded or m.invalid_at is None)
+                and (tag is None or tag in m.tags)
+                and (mem_type is None or m.type == mem_type)
+                and (mem_scope is None or m.scope == mem_scope)
+                and (status is None or m.status == status)
+            ),
+            key=lambda m: (m.created_at, m.id),
+        )
+        keys = [(m.created_at, m.id) for m in rows]
+        self._list_cache[bank.name] = (state, rows, keys)
+        return rows, keys
 
     def tags(self, *, bank: str | None = None) -> TagsResponse:
         target = self._bank(bank)
@@ -699,20 +725,11 @@ def _clean_labels(
 def _same_fact(
     bank: Bank, fp: str, scope: str, project: str | None, session: str | None
 ) -> Memory | None:
-    """The live canonical record with this fingerprint in the same place, if any. ``by_fp``
-    holds one id per print; the same text may also live in other scopes, so scan then."""
-    found = bank.by_fp.get(fp)
-    if found is not None and _same_place(bank.records[found], scope, project, session):
-        return bank.records[found]
-    if found is None:
-        return None
-    for mem in bank.records.values():
-        if (
-            mem.fingerprint == fp
-            and mem.invalid_at is None
-            and mem.status == "canonical"
-            and _same_place(mem, scope, project, session)
-        ):
+    """The live canonical record with this fingerprint in the same place, if any (the same
+    text may also live in other scopes, projects or sessions)."""
+    for mem_id in bank.fp_holders(fp):
+        mem = bank.records[mem_id]
+        if _same_place(mem, scope, project, session):
             return mem
     return None
 

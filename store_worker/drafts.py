@@ -123,10 +123,11 @@ class DraftsMixin:
                 with contextlib.suppress(OSError):
                     path.unlink()
                 continue
+            # indexed one by one: a reindex here would throw away a snapshot boot's index
             bank.records[mem.id] = mem
+            bank._index(mem)
+            bank.on_indexed(mem)
             added += 1
-        if added:
-            bank.reindex()
         return added
 
     # -- approve / reject ----------------------------------------------------------------------

@@ -44,6 +44,9 @@ _NOT_NAMES = STOPWORDS | frozenset(
     """today tomorrow yesterday tonight everyone everybody someone somebody nobody anyone
     anybody week month year company team""".split()
 )
+# Checked once per token, so built once.
+_NOT_RUN = _NEVER | _TITLES | _GENERIC
+_NOT_TOOL = _NEVER | _GENERIC
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
 _MIXED_DIGIT = re.compile(r"^[A-Za-z](?=(?:.*[A-Za-z]){2})(?=.*\d)")  # Auth0, i18next
 _DOTTED = re.compile(r"^[A-Za-z][\w-]*\.(?:io|ai|js|app|dev|com|net|org|py)$")
@@ -56,6 +59,8 @@ def _is_capitalised(tok: str) -> bool:
 def _is_tool(tok: str) -> bool:
     """Shapes that name software: camelCase, letters mixed with digits, snake_case,
     dotted product names, ALL-CAPS acronyms of two or more letters."""
+    if tok.isalpha():  # most tokens: letters only, so only the ALL-CAPS and camel shapes
+        return (tok.isupper() and len(tok) >= 2) or _CAMEL.search(tok) is not None
     if tok.isdigit() or not any(ch.isalpha() for ch in tok):
         return False
     return bool(
@@ -86,23 +91,29 @@ def _runs(sentence: str) -> list[tuple[list[str], bool]]:
     cur: list[str] = []
     start = False
     for i, tok in enumerate(toks):
-        word = _plain(tok)
         # punctuation between two words ends a run: "Campo de Ourique, Lisbon" is two names
-        glued = i > 0 and not sentence[matches[i - 1].end() : matches[i].start()].strip()
-        if cur and not glued:
+        if cur and sentence[matches[i - 1].end() : matches[i].start()].strip():
             runs.append((cur, start))
             cur = []
-        named = not any(ch.isdigit() for ch in tok) or _is_tool(tok)  # not "Q3", "3D"
-        if _is_capitalised(tok) and named and word not in _NEVER | _TITLES | _GENERIC:
-            if not cur:
-                start = i == 0 or (i == 1 and _plain(toks[0]) in _TITLES)
-            cur.append(_clean(tok))
-            if _clean(tok) != tok.strip(".'’-"):  # a possessive ends the name
-                runs.append((cur, start and word in _NOT_NAMES))
-                cur = []
-        elif cur and word in _JOINERS and i + 1 < len(toks) and _is_capitalised(toks[i + 1]):
+        if tok[:1].isupper():  # _is_capitalised, inlined: this loop sees every word
+            # not "Q3", "3D"; a word of letters only holds no digit
+            named = tok.isalpha() or not any(ch.isdigit() for ch in tok) or _is_tool(tok)
+            clean = _clean(tok)
+            word = clean.casefold()
+            if named and word not in _NOT_RUN:
+                if not cur:
+                    start = i == 0 or (i == 1 and _plain(toks[0]) in _TITLES)
+                cur.append(clean)
+                if clean != tok.strip(".'’-"):  # a possessive ends the name
+                    runs.append((cur, start and word in _NOT_NAMES))
+                    cur = []
+                continue
+        if not cur:
+            continue
+        word = _plain(tok)
+        if word in _JOINERS and i + 1 < len(toks) and _is_capitalised(toks[i + 1]):
             cur.append(word)
-        elif cur:
+        else:
             runs.append((cur, start))
             cur = []
     if cur:
@@ -135,9 +146,11 @@ def derive_entities(text: str, *, limit: int = MAX_DERIVED) -> tuple[str, ...]:
     found: dict[str, None] = {}
     for name in _names(text):
         found.setdefault(entity_norm(name), None)
-    for m in _TOKEN.finditer(text):
-        tok = _clean(m.group(0))
-        if _is_tool(tok) and _plain(tok) not in _NEVER | _GENERIC:
+    for raw in _TOKEN.findall(text):
+        if raw.islower() and raw.isalpha():
+            continue  # a lowercase word has none of the tool shapes (the common case)
+        tok = _clean(raw)
+        if _is_tool(tok) and _plain(tok) not in _NOT_TOOL:
             found.setdefault(entity_norm(tok), None)
     handles = [h for h in found if h and not h.isdigit() and len(h) <= 64]
     # A name already inside a longer handle ("ana" in "ana-lopes") adds nothing.

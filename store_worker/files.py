@@ -90,11 +90,18 @@ class AppendLog:
         self._fh: int | None = None
         self._tail_ok = False  # the file is known to end with a newline (or be empty)
 
+    def read_bytes(self) -> bytes:
+        """The whole file (empty when it does not exist yet)."""
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return b""
+
     def read_lines(self) -> Iterator[tuple[int, bytes, bool]]:
         """Yield (line number, raw line, is_last_unterminated) for each non-empty line."""
-        if not self.path.exists():
+        data = self.read_bytes()
+        if not data:
             return
-        data = self.path.read_bytes()
         lines = data.split(b"\n")
         last = len(lines) - 1
         for no, raw in enumerate(lines, start=1):

@@ -1,6 +1,6 @@
 """Recall over one bank (DESIGN §4): filters first, then the fused score, then the cut.
 
-hybrid  = (match + 0.3·ln(1+corroboration) + 0.75·pinned) · decay + 2.2·cosine
+hybrid  = match · (1 + 0.1·ln(1+corroboration) + 0.25·pinned) · decay + 2.2·cosine
           match = bm25 + 0.6·entity_hits + W_DATE·date_hit   (a superseded record's match also
           credits its live successor; entity hits are weighted by the handle's rarity),
           decay = max(0.5^(age_days / half_life), 0.7), or 1 when the query names a date
@@ -24,6 +24,11 @@ user's phone is a Pixel 7" says "phone") reaches the statement that replaced it,
 ``include_superseded`` a retired record is always ranked just below its live successor, never
 above it. Every step is a numpy pass over index columns or postings; the only Python loops
 run over a bounded number of retired candidates (``SUCCESSOR_FANOUT``).
+
+Boosts scale the match instead of adding to it (DESIGN §4 adds 0.3·ln(1+c) + 0.75·pinned):
+BM25's IDF grows with the bank, so a fixed additive pin outweighed a real match in a small
+bank ("what day do I publish?" ranked a pinned note on tabs first in a two-memory bank) while
+meaning almost nothing in a large one. The eval is unchanged by the switch (HISTORY.md).
 
 The weights are measured on the recall-quality eval (``tests/recall_quality``, HISTORY.md).
 """
@@ -96,6 +101,9 @@ class Tuning:
     w_inherit: float = 1.0
     guard: bool = True
     fusion: str = "sum"  # "sum" (DESIGN §4) or "rrf" (reciprocal rank fusion)
+    boost: str = "scale"  # "scale": match · (1 + w·signal); "add": + w·signal (DESIGN §4)
+    w_corroboration_scale: float = 0.1
+    w_pinned_scale: float = 0.25
     rrf_k: float = 60.0
 
 
@@ -384,11 +392,14 @@ def score_bank(
         matched |= have & (cos > 0)
     # The fused score is computed for candidates only: boosts and decay never make a match.
     slots = np.flatnonzero(mask & matched)
-    fused = (
-        match[slots]
-        + t.w_corroboration * np.log1p(idx.col("corroboration")[slots].astype(np.float64))
-        + t.w_pinned * idx.col("pinned")[slots].astype(np.float64)
-    )
+    corroboration = np.log1p(idx.col("corroboration")[slots].astype(np.float64))
+    pinned = idx.col("pinned")[slots].astype(np.float64)
+    if t.boost == "scale":
+        fused = match[slots] * (
+            1.0 + t.w_corroboration_scale * corroboration + t.w_pinned_scale * pinned
+        )
+    else:
+        fused = match[slots] + t.w_corroboration * corroboration + t.w_pinned * pinned
     if window is None or t.dated_decay:
         fused *= _decay(bank, now_ms, p.half_life_days, slots)
     score = np.zeros(len(match), dtype=np.float64)

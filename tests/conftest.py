@@ -1,5 +1,11 @@
 """Fixtures shared by every test package.
 
+- ``clock``, ``data_dir``, ``store``: the usual trio of a store test: a fresh ``FakeClock``,
+  ``tmp_path / "data"``, and a plain ``MemoryStore`` on them (closed after the test). A test
+  file overrides one by defining its own (a ``clock`` with another start, a seeded ``store``);
+  ``store`` picks up an overridden ``clock`` or ``data_dir``.
+- ``assert_same_index``: ``assert_same_index(a, b)`` checks two ``BankIndex`` objects slot for
+  slot (the bulk build, the snapshot boot and the incremental path must agree).
 - ``fresh_store``: a factory of plain ``MemoryStore`` objects on ``tmp_path`` with a ``FakeClock``
   (no Ray): ``store = fresh_store(recall_limit=5)``; ``store.clock.advance(days=3)``.
 - ``ray_cluster``: one Ray cluster for the whole session (FACTS "Ray": a cluster per module
@@ -29,8 +35,54 @@ from shared.clock import FakeClock
 
 if TYPE_CHECKING:
     from store_worker.core import MemoryStore
+    from store_worker.index import BankIndex
 
 _banks = itertools.count(1)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def store(data_dir: Path, clock: FakeClock) -> Iterator[MemoryStore]:
+    from store_worker.core import MemoryStore  # imported here: see fresh_store
+
+    s = MemoryStore(data_dir, clock=clock)
+    yield s
+    s.close()
+
+
+def _assert_same_index(a: BankIndex, b: BankIndex) -> None:
+    """Slot for slot: keys, columns, postings, statistics, term lists, interned table."""
+    import numpy as np
+
+    assert a.keys == b.keys and a.slot_of == b.slot_of
+    assert (a.n_counted, a.total_len, a.dead) == (b.n_counted, b.total_len, b.dead)
+    assert dict(a.df) == dict(b.df)
+    assert a._interned == b._interned
+    for name in a.cols:
+        np.testing.assert_array_equal(a.col(name), b.col(name), err_msg=name)
+        assert a.col(name).dtype == b.col(name).dtype, name
+    for table in ("terms", "entities", "tags"):
+        ta, tb = getattr(a, table), getattr(b, table)
+        assert set(ta) == set(tb), table
+        for key in ta:
+            for x, y in zip(ta[key].view(), tb[key].view(), strict=True):
+                np.testing.assert_array_equal(x, y, err_msg=f"{table}[{key}]")
+    for slot in np.flatnonzero(a.col("counted")).tolist():
+        assert sorted(a._terms_of(slot)) == sorted(b._terms_of(slot))
+
+
+@pytest.fixture
+def assert_same_index() -> Callable[[BankIndex, BankIndex], None]:
+    return _assert_same_index
 
 
 @pytest.fixture

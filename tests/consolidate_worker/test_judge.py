@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,13 +29,6 @@ def judge(reply: dict[str, Any] | str) -> LLMJudge:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(tick=1000)
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    s = MemoryStore(tmp_path / "data", clock=clock)
-    yield s
-    s.close()
 
 
 def grey_pair(store: MemoryStore) -> tuple[str, str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pickle
 import shutil
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +18,6 @@ from shared.errors import ConflictError
 from store_worker.core import MemoryStore
 
 TOPICS = ("dark mode", "vim keybindings", "large fonts", "soft wraps", "tab indentation", "rulers")
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    s = MemoryStore(data_dir, clock=clock)
-    yield s
-    s.close()
 
 
 def seed_pairs(store: MemoryStore, bank: str = "main") -> list[tuple[str, str]]:

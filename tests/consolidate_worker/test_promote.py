@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from consolidate_worker.core import Consolidator
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.clock import FakeClock
 from store_worker.core import MemoryStore
 
 PROMOTE = ConsolidatorSettings(promote_corroboration_threshold=2)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    s = MemoryStore(tmp_path / "data", clock=FakeClock())
-    yield s
-    s.close()
 
 
 def observe(store: MemoryStore, text: str, times: int, **kw: str) -> None:

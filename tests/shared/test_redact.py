@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import shared.redact as engine
 from shared.redact import Redaction, contains_secret, redact, redact_text
 
 B62 = string.ascii_letters + string.digits
@@ -405,3 +407,83 @@ def test_inserted_secrets_never_survive_in_arbitrary_text(pieces: list[str | Cas
         if case.secret not in fillers:
             assert case.secret not in result.text
         assert case.label in result.labels
+
+
+# --- the anchor shortcut: skipping a rule never changes an answer -------------------------------
+
+
+def test_every_rule_has_anchors_and_plain_prose_runs_no_rule() -> None:
+    assert all(rule.anchors for rule in engine._RULES)
+    assert engine._GATE is not None
+    assert engine._candidates("The user moved Kestrel to Fly.io in March; Ana agreed.") == ()
+
+
+@pytest.mark.parametrize("text", [c.text for c in SECRETS] + LOOKALIKES)
+def test_every_match_of_every_rule_on_the_corpus_holds_an_anchor_of_each_set(text: str) -> None:
+    for rule in engine._RULES:
+        for m in rule.pattern.finditer(text):
+            span, folded = m.group(0), engine._folded(m.group(0))
+            for anchors in rule.anchors or ():
+                assert any(engine._occurs(a, span, folded) for a in anchors), (rule, span)
+
+
+@pytest.mark.parametrize("case", SECRETS, ids=str)
+def test_the_shortcut_keeps_the_rule_that_redacts_each_corpus_secret(case: Case) -> None:
+    assert redact(case.text) == engine._redact_with(case.text, engine._RULES)
+    assert any(rule.pattern.search(case.text) for rule in engine._candidates(case.text))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "anchors"),
+    [
+        (r"ab(?:c|d)e", [{("abce", False), ("abde", False)}]),
+        (r"(?i:key)[_-]?id=", [{("key_id=", True), ("key-id=", True), ("keyid=", True)}]),
+        (r"x+\d{4}secret", [{("secret", False)}, {("x", False)}]),
+        (r"(?<![a-z])tok(?=en)", [{("tok", False)}]),
+        (r"(?i)pass[ \t]*[:=]", [{("pass", True)}, {(":", False), ("=", False)}]),
+        (r"[a-z]+\d*", None),  # no literal at all
+        (r"a*|b", None),  # one alternative may match nothing
+    ],
+)
+def test_anchor_derivation(pattern: str, anchors: list[set[tuple[str, bool]]] | None) -> None:
+    derived = engine._anchors(re.compile(pattern))
+    assert (None if derived is None else [set(s) for s in derived]) == anchors
+
+
+def test_fold_lists_every_character_re_matches_to_an_ascii_letter() -> None:
+    everything = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    for letter in string.ascii_lowercase:
+        for char in re.findall(f"(?i){letter}", everything):
+            assert char.translate(engine._FOLD) == letter, hex(ord(char))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["pa\u017fsword=" + PASSWORD, "API_\u212aEY: " + PASSWORD, "\u0130ts TOKEN=" + PASSWORD],
+)
+def test_case_folding_look_alikes_still_reach_the_keyword_rules(text: str) -> None:
+    assert redact(text) == engine._redact_with(text, engine._RULES)
+    assert redact(text).labels
+
+
+CASE_FRAGMENTS = [
+    "PASSWORD", "Token", "SECRET", "Api-Key", "pwd", "sig=", "Signature=", "AccountKey=",
+    "\u017f", "\u212a", "\u0130", "\u0131", "bearer ", "BASIC ", "authorization=", "?", "&",
+    "x-amz-signature=", "SK", "AKIA", "ya29.", "hvs.", "12345678:AA", "eyJhbGciOi.", "dapi",
+]
+
+
+@FAST
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(FRAGMENTS + CASE_FRAGMENTS),
+            st.sampled_from([c.text for c in SECRETS]),
+            st.text(alphabet=B64URL + "=+/: .\n", max_size=16),
+            st.text(max_size=12),
+        ),
+        max_size=16,
+    ).map("".join)
+)
+def test_the_shortcut_agrees_with_running_every_rule(text: str) -> None:
+    assert redact(text) == engine._redact_with(text, engine._RULES)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,23 +14,6 @@ from shared.errors import InvalidArgumentError, NotFoundError
 from store_worker.core import MemoryStore
 
 BAD_NAMES = ["../evil", "Bad", "-x", "", "x" * 65, "_x", "a b", "a/b", ".hidden", "ü"]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    s = MemoryStore(data_dir, clock=clock)
-    yield s
-    s.close()
 
 
 def test_create_is_idempotent(store: MemoryStore, data_dir: Path) -> None:

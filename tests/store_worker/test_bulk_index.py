@@ -9,6 +9,7 @@ an incremental one when later writes replace or retire its records.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from store_worker import index as index_mod
 from store_worker.bank import Bank
 from store_worker.index import BankIndex
 
+SameIndex = Callable[[BankIndex, BankIndex], None]  # the conftest fixture assert_same_index
 WORDS = [f"w{i}" for i in range(300)] + ["user", "prefers", "tabs", "running", "runs", "café"]
 
 
@@ -57,27 +59,10 @@ def incremental(bank: Bank) -> BankIndex:
     """The pre-bulk reindex: ``_index`` of every record in (created_at, id) order."""
     bank.index = BankIndex()
     bank.by_fp = {}
+    bank.fp_more = {}
     for mem in sorted(bank.records.values(), key=lambda m: (m.created_at, m.id)):
         bank._index(mem)
     return bank.index
-
-
-def assert_same(a: BankIndex, b: BankIndex) -> None:
-    assert a.keys == b.keys and a.slot_of == b.slot_of
-    assert a.n_counted == b.n_counted and a.total_len == b.total_len
-    assert dict(a.df) == dict(b.df)
-    assert a._interned == b._interned
-    for name in a.cols:
-        np.testing.assert_array_equal(a.col(name), b.col(name), err_msg=name)
-    for table in ("terms", "entities", "tags"):
-        ta, tb = getattr(a, table), getattr(b, table)
-        assert set(ta) == set(tb), table
-        for key in ta:
-            for x, y in zip(ta[key].view(), tb[key].view(), strict=True):
-                np.testing.assert_array_equal(x, y, err_msg=f"{table}[{key}]")
-    for slot in range(a.capacity):
-        if a.col("counted")[slot]:
-            assert sorted(a._terms_of(slot)) == sorted(b._terms_of(slot))
 
 
 def bank_with(tmp_path: Path, records: dict[str, Memory]) -> Bank:
@@ -88,18 +73,25 @@ def bank_with(tmp_path: Path, records: dict[str, Memory]) -> Bank:
 
 @pytest.mark.parametrize(("seed", "chunk"), [(1, 32_768), (2, 7), (3, 1)])
 def test_bulk_build_equals_incremental(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, chunk: int
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    chunk: int,
+    assert_same_index: SameIndex,
 ) -> None:
     monkeypatch.setattr(index_mod, "BULK_CHUNK", chunk)  # token lists consumed in chunks
     bank = bank_with(tmp_path, make_records(seed))
     bank.reindex()
-    bulk, bulk_fp = bank.index, bank.by_fp
+    bulk, bulk_fp, bulk_more = bank.index, bank.by_fp, bank.fp_more
     ref = incremental(bank)
     assert bulk_fp == bank.by_fp
-    assert_same(bulk, ref)
+    assert bulk_more == bank.fp_more
+    assert_same_index(bulk, ref)
 
 
-def test_writes_after_a_bulk_build_match_incremental(tmp_path: Path) -> None:
+def test_writes_after_a_bulk_build_match_incremental(
+    tmp_path: Path, assert_same_index: SameIndex
+) -> None:
     records = make_records(7)
     rng = random.Random(7)
     a = bank_with(tmp_path / "a", records)
@@ -117,7 +109,7 @@ def test_writes_after_a_bulk_build_match_incremental(tmp_path: Path) -> None:
             bank._index(new)
     a.index.remove("m3")
     b.index.remove("m3")
-    assert_same(a.index, b.index)
+    assert_same_index(a.index, b.index)
     for q in ["w0 w1", "w5", "user prefers tabs", "w299 w12 w12", "nothing"]:
         toks = query_tokens(q)
         np.testing.assert_allclose(a.index.bm25(toks), b.index.bm25(toks), rtol=0, atol=1e-12)

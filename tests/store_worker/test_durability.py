@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,18 +14,6 @@ from shared.clock import FakeClock
 from shared.errors import DataDirUnwritableError, SourceUnavailableError
 from shared.models import Memory
 from store_worker.core import MemoryStore
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[MemoryStore]:
-    s = MemoryStore(data_dir, clock=FakeClock())
-    yield s
-    s.close()
 
 
 def log_path(data_dir: Path, bank: str = "main") -> Path:

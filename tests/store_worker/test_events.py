@@ -7,7 +7,7 @@ pull cursor (``events_since``). Secrets never reach a file or an event; events l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,18 +20,6 @@ AWS = "AKIAQ3EGRZ7WXYV5KLMN"
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 SLACK = "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 SECRETS = (AWS, GITHUB, SLACK)
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[MemoryStore]:
-    s = MemoryStore(data_dir, clock=FakeClock())
-    yield s
-    s.close()
 
 
 @pytest.fixture

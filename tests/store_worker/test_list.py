@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,18 +10,6 @@ import pytest
 from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, InvalidScopeError, InvalidTypeError
 from store_worker.core import MemoryStore
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    s = MemoryStore(tmp_path / "data", clock=clock)
-    yield s
-    s.close()
 
 
 def all_pages(store: MemoryStore, *, page_token: str | None = None, **kw: object) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,23 +19,6 @@ from shared.errors import (
 from shared.models import Memory
 from shared.text import fingerprint
 from store_worker.core import MemoryStore
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    s = MemoryStore(data_dir, clock=clock)
-    yield s
-    s.close()
 
 
 def lines(data_dir: Path, bank: str = "main") -> list[dict[str, object]]:
@@ -177,12 +159,6 @@ def test_resave_in_another_scope_is_a_new_record(store: MemoryStore) -> None:
     assert store.save("uses poetry", scope="project", project="/work/a/").memory.id == p.id
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Bank.by_fp holds one id per fingerprint: retiring the session copy drops the print "
-    "while the global copy still lives, so the next global save duplicates it (needs by_fp to "
-    "map a print to every live id, or a scan on retirement)",
-)
 def test_resave_reinforces_after_a_same_text_record_elsewhere_retires(store: MemoryStore) -> None:
     g = store.save("uses poetry").memory
     s = store.save("uses poetry", scope="session", session_id="s1").memory

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,18 +11,6 @@ from shared.clock import FakeClock
 from shared.errors import NotFoundError, SourceUnavailableError
 from shared.models import Event
 from store_worker.core import MemoryStore
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir: Path) -> Iterator[MemoryStore]:
-    s = MemoryStore(data_dir, clock=FakeClock())
-    yield s
-    s.close()
 
 
 def rule_file(data_dir: Path, name: str, bank: str = "main") -> Path:

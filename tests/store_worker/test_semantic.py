@@ -21,11 +21,6 @@ TEXTS = {
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
 def embedder() -> FakeEmbedder:
     return FakeEmbedder()
 

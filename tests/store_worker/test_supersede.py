@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,23 +11,6 @@ from shared.clock import FakeClock
 from shared.errors import ConflictError, InvalidArgumentError, NotFoundError
 from shared.models import Event, Memory
 from store_worker.core import MemoryStore
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def store(data_dir: Path, clock: FakeClock) -> Iterator[MemoryStore]:
-    s = MemoryStore(data_dir, clock=clock)
-    yield s
-    s.close()
 
 
 def log_bytes(data_dir: Path, bank: str = "main") -> bytes:

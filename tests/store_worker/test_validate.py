@@ -25,11 +25,6 @@ Call = Callable[[MemoryStore], Any]
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
 def store(data_dir: Path) -> Iterator[MemoryStore]:
     s = MemoryStore(data_dir, clock=FakeClock())
     s.save("an existing memory", id="existing", tags=["t"])
