@@ -38,6 +38,7 @@ lint: install
 
 bench: install
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench.consolidate
 
 eval: install
 	$(BIN)/python -m tests.recall_quality.run
