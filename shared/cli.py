@@ -139,17 +139,15 @@ def _print(ctx: Ctx, result: Any, render: Render | None) -> None:
 # -- the parser --------------------------------------------------------------------------------
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(
+    data_dir_help: str = "embedded mode: use this data dir in-process, without Ray",
+) -> argparse.ArgumentParser:
     """Options every verb accepts after its name too (SUPPRESS keeps a global value)."""
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the result as JSON"
     )
-    p.add_argument(
-        "--data-dir",
-        default=argparse.SUPPRESS,
-        help="embedded mode: use this data dir in-process, without Ray",
-    )
+    p.add_argument("--data-dir", default=argparse.SUPPRESS, help=data_dir_help)
     return p
 
 
@@ -183,8 +181,10 @@ def build_parser(specs: Sequence[WorkerSpec] | None = None) -> argparse.Argument
 
 
 def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
+    # for `up` the shared flag means "serve this folder" (there is no embedded `up`)
+    serve = _common("data dir the workers serve (default MEMORY_DATA_DIR or ./data/memory)")
     p = add_verb(
-        sub, "up", "Start (or join) a local Ray cluster and the memory workers.", common, _up
+        sub, "up", "Start (or join) a local Ray cluster and the memory workers.", serve, _up
     )
     p.add_argument(
         "workers", nargs="*", help="workers to start (default: every default-on installed one)"
@@ -215,6 +215,8 @@ def _up(ctx: Ctx) -> int:
     chosen = list(a.workers) or ([s.name for s in cluster.select_workers([])] if also else [])
     specs = cluster.select_workers(list(dict.fromkeys(chosen + also)))
     env = {**cluster.settings_env(), **(getattr(a, "worker_env", None) or {})}
+    if a.data_dir:  # `memory up --data-dir D`: the workers serve D (there is no embedded `up`)
+        env["MEMORY_DATA_DIR"] = os.path.abspath(os.path.expanduser(a.data_dir))
     info = _join_or_start(
         ctx, cluster.HeadOptions(a.num_cpus, a.port, a.dashboard_port, a.client_port, a.agent_port)
     )
