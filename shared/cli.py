@@ -207,6 +207,15 @@ def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     )
 
 
+def _ray_bin() -> str:
+    """The ``ray`` command of this environment (the venv's, when run from it)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "ray")
+    if not os.path.exists(beside):
+        return "ray"
+    rel = os.path.relpath(beside)
+    return rel if not rel.startswith("..") else beside
+
+
 def _up(ctx: Ctx) -> int:
     a = ctx.args
     # Workers may add `up` flags in their add_cli: `also_start` names opt-in workers to start
@@ -228,6 +237,9 @@ def _up(ctx: Ctx) -> int:
 
     described = StoreClient(timeout=a.timeout).describe()
     _say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
+    if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
+        # Ray's token auth stays on (FACTS.md): the dashboard asks for this token once
+        _say(ctx, f"           sign in with the token from `{_ray_bin()} get-auth-token`")
     _say(ctx, f"data dir:  {described['data_dir']}")
     if ctx.args.json:
         info.update(data_dir=described["data_dir"], workers=[s.name for s in specs])
