@@ -21,6 +21,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import pairwise
 
 from rapidfuzz import fuzz
 
@@ -199,7 +200,7 @@ def veto(a: Features, b: Features) -> str | None:
         return "polarity"
     if a.quantities != b.quantities:
         return "numbers-or-dates"
-    return _entity_veto(a, b)
+    return _entity_veto(a, b) or _order_veto(a, b)
 
 
 def _polarity_flip(a: Features, b: Features) -> bool:
@@ -222,6 +223,36 @@ def _entity_veto(a: Features, b: Features) -> str | None:
         if order_a != order_b:
             return "role-swap"
     return None
+
+
+def _order_veto(a: Features, b: Features) -> str | None:
+    """Content words that trade places across another word are a role swap even without
+    names: "prefers tabs over spaces" / "prefers spaces over tabs", "alice manages bob" /
+    "bob manages alice". Only words that occur once in each text are compared; two words that
+    stay next to each other in both (a typo-like "big blue" / "blue big") may swap. A moved
+    phrase ("on Tuesdays, the user ..." / "the user ... on Tuesdays") is vetoed too: a missed
+    duplicate costs little, a false merge retires a true memory."""
+    pa, pb = _single_positions(a.words), _single_positions(b.words)
+    shared = [w for w in pa if w in pb and w not in STOPWORDS and w not in NEGATIONS]
+    order = sorted(shared, key=pa.__getitem__)
+    in_b = [pb[w] for w in order]
+    if all(x < y for x, y in pairwise(in_b)):
+        return None  # the shared words keep their order: the common case, decided fast
+    for i, x in enumerate(order):
+        for y in order[i + 1 :]:
+            if pb[x] > pb[y] and (pa[y] - pa[x] > 1 or pb[x] - pb[y] > 1):
+                return "role-swap"
+    return None
+
+
+def _single_positions(words: tuple[str, ...]) -> dict[str, int]:
+    seen: dict[str, int] = {}
+    repeated: set[str] = set()
+    for i, w in enumerate(words):
+        if w in seen:
+            repeated.add(w)
+        seen[w] = i
+    return {w: i for w, i in seen.items() if w not in repeated}
 
 
 def score(a: Features, b: Features) -> Scores:

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 
 _banks = itertools.count(1)
 
+# Tests never touch the network: litellm would fetch its model price map at import otherwise.
+# (The Makefile exports it too; this covers a bare `pytest`.)
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 
 @pytest.fixture
 def clock() -> FakeClock:
