@@ -165,6 +165,11 @@ class OutboxMixin:
 
     def _read_jobs(self, sub: str) -> dict[str, OutboxJob]:
         out: dict[str, OutboxJob] = {}
+        # a write killed inside atomic_write leaves its temp file; the job was never
+        # acknowledged, so the leftover is garbage (the store alone owns this folder)
+        for stale in (self._outbox_dir / sub).glob(".*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
         for path in sorted((self._outbox_dir / sub).glob("*.json")):
             try:
                 job = OutboxJob.model_validate_json(path.read_bytes())

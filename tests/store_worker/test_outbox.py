@@ -254,3 +254,17 @@ def test_ack_and_fail_of_unknown_jobs(fresh_store: Factory) -> None:
         store.outbox_requeue(str(ULID()))
     with pytest.raises(InvalidArgumentError):
         store.outbox_claim(0)
+
+
+def test_a_temp_file_left_by_a_killed_write_is_swept_at_open(tmp_path: Path) -> None:
+    # Given a queue folder holding the temp file of a job write that was killed mid-way
+    MemoryStore(tmp_path).close()
+    queue = tmp_path / OUTBOX_DIR / "queue"
+    leftover = queue / ".01J0000000000000000000000.json.abc123.tmp"
+    leftover.write_text("{half a job")
+    # When the store opens again
+    store = MemoryStore(tmp_path)
+    # Then the leftover is gone and the queue is empty
+    assert not leftover.exists()
+    assert store.outbox_claim(10) == []
+    store.close()
