@@ -143,8 +143,9 @@ def run_and_kill(script: str, data_dir: Path, *, start: int, acks: int, log: Log
             seen += line.startswith(("queued", "acked"))
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
-        # anything already printed was said before the kill
-        for line in child.stdout.read().splitlines():
+        # anything already printed was said before the kill; a line the kill cut short (no
+        # newline yet: unbuffered print writes text and end separately) was never said whole
+        for line in child.stdout.read().split("\n")[:-1]:
             log.read(line)
     finally:
         if child.poll() is None:
