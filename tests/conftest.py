@@ -24,6 +24,9 @@ import itertools
 import logging
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -87,6 +90,54 @@ def _assert_same_index(a: BankIndex, b: BankIndex) -> None:
 @pytest.fixture
 def assert_same_index() -> Callable[[BankIndex, BankIndex], None]:
     return _assert_same_index
+
+
+LineHandler = Callable[[str, bool], bool]
+
+
+def _run_then_sigkill(script: str, args: list[str], *, acks: int, on_line: LineHandler) -> None:
+    """Run ``python -c script *args`` until ``on_line`` has counted ``acks`` lines, SIGKILL it,
+    then hand over what it had already printed. ``on_line(line, whole)`` returns whether the
+    line counts; ``whole`` is False only for a last line the kill cut before its newline
+    (unbuffered ``print`` writes its text and its end separately)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert child.stdout is not None and child.stderr is not None
+    seen = 0
+    err = ""
+    try:
+        while seen < acks:
+            line = child.stdout.readline()
+            if not line:
+                break
+            seen += on_line(line.rstrip("\n"), True)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        *whole, cut = child.stdout.read().split("\n")
+        for line in whole:
+            on_line(line, True)
+        if cut:
+            on_line(cut, False)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+        err = child.stderr.read()
+        child.stderr.close()
+    assert child.returncode == -signal.SIGKILL, err
+    assert seen >= acks, f"child died early: {err}"
+
+
+@pytest.fixture
+def sigkill_child() -> Callable[..., None]:
+    """Run a child script until it acknowledged enough, then SIGKILL it (the crash tests)."""
+    return _run_then_sigkill
 
 
 @pytest.fixture

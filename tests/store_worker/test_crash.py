@@ -8,10 +8,7 @@ on the same data dir, so the second child appends after the first one's possibly
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,37 +35,19 @@ while True:
 """
 
 
-def run_and_kill(data_dir: Path, start: int, acks: int) -> list[str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(data_dir), str(start)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert child.stdout is not None
+def run_and_kill(
+    sigkill_child: Callable[..., None], data_dir: Path, start: int, acks: int
+) -> list[str]:
     acked: list[str] = []
-    try:
-        while len(acked) < acks:
-            line = child.stdout.readline()
-            if not line:
-                break
+
+    def on_line(line: str, whole: bool) -> bool:
+        # each id is printed in one write after save returned: even a line the kill cut
+        # before its newline names an acknowledged save
+        if line.strip():
             acked.append(line.strip())
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-        # anything already printed was acknowledged too
-        acked += [x.strip() for x in child.stdout.read().splitlines() if x.strip()]
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        child.stdout.close()
-        if child.stderr is not None:
-            err = child.stderr.read()
-            child.stderr.close()
-    assert child.returncode == -signal.SIGKILL, err
-    assert len(acked) >= acks, f"child died early: {err}"
+        return bool(line.strip())
+
+    sigkill_child(CHILD, [str(data_dir), str(start)], acks=acks, on_line=on_line)
     return acked
 
 
@@ -79,12 +58,14 @@ def has(store: MemoryStore, mem_id: str) -> bool:
         return False
 
 
-def test_every_acknowledged_save_survives_sigkill(tmp_path: Path) -> None:
+def test_every_acknowledged_save_survives_sigkill(
+    tmp_path: Path, sigkill_child: Callable[..., None]
+) -> None:
     data_dir = tmp_path / "data"
     acked: list[str] = []
     for round_ in range(2):
         # Given a child that was saving when it got SIGKILL
-        acked += run_and_kill(data_dir, start=round_ * 100_000, acks=250)
+        acked += run_and_kill(sigkill_child, data_dir, start=round_ * 100_000, acks=250)
         # When the store opens on what it left
         store = MemoryStore(data_dir, clock=FakeClock())
         # Then every acknowledged id is present, intact, and the store is healthy

@@ -13,11 +13,8 @@ hundred acknowledgements, SIGKILLs the child mid-stream and opens the store on w
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,42 +118,24 @@ class Log:
                 raise AssertionError(f"unexpected child output {line!r}")
 
 
-def run_and_kill(script: str, data_dir: Path, *, start: int, acks: int, log: Log) -> None:
+def run_and_kill(
+    sigkill_child: Callable[..., None],
+    script: str,
+    data_dir: Path,
+    *,
+    start: int,
+    acks: int,
+    log: Log,
+) -> None:
     """Run ``script`` until it has printed ``acks`` acknowledgements, then SIGKILL it."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, str(data_dir), str(start)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert child.stdout is not None
-    seen = 0
-    err = ""
-    try:
-        while seen < acks:
-            line = child.stdout.readline()
-            if not line:
-                break
-            log.read(line)
-            seen += line.startswith(("queued", "acked"))
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-        # anything already printed was said before the kill; a line the kill cut short (no
-        # newline yet: unbuffered print writes text and end separately) was never said whole
-        for line in child.stdout.read().split("\n")[:-1]:
-            log.read(line)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        child.stdout.close()
-        if child.stderr is not None:
-            err = child.stderr.read()
-            child.stderr.close()
-    assert child.returncode == -signal.SIGKILL, err
-    assert seen >= acks, f"child died early: {err}"
+
+    def on_line(line: str, whole: bool) -> bool:
+        if not whole:  # a line the kill cut short was never said whole
+            return False
+        log.read(line)
+        return line.startswith(("queued", "acked"))
+
+    sigkill_child(script, [str(data_dir), str(start)], acks=acks, on_line=on_line)
     assert len(log.queuing) <= 1 and len(log.acking) <= 1  # one call at a time was in flight
     log.inflight.update(log.queuing)
     log.queuing.clear()
@@ -217,11 +196,13 @@ def assert_clean(store: MemoryStore) -> None:
     assert {c.name: c for c in report.checks}["outbox"].ok
 
 
-def test_every_acknowledged_turn_survives_sigkill(tmp_path: Path) -> None:
+def test_every_acknowledged_turn_survives_sigkill(
+    tmp_path: Path, sigkill_child: Callable[..., None]
+) -> None:
     data_dir = tmp_path / "data"
     log = Log()
     # Round 1: given a child that was queuing turns when it got SIGKILL
-    run_and_kill(TURNS_CHILD, data_dir, start=0, acks=250, log=log)
+    run_and_kill(sigkill_child, TURNS_CHILD, data_dir, start=0, acks=250, log=log)
     # When the store opens on what it left
     store = MemoryStore(data_dir, clock=FakeClock())
     # Then every acknowledged turn is queued, once, in order (read without claiming)
@@ -229,7 +210,7 @@ def test_every_acknowledged_turn_survives_sigkill(tmp_path: Path) -> None:
     assert_clean(store)
     store.close()
     # Round 2: a second child appends after whatever the first one left mid-write
-    run_and_kill(TURNS_CHILD, data_dir, start=100_000, acks=250, log=log)
+    run_and_kill(sigkill_child, TURNS_CHILD, data_dir, start=100_000, acks=250, log=log)
     store = MemoryStore(data_dir, clock=FakeClock())
     listed = all_jobs(store)
     # Then draining hands out every turn of both rounds, each session strictly in turn order
@@ -246,11 +227,13 @@ def test_every_acknowledged_turn_survives_sigkill(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_acked_jobs_stay_gone_unacked_ones_come_back_after_sigkill(tmp_path: Path) -> None:
+def test_acked_jobs_stay_gone_unacked_ones_come_back_after_sigkill(
+    tmp_path: Path, sigkill_child: Callable[..., None]
+) -> None:
     data_dir = tmp_path / "data"
     log = Log()
     # Given a child that was queuing, claiming and acking when it got SIGKILL
-    run_and_kill(DRAIN_CHILD, data_dir, start=0, acks=300, log=log)
+    run_and_kill(sigkill_child, DRAIN_CHILD, data_dir, start=0, acks=300, log=log)
     queued = {job_id for _, job_id in log.queued.values()}
     acked = set(log.acked)
     leased = set(log.claimed) - acked - log.acking
