@@ -9,9 +9,12 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 install: $(STAMP)
 
+# torch goes first and pinned: torch==2.13.0 resolves to the CPU build the local package index
+# holds on disk; left to sentence-transformers' range, pip pulls a newer multi-GB CUDA build.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from shared.errors import InvalidArgumentError
 
@@ -89,7 +89,9 @@ class StoreSettings(EnvSettings):
     token_model: str | None = Field(None, description="Model whose tokenizer counts tokens.")
     embeddings_enabled: bool = Field(False, description="Turn the semantic arm on.")
     embedding_model: str | None = Field(
-        None, description="litellm embedding model, e.g. openai/text-embedding-3-small."
+        None,
+        description="litellm embedding model, e.g. openai/text-embedding-3-small, or "
+        "local:/path/to/folder for a sentence-transformers model on disk (extra local-embed).",
     )
     inject_rules: bool = Field(True, description="Inject the bank's rules into the system prompt.")
     inject_memories: bool = Field(
@@ -100,6 +102,15 @@ class StoreSettings(EnvSettings):
         3, ge=0, description="Top-up of strongest memories in a turn's block."
     )
     event_buffer: int = Field(10_000, ge=100, description="Events kept for the pull cursor.")
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _local_model_names_a_path(cls, value: str | None) -> str | None:
+        # Only the form is checked here: the folder must exist where the store runs, which
+        # SentenceTransformerEmbedder checks when the store builds it.
+        if value is not None and value.startswith("local:") and not value[6:].strip():
+            raise ValueError("local: needs a model folder, e.g. local:/models/all-MiniLM-L6-v2")
+        return value
 
     @property
     def data_path(self) -> Path:

@@ -52,7 +52,7 @@ from store_worker import recall as recall_mod
 from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.drafts import DraftsMixin
-from store_worker.embed import Embedder, LiteLLMEmbedder
+from store_worker.embed import Embedder, embedder_for
 from store_worker.entities import derive_entities
 from store_worker.events import EventBus, Subscriber
 from store_worker.files import TRASH_DIR, StateStore, check_writable
@@ -65,6 +65,10 @@ from store_worker.tools import ToolsMixin
 from store_worker.vectors import VectorMixin
 
 log = logging.getLogger(__name__)
+
+
+def _embedder_name(embedder: Embedder | None) -> str | None:
+    return None if embedder is None else embedder.name
 
 
 class MemoryStore(
@@ -104,8 +108,9 @@ class MemoryStore(
 
     @staticmethod
     def _embedder_from(settings: StoreSettings) -> Embedder | None:
+        """The configured backend (``embedder_for``); a bad ``local:`` folder raises here."""
         if settings.embeddings_enabled and settings.embedding_model:
-            return LiteLLMEmbedder(settings.embedding_model)
+            return embedder_for(settings.embedding_model)
         return None
 
     def _open(self) -> None:
@@ -685,11 +690,16 @@ class MemoryStore(
         if not isinstance(config, dict):
             raise errors.InvalidArgumentError("config must be a mapping of setting → value")
         new = self.settings.merged(config)
-        reopen = new.data_path != self.settings.data_path
+        embedder = self.embedder
+        if "embedding_model" in config or "embeddings_enabled" in config:
+            fresh = self._embedder_from(new)  # before any change: a bad folder changes nothing
+            if _embedder_name(fresh) != _embedder_name(self.embedder):
+                embedder = fresh
+        # Another model's vectors mean nothing to the new one: reopening re-reads the sidecars.
+        reopen = new.data_path != self.settings.data_path or embedder is not self.embedder
         self.settings = new
         self.tokens = TokenCounter(new.token_model)
-        if "embedding_model" in config or "embeddings_enabled" in config:
-            self.embedder = self._embedder_from(new)
+        self.embedder = embedder
         if reopen:
             self.close()
             self._open()

@@ -1,20 +1,34 @@
 """The semantic arm's outside dependency behind a small interface (STYLE §9).
 
-``Embedder.embed(texts)`` returns one unit vector per text. Two backends ship:
+``Embedder.embed(texts)`` returns one unit vector per text. Three backends ship:
 ``LiteLLMEmbedder`` (any provider litellm knows, imported lazily on first use because importing
-litellm costs ~6 s; FACTS.md) and ``FakeEmbedder``, a deterministic feature-hashing embedder
-for tests that makes texts sharing words (or word stems) land close together.
+litellm costs ~6 s; FACTS.md), ``SentenceTransformerEmbedder`` (a sentence-transformers model
+folder on local disk, for users without an embedding API; issue 6), and ``FakeEmbedder``, a
+deterministic feature-hashing embedder for tests that makes texts sharing words (or word stems)
+land close together. ``embedder_for(model)`` picks the backend a configured model names:
+``local:<folder>`` is the local one, anything else goes to litellm.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import os
+import threading
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from shared.errors import SourceUnavailableError
+from shared.errors import InvalidArgumentError, SourceUnavailableError
 from shared.text import tokenize
+
+LOCAL_PREFIX = "local:"
+LOCAL_EXTRA = "pip install 'agent-memory[local-embed]'"
+# Whole-file hashing of a multi-GB model would cost seconds at every start; these bounds keep
+# the fingerprint to a few MB read while still seeing any re-saved (fine-tuned) weights.
+_SMALL_FILE = 1 << 20
+_SAMPLE = 256 << 10
 
 
 class Embedder(Protocol):
@@ -76,3 +90,137 @@ class LiteLLMEmbedder:
             raise SourceUnavailableError(f"embedding model {self.model} failed: {e}") from e
         rows = sorted(reply.data, key=lambda item: item["index"])
         return [_unit(np.asarray(row["embedding"], dtype=np.float64)) for row in rows]
+
+
+def embedder_for(model: str) -> Embedder:
+    """The backend a configured ``embedding_model`` names: ``local:<folder>`` or litellm."""
+    if model.startswith(LOCAL_PREFIX):
+        return SentenceTransformerEmbedder(model.removeprefix(LOCAL_PREFIX))
+    return LiteLLMEmbedder(model)
+
+
+def model_digest(folder: Path) -> str:
+    """12 hex digits that change when the model folder's content changes.
+
+    Every file (hidden files and folders aside) feeds its relative path and size; files up to
+    1 MiB (configs, tokenizer, vocabulary) feed their whole content, larger ones (the weights)
+    their first, middle and last 256 KiB. Paths, not mtimes, so a copied folder keeps its digest.
+    """
+    h = hashlib.blake2b(digest_size=6)
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts):
+            continue
+        size = path.stat().st_size
+        h.update(f"{rel.as_posix()}\0{size}\0".encode())
+        with path.open("rb") as f:
+            if size <= _SMALL_FILE:
+                h.update(f.read())
+                continue
+            for offset in (0, size // 2, size - _SAMPLE):
+                f.seek(offset)
+                h.update(f.read(_SAMPLE))
+    return h.hexdigest()
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model loaded from a folder on local disk; never downloads.
+
+    The folder is checked at construction (an ``InvalidArgumentError`` when it is missing, not
+    a folder, or holds neither ``modules.json`` nor ``config.json``), and so is the
+    ``local-embed`` extra (a non-retryable ``SourceUnavailableError`` naming it). The model
+    itself is imported and loaded on the first ``embed`` (or an explicit ``load()``), once,
+    under a lock: importing torch costs ~4 s. ``threads`` sets torch's (process-wide) thread
+    count; ``None`` keeps torch's default. ``name`` is ``local:<folder name>@<digest>``
+    (``model_digest``), so ``vectors.jsonl`` re-embeds when the model files change, and not
+    when the same model is moved or copied elsewhere.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        threads: int | None = 1,
+    ) -> None:
+        self.path = self._checked_folder(path)
+        self.device = device
+        self.batch_size = batch_size
+        self.threads = threads
+        self.name = f"{LOCAL_PREFIX}{self.path.name}@{model_digest(self.path)}"
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._encode_lock = threading.Lock()  # one encode at a time: torch already uses every core
+
+    @staticmethod
+    def _checked_folder(path: str | Path) -> Path:
+        raw = str(path).strip()
+        if not raw:
+            raise InvalidArgumentError("local embedding model path is empty")
+        folder = Path(raw).expanduser().resolve()
+        if not folder.is_dir():
+            raise InvalidArgumentError(f"local embedding model {folder} is not a folder")
+        if not ((folder / "modules.json").is_file() or (folder / "config.json").is_file()):
+            raise InvalidArgumentError(
+                f"local embedding model {folder} holds no sentence-transformers model "
+                "(no modules.json or config.json)"
+            )
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise SourceUnavailableError(
+                f"local embeddings need the sentence-transformers package: {LOCAL_EXTRA}",
+                retryable=False,
+            )
+        return folder
+
+    def load(self) -> None:
+        """Import sentence-transformers and load the model now rather than on first use."""
+        self._loaded()
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            with self._load_lock:
+                if self._model is None:
+                    self._model = self._load_model()
+        return self._model
+
+    def _load_model(self) -> Any:
+        # Belt and braces against any download: the hub reads these at import (so they matter
+        # only when it is not imported yet), local_files_only covers the rest.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer  # lazy: torch costs ~4 s
+        except ImportError as e:
+            raise SourceUnavailableError(
+                f"local embeddings need the sentence-transformers package: {LOCAL_EXTRA} ({e})",
+                retryable=False,
+            ) from e
+        if self.threads:
+            # The store embeds a few short texts at a time; torch's default of one busy-waiting
+            # thread per core collapses when the cores are shared (measured on a loaded 2-core
+            # machine: 147 one-text calls took 27 s with 2 threads, 1.9 s with 1).
+            torch.set_num_threads(self.threads)
+        try:
+            return SentenceTransformer(str(self.path), device=self.device, local_files_only=True)
+        except Exception as e:  # a broken folder is not worth retrying until it is fixed
+            raise SourceUnavailableError(
+                f"cannot load local embedding model {self.path}: {e}", retryable=False
+            ) from e
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        model = self._loaded()
+        try:
+            with self._encode_lock:
+                rows = model.encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
+        except Exception as e:  # same contract as LiteLLMEmbedder: the arm is unavailable now
+            raise SourceUnavailableError(f"embedding model {self.name} failed: {e}") from e
+        return [_unit(np.asarray(row, dtype=np.float64)) for row in rows]

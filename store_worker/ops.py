@@ -155,9 +155,12 @@ def _tokenizer(store: MemoryStore) -> str:
 
 def _embeddings(store: MemoryStore) -> str:
     if store.embedder is None:
-        return "off (lexical recall only; set MEMORY_EMBEDDING_MODEL to add the semantic arm)"
-    store.embedder.embed(["doctor probe"])
-    return f"{store.embedder.name} answers"
+        return (
+            "off (lexical recall only; set MEMORY_EMBEDDINGS_ENABLED=true and "
+            "MEMORY_EMBEDDING_MODEL to add the semantic arm)"
+        )
+    vector = store.embedder.embed(["doctor probe"])[0]
+    return f"{store.embedder.name} answers ({len(vector)}-d)"
 
 
 def _extraction(store: MemoryStore) -> str:
