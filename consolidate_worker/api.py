@@ -88,6 +88,9 @@ class PassTally:
         self.judged: list[JudgeDecision] = []
         self.promoted: list[Promotion] = []
         self.judge_calls = 0
+        self.judge_memo: dict[str, str] = {}  # memo_key -> decision, across passes
+        self.judge_memo_hits = 0
+        self.judge_memo_dirty = False
         self.phases: dict[str, float] = {}  # seconds per phase, summed over banks
 
     @contextmanager
@@ -97,6 +100,11 @@ class PassTally:
             yield
         finally:
             self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - started
+
+    def remember_verdict(self, key: str, decision: str) -> None:
+        self.judge_memo.pop(key, None)  # re-inserted last: the memo drops its oldest first
+        self.judge_memo[key] = decision
+        self.judge_memo_dirty = True
 
     def take_budget(self) -> bool:
         if self.budget <= 0:

@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from consolidate_worker.api import PassTally, StoreAPI
 from consolidate_worker.candidates import RareTokenBlocker
@@ -37,6 +38,16 @@ log = logging.getLogger(__name__)
 
 OWNER = "consolidator"
 LAST_RUN_KEY = "last-run"
+JUDGE_MEMO_KEY = "judged"
+
+
+@dataclass
+class Candidates:
+    """Candidate ids per memory id, and the cosine of each pair the semantic arm proposed
+    (keyed by the sorted id pair)."""
+
+    ids: dict[str, list[str]]
+    cosines: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 class Consolidator:
@@ -107,6 +118,8 @@ class Consolidator:
         t0 = time.perf_counter()
         names = self._bank_names(banks)
         tally = PassTally(self.settings.max_supersedes_per_run, dry_run)
+        if self.judge_tier is not None:
+            tally.judge_memo = self._load_judge_memo()
         for name in names:
             try:
                 self._consolidate_bank(name, tally)
@@ -117,6 +130,8 @@ class Consolidator:
                     log.info("bank %s vanished during the pass: %s", name, e)
             except errors.MemoryServiceError as e:
                 tally.errors.append(PassError(bank=name, category=e.category, message=e.message))
+        if tally.judge_memo_dirty and not dry_run:
+            self._save_judge_memo(tally.judge_memo)
         report = _report(tally, names, started, int((time.perf_counter() - t0) * 1000))
         if report.ok and not dry_run and not banks:
             self._checkpoint(report)
@@ -141,15 +156,30 @@ class Consolidator:
             },
         )
 
+    def _load_judge_memo(self) -> dict[str, str]:
+        value = self.store.state_get(OWNER, JUDGE_MEMO_KEY)
+        if not isinstance(value, dict):
+            return {}
+        return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def _save_judge_memo(self, memo: dict[str, str]) -> None:
+        """Keep the newest ``judge_memo_size`` verdicts (a dropped one is only asked again)."""
+        keep = self.settings.judge_memo_size
+        items = list(memo.items())[-keep:] if keep else []
+        try:
+            self.store.state_set(OWNER, JUDGE_MEMO_KEY, dict(items))
+        except errors.MemoryServiceError as e:  # a lost memo costs judge calls, not data
+            log.warning("could not keep the judge's verdicts: %s", e)
+
     def _consolidate_bank(self, bank: str, tally: PassTally) -> None:
         with tally.phase("read"):
             memories = self.read_bank(bank)
             feats = [Features(m) for m in memories]
         tally.scanned += len(memories)
         with tally.phase("candidates"):
-            neighbours = self.neighbours(bank, feats)
+            found = self.neighbours(bank, feats)
         with tally.phase("plan"):
-            plan = self.planner.plan(bank, feats, neighbours)
+            plan = self.planner.plan(bank, feats, found.ids, found.cosines)
         tally.pairs_scored += plan.pairs_scored
         tally.vetoed.update(plan.vetoed)
         tally.groups.extend(plan.groups)
@@ -179,33 +209,41 @@ class Consolidator:
             if not token:
                 return out
 
-    def neighbours(self, bank: str, feats: Sequence[Features]) -> dict[str, list[str]]:
+    def neighbours(self, bank: str, feats: Sequence[Features]) -> Candidates:
         """Candidate ids per memory, from ``recall`` and/or rare-token blocking (see
-        ``candidates.py`` for why both, and when each)."""
+        ``candidates.py`` for why both, and when each), plus the semantic arm's cosine of each
+        pair it proposed."""
         s = self.settings
         small = len(feats) <= s.recall_max_bank
-        out: dict[str, list[str]] = {f.id: [] for f in feats}
+        out = Candidates({f.id: [] for f in feats})
         if s.candidate_source == "local" or (s.candidate_source == "auto" and feats):
-            out = self.blocker.neighbours(feats)
+            out.ids = self.blocker.neighbours(feats)
         if s.candidate_source == "recall" or (s.candidate_source == "auto" and small):
-            for f_id, found in self._recalled(bank, [f.memory for f in feats]).items():
-                out[f_id] = list(dict.fromkeys([*out.get(f_id, []), *found]))
+            recalled = self._recalled(bank, [f.memory for f in feats])
+            for f_id, found in recalled.ids.items():
+                out.ids[f_id] = list(dict.fromkeys([*out.ids.get(f_id, []), *found]))
+            out.cosines = recalled.cosines
         return out
 
-    def _recalled(self, bank: str, memories: Sequence[Memory]) -> dict[str, list[str]]:
+    def _recalled(self, bank: str, memories: Sequence[Memory]) -> Candidates:
         """Each memory's own text as a lexical (and semantic) recall query, restricted to its
         type and scope and run where it is visible (its project, its session)."""
         modes = ["lexical"]
         if self.settings.semantic_candidates and memories and self._can_embed(bank, memories[0]):
             modes.append("semantic")
-        out: dict[str, list[str]] = {}
+        out = Candidates({})
         for m in memories:
             found: dict[str, None] = {}
             for mode in modes:
                 for hit in self._recall(bank, m, mode).memories:
                     found.setdefault(hit.memory.id, None)
+                    if mode == "semantic" and hit.memory.id != m.id:
+                        key = (
+                            (m.id, hit.memory.id) if m.id < hit.memory.id else (hit.memory.id, m.id)
+                        )
+                        out.cosines[key] = max(out.cosines.get(key, 0.0), hit.score)
             found.pop(m.id, None)
-            out[m.id] = list(found)
+            out.ids[m.id] = list(found)
         return out
 
     def _recall(self, bank: str, m: Memory, mode: str) -> RecallResponse:
@@ -282,6 +320,7 @@ def _report(tally: PassTally, banks: tuple[str, ...], started: int, duration_ms:
         skipped_pinned=tuple(tally.skipped_pinned),
         capped=tuple(tally.capped),
         judged=tuple(tally.judged),
+        judge_memo_hits=tally.judge_memo_hits,
         phases_ms=tuple((k, int(v * 1000)) for k, v in tally.phases.items()),
         promoted=tuple(tally.promoted),
         errors=tuple(tally.errors),

@@ -110,7 +110,9 @@ class Features:
 
     @cached_property
     def frequency(self) -> frozenset[str]:
-        return frozenset(w for w in self.words if w in FREQUENCY)
+        """Frequency words other than "never", which already counts as a negation: "never
+        commit .env files" and "don't commit .env files" say the same thing."""
+        return frozenset(w for w in self.words if w in FREQUENCY and w not in NEGATIONS)
 
     @cached_property
     def antonyms(self) -> dict[int, tuple[bool, bool]]:

@@ -25,11 +25,15 @@ from shared.models import Memory
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["ambiguous", "contradiction"]
+Kind = Literal["ambiguous", "contradiction", "paraphrase"]
 
 SYSTEM_PROMPT = """You curate an agent's long-term memory. You are shown two stored memories.
+"why_asked" says why the pair was picked: "ambiguous" (similar wording), "contradiction"
+(near-identical wording but a different number, date or negation) or "paraphrase" (similar
+meaning, different wording).
 Decide one of:
-- "duplicate": both state the same fact (a restatement or paraphrase); keep either.
+- "duplicate": both state the same fact (a restatement or paraphrase, possibly with a detail
+  added); "keep" is the id of the statement that says more.
 - "contradiction": the newer statement corrects or replaces the older one; "keep" is the id of
   the statement that is true now (normally the newer one).
 - "distinct": different facts that must both be kept (different people, roles, numbers, dates,

@@ -10,6 +10,13 @@ like the survivor (``is_duplicate`` at the looser ``grey_score``), which stops s
 a chain of paraphrases.
 
 Survivor (DESIGN §7): pinned > corroboration > newest ``stated_at`` > smallest id.
+
+Paraphrases (judge tier only): a pair the store's semantic arm found close (cosine at or above
+``judge_semantic_min``) that no group joined is listed for the judge whatever its lexical
+scores and soft vetoes say. The vetoes and scorers read wording; two paraphrases ("has been
+vegetarian since 2023" / "doesn't eat meat") share little wording, so a negation or a date on
+one side only says nothing about them. Only the hard vetoes (type, scope, project, session)
+still hold: those are places, not wording.
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ from consolidate_worker.report import Group, PairScore
 from consolidate_worker.settings import ConsolidatorSettings
 
 CONTRADICTION_VETOES = frozenset({"polarity", "numbers-or-dates"})
+# Vetoes about where a memory lives, not how it is worded: nothing ever crosses them.
+PLACE_VETOES = frozenset(
+    {"different-type", "different-scope", "different-project", "different-session"}
+)
 EXACT = Scores(token_set=100.0, token_sort=100.0, ratio=100.0, length_ratio=1.0)
 Pair = tuple[str, str]
 
@@ -33,6 +44,7 @@ class Edge:
     b: str
     scores: Scores
     exact: bool
+    cosine: float | None = None  # the semantic arm's similarity, when it proposed the pair
 
 
 @dataclass
@@ -43,6 +55,7 @@ class BankPlan:
     groups: list[Group] = field(default_factory=list)
     ambiguous: list[Edge] = field(default_factory=list)  # grey band, not grouped
     contradictions: list[Edge] = field(default_factory=list)  # similar but polarity/number veto
+    paraphrases: list[Edge] = field(default_factory=list)  # semantically close, not grouped
     pairs_scored: int = 0
     vetoed: Counter[str] = field(default_factory=Counter)
 
@@ -92,8 +105,10 @@ class Planner:
         bank: str,
         memories: Iterable[Features],
         neighbours: Mapping[str, Iterable[str]],
+        cosines: Mapping[Pair, float] | None = None,
     ) -> BankPlan:
-        """Group ``memories`` using exact fingerprints plus the ``neighbours`` candidate lists."""
+        """Group ``memories`` using exact fingerprints plus the ``neighbours`` candidate lists;
+        ``cosines`` (keyed by the sorted id pair) are the semantic arm's similarities."""
         feats = {f.id: f for f in sorted(memories, key=lambda f: f.id)}
         pairs = _Pairs(feats)
         out = BankPlan(bank=bank)
@@ -110,7 +125,35 @@ class Planner:
             key=lambda e: (e.a, e.b),
         )
         out.contradictions.sort(key=lambda e: (e.a, e.b))
+        if self.settings.judge_enabled and cosines:
+            out.paraphrases = self._paraphrases(feats, cosines, pairs, out, group_of)
         return out
+
+    def _paraphrases(
+        self,
+        feats: Mapping[str, Features],
+        cosines: Mapping[Pair, float],
+        pairs: _Pairs,
+        out: BankPlan,
+        group_of: Mapping[str, str],
+    ) -> list[Edge]:
+        """Close pairs by meaning the deterministic tier left apart, closest first."""
+        asked = {(e.a, e.b) for e in out.ambiguous + out.contradictions}
+        found = []
+        for (a, b), cos in cosines.items():
+            k = pairs.key(a, b)
+            if (
+                cos < self.settings.judge_semantic_min
+                or a == b
+                or a not in feats
+                or b not in feats
+                or k in asked
+                or group_of.get(a, a) == group_of.get(b, b)
+                or pairs.veto(*k) in PLACE_VETOES
+            ):
+                continue
+            found.append(Edge(k[0], k[1], pairs.score(*k), False, cosine=cos))
+        return sorted(found, key=lambda e: (-(e.cosine or 0.0), e.a, e.b))
 
     @staticmethod
     def _exact_edges(feats: Mapping[str, Features]) -> list[Edge]:

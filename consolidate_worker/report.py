@@ -59,11 +59,11 @@ class PassError(Frozen):
 
 
 class JudgeDecision(Frozen):
-    """What the LLM judge said about one ambiguous or contradicting pair."""
+    """What the LLM judge said about one ambiguous, contradicting or paraphrase pair."""
 
     bank: str
     pair: tuple[str, str]
-    kind: Literal["ambiguous", "contradiction"]
+    kind: Literal["ambiguous", "contradiction", "paraphrase"]
     decision: Literal["duplicate", "contradiction", "distinct"]
     keep: str | None = None
     reason: str = ""
@@ -92,6 +92,7 @@ class Report(Frozen):
     skipped_pinned: tuple[Change, ...] = ()
     capped: tuple[Change, ...] = ()
     judged: tuple[JudgeDecision, ...] = ()
+    judge_memo_hits: int = 0  # pairs not re-asked: a past pass's verdict on the same texts
     promoted: tuple[Promotion, ...] = ()
     errors: tuple[PassError, ...] = ()
     phases_ms: tuple[tuple[str, int], ...] = ()  # read, candidates, plan, apply, judge, promote

@@ -54,6 +54,17 @@ class ConsolidatorSettings(EnvSettings):
     judge_enabled: bool = Field(False, description="Turn the optional LLM judge tier on.")
     judge_model: str | None = Field(None, description="litellm model of the judge tier.")
     judge_max_calls: int = Field(50, ge=0, description="Judge calls allowed in one pass.")
+    judge_semantic_min: float = Field(
+        0.6,
+        ge=0,
+        le=1,
+        description="Cosine at or above which a semantic neighbour pair the deterministic tier "
+        "did not merge goes to the judge as a possible paraphrase (model-dependent: 0.6 suits "
+        "all-MiniLM-L6-v2; see tests/recall_quality/HISTORY.md).",
+    )
+    judge_memo_size: int = Field(
+        20_000, ge=0, description="Judged pairs remembered across passes, so none is re-asked."
+    )
     judge_timeout_s: float = Field(30.0, gt=0, description="Timeout of one judge call.")
     promote_corroboration_threshold: int = Field(
         0, ge=0, description="Corroboration that proposes a memory as a learned rule (0 = off)."

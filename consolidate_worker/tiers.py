@@ -2,15 +2,25 @@
 
 Pairs asked (at most ``judge_max_calls`` per pass): contradictions first (similar pairs that the
 deterministic tier vetoed for polarity or numbers: a newer statement may correct an older one),
-then ambiguous pairs (the grey band below ``duplicate_score``). Verdicts apply through the same
-``supersede`` path and cap as the deterministic tier:
+then ambiguous pairs (the grey band below ``duplicate_score``), then paraphrases (pairs the
+semantic arm found close that share too little wording for the deterministic tier, closest
+first; ``plan.py``). Verdicts apply through the same ``supersede`` path and cap as the
+deterministic tier:
 
-- ambiguous + "duplicate": the usual survivor rule, ``reinforce=True`` (a restatement);
+- ambiguous or paraphrase + "duplicate": a restatement, ``reinforce=True``; the survivor is a
+  pinned record if either is pinned, else the one the judge keeps (it read both, so it keeps
+  the one that says more), else DESIGN §7's rule;
 - any + "contradiction": the record the judge keeps survives, ``reinforce=False`` (a correction
   is not a re-observation);
-- a "duplicate" verdict on a vetoed pair is recorded but never applied: polarity flips and
-  number changes are never merged as duplicates (DESIGN §7);
+- a "duplicate" verdict on a contradiction pair (lexically near-identical, vetoed for polarity
+  or numbers) is recorded but never applied: polarity flips and number changes are never
+  merged as duplicates (DESIGN §7);
 - a pinned loser is never retired, only reported.
+
+Every verdict is remembered by the pair's two fingerprints (``memo``, kept by the consolidator
+in the store's sibling state), so a pair is asked once, not once per pass: a daily pass over a
+stable bank makes no judge calls at all. An edited text has a new fingerprint and is asked
+again.
 """
 
 from __future__ import annotations
@@ -44,12 +54,17 @@ class JudgeTier:
     ) -> None:
         asks: list[tuple[Kind, Edge]] = [("contradiction", e) for e in plan.contradictions]
         asks += [("ambiguous", e) for e in plan.ambiguous]
+        asks += [("paraphrase", e) for e in plan.paraphrases]
         for kind, edge in asks:
-            if tally.judge_calls >= self.settings.judge_max_calls:
-                return
             if (plan.bank, edge.a) in tally.retired or (plan.bank, edge.b) in tally.retired:
                 continue
             a, b = by_id[edge.a], by_id[edge.b]
+            key = memo_key(a, b)
+            if key in tally.judge_memo:
+                tally.judge_memo_hits += 1
+                continue
+            if tally.judge_calls >= self.settings.judge_max_calls:
+                return
             tally.judge_calls += 1
             try:
                 verdict = self.judge.decide(kind, a, b)
@@ -58,6 +73,7 @@ class JudgeTier:
                     PassError(bank=plan.bank, id=a.id, category=e.category, message=e.message)
                 )
                 continue
+            tally.remember_verdict(key, verdict.decision)
             tally.judged.append(
                 JudgeDecision(
                     bank=plan.bank,
@@ -83,9 +99,9 @@ class JudgeTier:
         if verdict.decision == "distinct":
             return
         if verdict.decision == "duplicate":
-            if kind != "ambiguous":
+            if kind == "contradiction":
                 return
-            keep, lose = sorted((a, b), key=lambda m: survivor_key(Features(m)))
+            keep, lose = _duplicate_survivor(a, b, verdict.keep)
             reinforce = True
             tally.groups.append(
                 Group(
@@ -106,3 +122,18 @@ class JudgeTier:
             tally.skipped_pinned.append(change.model_copy(update={"reason": "pinned"}))
             return
         supersede(tally, change, reinforce=reinforce)
+
+
+def memo_key(a: Memory, b: Memory) -> str:
+    """The pair's identity across passes: its two texts (fingerprints), in either order."""
+    return "|".join(sorted((a.fingerprint, b.fingerprint)))
+
+
+def _duplicate_survivor(a: Memory, b: Memory, judge_keeps: str | None) -> tuple[Memory, Memory]:
+    """(survivor, loser): pinned first, then the judge's pick, then DESIGN §7's rule."""
+    if a.pinned != b.pinned:
+        return (a, b) if a.pinned else (b, a)
+    if judge_keeps in (a.id, b.id):
+        return (a, b) if judge_keeps == a.id else (b, a)
+    keep, lose = sorted((a, b), key=lambda m: survivor_key(Features(m)))
+    return keep, lose

@@ -37,6 +37,8 @@ def test_a_subset_is_no_duplicate_although_token_set_says_100() -> None:
         ("The user codes in Python daily", "The user codes in python daily"),  # case only
         ("Alice manages Bob", "alice manages bob"),  # same order, different case
         ("Standups are on Mondays", "Standups are on Monday"),  # plural weekday
+        ("Never force-push to main", "Don't force-push to main"),  # "never" is a negation
+        ("The user never drinks coffee", "The user does not drink coffee"),
     ],
 )
 def test_same_meaning_is_not_vetoed(a: str, b: str) -> None:

@@ -53,16 +53,38 @@ def test_a_judged_duplicate_merges_with_reinforce(store: MemoryStore) -> None:
     # Given a pair in the grey band and a judge that calls it a duplicate
     old, new = grey_pair(store)
     cursor = store.events.cursor
-    verdict = {"decision": "duplicate", "keep": old, "reason": "same advice"}
+    verdict = {"decision": "duplicate", "keep": None, "reason": "same advice"}
     # When a pass runs with the judge on
     report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
-    # Then the usual survivor rule applies (newest), as a reinforcing merge with its reason
+    # Then, the judge keeping neither, the usual survivor rule applies (newest), as a
+    # reinforcing merge with its reason
     assert [(c.id, c.survivor) for c in report.merged] == [(old, new)]
     assert [(d.kind, d.decision) for d in report.judged] == [("ambiguous", "duplicate")]
     assert store.get(new).memory.corroboration == 1
     reasons = [e.reason for e in store.events_since(cursor).events if e.event_type == "superseded"]
     assert reasons == [f"consolidator: judge duplicate (ambiguous), kept {new}: same advice"]
     assert [g.reason for g in report.groups] == ["judge-duplicate"]
+
+
+def test_the_judge_picks_the_survivor_of_a_duplicate_unless_one_is_pinned(
+    store: MemoryStore,
+) -> None:
+    # Given a grey pair judged a duplicate, the judge keeping the older (fuller) statement
+    old, new = grey_pair(store)
+    verdict = {"decision": "duplicate", "keep": old, "reason": "the older says more"}
+    report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
+    # Then the older one survives (DESIGN §7's rule alone would keep the newer)
+    assert [(c.id, c.survivor) for c in report.merged] == [(new, old)]
+
+
+def test_a_pinned_record_survives_a_duplicate_whatever_the_judge_keeps(
+    store: MemoryStore,
+) -> None:
+    old, new = grey_pair(store)
+    store.pin(old, True)
+    verdict = {"decision": "duplicate", "keep": new, "reason": "newer"}
+    report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
+    assert [(c.id, c.survivor) for c in report.merged] == [(new, old)]
 
 
 def test_a_judged_contradiction_retires_the_older_statement(store: MemoryStore) -> None:
