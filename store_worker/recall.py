@@ -1,6 +1,7 @@
 """Recall over one bank (DESIGN §4): filters first, then the fused score, then the cut.
 
-hybrid  = match · (1 + 0.1·ln(1+corroboration) + 0.25·pinned) · decay + 2.2·cosine
+hybrid  = lex + 2·best·cosine, best = the query's highest lex (1 if none; see ``fuse``)
+          lex = match · (1 + 0.1·ln(1+corroboration) + 0.25·pinned) · decay
           match = bm25 + 0.6·entity_hits + W_DATE·date_hit   (a superseded record's match also
           credits its live successor; entity hits are weighted by the handle's rarity),
           decay = max(0.5^(age_days / half_life), 0.7), or 1 when the query names a date
@@ -100,11 +101,12 @@ class Tuning:
     inherit: bool = True
     w_inherit: float = 1.0
     guard: bool = True
-    fusion: str = "sum"  # "sum" (DESIGN §4) or "rrf" (reciprocal rank fusion)
+    fusion: str = "norm"  # "norm" (see fuse), "sum" (DESIGN §4) or "rrf" (reciprocal rank)
     boost: str = "scale"  # "scale": match · (1 + w·signal); "add": + w·signal (DESIGN §4)
     w_corroboration_scale: float = 0.1
     w_pinned_scale: float = 0.25
     rrf_k: float = 60.0
+    w_cosine_norm: float = 2.0  # fusion="norm": the cosine's weight against the best match
 
 
 TUNING = Tuning()
@@ -358,6 +360,34 @@ def _rrf(
     return out
 
 
+def fuse(
+    score: npt.NDArray[np.float64],
+    cos: npt.NDArray[np.float64],
+    slots: npt.NDArray[np.intp],
+    mask: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.float64]:
+    """The lexical score (boosts and decay applied) fused with the cosine arm.
+
+    ``norm`` (the default): ``lexical + w·best·cosine`` where ``best`` is the query's best
+    lexical score (1 when nothing matched lexically): the same ranking as lexical scaled to
+    [0, 1] by the best plus ``w·cosine`` (a convex-combination fusion over normalised scores,
+    Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023), while the
+    score keeps its lexical size for ``relevance_score``. BM25's scale grows with the bank
+    (IDF), so a fixed cosine weight (``sum``, DESIGN §4's ``+ 2.2·cosine``) means a different
+    mix at every bank size; measured in tests/recall_quality/HISTORY.md §7.
+    """
+    t = TUNING
+    if t.fusion == "rrf":
+        return _rrf(score, cos, mask)
+    out = score.copy()
+    if t.fusion == "norm":
+        best = float(score[slots].max()) if len(slots) else 0.0
+        out[slots] += t.w_cosine_norm * (best if best > 0 else 1.0) * cos[slots]
+    else:
+        out[slots] += t.w_cosine * cos[slots]
+    return out
+
+
 def score_bank(
     bank: Bank,
     p: RecallParams,
@@ -405,10 +435,7 @@ def score_bank(
     score = np.zeros(len(match), dtype=np.float64)
     score[slots] = fused
     if cos is not None:
-        if t.fusion == "rrf":
-            score = _rrf(score, cos, mask & matched)
-        else:
-            score[slots] += t.w_cosine * cos[slots]
+        score = fuse(score, cos, slots, mask & matched)
     if t.guard and p.include_superseded:
         return guard(bank, score, mask & matched, mask)
     return score, mask & matched

