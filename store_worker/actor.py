@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -133,7 +134,24 @@ class StoreActor:
         self.metrics = _Metrics()
         self.metrics.refresh(self.store)
         self._restore_subscriptions()
+        self._warm_embedder()
         log.info("memory-store up on %s (%d banks)", self.store.root, len(self.store.banks))
+
+    def _warm_embedder(self) -> None:
+        """Load a local embedding model in the background (torch's import costs ~4 s), so
+        the first recall after a start does not pay for it; a failure is logged, and the
+        embedder reports it again on use."""
+        load = getattr(self.store.embedder, "load", None)
+        if load is None:
+            return
+
+        def warm() -> None:
+            try:
+                load()
+            except MemoryServiceError as e:
+                log.warning("embedding model did not load: %s", e)
+
+        threading.Thread(target=warm, name="embedder-warm-up", daemon=True).start()
 
     # -- calls -----------------------------------------------------------------------------
 

