@@ -18,7 +18,7 @@ from typing import Any, cast
 from consolidate_worker.api import StoreAPI
 from consolidate_worker.cli import add_cli
 from consolidate_worker.core import Consolidator
-from consolidate_worker.judge import LLMJudge
+from consolidate_worker.judge import judge_from
 from consolidate_worker.report import Report
 from consolidate_worker.schedule import PassScheduler
 from consolidate_worker.settings import ConsolidatorSettings
@@ -66,12 +66,6 @@ class _Metrics:
             ("errors", len(report.errors)),
         ):
             self.last.set(value, tags={"field": name})
-
-
-def judge_from(settings: ConsolidatorSettings) -> LLMJudge | None:
-    if not settings.judge_enabled or not settings.judge_model:
-        return None
-    return LLMJudge(settings.judge_model, timeout_s=settings.judge_timeout_s)
 
 
 class ConsolidatorActor:

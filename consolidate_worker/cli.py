@@ -21,6 +21,7 @@ from typing import Any, TextIO, cast
 
 from consolidate_worker.api import StoreAPI
 from consolidate_worker.core import Consolidator
+from consolidate_worker.judge import judge_from
 from consolidate_worker.report import Report
 from consolidate_worker.settings import ConsolidatorSettings
 from shared import errors
@@ -62,14 +63,20 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     return 0 if report.ok else 1
 
 
+def _consolidator(store: StoreAPI) -> Consolidator:
+    """A pass run here reads the same MEMORY_CONSOLIDATE_* settings, judge included, as the
+    memory-consolidator actor."""
+    settings = ConsolidatorSettings.from_env()
+    return Consolidator(store, settings=settings, judge=judge_from(settings))
+
+
 def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
     # The embedded mode opens the folder the way every ``memory --data-dir`` verb does (the
     # other MEMORY_* settings apply); shared.cli_store imports the store class at run time,
     # so this package keeps no static dependency on the store worker (DESIGN §10).
     store = importlib.import_module("shared.cli_store").embedded_store(data_dir)
     try:
-        core = Consolidator(cast(StoreAPI, store), settings=ConsolidatorSettings.from_env())
-        return core.run_pass(banks=banks, dry_run=dry_run)
+        return _consolidator(cast(StoreAPI, store)).run_pass(banks=banks, dry_run=dry_run)
     finally:
         store.close()
 
@@ -86,7 +93,7 @@ def _remote(banks: list[str] | None, dry_run: bool) -> Report:
         actor.handle  # noqa: B018 - looks the actor up; raises when it is not running
     except errors.SourceUnavailableError:
         print("memory-consolidator is not running; running the pass here", file=sys.stderr)
-        core = Consolidator(cast(StoreAPI, StoreClient()), settings=ConsolidatorSettings.from_env())
+        core = _consolidator(cast(StoreAPI, StoreClient()))
         return core.run_pass(banks=banks, dry_run=dry_run)
     return cast(Report, actor.run_now(banks=banks, dry_run=dry_run))
 
@@ -100,6 +107,12 @@ def print_report(report: Report, *, as_json: bool, out: TextIO) -> None:
         retire = ", ".join(g.retire) or "-"
         kept = f" (pinned kept: {', '.join(g.pinned_kept)})" if g.pinned_kept else ""
         out.write(f"  [{g.bank}] {g.reason}: keep {g.survivor}; retire {retire}{kept}\n")
+    for d in report.judged:
+        keep = f" (keep {d.keep})" if d.keep else ""
+        out.write(
+            f"  [{d.bank}] judge, {d.kind}: {d.pair[0]} ~ {d.pair[1]}: {d.decision}{keep}"
+            f"{': ' + d.reason if d.reason else ''}\n"
+        )
     for c in report.capped:
         out.write(f"  capped: [{c.bank}] {c.id} -> {c.survivor}\n")
     for e in report.errors:

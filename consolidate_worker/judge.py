@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from consolidate_worker.settings import ConsolidatorSettings
 from shared.errors import SourceUnavailableError, UnknownError
 from shared.models import Memory
 
@@ -101,6 +102,13 @@ class LLMJudge:
         except Exception as e:  # the provider's errors are not ours to enumerate
             raise SourceUnavailableError(f"judge call failed: {type(e).__name__}: {e}") from e
         return str(resp.choices[0].message.content or "")
+
+
+def judge_from(settings: ConsolidatorSettings) -> LLMJudge | None:
+    """The judge the settings ask for, or None when the tier is off."""
+    if not settings.judge_enabled or not settings.judge_model:
+        return None
+    return LLMJudge(settings.judge_model, timeout_s=settings.judge_timeout_s)
 
 
 def _pair_prompt(kind: Kind, a: Memory, b: Memory) -> str:

@@ -108,6 +108,7 @@ class Report(Frozen):
             f"bank(s): scanned={self.scanned} groups={len(self.groups)} "
             f"merged={len(self.merged)} skipped_pinned={len(self.skipped_pinned)} "
             f"capped={len(self.capped)} judged={len(self.judged)} "
+            f"judge_memo_hits={self.judge_memo_hits} "
             f"promoted={len(self.promoted)} errors={len(self.errors)} "
             f"duration_ms={self.duration_ms}"
         )

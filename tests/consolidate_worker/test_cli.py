@@ -93,3 +93,34 @@ def test_an_unknown_bank_is_reported_as_an_error_exit(
 ) -> None:
     code, out, _ = memory("--data-dir", str(data_dir), "consolidate", "--now", "--bank", "nope")
     assert code == 1 and "not_found" in out
+
+
+def test_an_embedded_pass_uses_the_configured_judge(
+    tmp_path: Path,
+    memory: Callable[..., tuple[int, str, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a grey-band pair and the judge turned on through the environment (its litellm call
+    # answered by litellm's mock provider)
+    from consolidate_worker import judge as judge_mod
+
+    folder = tmp_path / "grey"
+    store = MemoryStore(folder, clock=FakeClock())
+    old = store.save("Use pytest fixtures instead of setUp methods in tests").memory.id
+    store.save("Use pytest fixtures rather than setUp methods in tests")
+    store.close()
+    monkeypatch.setenv("MEMORY_CONSOLIDATE_JUDGE_ENABLED", "true")
+    monkeypatch.setenv("MEMORY_CONSOLIDATE_JUDGE_MODEL", "openai/gpt-4o-mini")
+    reply = json.dumps({"decision": "duplicate", "keep": old, "reason": "same advice"})
+    real = judge_mod.LLMJudge.__init__
+
+    def mocked(self: judge_mod.LLMJudge, model: str, **kwargs: object) -> None:
+        real(self, model, completion_kwargs={"mock_response": reply})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(judge_mod.LLMJudge, "__init__", mocked)
+    # When `memory --data-dir consolidate --now` runs
+    code, out, _ = memory("--data-dir", str(folder), "consolidate", "--now")
+    # Then the judge was asked and its verdict printed and applied
+    assert code == 0
+    assert "judge, ambiguous: " in out and f"duplicate (keep {old}): same advice" in out
+    assert live(folder, "main") == 1
