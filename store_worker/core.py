@@ -16,7 +16,7 @@ import builtins
 import json
 import logging
 import shutil
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,7 @@ class MemoryStore(
         self.settings = base
         self.clock = clock or SystemClock()
         self.embedder = embedder or self._embedder_from(base)
+        self._query_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
         self.tokens = TokenCounter(base.token_model)
         self.events = EventBus(base.event_buffer)
         self.banks: dict[str, Bank] = {}

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from shared import errors
 from shared.models import Memory
+from shared.text import fingerprint
 from store_worker.bank import Bank, searchable_text
 from store_worker.files import VECTORS, AppendLog, atomic_write
 
@@ -26,11 +28,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 BATCH = 64
+QUERY_CACHE = 512
 
 
 class VectorMixin:
     embedder: Embedder | None
     banks: dict[str, Bank]
+    _query_vectors: OrderedDict[tuple[str, str], list[float]]
 
     def _load_vectors(self, bank: Bank) -> None:
         if self.embedder is None:
@@ -114,6 +118,31 @@ class VectorMixin:
             bank.vector_model = self.embedder.name
             self._fill_vectors(bank)
 
+    def _known_vector(self, bank: Bank, query: str) -> list[float] | None:
+        """A query that is the very text of a live memory of this bank (the consolidator
+        asks each memory's text for its neighbours) reuses that memory's stored vector
+        instead of another embedding call: a pass over N memories embeds nothing."""
+        fp = fingerprint(query)
+        held = bank.by_fp.get(fp)
+        found = bank.vectors.get(held) if held is not None else None
+        return found[1] if found is not None and found[0] == fp else None
+
+    def _embed_query(self, query: str) -> list[float]:
+        """The query's embedding, from a small LRU cache keyed by model and text (a harness
+        recalls the same message for ``preview`` and ``pre_generate``; a remote model costs
+        a round trip each time)."""
+        assert self.embedder is not None
+        key = (self.embedder.name, query)
+        cache = self._query_vectors
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        vector = self.embedder.embed([query])[0]
+        cache[key] = vector
+        while len(cache) > QUERY_CACHE:
+            cache.popitem(last=False)
+        return vector
+
     def _query_vector(self, bank: Bank, params: RecallParams) -> tuple[list[float] | None, str]:
         """The query's embedding and the retrieval mode that will really run."""
         if params.mode == "lexical":
@@ -128,7 +157,7 @@ class VectorMixin:
             return None, "lexical"
         try:
             self._fill_vectors(bank)
-            vector = self.embedder.embed([params.query])[0]
+            vector = self._known_vector(bank, params.query) or self._embed_query(params.query)
         except errors.MemoryServiceError:
             if params.mode == "semantic":
                 raise

@@ -198,3 +198,31 @@ def test_capabilities_list_semantic_only_with_an_embedder(
     plain = MemoryStore(data_dir, clock=FakeClock())
     assert "semantic" not in plain.capabilities()["recall_modes"]
     plain.close()
+
+
+def test_a_repeated_query_is_embedded_once(store: MemoryStore, embedder: FakeEmbedder) -> None:
+    before = embedder.calls
+    first = store.recall("who bakes bread in the morning?")
+    again = store.recall("who bakes bread in the morning?", include_superseded=True)
+    assert embedder.calls == before + 1
+    assert [h.memory.id for h in first.memories] == [h.memory.id for h in again.memories]
+
+
+def test_a_query_that_is_a_memory_text_reuses_its_vector(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    # The consolidator asks each memory's own text for its neighbours: no embedding calls
+    before = embedder.calls
+    got = store.recall(TEXTS["cook"], mode="semantic")
+    assert embedder.calls == before
+    assert got.memories[0].memory.id == "cook"
+    assert got.memories[0].score == pytest.approx(1.0)
+
+
+def test_a_consolidation_pass_embeds_nothing(store: MemoryStore, embedder: FakeEmbedder) -> None:
+    from consolidate_worker.core import Consolidator
+
+    before = embedder.calls
+    report = Consolidator(store).run_pass()
+    assert report.ok and report.scanned == len(TEXTS)
+    assert embedder.calls == before
