@@ -102,6 +102,11 @@ class StoreSettings(EnvSettings):
         3, ge=0, description="Top-up of strongest memories in a turn's block."
     )
     event_buffer: int = Field(10_000, ge=100, description="Events kept for the pull cursor.")
+    session_state_days: float = Field(
+        90.0,
+        ge=0,
+        description="Days an idle session's injection and outbox state is kept (0 = forever).",
+    )
 
     @field_validator("embedding_model")
     @classmethod

@@ -16,6 +16,7 @@ import builtins
 import json
 import logging
 import shutil
+import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -65,6 +66,9 @@ from store_worker.tools import ToolsMixin
 from store_worker.vectors import VectorMixin
 
 log = logging.getLogger(__name__)
+# Sibling-state owners whose keys are per session (inject.py, outbox.py): safe to forget.
+SESSION_STATE_OWNERS = ("inject", "outbox")
+PRUNE_EVERY_S = 86_400.0
 
 
 def _embedder_name(embedder: Embedder | None) -> str | None:
@@ -131,6 +135,25 @@ class MemoryStore(
         parents = self.state.get("store", "session-parents")
         self.session_parents = dict(parents) if isinstance(parents, dict) else {}
         self._open_outbox()
+        self._pruned_at = 0.0
+        self.prune_session_state()
+
+    def prune_session_state(self, *, force: bool = True) -> int:
+        """Forget the per-session injection and outbox state of sessions idle for longer than
+        ``session_state_days`` (their files' mtime, wall clock). Runs at open and at most once
+        a day from ``pre_generate``/``turn_completed``; returns how many files went. A session
+        that comes back after that starts afresh: its rules section is sent whole again, and a
+        whole-window caller's old messages are queued again (restatements only reinforce)."""
+        days = self.settings.session_state_days
+        now = time.time()
+        if days <= 0 or (not force and now - self._pruned_at < PRUNE_EVERY_S):
+            return 0
+        self._pruned_at = now
+        cutoff = now - days * 86_400
+        gone = sum(self.state.prune(owner, cutoff) for owner in SESSION_STATE_OWNERS)
+        if gone:
+            log.info("pruned the state of %d idle session file(s)", gone)
+        return gone
 
     def _load_bank(self, name: str) -> Bank:
         bank = Bank(self.root, name)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from shared.models import Event, Memory
@@ -25,6 +26,7 @@ class EventBus:
         self._seq = 0
         self._subs: dict[str, tuple[Subscriber, set[str] | None]] = {}
         self._failures: dict[str, int] = {}
+        self._muted: set[str] = set()
 
     @property
     def cursor(self) -> int:
@@ -51,6 +53,8 @@ class EventBus:
         reason: str | None = None,
         redacted: tuple[str, ...] = (),
     ) -> Event:
+        if bank in self._muted:  # doctor's scratch bank: nobody's business
+            return Event(seq=self._seq, kind=kind, event_type=event_type, bank=bank, at=now)
         self._seq += 1
         event = Event(
             seq=self._seq,
@@ -67,6 +71,15 @@ class EventBus:
             if banks is None or bank in banks:
                 self._deliver(name, callback, event)
         return event
+
+    @contextmanager
+    def muted(self, bank: str) -> Iterator[None]:
+        """Emit nothing about ``bank`` inside the block (an internal scratch bank)."""
+        self._muted.add(bank)
+        try:
+            yield
+        finally:
+            self._muted.discard(bank)
 
     def _deliver(self, name: str, callback: Subscriber, event: Event) -> None:
         try:

@@ -274,3 +274,20 @@ class StateStore:
 
     def set(self, owner: str, key: str, value: object) -> None:
         atomic_write(self._path(owner, key), json.dumps(value, sort_keys=True).encode("utf-8"))
+
+    def prune(self, owner: str, older_than: float) -> int:
+        """Delete ``owner``'s keys last written before ``older_than`` (epoch seconds, file
+        mtime); returns how many went. Only for state that is safe to forget."""
+        gone = 0
+        try:
+            paths = list((self.dir / owner).glob("*.json"))
+        except OSError:
+            return 0
+        for path in paths:
+            try:
+                if path.stat().st_mtime < older_than:
+                    path.unlink()
+                    gone += 1
+            except OSError:
+                continue  # raced with a writer or already gone: next prune sees it
+        return gone

@@ -124,6 +124,7 @@ class InjectMixin:
     # provided by MemoryStore (annotated, not defined, so its signatures stay the contract)
     recall: Callable[..., RecallResponse]
     session_lineage: Callable[[str | None], Sequence[str]]
+    prune_session_state: Callable[..., int]
 
     def link_session(self, session_id: str, parent_session_id: str | None) -> None:
         raise NotImplementedError
@@ -143,6 +144,7 @@ class InjectMixin:
         parent_session_id: str | None = None,
     ) -> InjectResponse:
         """The memory a step is given (DESIGN §5); see the module docstring."""
+        self.prune_session_state(force=False)
         session = v.optional_str(session_id, "session_id")
         if session is None:
             raise errors.InvalidArgumentError("session_id is required")

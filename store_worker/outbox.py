@@ -135,6 +135,7 @@ class OutboxMixin:
     outbox_max_attempts: int = 5
     outbox_backoff_ms: int = 2_000
     outbox_backoff_max_ms: int = 5 * 60_000
+    prune_session_state: Callable[..., int]  # MemoryStore's (annotated: the contract is there)
 
     def now(self) -> int:
         raise NotImplementedError
@@ -213,6 +214,7 @@ class OutboxMixin:
         ``parent_session_id`` is a parentless spawn's display parent: extracted, and its bank
         resolves through the parent. Failed and cancelled turns are extracted too.
         """
+        self.prune_session_state(force=False)
         session = _session_id(session_id)
         turn = v.turn_id(turn_id)
         if status not in TURN_STATUSES:

@@ -41,7 +41,11 @@ def test_roundtrip_leaves_no_trace(store: MemoryStore, data_dir: Path) -> None:
     store.save("existing fact")
     before = sorted(str(p.relative_to(data_dir)) for p in data_dir.rglob("*"))
     banks = set(store.banks)
+    heard: list[object] = []
+    store.subscribe("listener", heard.append)
+    cursor = store.events.cursor
     store.doctor()
+    assert heard == [] and store.events_since(cursor).events == ()  # the probe made no news
     after = sorted(str(p.relative_to(data_dir)) for p in data_dir.rglob("*"))
     assert set(store.banks) == banks
     assert [p for p in after if "doctor" in p] == []

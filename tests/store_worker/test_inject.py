@@ -14,6 +14,7 @@ from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
 from store_worker.core import MemoryStore
 from store_worker.inject import InjectResponse
+from store_worker.outbox import session_key
 
 Factory = Callable[..., MemoryStore]
 DAY = 86_400_000
@@ -329,3 +330,55 @@ def test_bad_input_is_a_typed_error(store: MemoryStore, kwargs: dict[str, Any]) 
     call: dict[str, Any] = {"session_id": "s1", "turn_id": None, "step": 0, "messages": []}
     with pytest.raises(InvalidArgumentError):
         store.pre_generate(**{**call, **kwargs})
+
+
+def test_idle_session_state_is_pruned_and_recent_kept(fresh_store: Factory) -> None:
+    # Given two sessions with injection and outbox state, one idle for 100 days
+    store = fresh_store(session_state_days=90)
+    store.rule_set("style", "Formal register.")
+    for sid in ("old", "new"):
+        step(store, sid, [user("hello")])
+        store.turn_completed(
+            sid, str(ULID()), [user("hello"), {"role": "assistant", "content": "hi"}]
+        )
+    inject_dir, outbox_dir = store.root / ".state" / "inject", store.root / ".state" / "outbox"
+    old_files = {f"{session_key('old')}.json"}
+    for d in (inject_dir, outbox_dir):
+        assert len(list(d.glob("*.json"))) == 2
+        _age_one(d / f"{session_key('old')}.json", 100)
+    # When the store prunes (at open, or once a day from the seam)
+    gone = store.prune_session_state()
+    # Then only the idle session's files went; the queued jobs themselves are untouched
+    assert gone == 2
+    left = {p.name for d in (inject_dir, outbox_dir) for p in d.glob("*.json")}
+    assert left and not (left & old_files)
+    assert store.outbox_list().queued == 2
+    # And the idle session starts afresh: its rules section is sent whole again
+    assert "Formal register." in step(store, "old", [user("hello")], n=0).system_prompt
+
+
+def test_session_state_is_kept_forever_with_zero_days(fresh_store: Factory) -> None:
+    store = fresh_store(session_state_days=0)
+    step(store, "s", [user("hello")])
+    for path in (store.root / ".state" / "inject").glob("*.json"):
+        _age_one(path, 10_000)
+    assert store.prune_session_state() == 0
+
+
+def _age_one(path: Any, days: float) -> None:
+    import os
+    import time
+
+    then = time.time() - days * 86_400
+    os.utime(path, (then, then))
+
+
+def test_opening_a_store_prunes_idle_sessions(fresh_store: Factory) -> None:
+    store = fresh_store()
+    step(store, "idle", [user("hello")])
+    path = store.root / ".state" / "inject" / f"{session_key('idle')}.json"
+    _age_one(path, 365)
+    store.close()
+    again = fresh_store(data_dir=store.root)
+    assert not path.exists()
+    assert step(again, "idle", [user("hello")]).system_prompt  # a fresh start, no error

@@ -207,11 +207,12 @@ def test_hybrid_with_a_failing_embedder_degrades_to_lexical(tmp_path: Path) -> N
     s.save("panda facts")
     assert s.recall("panda").retrieval == "hybrid"
     embedder.fail = True
-    res = s.recall("panda")
+    assert s.recall("panda").retrieval == "hybrid"  # that query's vector is cached
+    res = s.recall("a panda")
     assert res.retrieval == "lexical" and ids(res) == ["panda-facts"]
     assert s.save("saved while the embedder is down").created is True  # a write never fails
     with pytest.raises(SourceUnavailableError):
-        s.recall("panda", mode="semantic")
+        s.recall("the panda", mode="semantic")
     s.close()
 
 
