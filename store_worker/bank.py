@@ -163,6 +163,9 @@ class Bank:
         # id -> (fingerprint the vector was computed for, unit vector); sidecar-backed
         self.vectors: dict[str, tuple[str, list[float]]] = {}
         self.vector_model: str | None = None
+        # Live ids without a fresh vector, kept as records are indexed (once an embedder has
+        # set vector_model), so a recall finds what to embed without a scan of every record.
+        self.unembedded: set[str] = set()
         # how the last load got its index ("snapshot" or "rebuilt") and the snapshot it wrote
         self.booted_from = ""
         self.snapshot_min_lines = SNAPSHOT_MIN_LINES
@@ -415,6 +418,11 @@ class Bank:
         known = self.vectors.get(mem.id)
         if known is not None and known[0] == mem.fingerprint:
             self.index.set_vector(self.index.slot_of[mem.id], known[1])
+            self.unembedded.discard(mem.id)
+        elif self.vector_model is not None and mem.invalid_at is None:
+            self.unembedded.add(mem.id)
+        else:
+            self.unembedded.discard(mem.id)
 
     def _index(self, mem: Memory) -> None:
         live = mem.invalid_at is None

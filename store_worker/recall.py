@@ -74,6 +74,9 @@ DAY_MS = 86_400_000.0
 # How many retired candidates (best first) pass their match on to, or are ranked under,
 # their successors: bounds the only per-record Python work of a query.
 SUCCESSOR_FANOUT = 64
+# Records the semantic arm alone brings into a hybrid recall (``cosine_pool``); never fewer
+# than 4× the limit.
+SEMANTIC_POOL = 256
 MAX_CHAIN = 32
 
 _SPACE = re.compile(r"\s+")
@@ -388,6 +391,25 @@ def fuse(
     return out
 
 
+def cosine_pool(
+    cos: npt.NDArray[np.float64], where: npt.NDArray[np.bool_], k: int
+) -> npt.NDArray[np.bool_]:
+    """The slots of ``where`` among the ``k`` highest cosines (ties at the edge kept).
+
+    Exact for the fused ranking: a record the lexical arm did not match scores
+    ``w·best·cosine``, monotone in its cosine, so none outside the pool can outrank the pool's
+    top ``k``; and it spares the boosts, decay and cut of every other slot of a large bank
+    (with a real model nearly every cosine is positive)."""
+    slots = np.flatnonzero(where)
+    if len(slots) <= k:
+        return where
+    vals = cos[slots]
+    kth = np.partition(vals, len(vals) - k)[len(vals) - k]
+    out = np.zeros_like(where)
+    out[slots[vals >= kth]] = True
+    return out
+
+
 def score_bank(
     bank: Bank,
     p: RecallParams,
@@ -419,7 +441,7 @@ def score_bank(
     if query_vector is not None:
         cos, have = idx.cosine(query_vector)
         cos = np.maximum(cos, 0.0)
-        matched |= have & (cos > 0)
+        matched |= cosine_pool(cos, mask & have & (cos > 0), max(SEMANTIC_POOL, 4 * p.limit))
     # The fused score is computed for candidates only: boosts and decay never make a match.
     slots = np.flatnonzero(mask & matched)
     corroboration = np.log1p(idx.col("corroboration")[slots].astype(np.float64))

@@ -54,17 +54,26 @@ class VectorMixin:
         self._fill_vectors(bank, rewrite=True)
 
     def _stale(self, bank: Bank) -> list[Memory]:
-        return [
-            m
-            for m in bank.records.values()
-            if m.invalid_at is None
-            and (m.id not in bank.vectors or bank.vectors[m.id][0] != m.fingerprint)
-        ]
+        """Live records whose vector is missing or was made for another text
+        (``bank.unembedded``, kept up to date as records are indexed)."""
+        out = []
+        for mem_id in sorted(bank.unembedded):
+            m = bank.records.get(mem_id)
+            known = bank.vectors.get(mem_id)
+            if m is None or m.invalid_at is not None or (known and known[0] == m.fingerprint):
+                bank.unembedded.discard(mem_id)  # retired, or attached since
+            else:
+                out.append(m)
+        return out
 
     def _fill_vectors(self, bank: Bank, *, rewrite: bool = False) -> int:
         """Embed every live record lacking a fresh vector; returns how many were embedded."""
         if self.embedder is None:
             return 0
+        if bank.vector_model != self.embedder.name:  # a bank first met with this embedder
+            bank.vector_model = self.embedder.name
+            for mem in bank.records.values():
+                bank.on_indexed(mem)
         todo = self._stale(bank)
         done = 0
         for start in range(0, len(todo), BATCH):
@@ -115,7 +124,6 @@ class VectorMixin:
 
     def _embed_one(self, bank: Bank, mem: Memory) -> None:
         if self.embedder is not None and mem.invalid_at is None:
-            bank.vector_model = self.embedder.name
             self._fill_vectors(bank)
 
     def _known_vector(self, bank: Bank, query: str) -> list[float] | None:

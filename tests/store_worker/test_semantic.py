@@ -226,3 +226,25 @@ def test_a_consolidation_pass_embeds_nothing(store: MemoryStore, embedder: FakeE
     report = Consolidator(store).run_pass()
     assert report.ok and report.scanned == len(TEXTS)
     assert embedder.calls == before
+
+
+def test_records_waiting_for_a_vector_are_tracked_not_scanned(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    bank = store.banks["main"]
+    assert bank.unembedded == set()
+    # Given the model down while a memory is saved
+    embedder.fail = True
+    saved = store.save("lighthouses guide ships along rocky coasts").memory
+    assert bank.unembedded == {saved.id}
+    # When it answers again, the next recall embeds exactly that one record
+    embedder.fail = False
+    before = embedder.calls
+    got = store.recall("lighthouses guide ships", mode="semantic")
+    assert embedder.calls == before + 2  # the waiting record, then the query
+    assert bank.unembedded == set() and got.memories[0].memory.id == saved.id
+    # And a retired record stops waiting
+    embedder.fail = True
+    other = store.save("a record that is deleted before the model is back").memory
+    store.delete(other.id)
+    assert other.id not in bank.unembedded
