@@ -4,10 +4,11 @@ It holds a ``StoreClient``, an LLM backend and a background thread that drains t
 outbox: woken by the store after each ``turn_completed`` (``outbox_watch``) and otherwise every
 ``poll_interval_s``, so a missed wake-up only delays a job. Everything durable lives in the
 store: killing this actor mid-job leaves the job leased, and the lease expires (or the store
-restarts) and the next extractor runs it again (at-least-once, saves reinforce idempotently).
+restarts) and the next extractor runs it again, applying the reply the first run recorded in
+the job (``Extractor`` docstring: effectively exactly-once).
 
 Metrics (``ray.util.metrics``, ``ray_`` prefix on the node's metrics port): jobs by outcome
-(done / skipped / retry / dead), LLM latency, tokens per job.
+(done / skipped / retry / dead / lost: another claim took the job), LLM latency, tokens per job.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class _Metrics:
 
         self.jobs = metrics.Counter(
             "memory_extractor_jobs",
-            description="Extraction jobs by outcome (done, skipped, retry, dead).",
+            description="Extraction jobs by outcome (done, skipped, retry, dead, lost).",
             tag_keys=("outcome",),
         )
         self.llm_ms = metrics.Histogram(

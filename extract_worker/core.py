@@ -8,7 +8,8 @@ One job = one finished turn:
 
     claim → window (newest ``extraction_window`` user/assistant messages, redacted again)
           → known memories (recall over the turn) + learned rules → one LLM call
-          → parse (pydantic) → apply through save / supersede / rule_set → ack
+          → parse (pydantic) → note the reply in the job (``outbox_note``)
+          → apply through save / supersede / rule_set → ack
 
 Apply (seeds/003 "One LLM call per turn", "Rules learn from corrections"):
 - a plain memory is ``save``d; the same normalised text reinforces by fingerprint (store);
@@ -20,6 +21,12 @@ Apply (seeds/003 "One LLM call per turn", "Rules learn from corrections"):
   rule of the bank; hand-written rules are never written.
 A failure retries with exponential backoff through ``outbox_fail`` and dead-letters after
 ``max_attempts``; an ack comes only after every write, so a killed extractor loses nothing.
+
+Exactly once, in effect: the reply is recorded in the job before any of it is applied, and a
+re-run (after a crash, a lost lease, a failed write) applies that recorded reply without a
+second LLM call. Applying it again is harmless: every save carries the turn id and the store
+counts a turn's corroboration of a fact once; a memory already superseded is no longer live,
+so its supersede is skipped; a rule line already learned is deduped by fingerprint.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from extract_worker import prompt
 from extract_worker.llm import LLM, Completion
@@ -76,6 +83,8 @@ class StoreAPI(Protocol):
 
     def outbox_claim(self, limit: int = ...) -> Any: ...
 
+    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> Any: ...
+
     def outbox_ack(self, job_id: str) -> Any: ...
 
     def outbox_fail(self, job_id: str, error: str, **kw: Any) -> Any: ...
@@ -103,12 +112,19 @@ class Job(BaseModel):
     skip: bool = False
     messages: tuple[JobMessage, ...] = ()
     attempts: int = 1
+    reply: dict[str, Any] | None = None  # recorded by an earlier attempt: applied, not asked
+    lease: str | None = None
+
+
+class LeaseLost(Exception):
+    """Raised when the job's lease passed to another claim before its reply was noted: that
+    holder runs the job, this one walks away without a write (not an error of the job)."""
 
 
 @dataclass
 class JobResult:
     job_id: str
-    outcome: str  # done | skipped | retry | dead
+    outcome: str  # done | skipped | retry | dead | lost (another claim runs it)
     saved: int = 0
     reinforced: int = 0
     superseded: int = 0
@@ -133,7 +149,7 @@ class DrainStats:
             self.done += 1
         elif result.outcome == "skipped":
             self.skipped += 1
-        elif result.outcome == "retry":
+        elif result.outcome in ("retry", "lost"):
             self.retried += 1
         else:
             self.dead += 1
@@ -195,6 +211,10 @@ class Extractor:
         result = JobResult(job.job_id, "done")
         try:
             self._extract(job, result)
+        except LeaseLost as e:
+            result.outcome, result.error = "lost", str(e)
+            log.info("extraction job %s: %s", job.job_id, e)
+            return self._report(result)
         except Exception as e:  # a job's failure is recorded on the job, never the loop's crash
             return self._report(self._fail(job, result, e))
         self.store.outbox_ack(job.job_id)
@@ -223,6 +243,9 @@ class Extractor:
     # -- one job ---------------------------------------------------------------------------
 
     def _extract(self, job: Job, result: JobResult) -> None:
+        if job.reply is not None:
+            self._replay(job, job.reply, result)
+            return
         turn = self._window(job)
         if not any(m.role == "user" for m in turn):
             return  # an assistant-only turn states nothing about the user
@@ -240,7 +263,24 @@ class Extractor:
         result.tokens, result.llm_ms = completion.tokens, completion.latency_ms
         reply = parse_reply(completion.text)
         result.dropped = reply.dropped
+        self._note(job, reply)
         self._apply(job, reply, {m.id: m for m in known}, result)
+
+    def _note(self, job: Job, reply: ExtractionReply) -> None:
+        """Record the reply in the job before applying it: a re-run applies the same one."""
+        try:
+            self.store.outbox_note(job.job_id, reply.model_dump(mode="json"), lease=job.lease or "")
+        except (errors.ConflictError, errors.NotFoundError) as e:
+            raise LeaseLost(f"not noted, left to its current holder ({e})") from e
+
+    def _replay(self, job: Job, recorded: dict[str, Any], result: JobResult) -> None:
+        """Apply the reply an earlier attempt recorded (and maybe partly applied)."""
+        try:
+            reply = ExtractionReply.model_validate(recorded)
+        except ValidationError as e:  # a hand-edited job file: retrying cannot help
+            raise errors.InvalidArgumentError(f"the recorded reply is unreadable: {e}") from e
+        result.dropped = reply.dropped
+        self._apply(job, reply, {}, result)  # known = {}: ``_live`` reads each id as it is now
 
     def _window(self, job: Job) -> list[prompt.TurnMessage]:
         msgs = [m for m in job.messages if m.role in ("user", "assistant")]
@@ -346,7 +386,9 @@ class Extractor:
             entities=entities,
             confidence=item.confidence,
             session_id=job.session_id,
-            turn_id=job.turn_id,
+            # the replay key: one turn corroborates a fact once; a turn the harness sent
+            # without an id is known by its job's (a ULID too)
+            turn_id=job.turn_id or job.job_id,
             recorded_by=RECORDED_BY,
         )
 

@@ -86,6 +86,7 @@ WRITE_METHODS = frozenset(
         "outbox_claim",
         "outbox_ack",
         "outbox_fail",
+        "outbox_note",
         "outbox_requeue",
         "outbox_watch",
         "remember",

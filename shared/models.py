@@ -20,6 +20,8 @@ RecallMode = Literal["hybrid", "lexical", "semantic"]
 MEMORY_TYPES: tuple[str, ...] = ("user", "feedback", "project", "reference")
 MEMORY_SCOPES: tuple[str, ...] = ("session", "project", "global")
 CONFIDENCES: tuple[str, ...] = ("stated", "extracted", "inferred")
+# Enough for the turns that can replay at once: only unacknowledged extraction jobs replay.
+CORROBORATED_BY_KEPT = 8
 
 
 class Frozen(BaseModel):
@@ -52,6 +54,10 @@ class Memory(Frozen):
     status: Status = "canonical"
     confidence: Confidence = "stated"
     corroboration: int = 0
+    # The turns behind the latest corroborations, newest last (at most ``CORROBORATED_BY_KEPT``):
+    # a turn restating a fact it already corroborated (an extraction job replayed after a
+    # crash) counts once. The creating turn is ``provenance.source_turn_id``, not repeated here.
+    corroborated_by: tuple[str, ...] = ()
     provenance: Provenance = Field(default_factory=Provenance)
     created_at: int
     updated_at: int

@@ -26,6 +26,7 @@ from shared import errors
 from shared.clock import Clock, SystemClock
 from shared.config import StoreSettings
 from shared.models import (
+    CORROBORATED_BY_KEPT,
     BankCreateResponse,
     BankDeleteResponse,
     BankInfo,
@@ -270,7 +271,7 @@ class MemoryStore(
         fp = fingerprint(clean["text"])
         existing = _same_fact(target, fp, mem_scope, project_dir, session)
         if existing is not None:
-            return self._reinforce(target, existing, clean, pinned)
+            return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id)
         now = self.now()
         mem = Memory(
             id=self._free_id(target, wanted_id or slugify(clean["title"] or clean["text"])),
@@ -336,12 +337,29 @@ class MemoryStore(
         return f"{base}-{n}"
 
     def _reinforce(
-        self, bank: Bank, existing: Memory, clean: dict[str, Any], pinned: bool
+        self,
+        bank: Bank,
+        existing: Memory,
+        clean: dict[str, Any],
+        pinned: bool,
+        turn: str | None,
     ) -> SaveResponse:
+        """Count one more statement of the fact; a turn that already stated it counts once.
+
+        The same turn saving the same fact again is an extraction job replayed after a crash
+        (the outbox is at-least-once): that save changes nothing, unless it pins."""
+        redacted = tuple(clean["redacted"])
+        again = turn is not None and _stated_in(existing, turn)
+        if again and (existing.pinned or not pinned):
+            return SaveResponse(created=False, memory=existing, bank=bank.name, redacted=redacted)
         now = self.now()
+        seen = existing.corroborated_by
         mem = existing.model_copy(
             update={
-                "corroboration": existing.corroboration + 1,
+                "corroboration": existing.corroboration + (0 if again else 1),
+                "corroborated_by": (
+                    (*seen, turn)[-CORROBORATED_BY_KEPT:] if turn and not again else seen
+                ),
                 "tags": v.merge_labels(existing.tags, clean["tags"]),
                 "entities": v.merge_labels(existing.entities, clean["entities"]),
                 "pinned": existing.pinned or bool(pinned),  # re-saving never unpins
@@ -352,7 +370,6 @@ class MemoryStore(
             }
         )
         bank.apply(mem)
-        redacted = tuple(clean["redacted"])
         self._emit_item("updated", bank, mem, reason="reinforced", redacted=redacted)
         return SaveResponse(created=False, memory=mem, bank=bank.name, redacted=redacted)
 
@@ -766,6 +783,11 @@ def _same_fact(
         if _same_place(mem, scope, project, session):
             return mem
     return None
+
+
+def _stated_in(mem: Memory, turn: str) -> bool:
+    """Whether this turn created the record or is among its recent corroborations."""
+    return mem.provenance.source_turn_id == turn or turn in mem.corroborated_by
 
 
 def _same_place(mem: Memory, scope: str, project: str | None, session: str | None) -> bool:

@@ -9,9 +9,14 @@ job is the unit of every atomic write (temp + fsync + rename, ``files.atomic_wri
 
 Why this shape: an acknowledged ``turn_completed`` is a fsynced file, so a store crash loses
 nothing acknowledged; an ack is an unlink, so a crash between the extractor's writes and its
-ack re-runs the job (at-least-once; saves are idempotent by fingerprint). Leases live in RAM
-only: a claimed-but-unacked job returns to the queue after ``outbox_lease_ms`` or when the
-store restarts (the killed-extractor case). A session's jobs are handed out strictly in order
+ack re-runs the job. The re-run applies the same reply: the lease holder records the model's
+reply in the job file (``outbox_note``) before it writes anything, and every later claim hands
+it back, so no second LLM call can answer differently; the store counts a turn's
+corroboration of a fact once (``MemoryStore._reinforce``), so applying the reply again changes
+nothing already applied (effectively exactly-once). Leases live in RAM only: a
+claimed-but-unacked job returns to the queue after ``outbox_lease_ms`` or when the
+store restarts (the killed-extractor case); each claim carries a fresh ``lease`` token, and
+only its holder may note a reply. A session's jobs are handed out strictly in order
 (one at a time): a correction must never be extracted before the statement it corrects.
 """
 
@@ -19,11 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ulid import ULID
@@ -47,6 +54,7 @@ DEAD = "dead"
 MAX_TURN_MESSAGES = 200  # a turn is a handful of messages; a whole transcript is cut to its tail
 MAX_MESSAGE_CHARS = 32_000
 MAX_ERROR_CHARS = 500
+MAX_REPLY_BYTES = 256_000  # a reply holds a few memories and rules of at most 2 kB each
 ROLES = ("user", "assistant")
 TURN_STATUSES = ("completed", "failed", "cancelled")
 REMEMBERED_TAIL = 3
@@ -79,6 +87,11 @@ class OutboxJob(BaseModel):
     errors: tuple[str, ...] = ()
     dead_at: int | None = None
     redacted: tuple[str, ...] = ()
+    # The extractor's validated reply, recorded before it applied any of it: a re-run
+    # applies this instead of asking the model again.
+    reply: dict[str, Any] | None = None
+    # The claim's token (only on a claimed copy, never on disk): ``outbox_note`` checks it.
+    lease: str | None = Field(default=None, exclude=True)
 
 
 class OutboxJobSummary(BaseModel):
@@ -160,7 +173,7 @@ class OutboxMixin:
         (self._outbox_dir / DEAD).mkdir(parents=True, exist_ok=True)
         self._jobs: dict[str, OutboxJob] = self._read_jobs(QUEUE)
         self._dead: dict[str, OutboxJob] = self._read_jobs(DEAD)
-        self._leases: dict[str, int] = {}
+        self._leases: dict[str, _Lease] = {}
         if not hasattr(self, "_outbox_watchers"):
             self._outbox_watchers: dict[str, Callable[[], Any]] = {}
 
@@ -333,19 +346,46 @@ class OutboxMixin:
                 continue
             if job.bank is not None and self._bank_trashed(job.bank):
                 job = job.model_copy(update={"skip": True})  # never bring a deleted bank back
-            self._leases[job.job_id] = now + self.outbox_lease_ms
-            out.append(job.model_copy(update={"attempts": job.attempts + 1}))
+            lease = _Lease(now + self.outbox_lease_ms, secrets.token_hex(8))
+            self._leases[job.job_id] = lease
+            out.append(job.model_copy(update={"attempts": job.attempts + 1, "lease": lease.token}))
             if len(out) >= limit:
                 break
         return out
 
     def _expire_leases(self, now: int) -> None:
-        for job_id, until in list(self._leases.items()):
-            if until <= now or job_id not in self._jobs:
+        for job_id, lease in list(self._leases.items()):
+            if lease.until <= now or job_id not in self._jobs:
                 del self._leases[job_id]
 
+    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
+        """Record the model's validated reply in the job before any of it is applied.
+
+        Only the lease holder may note (``lease`` is the token its claim returned): once
+        another claim took the job, a stale extractor must not record a second reply. A lease
+        that ran out but was not taken over still counts, and the note renews it (the holder
+        is about to apply). A job with a reply keeps it: later claims, retries and dead
+        letters carry it.
+        """
+        job_id = _job_id(job_id)
+        body = _reply(reply)
+        job = self._jobs.get(job_id)
+        if job is None:
+            where = "dead-lettered" if job_id in self._dead else "acked or never queued"
+            raise errors.NotFoundError(f"outbox job {job_id!r} is {where}")
+        held = self._leases.get(job_id)  # a claim drops expired leases first: no expiry here
+        if held is None or not isinstance(lease, str) or lease != held.token:
+            raise errors.ConflictError(f"outbox job {job_id!r} is not leased by this caller")
+        if job.reply is not None:
+            raise errors.ConflictError(f"outbox job {job_id!r} already has a recorded reply")
+        noted = job.model_copy(update={"reply": body})
+        self._write_job(QUEUE, noted)  # fsynced before the caller applies anything
+        self._jobs[job_id] = noted
+        self._leases[job_id] = _Lease(self.now() + self.outbox_lease_ms, held.token)
+        return noted.model_copy(update={"lease": held.token})
+
     def outbox_ack(self, job_id: str) -> OutboxAckResponse:
-        """The job is done: remove it. Acking an unknown id is harmless (at-least-once)."""
+        """The job is done: remove it. Acking an unknown id is harmless (a re-run's ack)."""
         job_id = _job_id(job_id)
         self._leases.pop(job_id, None)
         if self._jobs.pop(job_id, None) is None:
@@ -446,6 +486,38 @@ class OutboxMixin:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+
+class _Lease(NamedTuple):
+    until: int  # ms since epoch
+    token: str  # handed to the claimer: who may note the job's reply
+
+
+def _reply(value: object) -> dict[str, Any]:
+    """A reply as stored: a JSON object, size-capped, every string redacted once more (the
+    outbox redacts on every write path, DESIGN §6)."""
+    if not isinstance(value, dict):
+        raise errors.InvalidArgumentError("reply must be a JSON object")
+    clean: dict[str, Any] = _scrub(value)
+    try:
+        size = len(json.dumps(clean, ensure_ascii=False, allow_nan=False).encode())
+    except (TypeError, ValueError) as e:
+        raise errors.InvalidArgumentError(f"reply is not JSON: {e}") from e
+    if size > MAX_REPLY_BYTES:
+        raise errors.InvalidArgumentError(f"reply is {size} bytes; at most {MAX_REPLY_BYTES}")
+    return clean
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value).text
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise errors.InvalidArgumentError("reply keys must be strings")
+        return {k: _scrub(x) for k, x in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(x) for x in value]
+    return value
 
 
 def _key(job: OutboxJob) -> str:

@@ -77,35 +77,141 @@ def test_a_permanent_error_dead_letters_at_once(fresh_store: Factory) -> None:
     assert ex.drain().dead == 1
 
 
-def test_killed_mid_job_loses_nothing(fresh_store: Factory) -> None:
-    # Given an extractor that dies after the LLM answered but before it acked
+class Killed(BaseException):
+    """The extractor process dying: nothing in the extractor catches it."""
+
+
+class Dying:
+    """The store, as seen by an extractor that dies before its ``writes``-th write returns
+    (``outbox_note`` does not count: the reply is recorded before any write)."""
+
+    WRITES = ("save", "supersede", "rule_set", "outbox_ack")
+
+    def __init__(self, store: MemoryStore, writes: int) -> None:
+        self.store, self.left = store, writes
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.store, name)
+        if name not in self.WRITES:
+            return method
+
+        def write(*args: Any, **kwargs: Any) -> Any:
+            if self.left == 0:
+                raise Killed
+            self.left -= 1
+            return method(*args, **kwargs)
+
+        return write
+
+
+# Every kind of write: a correction (save + supersede), a reinforcement, a new fact twice, a
+# rule, then the ack: seven writes, so crash points 0..6.
+MIXED = {
+    "memories": [
+        {"text": "The user publishes on Wednesdays.", "supersedes": "tue"},
+        {"text": "The user likes green tea a lot.", "reinforces": "tea"},
+        {"text": "The user lives in Lisbon."},
+        {"text": "The user lives in Lisbon."},  # restated within the turn: counted once
+    ],
+    "rules": ["Answer in British English."],
+}
+
+
+def seeded(store: MemoryStore) -> str:
+    store.save("The user publishes on Tuesdays.", id="tue")
+    store.save("The user likes green tea.", id="tea")
+    return store.turn_completed("s1", str(ULID()), turn("actually Wednesdays")).job_id or ""
+
+
+def state(store: MemoryStore) -> list[tuple[Any, ...]]:
+    mems = store.list(include_superseded=True).memories
+    rows = [(m.id, m.text, m.corroboration, m.revision, m.superseded_by) for m in mems]
+    return sorted(rows) + [(r.name, r.content) for r in store.rule_list().rules]
+
+
+@pytest.mark.parametrize("crash_after", range(7))
+def test_a_job_killed_mid_apply_is_replayed_exactly_once(
+    fresh_store: Factory, crash_after: int
+) -> None:
+    # Given a clean single run of the job, for reference
+    clean_store = fresh_store(clock=FakeClock())
+    seeded(clean_store)
+    assert make(clean_store, FakeLLM.of(json.dumps(MIXED)), FakeClock()).drain().done == 1
+    # And an extractor killed after ``crash_after`` of its writes
     clock = FakeClock()
     store = fresh_store(clock=clock)
-
-    class Killed(BaseException):
-        pass
-
-    def die(*args: Any, **kwargs: Any) -> Any:
-        raise Killed
-
-    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
-    store.turn_completed("s1", str(ULID()), turn())
-    doomed.store = type("Dying", (), {})()  # a proxy that forwards all but the ack
-    for name in ("outbox_claim", "recall", "list", "rule_list", "get", "save", "supersede"):
-        setattr(doomed.store, name, getattr(store, name))
-    doomed.store.outbox_ack = die
+    job_id = seeded(store)
+    first_llm = FakeLLM.of(json.dumps(MIXED))
+    doomed = make(store, first_llm, clock)
+    doomed.store = Dying(store, crash_after)
     with pytest.raises(Killed):
         doomed.drain()
-    # When the store restarts (or the lease runs out) and a new extractor drains
+    # When the store restarts and a new extractor, whose model would answer otherwise, drains
     store.close()
     store = MemoryStore(store.root, clock=clock)
-    fresh = make(store, FakeLLM.of(json.dumps(TUE)), clock)
-    assert fresh.drain().done == 1
-    # Then the turn was extracted exactly into one memory (the re-run reinforced it)
-    (mem,) = store.list().memories
-    assert mem.text == "The user publishes blog posts on Tuesdays." and mem.corroboration == 1
+    second_llm = FakeLLM.of(json.dumps({"memories": [{"text": "Something else."}]}))
+    assert make(store, second_llm, clock).drain().done == 1
+    # Then the model was asked once in all, and the bank is what one clean run leaves
+    assert (len(first_llm.calls), len(second_llm.calls)) == (1, 0)
+    assert state(store) == state(clean_store)
+    assert store.get("tea").memory.corroboration == 1
+    assert store.get("tue").memory.superseded_by is not None
     assert store.outbox_list().queued == 0
+    assert job_id not in {j.job_id for j in store.outbox_list().jobs}
     store.close()
+
+
+def test_a_turn_without_an_id_replays_by_its_job_id(fresh_store: Factory) -> None:
+    # Given a turn the harness sent without a turn id, killed before its ack
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    job_id = store.turn_completed("s1", None, turn()).job_id
+    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    doomed.store = Dying(store, 1)
+    with pytest.raises(Killed):
+        doomed.drain()
+    # When the lease runs out and it is replayed
+    clock.advance(ms=store.outbox_lease_ms + 1)
+    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+    # Then the memory was counted once, keyed by the job
+    (mem,) = store.list().memories
+    assert mem.corroboration == 0 and mem.provenance.source_turn_id == job_id
+
+
+def test_a_stale_extractor_walks_away_without_a_write(fresh_store: Factory) -> None:
+    # Given an extractor whose model call outlives its lease, and another claim takes the job
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.turn_completed("s1", str(ULID()), turn())
+
+    def slow(messages: Any) -> str:
+        clock.advance(ms=store.outbox_lease_ms + 1)
+        assert len(store.outbox_claim(5)) == 1  # the new holder
+        return json.dumps(TUE)
+
+    seen: list[JobResult] = []
+    ex = make(store, FakeLLM.of(slow), clock)
+    ex.on_result = seen.append
+    # When its reply comes back
+    stats = ex.drain(max_jobs=1)
+    # Then it records nothing, writes nothing and leaves the job to the new holder
+    assert [r.outcome for r in seen] == ["lost"] and stats.retried == 1
+    assert store.list().total == 0
+    (row,) = store.outbox_list().jobs
+    assert row.state == "leased" and row.attempts == 0 and row.last_error is None
+    assert store.outbox_job(row.job_id).reply is None
+
+
+def test_an_unreadable_recorded_reply_dead_letters(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    job_id = store.turn_completed("s1", str(ULID()), turn()).job_id or ""
+    (job,) = store.outbox_claim(5)
+    store.outbox_note(job_id, {"memories": "not a list", "extra": 1}, lease=job.lease or "")
+    clock.advance(ms=store.outbox_lease_ms + 1)
+    llm = FakeLLM.of(json.dumps(TUE))
+    assert make(store, llm, clock).drain().dead == 1
+    assert llm.calls == [] and "recorded reply" in (store.outbox_list().jobs[0].last_error or "")
 
 
 def test_stopped_extractor_catches_up(fresh_store: Factory) -> None:

@@ -16,7 +16,7 @@ from shared.errors import (
     InvalidTypeError,
     NotFoundError,
 )
-from shared.models import Memory
+from shared.models import CORROBORATED_BY_KEPT, Memory
 from shared.text import fingerprint
 from store_worker.core import MemoryStore
 
@@ -148,6 +148,60 @@ def test_resave_keeps_the_first_provenance(store: MemoryStore) -> None:
     again = store.save("a fact", session_id="s2", turn_id=t2, recorded_by="extractor").memory
     assert again.provenance == first.provenance
     assert again.provenance.source_turn_id == t1
+
+
+def test_one_turn_corroborates_a_fact_once(store: MemoryStore, data_dir: Path) -> None:
+    # Given a fact first stated in turn t1
+    t1, t2 = str(ULID()), str(ULID())
+    store.save("The user likes tea.", turn_id=t1)
+    # When the same turn restates it (an extraction job replayed after a crash)
+    again = store.save("the user likes tea", turn_id=t1, tags=["new"])
+    # Then nothing changes: no revision, no event, the record as it is
+    assert again.created is False
+    assert (again.memory.corroboration, again.memory.revision, again.memory.tags) == (0, 0, ())
+    assert [e.event_type for e in store.events_since(0).events][-1] == "created"
+    # When another turn restates it, twice
+    assert store.save("The user likes tea.", turn_id=t2).memory.corroboration == 1
+    m = store.save("The user likes tea.", turn_id=t2).memory
+    # Then it counted once more, and remembers which turn did
+    assert (m.corroboration, m.revision, m.corroborated_by) == (1, 1, (t2,))
+    assert [row.get("revision", 0) for row in lines(data_dir)] == [0, 1]
+    # And a save without a turn id reinforces as always
+    assert store.save("The user likes tea.").memory.corroboration == 2
+    assert store.save("The user likes tea.").memory.corroboration == 3
+
+
+def test_turn_idempotence_survives_a_reopen(data_dir: Path, clock: FakeClock) -> None:
+    # Given a fact created in t1 and reinforced in t2, then a restart (replay from the log)
+    t1, t2 = str(ULID()), str(ULID())
+    first = MemoryStore(data_dir, clock=clock)
+    first.save("uses poetry", turn_id=t1)
+    first.save("uses poetry", turn_id=t2)
+    first.close()
+    store = MemoryStore(data_dir, clock=clock)
+    # When both turns restate it again
+    store.save("uses poetry", turn_id=t1)
+    m = store.save("uses poetry", turn_id=t2).memory
+    # Then neither counted twice
+    assert (m.corroboration, m.revision, m.corroborated_by) == (1, 1, (t2,))
+    # And the field is written only where it is set (older lines stay valid)
+    assert ["corroborated_by" in row for row in lines(data_dir)] == [False, True]
+    store.close()
+
+
+def test_a_same_turn_resave_that_pins_still_pins(store: MemoryStore) -> None:
+    turn = str(ULID())
+    store.save("fact to pin", turn_id=turn)
+    m = store.save("fact to pin", turn_id=turn, pinned=True).memory
+    assert (m.pinned, m.corroboration, m.revision) == (True, 0, 1)
+
+
+def test_only_the_latest_corroborating_turns_are_kept(store: MemoryStore) -> None:
+    turns = [str(ULID()) for _ in range(CORROBORATED_BY_KEPT + 2)]
+    for turn in turns:
+        m = store.save("a fact", turn_id=turn).memory
+    assert m.corroboration == len(turns) - 1  # the first turn created it
+    assert m.corroborated_by == tuple(turns[-CORROBORATED_BY_KEPT:])
 
 
 def test_resave_in_another_scope_is_a_new_record(store: MemoryStore) -> None:

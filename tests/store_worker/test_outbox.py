@@ -10,7 +10,7 @@ import pytest
 from ulid import ULID
 
 from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError, NotFoundError
+from shared.errors import ConflictError, InvalidArgumentError, NotFoundError
 from store_worker.core import MemoryStore
 from store_worker.outbox import OUTBOX_DIR
 
@@ -268,3 +268,80 @@ def test_a_temp_file_left_by_a_killed_write_is_swept_at_open(tmp_path: Path) -> 
     assert not leftover.exists()
     assert store.outbox_claim(10) == []
     store.close()
+
+
+REPLY = {"memories": [{"text": "The user publishes on Tuesdays."}], "rules": []}
+
+
+def test_a_noted_reply_comes_back_with_every_later_claim(fresh_store: Factory) -> None:
+    # Given a claimed job whose holder recorded the model's reply
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    job_id = store.turn_completed("s1", tid(), turn()).job_id
+    (job,) = store.outbox_claim(5)
+    assert job.reply is None and job.lease
+    noted = store.outbox_note(job_id, REPLY, lease=job.lease)
+    assert noted.reply == REPLY
+    # When the holder dies and its lease runs out
+    clock.advance(ms=store.outbox_lease_ms + 1)
+    (again,) = store.outbox_claim(5)
+    # Then the next claim carries the reply, under a new lease
+    assert again.reply == REPLY and again.lease != job.lease
+    # And so do a store restart, a failed attempt and a dead letter brought back
+    store = reopen(store)
+    (after,) = store.outbox_claim(5)
+    assert after.reply == REPLY
+    assert "lease" not in queue_files(store)[0].read_text()  # a token never reaches disk
+    store.outbox_fail(job_id, "boom", dead_letter=True)
+    store.outbox_requeue(job_id)
+    assert store.outbox_claim(5)[0].reply == REPLY
+    store.close()
+
+
+def test_only_the_lease_holder_notes_once(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    job_id = store.turn_completed("s1", tid(), turn()).job_id
+    before = queue_files(store)[0].read_bytes()
+    # Given a job claimed by A, whose lease ran out and was taken over by B
+    (a,) = store.outbox_claim(5)
+    clock.advance(ms=store.outbox_lease_ms + 1)
+    (b,) = store.outbox_claim(5)
+    # When A (stale), a stranger and an unknown job try to note
+    with pytest.raises(ConflictError):
+        store.outbox_note(job_id, REPLY, lease=a.lease or "")
+    with pytest.raises(ConflictError):
+        store.outbox_note(job_id, REPLY, lease="not-a-token")
+    with pytest.raises(NotFoundError):
+        store.outbox_note(tid(), REPLY, lease=b.lease or "")
+    with pytest.raises(InvalidArgumentError):
+        store.outbox_note(job_id, ["not", "an", "object"], lease=b.lease or "")  # type: ignore[arg-type]
+    # Then nothing was written
+    assert queue_files(store)[0].read_bytes() == before
+    # And B notes once; a second note never replaces the first
+    store.outbox_note(job_id, REPLY, lease=b.lease or "")
+    with pytest.raises(ConflictError):
+        store.outbox_note(job_id, {"memories": []}, lease=b.lease or "")
+    assert store.outbox_job(job_id).reply == REPLY
+    # And once acked the job is gone for a note too
+    store.outbox_ack(job_id)
+    with pytest.raises(NotFoundError):
+        store.outbox_note(job_id, REPLY, lease=b.lease or "")
+
+
+def test_a_note_renews_an_expired_lease_nobody_took_and_is_redacted(
+    fresh_store: Factory,
+) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    job_id = store.turn_completed("s1", tid(), turn()).job_id
+    (job,) = store.outbox_claim(5)
+    # Given a slow model call: the lease ran out, but no other claim took the job
+    clock.advance(ms=store.outbox_lease_ms + 1)
+    # When the holder notes a reply that quotes a secret
+    reply = {"memories": [{"text": f"key {SECRET}"}], "rules": []}
+    store.outbox_note(job_id, reply, lease=job.lease or "")
+    # Then the note is kept (redacted on disk) and the lease is the holder's again
+    raw = queue_files(store)[0].read_text()
+    assert SECRET not in raw and "[REDACTED:openai_key]" in raw
+    assert store.outbox_claim(5) == []
