@@ -35,7 +35,7 @@ from shared.models import Memory, RecallResponse
 from shared.text import NAME_RE
 from store_worker import validate as v
 from store_worker.files import TRASH_DIR
-from store_worker.outbox import is_memory_block, message_text, session_key
+from store_worker.messages import is_memory_block, message_text, session_key
 from store_worker.rules import LEARNED
 
 if TYPE_CHECKING:

@@ -23,16 +23,14 @@ only its holder may note a reply. A session's jobs are handed out strictly in or
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import secrets
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from ulid import ULID
 
 from shared import errors
@@ -40,6 +38,15 @@ from shared.redact import redact
 from shared.text import fingerprint
 from store_worker import validate as v
 from store_worker.files import atomic_write, fsync_dir
+from store_worker.messages import is_memory_block, message_text, message_time, session_key
+from store_worker.outbox_models import (
+    OutboxAckResponse,
+    OutboxJob,
+    OutboxJobSummary,
+    OutboxListResponse,
+    OutboxMessage,
+    TurnCompletedResponse,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,84 +65,6 @@ MAX_REPLY_BYTES = 256_000  # a reply holds a few memories and rules of at most 2
 ROLES = ("user", "assistant")
 TURN_STATUSES = ("completed", "failed", "cancelled")
 REMEMBERED_TAIL = 3
-
-
-class OutboxMessage(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    role: Literal["user", "assistant"]
-    content: str
-    timestamp: int  # ms since epoch: each message keeps its own date (seeds/003 "Time-aware")
-
-
-class OutboxJob(BaseModel):
-    """One queued extraction pass over one finished turn (seeds/003 ``memory::extract-job``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    job_id: str
-    session_id: str
-    turn_id: str | None = None
-    bank: str | None = None  # the bank the turn was injected with
-    skip: bool = False  # the turn ran without memory: the job only steps past it
-    status: str = "completed"
-    parent_session_id: str | None = None
-    messages: tuple[OutboxMessage, ...] = ()
-    enqueued_at: int
-    attempts: int = 0
-    next_attempt_at: int = 0
-    errors: tuple[str, ...] = ()
-    dead_at: int | None = None
-    redacted: tuple[str, ...] = ()
-    # The extractor's validated reply, recorded before it applied any of it: a re-run
-    # applies this instead of asking the model again.
-    reply: dict[str, Any] | None = None
-    # The claim's token (only on a claimed copy, never on disk): ``outbox_note`` checks it.
-    lease: str | None = Field(default=None, exclude=True)
-
-
-class OutboxJobSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    job_id: str
-    state: Literal["queued", "leased", "waiting", "dead"]
-    session_id: str
-    turn_id: str | None
-    bank: str | None
-    messages: int
-    attempts: int
-    enqueued_at: int
-    next_attempt_at: int
-    last_error: str | None = None
-
-
-class OutboxListResponse(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    queued: int
-    leased: int
-    dead: int
-    jobs: tuple[OutboxJobSummary, ...] = Field(default_factory=tuple)
-
-
-class TurnCompletedResponse(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    ok: bool
-    queued: bool
-    job_id: str | None = None
-    reason: str = ""
-    redacted: tuple[str, ...] = ()
-
-
-class OutboxAckResponse(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    ok: bool
-    job_id: str
-    state: Literal["acked", "queued", "dead", "missing"]
-    attempts: int = 0
-    next_attempt_at: int = 0
 
 
 class OutboxMixin:
@@ -555,11 +484,6 @@ def _job_id(value: object) -> str:
         raise errors.InvalidArgumentError(f"job_id {value!r} is not one this outbox issued") from e
 
 
-def session_key(session_id: str) -> str:
-    """A file-safe key for per-session state (session ids are free-form strings)."""
-    return "s" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
-
-
 def _state_key(session: str) -> str:
     return session_key(session)
 
@@ -567,40 +491,3 @@ def _state_key(session: str) -> str:
 def _message_key(msg: OutboxMessage) -> str:
     # no timestamp: a harness that sends none gets "now", which differs on every call
     return f"{msg.role}:{fingerprint(msg.content)}"
-
-
-def message_text(content: object) -> str:
-    """The text of a message's content: a string, or OpenAI-style content blocks."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list | tuple):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        return "\n".join(parts)
-    return ""
-
-
-def is_memory_block(text: str) -> bool:
-    """Our own injected ``<memory ...>`` messages, which must never be re-extracted."""
-    return text.lstrip().startswith("<memory ")
-
-
-def message_time(value: object, *, default: int) -> int:
-    """A message timestamp as ms since epoch: ms, seconds, or an ISO-8601 string."""
-    if isinstance(value, bool) or value is None:
-        return default
-    if isinstance(value, int | float):
-        return int(value * 1000) if value < 100_000_000_000 else int(value)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as e:
-            raise errors.InvalidArgumentError(f"message timestamp {value!r} is not ISO-8601") from e
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return int(parsed.timestamp() * 1000)
-    raise errors.InvalidArgumentError("message timestamp must be ms, seconds or ISO-8601")

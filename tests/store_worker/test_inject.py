@@ -14,7 +14,7 @@ from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
 from store_worker.core import MemoryStore
 from store_worker.inject import InjectResponse
-from store_worker.outbox import session_key
+from store_worker.messages import session_key
 
 Factory = Callable[..., MemoryStore]
 DAY = 86_400_000

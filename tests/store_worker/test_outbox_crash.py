@@ -22,7 +22,8 @@ from ulid import ULID
 
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
-from store_worker.outbox import OUTBOX_DIR, OutboxJob
+from store_worker.outbox import OUTBOX_DIR
+from store_worker.outbox_models import OutboxJob
 
 # Not marked slow: three child processes, yet ~2.5 s and ~1 s per test here (under the 5 s line).
 
