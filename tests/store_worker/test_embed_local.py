@@ -346,3 +346,18 @@ def test_configure_switches_to_the_local_model_and_re_embeds(
     res = s.recall("does the user eat meat?")
     assert res.retrieval == "hybrid" and res.memories[0].memory.id == "veg"
     s.close()
+
+
+def test_a_packaged_model_is_found_by_name() -> None:
+    from store_worker.embed import embedder_for
+
+    by_name = embedder_for("local:all-MiniLM-L6-v2")
+    by_path = embedder_for(f"local:{MODEL}")
+    assert isinstance(by_name, SentenceTransformerEmbedder) and by_name.name == by_path.name
+
+
+def test_an_unknown_name_is_a_missing_folder() -> None:
+    from store_worker.embed import embedder_for
+
+    with pytest.raises(InvalidArgumentError):
+        embedder_for("local:all-mpnet-base-v2")
