@@ -106,6 +106,15 @@ class PassTally:
         self.judge_memo[key] = decision
         self.judge_memo_dirty = True
 
+    def recall_verdict(self, key: str) -> bool:
+        """Whether this question was settled before; a hit counts as recently used."""
+        decision = self.judge_memo.get(key)
+        if decision is None:
+            return False
+        self.remember_verdict(key, decision)
+        self.judge_memo_hits += 1
+        return True
+
     def take_budget(self) -> bool:
         if self.budget <= 0:
             return False

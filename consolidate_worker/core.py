@@ -157,17 +157,23 @@ class Consolidator:
         )
 
     def _load_judge_memo(self) -> dict[str, str]:
+        """The settled verdicts, oldest first (kept as a list of pairs: a JSON object's keys
+        would come back sorted, and the memo drops its least recently used first)."""
         value = self.store.state_get(OWNER, JUDGE_MEMO_KEY)
-        if not isinstance(value, dict):
+        if not isinstance(value, list):
             return {}
-        return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+        return {
+            row[0]: row[1]
+            for row in value
+            if isinstance(row, list) and len(row) == 2 and all(isinstance(x, str) for x in row)
+        }
 
     def _save_judge_memo(self, memo: dict[str, str]) -> None:
         """Keep the newest ``judge_memo_size`` verdicts (a dropped one is only asked again)."""
         keep = self.settings.judge_memo_size
         items = list(memo.items())[-keep:] if keep else []
         try:
-            self.store.state_set(OWNER, JUDGE_MEMO_KEY, dict(items))
+            self.store.state_set(OWNER, JUDGE_MEMO_KEY, [list(item) for item in items])
         except errors.MemoryServiceError as e:  # a lost memo costs judge calls, not data
             log.warning("could not keep the judge's verdicts: %s", e)
 

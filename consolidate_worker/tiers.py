@@ -17,10 +17,11 @@ deterministic tier:
   merged as duplicates (DESIGN §7);
 - a pinned loser is never retired, only reported.
 
-Every verdict is remembered by the pair's two fingerprints (``memo``, kept by the consolidator
-in the store's sibling state), so a pair is asked once, not once per pass: a daily pass over a
-stable bank makes no judge calls at all. An edited text has a new fingerprint and is asked
-again.
+Every settled verdict is remembered (``memo_key``: bank, older and newer text, pins; kept by
+the consolidator in the store's sibling state), so a pair is asked once, not once per pass: a
+daily pass over a stable bank makes no judge calls at all. A verdict whose merge the cap or an
+error stopped is not settled, and is asked again next pass; an edited or re-pinned text, or
+the same texts stated in the other order, make a new question.
 """
 
 from __future__ import annotations
@@ -59,9 +60,8 @@ class JudgeTier:
             if (plan.bank, edge.a) in tally.retired or (plan.bank, edge.b) in tally.retired:
                 continue
             a, b = by_id[edge.a], by_id[edge.b]
-            key = memo_key(a, b)
-            if key in tally.judge_memo:
-                tally.judge_memo_hits += 1
+            key = memo_key(plan.bank, a, b)
+            if tally.recall_verdict(key):
                 continue
             if tally.judge_calls >= self.settings.judge_max_calls:
                 return
@@ -73,7 +73,6 @@ class JudgeTier:
                     PassError(bank=plan.bank, id=a.id, category=e.category, message=e.message)
                 )
                 continue
-            tally.remember_verdict(key, verdict.decision)
             tally.judged.append(
                 JudgeDecision(
                     bank=plan.bank,
@@ -84,7 +83,8 @@ class JudgeTier:
                     reason=verdict.reason[:MAX_REASON],
                 )
             )
-            self._apply(plan.bank, kind, verdict, a, b, tally, supersede)
+            if self._apply(plan.bank, kind, verdict, a, b, tally, supersede):
+                tally.remember_verdict(key, verdict.decision)
 
     def _apply(
         self,
@@ -95,12 +95,14 @@ class JudgeTier:
         b: Memory,
         tally: PassTally,
         supersede: Supersede,
-    ) -> None:
+    ) -> bool:
+        """Act on a verdict; True when it is settled (nothing left to write), so the pair need
+        not be asked again. A merge that the cap or an error stopped is not settled."""
         if verdict.decision == "distinct":
-            return
+            return True
         if verdict.decision == "duplicate":
             if kind == "contradiction":
-                return
+                return True
             keep, lose = _duplicate_survivor(a, b, verdict.keep)
             reinforce = True
             tally.groups.append(
@@ -118,15 +120,23 @@ class JudgeTier:
             reinforce = False
         why = f"consolidator: judge {verdict.decision} ({kind}), kept {keep.id}: {verdict.reason}"
         change = Change(bank=bank, id=lose.id, survivor=keep.id, reason=why[:MAX_REASON])
-        if lose.pinned:
+        if lose.pinned:  # settled while it stays pinned: the pins are part of the memo key
             tally.skipped_pinned.append(change.model_copy(update={"reason": "pinned"}))
-            return
+            return True
+        merged = len(tally.merged)
         supersede(tally, change, reinforce=reinforce)
+        return len(tally.merged) > merged
 
 
-def memo_key(a: Memory, b: Memory) -> str:
-    """The pair's identity across passes: its two texts (fingerprints), in either order."""
-    return "|".join(sorted((a.fingerprint, b.fingerprint)))
+def memo_key(bank: str, a: Memory, b: Memory) -> str:
+    """The question's identity across passes: the bank, and the older then the newer text
+    (fingerprint) with its pin. The judge is told which statement is newer, so the same two
+    texts stated the other way round (a move back to the old office) are a new question; an
+    edit, a pin or an unpin makes one too."""
+    older, newer = sorted((a, b), key=lambda m: (m.stated_at, m.id))
+    return "|".join(
+        (bank, *(f"{m.fingerprint}{'+pin' if m.pinned else ''}" for m in (older, newer)))
+    )
 
 
 def _duplicate_survivor(a: Memory, b: Memory, judge_keeps: str | None) -> tuple[Memory, Memory]:

@@ -169,6 +169,11 @@ def add_cli(sub: Any) -> None:
         description="The durable extraction outbox (dead letters first).",
     )
     p.add_argument("--requeue", metavar="JOB_ID", help="put a dead letter back in the queue")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="with --requeue: drop the recorded model reply, so the model is asked again",
+    )
     p.add_argument("--limit", type=int, default=50, help="jobs to list (default 50)")
     _common(p)
     p.set_defaults(handler=_outbox_cmd)
@@ -239,7 +244,7 @@ def _outbox_cmd(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     store = _open_store(args)
     if args.requeue:
-        result = store.outbox_requeue(args.requeue)
+        result = store.outbox_requeue(args.requeue, fresh=args.fresh)
         out.write(f"requeued {result.job_id}\n")
         return 0
     listing = store.outbox_list(limit=args.limit)

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from shared import errors
 from shared.clock import Clock, SystemClock
 from shared.config import StoreSettings
@@ -272,6 +274,16 @@ class MemoryStore(
         existing = _same_fact(target, fp, mem_scope, project_dir, session)
         if existing is not None:
             return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id)
+        turn = provenance.source_turn_id
+        draft = (
+            _draft_of_turn(target, fp, turn, mem_scope, project_dir, session)
+            if (mem_status == "pending" and turn is not None)
+            else None
+        )
+        if draft is not None:  # this turn's draft of the fact, saved before a replay
+            return SaveResponse(
+                created=False, memory=draft, bank=target.name, redacted=tuple(clean["redacted"])
+            )
         now = self.now()
         mem = Memory(
             id=self._free_id(target, wanted_id or slugify(clean["title"] or clean["text"])),
@@ -788,6 +800,28 @@ def _same_fact(
 def _stated_in(mem: Memory, turn: str) -> bool:
     """Whether this turn created the record or is among its recent corroborations."""
     return mem.provenance.source_turn_id == turn or turn in mem.corroborated_by
+
+
+def _draft_of_turn(
+    bank: Bank, fp: str, turn: str, scope: str, project: str | None, session: str | None
+) -> Memory | None:
+    """The pending draft this turn already saved for this fact in this place, if any: under
+    ratification a replayed extraction job must not file the draft twice. Drafts are few, and
+    the index finds them without a walk over every record."""
+    idx = bank.index
+    drafts = np.flatnonzero(idx.col("pending").astype(bool) & idx.col("alive").astype(bool))
+    for slot in drafts.tolist():
+        mem = bank.records.get(idx.keys[slot])
+        if (
+            mem is not None
+            and mem.status == "pending"
+            and mem.invalid_at is None
+            and mem.fingerprint == fp
+            and mem.provenance.source_turn_id == turn
+            and _same_place(mem, scope, project, session)
+        ):
+            return mem
+    return None
 
 
 def _same_place(mem: Memory, scope: str, project: str | None, session: str | None) -> bool:

@@ -235,6 +235,11 @@ class SentenceTransformerEmbedder:
                 f"local embeddings need the sentence-transformers package: {LOCAL_EXTRA} ({e})",
                 retryable=False,
             ) from e
+        except Exception as e:  # a broken install (a missing shared library, ...): typed too
+            raise SourceUnavailableError(
+                f"cannot import torch/sentence-transformers: {type(e).__name__}: {e}",
+                retryable=False,
+            ) from e
         if self.threads:
             # The store embeds a few short texts at a time; torch's default of one busy-waiting
             # thread per core collapses when the cores are shared (measured on a loaded 2-core

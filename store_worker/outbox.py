@@ -371,13 +371,18 @@ class OutboxMixin:
     def _backoff(self, attempts: int) -> int:
         return int(min(self.outbox_backoff_ms * 2 ** (attempts - 1), self.outbox_backoff_max_ms))
 
-    def outbox_requeue(self, job_id: str) -> OutboxAckResponse:
-        """Put a dead letter back in the queue with a fresh attempt count (by hand)."""
+    def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
+        """Put a dead letter back in the queue with a fresh attempt count (by hand). Its
+        recorded reply is kept (it may be partly applied already) unless ``fresh``: then the
+        model is asked again, for a reply that itself keeps failing."""
         job_id = _job_id(job_id)
         dead = self._dead.get(job_id)
         if dead is None:
             raise errors.NotFoundError(f"no dead letter {job_id!r}")
-        job = dead.model_copy(update={"attempts": 0, "next_attempt_at": 0, "dead_at": None})
+        reset: dict[str, Any] = {"attempts": 0, "next_attempt_at": 0, "dead_at": None}
+        if fresh:
+            reset["reply"] = None
+        job = dead.model_copy(update=reset)
         self._write_job(QUEUE, job)
         self._remove_job(DEAD, job_id)
         del self._dead[job_id]

@@ -399,7 +399,9 @@ def cosine_pool(
     Exact for the fused ranking: a record the lexical arm did not match scores
     ``w·best·cosine``, monotone in its cosine, so none outside the pool can outrank the pool's
     top ``k``; and it spares the boosts, decay and cut of every other slot of a large bank
-    (with a real model nearly every cosine is positive)."""
+    (with a real model nearly every cosine is positive). Not used with ``include_superseded``:
+    the guard lifts a retired record's live successor to the retired one's score, so a
+    successor outside the pool could be missed."""
     slots = np.flatnonzero(where)
     if len(slots) <= k:
         return where
@@ -441,7 +443,10 @@ def score_bank(
     if query_vector is not None:
         cos, have = idx.cosine(query_vector)
         cos = np.maximum(cos, 0.0)
-        matched |= cosine_pool(cos, mask & have & (cos > 0), max(SEMANTIC_POOL, 4 * p.limit))
+        semantic = mask & have & (cos > 0)
+        if not (t.guard and p.include_superseded):  # the guard ranks successors: no pool
+            semantic = cosine_pool(cos, semantic, max(SEMANTIC_POOL, 4 * p.limit))
+        matched |= semantic
     # The fused score is computed for candidates only: boosts and decay never make a match.
     slots = np.flatnonzero(mask & matched)
     corroboration = np.log1p(idx.col("corroboration")[slots].astype(np.float64))

@@ -176,3 +176,41 @@ def test_validation_rejects_an_unknown_decision() -> None:
         LLMJudge(MODEL, retries=0, completion_kwargs={"mock_response": "{}"}).decide(
             "ambiguous", m, n
         )
+
+
+def test_a_merge_the_cap_stopped_is_asked_again_and_applied(store: MemoryStore) -> None:
+    # Given a grey pair judged a duplicate in a pass with no supersede budget left
+    old, new = grey_pair(store)
+    dup = judge({"decision": "duplicate", "keep": None, "reason": "same"})
+    capped = ON.model_copy(update={"max_supersedes_per_run": 0})
+    first = Consolidator(store, settings=capped, judge=dup).run_pass()
+    assert len(first.capped) == 1 and first.merged == ()
+    # When the next pass has budget
+    again = Consolidator(store, settings=ON, judge=dup).run_pass()
+    # Then the pair is asked again (the verdict was not settled) and merged
+    assert again.judge_memo_hits == 0
+    assert [(c.id, c.survivor) for c in again.merged] == [(old, new)]
+
+
+def test_the_same_texts_in_the_other_order_are_a_new_question(store: MemoryStore) -> None:
+    # Given room 12 corrected to room 14 by the judge
+    old, new = office_pair(store)
+    moved = judge({"decision": "contradiction", "keep": new, "reason": "moved"})
+    first = Consolidator(store, settings=ON, judge=moved).run_pass()
+    assert [(c.id, c.survivor) for c in first.merged] == [(old, new)]
+    # When the user moves back (room 12 is stated again, now the newer statement)
+    back = store.save("The user's office is in room 12 on the third floor").memory.id
+    back_again = judge({"decision": "contradiction", "keep": back, "reason": "moved back"})
+    again = Consolidator(store, settings=ON, judge=back_again).run_pass()
+    # Then the judge is asked, and room 14 is retired
+    assert [d.pair for d in again.judged] and again.judge_memo_hits == 0
+    assert store.get(new).memory.superseded_by == back
+
+
+def test_a_verdict_settled_in_one_bank_is_asked_in_another(store: MemoryStore) -> None:
+    grey_pair(store)
+    store.save("Use pytest fixtures instead of setUp methods in tests", bank="other")
+    store.save("Use pytest fixtures rather than setUp methods in tests", bank="other")
+    distinct = judge({"decision": "distinct", "reason": "no"})
+    report = Consolidator(store, settings=ON, judge=distinct).run_pass()
+    assert sorted(d.bank for d in report.judged) == ["main", "other"]

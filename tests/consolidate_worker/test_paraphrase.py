@@ -93,7 +93,7 @@ def test_the_memo_is_bounded(embedded: MemoryStore) -> None:
     settings = ON.model_copy(update={"judge_memo_size": 0})
     distinct = judge({"decision": "distinct", "reason": "no"})
     Consolidator(embedded, settings=settings, judge=distinct).run_pass()
-    assert embedded.state_get(OWNER, JUDGE_MEMO_KEY) == {}
+    assert embedded.state_get(OWNER, JUDGE_MEMO_KEY) == []
 
 
 def test_below_the_cosine_floor_nothing_is_asked(embedded: MemoryStore) -> None:

@@ -331,3 +331,19 @@ def test_parse_reply_without_json_is_a_retryable_error(reply: str) -> None:
     with pytest.raises(InvalidArgumentError) as info:
         parse_reply(reply)
     assert info.value.retryable
+
+
+def test_a_replay_under_ratification_files_the_draft_once(fresh_store: Any) -> None:
+    # Given ratification on, and an extractor killed after its save landed (before the ack)
+    clock = FakeClock()
+    store = fresh_store(clock=clock, ratification=True)
+    store.turn_completed("s1", str(ULID()), turn())
+    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    doomed.store = Dying(store, 1)
+    with pytest.raises(Killed):
+        doomed.drain()
+    # When the job is replayed
+    clock.advance(ms=store.outbox_lease_ms + 1)
+    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+    # Then the turn's draft exists once
+    assert len(store.list(status="pending").memories) == 1

@@ -294,7 +294,12 @@ def test_a_noted_reply_comes_back_with_every_later_claim(fresh_store: Factory) -
     assert "lease" not in queue_files(store)[0].read_text()  # a token never reaches disk
     store.outbox_fail(job_id, "boom", dead_letter=True)
     store.outbox_requeue(job_id)
-    assert store.outbox_claim(5)[0].reply == REPLY
+    (requeued,) = store.outbox_claim(5)
+    assert requeued.reply == REPLY
+    # Unless it is requeued fresh: then the model will be asked again
+    store.outbox_fail(job_id, "the reply itself keeps failing", dead_letter=True)
+    store.outbox_requeue(job_id, fresh=True)
+    assert store.outbox_claim(5)[0].reply is None
     store.close()
 
 

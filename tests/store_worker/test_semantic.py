@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -248,3 +249,45 @@ def test_records_waiting_for_a_vector_are_tracked_not_scanned(
     other = store.save("a record that is deleted before the model is back").memory
     store.delete(other.id)
     assert other.id not in bank.unembedded
+
+
+class _AngleEmbedder:
+    """2-d unit vectors at the angle a text names ("ang30"): cosines chosen by the test."""
+
+    name = "angle"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        import math
+        import re
+
+        out = []
+        for text in texts:
+            found = re.search(r"ang(\d+)", text)
+            theta = math.radians(int(found.group(1))) if found else math.pi / 2
+            out.append([math.cos(theta), math.sin(theta)])
+        return out
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_the_semantic_pool_never_changes_a_ranking(
+    fresh_store: Any, monkeypatch: pytest.MonkeyPatch, history: bool
+) -> None:
+    # Given a retired record close to the query whose successor is far from it, and
+    # fillers in between (more than the smallest pool)
+    from store_worker import recall as recall_mod
+
+    store = fresh_store(embedder=_AngleEmbedder())
+    store.save("retired ang5", id="r")
+    store.save("successor ang80", id="s")
+    store.supersede("r", "s")
+    for a in range(10, 60, 4):
+        store.save(f"filler ang{a}", id=f"f{a}")
+
+    def ranking(pool: int, limit: int) -> list[str]:
+        monkeypatch.setattr(recall_mod, "SEMANTIC_POOL", pool)
+        got = store.recall("ang0", limit=limit, include_superseded=history)
+        return [h.memory.id for h in got.memories]
+
+    # Then a pool of 4·limit ranks exactly as no pool at all
+    for limit in (1, 3, 10):
+        assert ranking(0, limit) == ranking(10_000, limit)
