@@ -161,18 +161,24 @@ def test_a_job_killed_mid_apply_is_replayed_exactly_once(
     store.close()
 
 
+def die_after_the_save_then_replay(store: MemoryStore, clock: FakeClock) -> None:
+    """An extractor killed right after its first write (before the ack), then, once the lease
+    ran out, a second one that replays the job from its recorded reply."""
+    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    doomed.store = Dying(store, 1)
+    with pytest.raises(Killed):
+        doomed.drain()
+    clock.advance(ms=store.outbox_lease_ms + 1)
+    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+
+
 def test_a_turn_without_an_id_replays_by_its_job_id(fresh_store: Factory) -> None:
     # Given a turn the harness sent without a turn id, killed before its ack
     clock = FakeClock()
     store = fresh_store(clock=clock)
     job_id = store.turn_completed("s1", None, turn()).job_id
-    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
-    doomed.store = Dying(store, 1)
-    with pytest.raises(Killed):
-        doomed.drain()
     # When the lease runs out and it is replayed
-    clock.advance(ms=store.outbox_lease_ms + 1)
-    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+    die_after_the_save_then_replay(store, clock)
     # Then the memory was counted once, keyed by the job
     (mem,) = store.list().memories
     assert mem.corroboration == 0 and mem.provenance.source_turn_id == job_id
@@ -338,12 +344,7 @@ def test_a_replay_under_ratification_files_the_draft_once(fresh_store: Any) -> N
     clock = FakeClock()
     store = fresh_store(clock=clock, ratification=True)
     store.turn_completed("s1", str(ULID()), turn())
-    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
-    doomed.store = Dying(store, 1)
-    with pytest.raises(Killed):
-        doomed.drain()
     # When the job is replayed
-    clock.advance(ms=store.outbox_lease_ms + 1)
-    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+    die_after_the_save_then_replay(store, clock)
     # Then the turn's draft exists once
     assert len(store.list(status="pending").memories) == 1
