@@ -1,6 +1,6 @@
 """Recall over one bank (DESIGN §4): filters first, then the fused score, then the cut.
 
-hybrid  = lex + 2·best·cosine, best = the query's highest lex (1 if none; see ``fuse``)
+hybrid  = lex + 2·best·cosine, best = the query's highest lex (RELEVANCE_HALF if none; ``fuse``)
           lex = match · (1 + 0.1·ln(1+corroboration) + 0.25·pinned) · decay
           match = bm25 + 0.6·entity_hits + W_DATE·date_hit   (a superseded record's match also
           credits its live successor; entity hits are weighted by the handle's rarity),
@@ -372,7 +372,8 @@ def fuse(
     """The lexical score (boosts and decay applied) fused with the cosine arm.
 
     ``norm`` (the default): ``lexical + w·best·cosine`` where ``best`` is the query's best
-    lexical score (1 when nothing matched lexically): the same ranking as lexical scaled to
+    lexical score (``RELEVANCE_HALF`` when nothing matched lexically, so that a cosine of 0.5
+    alone reads as a solid match in ``relevance_score``): the same ranking as lexical scaled to
     [0, 1] by the best plus ``w·cosine`` (a convex-combination fusion over normalised scores,
     Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023), while the
     score keeps its lexical size for ``relevance_score``. BM25's scale grows with the bank
@@ -385,7 +386,7 @@ def fuse(
     out = score.copy()
     if t.fusion == "norm":
         best = float(score[slots].max()) if len(slots) else 0.0
-        out[slots] += t.w_cosine_norm * (best if best > 0 else 1.0) * cos[slots]
+        out[slots] += t.w_cosine_norm * (best if best > 0 else RELEVANCE_HALF) * cos[slots]
     else:
         out[slots] += t.w_cosine * cos[slots]
     return out

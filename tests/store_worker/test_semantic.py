@@ -291,3 +291,14 @@ def test_the_semantic_pool_never_changes_a_ranking(
     # Then a pool of 4·limit ranks exactly as no pool at all
     for limit in (1, 3, 10):
         assert ranking(0, limit) == ranking(10_000, limit)
+
+
+def test_a_close_match_by_meaning_alone_reads_as_relevant(fresh_store: Any) -> None:
+    # Given memories the query shares no word with, one of them very close in meaning
+    store = fresh_store(embedder=_AngleEmbedder())
+    store.save("close ang10", id="close")
+    store.save("far ang80", id="far")
+    got = store.recall("ang0")
+    # Then the ranking follows the cosine, and the close one reads as a solid match
+    assert [h.memory.id for h in got.memories] == ["close", "far"]
+    assert got.memories[0].relevance_score > 0.5 > got.memories[1].relevance_score
