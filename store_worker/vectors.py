@@ -127,9 +127,10 @@ class VectorMixin:
             self._fill_vectors(bank)
 
     def _known_vector(self, bank: Bank, query: str) -> list[float] | None:
-        """A query that is the very text of a live memory of this bank (the consolidator
-        asks each memory's text for its neighbours) reuses that memory's stored vector
-        instead of another embedding call: a pass over N memories embeds nothing."""
+        """A semantic query that is the very text of a live memory of this bank (the
+        consolidator asks each memory's text for its neighbours) reuses that memory's stored
+        vector (of its title, text and entities) instead of another embedding call: a pass
+        over N memories embeds nothing."""
         fp = fingerprint(query)
         held = bank.by_fp.get(fp)
         found = bank.vectors.get(held) if held is not None else None
@@ -165,7 +166,10 @@ class VectorMixin:
             return None, "lexical"
         try:
             self._fill_vectors(bank)
-            vector = self._known_vector(bank, params.query) or self._embed_query(params.query)
+            # Only the raw semantic arm reuses a memory's vector (the consolidator's neighbour
+            # queries): a hybrid recall embeds exactly what it was asked.
+            known = self._known_vector(bank, params.query) if params.mode == "semantic" else None
+            vector = known or self._embed_query(params.query)
         except errors.MemoryServiceError:
             if params.mode == "semantic":
                 raise

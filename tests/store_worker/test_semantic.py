@@ -302,3 +302,13 @@ def test_a_close_match_by_meaning_alone_reads_as_relevant(fresh_store: Any) -> N
     # Then the ranking follows the cosine, and the close one reads as a solid match
     assert [h.memory.id for h in got.memories] == ["close", "far"]
     assert got.memories[0].relevance_score > 0.5 > got.memories[1].relevance_score
+
+
+def test_a_hybrid_query_is_always_embedded_as_asked(
+    store: MemoryStore, embedder: FakeEmbedder
+) -> None:
+    # A memory's stored vector (of its text and entities) stands in for the query only in the
+    # raw semantic arm; a hybrid recall embeds exactly the text it was given
+    before = embedder.calls
+    store.recall(TEXTS["cook"])
+    assert embedder.calls == before + 1
