@@ -25,7 +25,7 @@ from consolidate_worker.api import PassTally, StoreAPI
 from consolidate_worker.candidates import RareTokenBlocker
 from consolidate_worker.dedup import Features
 from consolidate_worker.judge import Judge
-from consolidate_worker.plan import BankPlan, Planner
+from consolidate_worker.plan import BankPlan, Planner, pair_key
 from consolidate_worker.promote import promote
 from consolidate_worker.report import Change, Group, PassError, Report
 from consolidate_worker.settings import ConsolidatorSettings
@@ -244,9 +244,7 @@ class Consolidator:
                 for hit in self._recall(bank, m, mode).memories:
                     found.setdefault(hit.memory.id, None)
                     if mode == "semantic" and hit.memory.id != m.id:
-                        key = (
-                            (m.id, hit.memory.id) if m.id < hit.memory.id else (hit.memory.id, m.id)
-                        )
+                        key = pair_key(m.id, hit.memory.id)
                         out.cosines[key] = max(out.cosines.get(key, 0.0), hit.score)
             found.pop(m.id, None)
             out.ids[m.id] = list(found)

@@ -38,6 +38,11 @@ EXACT = Scores(token_set=100.0, token_sort=100.0, ratio=100.0, length_ratio=1.0)
 Pair = tuple[str, str]
 
 
+def pair_key(a: str, b: str) -> Pair:
+    """A pair of ids in one order, whichever way it was found."""
+    return (a, b) if a < b else (b, a)
+
+
 @dataclass(frozen=True)
 class Edge:
     a: str
@@ -74,9 +79,7 @@ class _Pairs:
         self._veto: dict[Pair, str | None] = {}
         self._score: dict[Pair, Scores] = {}
 
-    @staticmethod
-    def key(a: str, b: str) -> Pair:
-        return (a, b) if a < b else (b, a)
+    key = staticmethod(pair_key)
 
     def veto(self, a: str, b: str) -> str | None:
         k = self.key(a, b)
