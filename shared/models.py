@@ -212,3 +212,135 @@ class EventsResponse(Frozen):
 def dump(model: BaseModel) -> dict[str, Any]:
     """JSON-ready dict of a model (the CLI's ``--json``)."""
     return model.model_dump(mode="json")
+
+
+# -- ratification, links, injection (DESIGN §3, §5) ----------------------------------------
+
+
+class RejectResponse(Frozen):
+    """RejectRecord's DeleteResult: the draft is gone from disk and RAM."""
+
+    id: str
+    bank: str
+    deleted: bool
+
+
+class InjectedMemory(Frozen):
+    memory: Memory
+    score: float  # the recall score; 0.0 for a memory added by the ambient floor
+
+
+class InjectResponse(Frozen):
+    """``pre_generate``'s reply: never a denial, only optional additions (seeds/003)."""
+
+    decision: Literal["continue"] = "continue"
+    bank: str | None
+    system_prompt: str | None = None  # add to the system prompt; identical on every step
+    append_messages: tuple[dict[str, str], ...] = ()
+    memories: tuple[InjectedMemory, ...] = ()
+    retrieval: str = "none"
+    rules: int = 0
+    rules_truncated: bool = False
+    notes: tuple[str, ...] = ()
+
+
+class PreviewResponse(Frozen):
+    """``preview``: what a new session would get for a hypothetical message (seeds/003)."""
+
+    bank: str
+    system_prompt_section: str
+    rules: int
+    rules_truncated: bool
+    memories: tuple[InjectedMemory, ...]
+    message: str | None
+    retrieval: str
+
+
+class DanglingLink(Frozen):
+    """``source`` links to ``target``, which has no live record."""
+
+    source: str
+    target: str
+    reason: Literal["missing", "retired"]
+    superseded_by: str | None = None
+
+
+class DanglingResponse(Frozen):
+    bank: str
+    links: tuple[DanglingLink, ...]
+
+
+class BacklinksResponse(Frozen):
+    bank: str
+    id: str
+    exists: bool
+    memories: tuple[Memory, ...]
+
+
+# -- the extraction outbox (DESIGN §3 sibling plumbing) ------------------------------
+
+
+class OutboxMessage(Frozen):
+    role: Literal["user", "assistant"]
+    content: str
+    timestamp: int  # ms since epoch: each message keeps its own date (seeds/003 "Time-aware")
+
+
+class OutboxJob(Frozen):
+    """One queued extraction pass over one finished turn (seeds/003 ``memory::extract-job``)."""
+
+    job_id: str
+    session_id: str
+    turn_id: str | None = None
+    bank: str | None = None  # the bank the turn was injected with
+    skip: bool = False  # the turn ran without memory: the job only steps past it
+    status: str = "completed"
+    parent_session_id: str | None = None
+    messages: tuple[OutboxMessage, ...] = ()
+    enqueued_at: int
+    attempts: int = 0
+    next_attempt_at: int = 0
+    errors: tuple[str, ...] = ()
+    dead_at: int | None = None
+    redacted: tuple[str, ...] = ()
+    # The extractor's validated reply, recorded before it applied any of it: a re-run
+    # applies this instead of asking the model again.
+    reply: dict[str, Any] | None = None
+    # The claim's token (only on a claimed copy, never on disk): ``outbox_note`` checks it.
+    lease: str | None = Field(default=None, exclude=True)
+
+
+class OutboxJobSummary(Frozen):
+    job_id: str
+    state: Literal["queued", "leased", "waiting", "dead"]
+    session_id: str
+    turn_id: str | None
+    bank: str | None
+    messages: int
+    attempts: int
+    enqueued_at: int
+    next_attempt_at: int
+    last_error: str | None = None
+
+
+class OutboxListResponse(Frozen):
+    queued: int
+    leased: int
+    dead: int
+    jobs: tuple[OutboxJobSummary, ...] = Field(default_factory=tuple)
+
+
+class TurnCompletedResponse(Frozen):
+    ok: bool
+    queued: bool
+    job_id: str | None = None
+    reason: str = ""
+    redacted: tuple[str, ...] = ()
+
+
+class OutboxAckResponse(Frozen):
+    ok: bool
+    job_id: str
+    state: Literal["acked", "queued", "dead", "missing"]
+    attempts: int = 0
+    next_attempt_at: int = 0

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from shared import errors
-from shared.models import Frozen, Memory, MemoryResponse
+from shared.models import Memory, MemoryResponse, RejectResponse
 from store_worker import validate as v
 from store_worker.files import atomic_write, fsync_dir
 
@@ -39,14 +39,6 @@ log = logging.getLogger(__name__)
 
 DRAFTS_DIR = "drafts"
 AUTOMATIC_CONFIDENCES = ("extracted", "inferred")
-
-
-class RejectResponse(Frozen):
-    """RejectRecord's DeleteResult: the draft is gone from disk and RAM."""
-
-    id: str
-    bank: str
-    deleted: bool
 
 
 class DraftsMixin:

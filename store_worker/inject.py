@@ -26,12 +26,12 @@ from __future__ import annotations
 import logging
 import re
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared import errors
-from shared.models import Memory, RecallResponse
+from shared.models import InjectedMemory, InjectResponse, Memory, PreviewResponse, RecallResponse
 from shared.text import NAME_RE
 from store_worker import validate as v
 from store_worker.files import TRASH_DIR
@@ -58,37 +58,6 @@ _SPACE = re.compile(r"\s+")
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class InjectedMemory(Frozen):
-    memory: Memory
-    score: float  # the recall score; 0.0 for a memory added by the ambient floor
-
-
-class InjectResponse(Frozen):
-    """``pre_generate``'s reply: never a denial, only optional additions (seeds/003)."""
-
-    decision: Literal["continue"] = "continue"
-    bank: str | None
-    system_prompt: str | None = None  # add to the system prompt; identical on every step
-    append_messages: tuple[dict[str, str], ...] = ()
-    memories: tuple[InjectedMemory, ...] = ()
-    retrieval: str = "none"
-    rules: int = 0
-    rules_truncated: bool = False
-    notes: tuple[str, ...] = ()
-
-
-class PreviewResponse(Frozen):
-    """``preview``: what a new session would get for a hypothetical message (seeds/003)."""
-
-    bank: str
-    system_prompt_section: str
-    rules: int
-    rules_truncated: bool
-    memories: tuple[InjectedMemory, ...]
-    message: str | None
-    retrieval: str
 
 
 class SessionState(BaseModel):

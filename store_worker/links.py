@@ -14,34 +14,13 @@ to see what a draft points at).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from shared.models import Frozen, Memory
+from shared.models import BacklinksResponse, DanglingLink, DanglingResponse, Memory
 from store_worker import validate as v
 
 if TYPE_CHECKING:
     from store_worker.bank import Bank
-
-
-class DanglingLink(Frozen):
-    """``source`` links to ``target``, which has no live record."""
-
-    source: str
-    target: str
-    reason: Literal["missing", "retired"]
-    superseded_by: str | None = None
-
-
-class DanglingResponse(Frozen):
-    bank: str
-    links: tuple[DanglingLink, ...]
-
-
-class BacklinksResponse(Frozen):
-    bank: str
-    id: str
-    exists: bool
-    memories: tuple[Memory, ...]
 
 
 class LinksMixin:

@@ -34,12 +34,7 @@ from pydantic import ValidationError
 from ulid import ULID
 
 from shared import errors
-from shared.redact import redact
-from shared.text import fingerprint
-from store_worker import validate as v
-from store_worker.files import atomic_write, fsync_dir
-from store_worker.messages import is_memory_block, message_text, message_time, session_key
-from store_worker.outbox_models import (
+from shared.models import (
     OutboxAckResponse,
     OutboxJob,
     OutboxJobSummary,
@@ -47,6 +42,11 @@ from store_worker.outbox_models import (
     OutboxMessage,
     TurnCompletedResponse,
 )
+from shared.redact import redact
+from shared.text import fingerprint
+from store_worker import validate as v
+from store_worker.files import atomic_write, fsync_dir
+from store_worker.messages import is_memory_block, message_text, message_time, session_key
 
 if TYPE_CHECKING:
     from collections.abc import Callable

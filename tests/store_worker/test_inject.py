@@ -12,8 +12,8 @@ from ulid import ULID
 
 from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
+from shared.models import InjectResponse
 from store_worker.core import MemoryStore
-from store_worker.inject import InjectResponse
 from store_worker.messages import session_key
 
 Factory = Callable[..., MemoryStore]
