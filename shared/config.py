@@ -108,6 +108,17 @@ class StoreSettings(EnvSettings):
         description="Days an idle session's injection and outbox state is kept (0 = forever).",
     )
 
+    # The extraction outbox's one retry policy (the store owns the outbox; the extractor reads
+    # it from ``capabilities()["outbox"]`` instead of configuring its own copy).
+    outbox_max_attempts: int = Field(
+        5, ge=1, le=100, description="Tries of an extraction job before it is dead-lettered."
+    )
+    outbox_lease_ms: int = Field(
+        300_000, ge=1_000, description="How long a claimed job is held before it is claimable."
+    )
+    outbox_backoff_ms: int = Field(2_000, ge=0, description="First retry delay; doubles per try.")
+    outbox_backoff_max_ms: int = Field(300_000, ge=0, description="Longest retry delay.")
+
     @field_validator("embedding_model")
     @classmethod
     def _local_model_names_a_path(cls, value: str | None) -> str | None:

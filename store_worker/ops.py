@@ -220,4 +220,10 @@ def capabilities(store: MemoryStore) -> dict[str, Any]:
         "recall_modes": ["hybrid", "lexical"] + (["semantic"] if store.embedder else []),
         "config_schema": StoreSettings.model_json_schema(),
         "supported_hook_points": [],
+        "outbox": {
+            "max_attempts": store.settings.outbox_max_attempts,
+            "lease_ms": store.settings.outbox_lease_ms,
+            "backoff_ms": store.settings.outbox_backoff_ms,
+            "backoff_max_ms": store.settings.outbox_backoff_max_ms,
+        },
     }

@@ -51,6 +51,7 @@ from store_worker.messages import is_memory_block, message_text, message_time, s
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from shared.config import StoreSettings
     from store_worker.files import StateStore
 
 log = logging.getLogger(__name__)
@@ -72,11 +73,7 @@ class OutboxMixin:
 
     root: Path
     state: StateStore
-    # Policy knobs; the extractor may pass its own ``retry_after_ms``/``dead_letter``.
-    outbox_lease_ms: int = 5 * 60_000
-    outbox_max_attempts: int = 5
-    outbox_backoff_ms: int = 2_000
-    outbox_backoff_max_ms: int = 5 * 60_000
+    settings: StoreSettings  # the retry policy: outbox_max_attempts, _lease_ms, _backoff_ms
     prune_session_state: Callable[..., int]  # MemoryStore's (annotated: the contract is there)
 
     def now(self) -> int:
@@ -275,7 +272,7 @@ class OutboxMixin:
                 continue
             if job.bank is not None and self._bank_trashed(job.bank):
                 job = job.model_copy(update={"skip": True})  # never bring a deleted bank back
-            lease = _Lease(now + self.outbox_lease_ms, secrets.token_hex(8))
+            lease = _Lease(now + self.settings.outbox_lease_ms, secrets.token_hex(8))
             self._leases[job.job_id] = lease
             out.append(job.model_copy(update={"attempts": job.attempts + 1, "lease": lease.token}))
             if len(out) >= limit:
@@ -310,7 +307,7 @@ class OutboxMixin:
         noted = job.model_copy(update={"reply": body})
         self._write_job(QUEUE, noted)  # fsynced before the caller applies anything
         self._jobs[job_id] = noted
-        self._leases[job_id] = _Lease(self.now() + self.outbox_lease_ms, held.token)
+        self._leases[job_id] = _Lease(self.now() + self.settings.outbox_lease_ms, held.token)
         return noted.model_copy(update={"lease": held.token})
 
     def outbox_ack(self, job_id: str) -> OutboxAckResponse:
@@ -346,7 +343,7 @@ class OutboxMixin:
         attempts = job.attempts + 1
         message = redact(error[:MAX_ERROR_CHARS]).text  # an error can quote the transcript
         history = (*job.errors[-9:], message)
-        if dead_letter or attempts >= self.outbox_max_attempts:
+        if dead_letter or attempts >= self.settings.outbox_max_attempts:
             dead = job.model_copy(update={"attempts": attempts, "errors": history, "dead_at": now})
             self._write_job(DEAD, dead)
             self._remove_job(QUEUE, job_id)
@@ -369,7 +366,12 @@ class OutboxMixin:
         )
 
     def _backoff(self, attempts: int) -> int:
-        return int(min(self.outbox_backoff_ms * 2 ** (attempts - 1), self.outbox_backoff_max_ms))
+        return int(
+            min(
+                self.settings.outbox_backoff_ms * 2 ** (attempts - 1),
+                self.settings.outbox_backoff_max_ms,
+            )
+        )
 
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
         """Put a dead letter back in the queue with a fresh attempt count (by hand). Its

@@ -168,7 +168,7 @@ def die_after_the_save_then_replay(store: MemoryStore, clock: FakeClock) -> None
     doomed.store = Dying(store, 1)
     with pytest.raises(Killed):
         doomed.drain()
-    clock.advance(ms=store.outbox_lease_ms + 1)
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
     assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
 
 
@@ -191,7 +191,7 @@ def test_a_stale_extractor_walks_away_without_a_write(fresh_store: Factory) -> N
     store.turn_completed("s1", str(ULID()), turn())
 
     def slow(messages: Any) -> str:
-        clock.advance(ms=store.outbox_lease_ms + 1)
+        clock.advance(ms=store.settings.outbox_lease_ms + 1)
         assert len(store.outbox_claim(5)) == 1  # the new holder
         return json.dumps(TUE)
 
@@ -214,7 +214,7 @@ def test_an_unreadable_recorded_reply_dead_letters(fresh_store: Factory) -> None
     job_id = store.turn_completed("s1", str(ULID()), turn()).job_id or ""
     (job,) = store.outbox_claim(5)
     store.outbox_note(job_id, {"memories": "not a list", "extra": 1}, lease=job.lease or "")
-    clock.advance(ms=store.outbox_lease_ms + 1)
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
     llm = FakeLLM.of(json.dumps(TUE))
     assert make(store, llm, clock).drain().dead == 1
     assert llm.calls == [] and "recorded reply" in (store.outbox_list().jobs[0].last_error or "")

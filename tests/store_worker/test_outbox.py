@@ -73,7 +73,7 @@ def test_claimed_but_unacked_job_returns_after_restart_or_lease(fresh_store: Fac
     assert store.outbox_claim(5) == []
     assert store.outbox_list().jobs[0].state == "leased"
     # After the lease expires (the extractor was killed mid-job), it is claimable again
-    clock.advance(ms=store.outbox_lease_ms + 1)
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
     assert [j.job_id for j in store.outbox_claim(5)] == [job_id]
     # And a store restart drops every lease at once
     store = reopen(store)
@@ -89,7 +89,7 @@ def test_fail_backs_off_then_dead_letters_visibly(fresh_store: Factory) -> None:
     clock = FakeClock()
     store = fresh_store(clock=clock)
     job_id = store.turn_completed("s1", tid(), turn()).job_id
-    for attempt in range(1, store.outbox_max_attempts):
+    for attempt in range(1, store.settings.outbox_max_attempts):
         (job,) = store.outbox_claim(1)
         assert job.attempts == attempt
         res = store.outbox_fail(job_id, f"boom {attempt} password=hunter2xyz")
@@ -141,7 +141,7 @@ def test_one_session_is_extracted_in_order(fresh_store: Factory) -> None:
     store.outbox_ack(other)
     store.outbox_fail(first, "transient")  # backing off still holds the session's later turn
     assert store.outbox_claim(10) == []
-    clock.advance(ms=store.outbox_backoff_max_ms)
+    clock.advance(ms=store.settings.outbox_backoff_max_ms)
     assert [j.job_id for j in store.outbox_claim(10)] == [first]
     store.outbox_ack(first)
     assert [j.job_id for j in store.outbox_claim(10)] == [second]
@@ -283,7 +283,7 @@ def test_a_noted_reply_comes_back_with_every_later_claim(fresh_store: Factory) -
     noted = store.outbox_note(job_id, REPLY, lease=job.lease)
     assert noted.reply == REPLY
     # When the holder dies and its lease runs out
-    clock.advance(ms=store.outbox_lease_ms + 1)
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
     (again,) = store.outbox_claim(5)
     # Then the next claim carries the reply, under a new lease
     assert again.reply == REPLY and again.lease != job.lease
@@ -310,7 +310,7 @@ def test_only_the_lease_holder_notes_once(fresh_store: Factory) -> None:
     before = queue_files(store)[0].read_bytes()
     # Given a job claimed by A, whose lease ran out and was taken over by B
     (a,) = store.outbox_claim(5)
-    clock.advance(ms=store.outbox_lease_ms + 1)
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
     (b,) = store.outbox_claim(5)
     # When A (stale), a stranger and an unknown job try to note
     with pytest.raises(ConflictError):
@@ -342,7 +342,7 @@ def test_a_note_renews_an_expired_lease_nobody_took_and_is_redacted(
     job_id = store.turn_completed("s1", tid(), turn()).job_id
     (job,) = store.outbox_claim(5)
     # Given a slow model call: the lease ran out, but no other claim took the job
-    clock.advance(ms=store.outbox_lease_ms + 1)
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
     # When the holder notes a reply that quotes a secret
     reply = {"memories": [{"text": f"key {SECRET}"}], "rules": []}
     store.outbox_note(job_id, reply, lease=job.lease or "")
