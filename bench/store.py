@@ -119,13 +119,13 @@ def recall_with_vectors(store: Any, queries: Sequence[str]) -> dict[str, float]:
     for mem, vec in zip(live, matrix, strict=True):
         bank.vectors[mem.id] = (mem.fingerprint, vec)
         bank.on_indexed(mem)
-    store.embedder = embedder
+    store.vectors.embedder = embedder
     for q in queries:  # embed outside the measurement (the store keeps query vectors)
         store.recall(q, limit=1)
     try:
         return recall_in_core(store, queries, mode="hybrid")
     finally:
-        store.embedder = None
+        store.vectors.embedder = None
 
 
 def rank_bm25_baseline(store: Any, queries: Sequence[str], *, max_queries: int) -> dict[str, Any]:

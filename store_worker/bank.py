@@ -371,6 +371,13 @@ class Bank:
         if self.index.needs_compaction():
             self.reindex()
 
+    def add_unlogged(self, mem: Memory) -> None:
+        """Put a record that lives outside the log (a pending draft, ``drafts.py``) into RAM
+        and the index, one by one: a reindex here would throw away a snapshot boot's index."""
+        self.records[mem.id] = mem
+        self._index(mem)
+        self.on_indexed(mem)
+
     def _reflect(self, mem: Memory) -> None:
         """Put one appended revision into RAM: records, fingerprint maps, index."""
         prev = self.records.get(mem.id)

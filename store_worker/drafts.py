@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from shared import errors
-from shared.models import Memory, MemoryResponse, RejectResponse
+from shared.models import Memory
 from store_worker import validate as v
 from store_worker.files import atomic_write, fsync_dir
 
 if TYPE_CHECKING:
     from shared.config import StoreSettings
-    from shared.models import Event
     from store_worker.bank import Bank
 
 log = logging.getLogger(__name__)
@@ -41,30 +40,13 @@ DRAFTS_DIR = "drafts"
 AUTOMATIC_CONFIDENCES = ("extracted", "inferred")
 
 
-class DraftsMixin:
-    settings: StoreSettings
+class Drafts:
+    """Pending drafts: where a new record's status comes from, and the draft files."""
 
-    if TYPE_CHECKING:  # provided by MemoryStore / VectorMixin; declared for the type checker only
+    def __init__(self, settings: StoreSettings) -> None:
+        self.settings = settings
 
-        def _bank(self, name: str | None, *, create: bool = False) -> Bank: ...
-
-        def now(self) -> int: ...
-
-        def _emit_item(
-            self,
-            event_type: str,
-            bank: Bank,
-            mem: Memory,
-            *,
-            reason: str | None = None,
-            redacted: tuple[str, ...] = (),
-        ) -> Event: ...
-
-        def _embed_one(self, bank: Bank, mem: Memory) -> None: ...
-
-    # -- the save/update/delete hooks --------------------------------------------------------
-
-    def _status_for(self, status: str | None, confidence: str) -> str:
+    def status_for(self, status: str | None, confidence: str) -> str:
         """The status of a new record: pending only for automatic writes under ratification."""
         if status is None:
             automatic = confidence in AUTOMATIC_CONFIDENCES
@@ -77,7 +59,8 @@ class DraftsMixin:
             )
         return status
 
-    def _commit(self, bank: Bank, mem: Memory) -> Memory:
+    @staticmethod
+    def commit(bank: Bank, mem: Memory) -> Memory:
         """Write one revision where it belongs: canonical to the log, a draft to its file.
 
         Retiring a draft (``delete`` on a pending record) discards it like ``reject``: a draft
@@ -85,12 +68,14 @@ class DraftsMixin:
         if mem.status != "pending":
             return bank.apply(mem)
         if mem.invalid_at is not None:
-            self._discard_draft(bank, mem.id)
+            discard(bank, mem.id)
             return mem
-        self._write_draft(bank, mem)
+        atomic_write(_draft_path(bank, mem.id), (mem.to_line() + "\n").encode("utf-8"))
+        bank.add_unlogged(mem)
         return mem
 
-    def _refuse_drafts(self, *mems: Memory) -> None:
+    @staticmethod
+    def refuse(*mems: Memory) -> None:
         """Supersede works on canonical records only: a draft is approved or rejected first."""
         for mem in mems:
             if mem.status == "pending":
@@ -98,9 +83,8 @@ class DraftsMixin:
                     f"{mem.id!r} is a pending draft: approve or reject it first"
                 )
 
-    # -- loading -------------------------------------------------------------------------------
-
-    def _load_drafts(self, bank: Bank) -> int:
+    @staticmethod
+    def load(bank: Bank) -> int:
         """Add the bank's drafts to RAM after the log replay; returns how many were loaded."""
         folder = _drafts_dir(bank)
         if not folder.is_dir():
@@ -115,69 +99,44 @@ class DraftsMixin:
                 with contextlib.suppress(OSError):
                     path.unlink()
                 continue
-            # indexed one by one: a reindex here would throw away a snapshot boot's index
-            bank.records[mem.id] = mem
-            bank._index(mem)
-            bank.on_indexed(mem)
+            bank.add_unlogged(mem)
             added += 1
         return added
 
-    # -- approve / reject ----------------------------------------------------------------------
-
-    def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
-        """Make a pending draft canonical: append it to the log, then drop its draft file."""
-        target, draft = self._pending(id, bank)
-        now = self.now()
-        mem = draft.model_copy(
-            update={"status": "canonical", "updated_at": now, "revision": draft.revision + 1}
-        )
-        target.apply(mem)  # the log first: a crash before the unlink is healed at load
-        _unlink(_draft_path(target, mem.id))
-        self._embed_one(target, mem)
-        self._emit_item("updated", target, mem, reason="approved")
-        return MemoryResponse(memory=mem, bank=target.name)
-
-    def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
-        """Discard a pending draft entirely: its file goes, the log never saw it."""
-        target, draft = self._pending(id, bank)
-        self._discard_draft(target, draft.id)
-        now = self.now()
-        gone = draft.model_copy(update={"invalid_at": now, "updated_at": now})
-        self._emit_item("deleted", target, gone, reason="rejected")
-        return RejectResponse(id=draft.id, bank=target.name, deleted=True)
-
-    def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
-        """Every pending draft of a bank, oldest first (the review inbox)."""
-        target = self._bank(bank)
-        found = [m for m in target.records.values() if m.status == "pending"]
-        return tuple(sorted(found, key=lambda m: (m.created_at, m.id)))
-
-    def _pending(self, id: str, bank: str | None) -> tuple[Bank, Memory]:
+    def pending(self, bank: Bank, id: str) -> Memory:
+        """The live draft ``id`` of ``bank``, for approve and reject."""
         if not self.settings.ratification:
             raise errors.RatificationUnsupportedError(
                 "ratification is off (ratification_supported: false); nothing is pending"
             )
-        target = self._bank(bank)
-        mem = target.records.get(v.memory_id(id))
+        mem = bank.records.get(v.memory_id(id))
         if mem is None or mem.invalid_at is not None:
-            raise errors.NotFoundError(f"no record {id!r} in bank {target.name!r}")
+            raise errors.NotFoundError(f"no record {id!r} in bank {bank.name!r}")
         if mem.status != "pending":
             raise errors.ConflictError(f"{id!r} is already canonical; only drafts are ratified")
-        return target, mem
+        return mem
 
-    # -- files ---------------------------------------------------------------------------------
+    @staticmethod
+    def approved(bank: Bank, mem: Memory) -> Memory:
+        """Append the approved record to the log, then drop its draft file (a crash in
+        between is healed at load: the log wins over a leftover draft)."""
+        bank.apply(mem)
+        _unlink(_draft_path(bank, mem.id))
+        return mem
 
-    def _write_draft(self, bank: Bank, mem: Memory) -> None:
-        atomic_write(_draft_path(bank, mem.id), (mem.to_line() + "\n").encode("utf-8"))
-        bank.records[mem.id] = mem
-        bank._index(mem)
-        bank.on_indexed(mem)
+    @staticmethod
+    def of(bank: Bank) -> tuple[Memory, ...]:
+        """Every pending draft of a bank, oldest first (the review inbox)."""
+        found = [m for m in bank.records.values() if m.status == "pending"]
+        return tuple(sorted(found, key=lambda m: (m.created_at, m.id)))
 
-    def _discard_draft(self, bank: Bank, id: str) -> None:
-        _unlink(_draft_path(bank, id))
-        bank.records.pop(id, None)
-        bank.vectors.pop(id, None)
-        bank.index.remove(id)
+
+def discard(bank: Bank, id: str) -> None:
+    """Remove a draft entirely: its file, its record, its vector, its index slot."""
+    _unlink(_draft_path(bank, id))
+    bank.records.pop(id, None)
+    bank.vectors.pop(id, None)
+    bank.index.remove(id)
 
 
 def _drafts_dir(bank: Bank) -> Path:

@@ -34,17 +34,21 @@ from shared import errors
 from shared.models import InjectedMemory, InjectResponse, Memory, PreviewResponse, RecallResponse
 from shared.text import NAME_RE
 from store_worker import validate as v
-from store_worker.files import TRASH_DIR
 from store_worker.messages import is_memory_block, message_text, session_key
 from store_worker.rules import LEARNED
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from pathlib import Path
+    from collections.abc import Callable
 
+    from shared.clock import Clock
     from shared.config import StoreSettings
     from store_worker.bank import Bank
+    from store_worker.banks import Banks
     from store_worker.files import StateStore
+    from store_worker.sessions import Sessions
+
+    # ``Reader.recall``'s shape, as the recalled block calls it
+    RecallFn = Callable[..., RecallResponse]
 
 log = logging.getLogger(__name__)
 
@@ -78,28 +82,25 @@ class RulesSection(Frozen):
     truncated: bool
 
 
-class InjectMixin:
-    """``pre_generate``, ``preview`` and bank resolution, mixed into ``MemoryStore``."""
+class Injector:
+    """``pre_generate``, ``preview`` and the bank a session or turn resolves to."""
 
-    settings: StoreSettings
-    banks: dict[str, Bank]
-    state: StateStore
-    root: Path
-    session_parents: dict[str, str]
-
-    def now(self) -> int:
-        raise NotImplementedError
-
-    # provided by MemoryStore (annotated, not defined, so its signatures stay the contract)
-    recall: Callable[..., RecallResponse]
-    session_lineage: Callable[[str | None], Sequence[str]]
-    prune_session_state: Callable[..., int]
-
-    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
-        raise NotImplementedError
-
-    def _bank(self, name: str | None, *, create: bool = False) -> Bank:
-        raise NotImplementedError
+    def __init__(
+        self,
+        settings: StoreSettings,
+        *,
+        banks: Banks,
+        sessions: Sessions,
+        state: StateStore,
+        clock: Clock,
+        recall: RecallFn,
+    ) -> None:
+        self.settings = settings
+        self.banks = banks
+        self.sessions = sessions
+        self.state = state
+        self.clock = clock
+        self.recall = recall
 
     # -- the seam --------------------------------------------------------------------------
 
@@ -113,7 +114,7 @@ class InjectMixin:
         parent_session_id: str | None = None,
     ) -> InjectResponse:
         """The memory a step is given (DESIGN §5); see the module docstring."""
-        self.prune_session_state(force=False)
+        self.sessions.prune(force=False)
         session = v.optional_str(session_id, "session_id")
         if session is None:
             raise errors.InvalidArgumentError("session_id is required")
@@ -142,7 +143,7 @@ class InjectMixin:
         st: SessionState,
     ) -> InjectResponse:
         before = st.model_dump()
-        self.link_session(session, parent)
+        self.sessions.link(session, parent)
         session_meta = meta.get("session")
         if isinstance(session_meta, dict) and "memory_bank" in session_meta:
             st.session_bank = _bank_value(session_meta["memory_bank"])
@@ -218,7 +219,7 @@ class InjectMixin:
         """Run the injection code for a hypothetical message in a new session (seeds/003)."""
         if not isinstance(query, str):
             raise errors.InvalidArgumentError("query must be a string")
-        name = self._bank(bank).name  # an explicit unknown bank is not_found, never another
+        name = self.banks.resolve(bank).name  # an explicit unknown bank is not_found, never another
         section = self._rules_section(name)
         message: str | None = None
         memories: list[InjectedMemory] = []
@@ -254,7 +255,7 @@ class InjectMixin:
             return self._usable_bank(turn_bank)
         if st.session_bank is not None:
             return self._usable_bank(st.session_bank)
-        for ancestor in self.session_lineage(session)[1:]:
+        for ancestor in self.sessions.lineage(session)[1:]:
             parent = self.state.get(STATE_OWNER, session_key(ancestor))
             if isinstance(parent, dict):  # a sub-agent works in its parent's bank
                 known = SessionState.model_validate(parent)
@@ -270,25 +271,18 @@ class InjectMixin:
             return None, f"invalid bank name {name!r}: no memory"
         if name in self.banks or name == self.settings.default_bank:
             return name, ""
-        if self._bank_trashed(name):
+        if self.banks.trashed(name):
             return None, f"bank {name!r} was deleted: no memory"
         if not self._extraction_on():
             return None, f"bank {name!r} does not exist and extraction is off: no memory"
         return name, f"bank {name!r} is new: extraction creates it after a turn"
-
-    def _bank_trashed(self, name: str) -> bool:
-        if name in self.banks:
-            return False
-        trash = self.root / TRASH_DIR
-        pattern = re.compile(rf"^{re.escape(name)}-\d+(?:-\d+)?$")
-        return trash.is_dir() and any(pattern.match(p.name) for p in trash.iterdir())
 
     def _extraction_on(self) -> bool:
         """What the extractor last reported through ``state_set("extractor", "status")``."""
         status = self.state.get("extractor", "status")
         return isinstance(status, dict) and bool(status.get("enabled"))
 
-    def _turn_bank(
+    def turn_bank(
         self, session_id: str, turn_id: str | None, parent_session_id: str | None
     ) -> tuple[str | None, bool]:
         """The bank a finished turn was injected with (else resolved now) and whether to skip."""
@@ -296,7 +290,7 @@ class InjectMixin:
         if turn_id is not None and turn_id in st.turns:
             bank = st.turns[turn_id]
         else:
-            self.link_session(session_id, parent_session_id)
+            self.sessions.link(session_id, parent_session_id)
             bank, _ = self._resolve_bank(session_id, None, st)
         return bank, bank is None
 
@@ -373,7 +367,7 @@ class InjectMixin:
             take(mem, score)
         if not chosen:
             return None, [], retrieval
-        today = _date(self.now())
+        today = _date(self.clock.now_ms())
         lines = [
             f"- [{_date(c.memory.stated_at)}] {_one_line(c.memory.text)} (#{c.memory.id})"
             for c in chosen
@@ -385,7 +379,7 @@ class InjectMixin:
         self, bank: Bank, session: str | None, project: str | None
     ) -> list[tuple[Memory, float]]:
         """The bank's strongest visible memories: pinned, corroborated, recently stated."""
-        lineage = set(self.session_lineage(session))
+        lineage = set(self.sessions.lineage(session))
         visible = [
             m
             for m in bank.records.values()

@@ -23,44 +23,38 @@ if TYPE_CHECKING:
     from store_worker.bank import Bank
 
 
-class LinksMixin:
-    if TYPE_CHECKING:  # provided by MemoryStore
-
-        def _bank(self, name: str | None, *, create: bool = False) -> Bank: ...
-
-    def dangling(self, *, bank: str | None = None) -> DanglingResponse:
-        """Links of live records that point at no live record, ordered by source then target."""
-        target = self._bank(bank)
-        out: list[DanglingLink] = []
-        for mem in sorted(_live(target), key=lambda m: m.id):
-            for link in mem.links:
-                found = target.records.get(link)
-                if found is None:
-                    out.append(DanglingLink(source=mem.id, target=link, reason="missing"))
-                elif found.invalid_at is not None:
-                    out.append(
-                        DanglingLink(
-                            source=mem.id,
-                            target=link,
-                            reason="retired",
-                            superseded_by=found.superseded_by,
-                        )
+def dangling(target: Bank) -> DanglingResponse:
+    """Links of live records that point at no live record, ordered by source then target."""
+    out: list[DanglingLink] = []
+    for mem in sorted(_live(target), key=lambda m: m.id):
+        for link in mem.links:
+            found = target.records.get(link)
+            if found is None:
+                out.append(DanglingLink(source=mem.id, target=link, reason="missing"))
+            elif found.invalid_at is not None:
+                out.append(
+                    DanglingLink(
+                        source=mem.id,
+                        target=link,
+                        reason="retired",
+                        superseded_by=found.superseded_by,
                     )
-        return DanglingResponse(bank=target.name, links=tuple(out))
+                )
+    return DanglingResponse(bank=target.name, links=tuple(out))
 
-    def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
-        """Live records whose links name ``id``, newest first."""
-        slug = v.memory_id(id)
-        target = self._bank(bank)
-        found = [m for m in _live(target) if slug in m.links]
-        found.sort(key=lambda m: (m.created_at, m.id), reverse=True)
-        existing = target.records.get(slug)
-        return BacklinksResponse(
-            bank=target.name,
-            id=slug,
-            exists=existing is not None and existing.invalid_at is None,
-            memories=tuple(found),
-        )
+
+def backlinks(target: Bank, id: str) -> BacklinksResponse:
+    """Live records whose links name ``id``, newest first."""
+    slug = v.memory_id(id)
+    found = [m for m in _live(target) if slug in m.links]
+    found.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+    existing = target.records.get(slug)
+    return BacklinksResponse(
+        bank=target.name,
+        id=slug,
+        exists=existing is not None and existing.invalid_at is None,
+        memories=tuple(found),
+    )
 
 
 def _live(bank: Bank) -> list[Memory]:

@@ -12,7 +12,7 @@ nothing acknowledged; an ack is an unlink, so a crash between the extractor's wr
 ack re-runs the job. The re-run applies the same reply: the lease holder records the model's
 reply in the job file (``outbox_note``) before it writes anything, and every later claim hands
 it back, so no second LLM call can answer differently; the store counts a turn's
-corroboration of a fact once (``MemoryStore._reinforce``), so applying the reply again changes
+corroboration of a fact once (``writes.Writer._reinforce``), so applying the reply again changes
 nothing already applied (effectively exactly-once). Leases live in RAM only: a
 claimed-but-unacked job returns to the queue after ``outbox_lease_ms`` or when the
 store restarts (the killed-extractor case); each claim carries a fresh ``lease`` token, and
@@ -51,8 +51,14 @@ from store_worker.messages import is_memory_block, message_text, message_time, s
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from shared.clock import Clock
     from shared.config import StoreSettings
+    from store_worker.banks import Banks
     from store_worker.files import StateStore
+    from store_worker.sessions import Sessions
+
+    # Injector.turn_bank: (session_id, turn_id, parent_session_id) -> (bank, skip)
+    TurnBankFn = Callable[[str, str | None, str | None], tuple[str | None, bool]]
 
 log = logging.getLogger(__name__)
 
@@ -68,31 +74,39 @@ TURN_STATUSES = ("completed", "failed", "cancelled")
 REMEMBERED_TAIL = 3
 
 
-class OutboxMixin:
+class Outbox:
     """Store-side half of extraction: queue, leases, retries with backoff, dead letters."""
 
-    root: Path
-    state: StateStore
-    settings: StoreSettings  # the retry policy: outbox_max_attempts, _lease_ms, _backoff_ms
-    prune_session_state: Callable[..., int]  # MemoryStore's (annotated: the contract is there)
-
-    def now(self) -> int:
-        raise NotImplementedError
-
-    def _turn_bank(
-        self, session_id: str, turn_id: str | None, parent_session_id: str | None
-    ) -> tuple[str | None, bool]:
-        raise NotImplementedError  # InjectMixin: (bank, skip)
-
-    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
-        raise NotImplementedError
-
-    def _bank_trashed(self, name: str) -> bool:
-        raise NotImplementedError
+    def __init__(
+        self,
+        root: Path,
+        settings: StoreSettings,
+        *,
+        banks: Banks,
+        state: StateStore,
+        sessions: Sessions,
+        clock: Clock,
+        turn_bank: TurnBankFn,
+        watchers: dict[str, Callable[[], Any]] | None = None,
+    ) -> None:
+        self.root = root
+        self.settings = settings  # the retry policy: outbox_max_attempts, _lease_ms, _backoff_ms
+        self.banks = banks
+        self.state = state
+        self.sessions = sessions
+        self.clock = clock
+        self.turn_bank = turn_bank  # Injector.turn_bank: the bank a finished turn belongs to
+        self._watchers: dict[str, Callable[[], Any]] = {} if watchers is None else watchers
+        self.open()
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def _open_outbox(self) -> None:
+    @property
+    def watchers(self) -> list[str]:
+        """The names of the callbacks woken after each enqueue."""
+        return list(self._watchers)
+
+    def open(self) -> None:
         """Load the queue from disk; leases never survive a restart (the job is claimable)."""
         self._outbox_dir = self.root / OUTBOX_DIR
         (self._outbox_dir / QUEUE).mkdir(parents=True, exist_ok=True)
@@ -100,8 +114,6 @@ class OutboxMixin:
         self._jobs: dict[str, OutboxJob] = self._read_jobs(QUEUE)
         self._dead: dict[str, OutboxJob] = self._read_jobs(DEAD)
         self._leases: dict[str, _Lease] = {}
-        if not hasattr(self, "_outbox_watchers"):
-            self._outbox_watchers: dict[str, Callable[[], Any]] = {}
 
     def _read_jobs(self, sub: str) -> dict[str, OutboxJob]:
         out: dict[str, OutboxJob] = {}
@@ -137,7 +149,7 @@ class OutboxMixin:
 
     # -- the harness seam ------------------------------------------------------------------
 
-    def turn_completed(
+    def enqueue(
         self,
         session_id: str,
         turn_id: str | None = None,
@@ -153,7 +165,7 @@ class OutboxMixin:
         ``parent_session_id`` is a parentless spawn's display parent: extracted, and its bank
         resolves through the parent. Failed and cancelled turns are extracted too.
         """
-        self.prune_session_state(force=False)
+        self.sessions.prune(force=False)
         session = _session_id(session_id)
         turn = v.turn_id(turn_id)
         if status not in TURN_STATUSES:
@@ -162,13 +174,13 @@ class OutboxMixin:
         live_parent = v.optional_str(parent, "parent")
         clean, labels = self._turn_messages(messages)
         if live_parent is not None:
-            self.link_session(session, live_parent)
+            self.sessions.link(session, live_parent)
             return TurnCompletedResponse(ok=True, queued=False, reason="sub-agent turn")
-        self.link_session(session, parent_id)
+        self.sessions.link(session, parent_id)
         clean = self._new_messages(session, clean)
         if not clean:
             return TurnCompletedResponse(ok=True, queued=False, reason="no new messages")
-        bank, skip = self._turn_bank(session, turn, parent_id)
+        bank, skip = self.turn_bank(session, turn, parent_id)
         job = OutboxJob(
             job_id=self._next_job_id(),
             session_id=session,
@@ -178,7 +190,7 @@ class OutboxMixin:
             status=status,
             parent_session_id=parent_id,
             messages=tuple(clean),
-            enqueued_at=self.now(),
+            enqueued_at=self.clock.now_ms(),
             redacted=labels,
         )
         self._write_job(QUEUE, job)  # fsynced: from here on the turn survives a crash
@@ -189,7 +201,7 @@ class OutboxMixin:
 
     def _next_job_id(self) -> str:
         """A ULID that sorts after every earlier one: queue order is turn order."""
-        new = ULID.from_timestamp(self.now() / 1000)
+        new = ULID.from_timestamp(self.clock.now_ms() / 1000)
         last = max(self._jobs, default=None)
         if last is not None and str(new) <= last:
             new = ULID.from_int(int(ULID.from_str(last)) + 1)
@@ -205,7 +217,7 @@ class OutboxMixin:
             raise errors.InvalidArgumentError("messages must be a list of {role, content}")
         found: set[str] = set()
         out: list[OutboxMessage] = []
-        now = self.now()
+        now = self.clock.now_ms()
         for raw in messages:
             if not isinstance(raw, dict):
                 raise errors.InvalidArgumentError("each message must be a mapping")
@@ -241,26 +253,26 @@ class OutboxMixin:
 
     # -- the extractor's side --------------------------------------------------------------
 
-    def outbox_watch(self, name: str, callback: Callable[[], Any] | None) -> None:
+    def watch(self, name: str, callback: Callable[[], Any] | None) -> None:
         """Call ``callback()`` after each enqueue (the extractor's wake-up); None removes it."""
         if callback is None:
-            self._outbox_watchers.pop(name, None)
+            self._watchers.pop(name, None)
         else:
-            self._outbox_watchers[name] = callback
+            self._watchers[name] = callback
 
     def _wake_watchers(self) -> None:
-        for name, callback in list(self._outbox_watchers.items()):
+        for name, callback in list(self._watchers.items()):
             try:
                 callback()
             except Exception as e:  # a dead extractor never fails the turn: it catches up
                 log.info("outbox watcher %s unreachable (%s); dropped", name, e)
-                self._outbox_watchers.pop(name, None)
+                self._watchers.pop(name, None)
 
-    def outbox_claim(self, limit: int = 8) -> list[OutboxJob]:
+    def claim(self, limit: int = 8) -> list[OutboxJob]:
         """Lease up to ``limit`` due jobs, oldest first, at most one per session at a time."""
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 500:
             raise errors.InvalidArgumentError("limit must be an integer from 1 to 500")
-        now = self.now()
+        now = self.clock.now_ms()
         self._expire_leases(now)
         busy: set[str] = set()
         out: list[OutboxJob] = []
@@ -270,7 +282,7 @@ class OutboxMixin:
             busy.add(job.session_id)  # later turns of this session wait for this one
             if job.job_id in self._leases or job.next_attempt_at > now:
                 continue
-            if job.bank is not None and self._bank_trashed(job.bank):
+            if job.bank is not None and self.banks.trashed(job.bank):
                 job = job.model_copy(update={"skip": True})  # never bring a deleted bank back
             lease = _Lease(now + self.settings.outbox_lease_ms, secrets.token_hex(8))
             self._leases[job.job_id] = lease
@@ -284,7 +296,7 @@ class OutboxMixin:
             if lease.until <= now or job_id not in self._jobs:
                 del self._leases[job_id]
 
-    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
+    def note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
         """Record the model's validated reply in the job before any of it is applied.
 
         Only the lease holder may note (``lease`` is the token its claim returned): once
@@ -307,10 +319,12 @@ class OutboxMixin:
         noted = job.model_copy(update={"reply": body})
         self._write_job(QUEUE, noted)  # fsynced before the caller applies anything
         self._jobs[job_id] = noted
-        self._leases[job_id] = _Lease(self.now() + self.settings.outbox_lease_ms, held.token)
+        self._leases[job_id] = _Lease(
+            self.clock.now_ms() + self.settings.outbox_lease_ms, held.token
+        )
         return noted.model_copy(update={"lease": held.token})
 
-    def outbox_ack(self, job_id: str) -> OutboxAckResponse:
+    def ack(self, job_id: str) -> OutboxAckResponse:
         """The job is done: remove it. Acking an unknown id is harmless (a re-run's ack)."""
         job_id = _job_id(job_id)
         self._leases.pop(job_id, None)
@@ -319,7 +333,7 @@ class OutboxMixin:
         self._remove_job(QUEUE, job_id)
         return OutboxAckResponse(ok=True, job_id=job_id, state="acked")
 
-    def outbox_fail(
+    def fail(
         self,
         job_id: str,
         error: str,
@@ -339,7 +353,7 @@ class OutboxMixin:
         if job is None:
             return OutboxAckResponse(ok=False, job_id=job_id, state="missing")
         self._leases.pop(job_id, None)
-        now = self.now()
+        now = self.clock.now_ms()
         attempts = job.attempts + 1
         message = redact(error[:MAX_ERROR_CHARS]).text  # an error can quote the transcript
         history = (*job.errors[-9:], message)
@@ -373,7 +387,7 @@ class OutboxMixin:
             )
         )
 
-    def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
+    def requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
         """Put a dead letter back in the queue with a fresh attempt count (by hand). Its
         recorded reply is kept (it may be partly applied already) unless ``fresh``: then the
         model is asked again, for a reply that itself keeps failing."""
@@ -392,9 +406,9 @@ class OutboxMixin:
         self._wake_watchers()
         return OutboxAckResponse(ok=True, job_id=job_id, state="queued")
 
-    def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
+    def listing(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         """Counts and the oldest jobs (``memory outbox``); dead letters first."""
-        now = self.now()
+        now = self.clock.now_ms()
         self._expire_leases(now)
         rows: list[OutboxJobSummary] = []
         if include_dead:
@@ -413,7 +427,7 @@ class OutboxMixin:
             jobs=tuple(rows[: max(0, limit)]),
         )
 
-    def outbox_job(self, job_id: str) -> OutboxJob:
+    def job(self, job_id: str) -> OutboxJob:
         job_id = _job_id(job_id)
         job = self._jobs.get(job_id) or self._dead.get(job_id)
         if job is None:

@@ -14,23 +14,23 @@ from shared.redact import redact
 from store_worker import validate as v
 
 if TYPE_CHECKING:
-    from store_worker.bank import Bank
+    from shared.clock import Clock
+    from store_worker.banks import Banks
     from store_worker.events import EventBus
 
 LEARNED = "learned"
 
 
-class RulesMixin:
-    events: EventBus
+class Rules:
+    """Each bank's rule files: list, get, set (and remove)."""
 
-    def _bank(self, name: str | None, *, create: bool = False) -> Bank:
-        raise NotImplementedError
-
-    def now(self) -> int:
-        raise NotImplementedError
+    def __init__(self, banks: Banks, events: EventBus, clock: Clock) -> None:
+        self.banks = banks
+        self.events = events
+        self.clock = clock
 
     def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
-        target = self._bank(bank)
+        target = self.banks.resolve(bank)
         rules = tuple(
             Rule(name=name, content=content, chars=len(content), learned=name == LEARNED)
             for name, content in sorted(target.rules.items())
@@ -38,7 +38,7 @@ class RulesMixin:
         return RuleListResponse(bank=target.name, rules=rules)
 
     def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
-        target = self._bank(bank)
+        target = self.banks.resolve(bank)
         content = target.rules.get(v.rule_name(name))
         if content is None:
             raise errors.NotFoundError(f"no rule {name!r} in bank {target.name!r}")
@@ -55,17 +55,23 @@ class RulesMixin:
                 f"rule is {len(content)} chars; the limit is {v.MAX_RULE_CHARS}"
             )
         result = redact(content)
-        target = self._bank(bank, create=bool(content.strip()))
+        target = self.banks.resolve(bank, create=bool(content.strip()))
         if not content.strip():
             removed = target.files.remove_rule(name)
             target.rules.pop(name, None)
             if removed:
-                self.events.emit("bank-changed", "rules-changed", target.name, now=self.now())
+                self.events.emit(
+                    "bank-changed", "rules-changed", target.name, now=self.clock.now_ms()
+                )
             return RuleSetResponse(ok=True, exists=False, bank=target.name, name=name)
         target.files.write_rule(name, result.text)
         target.rules[name] = result.text
         self.events.emit(
-            "bank-changed", "rules-changed", target.name, now=self.now(), redacted=result.labels
+            "bank-changed",
+            "rules-changed",
+            target.name,
+            now=self.clock.now_ms(),
+            redacted=result.labels,
         )
         return RuleSetResponse(
             ok=True, exists=True, bank=target.name, name=name, redacted=result.labels

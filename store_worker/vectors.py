@@ -31,12 +31,15 @@ BATCH = 64
 QUERY_CACHE = 512
 
 
-class VectorMixin:
-    embedder: Embedder | None
-    banks: dict[str, Bank]
-    _query_vectors: OrderedDict[tuple[str, str], list[float]]
+class Vectors:
+    """The configured embedder (or none), each bank's sidecar, and a small query-vector LRU."""
 
-    def _load_vectors(self, bank: Bank) -> None:
+    def __init__(self, embedder: Embedder | None) -> None:
+        self.embedder = embedder
+        self._query_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+
+    def load(self, bank: Bank) -> None:
+        """Read the bank's sidecar for this embedder and embed what is missing or stale."""
         if self.embedder is None:
             return
         bank.vectors = {}
@@ -51,7 +54,7 @@ class VectorMixin:
                 continue  # derived data: a bad line is simply re-embedded
         for mem in bank.records.values():  # attach the fresh ones read from disk to the index
             bank.on_indexed(mem)
-        self._fill_vectors(bank, rewrite=True)
+        self.fill(bank, rewrite=True)
 
     def _stale(self, bank: Bank) -> list[Memory]:
         """Live records whose vector is missing or was made for another text
@@ -66,7 +69,7 @@ class VectorMixin:
                 out.append(m)
         return out
 
-    def _fill_vectors(self, bank: Bank, *, rewrite: bool = False) -> int:
+    def fill(self, bank: Bank, *, rewrite: bool = False) -> int:
         """Embed every live record lacking a fresh vector; returns how many were embedded."""
         if self.embedder is None:
             return 0
@@ -122,9 +125,9 @@ class VectorMixin:
         finally:
             sidecar.close()
 
-    def _embed_one(self, bank: Bank, mem: Memory) -> None:
+    def embed_one(self, bank: Bank, mem: Memory) -> None:
         if self.embedder is not None and mem.invalid_at is None:
-            self._fill_vectors(bank)
+            self.fill(bank)
 
     def _known_vector(self, bank: Bank, query: str) -> list[float] | None:
         """A semantic query that is the very text of a live memory of this bank (the
@@ -152,7 +155,7 @@ class VectorMixin:
             cache.popitem(last=False)
         return vector
 
-    def _query_vector(self, bank: Bank, params: RecallParams) -> tuple[list[float] | None, str]:
+    def query_vector(self, bank: Bank, params: RecallParams) -> tuple[list[float] | None, str]:
         """The query's embedding and the retrieval mode that will really run."""
         if params.mode == "lexical":
             return None, "lexical"
@@ -165,7 +168,7 @@ class VectorMixin:
                 )
             return None, "lexical"
         try:
-            self._fill_vectors(bank)
+            self.fill(bank)
             # Only the raw semantic arm reuses a memory's vector (the consolidator's neighbour
             # queries): a hybrid recall embeds exactly what it was asked.
             known = self._known_vector(bank, params.query) if params.mode == "semantic" else None

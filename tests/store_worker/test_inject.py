@@ -309,7 +309,7 @@ def test_fail_open_keeps_the_section_and_adds_nothing(
     def down(*args: Any, **kwargs: Any) -> Any:
         raise SourceUnavailableError("disk gone")
 
-    monkeypatch.setattr(store, "recall", down)
+    monkeypatch.setattr(store.injector, "recall", down)
     res = step(store, "s1", [user("when do I publish?")])
     assert res.decision == "continue" and res.system_prompt == frozen
     assert res.append_messages == () and res.notes

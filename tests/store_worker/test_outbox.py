@@ -230,7 +230,7 @@ def test_watchers_are_woken_and_a_broken_one_is_dropped(fresh_store: Factory) ->
     store.turn_completed("s1", tid(), turn())
     store.turn_completed("s2", tid(), turn())
     assert calls == ["wake", "wake"]
-    assert sorted(store._outbox_watchers) == ["good"]
+    assert sorted(store.outbox.watchers) == ["good"]
 
 
 def test_unreadable_job_file_is_set_aside_boot_continues(fresh_store: Factory) -> None:

@@ -1,0 +1,141 @@
+"""The repository of banks on one data dir (DESIGN §2 "On disk").
+
+``Banks`` finds the bank folders under the data dir, loads each (``Bank.load``: replay or
+snapshot, then whatever ``on_load`` hooks the store composed in: drafts, vectors), creates
+new ones, and moves deleted ones to ``.trash/``. It is a read-only mapping of name → loaded
+``Bank``; ``resolve`` is the one rule for "which bank does this call mean": the default bank
+materializes on first use, writes may create others, and any other unknown name is
+``not_found``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from shared import errors
+from shared.clock import Clock
+from shared.config import StoreSettings
+from shared.models import BankInfo
+from store_worker import validate as v
+from store_worker.bank import Bank
+from store_worker.events import EventBus
+from store_worker.files import TRASH_DIR
+
+log = logging.getLogger(__name__)
+
+BankHook = Callable[[Bank], object]
+
+
+class Banks(Mapping[str, Bank]):
+    """Every loaded bank of one data dir, by name."""
+
+    def __init__(
+        self,
+        root: Path,
+        settings: StoreSettings,
+        *,
+        clock: Clock,
+        events: EventBus,
+        on_load: Sequence[BankHook] = (),
+    ) -> None:
+        self.root = root
+        self.settings = settings
+        self.clock = clock
+        self.events = events
+        self.on_load = list(on_load)
+        self._banks: dict[str, Bank] = {}
+
+    # -- the mapping -----------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Bank:
+        return self._banks[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._banks)
+
+    def __len__(self) -> int:
+        return len(self._banks)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Load every folder under the data dir that has a valid bank name."""
+        self._banks = {}
+        for path in sorted(self.root.iterdir()):
+            if path.is_dir() and not path.name.startswith("."):
+                try:
+                    v.bank_name(path.name)
+                except errors.InvalidArgumentError:
+                    log.warning("ignoring folder %s: not a valid bank name", path)
+                    continue
+                self._load(path.name)
+
+    def _load(self, name: str) -> Bank:
+        bank = Bank(self.root, name)
+        bank.load()
+        self._banks[name] = bank
+        for hook in self.on_load:
+            hook(bank)
+        return bank
+
+    def close(self) -> None:
+        for bank in self._banks.values():
+            bank.files.log.close()
+
+    # -- resolving and creating ------------------------------------------------------------
+
+    def resolve(self, name: str | None, *, create: bool = False) -> Bank:
+        """The bank a call means: the default materializes on first use; writes create."""
+        name = v.bank_name(name or self.settings.default_bank)
+        bank = self._banks.get(name)
+        if bank is not None:
+            return bank
+        if create or name == self.settings.default_bank:
+            return self.create(name, "")[0]
+        raise errors.NotFoundError(f"no bank named {name!r}")
+
+    def create(self, name: str, description: str) -> tuple[Bank, bool]:
+        """The bank, and whether this call created it (a folder made by hand is adopted)."""
+        existing = self._banks.get(name)
+        if existing is not None:
+            return existing, False
+        if Bank(self.root, name).files.exists():  # created on disk by hand since the last open
+            bank = self._load(name)
+        else:
+            bank = Bank(self.root, name)
+            bank.files.create(description, self.clock.now_ms())
+            bank.description, bank.created_at = bank.files.read_meta()
+            self._banks[name] = bank
+        self.events.emit("bank-changed", "created", name, now=self.clock.now_ms())
+        return bank, True
+
+    def trash(self, name: str) -> Path:
+        """Move a bank's folder to ``.trash/<bank>-<ms>/`` and forget it."""
+        bank = self.resolve(v.bank_name(name))
+        target = bank.files.trash(self.clock.now_ms())
+        del self._banks[bank.name]
+        self.events.emit("bank-changed", "trashed", bank.name, now=self.clock.now_ms())
+        return target
+
+    def trashed(self, name: str) -> bool:
+        """Whether a bank of this name is not loaded and was deleted (is in ``.trash``)."""
+        if name in self._banks:
+            return False
+        trash = self.root / TRASH_DIR
+        pattern = re.compile(rf"^{re.escape(name)}-\d+(?:-\d+)?\Z")
+        return trash.is_dir() and any(pattern.match(p.name) for p in trash.iterdir())
+
+    @staticmethod
+    def info(bank: Bank) -> BankInfo:
+        live, pinned = bank.counts()
+        return BankInfo(
+            name=bank.name,
+            description=bank.description,
+            created_at=bank.created_at,
+            memories=live,
+            rules=len(bank.rules),
+            pinned=pinned,
+        )

@@ -1,0 +1,447 @@
+"""The write chain: every change to a memory, in one place (DESIGN §2-3).
+
+Each write reads top to bottom as the same chain::
+
+    validate the input (nothing written on a bad call) → redact every free-text field →
+    build the next revision → append one fsynced line (``Bank.apply``; a pending draft goes to
+    its own file, ``Drafts.commit``) → change RAM → embed (when a model is configured) → emit
+    an ``item-changed`` event.
+
+``save`` reinforces instead of duplicating when the same normalised text already lives in the
+same place (seeds/003); ids are slugs, a collision gets ``-2``, ``-3`` … (never an overwrite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from shared import errors
+from shared.clock import Clock
+from shared.config import StoreSettings
+from shared.models import (
+    CORROBORATED_BY_KEPT,
+    Event,
+    Memory,
+    MemoryResponse,
+    Provenance,
+    RejectResponse,
+    SaveResponse,
+    SupersedeResponse,
+)
+from shared.redact import redact
+from shared.text import fingerprint, parse_links, slugify
+from shared.tokens import TokenCounter
+from store_worker import validate as v
+from store_worker.bank import Bank
+from store_worker.banks import Banks
+from store_worker.drafts import Drafts, discard
+from store_worker.entities import derive_entities
+from store_worker.events import EventBus
+from store_worker.vectors import Vectors
+
+
+class Writer:
+    """save, update, delete, supersede, approve and reject over the banks."""
+
+    def __init__(
+        self,
+        settings: StoreSettings,
+        *,
+        banks: Banks,
+        drafts: Drafts,
+        vectors: Vectors,
+        events: EventBus,
+        clock: Clock,
+        tokens: TokenCounter,
+    ) -> None:
+        self.settings = settings
+        self.banks = banks
+        self.drafts = drafts
+        self.vectors = vectors
+        self.events = events
+        self.clock = clock
+        self.tokens = tokens
+
+    def save(
+        self,
+        text: str,
+        *,
+        bank: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        type: str = "user",
+        scope: str = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        recorded_by: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool = False,
+        confidence: str = "stated",
+        status: str | None = None,
+    ) -> SaveResponse:
+        """Save one memory; the same normalised text re-saved reinforces instead."""
+        clean = self._clean_fields(text=text, title=title, tags=tags, entities=entities)
+        mem_type = v.memory_type(type)
+        mem_scope = v.memory_scope(scope)
+        project_dir = v.project_path(project) if mem_scope == "project" else None
+        session = v.optional_str(session_id, "session_id")
+        if mem_scope == "session" and session is None:
+            raise errors.InvalidScopeError("scope 'session' needs a session_id")
+        provenance = Provenance(
+            source_session_id=session,
+            source_turn_id=v.turn_id(turn_id),
+            recorded_by=v.optional_str(recorded_by, "recorded_by"),
+        )
+        wanted_id = v.memory_id(id) if id is not None else None
+        conf = v.confidence(confidence)
+        mem_status = self.drafts.status_for(status, conf)  # pending under ratification
+        target = self.banks.resolve(bank, create=True)
+        fp = fingerprint(clean["text"])
+        existing = _same_fact(target, fp, mem_scope, project_dir, session)
+        if existing is not None:
+            return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id)
+        turn = provenance.source_turn_id
+        draft = (
+            _draft_of_turn(target, fp, turn, mem_scope, project_dir, session)
+            if (mem_status == "pending" and turn is not None)
+            else None
+        )
+        if draft is not None:  # this turn's draft of the fact, saved before a replay
+            return SaveResponse(
+                created=False, memory=draft, bank=target.name, redacted=tuple(clean["redacted"])
+            )
+        now = self.clock.now_ms()
+        mem = Memory(
+            id=self._free_id(target, wanted_id or slugify(clean["title"] or clean["text"])),
+            fingerprint=fp,
+            type=mem_type,
+            scope=mem_scope,
+            project=project_dir,
+            session_id=session if mem_scope == "session" else None,
+            title=clean["title"],
+            text=clean["text"],
+            tags=clean["tags"],
+            entities=clean["entities"] or derive_entities(clean["text"]),
+            links=tuple(parse_links(clean["text"])),
+            pinned=bool(pinned),
+            confidence=conf,
+            status=mem_status,
+            provenance=provenance,
+            created_at=now,
+            updated_at=now,
+            stated_at=now,
+            tokens=self.tokens.count(clean["text"]),
+        )
+        self.drafts.commit(target, mem)  # a pending draft stays out of the log
+        self.vectors.embed_one(target, mem)
+        redacted = tuple(clean["redacted"])
+        self._emit_item("created", target, mem, redacted=redacted)
+        return SaveResponse(created=True, memory=mem, bank=target.name, redacted=redacted)
+
+    def _clean_fields(
+        self,
+        *,
+        text: object = None,
+        title: object = None,
+        tags: Iterable[Any] | None = None,
+        entities: Iterable[Any] | None = None,
+        text_required: bool = True,
+    ) -> dict[str, Any]:
+        """Validate, then redact every free-text field (DESIGN §6 "on every write path")."""
+        labels: set[str] = set()
+
+        def scrub(value: str) -> str:
+            result = redact(value)
+            labels.update(result.labels)
+            return result.text
+
+        out: dict[str, Any] = {}
+        if text_required or text is not None:
+            out["text"] = scrub(v.text(text, max_chars=self.settings.max_text_chars))
+        out["title"] = scrub(v.title(title))
+        out["tags"] = _clean_labels(tags, "tags", scrub)
+        out["entities"] = _clean_labels(entities, "entities", scrub)
+        out["redacted"] = sorted(labels)
+        return out
+
+    def _free_id(self, bank: Bank, wanted: str) -> str:
+        """The wanted slug, or the first free ``-2``, ``-3`` … suffix: never an overwrite."""
+        if wanted not in bank.records:
+            return wanted  # a valid author-suggested id is kept whole (up to 80 chars)
+        base = wanted[:72].rstrip("-") or "memory"  # room for the suffix
+        n = 2
+        while f"{base}-{n}" in bank.records:
+            n += 1
+        return f"{base}-{n}"
+
+    def _reinforce(
+        self,
+        bank: Bank,
+        existing: Memory,
+        clean: dict[str, Any],
+        pinned: bool,
+        turn: str | None,
+    ) -> SaveResponse:
+        """Count one more statement of the fact; a turn that already stated it counts once.
+
+        The same turn saving the same fact again is an extraction job replayed after a crash
+        (the outbox is at-least-once): that save changes nothing, unless it pins."""
+        redacted = tuple(clean["redacted"])
+        again = turn is not None and _stated_in(existing, turn)
+        if again and (existing.pinned or not pinned):
+            return SaveResponse(created=False, memory=existing, bank=bank.name, redacted=redacted)
+        now = self.clock.now_ms()
+        seen = existing.corroborated_by
+        mem = existing.model_copy(
+            update={
+                "corroboration": existing.corroboration + (0 if again else 1),
+                "corroborated_by": (
+                    (*seen, turn)[-CORROBORATED_BY_KEPT:] if turn and not again else seen
+                ),
+                "tags": v.merge_labels(existing.tags, clean["tags"]),
+                "entities": v.merge_labels(existing.entities, clean["entities"]),
+                "pinned": existing.pinned or bool(pinned),  # re-saving never unpins
+                "title": existing.title or clean["title"],
+                "stated_at": now,
+                "updated_at": now,
+                "revision": existing.revision + 1,
+            }
+        )
+        bank.apply(mem)
+        self._emit_item("updated", bank, mem, reason="reinforced", redacted=redacted)
+        return SaveResponse(created=False, memory=mem, bank=bank.name, redacted=redacted)
+
+    def update(
+        self,
+        id: str,
+        *,
+        bank: str | None = None,
+        text: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+    ) -> MemoryResponse:
+        """Revise a live memory in place: same id, next revision. Type and scope are immutable."""
+        target = self.banks.resolve(bank)
+        current = self._live(target, id)
+        if type is not None and type != current.type:
+            raise errors.InvalidTypeError(f"type is immutable ({current.type}); save a new memory")
+        if scope is not None and scope != current.scope:
+            raise errors.InvalidScopeError(
+                f"scope is immutable ({current.scope}); save a new memory"
+            )
+        clean = self._clean_fields(
+            text=text, title=title, tags=tags, entities=entities, text_required=False
+        )
+        now = self.clock.now_ms()
+        changes: dict[str, Any] = {"updated_at": now, "revision": current.revision + 1}
+        if "text" in clean and clean["text"] != current.text:
+            changes.update(
+                text=clean["text"],
+                fingerprint=fingerprint(clean["text"]),
+                links=tuple(parse_links(clean["text"])),
+                tokens=self.tokens.count(clean["text"]),
+                stated_at=now,  # the fact was re-stated; pin/tag edits never move it
+            )
+        if title is not None:
+            changes["title"] = clean["title"]
+        if tags is not None:
+            changes["tags"] = clean["tags"]
+        if entities is not None:
+            changes["entities"] = clean["entities"]
+        if pinned is not None:
+            changes["pinned"] = bool(pinned)
+        mem = self.drafts.commit(target, current.model_copy(update=changes))
+        if "text" in changes:
+            self.vectors.embed_one(target, mem)
+        self._emit_item("updated", target, mem, redacted=tuple(clean["redacted"]))
+        return MemoryResponse(memory=mem, bank=target.name)
+
+    def delete(
+        self, id: str, *, bank: str | None = None, reason: str | None = None
+    ) -> MemoryResponse:
+        """Tombstone a memory: it leaves recall, stays on disk and in the history view."""
+        target = self.banks.resolve(bank)
+        current = self._live(target, id)
+        now = self.clock.now_ms()
+        mem = self.drafts.commit(
+            target,
+            current.model_copy(
+                update={"invalid_at": now, "updated_at": now, "revision": current.revision + 1}
+            ),
+        )
+        self._emit_item("deleted", target, mem, reason=reason)
+        return MemoryResponse(memory=mem, bank=target.name)
+
+    def supersede(
+        self,
+        id: str,
+        superseded_by: str,
+        *,
+        bank: str | None = None,
+        reason: str | None = None,
+        reinforce: bool = False,
+    ) -> SupersedeResponse:
+        """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer)."""
+        target = self.banks.resolve(bank)
+        v.memory_id(id)
+        v.memory_id(superseded_by)
+        if id == superseded_by:
+            raise errors.ConflictError(f"{id} cannot supersede itself")
+        survivor = self._live(target, superseded_by, role="survivor")
+        loser = self._live(target, id)
+        self.drafts.refuse(loser, survivor)
+        if loser.pinned:
+            raise errors.ConflictError(f"{id} is pinned; unpin it before superseding it")
+        now = self.clock.now_ms()
+        retired = loser.model_copy(
+            update={
+                "invalid_at": now,
+                "superseded_by": survivor.id,
+                "updated_at": now,
+                "revision": loser.revision + 1,
+            }
+        )
+        merged = survivor
+        reinforced = reinforce and not survivor.pinned
+        if reinforced:
+            merged = survivor.model_copy(
+                update={
+                    "corroboration": survivor.corroboration + loser.corroboration + 1,
+                    "tags": v.merge_labels(survivor.tags, loser.tags),
+                    "entities": v.merge_labels(survivor.entities, loser.entities),
+                    "stated_at": max(survivor.stated_at, loser.stated_at),
+                    "updated_at": now,
+                    "revision": survivor.revision + 1,
+                }
+            )
+        target.apply_many([retired, merged] if reinforced else [retired])
+        self._emit_item("superseded", target, retired, reason=reason)
+        if reinforced:
+            self._emit_item("updated", target, merged, reason=reason or "reinforced")
+        return SupersedeResponse(
+            memory=retired, survivor=merged, reinforced=reinforced, bank=target.name
+        )
+
+    def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        """Make a pending draft canonical: append it to the log, then drop its draft file."""
+        target = self.banks.resolve(bank)
+        draft = self.drafts.pending(target, id)
+        now = self.clock.now_ms()
+        mem = draft.model_copy(
+            update={"status": "canonical", "updated_at": now, "revision": draft.revision + 1}
+        )
+        self.drafts.approved(target, mem)
+        self.vectors.embed_one(target, mem)
+        self._emit_item("updated", target, mem, reason="approved")
+        return MemoryResponse(memory=mem, bank=target.name)
+
+    def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
+        """Discard a pending draft entirely: its file goes, the log never saw it."""
+        target = self.banks.resolve(bank)
+        draft = self.drafts.pending(target, id)
+        discard(target, draft.id)
+        now = self.clock.now_ms()
+        gone = draft.model_copy(update={"invalid_at": now, "updated_at": now})
+        self._emit_item("deleted", target, gone, reason="rejected")
+        return RejectResponse(id=draft.id, bank=target.name, deleted=True)
+
+    def _live(self, bank: Bank, id: str, *, role: str = "memory") -> Memory:
+        mem = bank.records.get(v.memory_id(id))
+        if mem is None:
+            raise errors.NotFoundError(f"no {role} {id!r} in bank {bank.name!r}")
+        if mem.invalid_at is not None:
+            how = f"superseded by {mem.superseded_by}" if mem.superseded_by else "deleted"
+            raise errors.ConflictError(f"{role} {id!r} is retired ({how})")
+        return mem
+
+    def _emit_item(
+        self,
+        event_type: str,
+        bank: Bank,
+        mem: Memory,
+        *,
+        reason: str | None = None,
+        redacted: tuple[str, ...] = (),
+    ) -> Event:
+        if reason:  # a caller's free text reaches subscribers: redact it like any write
+            scrubbed = redact(reason)
+            reason = scrubbed.text
+            redacted = tuple(sorted({*redacted, *scrubbed.labels}))
+        return self.events.emit(
+            "item-changed",
+            event_type,
+            bank.name,
+            now=self.clock.now_ms(),
+            memory=mem,
+            reason=reason,
+            redacted=redacted,
+        )
+
+
+def _clean_labels(
+    values: Iterable[Any] | None, what: str, scrub: Callable[[str], str]
+) -> tuple[str, ...]:
+    """Validate labels, then redact the values *as given*: normalising first would lowercase
+    a secret (an AWS key) out of the shape the redactor knows, and store it."""
+    raw = [values] if isinstance(values, str) else list(values or ())
+    v.labels(raw, what)  # types and count, before anything is redacted
+    return v.labels([scrub(x) for x in raw], what)
+
+
+def _same_fact(
+    bank: Bank, fp: str, scope: str, project: str | None, session: str | None
+) -> Memory | None:
+    """The live canonical record with this fingerprint in the same place, if any (the same
+    text may also live in other scopes, projects or sessions)."""
+    for mem_id in bank.fp_holders(fp):
+        mem = bank.records[mem_id]
+        if _same_place(mem, scope, project, session):
+            return mem
+    return None
+
+
+def _stated_in(mem: Memory, turn: str) -> bool:
+    """Whether this turn created the record or is among its recent corroborations."""
+    return mem.provenance.source_turn_id == turn or turn in mem.corroborated_by
+
+
+def _draft_of_turn(
+    bank: Bank, fp: str, turn: str, scope: str, project: str | None, session: str | None
+) -> Memory | None:
+    """The pending draft this turn already saved for this fact in this place, if any: under
+    ratification a replayed extraction job must not file the draft twice. Drafts are few, and
+    the index finds them without a walk over every record."""
+    idx = bank.index
+    drafts = np.flatnonzero(idx.col("pending").astype(bool) & idx.col("alive").astype(bool))
+    for slot in drafts.tolist():
+        mem = bank.records.get(idx.keys[slot])
+        if (
+            mem is not None
+            and mem.status == "pending"
+            and mem.invalid_at is None
+            and mem.fingerprint == fp
+            and mem.provenance.source_turn_id == turn
+            and _same_place(mem, scope, project, session)
+        ):
+            return mem
+    return None
+
+
+def _same_place(mem: Memory, scope: str, project: str | None, session: str | None) -> bool:
+    """Reinforce only a record that lives where the new one would (same scope and owner)."""
+    if mem.scope != scope:
+        return False
+    if scope == "project":
+        return mem.project == project
+    if scope == "session":
+        return mem.session_id == session
+    return True
