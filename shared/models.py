@@ -118,6 +118,48 @@ class SaveResponse(Frozen):
     redacted: tuple[str, ...] = ()
 
 
+class SaveRequest(Frozen):
+    """One ``save``'s arguments, as ``save_many`` takes them (the store validates each value
+    exactly as ``save`` does; this model only checks the shape)."""
+
+    text: str
+    bank: str | None = None
+    title: str | None = None
+    id: str | None = None
+    type: str = "user"
+    scope: str = "global"
+    project: str | None = None
+    session_id: str | None = None
+    turn_id: str | None = None
+    recorded_by: str | None = None
+    tags: tuple[str, ...] | None = None
+    entities: tuple[str, ...] | None = None
+    pinned: bool = False
+    confidence: str = "stated"
+    status: str | None = None
+
+    @classmethod
+    def of(cls, value: object, where: str = "item") -> SaveRequest:
+        """A request from a model or a mapping; anything else is ``invalid_argument``."""
+        if isinstance(value, SaveRequest):
+            return value
+        if not isinstance(value, dict):
+            raise InvalidArgumentError(f"{where} must be a mapping of save arguments")
+        try:
+            return cls.model_validate(value)
+        except ValidationError as e:
+            err = e.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "item"
+            raise InvalidArgumentError(f"{where}: {field}: {err['msg']}") from e
+
+
+class SaveManyResponse(Frozen):
+    """``save_many``: one ``SaveResponse`` per item, in order (all were committed together)."""
+
+    results: tuple[SaveResponse, ...]
+    created: int
+
+
 class MemoryResponse(Frozen):
     memory: Memory
     bank: str

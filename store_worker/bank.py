@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from operator import attrgetter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from shared.text import tokenize
 from store_worker import snapshot
 from store_worker.files import BankFiles, ReplayStats
 from store_worker.index import BankIndex
+
+if TYPE_CHECKING:
+    from store_worker.commit import Stage
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +174,7 @@ class Bank:
         self.booted_from = ""
         self.snapshot_min_lines = SNAPSHOT_MIN_LINES
         self.snapshot_writer: threading.Thread | None = None
+        self.stage: Stage | None = None  # set while a group commit batch uses this bank
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -364,8 +369,13 @@ class Bank:
         return mem
 
     def apply_many(self, mems: list[Memory]) -> None:
-        """Append revisions in one fsynced write, then reflect them in RAM."""
-        self.files.log.append_many([m.to_line() for m in mems])
+        """Append revisions in one fsynced write, then reflect them in RAM. Inside a group
+        commit (``commit.py``) the lines are staged instead and the batch appends them."""
+        lines = [m.to_line() for m in mems]
+        if self.stage is not None:
+            self.stage.add(self, lines)
+        else:
+            self.files.log.append_many(lines)
         for mem in mems:
             self._reflect(mem)
         if self.index.needs_compaction():

@@ -14,6 +14,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared import errors
 from shared.clock import Clock
@@ -23,6 +24,9 @@ from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.events import EventBus
 from store_worker.files import TRASH_DIR
+
+if TYPE_CHECKING:
+    from store_worker.commit import Stage
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,7 @@ class Banks(Mapping[str, Bank]):
         self.events = events
         self.on_load = list(on_load)
         self._banks: dict[str, Bank] = {}
+        self.stage: Stage | None = None  # the group commit batch in progress (commit.py)
 
     # -- the mapping -----------------------------------------------------------------------
 
@@ -81,6 +86,13 @@ class Banks(Mapping[str, Bank]):
             hook(bank)
         return bank
 
+    def reload(self, name: str) -> Bank:
+        """Read one bank again from its files (RAM back to exactly what is on disk)."""
+        old = self._banks.pop(name, None)
+        if old is not None:
+            old.files.log.close()
+        return self._load(name)
+
     def close(self) -> None:
         for bank in self._banks.values():
             bank.files.log.close()
@@ -91,11 +103,14 @@ class Banks(Mapping[str, Bank]):
         """The bank a call means: the default materializes on first use; writes create."""
         name = v.bank_name(name or self.settings.default_bank)
         bank = self._banks.get(name)
-        if bank is not None:
-            return bank
-        if create or name == self.settings.default_bank:
-            return self.create(name, "")[0]
-        raise errors.NotFoundError(f"no bank named {name!r}")
+        if bank is None:
+            if not (create or name == self.settings.default_bank):
+                raise errors.NotFoundError(f"no bank named {name!r}")
+            bank = self.create(name, "")[0]
+        if self.stage is not None and bank.stage is not self.stage:
+            bank.stage = self.stage  # its log writes join the batch
+            self.stage.attached.append(bank)
+        return bank
 
     def create(self, name: str, description: str) -> tuple[Bank, bool]:
         """The bank, and whether this call created it (a folder made by hand is adopted)."""

@@ -22,11 +22,13 @@ public method to the part that owns the concept (STYLE §5a: compose, don't mix 
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import shutil
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from shared import errors
 from shared.clock import Clock, SystemClock
@@ -53,6 +55,8 @@ from shared.models import (
     Rule,
     RuleListResponse,
     RuleSetResponse,
+    SaveManyResponse,
+    SaveRequest,
     SaveResponse,
     SupersedeResponse,
     TagsResponse,
@@ -63,6 +67,7 @@ from shared.tokens import TokenCounter
 from store_worker import links, ops
 from store_worker import validate as v
 from store_worker.banks import Banks
+from store_worker.commit import GroupCommit
 from store_worker.drafts import Drafts
 from store_worker.embed import Embedder, embedder_for
 from store_worker.events import EventBus, Subscriber
@@ -75,9 +80,44 @@ from store_worker.sessions import Sessions
 from store_worker.vectors import Vectors
 from store_worker.writes import Writer
 
+MAX_SAVE_MANY = 1_000
+P = ParamSpec("P")
+R = TypeVar("R")
+StoreMethod = Callable[Concatenate["MemoryStore", P], R]
+
+
+def _serialized(method: StoreMethod[P, R]) -> StoreMethod[P, R]:
+    """Run under the store lock: a read sees no batch half-committed (``commit.py``)."""
+
+    @functools.wraps(method)
+    def locked(self: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            self._held.depth = getattr(self._held, "depth", 0) + 1
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._held.depth -= 1
+
+    return locked
+
+
+def _grouped(method: StoreMethod[P, R]) -> StoreMethod[P, R]:
+    """Run as part of the next group commit: acknowledged only once its line is fsynced."""
+
+    @functools.wraps(method)
+    def committed(self: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if getattr(self._held, "depth", 0):  # already inside a locked call (doctor's probe):
+            return method(self, *args, **kwargs)  # commit alone rather than wait on itself
+        return self.commits.run(functools.partial(method, self, *args, **kwargs))
+
+    return committed
+
 
 class MemoryStore:
-    """Named banks of rules and memories over plain files, with an in-RAM recall index."""
+    """Named banks of rules and memories over plain files, with an in-RAM recall index.
+
+    Thread-safe: writes to the memory logs are group-committed (``commit.py``); every other
+    public method runs under the store lock."""
 
     def __init__(
         self,
@@ -96,7 +136,10 @@ class MemoryStore:
         self.tokens = TokenCounter(base.token_model)
         self.events = EventBus(base.event_buffer)
         self._watchers: dict[str, Callable[[], Any]] = {}
+        self._lock = threading.RLock()
+        self._held = threading.local()
         self._open()
+        self.commits = GroupCommit(self._lock, banks=self.banks, events=self.events)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -143,6 +186,8 @@ class MemoryStore:
             watchers=self._watchers,  # a reopen keeps the extractor's wake-up
         )
         self.banks.open()
+        if hasattr(self, "commits"):  # a reopen: later batches go to the new repository
+            self.commits.banks = self.banks
         self.sessions.prune()
 
     def close(self) -> None:
@@ -157,6 +202,7 @@ class MemoryStore:
 
     # -- banks -----------------------------------------------------------------------------
 
+    @_serialized
     def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
         name = v.bank_name(name)
         description = redact(v.optional_str(description, "description", 2000) or "").text
@@ -166,10 +212,12 @@ class MemoryStore:
             bank.description = description
         return BankCreateResponse(bank=Banks.info(bank), created=created)
 
+    @_serialized
     def bank_list(self) -> BankListResponse:
         self.banks.resolve(None)  # the default bank materializes on first use
         return BankListResponse(banks=tuple(Banks.info(b) for _, b in sorted(self.banks.items())))
 
+    @_serialized
     def bank_delete(self, name: str) -> BankDeleteResponse:
         target = self.banks.trash(name)
         self.reader.forget(v.bank_name(name))
@@ -177,6 +225,7 @@ class MemoryStore:
 
     # -- memories: writes (writes.py) --------------------------------------------------------
 
+    @_grouped
     def save(
         self,
         text: str,
@@ -215,6 +264,22 @@ class MemoryStore:
             status=status,
         )
 
+    @_grouped
+    def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
+        """Save several memories as one all-or-nothing write: one fsync per bank for all of
+        them, and nothing written when any item is refused (the extractor's and the
+        consolidator's bursts)."""
+        if not isinstance(items, list | tuple) or len(items) > MAX_SAVE_MANY:
+            raise errors.InvalidArgumentError(
+                f"items must be a list of at most {MAX_SAVE_MANY} save requests"
+            )
+        requests = [SaveRequest.of(item, f"item {i}") for i, item in enumerate(items)]
+        results = tuple(
+            self.writer.save(r.text, **r.model_dump(exclude={"text"})) for r in requests
+        )
+        return SaveManyResponse(results=results, created=sum(r.created for r in results))
+
+    @_grouped
     def update(
         self,
         id: str,
@@ -241,15 +306,18 @@ class MemoryStore:
             scope=scope,
         )
 
+    @_grouped
     def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
         return self.writer.update(id, bank=bank, pinned=pinned)
 
+    @_grouped
     def delete(
         self, id: str, *, bank: str | None = None, reason: str | None = None
     ) -> MemoryResponse:
         """Tombstone a memory: it leaves recall, stays on disk and in the history view."""
         return self.writer.delete(id, bank=bank, reason=reason)
 
+    @_grouped
     def supersede(
         self,
         id: str,
@@ -264,19 +332,23 @@ class MemoryStore:
             id, superseded_by, bank=bank, reason=reason, reinforce=reinforce
         )
 
+    @_grouped
     def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
         """Make a pending draft canonical (ratification, ``drafts.py``)."""
         return self.writer.approve(id, bank=bank)
 
+    @_grouped
     def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
         """Discard a pending draft entirely: its file goes, the log never saw it."""
         return self.writer.reject(id, bank=bank)
 
     # -- memories: reads (reads.py) ----------------------------------------------------------
 
+    @_serialized
     def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
         return self.reader.get(id, bank=bank)
 
+    @_serialized
     def list(
         self,
         *,
@@ -301,13 +373,16 @@ class MemoryStore:
             page_token=page_token,
         )
 
+    @_serialized
     def tags(self, *, bank: str | None = None) -> TagsResponse:
         return self.reader.tags(bank=bank)
 
+    @_serialized
     def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
         """Every pending draft of a bank, oldest first (the review inbox)."""
         return Drafts.of(self.banks.resolve(bank))
 
+    @_serialized
     def recall(
         self,
         query: str,
@@ -340,28 +415,34 @@ class MemoryStore:
             scope_filter=scope_filter,
         )
 
+    @_serialized
     def dangling(self, *, bank: str | None = None) -> DanglingResponse:
         """Links of live records that point at no live record (``links.py``)."""
         return links.dangling(self.banks.resolve(bank))
 
+    @_serialized
     def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
         """Live records whose links name ``id``, newest first (``links.py``)."""
         return links.backlinks(self.banks.resolve(bank), id)
 
     # -- rules (rules.py) ------------------------------------------------------------------
 
+    @_serialized
     def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
         return self.rules.rule_list(bank=bank)
 
+    @_serialized
     def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
         return self.rules.rule_get(name, bank=bank)
 
+    @_serialized
     def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
         """Create, replace or (with empty content) remove one rule."""
         return self.rules.rule_set(name, content, bank=bank)
 
     # -- the harness seam (inject.py, outbox.py) ---------------------------------------------
 
+    @_serialized
     def pre_generate(
         self,
         session_id: str,
@@ -376,12 +457,14 @@ class MemoryStore:
             session_id, turn_id, step, messages, metadata, parent_session_id
         )
 
+    @_serialized
     def preview(
         self, query: str, *, bank: str | None = None, session_id: str | None = None
     ) -> PreviewResponse:
         """What a new session would get for a hypothetical message (seeds/003)."""
         return self.injector.preview(query, bank=bank, session_id=session_id)
 
+    @_serialized
     def turn_completed(
         self,
         session_id: str,
@@ -397,31 +480,39 @@ class MemoryStore:
             session_id, turn_id, messages, status, parent_session_id, parent=parent
         )
 
+    @_serialized
     def link_session(self, session_id: str, parent_session_id: str | None) -> None:
         """Record a sub-session's parent, so it sees its ancestors' session memories."""
         self.sessions.link(session_id, parent_session_id)
 
+    @_serialized
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
         return self.sessions.lineage(session_id)
 
+    @_serialized
     def prune_session_state(self, *, force: bool = True) -> int:
         """Forget idle sessions' injection and outbox state (``sessions.py``)."""
         return self.sessions.prune(force=force)
 
     # -- the extraction outbox (outbox.py) ---------------------------------------------------
 
+    @_serialized
     def outbox_watch(self, name: str, callback: Callable[[], Any] | None) -> None:
         self.outbox.watch(name, callback)
 
+    @_serialized
     def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
         return self.outbox.claim(limit)
 
+    @_serialized
     def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
         return self.outbox.note(job_id, reply, lease=lease)
 
+    @_serialized
     def outbox_ack(self, job_id: str) -> OutboxAckResponse:
         return self.outbox.ack(job_id)
 
+    @_serialized
     def outbox_fail(
         self,
         job_id: str,
@@ -434,25 +525,31 @@ class MemoryStore:
             job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter
         )
 
+    @_serialized
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
         return self.outbox.requeue(job_id, fresh=fresh)
 
+    @_serialized
     def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         return self.outbox.listing(include_dead=include_dead, limit=limit)
 
+    @_serialized
     def outbox_job(self, job_id: str) -> OutboxJob:
         return self.outbox.job(job_id)
 
     # -- events and sibling state ------------------------------------------------------------
 
+    @_serialized
     def subscribe(
         self, name: str, callback: Subscriber, banks: Iterable[str] | None = None
     ) -> None:
         self.events.subscribe(name, callback, set(banks) if banks else None)
 
+    @_serialized
     def unsubscribe(self, name: str) -> bool:
         return self.events.unsubscribe(name)
 
+    @_serialized
     def events_since(
         self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
     ) -> EventsResponse:
@@ -462,9 +559,11 @@ class MemoryStore:
             last = self.events.cursor
         return EventsResponse(events=tuple(found), cursor=last)
 
+    @_serialized
     def state_get(self, owner: str, key: str) -> object | None:
         return self.state.get(v.rule_name(owner), v.rule_name(key))
 
+    @_serialized
     def state_set(self, owner: str, key: str, value: object) -> None:
         try:
             json.dumps(value)
@@ -474,15 +573,19 @@ class MemoryStore:
 
     # -- operations --------------------------------------------------------------------------
 
+    @_serialized
     def doctor(self, siblings: ops.SiblingProbe | None = None) -> DoctorResponse:
         return ops.doctor(self, siblings)
 
+    @_serialized
     def describe(self) -> dict[str, Any]:
         return ops.describe(self)
 
+    @_serialized
     def capabilities(self) -> dict[str, Any]:
         return ops.capabilities(self)
 
+    @_serialized
     def configure(self, config: dict[str, Any]) -> dict[str, Any]:
         """Validate and apply a partial settings change; unknown keys change nothing."""
         if not isinstance(config, dict):
@@ -519,6 +622,7 @@ class MemoryStore:
             part.settings = new
         self.writer.tokens = self.tokens
 
+    @_serialized
     def reload(self) -> ReloadResponse:
         self.close()
         self._open()
@@ -528,6 +632,7 @@ class MemoryStore:
     def trash_dir(self) -> Path:
         return self.root / TRASH_DIR
 
+    @_serialized
     def purge_trash(self, path: str) -> None:
         """Remove one trashed folder for good (doctor's scratch bank only)."""
         target = Path(path).resolve()

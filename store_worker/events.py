@@ -11,6 +11,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from shared.models import Event, Memory
@@ -27,6 +28,12 @@ class EventBus:
         self._subs: dict[str, tuple[Subscriber, set[str] | None]] = {}
         self._failures: dict[str, int] = {}
         self._muted: set[str] = set()
+        self._sink: Callable[[Callable[[], object]], None] | None = None
+
+    def hold(self, sink: Callable[[Callable[[], object]], None] | None) -> None:
+        """Route emits into ``sink`` as deferred calls (group commit emits a write's events
+        only after the fsync that covers it, ``commit.py``); ``None`` emits directly again."""
+        self._sink = sink
 
     @property
     def cursor(self) -> int:
@@ -52,7 +59,22 @@ class EventBus:
         memory: Memory | None = None,
         reason: str | None = None,
         redacted: tuple[str, ...] = (),
-    ) -> Event:
+    ) -> Event | None:
+        """Record and push one event; ``None`` while held (it is emitted later, if at all)."""
+        if self._sink is not None:
+            self._sink(
+                partial(
+                    self.emit,
+                    kind,
+                    event_type,
+                    bank,
+                    now=now,
+                    memory=memory,
+                    reason=reason,
+                    redacted=redacted,
+                )
+            )
+            return None
         if bank in self._muted:  # doctor's scratch bank: nobody's business
             return Event(seq=self._seq, kind=kind, event_type=event_type, bank=bank, at=now)
         self._seq += 1

@@ -371,7 +371,7 @@ class Writer:
         *,
         reason: str | None = None,
         redacted: tuple[str, ...] = (),
-    ) -> Event:
+    ) -> Event | None:
         if reason:  # a caller's free text reaches subscribers: redact it like any write
             scrubbed = redact(reason)
             reason = scrubbed.text

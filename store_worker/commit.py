@@ -1,0 +1,165 @@
+"""Group commit: concurrent writes share one fsync per bank (issue 14).
+
+Every write to a memory log goes through ``GroupCommit.run(fn)``. Callers queue their write;
+whichever caller finds no commit in progress becomes the leader, takes everything queued, and
+commits it as one batch while the others wait:
+
+1. under the store lock, each queued write runs in turn (``fn``: validate → redact → build the
+   revision → ``Bank.apply_many``). A bank resolved during the batch stages its lines in the
+   batch's ``Stage`` instead of appending them, and reflects them in RAM so the next write in
+   the batch sees them (ids stay unique, a re-save reinforces). Events are held back.
+2. each touched bank's staged lines go out in one ``write`` + one ``fsync``;
+3. only then are the callers answered and their events emitted. A write that failed (a bad
+   argument: nothing of it is flushed) or a bank whose flush failed (a full disk: the log is
+   cut back to where the batch began) leaves RAM that no longer matches the files: those banks
+   are reloaded from their files, so RAM is exactly what is on disk, and every caller whose
+   lines did not reach the disk gets the error.
+
+So "acknowledged = on disk" and read-your-writes hold as with one fsync per write: nobody can
+read RAM mid-batch (reads take the same store lock; a read waits for at most one batch), and
+no caller is answered before the fsync that covers its line. ``run_many`` commits several
+writes as one all-or-nothing unit (``save_many``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from shared.errors import MemoryServiceError, SourceUnavailableError
+
+if TYPE_CHECKING:
+    from store_worker.bank import Bank
+    from store_worker.banks import Banks
+    from store_worker.events import EventBus
+
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
+class Ticket(Generic[T]):
+    """One queued write (or an all-or-nothing group of them) and, once done, its outcome."""
+
+    fn: Callable[[], T]
+    result: T | None = None
+    error: BaseException | None = None
+    done: bool = False
+    held_events: list[Callable[[], object]] = field(default_factory=list)
+
+
+class Stage:
+    """The lines a batch has staged, per bank and per ticket, in write order."""
+
+    def __init__(self) -> None:
+        self.current: Ticket[Any] | None = None
+        self.attached: list[Bank] = []  # banks resolved during the batch (Banks.resolve)
+        self.lines: dict[Bank, list[tuple[Ticket[Any], str]]] = {}
+
+    def add(self, bank: Bank, lines: Sequence[str]) -> None:
+        assert self.current is not None, "a bank staged a line outside a ticket"
+        self.lines.setdefault(bank, []).extend((self.current, line) for line in lines)
+
+    def drop(self, ticket: Ticket[Any]) -> set[Bank]:
+        """Forget a failed ticket's lines; returns the banks whose RAM it had changed."""
+        touched = set()
+        for bank, rows in self.lines.items():
+            kept = [row for row in rows if row[0] is not ticket]
+            if len(kept) != len(rows):
+                touched.add(bank)
+                rows[:] = kept
+        return touched
+
+
+class GroupCommit:
+    """Leader/follower batching of log writes (see the module docstring)."""
+
+    def __init__(self, lock: threading.RLock, *, banks: Banks, events: EventBus) -> None:
+        self.lock = lock  # the store lock: reads take it too
+        self.banks = banks  # the store sets the new repository after a reopen
+        self.events = events
+        self._cv = threading.Condition(threading.Lock())
+        self._queue: list[Ticket[Any]] = []
+        self._leading = False
+        self.batches = 0  # commits so far (for benchmarks and tests: fsyncs per write)
+        self.writes = 0
+
+    def run(self, fn: Callable[[], T]) -> T:
+        """Run one write as part of the next batch; return once it is durable."""
+        ticket: Ticket[T] = Ticket(fn)
+        self._wait(ticket)
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.result  # type: ignore[return-value]  # set by _commit when no error
+
+    def _wait(self, ticket: Ticket[Any]) -> None:
+        with self._cv:
+            self._queue.append(ticket)
+            while not ticket.done:
+                if self._leading:
+                    self._cv.wait()
+                    continue
+                self._leading = True
+                batch, self._queue = self._queue, []
+                self._cv.release()
+                try:
+                    with self.lock:
+                        self._commit(batch)
+                finally:
+                    self._cv.acquire()
+                    self._leading = False
+                    self._cv.notify_all()
+
+    def _commit(self, batch: list[Ticket[Any]]) -> None:
+        stage = Stage()
+        dirty: set[Bank] = set()
+        banks = self.banks
+        banks.stage = stage
+        try:
+            for ticket in batch:
+                self._run_one(stage, ticket, dirty)
+        finally:
+            banks.stage = None
+            for bank in stage.attached:
+                bank.stage = None
+            self.events.hold(None)
+        for bank, rows in stage.lines.items():
+            self._flush(bank, rows, dirty)
+        for bank in dirty:
+            banks.reload(bank.name)
+        self.batches += 1
+        self.writes += len(batch)
+        for ticket in batch:
+            if ticket.error is None:
+                for emit in ticket.held_events:
+                    emit()
+            ticket.held_events = []
+            ticket.done = True
+
+    def _run_one(self, stage: Stage, ticket: Ticket[Any], dirty: set[Bank]) -> None:
+        stage.current = ticket
+        self.events.hold(ticket.held_events.append)
+        try:
+            ticket.result = ticket.fn()
+        except BaseException as e:  # the caller gets it; the batch goes on
+            ticket.error = e
+            dirty |= stage.drop(ticket)
+
+    @staticmethod
+    def _flush(bank: Bank, rows: list[tuple[Ticket[Any], str]], dirty: set[Bank]) -> None:
+        if not rows:
+            return
+        try:
+            bank.files.log.append_many([line for _, line in rows])  # one write, one fsync
+        except MemoryServiceError as e:  # cut back by AppendLog: nothing of it is on disk
+            dirty.add(bank)
+            for ticket, _ in rows:
+                if ticket.error is None:
+                    ticket.error = e
+        except OSError as e:  # defensive: AppendLog maps OS errors itself
+            dirty.add(bank)
+            err = SourceUnavailableError(f"cannot append to bank {bank.name}: {e}")
+            for ticket, _ in rows:
+                if ticket.error is None:
+                    ticket.error = err
