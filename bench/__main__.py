@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import store as b
+from bench import writes
 
 OUT_DIR = b.REPO / ".bench"
 
@@ -51,6 +52,8 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         "saves": args.saves or (100 if quick else 1_000),
         "queries": args.queries or (50 if quick else 300),
         "bm25_queries": min(args.queries or 40, 20 if quick else 40),
+        "write_round": 40 if quick else 400,  # writes per writer per interleaved round
+        "write_rounds": 2 if quick else 5,
         "ray": not args.no_ray,
     }
 
@@ -63,6 +66,10 @@ def run(cfg: dict[str, Any], cache: Path) -> dict[str, Any]:
         cfg["sizes"], cache, n_queries=cfg["queries"], bm25_queries=cfg["bm25_queries"]
     )
     res["save"] = b.save_throughput(cfg["saves"], cache)
+    res["writes"] = writes.compare(
+        cfg["write_round"], cache, rounds=cfg["write_rounds"], use_ray=cfg["ray"]
+    )
+    res["writes"]["ratios"] = writes.ratios(res["writes"])
     res["cold_start"] = {str(n): b.cold_start(n, cache) for n in cfg["cold_sizes"]}
     res["actor"] = (
         b.recall_actor(cfg["actor_size"], cache, n_queries=cfg["queries"])
@@ -127,6 +134,21 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
             )
         )
     out.append(_target("save / bare fsync append (×)", res["save"]["ratio"], 0.5, most=False))
+    w = res["writes"]["ratios"]
+    out.append(
+        _target(
+            "saves/s embedded 1 / SQLite FULL 1 (×)", w["embedded_1_vs_sqlite_1"], 1.0, most=False
+        )
+    )
+    if w["actor_8_vs_actor_1"] is not None:
+        out.append(
+            _target("saves/s actor 8 callers / 1 (×)", w["actor_8_vs_actor_1"], 5.0, most=False)
+        )
+        out.append(
+            _target(
+                "saves/s actor 8 / SQLite 8 shared (×)", w["actor_8_vs_sqlite_8"], 1.5, most=False
+            )
+        )
     if "1000000" in res["cold_start"]:
         out.append(
             _target("cold start @1M (s)", res["cold_start"]["1000000"]["seconds"], 15, most=True)
@@ -165,6 +187,11 @@ def table(res: dict[str, Any]) -> str:
         f"save: {s['store_per_s']}/s ({s['store_ms_per_save']} ms) vs bare fsynced append "
         f"{s['bare_fsync_per_s']}/s ({s['bare_ms_per_line']} ms) → {s['ratio']}×"
     )
+    lines.append("durable writes, interleaved rounds (saves/s, median; fsyncs per save)")
+    for name, r in res["writes"].items():
+        if isinstance(r, dict) and "per_s" in r:
+            fs = r.get("fsyncs_per_save")
+            lines.append(f"  {name:<24} {r['per_s']:>9}/s  {'' if fs is None else fs}")
     for n, c in res["cold_start"].items():
         lines.append(
             f"cold start {int(n):>9,}: {c['seconds']:>7.2f} s wall, {c['cpu_s']:.2f} s CPU "

@@ -1,0 +1,210 @@
+"""Durable writes side by side (issue 14): the store against SQLite and a bare fsynced append.
+
+Every writer makes each write durable before it returns, on the same disk (one temp folder),
+with the same texts. Writers alternate in ``rounds`` blocks, so all see the same disk weather
+on a shared machine; the figure is the median of the rounds' rates.
+
+- the store, embedded: ``MemoryStore.save`` from 1 thread, and from 8 threads at once (group
+  commit: concurrent saves share fsyncs);
+- the store through the Ray actor (``StoreClient``-style ``ray.get`` calls) from 1 caller and
+  from 8 concurrent callers (threads), when Ray is enabled;
+- SQLite in WAL mode with ``synchronous=FULL``: an FTS5 table, one transaction per insert;
+  1 thread, and 8 threads sharing one connection behind a lock;
+- a bare ``os.write`` + ``os.fsync`` of each line: 1 thread, and 8 threads on one fd.
+
+``fsyncs_per_save`` is the store's commit batches per write (``describe()["commits"]``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import corpus
+
+CALLERS = 8
+Writer = Callable[[Sequence[str]], None]
+
+
+def _threads(fn: Callable[[str], Any], texts: Sequence[str], n: int) -> None:
+    """Run ``fn`` over ``texts`` from ``n`` threads (each takes every n-th text)."""
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for t in texts[i::n]:
+                fn(t)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _sqlite(path: Path) -> tuple[sqlite3.Connection, threading.Lock]:
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS mem USING fts5(id, text)")
+    return db, threading.Lock()
+
+
+def _sqlite_insert(db: sqlite3.Connection, lock: threading.Lock, text: str, n: list[int]) -> None:
+    with lock:
+        n[0] += 1
+        db.execute("BEGIN")
+        db.execute("INSERT INTO mem(id, text) VALUES (?, ?)", (f"m{n[0]}", text))
+        db.execute("COMMIT")
+
+
+def _bare(fd: int, lock: threading.Lock, text: str) -> None:
+    line = (text + "\n").encode()
+    os.write(fd, line)  # O_APPEND: each line lands whole
+    with lock:  # one fsync at a time, as one process's log would
+        os.fsync(fd)
+
+
+def writers(root: Path, *, ray_handle: Any = None) -> dict[str, tuple[Writer, Callable[[], Any]]]:
+    """Each writer as (write these texts, stats) on its own files under ``root``."""
+    from store_worker.core import MemoryStore
+
+    store = MemoryStore(root / "store")
+    store.save("warm up the tokenizer and the bank")
+    db, db_lock = _sqlite(root / "sqlite.db")
+    counter = [0]
+    fd = os.open(root / "bare.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd_lock = threading.Lock()
+    out: dict[str, tuple[Writer, Callable[[], Any]]] = {
+        "store_embedded_1": (lambda ts: [store.save(t) for t in ts] and None, store.describe),
+        "store_embedded_8": (lambda ts: _threads(store.save, ts, CALLERS), store.describe),
+        "sqlite_full_1": (
+            lambda ts: [_sqlite_insert(db, db_lock, t, counter) for t in ts] and None,
+            lambda: None,
+        ),
+        "sqlite_full_8_shared": (
+            lambda ts: _threads(lambda t: _sqlite_insert(db, db_lock, t, counter), ts, CALLERS),
+            lambda: None,
+        ),
+        "bare_fsync_1": (lambda ts: [_bare(fd, fd_lock, t) for t in ts] and None, lambda: None),
+        "bare_fsync_8": (
+            lambda ts: _threads(lambda t: _bare(fd, fd_lock, t), ts, CALLERS),
+            lambda: None,
+        ),
+    }
+    if ray_handle is not None:
+        import ray
+
+        def actor_save(t: str) -> None:
+            ray.get(ray_handle.save.remote(t))
+
+        def actor_stats() -> Any:
+            return ray.get(ray_handle.describe.remote())
+
+        out["store_actor_1"] = (lambda ts: [actor_save(t) for t in ts] and None, actor_stats)
+        out["store_actor_8"] = (lambda ts: _threads(actor_save, ts, CALLERS), actor_stats)
+    return out
+
+
+def _commits(stats: Any) -> tuple[int, int] | None:
+    if isinstance(stats, dict) and isinstance(stats.get("commits"), dict):
+        c = stats["commits"]
+        return int(c["batches"]), int(c["writes"])
+    return None
+
+
+def compare(n: int, workdir: Path, *, rounds: int = 5, use_ray: bool = False) -> dict[str, Any]:
+    """Saves/s of every writer (median of ``rounds`` interleaved blocks of ``n`` writes)."""
+    texts = [str(r["text"]) for r in corpus.records(n * rounds * 8, seed=corpus.SEED + 11)]
+    root = Path(tempfile.mkdtemp(prefix="writes-", dir=workdir))
+    handle = None
+    ray_tmp = None
+    try:
+        if use_ray:
+            handle, ray_tmp = _start_actor(root)
+        ws = writers(root, ray_handle=handle)
+        rates: dict[str, list[float]] = {name: [] for name in ws}
+        fsyncs: dict[str, list[float]] = {}
+        cursor = 0
+        for _ in range(rounds):
+            for name, (write, stats) in ws.items():
+                batch = texts[cursor : cursor + n]
+                cursor += n
+                before = _commits(stats())
+                t0 = time.perf_counter()
+                write(batch)
+                rates[name].append(n / (time.perf_counter() - t0))
+                after = _commits(stats())
+                if before and after and after[1] > before[1]:
+                    per = (after[0] - before[0]) / (after[1] - before[1])
+                    fsyncs.setdefault(name, []).append(per)
+    finally:
+        if handle is not None:
+            _stop_actor(handle, ray_tmp)
+        shutil.rmtree(root, ignore_errors=True)
+    row: dict[str, Any] = {"n_per_round": n, "rounds": rounds}
+    for name, rs in rates.items():
+        row[name] = {"per_s": round(statistics.median(rs), 1)}
+        if name in fsyncs:
+            row[name]["fsyncs_per_save"] = round(statistics.median(fsyncs[name]), 3)
+        elif name.startswith(("bare", "sqlite")):
+            row[name]["fsyncs_per_save"] = 1.0 if name.startswith("bare") else None
+    return row
+
+
+def _start_actor(root: Path) -> tuple[Any, Path]:
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster
+    import ray
+
+    from store_worker.actor import start
+
+    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        namespace="memory-bench-writes",
+        _temp_dir=str(tmp),
+    )
+    handle = start({"MEMORY_DATA_DIR": str(root / "actor")}, name="memory-store-writes")
+    return handle, tmp
+
+
+def _stop_actor(handle: Any, tmp: Path | None) -> None:
+    import ray
+
+    ray.kill(handle, no_restart=True)
+    ray.shutdown()
+    if tmp is not None:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def ratios(row: dict[str, Any]) -> dict[str, float | None]:
+    """The issue's lines: embedded 1 caller vs SQLite FULL; actor 8 callers vs its 1 and vs
+    SQLite with 8 threads on one shared connection."""
+
+    def rate(name: str) -> float | None:
+        r = row.get(name)
+        return None if r is None else float(r["per_s"])
+
+    def div(a: float | None, b: float | None) -> float | None:
+        return None if a is None or not b else round(a / b, 2)
+
+    return {
+        "embedded_1_vs_sqlite_1": div(rate("store_embedded_1"), rate("sqlite_full_1")),
+        "embedded_8_vs_sqlite_8": div(rate("store_embedded_8"), rate("sqlite_full_8_shared")),
+        "actor_8_vs_actor_1": div(rate("store_actor_8"), rate("store_actor_1")),
+        "actor_8_vs_sqlite_8": div(rate("store_actor_8"), rate("sqlite_full_8_shared")),
+    }
