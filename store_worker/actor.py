@@ -12,14 +12,17 @@ The shell adds only what needs Ray:
 - ``ray.util.metrics``: recall latency, writes by method, live memories per bank.
 
 Ray is imported lazily: the ``memory`` CLI loads this module through the worker entry point on
-every run, and the embedded mode (``memory --data-dir``) must not pay for ``import ray``.
+every run, and the embedded mode (``memory --data-dir``) must not pay for ``import ray``. That
+mode opens the store through this module too: ``WORKER.open_embedded(settings)`` is a plain
+``MemoryStore`` (``shared.workers.open_embedded_store``), typed as ``shared.api.StoreAPI``, so
+mypy checks that the store implements the contract.
 
 Retries (``max_task_retries=0``): a call in flight when the actor dies is *not* re-run after the
 restart. ``save`` is not idempotent (a re-run of an acknowledged-but-unanswered save would
 reinforce, i.e. count one observation twice), and neither are ``delete``/``supersede`` (a re-run
 would answer ``ConflictError`` for a call that succeeded). The caller instead gets a retryable
 ``SourceUnavailableError`` from ``shared.client`` and decides; the client itself retries only
-read-only methods, once.
+read-only methods (those ``shared.client.StoreClient`` declares ``@read``), once.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from shared.api import StoreAPI
 from shared.client import READ_METHODS
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
@@ -45,7 +49,7 @@ ACTOR_NAME = "memory-store"
 
 # Everything public on the core is delegated (DESIGN §3 and what later issues add: approve,
 # pre_generate, outbox_* ...), except what only makes sense in-process. A new core method is
-# counted as a write unless shared.client lists it as a read.
+# counted as a write unless shared.client declares it @read.
 NOT_DELEGATED = frozenset({"close", "now", "purge_trash", "trash_dir"})
 WRITES_EXCEPT = READ_METHODS | {"doctor"}  # doctor's scratch bank is not a user's write
 
@@ -277,4 +281,12 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     )
 
 
-WORKER = WorkerSpec(name="store", actor_name=ACTOR_NAME, start=start, order=0)
+def open_embedded(settings: StoreSettings) -> StoreAPI:
+    """The store in this process, without Ray (``memory --data-dir``, the gateway's embedded
+    mode, the chat example); the caller closes it (``MemoryStore.close``)."""
+    return MemoryStore(settings=settings)
+
+
+WORKER = WorkerSpec(
+    name="store", actor_name=ACTOR_NAME, start=start, order=0, open_embedded=open_embedded
+)
