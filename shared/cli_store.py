@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from shared import cli_output as show
 from shared.api import StoreAPI
 from shared.errors import InvalidArgumentError
+from shared.models import RecallResponse, SaveResponse
 
 if TYPE_CHECKING:
     from shared.cli import Ctx
@@ -212,7 +213,7 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
 
 
-def _save(ctx: Ctx) -> Any:
+def _save(ctx: Ctx) -> SaveResponse:
     a = ctx.args
     text = sys.stdin.read() if a.text == "-" else a.text
     project = (a.project or os.getcwd()) if a.scope == "project" else a.project
@@ -233,7 +234,7 @@ def _save(ctx: Ctx) -> Any:
     )
 
 
-def _recall(ctx: Ctx) -> Any:
+def _recall(ctx: Ctx) -> RecallResponse:
     a = ctx.args
     return ctx.store.recall(
         a.query,

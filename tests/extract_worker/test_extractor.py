@@ -249,7 +249,8 @@ def test_the_stores_retry_policy_above_five_is_the_extractors(fresh_store: Facto
     ex.on_result = seen.append
     ex.publish_status()  # reads the policy at start
     assert ex.policy is not None and ex.policy.max_attempts == 8
-    assert store.state_get("extractor", "status")["max_attempts"] == 8  # type: ignore[index]
+    status = store.state_get("extractor", "status")
+    assert isinstance(status, dict) and status["max_attempts"] == 8
     job_id = store.turn_completed("s1", str(ULID()), turn()).job_id
     assert job_id is not None
     # When the job fails every time, waiting out each backoff the store scheduled
