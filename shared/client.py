@@ -656,7 +656,7 @@ class StoreClient(ActorClient):
 
     # -- operations ------------------------------------------------------------------------
 
-    @read  # writes and trashes a scratch bank, but a re-run of it is harmless
+    @write  # writes and trashes a scratch bank
     def doctor(self) -> DoctorResponse:
         return self._call(DoctorResponse, "doctor")
 

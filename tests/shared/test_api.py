@@ -34,6 +34,9 @@ GATEWAY_VIEWS = {
 }
 # Parameters only the in-process store takes: the actor passes its own sibling probe.
 IN_PROCESS_PARAMS = {"doctor": frozenset({"siblings"})}
+# Ray adds this to every method of a class it made an actor of, in the driver too (once any
+# test in the session started the store actor, MemoryStore's methods carry it).
+RAY_TRACING_PARAM = "_ray_trace_ctx"
 # Client methods that are not calls of the store.
 CLIENT_PLUMBING = {"call", "retry_safe", "handle"}
 
@@ -62,7 +65,7 @@ def params(
     return [
         (p.name, p.kind, p.default)
         for p in sig.parameters.values()
-        if p.name != "self" and p.name not in skip
+        if p.name != "self" and p.name not in skip and p.name != RAY_TRACING_PARAM
     ]
 
 
