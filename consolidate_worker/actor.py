@@ -13,9 +13,8 @@ entry point on every run.
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
+from typing import Any
 
-from consolidate_worker.api import StoreAPI
 from consolidate_worker.cli import add_cli
 from consolidate_worker.core import Consolidator
 from consolidate_worker.judge import judge_from
@@ -27,8 +26,7 @@ from shared.workers import WorkerSpec, start_detached
 log = logging.getLogger(__name__)
 
 ACTOR_NAME = "memory-consolidator"
-# What the CLI may call on the actor (``shared.client.StoreClient`` proxies them).
-ACTOR_METHODS = frozenset({"ping", "run_now", "status", "wait_boot", "last_report", "shutdown"})
+# The actor's retry-safe methods (``shared.client.ActorClient`` re-sends them after a restart).
 ACTOR_READS = frozenset({"ping", "status", "wait_boot", "last_report"})
 
 
@@ -76,9 +74,7 @@ class ConsolidatorActor:
 
         settings = ConsolidatorSettings.from_env(dict(env or {}))
         client = StoreClient(store) if store is not None else StoreClient()
-        self.core = Consolidator(
-            cast(StoreAPI, client), settings=settings, judge=judge_from(settings)
-        )
+        self.core = Consolidator(client, settings=settings, judge=judge_from(settings))
         self.metrics = _Metrics()
         self._last: Report | None = None
         self.scheduler = PassScheduler(self.core, on_report=self._record)

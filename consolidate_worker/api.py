@@ -1,8 +1,8 @@
-"""The store API a pass needs (a ``Protocol``), and the mutable tally of one pass.
+"""The mutable tally of one pass.
 
-``StoreAPI`` is the slice of the store's public methods (DESIGN §3) the consolidator calls, so
-the same code runs over an embedded ``store_worker.core.MemoryStore`` and over the Ray
-``shared.client.StoreClient``; nothing here imports a worker (DESIGN §10).
+The consolidator is typed against the store's one contract, ``shared.api.StoreAPI``, so the
+same code runs over the embedded store and over the Ray ``shared.client.StoreClient``;
+nothing here imports another worker (DESIGN §10).
 """
 
 from __future__ import annotations
@@ -11,63 +11,8 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
 
 from consolidate_worker.report import Change, Group, JudgeDecision, PassError, Promotion
-from shared.models import (
-    BankListResponse,
-    ListResponse,
-    RecallResponse,
-    RuleListResponse,
-    RuleSetResponse,
-    SupersedeResponse,
-)
-
-
-class StoreAPI(Protocol):
-    """The slice of the store's public API a pass uses (DESIGN §3 names)."""
-
-    def bank_list(self) -> BankListResponse: ...
-
-    def list(
-        self,
-        *,
-        bank: str | None = ...,
-        status: str | None = ...,
-        page_size: int | None = ...,
-        page_token: str | None = ...,
-    ) -> ListResponse: ...
-
-    def recall(
-        self,
-        query: str,
-        *,
-        bank: str | None = ...,
-        limit: int | None = ...,
-        mode: str = ...,
-        session_id: str | None = ...,
-        project: str | None = ...,
-        type_filter: Any = ...,
-        scope_filter: Any = ...,
-    ) -> RecallResponse: ...
-
-    def supersede(
-        self,
-        id: str,
-        superseded_by: str,
-        *,
-        bank: str | None = ...,
-        reason: str | None = ...,
-        reinforce: bool = ...,
-    ) -> SupersedeResponse: ...
-
-    def state_get(self, owner: str, key: str) -> object | None: ...
-
-    def state_set(self, owner: str, key: str, value: Any) -> None: ...
-
-    def rule_list(self, *, bank: str | None = ...) -> RuleListResponse: ...
-
-    def rule_set(self, name: str, content: str, *, bank: str | None = ...) -> RuleSetResponse: ...
 
 
 class PassTally:

@@ -14,17 +14,17 @@ and exit codes. The exit code is 0 for a clean pass and 1 when the report carrie
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
-from consolidate_worker.api import StoreAPI
 from consolidate_worker.core import Consolidator
 from consolidate_worker.judge import judge_from
 from consolidate_worker.report import Report
 from consolidate_worker.settings import ConsolidatorSettings
 from shared import errors
+from shared.api import StoreAPI
+from shared.cli_store import close_store, open_store
 
 HELP = "Run one consolidation pass (dedup and supersede) now and print its report."
 
@@ -72,30 +72,31 @@ def _consolidator(store: StoreAPI) -> Consolidator:
 
 def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
     # The embedded mode opens the folder the way every ``memory --data-dir`` verb does (the
-    # other MEMORY_* settings apply); shared.cli_store imports the store class at run time,
-    # so this package keeps no static dependency on the store worker (DESIGN §10).
-    store = importlib.import_module("shared.cli_store").embedded_store(data_dir)
+    # other MEMORY_* settings apply), through the store worker's entry point: this package
+    # keeps no dependency on the store worker (DESIGN §10).
+    store = open_store(data_dir)
     try:
-        return _consolidator(cast(StoreAPI, store)).run_pass(banks=banks, dry_run=dry_run)
+        return _consolidator(store).run_pass(banks=banks, dry_run=dry_run)
     finally:
-        store.close()
+        close_store(store)
 
 
 def _remote(banks: list[str] | None, dry_run: bool) -> Report:
-    from consolidate_worker.actor import ACTOR_METHODS, ACTOR_NAME, ACTOR_READS
-    from shared.client import StoreClient, connect
+    from consolidate_worker.actor import ACTOR_NAME, ACTOR_READS
+    from shared.client import ActorClient, StoreClient, connect
 
     connect()
-    actor = StoreClient(
-        actor_name=ACTOR_NAME, methods=ACTOR_METHODS, read_methods=ACTOR_READS, timeout=None
-    )
+    actor = ActorClient(actor_name=ACTOR_NAME, reads=ACTOR_READS, timeout=None)
     try:
         actor.handle  # noqa: B018 - looks the actor up; raises when it is not running
     except errors.SourceUnavailableError:
         print("memory-consolidator is not running; running the pass here", file=sys.stderr)
-        core = _consolidator(cast(StoreAPI, StoreClient()))
+        core = _consolidator(StoreClient())
         return core.run_pass(banks=banks, dry_run=dry_run)
-    return cast(Report, actor.run_now(banks=banks, dry_run=dry_run))
+    report = actor.call("run_now", banks=banks, dry_run=dry_run)
+    if not isinstance(report, Report):
+        raise errors.UnknownError(f"{ACTOR_NAME}.run_now answered a {type(report).__name__}")
+    return report
 
 
 def print_report(report: Report, *, as_json: bool, out: TextIO) -> None:

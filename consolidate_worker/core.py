@@ -4,7 +4,7 @@ The consolidator never opens the data dir. It reads through ``bank_list``, ``lis
 ``recall(mode=lexical|semantic)``, writes only through ``supersede`` (and ``rule_set`` for the
 optional promote-to-rule path), and keeps its checkpoint in the store's sibling state
 (``state_get/state_set("consolidator", "last-run")``), so the worker itself is stateless.
-It is written against ``StoreAPI`` and so runs over an embedded ``MemoryStore`` or the Ray
+It is written against ``shared.api.StoreAPI`` and so runs over the embedded store or the Ray
 ``StoreClient`` alike.
 
 A pass: for each bank, read → candidates → plan (``plan.Planner``) → optional judge → apply.
@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from consolidate_worker.api import PassTally, StoreAPI
+from consolidate_worker.api import PassTally
 from consolidate_worker.candidates import RareTokenBlocker
 from consolidate_worker.dedup import Features
 from consolidate_worker.judge import Judge
@@ -31,6 +31,7 @@ from consolidate_worker.report import Change, Group, PassError, Report
 from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.tiers import JudgeTier
 from shared import errors
+from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
 from shared.models import Memory, RecallResponse
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from consolidate_worker.api import PassTally, StoreAPI
+from consolidate_worker.api import PassTally
 from consolidate_worker.report import Promotion
 from consolidate_worker.settings import ConsolidatorSettings
+from shared.api import StoreAPI
 from shared.models import Memory
 from shared.text import fingerprint
 

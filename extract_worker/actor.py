@@ -20,7 +20,7 @@ from typing import Any
 
 from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.llm import LLM, LiteLLMBackend
-from extract_worker.settings import ExtractorSettings
+from extract_worker.settings import ExtractorSettings, retired_settings
 from shared.workers import NAMESPACE, WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,8 @@ class ExtractorActor:
         from shared.client import StoreClient
 
         self.settings = ExtractorSettings.from_env(dict(env or {}))
+        for line in retired_settings(dict(env or {})):
+            log.warning("%s", line)
         self.store = StoreClient()
         self.metrics = _Metrics()
         backend = llm if llm is not None else LiteLLMBackend() if self.settings.enabled else None
@@ -167,7 +169,7 @@ def start(
 
 
 def _add_cli(sub: Any) -> None:
-    from shared.chat import add_cli
+    from extract_worker.chat import add_cli
 
     add_cli(sub)
 

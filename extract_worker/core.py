@@ -1,7 +1,7 @@
 """``Extractor``: drains the store's extraction outbox, one LLM call per turn (DESIGN §6).
 
-A plain class over two interfaces — ``StoreAPI`` (the store's public methods, so the same code
-runs over an embedded ``MemoryStore`` and over the Ray ``StoreClient``) and ``LLM`` — and the
+A plain class over two interfaces — ``shared.api.StoreAPI`` (the store's contract, so the same
+code runs over the embedded store and over the Ray ``StoreClient``) and ``LLM`` — and the
 Ray shell (``extract_worker.actor``) only adds a loop and metrics.
 
 One job = one finished turn:
@@ -19,8 +19,11 @@ Apply (seeds/003 "One LLM call per turn", "Rules learn from corrections"):
   a pinned memory is never retired or reinforced by this automatic path;
 - rules become ``- text`` lines of the ``learned`` rule, deduped by fingerprint against every
   rule of the bank; hand-written rules are never written.
-A failure retries with exponential backoff through ``outbox_fail`` and dead-letters after
-``max_attempts``; an ack comes only after every write, so a killed extractor loses nothing.
+A failure retries with exponential backoff through ``outbox_fail`` and dead-letters after the
+last try. The retry policy (tries, backoff) is the store's (``StoreSettings.outbox_*``): the
+extractor reads it from ``capabilities()["outbox"]`` (``OutboxPolicy``) when it starts and on
+each drain that claims work, so it never reports "retry" for a job the store dead-letters. An
+ack comes only after every write, so a killed extractor loses nothing.
 
 Exactly once, in effect: the reply is recorded in the job before any of it is applied, and a
 re-run (after a crash, a lost lease, a failed write) applies that recorded reply without a
@@ -34,26 +37,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from extract_worker import prompt
 from extract_worker.llm import LLM, Completion
 from extract_worker.parse import ExtractedMemory, ExtractionReply, parse_reply
 from extract_worker.settings import ExtractorSettings
 from shared import errors
+from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
-from shared.models import (
-    ListResponse,
-    Memory,
-    MemoryResponse,
-    RecallResponse,
-    RuleListResponse,
-    RuleSetResponse,
-    SaveResponse,
-    SupersedeResponse,
-)
+from shared.models import Memory, OutboxJob, OutboxPolicy, SaveResponse
 from shared.redact import redact
 from shared.text import fingerprint
 
@@ -62,58 +57,6 @@ log = logging.getLogger(__name__)
 LEARNED = "learned"
 RECORDED_BY = "extractor"
 STATE_OWNER = "extractor"
-
-
-class StoreAPI(Protocol):
-    """The slice of the store's public API extraction uses (DESIGN §3 names)."""
-
-    def save(self, text: str, **kw: Any) -> SaveResponse: ...
-
-    def get(self, id: str, *, bank: str | None = ...) -> MemoryResponse: ...
-
-    def recall(self, query: str, **kw: Any) -> RecallResponse: ...
-
-    def supersede(self, id: str, superseded_by: str, **kw: Any) -> SupersedeResponse: ...
-
-    def list(self, *, bank: str | None = ..., page_size: int | None = ...) -> ListResponse: ...
-
-    def rule_list(self, *, bank: str | None = ...) -> RuleListResponse: ...
-
-    def rule_set(self, name: str, content: str, *, bank: str | None = ...) -> RuleSetResponse: ...
-
-    def outbox_claim(self, limit: int = ...) -> Any: ...
-
-    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> Any: ...
-
-    def outbox_ack(self, job_id: str) -> Any: ...
-
-    def outbox_fail(self, job_id: str, error: str, **kw: Any) -> Any: ...
-
-    def state_set(self, owner: str, key: str, value: Any) -> None: ...
-
-
-class JobMessage(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
-
-    role: str
-    content: str
-    timestamp: int
-
-
-class Job(BaseModel):
-    """The fields of an outbox job this worker reads (the store's ``OutboxJob``, duck-typed)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", from_attributes=True)
-
-    job_id: str
-    session_id: str
-    turn_id: str | None = None
-    bank: str | None = None
-    skip: bool = False
-    messages: tuple[JobMessage, ...] = ()
-    attempts: int = 1
-    reply: dict[str, Any] | None = None  # recorded by an earlier attempt: applied, not asked
-    lease: str | None = None
 
 
 class LeaseLost(Exception):
@@ -170,13 +113,21 @@ class Extractor:
         self.settings = settings or ExtractorSettings()
         self.clock = clock or SystemClock()
         self.on_result = on_result
+        self.policy: OutboxPolicy | None = None  # the store's; read by refresh_policy()
 
     @property
     def enabled(self) -> bool:
         return self.settings.enabled and self.llm is not None
 
+    def refresh_policy(self) -> OutboxPolicy:
+        """Read the store's retry policy (``capabilities()["outbox"]``): the store alone
+        decides when a job is dead, and a ``configure`` there reaches the next drain here."""
+        self.policy = OutboxPolicy.of(self.store.capabilities())
+        return self.policy
+
     def publish_status(self) -> None:
         """Tell the store whether extraction runs (its ``doctor`` and injection read this)."""
+        policy = self.refresh_policy()
         self.store.state_set(
             STATE_OWNER,
             "status",
@@ -184,7 +135,7 @@ class Extractor:
                 "enabled": self.enabled,
                 "model": self.settings.extraction_model,
                 "rule_learning": self.settings.rule_learning_enabled,
-                "max_attempts": self.settings.max_attempts,
+                "max_attempts": policy.max_attempts,
                 "at": self.clock.now_ms(),
             },
         )
@@ -200,11 +151,13 @@ class Extractor:
             jobs = self.store.outbox_claim(min(self.settings.claim_limit, max_jobs))
             if not jobs:
                 break
-            for raw in jobs:
-                stats.add(self.run_job(_job(raw)))
+            if not stats.results:
+                self.refresh_policy()  # once per drain that has work, before any job runs
+            for job in jobs:
+                stats.add(self.run_job(job))
         return stats
 
-    def run_job(self, job: Job) -> JobResult:
+    def run_job(self, job: OutboxJob) -> JobResult:
         if job.skip:
             self.store.outbox_ack(job.job_id)
             return self._report(JobResult(job.job_id, "skipped"))
@@ -220,19 +173,25 @@ class Extractor:
         self.store.outbox_ack(job.job_id)
         return self._report(result)
 
-    def _fail(self, job: Job, result: JobResult, e: Exception) -> JobResult:
+    def _fail(self, job: OutboxJob, result: JobResult, e: Exception) -> JobResult:
         message = redact(f"{type(e).__name__}: {e}").text
         retryable = not isinstance(e, errors.MemoryServiceError) or e.retryable
         result.error = message
-        if not retryable or job.attempts >= self.settings.max_attempts:
-            self.store.outbox_fail(job.job_id, message, dead_letter=True)
-            result.outcome = "dead"
+        policy = self.policy or self.refresh_policy()
+        if not retryable or policy.is_last(job.attempts):
+            answer = self.store.outbox_fail(job.job_id, message, dead_letter=True)
+        else:
+            delay = policy.backoff(job.attempts)
+            answer = self.store.outbox_fail(job.job_id, message, retry_after_ms=delay)
+        # The store's answer is the truth (its policy may have changed since the last read).
+        # "missing": the job left the queue meanwhile (acked by another claim's holder).
+        result.outcome = {"dead": "dead", "missing": "lost"}.get(answer.state, "retry")
+        if result.outcome == "dead":
             log.warning("extraction job %s dead-lettered: %s", job.job_id, message)
         else:
-            delay = self.settings.backoff(job.attempts)
-            self.store.outbox_fail(job.job_id, message, retry_after_ms=delay)
-            result.outcome = "retry"
-            log.info("extraction job %s retries in %d ms: %s", job.job_id, delay, message)
+            log.info(
+                "extraction job %s retries at %d: %s", job.job_id, answer.next_attempt_at, message
+            )
         return result
 
     def _report(self, result: JobResult) -> JobResult:
@@ -242,7 +201,7 @@ class Extractor:
 
     # -- one job ---------------------------------------------------------------------------
 
-    def _extract(self, job: Job, result: JobResult) -> None:
+    def _extract(self, job: OutboxJob, result: JobResult) -> None:
         if job.reply is not None:
             self._replay(job, job.reply, result)
             return
@@ -266,14 +225,14 @@ class Extractor:
         self._note(job, reply)
         self._apply(job, reply, {m.id: m for m in known}, result)
 
-    def _note(self, job: Job, reply: ExtractionReply) -> None:
+    def _note(self, job: OutboxJob, reply: ExtractionReply) -> None:
         """Record the reply in the job before applying it: a re-run applies the same one."""
         try:
             self.store.outbox_note(job.job_id, reply.model_dump(mode="json"), lease=job.lease or "")
         except (errors.ConflictError, errors.NotFoundError) as e:
             raise LeaseLost(f"not noted, left to its current holder ({e})") from e
 
-    def _replay(self, job: Job, recorded: dict[str, Any], result: JobResult) -> None:
+    def _replay(self, job: OutboxJob, recorded: dict[str, Any], result: JobResult) -> None:
         """Apply the reply an earlier attempt recorded (and maybe partly applied)."""
         try:
             reply = ExtractionReply.model_validate(recorded)
@@ -282,14 +241,14 @@ class Extractor:
         result.dropped = reply.dropped
         self._apply(job, reply, {}, result)  # known = {}: ``_live`` reads each id as it is now
 
-    def _window(self, job: Job) -> list[prompt.TurnMessage]:
+    def _window(self, job: OutboxJob) -> list[prompt.TurnMessage]:
         msgs = [m for m in job.messages if m.role in ("user", "assistant")]
         return [
             prompt.TurnMessage(m.role, redact(m.content).text, m.timestamp)
             for m in msgs[-self.settings.extraction_window :]
         ]
 
-    def _known(self, job: Job, turn: list[prompt.TurnMessage]) -> list[Memory]:
+    def _known(self, job: OutboxJob, turn: list[prompt.TurnMessage]) -> list[Memory]:
         """What the bank already holds about this conversation (for reinforce/supersede):
         the memories the turn recalls, then the newest ones (a terse correction such as
         "actually, Wednesdays" shares no word with the fact it corrects)."""
@@ -327,7 +286,7 @@ class Extractor:
     # -- applying a reply ------------------------------------------------------------------
 
     def _apply(
-        self, job: Job, reply: ExtractionReply, known: dict[str, Memory], result: JobResult
+        self, job: OutboxJob, reply: ExtractionReply, known: dict[str, Memory], result: JobResult
     ) -> None:
         keep = reply.memories[: self.settings.max_memories_per_turn]
         result.dropped += len(reply.memories) - len(keep)
@@ -337,7 +296,7 @@ class Extractor:
             result.rules_added = self._learn_rules(job.bank, reply.rules)
 
     def _apply_memory(
-        self, job: Job, item: ExtractedMemory, known: dict[str, Memory], result: JobResult
+        self, job: OutboxJob, item: ExtractedMemory, known: dict[str, Memory], result: JobResult
     ) -> None:
         if item.reinforces and item.reinforces != item.supersedes:
             old = self._live(job, item.reinforces, known)
@@ -363,7 +322,7 @@ class Extractor:
         )
         result.superseded += 1
 
-    def _live(self, job: Job, id: str | None, known: dict[str, Memory]) -> Memory | None:
+    def _live(self, job: OutboxJob, id: str | None, known: dict[str, Memory]) -> Memory | None:
         if not id:
             return None
         mem = known.get(id)
@@ -374,7 +333,7 @@ class Extractor:
                 return None  # an id the model made up: the item is a plain save
         return mem if mem.invalid_at is None else None
 
-    def _save(self, job: Job, text: str, item: ExtractedMemory) -> SaveResponse:
+    def _save(self, job: OutboxJob, text: str, item: ExtractedMemory) -> SaveResponse:
         entities = list(item.entities)
         if text.lower().startswith(("the user ", "the user's ")) and "user" not in entities:
             entities = ["user", *entities][:8]  # first-person questions reach it (seeds/003)
@@ -427,9 +386,3 @@ def _lines(content: str) -> list[str]:
         if line and not line.startswith("#"):
             out.append(line)
     return out
-
-
-def _job(raw: Any) -> Job:
-    if isinstance(raw, dict):
-        return Job.model_validate(raw)
-    return Job.model_validate(raw, from_attributes=True)

@@ -3,9 +3,17 @@
 Every field can be set with ``MEMORY_<FIELD>`` (the same prefix as the store's settings, so one
 environment configures the family). Extraction is on only when it is enabled *and* a model is
 configured (DESIGN §6: "Without an LLM configured, extraction is off and doctor says so").
+
+The retry policy is not here: the store owns the outbox, so tries and backoff are the store's
+``MEMORY_OUTBOX_MAX_ATTEMPTS``, ``_BACKOFF_MS``, ``_BACKOFF_MAX_MS`` (``StoreSettings``), which
+the extractor reads from ``capabilities()["outbox"]``. The extractor's former
+``MEMORY_MAX_ATTEMPTS``, ``MEMORY_BACKOFF_MS`` and ``MEMORY_BACKOFF_MAX_MS`` are gone: set, they
+change nothing, and ``retired_settings`` names them so the actor warns at start.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from pydantic import Field
 
@@ -21,9 +29,6 @@ class ExtractorSettings(EnvSettings):
     max_memories_per_turn: int = Field(5, ge=0, le=50, description="Memories kept per turn.")
     rule_learning_enabled: bool = Field(True, description="Learn rules.")
     context_memories: int = Field(12, ge=0, le=100, description="Known memories shown.")
-    max_attempts: int = Field(5, ge=1, le=50, description="Tries before a job is dead-lettered.")
-    backoff_ms: int = Field(2_000, ge=0, description="First retry delay; doubles per attempt.")
-    backoff_max_ms: int = Field(300_000, ge=0, description="Longest retry delay.")
     claim_limit: int = Field(8, ge=1, le=500, description="Jobs leased per outbox claim.")
     poll_interval_s: float = Field(2.0, gt=0, description="Idle poll of the outbox (actor).")
 
@@ -31,6 +36,19 @@ class ExtractorSettings(EnvSettings):
     def enabled(self) -> bool:
         return self.extraction_enabled and bool(self.extraction_model)
 
-    def backoff(self, attempt: int) -> int:
-        """Delay before retry ``attempt + 1``: exponential, capped."""
-        return int(min(self.backoff_ms * 2 ** max(attempt - 1, 0), self.backoff_max_ms))
+
+# The extractor's own retry settings before the store owned the policy → what replaces them.
+RETIRED = {
+    "MEMORY_MAX_ATTEMPTS": "MEMORY_OUTBOX_MAX_ATTEMPTS",
+    "MEMORY_BACKOFF_MS": "MEMORY_OUTBOX_BACKOFF_MS",
+    "MEMORY_BACKOFF_MAX_MS": "MEMORY_OUTBOX_BACKOFF_MAX_MS",
+}
+
+
+def retired_settings(env: Mapping[str, str]) -> list[str]:
+    """One line per retired variable set in ``env``: what it was, and the store's setting."""
+    return [
+        f"{old} no longer applies (the store owns the retry policy): set {new} on the store"
+        for old, new in RETIRED.items()
+        if env.get(old)
+    ]

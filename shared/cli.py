@@ -27,7 +27,8 @@ from typing import Any, TextIO
 
 from shared import cli_output as show
 from shared import cluster
-from shared.cli_store import Render, Verb, add_store_verbs, add_verb, embedded_store
+from shared.api import StoreAPI
+from shared.cli_store import Render, Verb, add_store_verbs, add_verb, close_store, open_store
 from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 from shared.workers import WorkerSpec, discover
 
@@ -35,7 +36,9 @@ from shared.workers import WorkerSpec, discover
 class Ctx:
     """What a verb gets: its parsed args and the store (the actor's client, or embedded)."""
 
-    def __init__(self, args: argparse.Namespace, *, store: Any = None, out: TextIO) -> None:
+    def __init__(
+        self, args: argparse.Namespace, *, store: StoreAPI | None = None, out: TextIO
+    ) -> None:
         self.args = args
         self.out = out
         self._store = store
@@ -46,23 +49,22 @@ class Ctx:
         return bool(self.args.data_dir)
 
     @property
-    def store(self) -> Any:
+    def store(self) -> StoreAPI:
         if self._store is None:
             self._store = self._open()
         return self._store
 
-    def _open(self) -> Any:
+    def _open(self) -> StoreAPI:
         if self.embedded:
-            return embedded_store(self.args.data_dir)
+            return open_store(self.args.data_dir)
         from shared.client import StoreClient, connect
 
         self.dashboard_url = connect()["dashboard_url"]
         return StoreClient(timeout=self.args.timeout)
 
     def close(self) -> None:
-        close = getattr(self._store, "close", None)
-        if self.embedded and callable(close):
-            close()
+        if self.embedded and self._store is not None:
+            close_store(self._store)
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -76,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(
     argv: Sequence[str],
     *,
-    store: Any = None,
+    store: StoreAPI | None = None,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:

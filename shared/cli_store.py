@@ -1,8 +1,9 @@
 """The ``memory`` verbs that call the store: memories, banks, rules and operations (DESIGN §3).
 
 ``shared.cli`` builds the parser and runs a verb: each ``add_*_verbs(sub, common)`` here adds
-verbs whose ``fn(ctx)`` calls ``ctx.store`` (the actor's client, or an embedded ``MemoryStore``)
-and returns the response model, which ``shared.cli`` prints (``render``, or JSON with ``--json``).
+verbs whose ``fn(ctx)`` calls ``ctx.store`` (a ``StoreAPI``: the actor's client, or the
+embedded store) and returns the response model, which ``shared.cli`` prints (``render``, or
+JSON with ``--json``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared import cli_output as show
+from shared.api import StoreAPI
 from shared.errors import InvalidArgumentError
+from shared.models import RecallResponse, SaveResponse
 
 if TYPE_CHECKING:
     from shared.cli import Ctx
@@ -26,13 +29,27 @@ Verb = Callable[["Ctx"], Any]
 Render = Callable[[Any], str]
 
 
-def embedded_store(data_dir: str) -> Any:
-    """A ``MemoryStore`` on ``data_dir`` in this process (the embedded mode, no Ray), with the
-    other ``MEMORY_*`` settings from the environment."""
+def open_store(data_dir: str) -> StoreAPI:
+    """The store on ``data_dir`` in this process (the embedded mode, no Ray), with the other
+    ``MEMORY_*`` settings from the environment; opened through the store worker's entry point
+    (``shared.workers.open_embedded_store``), so ``shared`` imports no worker."""
     from shared.config import StoreSettings
-    from store_worker.core import MemoryStore  # embedded mode only
+    from shared.workers import open_embedded_store
 
-    return MemoryStore(settings=StoreSettings.from_env(dict(os.environ), data_dir=data_dir))
+    return open_embedded_store(StoreSettings.from_env(dict(os.environ), data_dir=data_dir))
+
+
+def close_store(store: StoreAPI) -> None:
+    """Close an embedded store (its log files); a client over Ray has nothing to close."""
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
+
+
+def embedded_store(data_dir: str) -> Any:
+    """``open_store`` for ``grpc_gateway.actor``, which types the store against its own
+    Protocol (with the memory.v1 views ``StoreAPI`` leaves out); it goes with the gateway move."""
+    return open_store(data_dir)
 
 
 def add_verb(
@@ -196,7 +213,7 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=float, default=1.0, help="seconds between polls")
 
 
-def _save(ctx: Ctx) -> Any:
+def _save(ctx: Ctx) -> SaveResponse:
     a = ctx.args
     text = sys.stdin.read() if a.text == "-" else a.text
     project = (a.project or os.getcwd()) if a.scope == "project" else a.project
@@ -217,7 +234,7 @@ def _save(ctx: Ctx) -> Any:
     )
 
 
-def _recall(ctx: Ctx) -> Any:
+def _recall(ctx: Ctx) -> RecallResponse:
     a = ctx.args
     return ctx.store.recall(
         a.query,

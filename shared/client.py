@@ -1,30 +1,72 @@
 """The Ray client every caller of the store uses: the CLI, the extractor, the consolidator.
 
 ``connect()`` joins a running cluster; ``StoreClient`` wraps the named ``memory-store`` actor
-and exposes the store's methods synchronously under their own names::
+and implements ``shared.api.StoreAPI`` with one explicit, typed method per store method::
 
     connect()
     store = StoreClient()
     store.save("The user prefers tabs", tags=["style"])   # == ray.get(handle.save.remote(...))
 
+Each method declares once, by its decorator, whether it may be re-sent after the actor
+restarted mid-call: ``@read`` (changes nothing: Ray re-sends it, ``READ_RETRIES`` times, and
+the client tries once more on a fresh handle) or ``@write`` (at most once: ``store_worker.actor``
+says why). The answer is checked against the method's declared response type (a mismatch is
+an ``UnknownError``, never a wrong object handed on).
+
 Errors reach the caller as the store raised them: Ray wraps an actor's exception in a
 ``RayTaskError`` (a dual subclass of the original class), and the client re-raises the original
 ``MemoryServiceError`` so ``except NotFoundError`` works and ``str(e)`` is the store's message.
 Transport failures (no cluster, no actor, a dead or restarting actor, a timeout) become a
-retryable ``SourceUnavailableError`` (DESIGN §9). Read-only calls are re-sent by Ray across an
-actor restart (``max_task_retries`` per call); writes never are (``store_worker.actor`` says
-why).
+retryable ``SourceUnavailableError`` (DESIGN §9).
+
+``ActorClient`` is the untyped base, for a sibling's own actor (``memory consolidate`` calls
+the consolidator's ``run_now`` through it): ``client.call("name", ...)``.
 """
 
 from __future__ import annotations
 
-import functools
+import builtins
 import logging
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from pydantic import TypeAdapter, ValidationError
+
+from shared.api import Message, Wake
+
+if TYPE_CHECKING:
+    from shared.api import StoreAPI
 from shared.errors import MemoryServiceError, SourceUnavailableError, UnknownError
+from shared.models import (
+    BacklinksResponse,
+    BankCreateResponse,
+    BankDeleteResponse,
+    BankListResponse,
+    DanglingResponse,
+    DoctorResponse,
+    EventsResponse,
+    InjectResponse,
+    ListResponse,
+    Memory,
+    MemoryResponse,
+    OutboxAckResponse,
+    OutboxJob,
+    OutboxListResponse,
+    PreviewResponse,
+    RecallResponse,
+    RejectResponse,
+    ReloadResponse,
+    Rule,
+    RuleListResponse,
+    RuleSetResponse,
+    SaveManyResponse,
+    SaveRequest,
+    SaveResponse,
+    SupersedeResponse,
+    TagsResponse,
+    TurnCompletedResponse,
+)
 from shared.workers import NAMESPACE
 
 STORE_ACTOR = "memory-store"
@@ -32,70 +74,9 @@ NO_STORE_HINT = "no memory store is running; start it with `memory up` or `make 
 DEFAULT_TIMEOUT_S = 120.0
 READ_RETRIES = 3
 
-# Calls that change nothing: Ray may send them again after the actor restarted mid-call.
-# Anything not listed is treated as a write (at most once): the safe default for a new method.
-READ_METHODS = frozenset(
-    {
-        "ping",
-        "get",
-        "list",
-        "tags",
-        "recall",
-        "bank_list",
-        "rule_list",
-        "rule_get",
-        "describe",
-        "capabilities",
-        "events_since",
-        "state_get",
-        "session_lineage",
-        "preview",
-        "backlinks",
-        "dangling",
-        "drafts",
-        "get_record",
-        "list_records",
-        "search",
-        "recall_context",
-        "outbox_job",
-        "outbox_list",
-    }
-)
-# The store's public methods by name (DESIGN §3); kept for callers that extend the set.
-WRITE_METHODS = frozenset(
-    {
-        "bank_create",
-        "bank_delete",
-        "save",
-        "update",
-        "delete",
-        "pin",
-        "supersede",
-        "approve",
-        "reject",
-        "rule_set",
-        "doctor",  # writes and trashes a scratch bank
-        "reload",
-        "configure",
-        "subscribe",
-        "unsubscribe",
-        "state_set",
-        "link_session",
-        "pre_generate",
-        "turn_completed",
-        "outbox_claim",
-        "outbox_ack",
-        "outbox_fail",
-        "outbox_note",
-        "outbox_requeue",
-        "outbox_watch",
-        "remember",
-        "forget",
-        "update_record",
-        "delete_record",
-    }
-)
-STORE_METHODS = READ_METHODS | WRITE_METHODS
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., object])
+_RETRY_SAFE = "__store_retry_safe__"
 
 
 def connect(address: str | None = None, *, quiet: bool = True) -> dict[str, Any]:
@@ -179,13 +160,115 @@ def get_actor(name: str) -> Any:
         raise SourceUnavailableError(hint) from e
 
 
-class StoreClient:
-    """Synchronous proxy over a named actor (default ``memory-store``).
+def read(method: F) -> F:
+    """Declare a client method retry-safe: it changes nothing, so it may be re-sent after the
+    actor restarted mid-call."""
+    setattr(method, _RETRY_SAFE, True)
+    return method
 
-    Every public name (or, given ``methods``, every name in it) is callable as
-    ``client.<name>(*args, **kwargs)``; ``call`` is the same with the name as a string; a name
-    the actor lacks is an ``UnknownError``. Siblings reuse the class for their own actors by
-    passing their ``actor_name``, ``methods`` and ``read_methods``.
+
+def write(method: F) -> F:
+    """Declare a client method at-most-once: never re-sent (a re-run could count twice)."""
+    setattr(method, _RETRY_SAFE, False)
+    return method
+
+
+class ActorClient:
+    """Synchronous, untyped calls to a named actor: ``client.call("method", *args)``.
+
+    ``reads`` names the actor's retry-safe methods; every other call is sent at most once.
+    """
+
+    def __init__(
+        self,
+        handle: Any = None,
+        *,
+        actor_name: str,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+        reads: frozenset[str] = frozenset(),
+    ) -> None:
+        self._handle = handle
+        self.actor_name = actor_name
+        self.timeout = timeout
+        self._reads = reads
+
+    @property
+    def handle(self) -> Any:
+        if self._handle is None:
+            self._handle = get_actor(self.actor_name)
+        return self._handle
+
+    def retry_safe(self, method: str) -> bool:
+        return method in self._reads
+
+    def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
+        """``ray.get(handle.<method>.remote(...))`` with the actor's errors, unwrapped."""
+        return self._invoke(method, args, kwargs)
+
+    def _invoke(self, method: str, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        import ray.exceptions as rex
+
+        retry = self.retry_safe(method)
+        attempts = 2 if retry else 1
+        for attempt in range(attempts):
+            try:
+                return self._once(method, retry, args, kwargs)
+            except rex.RayActorError as e:  # died, or restarting (ActorUnavailableError)
+                self._handle = None  # a fresh `memory up` makes a new actor with the name
+                if attempt + 1 < attempts:
+                    continue
+                raise SourceUnavailableError(f"{self.actor_name} is unavailable: {e}") from e
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _once(
+        self, method: str, retry: bool, args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> object:
+        import ray
+        import ray.exceptions as rex
+
+        remote = getattr(self.handle, method, None)
+        if remote is None:
+            raise UnknownError(f"the running {self.actor_name} has no method {method!r}")
+        if retry:
+            # Ray re-sends a read after the actor restarted (a call to a restarting actor fails
+            # at once otherwise); writes keep the actor's max_task_retries=0: at most once.
+            remote = remote.options(max_task_retries=READ_RETRIES)
+        ref = remote.remote(*args, **kwargs)
+        try:
+            return cast(object, ray.get(ref, timeout=self.timeout))
+        except rex.GetTimeoutError as e:
+            ray.cancel(ref)
+            raise SourceUnavailableError(
+                f"{self.actor_name}.{method} took longer than {self.timeout:g} s"
+            ) from e
+        except rex.RayTaskError as e:
+            raise unwrap(e) from None
+
+
+_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
+
+
+def _checked(expect: type[T], value: object, where: str) -> T:
+    """``value`` as the declared response type, or ``UnknownError`` (a store of another
+    version answered something else)."""
+    adapter = _ADAPTERS.get(expect)
+    if adapter is None:
+        adapter = _ADAPTERS[expect] = TypeAdapter(expect)
+    try:
+        return cast(TypeAdapter[T], adapter).validate_python(value)
+    except ValidationError as e:
+        raise UnknownError(
+            f"{where} answered a {type(value).__name__}, not the declared response: "
+            f"{e.errors()[0]['msg']}"
+        ) from e
+
+
+class StoreClient(ActorClient):
+    """``StoreAPI`` over Ray: the ``memory-store`` actor (or another store actor by name).
+
+    ``methods`` and ``read_methods`` are checks, kept for callers written against the old
+    name lists (``grpc_gateway.actor``): every name must be a method declared here, and every
+    name in ``read_methods`` one declared ``@read``; otherwise ``ValueError`` at construction.
     """
 
     def __init__(
@@ -195,62 +278,500 @@ class StoreClient:
         actor_name: str = STORE_ACTOR,
         timeout: float | None = DEFAULT_TIMEOUT_S,
         methods: frozenset[str] | None = None,
-        read_methods: frozenset[str] = READ_METHODS,
+        read_methods: frozenset[str] | None = None,
     ) -> None:
-        self._handle = handle
-        self.actor_name = actor_name
-        self.timeout = timeout
-        self.methods = methods
-        self.read_methods = read_methods
+        super().__init__(handle, actor_name=actor_name, timeout=timeout)
+        undeclared = sorted((methods or frozenset()) - STORE_METHODS)
+        not_reads = sorted((read_methods or frozenset()) - READ_METHODS)
+        if undeclared or not_reads:
+            raise ValueError(
+                f"StoreClient declares no method {undeclared} / no read {not_reads}; "
+                "declare them here with @read or @write"
+            )
 
-    @property
-    def handle(self) -> Any:
-        if self._handle is None:
-            self._handle = get_actor(self.actor_name)
-        return self._handle
+    def retry_safe(self, method: str) -> bool:
+        return method in READ_METHODS
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        allowed = self.methods is None or name in self.methods
-        if name.startswith("_") or not allowed:
-            raise AttributeError(f"{type(self).__name__} has no method {name!r}")
-        return functools.partial(self.call, name)
+    def _call(self, expect: type[T], method: str, /, *args: object, **kwargs: object) -> T:
+        result = self._invoke(method, args, kwargs)
+        return _checked(expect, result, f"{self.actor_name}.{method}")
 
-    def call(self, method: str, /, *args: Any, **kwargs: Any) -> Any:
-        """``ray.get(handle.<method>.remote(...))`` with the store's errors, unwrapped."""
-        import ray.exceptions as rex
+    @read
+    def ping(self) -> str:
+        """``"pong"`` once the store is up (its boot error otherwise)."""
+        return self._call(str, "ping")
 
-        attempts = 2 if method in self.read_methods else 1
-        for attempt in range(attempts):
-            try:
-                return self._once(method, args, kwargs)
-            except rex.RayActorError as e:  # died, or restarting (ActorUnavailableError)
-                self._handle = None  # a fresh `memory up` makes a new actor with the name
-                if attempt + 1 < attempts:
-                    continue
-                raise SourceUnavailableError(f"{self.actor_name} is unavailable: {e}") from e
-        raise AssertionError("unreachable")  # pragma: no cover
+    # -- banks -----------------------------------------------------------------------------
 
-    def _once(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        import ray
-        import ray.exceptions as rex
+    @write
+    def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
+        return self._call(BankCreateResponse, "bank_create", name, description)
 
-        remote = getattr(self.handle, method, None)
-        if remote is None:
-            raise UnknownError(f"the running {self.actor_name} has no method {method!r}")
-        if method in self.read_methods:
-            # Ray re-sends a read after the actor restarted (a call to a restarting actor fails
-            # at once otherwise); writes keep the actor's max_task_retries=0: at most once.
-            remote = remote.options(max_task_retries=READ_RETRIES)
-        ref = remote.remote(*args, **kwargs)
-        try:
-            return ray.get(ref, timeout=self.timeout)
-        except rex.GetTimeoutError as e:
-            ray.cancel(ref)
-            raise SourceUnavailableError(
-                f"{self.actor_name}.{method} took longer than {self.timeout:g} s"
-            ) from e
-        except rex.RayTaskError as e:
-            raise unwrap(e) from None
+    @read
+    def bank_list(self) -> BankListResponse:
+        return self._call(BankListResponse, "bank_list")
+
+    @write
+    def bank_delete(self, name: str) -> BankDeleteResponse:
+        return self._call(BankDeleteResponse, "bank_delete", name)
+
+    # -- memories: writes ------------------------------------------------------------------
+
+    @write
+    def save(
+        self,
+        text: str,
+        *,
+        bank: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        type: str = "user",
+        scope: str = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        recorded_by: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool = False,
+        confidence: str = "stated",
+        status: str | None = None,
+    ) -> SaveResponse:
+        return self._call(
+            SaveResponse,
+            "save",
+            text,
+            bank=bank,
+            title=title,
+            id=id,
+            type=type,
+            scope=scope,
+            project=project,
+            session_id=session_id,
+            turn_id=turn_id,
+            recorded_by=recorded_by,
+            tags=_seq(tags),
+            entities=_seq(entities),
+            pinned=pinned,
+            confidence=confidence,
+            status=status,
+        )
+
+    @write
+    def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
+        return self._call(SaveManyResponse, "save_many", list(items))
+
+    @write
+    def update(
+        self,
+        id: str,
+        *,
+        bank: str | None = None,
+        text: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+    ) -> MemoryResponse:
+        return self._call(
+            MemoryResponse,
+            "update",
+            id,
+            bank=bank,
+            text=text,
+            title=title,
+            tags=_seq(tags),
+            entities=_seq(entities),
+            pinned=pinned,
+            type=type,
+            scope=scope,
+        )
+
+    @write
+    def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
+        return self._call(MemoryResponse, "pin", id, pinned, bank=bank)
+
+    @write
+    def delete(
+        self, id: str, *, bank: str | None = None, reason: str | None = None
+    ) -> MemoryResponse:
+        return self._call(MemoryResponse, "delete", id, bank=bank, reason=reason)
+
+    @write
+    def supersede(
+        self,
+        id: str,
+        superseded_by: str,
+        *,
+        bank: str | None = None,
+        reason: str | None = None,
+        reinforce: bool = False,
+    ) -> SupersedeResponse:
+        return self._call(
+            SupersedeResponse,
+            "supersede",
+            id,
+            superseded_by,
+            bank=bank,
+            reason=reason,
+            reinforce=reinforce,
+        )
+
+    # -- memories: reads -------------------------------------------------------------------
+
+    @read
+    def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        return self._call(MemoryResponse, "get", id, bank=bank)
+
+    @read
+    def list(
+        self,
+        *,
+        bank: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+        status: str | None = None,
+        include_superseded: bool = False,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> ListResponse:
+        return self._call(
+            ListResponse,
+            "list",
+            bank=bank,
+            tag=tag,
+            type=type,
+            scope=scope,
+            status=status,
+            include_superseded=include_superseded,
+            page_size=page_size,
+            page_token=page_token,
+        )
+
+    @read
+    def tags(self, *, bank: str | None = None) -> TagsResponse:
+        return self._call(TagsResponse, "tags", bank=bank)
+
+    @read
+    def recall(
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        limit: int | None = None,
+        tag: str | None = None,
+        mode: str = "hybrid",
+        include_superseded: bool = False,
+        include_pending: bool = False,
+        token_budget: int | None = None,
+        session_id: str | None = None,
+        project: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+    ) -> RecallResponse:
+        return self._call(
+            RecallResponse,
+            "recall",
+            query,
+            bank=bank,
+            limit=limit,
+            tag=tag,
+            mode=mode,
+            include_superseded=include_superseded,
+            include_pending=include_pending,
+            token_budget=token_budget,
+            session_id=session_id,
+            project=project,
+            type_filter=_seq(type_filter),
+            scope_filter=_seq(scope_filter),
+        )
+
+    @read
+    def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
+        return self._call(BacklinksResponse, "backlinks", id, bank=bank)
+
+    @read
+    def dangling(self, *, bank: str | None = None) -> DanglingResponse:
+        return self._call(DanglingResponse, "dangling", bank=bank)
+
+    # -- drafts (ratification) -------------------------------------------------------------
+
+    @write
+    def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        return self._call(MemoryResponse, "approve", id, bank=bank)
+
+    @write
+    def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
+        return self._call(RejectResponse, "reject", id, bank=bank)
+
+    @read
+    def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
+        return self._call(tuple[Memory, ...], "drafts", bank=bank)
+
+    # -- rules -----------------------------------------------------------------------------
+
+    @read
+    def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
+        return self._call(RuleListResponse, "rule_list", bank=bank)
+
+    @read
+    def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
+        return self._call(Rule, "rule_get", name, bank=bank)
+
+    @write
+    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
+        return self._call(RuleSetResponse, "rule_set", name, content, bank=bank)
+
+    # -- the harness seam ------------------------------------------------------------------
+
+    @write  # remembers the session's bank and what its rules section was
+    def pre_generate(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        step: int = 0,
+        messages: builtins.list[Message] | None = None,
+        metadata: dict[str, Any] | None = None,
+        parent_session_id: str | None = None,
+    ) -> InjectResponse:
+        return self._call(
+            InjectResponse,
+            "pre_generate",
+            session_id,
+            turn_id,
+            step,
+            messages,
+            metadata,
+            parent_session_id,
+        )
+
+    @read
+    def preview(
+        self, query: str, *, bank: str | None = None, session_id: str | None = None
+    ) -> PreviewResponse:
+        return self._call(PreviewResponse, "preview", query, bank=bank, session_id=session_id)
+
+    @write
+    def turn_completed(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        messages: builtins.list[Message] | None = None,
+        status: str = "completed",
+        parent_session_id: str | None = None,
+        *,
+        parent: str | None = None,
+    ) -> TurnCompletedResponse:
+        return self._call(
+            TurnCompletedResponse,
+            "turn_completed",
+            session_id,
+            turn_id,
+            messages,
+            status,
+            parent_session_id,
+            parent=parent,
+        )
+
+    @write
+    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
+        return self._call(type(None), "link_session", session_id, parent_session_id)
+
+    @read
+    def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
+        return self._call(tuple[str, ...], "session_lineage", session_id)
+
+    # -- sibling plumbing: the extraction outbox -------------------------------------------
+
+    @write
+    def outbox_watch(self, name: str, callback: Wake | None) -> None:
+        """``callback`` is pickled into the store's process and called there."""
+        return self._call(type(None), "outbox_watch", name, callback)
+
+    @write
+    def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
+        return self._call(builtins.list[OutboxJob], "outbox_claim", limit)
+
+    @write
+    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
+        return self._call(OutboxJob, "outbox_note", job_id, reply, lease=lease)
+
+    @write
+    def outbox_ack(self, job_id: str) -> OutboxAckResponse:
+        return self._call(OutboxAckResponse, "outbox_ack", job_id)
+
+    @write
+    def outbox_fail(
+        self,
+        job_id: str,
+        error: str,
+        *,
+        retry_after_ms: int | None = None,
+        dead_letter: bool = False,
+    ) -> OutboxAckResponse:
+        return self._call(
+            OutboxAckResponse,
+            "outbox_fail",
+            job_id,
+            error,
+            retry_after_ms=retry_after_ms,
+            dead_letter=dead_letter,
+        )
+
+    @write
+    def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
+        return self._call(OutboxAckResponse, "outbox_requeue", job_id, fresh=fresh)
+
+    @read
+    def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
+        return self._call(OutboxListResponse, "outbox_list", include_dead=include_dead, limit=limit)
+
+    @read
+    def outbox_job(self, job_id: str) -> OutboxJob:
+        return self._call(OutboxJob, "outbox_job", job_id)
+
+    # -- sibling plumbing: events and state ------------------------------------------------
+
+    @write
+    def subscribe(self, name: str, callback: object, banks: Iterable[str] | None = None) -> None:
+        """Over Ray ``callback`` is the subscriber's actor handle: events arrive at its
+        ``on_event``; name the subscription after that actor (it is re-attached by name
+        after a store restart)."""
+        return self._call(type(None), "subscribe", name, callback, _seq(banks))
+
+    @write
+    def unsubscribe(self, name: str) -> bool:
+        return self._call(bool, "unsubscribe", name)
+
+    @read
+    def events_since(
+        self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
+    ) -> EventsResponse:
+        return self._call(EventsResponse, "events_since", cursor, limit=limit, bank=bank)
+
+    @read
+    def state_get(self, owner: str, key: str) -> object | None:
+        return self._call(object, "state_get", owner, key)
+
+    @write
+    def state_set(self, owner: str, key: str, value: object) -> None:
+        return self._call(type(None), "state_set", owner, key, value)
+
+    # -- operations ------------------------------------------------------------------------
+
+    @write  # writes and trashes a scratch bank
+    def doctor(self) -> DoctorResponse:
+        return self._call(DoctorResponse, "doctor")
+
+    @read
+    def describe(self) -> dict[str, Any]:
+        return self._call(dict[str, Any], "describe")
+
+    @read
+    def capabilities(self) -> dict[str, Any]:
+        return self._call(dict[str, Any], "capabilities")
+
+    @write
+    def configure(self, config: dict[str, Any]) -> dict[str, Any]:
+        return self._call(dict[str, Any], "configure", config)
+
+    @write
+    def reload(self) -> ReloadResponse:
+        return self._call(ReloadResponse, "reload")
+
+    # -- the memory.v1 views: the gateway calls them until they move into grpc_gateway -----
+    # (not in StoreAPI; they go with store_worker/tools.py and provider.py)
+
+    @read
+    def recall_context(
+        self,
+        *,
+        bank: str | None = None,
+        query: str | None = None,
+        files_touched: Iterable[str] = (),
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        project: str | None = None,
+        token_budget: int | None = None,
+        model_target: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+        include_pending: bool = False,
+        limit: int | None = None,
+    ) -> RecallResponse:
+        return self._call(
+            RecallResponse,
+            "recall_context",
+            bank=bank,
+            query=query,
+            files_touched=tuple(files_touched),
+            session_id=session_id,
+            turn_id=turn_id,
+            project=project,
+            token_budget=token_budget,
+            model_target=model_target,
+            type_filter=_seq(type_filter),
+            scope_filter=_seq(scope_filter),
+            include_pending=include_pending,
+            limit=limit,
+        )
+
+    @read
+    def search(self, query: str, **options: object) -> RecallResponse:
+        return self._call(RecallResponse, "search", query, **options)
+
+    @read
+    def list_records(self, **options: object) -> ListResponse:
+        return self._call(ListResponse, "list_records", **options)
+
+    @read
+    def get_record(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        return self._call(MemoryResponse, "get_record", id, bank=bank)
+
+    @write
+    def update_record(self, id: str, **options: object) -> MemoryResponse:
+        return self._call(MemoryResponse, "update_record", id, **options)
+
+    @write
+    def delete_record(self, id: str, **options: object) -> MemoryResponse:
+        return self._call(MemoryResponse, "delete_record", id, **options)
+
+    @write
+    def remember(self, text: str, **options: object) -> object:
+        """Answers ``store_worker.tools.RememberResponse`` (not a shared model until the move)."""
+        return self._call(object, "remember", text, **options)
+
+    @write
+    def forget(self, id: str, **options: object) -> MemoryResponse:
+        return self._call(MemoryResponse, "forget", id, **options)
+
+
+def _seq(values: Iterable[str] | None) -> Iterable[str] | None:
+    """An iterable option as a tuple: a generator does not cross a process boundary. A bare
+    string goes as it is (the store reads it as one label, as in-process)."""
+    if values is None or isinstance(values, str):
+        return values
+    return tuple(values)
+
+
+def _declared(cls: type, safe: bool) -> frozenset[str]:
+    return frozenset(
+        name
+        for name, value in vars(cls).items()
+        if not name.startswith("_") and getattr(value, _RETRY_SAFE, None) is safe
+    )
+
+
+READ_METHODS = _declared(StoreClient, True)
+"""The client's ``@read`` methods (derived from the declarations, never kept by hand)."""
+STORE_METHODS = READ_METHODS | _declared(StoreClient, False)
+"""Every method the client declares."""
+
+if TYPE_CHECKING:  # mypy: a client that does not implement the contract fails here
+    _contract: type[StoreAPI] = StoreClient
 
 
 def unwrap(error: Exception) -> MemoryServiceError:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared.errors import InvalidArgumentError
+from shared.errors import InvalidArgumentError, UnknownError
 
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MemoryScope = Literal["session", "project", "global"]
@@ -386,3 +386,34 @@ class OutboxAckResponse(Frozen):
     state: Literal["acked", "queued", "dead", "missing"]
     attempts: int = 0
     next_attempt_at: int = 0
+
+
+class OutboxPolicy(Frozen):
+    """The outbox's one retry policy, as the store publishes it in ``capabilities()["outbox"]``
+    (``StoreSettings.outbox_*``). The extractor reads it instead of configuring its own copy,
+    so both sides agree on when a job is dead (issue 10 §5)."""
+
+    max_attempts: int = Field(ge=1)
+    lease_ms: int = Field(ge=0)
+    backoff_ms: int = Field(ge=0)
+    backoff_max_ms: int = Field(ge=0)
+
+    @classmethod
+    def of(cls, capabilities: dict[str, Any]) -> OutboxPolicy:
+        """The policy inside a ``capabilities()`` answer; a store without one is an error."""
+        raw = capabilities.get("outbox")
+        if not isinstance(raw, dict):
+            raise UnknownError("the store publishes no outbox retry policy (an older store?)")
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as e:
+            raise UnknownError(f"the store's outbox policy is malformed: {e}") from e
+
+    def backoff(self, attempt: int) -> int:
+        """The delay after failed try ``attempt`` (1-based): doubling, capped (the store's own
+        formula in ``outbox_fail``)."""
+        return int(min(self.backoff_ms * 2 ** max(attempt - 1, 0), self.backoff_max_ms))
+
+    def is_last(self, attempt: int) -> bool:
+        """Whether a failure of try ``attempt`` dead-letters the job (``outbox_fail``)."""
+        return attempt >= self.max_attempts

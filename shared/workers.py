@@ -6,6 +6,10 @@ only knows what the installed entry points say. ``add_cli`` lets a worker add it
 (``memory consolidate ...``) without the CLI importing the worker's internals.
 
 ``start_detached`` is the one way a worker's ``start`` creates its named detached actor.
+
+The embedded mode (``memory --data-dir``) opens the store the same way: the store worker's
+spec carries ``open_embedded(settings) -> StoreAPI``, and ``open_embedded_store`` finds it, so
+``shared`` never imports a worker package (DESIGN §10; ``make lint`` enforces it).
 """
 
 from __future__ import annotations
@@ -15,7 +19,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from shared.api import StoreAPI
+    from shared.config import StoreSettings
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +41,8 @@ class WorkerSpec:
     default_on: bool = True  # started by a bare ``memory up``
     order: int = 50  # start order (the store first)
     add_cli: Callable[[argparse._SubParsersAction[Any]], None] | None = field(default=None)
+    # The store worker only: the store in this process, without Ray (the embedded mode).
+    open_embedded: Callable[[StoreSettings], StoreAPI] | None = field(default=None)
 
 
 def discover() -> list[WorkerSpec]:
@@ -47,6 +57,19 @@ def discover() -> list[WorkerSpec]:
         if isinstance(spec, WorkerSpec):
             specs.append(spec)
     return sorted(specs, key=lambda s: (s.order, s.name))
+
+
+def open_embedded_store(settings: StoreSettings) -> StoreAPI:
+    """The store on ``settings.data_dir`` in this process, from the installed store worker."""
+    for spec in discover():
+        if spec.open_embedded is not None:
+            return spec.open_embedded(settings)
+    from shared.errors import SourceUnavailableError
+
+    raise SourceUnavailableError(
+        "no installed worker can open an embedded store (is store_worker installed?)",
+        retryable=False,
+    )
 
 
 def start_detached(

@@ -12,14 +12,17 @@ The shell adds only what needs Ray:
 - ``ray.util.metrics``: recall latency, writes by method, live memories per bank.
 
 Ray is imported lazily: the ``memory`` CLI loads this module through the worker entry point on
-every run, and the embedded mode (``memory --data-dir``) must not pay for ``import ray``.
+every run, and the embedded mode (``memory --data-dir``) must not pay for ``import ray``. That
+mode opens the store through this module too: ``WORKER.open_embedded(settings)`` is a plain
+``MemoryStore`` (``shared.workers.open_embedded_store``), typed as ``shared.api.StoreAPI``, so
+mypy checks that the store implements the contract.
 
 Retries (``max_task_retries=0``): a call in flight when the actor dies is *not* re-run after the
 restart. ``save`` is not idempotent (a re-run of an acknowledged-but-unanswered save would
 reinforce, i.e. count one observation twice), and neither are ``delete``/``supersede`` (a re-run
 would answer ``ConflictError`` for a call that succeeded). The caller instead gets a retryable
 ``SourceUnavailableError`` from ``shared.client`` and decides; the client itself retries only
-read-only methods, once.
+read-only methods (those ``shared.client.StoreClient`` declares ``@read``), once.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from shared.api import StoreAPI
 from shared.client import READ_METHODS
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
@@ -42,10 +46,11 @@ from store_worker.core import MemoryStore
 log = logging.getLogger(__name__)
 
 ACTOR_NAME = "memory-store"
+STORE_CONCURRENCY = 32  # calls served at once (threads); writes among them commit together
 
 # Everything public on the core is delegated (DESIGN §3 and what later issues add: approve,
 # pre_generate, outbox_* ...), except what only makes sense in-process. A new core method is
-# counted as a write unless shared.client lists it as a read.
+# counted as a write unless shared.client declares it @read.
 NOT_DELEGATED = frozenset({"close", "now", "purge_trash", "trash_dir"})
 WRITES_EXCEPT = READ_METHODS | {"doctor"}  # doctor's scratch bank is not a user's write
 
@@ -86,11 +91,15 @@ class _Metrics:
         )
 
     def refresh(self, store: MemoryStore, bank: str | None = None) -> None:
-        names = [bank] if bank else list(store.banks)
-        for name in names:
-            found = store.banks.get(name)
-            # index.live_count is O(1); Bank.counts() walks every record.
-            self.live.set(found.index.live_count if found else 0, tags={"bank": name})
+        with store.lock:  # the actor is threaded: read the banks between commits
+            names = [bank] if bank else list(store.banks)
+            counts = {}
+            for name in names:
+                found = store.banks.get(name)
+                # index.live_count is O(1); Bank.counts() walks every record.
+                counts[name] = found.index.live_count if found else 0
+        for name, live in counts.items():
+            self.live.set(live, tags={"bank": name})
 
 
 class _Push:
@@ -191,17 +200,19 @@ class StoreActor:
         """
         self.ping()
         wanted = sorted(set(banks)) if banks else None
-        self.store.subscribe(name, _Push(actor_handle), wanted)
-        saved = self._saved_subscriptions()
-        saved[name] = wanted
-        self.store.state.set("store", "subscribers", saved)
+        with self.store.lock:  # threaded actor: one read-modify-write of the saved list
+            self.store.subscribe(name, _Push(actor_handle), wanted)
+            saved = self._saved_subscriptions()
+            saved[name] = wanted
+            self.store.state.set("store", "subscribers", saved)
 
     def unsubscribe(self, name: str) -> bool:
         self.ping()
-        saved = self._saved_subscriptions()
-        if saved.pop(name, "missing") != "missing":
-            self.store.state.set("store", "subscribers", saved)
-        return self.store.unsubscribe(name)
+        with self.store.lock:
+            saved = self._saved_subscriptions()
+            if saved.pop(name, "missing") != "missing":
+                self.store.state.set("store", "subscribers", saved)
+            return self.store.unsubscribe(name)
 
     def _saved_subscriptions(self) -> dict[str, list[str] | None]:
         raw = self.store.state.get("store", "subscribers")
@@ -271,10 +282,20 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
         name=name,
         max_restarts=-1,
         max_task_retries=0,  # see the module docstring: writes are at-most-once
-        max_concurrency=1,  # MemoryStore is single-threaded by design
+        # A threaded actor: MemoryStore is thread-safe, and concurrent callers' saves share
+        # fsyncs (group commit, store_worker/commit.py); reads wait for at most one batch.
+        max_concurrency=STORE_CONCURRENCY,
         resources={node: 1} if node else None,
         release_on_error=True,  # the store could not open its data dir: free the name
     )
 
 
-WORKER = WorkerSpec(name="store", actor_name=ACTOR_NAME, start=start, order=0)
+def open_embedded(settings: StoreSettings) -> StoreAPI:
+    """The store in this process, without Ray (``memory --data-dir``, the gateway's embedded
+    mode, the chat example); the caller closes it (``MemoryStore.close``)."""
+    return MemoryStore(settings=settings)
+
+
+WORKER = WorkerSpec(
+    name="store", actor_name=ACTOR_NAME, start=start, order=0, open_embedded=open_embedded
+)

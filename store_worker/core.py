@@ -91,7 +91,7 @@ def _serialized(method: StoreMethod[P, R]) -> StoreMethod[P, R]:
 
     @functools.wraps(method)
     def locked(self: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
+        with self.lock:
             self._held.depth = getattr(self._held, "depth", 0) + 1
             try:
                 return method(self, *args, **kwargs)
@@ -136,10 +136,10 @@ class MemoryStore:
         self.tokens = TokenCounter(base.token_model)
         self.events = EventBus(base.event_buffer)
         self._watchers: dict[str, Callable[[], Any]] = {}
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()  # hold it to read the parts consistently (metrics)
         self._held = threading.local()
         self._open()
-        self.commits = GroupCommit(self._lock, banks=self.banks, events=self.events)
+        self.commits = GroupCommit(self.lock, banks=self.banks, events=self.events)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ def test_extractor_actor_drains_the_store_actor(
         assert texts == ["The user publishes on Tuesdays."]
         stats = ray_cluster.get(handle.stats.remote(), timeout=60)
         assert stats["enabled"] and stats["totals"]["done"] >= 1 and stats["totals"]["tokens"] > 0
-        assert store_actor.call("outbox_list").queued == 0
+        assert store_actor.outbox_list().queued == 0
         status = store_actor.state_get("extractor", "status")
         assert status["enabled"] and status["model"] == "fake/x"
     finally:

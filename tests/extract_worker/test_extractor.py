@@ -12,9 +12,10 @@ from ulid import ULID
 from extract_worker.core import Extractor, JobResult
 from extract_worker.llm import FakeLLM
 from extract_worker.parse import parse_reply
-from extract_worker.settings import ExtractorSettings
+from extract_worker.settings import ExtractorSettings, retired_settings
 from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, SourceUnavailableError, UnknownError
+from shared.models import OutboxPolicy
 from store_worker.core import MemoryStore
 
 Factory = Callable[..., MemoryStore]
@@ -26,7 +27,7 @@ def turn(text: str = "I publish on Tuesdays") -> list[dict[str, Any]]:
 
 
 def make(store: MemoryStore, llm: FakeLLM | None, clock: FakeClock, **settings: Any) -> Extractor:
-    base: dict[str, Any] = {"extraction_model": "fake/x", "backoff_ms": 1_000}
+    base: dict[str, Any] = {"extraction_model": "fake/x"}
     return Extractor(store, llm, ExtractorSettings(**{**base, **settings}), clock=clock)
 
 
@@ -36,7 +37,7 @@ def live_texts(store: MemoryStore) -> list[str]:
 
 def test_transient_llm_errors_retry_with_backoff_then_succeed(fresh_store: Factory) -> None:
     clock = FakeClock()
-    store = fresh_store(clock=clock)
+    store = fresh_store(clock=clock, outbox_backoff_ms=1_000)  # the store's policy applies
     llm = FakeLLM.of(SourceUnavailableError("rate limited"), json.dumps(TUE))
     ex = make(store, llm, clock)
     store.turn_completed("s1", str(ULID()), turn())
@@ -55,14 +56,14 @@ def test_transient_llm_errors_retry_with_backoff_then_succeed(fresh_store: Facto
 
 def test_a_job_that_keeps_failing_is_dead_lettered_visibly(fresh_store: Factory) -> None:
     clock = FakeClock()
-    store = fresh_store(clock=clock)
+    store = fresh_store(clock=clock, outbox_max_attempts=3)
     seen: list[JobResult] = []
-    ex = make(store, FakeLLM.of("no json here"), clock, max_attempts=3)
+    ex = make(store, FakeLLM.of("no json here"), clock)
     ex.on_result = seen.append
     store.turn_completed("s1", str(ULID()), turn())
     for _ in range(3):
         ex.drain()
-        clock.advance(ms=ex.settings.backoff_max_ms)
+        clock.advance(ms=store.settings.outbox_backoff_max_ms)
     assert [r.outcome for r in seen] == ["retry", "retry", "dead"]
     listing = store.outbox_list()
     assert listing.dead == 1 and "ReplyError" in (listing.jobs[0].last_error or "")
@@ -238,6 +239,79 @@ def test_stopped_extractor_catches_up(fresh_store: Factory) -> None:
     assert len(live_texts(store)) == 3
 
 
+def test_the_stores_retry_policy_above_five_is_the_extractors(fresh_store: Factory) -> None:
+    # Given a store whose policy allows 8 tries (the old hard cap was 5), backoff 1 s doubling
+    clock = FakeClock()
+    store = fresh_store(clock=clock, outbox_max_attempts=8, outbox_backoff_ms=1_000)
+    seen: list[JobResult] = []
+    llm = FakeLLM.of(*["no json here"] * 20)
+    ex = make(store, llm, clock)
+    ex.on_result = seen.append
+    ex.publish_status()  # reads the policy at start
+    assert ex.policy is not None and ex.policy.max_attempts == 8
+    status = store.state_get("extractor", "status")
+    assert isinstance(status, dict) and status["max_attempts"] == 8
+    job_id = store.turn_completed("s1", str(ULID()), turn()).job_id
+    assert job_id is not None
+    # When the job fails every time, waiting out each backoff the store scheduled
+    for _ in range(12):
+        if not ex.drain().results:
+            break
+        if store.outbox_list().dead == 0:
+            waiting = store.outbox_job(job_id)
+            # the store schedules the backoff the extractor asked for (the fake clock ticks
+            # a millisecond per reading, hence the slack)
+            wait = waiting.next_attempt_at - clock.ms
+            assert 0 <= ex.policy.backoff(waiting.attempts) - wait < 50
+            clock.advance(ms=waiting.next_attempt_at - clock.ms)
+    # Then it was tried exactly 8 times: 7 retries, and "dead" when the store dead-lettered it
+    assert [r.outcome for r in seen] == ["retry"] * 7 + ["dead"]
+    assert len(llm.calls) == 8
+    dead = store.outbox_job(job_id)
+    assert dead.dead_at is not None and dead.attempts == 8
+    assert ex.drain().results == []  # nothing left to claim
+
+
+def test_a_policy_changed_on_the_store_reaches_the_next_drain(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock, outbox_max_attempts=8)
+    seen: list[JobResult] = []
+    ex = make(store, FakeLLM.of(*["no json here"] * 5), clock)
+    ex.on_result = seen.append
+    ex.publish_status()
+    store.turn_completed("s1", str(ULID()), turn())
+    ex.drain()
+    store.configure({"outbox_max_attempts": 2})  # the operator lowers it on the store
+    clock.advance(ms=store.settings.outbox_backoff_max_ms)
+    ex.drain()
+    assert [r.outcome for r in seen] == ["retry", "dead"]
+    assert ex.policy is not None and ex.policy.max_attempts == 2
+    assert store.outbox_list().dead == 1
+
+
+def test_the_retired_retry_settings_are_named_not_applied() -> None:
+    env = {"MEMORY_EXTRACTION_MODEL": "stub/x", "MEMORY_MAX_ATTEMPTS": "10"}
+    settings = ExtractorSettings.from_env(env)  # accepted, and changes nothing
+    assert not hasattr(settings, "max_attempts")
+    assert retired_settings(env) == [
+        "MEMORY_MAX_ATTEMPTS no longer applies (the store owns the retry policy): "
+        "set MEMORY_OUTBOX_MAX_ATTEMPTS on the store"
+    ]
+    assert retired_settings({"MEMORY_EXTRACTION_MODEL": "stub/x"}) == []
+
+
+def test_a_store_without_a_retry_policy_is_an_unknown_error() -> None:
+    with pytest.raises(UnknownError):
+        OutboxPolicy.of({"recall_modes": ["lexical"]})
+    with pytest.raises(UnknownError):
+        OutboxPolicy.of({"outbox": {"max_attempts": 0}})
+    policy = OutboxPolicy.of(
+        {"outbox": {"max_attempts": 3, "lease_ms": 1, "backoff_ms": 100, "backoff_max_ms": 250}}
+    )
+    assert [policy.backoff(n) for n in (1, 2, 3)] == [100, 200, 250]
+    assert [policy.is_last(n) for n in (2, 3)] == [False, True]
+
+
 def test_without_a_model_extraction_is_off_and_doctor_says_so(fresh_store: Factory) -> None:
     clock = FakeClock()
     store = fresh_store(clock=clock)
@@ -306,12 +380,9 @@ def test_ratification_leaves_corrections_pending(fresh_store: Factory) -> None:
 
 
 def test_settings_from_env_and_bad_values() -> None:
-    s = ExtractorSettings.from_env(
-        {"MEMORY_EXTRACTION_MODEL": "stub/x", "MEMORY_MAX_ATTEMPTS": "2"}
-    )
-    assert s.enabled and s.max_attempts == 2
+    s = ExtractorSettings.from_env({"MEMORY_EXTRACTION_MODEL": "stub/x"})
+    assert s.enabled
     assert not ExtractorSettings.from_env({}).enabled
-    assert s.backoff(1) == 2_000 and s.backoff(30) == s.backoff_max_ms
     with pytest.raises(InvalidArgumentError):
         ExtractorSettings.from_env({"MEMORY_EXTRACTION_WINDOW": "0"})
 

@@ -4,6 +4,7 @@ expected store state. Files: ``tests/extract_worker/golden/*.json``; regenerate 
 Fixture shape::
 
     {"description": ..., "settings": {ExtractorSettings overrides},
+     "store_settings": {StoreSettings overrides: the outbox retry policy, outbox_max_attempts},
      "setup": {"memories": [{"text", "id"?, "pinned"?, "entities"?}], "rules": {name: content}},
      "turns": [{"messages": [{role, content, timestamp}], "reply": "<raw model reply>"}],
      "expect": {"outcome": done|retry|dead, "live": [{"text", ...fields}],
@@ -79,7 +80,8 @@ def check_superseded(
 def test_golden(path: Path, fresh_store: Callable[..., MemoryStore]) -> None:
     fx = load(path)
     clock = FakeClock(start_ms=START_MS)
-    store = fresh_store(clock=clock)
+    # the retry policy is the store's (a fixture's "store_settings": outbox_max_attempts ...)
+    store = fresh_store(clock=clock, **fx.get("store_settings", {}))
     seed(store, fx.get("setup", {}))
     settings = ExtractorSettings(extraction_model="fake/golden", **fx.get("settings", {}))
     llm = FakeLLM()

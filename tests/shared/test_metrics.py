@@ -220,18 +220,20 @@ def test_extractor_metrics_count_retries(metrics: dict[str, FakeMetric], tmp_pat
     from extract_worker.core import Extractor
     from extract_worker.settings import ExtractorSettings
     from shared.clock import FakeClock
+    from shared.config import StoreSettings
 
     # Given the actor's metrics wired as the actor wires them (on_result=metrics.observe)
     clock = FakeClock()
-    store = MemoryStore(tmp_path / "data", clock=clock)
+    store_settings = StoreSettings(data_dir=str(tmp_path / "data"), outbox_max_attempts=2)
+    store = MemoryStore(settings=store_settings, clock=clock)
     recorder = _Metrics()
-    settings = ExtractorSettings(extraction_model="fake/x", max_attempts=2)
+    settings = ExtractorSettings(extraction_model="fake/x")
     ex = Extractor(store, TimedLLM.of("no json here"), settings, clock=clock)
     ex.on_result = recorder.observe
-    # When a job fails to parse twice (retry, then dead at max_attempts)
+    # When a job fails to parse twice (retry, then dead at the store's outbox_max_attempts)
     store.turn_completed("s1", str(ULID()), _turn("I publish on Tuesdays"))
     ex.drain()
-    clock.advance(ms=settings.backoff_max_ms)
+    clock.advance(ms=store_settings.outbox_backoff_max_ms)
     ex.drain()
     store.close()
     # Then both outcomes are counted, and both LLM calls' latencies observed

@@ -130,7 +130,7 @@ def test_a_restarted_store_still_has_every_acknowledged_write(
     ids = [store_actor.save(f"fact number {i} zebra", bank=unique_bank).memory.id for i in range(5)]
     store_actor.update(ids[0], bank=unique_bank, title="first")
     store_actor.delete(ids[1], bank=unique_bank)
-    before = store_actor.call("events_since", 0).cursor
+    before = store_actor.events_since(0).cursor
     # When the actor process is SIGKILLed (Ray restarts it: max_restarts=-1, __init__ replays)
     crash_and_wait(ray_cluster, store_actor)
     # Then every write is back
@@ -140,7 +140,7 @@ def test_a_restarted_store_still_has_every_acknowledged_write(
     assert by_id[ids[0]].title == "first"
     assert by_id[ids[1]].invalid_at is not None
     assert store_actor.recall("zebra", bank=unique_bank, limit=10).memories
-    assert store_actor.call("events_since", 0).cursor < before  # a new process: new RAM
+    assert store_actor.events_since(0).cursor < before  # a new process: new RAM
 
 
 def test_events_are_pushed_to_a_subscribed_actor_and_survive_a_restart(
@@ -217,13 +217,16 @@ def test_missing_actor_is_source_unavailable(ray_cluster: Any) -> None:
         client.ping()
     assert err.value.retryable
 
-    with pytest.raises(AttributeError):  # a client limited to some methods refuses others
-        StoreClient(methods=frozenset({"ping"})).save  # noqa: B018
+    # a caller's method lists must agree with what the client declares (@read / @write)
+    with pytest.raises(ValueError, match="no method"):
+        StoreClient(methods=frozenset({"ping", "not_a_store_method"}))
+    with pytest.raises(ValueError, match="no read"):
+        StoreClient(read_methods=frozenset({"save"}))  # save is a write: never re-sent
 
 
 def test_a_method_the_store_lacks_is_unknown(store_actor: StoreClient) -> None:
     with pytest.raises(UnknownError) as err:
-        store_actor.not_a_store_method()
+        store_actor.call("not_a_store_method")
     assert "no method 'not_a_store_method'" in err.value.message
 
 

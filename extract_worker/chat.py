@@ -12,8 +12,9 @@ It is the example for integrators: a harness calls the store twice per turn —
 the embedded mode (``--data-dir``), the chat runs an ``Extractor`` in-process after each turn
 when an extraction model is configured. ``--show-memory`` prints what was injected.
 
-Nothing here imports a worker at module level: the store and the extractor arrive through
-``shared.client`` (Ray) or, in the embedded mode, are imported when the command runs.
+It lives with the extractor (it runs one in the embedded mode), not in ``shared``, which
+imports no worker (DESIGN §10). The store is a ``shared.api.StoreAPI``: the Ray
+``StoreClient``, or the embedded store opened through the store worker's entry point.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, TextIO
 
 from ulid import ULID
 
+from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
 
 BASE_SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
@@ -48,7 +50,7 @@ class ChatSession:
 
     def __init__(
         self,
-        store: Any,
+        store: StoreAPI,
         complete: Complete,
         *,
         session_id: str | None = None,
@@ -184,18 +186,18 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data-dir", default=argparse.SUPPRESS, help="embedded mode: this data dir")
 
 
-def _open_store(args: argparse.Namespace) -> Any:
+def _open_store(args: argparse.Namespace) -> StoreAPI:
     if getattr(args, "data_dir", None):
-        from shared.cli_store import embedded_store
+        from shared.cli_store import open_store
 
-        return embedded_store(args.data_dir)
+        return open_store(args.data_dir)
     from shared.client import StoreClient, connect
 
     connect()
     return StoreClient(timeout=getattr(args, "timeout", 120.0))
 
 
-def _embedded_extractor(args: argparse.Namespace, store: Any) -> Callable[[], Any] | None:
+def _embedded_extractor(args: argparse.Namespace, store: StoreAPI) -> Callable[[], Any] | None:
     model = args.extraction_model or os.environ.get("MEMORY_EXTRACTION_MODEL")
     if not getattr(args, "data_dir", None) or not model:
         return None

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from extract_worker.chat import ChatSession, litellm_complete, run_chat
 from extract_worker.core import Extractor
 from extract_worker.llm import LiteLLMBackend
 from extract_worker.settings import ExtractorSettings
-from shared.chat import ChatSession, litellm_complete, run_chat
 from shared.cli import run as cli_run
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
