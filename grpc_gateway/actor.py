@@ -21,7 +21,8 @@ from typing import Any, ClassVar, cast
 
 from pydantic import Field
 
-from grpc_gateway.server import DEFAULT_PORT, StoreAPI, build_server
+from grpc_gateway.server import DEFAULT_PORT, build_server
+from grpc_gateway.views import StoreAPI
 from shared.config import EnvSettings
 from shared.workers import WorkerSpec, start_detached
 
@@ -29,12 +30,6 @@ log = logging.getLogger(__name__)
 
 ACTOR_NAME = "memory-grpc"
 ENV_PREFIX = "MEMORY_GRPC_"
-
-# The store methods the gateway calls that the stock client does not list (issue 3 adds them).
-GATEWAY_READS = frozenset(
-    {"recall_context", "list_records", "get_record", "dangling", "backlinks", "search", "drafts"}
-)
-GATEWAY_WRITES = frozenset({"update_record", "delete_record", "remember", "forget"})
 
 
 class GatewaySettings(EnvSettings):
@@ -55,10 +50,8 @@ def store_client() -> StoreAPI:
     """The ``memory-store`` actor as a ``StoreAPI`` (the gateway's production store)."""
     from shared.client import READ_METHODS, STORE_METHODS, StoreClient
 
-    client = StoreClient(
-        methods=STORE_METHODS | GATEWAY_READS | GATEWAY_WRITES,
-        read_methods=READ_METHODS | GATEWAY_READS,
-    )
+    # the protocol views call public store methods only (views.StoreAPI)
+    client = StoreClient(methods=STORE_METHODS, read_methods=READ_METHODS)
     return cast(StoreAPI, client)  # StoreClient forwards by name (__getattr__)
 
 

@@ -53,10 +53,6 @@ READ_METHODS = frozenset(
         "backlinks",
         "dangling",
         "drafts",
-        "get_record",
-        "list_records",
-        "search",
-        "recall_context",
         "outbox_job",
         "outbox_list",
     }
@@ -89,10 +85,6 @@ WRITE_METHODS = frozenset(
         "outbox_note",
         "outbox_requeue",
         "outbox_watch",
-        "remember",
-        "forget",
-        "update_record",
-        "delete_record",
     }
 )
 STORE_METHODS = READ_METHODS | WRITE_METHODS

@@ -63,9 +63,7 @@ from store_worker.files import TRASH_DIR, StateStore, check_writable
 from store_worker.inject import InjectMixin
 from store_worker.links import LinksMixin
 from store_worker.outbox import OutboxMixin
-from store_worker.provider import ProviderMixin
 from store_worker.rules import RulesMixin
-from store_worker.tools import ToolsMixin
 from store_worker.vectors import VectorMixin
 
 log = logging.getLogger(__name__)
@@ -85,8 +83,6 @@ class MemoryStore(
     OutboxMixin,
     DraftsMixin,
     LinksMixin,
-    ToolsMixin,
-    ProviderMixin,
 ):
     """Named banks of rules and memories over plain files, with an in-RAM recall index."""
 
@@ -252,8 +248,10 @@ class MemoryStore(
         pinned: bool = False,
         confidence: str = "stated",
         status: str | None = None,
+        reinforce: bool = True,
     ) -> SaveResponse:
-        """Save one memory; the same normalised text re-saved reinforces instead."""
+        """Save one memory; the same normalised text re-saved reinforces instead, unless
+        ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
         clean = self._clean_fields(text=text, title=title, tags=tags, entities=entities)
         mem_type = v.memory_type(type)
         mem_scope = v.memory_scope(scope)
@@ -271,13 +269,13 @@ class MemoryStore(
         mem_status = self._status_for(status, conf)  # drafts.py: pending under ratification
         target = self._bank(bank, create=True)
         fp = fingerprint(clean["text"])
-        existing = _same_fact(target, fp, mem_scope, project_dir, session)
+        existing = _same_fact(target, fp, mem_scope, project_dir, session) if reinforce else None
         if existing is not None:
             return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id)
         turn = provenance.source_turn_id
         draft = (
             _draft_of_turn(target, fp, turn, mem_scope, project_dir, session)
-            if (mem_status == "pending" and turn is not None)
+            if (reinforce and mem_status == "pending" and turn is not None)
             else None
         )
         if draft is not None:  # this turn's draft of the fact, saved before a replay
@@ -555,17 +553,23 @@ class MemoryStore(
         include_superseded: bool = False,
         page_size: int | None = None,
         page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
     ) -> ListResponse:
-        """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive."""
+        """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive.
+        ``type_filter``/``scope_filter`` keep any of several types/scopes (with ``type`` and
+        ``scope``, a record must match both)."""
         size = v.page_size(page_size)
         mem_type = v.memory_type(type) if type is not None else None
         mem_scope = v.memory_scope(scope) if scope is not None else None
+        types = frozenset(v.memory_type(t) for t in type_filter or ())
+        scopes = frozenset(v.memory_scope(t) for t in scope_filter or ())
         if status not in (None, "canonical", "pending"):
             raise errors.InvalidArgumentError(f"unknown status {status!r}")
         after = _decode_token(page_token) if page_token else None
         target = self._bank(bank)
         tag_norm = v.labels([tag], "tags")[0] if tag else None
-        filters = (tag_norm, mem_type, mem_scope, status, bool(include_superseded))
+        filters = (tag_norm, mem_type, mem_scope, status, bool(include_superseded), types, scopes)
         rows, keys = self._listing(target, filters)
         total = len(rows)
         # keys ascend (oldest first): the page after a cursor is the slice just below it
@@ -589,7 +593,7 @@ class MemoryStore(
         cached = self._list_cache.get(bank.name)
         if cached is not None and cached[0] == state:
             return cached[1], cached[2]
-        tag, mem_type, mem_scope, status, include_superseded = filters
+        tag, mem_type, mem_scope, status, include_superseded, types, scopes = filters
         rows = sorted(
             (
                 m
@@ -599,6 +603,8 @@ class MemoryStore(
                 and (mem_type is None or m.type == mem_type)
                 and (mem_scope is None or m.scope == mem_scope)
                 and (status is None or m.status == status)
+                and (not types or m.type in types)  # type: ignore[operator]
+                and (not scopes or m.scope in scopes)  # type: ignore[operator]
             ),
             key=lambda m: (m.created_at, m.id),
         )
@@ -629,8 +635,17 @@ class MemoryStore(
         project: str | None = None,
         type_filter: Iterable[str] | None = None,
         scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+        as_of: int | None = None,
     ) -> RecallResponse:
-        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran."""
+        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran.
+
+        An empty query ranks every visible record by standing strength, lifted by the words of
+        ``hint`` (``recall.score_bank``). ``model_target`` counts ``tokens`` (and the budget)
+        with that model's tokenizer, in the response only. ``as_of`` (epoch ms) ranks as of
+        that instant instead of the store's clock: recency decay makes a ranking a function
+        of the time it is asked at, so two processes compare rankings only at one ``as_of``."""
         params = self._recall_params(
             query,
             limit=limit,
@@ -643,10 +658,16 @@ class MemoryStore(
             project=project,
             type_filter=type_filter,
             scope_filter=scope_filter,
+            hint=hint,
         )
         target = self._bank(bank)
-        query_vector, retrieval = self._query_vector(target, params)
-        hits = recall_mod.run(target, params, self.now(), query_vector)
+        counter = self._counter(model_target)
+        query_vector, retrieval = (
+            self._query_vector(target, params) if params.query.strip() else (None, "lexical")
+        )
+        now = self.now() if as_of is None else _instant(as_of)
+        recount = None if counter is self.tokens else counter.count
+        hits = recall_mod.run(target, params, now, query_vector, tokens=recount)
         return RecallResponse(
             memories=tuple(
                 ScoredMemory(memory=h.memory, relevance_score=h.relevance, score=h.score)
@@ -678,7 +699,14 @@ class MemoryStore(
             type_filter=tuple(v.memory_type(t) for t in (kw["type_filter"] or ())),
             scope_filter=tuple(v.memory_scope(s) for s in (kw["scope_filter"] or ())),
             half_life_days=self.settings.decay_half_life_days,
+            hint=v.optional_str(kw.get("hint"), "hint") or "",
         )
+
+    def _counter(self, model_target: str | None) -> TokenCounter:
+        """The tokenizer of ``model_target`` (seeds/000: a precise model reference for
+        CountTokens); the store's own when none or the same is named."""
+        name = v.optional_str(model_target, "model_target")
+        return self.tokens if name is None or name == self.tokens.model else TokenCounter(name)
 
     # -- sessions (visibility of session-scoped records) ------------------------------------
 
@@ -743,6 +771,8 @@ class MemoryStore(
         if not isinstance(config, dict):
             raise errors.InvalidArgumentError("config must be a mapping of setting → value")
         new = self.settings.merged(config)
+        if self.settings.ratification and not new.ratification:
+            _refuse_stranding_drafts(self.banks.values())
         embedder = self.embedder
         if "embedding_model" in config or "embeddings_enabled" in config:
             fresh = self._embedder_from(new)  # before any change: a bad folder changes nothing
@@ -773,6 +803,25 @@ class MemoryStore(
         if target.parent != self.trash_dir().resolve():
             raise errors.InvalidArgumentError("only folders directly in .trash can be purged")
         shutil.rmtree(target, ignore_errors=True)
+
+
+def _refuse_stranding_drafts(banks: Iterable[Bank]) -> None:
+    """Ratification goes off only with no draft waiting: with it off nothing may be pending
+    (seeds/002) and approve/reject refuse, so a draft left behind could never be resolved.
+    Refusing, rather than approving or discarding them, leaves that choice to a reviewer."""
+    waiting = {b.name: n for b in banks if (n := sum(m.status == "pending" for m in b.live()))}
+    if waiting:
+        where = ", ".join(f"{n} in {name!r}" for name, n in sorted(waiting.items()))
+        raise errors.DraftsWaitingError(
+            f"ratification cannot be turned off while {sum(waiting.values())} pending draft(s) "
+            f"wait for review ({where}); approve or reject them first"
+        )
+
+
+def _instant(as_of: object) -> int:
+    if isinstance(as_of, bool) or not isinstance(as_of, int) or as_of < 0:
+        raise errors.InvalidArgumentError("as_of must be a time in epoch milliseconds (int >= 0)")
+    return as_of
 
 
 def _clean_labels(

@@ -40,7 +40,7 @@ import itertools
 import math
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +67,9 @@ W_COSINE = 2.2
 W_DATE = 2.0
 DECAY_FLOOR = 0.35
 RELEVANCE_HALF = 4.0
+# An empty query's match of every visible record: its standing strength is then its boosts
+# and decay alone (about 1 over RELEVANCE_HALF + 1 in ``relevance_score``).
+AMBIENT = 1.0
 # Under budget pressure, project-type records decay this many times faster (seeds/002 SHOULD:
 # "project-type records weighted toward recency under budget pressure").
 PROJECT_PRESSURE_FACTOR = 4.0
@@ -129,6 +132,7 @@ class RecallParams:
     type_filter: tuple[str, ...] = ()
     scope_filter: tuple[str, ...] = ()
     half_life_days: float = 60.0
+    hint: str = ""  # an empty query's lift: words of the files a turn touched (memory.v1)
 
 
 @dataclass(frozen=True)
@@ -423,6 +427,8 @@ def score_bank(
     idx = bank.index
     t = TUNING
     mask = filter_mask(bank, p)
+    if not p.query.strip():
+        return standing(bank, p, now_ms, mask)
     if p.mode == "semantic":
         sims, have = idx.cosine(query_vector or [])
         return sims, mask & have & (sims > 0)
@@ -450,6 +456,26 @@ def score_bank(
         matched |= semantic
     # The fused score is computed for candidates only: boosts and decay never make a match.
     slots = np.flatnonzero(mask & matched)
+    score = _strength(bank, p, now_ms, match, slots, decay=window is None or t.dated_decay)
+    if cos is not None:
+        score = fuse(score, cos, slots, mask & matched)
+    if t.guard and p.include_superseded:
+        return guard(bank, score, mask & matched, mask)
+    return score, mask & matched
+
+
+def _strength(
+    bank: Bank,
+    p: RecallParams,
+    now_ms: int,
+    match: npt.NDArray[np.float64],
+    slots: npt.NDArray[np.intp],
+    *,
+    decay: bool = True,
+) -> npt.NDArray[np.float64]:
+    """``match`` with the boosts and recency decay applied, at ``slots`` (0 elsewhere)."""
+    t = TUNING
+    idx = bank.index
     corroboration = np.log1p(idx.col("corroboration")[slots].astype(np.float64))
     pinned = idx.col("pinned")[slots].astype(np.float64)
     if t.boost == "scale":
@@ -458,15 +484,22 @@ def score_bank(
         )
     else:
         fused = match[slots] + t.w_corroboration * corroboration + t.w_pinned * pinned
-    if window is None or t.dated_decay:
+    if decay:
         fused *= _decay(bank, now_ms, p.half_life_days, slots)
     score = np.zeros(len(match), dtype=np.float64)
     score[slots] = fused
-    if cos is not None:
-        score = fuse(score, cos, slots, mask & matched)
-    if t.guard and p.include_superseded:
-        return guard(bank, score, mask & matched, mask)
-    return score, mask & matched
+    return score
+
+
+def standing(
+    bank: Bank, p: RecallParams, now_ms: int, mask: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """An empty query: every visible record, ranked by standing strength with the same
+    boosts and decay as a match (a match of ``AMBIENT`` each), lifted by BM25 over ``hint``."""
+    match = np.full(len(bank.index.keys), AMBIENT, dtype=np.float64)
+    if p.hint.strip():
+        match += bank.index.bm25(query_tokens(p.hint))
+    return _strength(bank, p, now_ms, match, np.flatnonzero(mask)), mask
 
 
 def top(
@@ -506,6 +539,11 @@ def apply_budget(hits: list[Hit], budget: int | None) -> list[Hit]:
     return kept
 
 
+def _recounted(mem: Memory, tokens: Callable[[str], int]) -> Memory:
+    count = tokens(mem.text)
+    return mem if count == mem.tokens else mem.model_copy(update={"tokens": count})
+
+
 def pressure_rescore(bank: Bank, hits: list[Hit], p: RecallParams, now_ms: int) -> list[Hit]:
     """When the budget cannot hold every hit, weigh project-type records toward recency."""
     if p.token_budget is None or sum(h.memory.tokens for h in hits) <= p.token_budget:
@@ -523,12 +561,21 @@ def pressure_rescore(bank: Bank, hits: list[Hit], p: RecallParams, now_ms: int) 
 
 
 def run(
-    bank: Bank, p: RecallParams, now_ms: int, query_vector: Sequence[float] | None
+    bank: Bank,
+    p: RecallParams,
+    now_ms: int,
+    query_vector: Sequence[float] | None,
+    *,
+    tokens: Callable[[str], int] | None = None,
 ) -> list[Hit]:
+    """Score, cut, re-weigh and fit the budget; ``tokens`` recounts each hit's ``tokens`` for
+    another model before the budget (a response-only copy: the stored count stays)."""
     scores, mask = score_bank(bank, p, now_ms, query_vector)
     # Over-fetch under a budget so trimming and re-weighing have room to work.
     fetch = p.limit * 4 if p.token_budget is not None else p.limit
     hits = top(bank, scores, mask, fetch)
+    if tokens is not None:
+        hits = [Hit(_recounted(h.memory, tokens), h.score) for h in hits]
     if p.mode == "hybrid":
         hits = pressure_rescore(bank, hits, p, now_ms)
     return apply_budget(hits, p.token_budget)[: p.limit]

@@ -17,7 +17,7 @@ from typing import Any, cast
 import grpc
 import pytest
 
-from grpc_gateway.actor import GATEWAY_READS, GATEWAY_WRITES, GatewaySettings, server_for
+from grpc_gateway.actor import GatewaySettings, server_for
 from grpc_gateway.server import CATEGORY_KEY, ERROR_KEY, StoreAPI
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
@@ -38,8 +38,8 @@ def _client(actor_name: str) -> StoreAPI:
     client = StoreClient(
         actor_name=actor_name,
         timeout=30,
-        methods=STORE_METHODS | GATEWAY_READS | GATEWAY_WRITES,
-        read_methods=READ_METHODS | GATEWAY_READS,
+        methods=STORE_METHODS,
+        read_methods=READ_METHODS,
     )
     return cast(StoreAPI, client)  # StoreClient forwards by name (__getattr__)
 
