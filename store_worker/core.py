@@ -93,12 +93,14 @@ class MemoryStore(
         settings: StoreSettings | None = None,
         clock: Clock | None = None,
         embedder: Embedder | None = None,
+        recall_tuning: recall_mod.Tuning | None = None,
     ) -> None:
         base = settings or StoreSettings()
         if data_dir is not None:
             base = base.merged({"data_dir": str(data_dir)})
         self.settings = base
         self.clock = clock or SystemClock()
+        self.recall_tuning = recall_tuning or recall_mod.Tuning()  # the eval varies it
         self.embedder = embedder or self._embedder_from(base)
         self._query_vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
         self.tokens = TokenCounter(base.token_model)
@@ -700,6 +702,7 @@ class MemoryStore(
             scope_filter=tuple(v.memory_scope(s) for s in (kw["scope_filter"] or ())),
             half_life_days=self.settings.decay_half_life_days,
             hint=v.optional_str(kw.get("hint"), "hint") or "",
+            tuning=self.recall_tuning,
         )
 
     def _counter(self, model_target: str | None) -> TokenCounter:

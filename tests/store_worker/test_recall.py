@@ -16,7 +16,9 @@ from shared.errors import BudgetExceededError, InvalidArgumentError, SourceUnava
 from shared.models import RecallResponse
 from store_worker.core import MemoryStore
 from store_worker.embed import FakeEmbedder
-from store_worker.recall import TUNING
+from store_worker.recall import Tuning
+
+TUNING = Tuning()  # what production runs
 
 
 def ids(res: RecallResponse) -> list[str]:
