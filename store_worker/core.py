@@ -664,10 +664,10 @@ class MemoryStore(
         )
         target = self._bank(bank)
         counter = self._counter(model_target)
+        now = self.now() if as_of is None else _instant(as_of)
         query_vector, retrieval = (
             self._query_vector(target, params) if params.query.strip() else (None, "lexical")
         )
-        now = self.now() if as_of is None else _instant(as_of)
         recount = None if counter is self.tokens else counter.count
         hits = recall_mod.run(target, params, now, query_vector, tokens=recount)
         return RecallResponse(
