@@ -125,3 +125,27 @@ def test_as_of_makes_a_wall_clock_store_rank_like_the_corpus_clock(
     # And at their own instants they do not: the cause of the side-by-side disagreement
     differ = sum(_ranked(wall, q) != _ranked(embedded, q) for q in queries)
     assert differ > 0
+
+
+@pytest.mark.ray
+def test_the_actor_ranks_like_an_embedded_store_on_a_copy_of_its_files(
+    store_actor: Any, unique_bank: str, tmp_path: Path
+) -> None:
+    # Given a bank written through the actor (StoreClient), and a copy of its files
+    for rec in corpus.records(120):
+        store_actor.save(str(rec["text"]), bank=unique_bank, pinned=bool(rec.get("pinned")))
+    for text in ("The user deploys kestrel on Fridays",) * 2:
+        store_actor.save(text, bank=unique_bank)  # a corroborated record
+    source = Path(store_actor.describe()["data_dir"]) / unique_bank
+    copy = tmp_path / "copy"
+    shutil.copytree(source, copy / unique_bank)
+    embedded = MemoryStore(copy, clock=SystemClock())
+    at = embedded.now()
+    # When the same queries are ranked by the actor and the embedded store at one instant
+    for query in [q.text for q in corpus.queries(list(corpus.records(120)), 30)] + ["", "kestrel"]:
+        remote = store_actor.recall(query, bank=unique_bank, limit=LIMIT, as_of=at)
+        local = embedded.recall(query, bank=unique_bank, limit=LIMIT, as_of=at)
+        # Then every rank and score agrees
+        assert [(h.memory.id, h.score) for h in remote.memories] == [
+            (h.memory.id, h.score) for h in local.memories
+        ], query
