@@ -45,12 +45,61 @@ class StoreAPI(Protocol):
     def capabilities(self) -> dict[str, Any]: ...
     def configure(self, config: dict[str, Any]) -> dict[str, Any]: ...
     def describe(self) -> dict[str, Any]: ...
-    def save(self, text: str, **kwargs: Any) -> SaveResponse: ...
+    def save(
+        self,
+        text: str,
+        *,
+        bank: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        type: str = "user",
+        scope: str = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        recorded_by: str | None = None,
+        status: str | None = None,
+        reinforce: bool = True,
+    ) -> SaveResponse: ...
     def get(self, id: str, *, bank: str | None = None) -> MemoryResponse: ...
-    def list(self, **kwargs: Any) -> ListResponse: ...
-    def recall(self, query: str, **kwargs: Any) -> RecallResponse: ...
-    def update(self, id: str, **kwargs: Any) -> MemoryResponse: ...
-    def delete(self, id: str, **kwargs: Any) -> MemoryResponse: ...
+    def list(
+        self,
+        *,
+        bank: str | None = None,
+        status: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+    ) -> ListResponse: ...
+    def recall(
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        limit: int | None = None,
+        include_pending: bool = False,
+        token_budget: int | None = None,
+        session_id: str | None = None,
+        project: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+    ) -> RecallResponse: ...
+    def update(
+        self,
+        id: str,
+        *,
+        bank: str | None = None,
+        text: str | None = None,
+        title: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+    ) -> MemoryResponse: ...
+    def delete(
+        self, id: str, *, bank: str | None = None, reason: str | None = None
+    ) -> MemoryResponse: ...
     def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse: ...
     def reject(self, id: str, *, bank: str | None = None) -> Any: ...
     def dangling(self, *, bank: str | None = None) -> Any: ...
