@@ -1,6 +1,6 @@
 """``memory-grpc``: the memory.v1 gRPC gateway (DESIGN §8, issue 3).
 
-It holds no data: every RPC is one call on the store's public API (``server.StoreAPI``), served
+It holds no data: every RPC is one call on the store's public API (``shared.api.StoreAPI``), served
 by a plain ``MemoryStore`` in tests and embedded mode, or by the ``memory-store`` actor through
 ``shared.client.StoreClient`` in production (``actor.py``). It can be stopped or scaled freely.
 """

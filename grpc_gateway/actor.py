@@ -17,11 +17,12 @@ import argparse
 import logging
 import os
 import threading
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from pydantic import Field
 
-from grpc_gateway.server import DEFAULT_PORT, StoreAPI, build_server
+from grpc_gateway.server import DEFAULT_PORT, build_server
+from shared.api import StoreAPI
 from shared.config import EnvSettings
 from shared.workers import WorkerSpec, start_detached
 
@@ -29,12 +30,6 @@ log = logging.getLogger(__name__)
 
 ACTOR_NAME = "memory-grpc"
 ENV_PREFIX = "MEMORY_GRPC_"
-
-# The store methods the gateway calls that the stock client does not list (issue 3 adds them).
-GATEWAY_READS = frozenset(
-    {"recall_context", "list_records", "get_record", "dangling", "backlinks", "search", "drafts"}
-)
-GATEWAY_WRITES = frozenset({"update_record", "delete_record", "remember", "forget"})
 
 
 class GatewaySettings(EnvSettings):
@@ -53,13 +48,9 @@ class GatewaySettings(EnvSettings):
 
 def store_client() -> StoreAPI:
     """The ``memory-store`` actor as a ``StoreAPI`` (the gateway's production store)."""
-    from shared.client import READ_METHODS, STORE_METHODS, StoreClient
+    from shared.client import StoreClient
 
-    client = StoreClient(
-        methods=STORE_METHODS | GATEWAY_READS | GATEWAY_WRITES,
-        read_methods=READ_METHODS | GATEWAY_READS,
-    )
-    return cast(StoreAPI, client)  # StoreClient forwards by name (__getattr__)
+    return StoreClient()  # implements StoreAPI: the views call public store methods only
 
 
 def server_for(settings: GatewaySettings, store: StoreAPI, *, serialize: bool) -> tuple[Any, int]:
@@ -197,9 +188,9 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
     settings = GatewaySettings.from_env(env_from_args(args, dict(os.environ)))
     store: StoreAPI
     if getattr(args, "data_dir", None):
-        from shared.cli_store import embedded_store
+        from shared.cli_store import open_store
 
-        store = embedded_store(args.data_dir)
+        store = open_store(args.data_dir)
         serialize = True
     else:
         from shared.client import connect

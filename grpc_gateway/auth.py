@@ -1,8 +1,11 @@
 """Optional bearer-token authentication for the gateway (issue 3: "an optional bearer token").
 
 With a token configured, every call must carry ``authorization: Bearer <token>`` metadata;
-anything else is ``UNAUTHENTICATED`` before the servicer runs, with a ``MemoryError`` in the
-trailing metadata like every other failure. The comparison is constant-time (``hmac``).
+anything else is refused before the servicer runs, with a ``MemoryError`` in the trailing
+metadata like every other failure. seeds/002's seven categories have no authentication one, so
+a refused token is ``unknown`` and, as that category maps, gRPC ``INTERNAL`` (issue 17: never a
+status outside the mapping), with a message naming the missing header. The comparison is
+constant-time (``hmac``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ class BearerAuth(grpc.ServerInterceptor):
         self._abort = abort
 
         def deny(request: Any, context: Any) -> None:
-            err = errors.InvalidArgumentError("missing or wrong bearer token")
-            self._abort(context, err, grpc.StatusCode.UNAUTHENTICATED)
+            err = errors.UnknownError(
+                f"unauthenticated: missing or wrong bearer token ({HEADER}: Bearer <token>)"
+            )
+            self._abort(context, err)
 
         self._deny: grpc.RpcMethodHandler[Any, None] = grpc.unary_unary_rpc_method_handler(deny)
 

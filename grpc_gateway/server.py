@@ -1,12 +1,14 @@
-"""The memory.v1 servicers: every RPC is one call on the store's public API (DESIGN §8).
+"""The memory.v1 servicers: every RPC is one protocol view (``views.py``, ``tools.py``) over
+the store's public API (DESIGN §8).
 
-``StoreAPI`` is the part of the store the gateway uses; a plain ``MemoryStore`` satisfies it
-(tests, embedded mode) and so does ``shared.client.StoreClient`` over the ``memory-store``
-actor (``actor.py``). Errors translate only here, at the edge (STYLE §7): a
-``MemoryServiceError`` becomes the gRPC status of ``shared.errors.GRPC_CODES`` (seeds/002) with
-``MemoryError{category, message, retryable}`` in the trailing metadata (``memory-error-bin``,
-serialized; ``memory-error-category``, its name); anything unexpected is ``unknown`` →
-``INTERNAL``. No path answers gRPC ``UNKNOWN``.
+``shared.api.StoreAPI`` is the store contract the gateway uses; a plain ``MemoryStore``
+satisfies it (tests, embedded mode) and so does ``shared.client.StoreClient`` over the
+``memory-store`` actor (``actor.py``). Errors translate only here, at the edge (STYLE §7): a
+``MemoryServiceError`` is classified into one of seeds/002's seven categories (``on_the_wire``:
+the store's own ``invalid_argument`` is not one of them) and becomes that category's gRPC
+status with ``MemoryError{category, message, retryable}`` in the trailing metadata
+(``memory-error-bin``, serialized; ``memory-error-category``, its name). README "Errors on the
+wire" has the table. No path answers gRPC ``UNKNOWN``.
 
 The bank: the gateway's configured bank, or per call the ``x-memory-bank`` metadata.
 """
@@ -19,14 +21,17 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
 from grpc_gateway import convert
 from grpc_gateway.auth import BearerAuth
+from grpc_gateway.tools import Tools
+from grpc_gateway.views import ProtocolViews
 from shared import errors
-from shared.models import ListResponse, Memory, MemoryResponse, RecallResponse, SaveResponse
+from shared.api import StoreAPI
+from shared.models import Memory
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
 from shared.text import parse_links
@@ -42,29 +47,38 @@ _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")  # the same syntax as shared.t
 T = TypeVar("T")
 
 
-class StoreAPI(Protocol):
-    """The store methods the gateway calls (store_worker core + provider/drafts/links/tools)."""
-
-    def capabilities(self, *args: Any, **kwargs: Any) -> dict[str, Any]: ...
-    def configure(self, config: dict[str, Any]) -> dict[str, Any]: ...
-    def describe(self, *args: Any, **kwargs: Any) -> dict[str, Any]: ...
-    def recall_context(self, *args: Any, **kwargs: Any) -> RecallResponse: ...
-    def save(self, *args: Any, **kwargs: Any) -> SaveResponse: ...
-    def update_record(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
-    def delete_record(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
-    def approve(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
-    def reject(self, *args: Any, **kwargs: Any) -> Any: ...
-    def list_records(self, *args: Any, **kwargs: Any) -> ListResponse: ...
-    def get_record(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
-    def dangling(self, *args: Any, **kwargs: Any) -> Any: ...
-    def remember(self, *args: Any, **kwargs: Any) -> Any: ...
-    def forget(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
-    def search(self, *args: Any, **kwargs: Any) -> RecallResponse: ...
+# seeds/002 "Error taxonomy": the closed set a memory.v1 failure is classified into.
+WIRE_CATEGORIES = frozenset(
+    {
+        "not_found",
+        "invalid_type",
+        "ratification_unsupported",
+        "budget_exceeded",
+        "source_unavailable",
+        "unknown",
+        "invalid_scope",
+    }
+)
 
 
-def abort(context: Any, err: errors.MemoryServiceError, code: Any = None) -> None:
-    """End the call with ``err``'s status code and MemoryError trailers (raises)."""
-    status = code or grpc.StatusCode[errors.GRPC_CODES.get(err.category, "INTERNAL")]
+def on_the_wire(err: errors.MemoryServiceError) -> errors.MemoryServiceError:
+    """``err`` as one of the seven seed categories. The views already turn a malformed or
+    retired id into ``not_found``; turning ratification off with drafts waiting is refused
+    as ``ratification_unsupported`` (FailedPrecondition: the state forbids it, retrying
+    as-is cannot help); any other malformed input is ``unknown`` ("anything else", with the
+    detail of what was malformed)."""
+    if err.category in WIRE_CATEGORIES:
+        return err
+    if isinstance(err, errors.DraftsWaitingError):
+        return errors.RatificationUnsupportedError(err.message, err.retryable)
+    return errors.UnknownError(f"malformed request: {err.message}", err.retryable)
+
+
+def abort(context: Any, err: errors.MemoryServiceError) -> None:
+    """End the call with ``err`` classified for the wire: its category's status code and the
+    MemoryError trailers (raises)."""
+    err = on_the_wire(err)
+    status = grpc.StatusCode[errors.GRPC_CODES[err.category]]
     context.set_trailing_metadata(
         (
             (ERROR_KEY, convert.memory_error(err).SerializeToString()),
@@ -79,6 +93,8 @@ class _Edge:
 
     def __init__(self, store: StoreAPI, *, bank: str | None, serialize: bool) -> None:
         self.store = store
+        self.views = ProtocolViews(store)
+        self.tools = Tools(self.views)
         self.bank = bank
         # A plain MemoryStore is single-threaded; the actor serializes calls itself.
         self._lock: threading.Lock | None = threading.Lock() if serialize else None
@@ -117,6 +133,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def __init__(self, edge: _Edge) -> None:
         self.edge = edge
         self.store = edge.store
+        self.views = edge.views
 
     def GetCapabilities(self, request: pb.GetCapabilitiesRequest, context: Any) -> Any:
         def body() -> pb.GetCapabilitiesResponse:
@@ -136,7 +153,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def Recall(self, request: pb.RecallRequest, context: Any) -> Any:
         def body() -> pb.RecallResponse:
-            found = self.store.recall_context(
+            found = self.views.recall_context(
                 bank=self.edge.bank_of(context),
                 query=request.query or None,
                 files_touched=list(request.files_touched),
@@ -156,14 +173,14 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def Record(self, request: pb.RecordRequest, context: Any) -> Any:
         def body() -> pb.RecordResponse:
-            saved = self.store.save(**record_kwargs(request), bank=self.edge.bank_of(context))
+            saved = self.views.record(**record_kwargs(request), bank=self.edge.bank_of(context))
             return pb.RecordResponse(result=convert.result(saved.memory))
 
         return self.edge.run(context, body)
 
     def UpdateRecord(self, request: pb.UpdateRecordRequest, context: Any) -> Any:
         def body() -> pb.UpdateRecordResponse:
-            updated = self.store.update_record(
+            updated = self.views.update_record(
                 request.id,
                 text=convert.content_text(request.content),
                 title=request.title if request.HasField("title") else None,
@@ -175,21 +192,21 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def DeleteRecord(self, request: pb.DeleteRecordRequest, context: Any) -> Any:
         def body() -> pb.DeleteRecordResponse:
-            self.store.delete_record(request.id, bank=self.edge.bank_of(context))
+            self.views.delete_record(request.id, bank=self.edge.bank_of(context))
             return pb.DeleteRecordResponse(result=pb.DeleteResult(deleted=True))
 
         return self.edge.run(context, body)
 
     def ApproveRecord(self, request: pb.ApproveRecordRequest, context: Any) -> Any:
         def body() -> pb.ApproveRecordResponse:
-            approved = self.store.approve(request.id, bank=self.edge.bank_of(context))
+            approved = self.views.approve(request.id, bank=self.edge.bank_of(context))
             return pb.ApproveRecordResponse(result=convert.result(approved.memory))
 
         return self.edge.run(context, body)
 
     def RejectRecord(self, request: pb.RejectRecordRequest, context: Any) -> Any:
         def body() -> pb.RejectRecordResponse:
-            done = self.store.reject(request.id, bank=self.edge.bank_of(context))
+            done = self.views.reject(request.id, bank=self.edge.bank_of(context))
             return pb.RejectRecordResponse(result=pb.DeleteResult(deleted=bool(done.deleted)))
 
         return self.edge.run(context, body)
@@ -197,7 +214,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def Render(self, request: pb.RenderRequest, context: Any) -> Any:
         def body() -> pb.RenderResponse:
             bank = self.edge.bank_of(context)
-            page = self.store.list_records(
+            page = self.views.list_records(
                 bank=bank,
                 status=convert.status(request.status_filter),
                 page_size=request.page_size or RENDER_PAGE,
@@ -210,7 +227,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def ListRecords(self, request: pb.ListRecordsRequest, context: Any) -> Any:
         def body() -> pb.ListRecordsResponse:
             wanted = request.status_filter if request.HasField("status_filter") else 0
-            page = self.store.list_records(
+            page = self.views.list_records(
                 bank=self.edge.bank_of(context),
                 type_filter=convert.type_filter(request.type_filter),
                 scope_filter=convert.scope_filter(request.scope_filter),
@@ -229,7 +246,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def GetRecord(self, request: pb.GetRecordRequest, context: Any) -> Any:
         def body() -> pb.GetRecordResponse:
-            found = self.store.get_record(request.id, bank=self.edge.bank_of(context))
+            found = self.views.get_record(request.id, bank=self.edge.bank_of(context))
             return pb.GetRecordResponse(record=convert.record(found.memory))
 
         return self.edge.run(context, body)
@@ -246,7 +263,7 @@ class ToolsServicer(pb_grpc.MemoryToolsServicer):
 
     def __init__(self, edge: _Edge) -> None:
         self.edge = edge
-        self.store = edge.store
+        self.tools = edge.tools
 
     def Remember(self, request: pb.RememberRequest, context: Any) -> Any:
         def body() -> pb.RememberResponse:
@@ -256,7 +273,7 @@ class ToolsServicer(pb_grpc.MemoryToolsServicer):
             kwargs.pop("status", None)
             kwargs.pop("id", None)
             kwargs["recorded_by"] = kwargs.get("recorded_by") or "memory.remember"
-            done = self.store.remember(
+            done = self.tools.remember(
                 **kwargs,
                 bank=self.edge.bank_of(context),
                 update_id=chosen,
@@ -273,14 +290,14 @@ class ToolsServicer(pb_grpc.MemoryToolsServicer):
 
     def Forget(self, request: pb.ForgetRequest, context: Any) -> Any:
         def body() -> pb.ForgetResponse:
-            self.store.forget(request.id, bank=self.edge.bank_of(context))
+            self.tools.forget(request.id, bank=self.edge.bank_of(context))
             return pb.ForgetResponse(result=pb.DeleteResult(deleted=True))
 
         return self.edge.run(context, body)
 
     def Search(self, request: pb.SearchRequest, context: Any) -> Any:
         def body() -> pb.RecallResponse:
-            found = self.store.search(
+            found = self.tools.search(
                 request.query,
                 bank=self.edge.bank_of(context),
                 limit=request.limit or None,

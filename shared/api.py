@@ -98,6 +98,7 @@ class StoreAPI(Protocol):
         pinned: bool = False,
         confidence: str = "stated",
         status: str | None = None,
+        reinforce: bool = True,
     ) -> SaveResponse: ...
 
     def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
@@ -149,6 +150,8 @@ class StoreAPI(Protocol):
         include_superseded: bool = False,
         page_size: int | None = None,
         page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
     ) -> ListResponse: ...
 
     def tags(self, *, bank: str | None = None) -> TagsResponse: ...
@@ -168,6 +171,9 @@ class StoreAPI(Protocol):
         project: str | None = None,
         type_filter: Iterable[str] | None = None,
         scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+        as_of: int | None = None,
     ) -> RecallResponse: ...
 
     def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse: ...

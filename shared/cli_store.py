@@ -46,12 +46,6 @@ def close_store(store: StoreAPI) -> None:
         close()
 
 
-def embedded_store(data_dir: str) -> Any:
-    """``open_store`` for ``grpc_gateway.actor``, which types the store against its own
-    Protocol (with the memory.v1 views ``StoreAPI`` leaves out); it goes with the gateway move."""
-    return open_store(data_dir)
-
-
 def add_verb(
     sub: Any,
     name: str,

@@ -264,12 +264,7 @@ def _checked(expect: type[T], value: object, where: str) -> T:
 
 
 class StoreClient(ActorClient):
-    """``StoreAPI`` over Ray: the ``memory-store`` actor (or another store actor by name).
-
-    ``methods`` and ``read_methods`` are checks, kept for callers written against the old
-    name lists (``grpc_gateway.actor``): every name must be a method declared here, and every
-    name in ``read_methods`` one declared ``@read``; otherwise ``ValueError`` at construction.
-    """
+    """``StoreAPI`` over Ray: the ``memory-store`` actor (or another store actor by name)."""
 
     def __init__(
         self,
@@ -277,17 +272,8 @@ class StoreClient(ActorClient):
         *,
         actor_name: str = STORE_ACTOR,
         timeout: float | None = DEFAULT_TIMEOUT_S,
-        methods: frozenset[str] | None = None,
-        read_methods: frozenset[str] | None = None,
     ) -> None:
         super().__init__(handle, actor_name=actor_name, timeout=timeout)
-        undeclared = sorted((methods or frozenset()) - STORE_METHODS)
-        not_reads = sorted((read_methods or frozenset()) - READ_METHODS)
-        if undeclared or not_reads:
-            raise ValueError(
-                f"StoreClient declares no method {undeclared} / no read {not_reads}; "
-                "declare them here with @read or @write"
-            )
 
     def retry_safe(self, method: str) -> bool:
         return method in READ_METHODS
@@ -336,6 +322,7 @@ class StoreClient(ActorClient):
         pinned: bool = False,
         confidence: str = "stated",
         status: str | None = None,
+        reinforce: bool = True,
     ) -> SaveResponse:
         return self._call(
             SaveResponse,
@@ -355,6 +342,7 @@ class StoreClient(ActorClient):
             pinned=pinned,
             confidence=confidence,
             status=status,
+            reinforce=reinforce,
         )
 
     @write
@@ -437,6 +425,8 @@ class StoreClient(ActorClient):
         include_superseded: bool = False,
         page_size: int | None = None,
         page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
     ) -> ListResponse:
         return self._call(
             ListResponse,
@@ -449,6 +439,8 @@ class StoreClient(ActorClient):
             include_superseded=include_superseded,
             page_size=page_size,
             page_token=page_token,
+            type_filter=_seq(type_filter),
+            scope_filter=_seq(scope_filter),
         )
 
     @read
@@ -471,6 +463,9 @@ class StoreClient(ActorClient):
         project: str | None = None,
         type_filter: Iterable[str] | None = None,
         scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+        as_of: int | None = None,
     ) -> RecallResponse:
         return self._call(
             RecallResponse,
@@ -487,6 +482,9 @@ class StoreClient(ActorClient):
             project=project,
             type_filter=_seq(type_filter),
             scope_filter=_seq(scope_filter),
+            hint=hint,
+            model_target=model_target,
+            as_of=as_of,
         )
 
     @read
@@ -684,69 +682,6 @@ class StoreClient(ActorClient):
 
     # -- the memory.v1 views: the gateway calls them until they move into grpc_gateway -----
     # (not in StoreAPI; they go with store_worker/tools.py and provider.py)
-
-    @read
-    def recall_context(
-        self,
-        *,
-        bank: str | None = None,
-        query: str | None = None,
-        files_touched: Iterable[str] = (),
-        session_id: str | None = None,
-        turn_id: str | None = None,
-        project: str | None = None,
-        token_budget: int | None = None,
-        model_target: str | None = None,
-        type_filter: Iterable[str] | None = None,
-        scope_filter: Iterable[str] | None = None,
-        include_pending: bool = False,
-        limit: int | None = None,
-    ) -> RecallResponse:
-        return self._call(
-            RecallResponse,
-            "recall_context",
-            bank=bank,
-            query=query,
-            files_touched=tuple(files_touched),
-            session_id=session_id,
-            turn_id=turn_id,
-            project=project,
-            token_budget=token_budget,
-            model_target=model_target,
-            type_filter=_seq(type_filter),
-            scope_filter=_seq(scope_filter),
-            include_pending=include_pending,
-            limit=limit,
-        )
-
-    @read
-    def search(self, query: str, **options: object) -> RecallResponse:
-        return self._call(RecallResponse, "search", query, **options)
-
-    @read
-    def list_records(self, **options: object) -> ListResponse:
-        return self._call(ListResponse, "list_records", **options)
-
-    @read
-    def get_record(self, id: str, *, bank: str | None = None) -> MemoryResponse:
-        return self._call(MemoryResponse, "get_record", id, bank=bank)
-
-    @write
-    def update_record(self, id: str, **options: object) -> MemoryResponse:
-        return self._call(MemoryResponse, "update_record", id, **options)
-
-    @write
-    def delete_record(self, id: str, **options: object) -> MemoryResponse:
-        return self._call(MemoryResponse, "delete_record", id, **options)
-
-    @write
-    def remember(self, text: str, **options: object) -> object:
-        """Answers ``store_worker.tools.RememberResponse`` (not a shared model until the move)."""
-        return self._call(object, "remember", text, **options)
-
-    @write
-    def forget(self, id: str, **options: object) -> MemoryResponse:
-        return self._call(MemoryResponse, "forget", id, **options)
 
 
 def _seq(values: Iterable[str] | None) -> Iterable[str] | None:

@@ -11,6 +11,11 @@
     ├── UnknownError                  category unknown
     └── InvalidArgumentError          category invalid_argument
         └── ConflictError             (the call is well-formed but the record's state refuses it)
+            └── DraftsWaitingError    (ratification turned off with drafts outstanding)
+
+``invalid_argument`` is the store's own API's (DESIGN §9): on the memory.v1 wire every failure
+is one of seeds/002's seven, so the gateway classifies it there (``grpc_gateway.server.
+on_the_wire``: a malformed id is ``not_found``, other malformed input ``unknown``).
 
 Every constructor argument stays in ``args`` so the errors survive pickling: Ray moves them
 between processes. Edges translate them (the CLI into exit codes, the gRPC gateway into status
@@ -125,6 +130,10 @@ class InvalidArgumentError(MemoryServiceError):
 
 class ConflictError(InvalidArgumentError):
     """Raised when a well-formed call is refused by the record's state (pinned, retired, self)."""
+
+
+class DraftsWaitingError(ConflictError):
+    """Raised when ratification would be turned off while pending drafts wait for review."""
 
 
 _BY_CATEGORY: dict[str, type[MemoryServiceError]] = {

@@ -50,11 +50,6 @@ STOPWORDS = frozenset(
     mine myself s t don now ever also shall may might must tell know remember""".split()
 )
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "im"})
-# Switches for the recall-quality eval's ablations (tests/recall_quality/run.py); never
-# changed at run time by the store.
-STEMMING = True
-LEMMAS = True
-
 _STEMMER = Stemmer.Stemmer("english")
 
 
@@ -205,7 +200,8 @@ IRREGULAR = {
 def _stem(word: str) -> str:
     if not (word.isascii() and word.isalpha()):
         return word
-    stem: str = _STEMMER.stemWord(IRREGULAR.get(word, word) if LEMMAS else word)
+    # irregular past forms first (ran → run), then Snowball: both measured, HISTORY.md §1-2
+    stem: str = _STEMMER.stemWord(IRREGULAR.get(word, word))
     return stem
 
 
@@ -224,7 +220,7 @@ def words(text: str) -> list[str]:
 
 
 def _stems(ws: list[str]) -> list[str]:
-    return [_stem(w) for w in ws] if STEMMING else ws
+    return [_stem(w) for w in ws]
 
 
 def tokenize(text: str) -> list[str]:

@@ -65,7 +65,9 @@ from shared.models import (
 from shared.redact import redact
 from shared.tokens import TokenCounter
 from store_worker import links, ops
+from store_worker import recall as recall_mod
 from store_worker import validate as v
+from store_worker.bank import Bank
 from store_worker.banks import Banks
 from store_worker.commit import GroupCommit
 from store_worker.drafts import Drafts
@@ -126,12 +128,14 @@ class MemoryStore:
         settings: StoreSettings | None = None,
         clock: Clock | None = None,
         embedder: Embedder | None = None,
+        recall_tuning: recall_mod.Tuning | None = None,
     ) -> None:
         base = settings or StoreSettings()
         if data_dir is not None:
             base = base.merged({"data_dir": str(data_dir)})
         self.settings = base
         self.clock = clock or SystemClock()
+        self.recall_tuning = recall_tuning or recall_mod.Tuning()  # the eval varies it
         self.vectors = Vectors(embedder or _embedder_from(base))
         self.tokens = TokenCounter(base.token_model)
         self.events = EventBus(base.event_buffer)
@@ -164,7 +168,13 @@ class MemoryStore:
             tokens=self.tokens,
         )
         self.reader = Reader(
-            s, banks=self.banks, vectors=self.vectors, sessions=self.sessions, clock=clock
+            s,
+            banks=self.banks,
+            vectors=self.vectors,
+            sessions=self.sessions,
+            clock=clock,
+            tokens=self.tokens,
+            tuning=self.recall_tuning,
         )
         self.rules = Rules(self.banks, self.events, clock)
         self.injector = Injector(
@@ -244,8 +254,10 @@ class MemoryStore:
         pinned: bool = False,
         confidence: str = "stated",
         status: str | None = None,
+        reinforce: bool = True,
     ) -> SaveResponse:
-        """Save one memory; the same normalised text re-saved reinforces instead."""
+        """Save one memory; the same normalised text re-saved reinforces instead, unless
+        ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
         return self.writer.save(
             text,
             bank=bank,
@@ -262,6 +274,7 @@ class MemoryStore:
             pinned=pinned,
             confidence=confidence,
             status=status,
+            reinforce=reinforce,
         )
 
     @_grouped
@@ -360,8 +373,12 @@ class MemoryStore:
         include_superseded: bool = False,
         page_size: int | None = None,
         page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
     ) -> ListResponse:
-        """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive."""
+        """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive.
+        ``type_filter``/``scope_filter`` keep any of several types/scopes (with ``type`` and
+        ``scope``, a record must match both)."""
         return self.reader.list(
             bank=bank,
             tag=tag,
@@ -371,6 +388,8 @@ class MemoryStore:
             include_superseded=include_superseded,
             page_size=page_size,
             page_token=page_token,
+            type_filter=type_filter,
+            scope_filter=scope_filter,
         )
 
     @_serialized
@@ -398,8 +417,17 @@ class MemoryStore:
         project: str | None = None,
         type_filter: Iterable[str] | None = None,
         scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+        as_of: int | None = None,
     ) -> RecallResponse:
-        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran."""
+        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran.
+
+        An empty query ranks every visible record by standing strength, lifted by the words of
+        ``hint`` (``recall.score_bank``). ``model_target`` counts ``tokens`` (and the budget)
+        with that model's tokenizer, in the response only. ``as_of`` (epoch ms) ranks as of
+        that instant instead of the store's clock: recency decay makes a ranking a function
+        of the time it is asked at, so two processes compare rankings only at one ``as_of``."""
         return self.reader.recall(
             query,
             bank=bank,
@@ -413,6 +441,9 @@ class MemoryStore:
             project=project,
             type_filter=type_filter,
             scope_filter=scope_filter,
+            hint=hint,
+            model_target=model_target,
+            as_of=as_of,
         )
 
     @_serialized
@@ -591,6 +622,8 @@ class MemoryStore:
         if not isinstance(config, dict):
             raise errors.InvalidArgumentError("config must be a mapping of setting → value")
         new = self.settings.merged(config)
+        if self.settings.ratification and not new.ratification:
+            _refuse_stranding_drafts(self.banks.values())
         embedder = self.embedder
         if "embedding_model" in config or "embeddings_enabled" in config:
             fresh = _embedder_from(new)  # before any change: a bad folder changes nothing
@@ -620,7 +653,7 @@ class MemoryStore:
             self.outbox,
         ):
             part.settings = new
-        self.writer.tokens = self.tokens
+        self.writer.tokens = self.reader.tokens = self.tokens
 
     @_serialized
     def reload(self) -> ReloadResponse:
@@ -650,3 +683,16 @@ def _embedder_from(settings: StoreSettings) -> Embedder | None:
 
 def _embedder_name(embedder: Embedder | None) -> str | None:
     return None if embedder is None else embedder.name
+
+
+def _refuse_stranding_drafts(banks: Iterable[Bank]) -> None:
+    """Ratification goes off only with no draft waiting: with it off nothing may be pending
+    (seeds/002) and approve/reject refuse, so a draft left behind could never be resolved.
+    Refusing, rather than approving or discarding them, leaves that choice to a reviewer."""
+    waiting = {b.name: n for b in banks if (n := sum(m.status == "pending" for m in b.live()))}
+    if waiting:
+        where = ", ".join(f"{n} in {name!r}" for name, n in sorted(waiting.items()))
+        raise errors.DraftsWaitingError(
+            f"ratification cannot be turned off while {sum(waiting.values())} pending draft(s) "
+            f"wait for review ({where}); approve or reject them first"
+        )

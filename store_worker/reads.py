@@ -27,6 +27,7 @@ from shared.models import (
     TagCount,
     TagsResponse,
 )
+from shared.tokens import TokenCounter
 from store_worker import recall as recall_mod
 from store_worker import validate as v
 from store_worker.bank import Bank
@@ -48,12 +49,16 @@ class Reader:
         vectors: Vectors,
         sessions: Sessions,
         clock: Clock,
+        tokens: TokenCounter,
+        tuning: recall_mod.Tuning,
     ) -> None:
         self.settings = settings
         self.banks = banks
         self.vectors = vectors
         self.sessions = sessions
         self.clock = clock
+        self.tokens = tokens
+        self.tuning = tuning  # recall's weights: data, varied only by the eval
         self._list_cache: dict[str, tuple[object, Any, Any]] = {}
 
     def forget(self, bank: str | None = None) -> None:
@@ -81,8 +86,11 @@ class Reader:
         include_superseded: bool = False,
         page_size: int | None = None,
         page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
     ) -> ListResponse:
-        """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive."""
+        """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive.
+        ``type_filter``/``scope_filter`` keep any of several types/scopes."""
         size = v.page_size(page_size)
         mem_type = v.memory_type(type) if type is not None else None
         mem_scope = v.memory_scope(scope) if scope is not None else None
@@ -91,7 +99,9 @@ class Reader:
         after = _decode_token(page_token) if page_token else None
         target = self.banks.resolve(bank)
         tag_norm = v.labels([tag], "tags")[0] if tag else None
-        filters = (tag_norm, mem_type, mem_scope, status, bool(include_superseded))
+        types = frozenset(v.memory_type(t) for t in type_filter or ())
+        scopes = frozenset(v.memory_scope(t) for t in scope_filter or ())
+        filters = (tag_norm, mem_type, mem_scope, status, bool(include_superseded), types, scopes)
         rows, keys = self._listing(target, filters)
         total = len(rows)
         # keys ascend (oldest first): the page after a cursor is the slice just below it
@@ -115,7 +125,7 @@ class Reader:
         cached = self._list_cache.get(bank.name)
         if cached is not None and cached[0] == state:
             return cached[1], cached[2]
-        tag, mem_type, mem_scope, status, include_superseded = filters
+        tag, mem_type, mem_scope, status, include_superseded, types, scopes = filters
         rows = sorted(
             (
                 m
@@ -125,6 +135,8 @@ class Reader:
                 and (mem_type is None or m.type == mem_type)
                 and (mem_scope is None or m.scope == mem_scope)
                 and (status is None or m.status == status)
+                and (not types or m.type in types)  # type: ignore[operator]
+                and (not scopes or m.scope in scopes)  # type: ignore[operator]
             ),
             key=lambda m: (m.created_at, m.id),
         )
@@ -155,8 +167,12 @@ class Reader:
         project: str | None = None,
         type_filter: Iterable[str] | None = None,
         scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+        as_of: int | None = None,
     ) -> RecallResponse:
-        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran."""
+        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran
+        (``MemoryStore.recall`` says what ``hint``, ``model_target`` and ``as_of`` do)."""
         params = self._recall_params(
             query,
             limit=limit,
@@ -169,10 +185,16 @@ class Reader:
             project=project,
             type_filter=type_filter,
             scope_filter=scope_filter,
+            hint=hint,
         )
         target = self.banks.resolve(bank)
-        query_vector, retrieval = self.vectors.query_vector(target, params)
-        hits = recall_mod.run(target, params, self.clock.now_ms(), query_vector)
+        counter = self._counter(model_target)
+        now = self.clock.now_ms() if as_of is None else _instant(as_of)
+        query_vector, retrieval = (
+            self.vectors.query_vector(target, params) if params.query.strip() else (None, "lexical")
+        )
+        recount = None if counter is self.tokens else counter.count
+        hits = recall_mod.run(target, params, now, query_vector, tokens=recount)
         return RecallResponse(
             memories=tuple(
                 ScoredMemory(memory=h.memory, relevance_score=h.relevance, score=h.score)
@@ -204,7 +226,15 @@ class Reader:
             type_filter=tuple(v.memory_type(t) for t in (kw["type_filter"] or ())),
             scope_filter=tuple(v.memory_scope(s) for s in (kw["scope_filter"] or ())),
             half_life_days=self.settings.decay_half_life_days,
+            hint=v.optional_str(kw.get("hint"), "hint") or "",
+            tuning=self.tuning,
         )
+
+    def _counter(self, model_target: str | None) -> TokenCounter:
+        """The tokenizer of ``model_target`` (seeds/000: a precise model reference for
+        CountTokens); the store's own when none or the same is named."""
+        name = v.optional_str(model_target, "model_target")
+        return self.tokens if name is None or name == self.tokens.model else TokenCounter(name)
 
 
 def _encode_token(mem: Memory) -> str:
@@ -219,3 +249,9 @@ def _decode_token(token: str) -> tuple[int, str]:
         return int(created_at), str(mem_id)
     except (ValueError, TypeError, binascii.Error) as e:
         raise errors.InvalidArgumentError("page_token is not one this store issued") from e
+
+
+def _instant(as_of: object) -> int:
+    if isinstance(as_of, bool) or not isinstance(as_of, int) or as_of < 0:
+        raise errors.InvalidArgumentError("as_of must be a time in epoch milliseconds (int >= 0)")
+    return as_of

@@ -31,7 +31,12 @@ BM25's IDF grows with the bank, so a fixed additive pin outweighed a real match 
 bank ("what day do I publish?" ranked a pinned note on tabs first in a two-memory bank) while
 meaning almost nothing in a large one. The eval is unchanged by the switch (HISTORY.md).
 
-The weights are measured on the recall-quality eval (``tests/recall_quality``, HISTORY.md).
+An empty query ranks every visible record by standing strength: a match of ``AMBIENT`` each,
+plus BM25 over the words of ``hint`` (memory.v1 Recall's ``files_touched``), through the same
+boosts and decay (``standing``). One scorer: the protocol's context recall is this one.
+
+The weights are measured on the recall-quality eval (``tests/recall_quality``, HISTORY.md) and
+travel in ``RecallParams.tuning`` (``Tuning``), never in a module global.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ import itertools
 import math
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,12 +66,12 @@ from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
 from store_worker.index import BankIndex
 
 W_ENTITY = 0.6
-W_CORROBORATION = 0.3
-W_PINNED = 0.75
-W_COSINE = 2.2
 W_DATE = 2.0
 DECAY_FLOOR = 0.35
 RELEVANCE_HALF = 4.0
+# An empty query's match of every visible record: its standing strength is then its boosts
+# and decay alone (about 1 over RELEVANCE_HALF + 1 in ``relevance_score``).
+AMBIENT = 1.0
 # Under budget pressure, project-type records decay this many times faster (seeds/002 SHOULD:
 # "project-type records weighted toward recency under budget pressure").
 PROJECT_PRESSURE_FACTOR = 4.0
@@ -84,35 +89,25 @@ _SPACE = re.compile(r"\s+")
 
 @dataclass(frozen=True)
 class Tuning:
-    """The scorer's knobs in one place, so the eval can measure alternatives
-    (``python -m tests.recall_quality.run --set name=value``). Defaults are what won."""
+    """The scorer's measured weights, passed explicitly: ``MemoryStore(recall_tuning=...)``
+    puts them in every ``RecallParams``; the eval varies them (``python -m
+    tests.recall_quality.run --set name=value``). Defaults are what production runs. The
+    variants that lost (additive boosts, sum and RRF fusion, date words cut from the query,
+    decay kept on dated queries, dates / inheritance / the guard / entity rarity switched off)
+    are recorded in tests/recall_quality/HISTORY.md and no longer exist."""
 
     w_entity: float = W_ENTITY
     w_partial: float = 0.5  # a query word matching one part of a multi-word handle
-    entity_idf: bool = True  # weigh an entity hit by the handle's rarity
-    w_corroboration: float = W_CORROBORATION
-    w_pinned: float = W_PINNED
-    w_cosine: float = W_COSINE
     decay_floor: float = 0.7  # DESIGN §4 starts at 0.35; the eval says milder (HISTORY.md)
     half_life_scale: float = 1.0
-    dates: bool = True
     w_date: float = W_DATE
     date_grace_days: float = 14.0
     w_grace: float = 1.0  # date credit of a record stated in the grace days after a window
-    strip_dates: bool = False  # drop the date phrase's words from the lexical query
-    dated_decay: bool = False  # keep recency decay on for queries that name a date
-    inherit: bool = True
     w_inherit: float = 1.0
-    guard: bool = True
-    fusion: str = "norm"  # "norm" (see fuse), "sum" (DESIGN §4) or "rrf" (reciprocal rank)
-    boost: str = "scale"  # "scale": match · (1 + w·signal); "add": + w·signal (DESIGN §4)
+    # boosts scale the match: match · (1 + w·signal) (HISTORY.md §6)
     w_corroboration_scale: float = 0.1
     w_pinned_scale: float = 0.25
-    rrf_k: float = 60.0
-    w_cosine_norm: float = 2.0  # fusion="norm": the cosine's weight against the best match
-
-
-TUNING = Tuning()
+    w_cosine_norm: float = 2.0  # the cosine's weight against the best lexical match (``fuse``)
 
 
 @dataclass(frozen=True)
@@ -129,6 +124,8 @@ class RecallParams:
     type_filter: tuple[str, ...] = ()
     scope_filter: tuple[str, ...] = ()
     half_life_days: float = 60.0
+    hint: str = ""  # an empty query's lift: words of the files a turn touched (memory.v1)
+    tuning: Tuning = Tuning()
 
 
 @dataclass(frozen=True)
@@ -200,24 +197,24 @@ def _weighted_hits(idx: BankIndex, handles: set[str], weight: float) -> npt.NDAr
         if not len(slots):
             continue
         rarity = math.log1p((n - len(slots) + 0.5) / (len(slots) + 0.5)) / top if top > 0 else 1
-        hits[slots] += weight * (rarity if TUNING.entity_idf else 1.0)
+        hits[slots] += weight * rarity
     return hits
 
 
-def entity_scores(bank: Bank, query: str) -> npt.NDArray[np.float64]:
+def entity_scores(bank: Bank, query: str, t: Tuning) -> npt.NDArray[np.float64]:
     """Exact handle hits, plus ``w_partial`` for a query word that is one part of a longer
     handle ("Sofia" → ``sofia-almeida``): people are asked about by first name."""
     idx = bank.index
     cands = entity_candidates(query)
     hits = _weighted_hits(idx, cands, 1.0)
-    if TUNING.w_partial > 0:
+    if t.w_partial > 0:
         table = _components(idx)
         partial = {
             h for w in words(query) if w not in STOPWORDS for h in table.get(entity_norm(w), ())
         }
         partial -= cands
         if partial:
-            hits += _weighted_hits(idx, partial, TUNING.w_partial)
+            hits += _weighted_hits(idx, partial, t.w_partial)
     return hits
 
 
@@ -254,13 +251,13 @@ def _visible(bank: Bank, p: RecallParams) -> npt.NDArray[np.bool_]:
 
 
 def _decay(
-    bank: Bank, now_ms: int, half_life_days: float, slots: npt.NDArray[np.intp]
+    bank: Bank, now_ms: int, p: RecallParams, slots: npt.NDArray[np.intp]
 ) -> npt.NDArray[np.float64]:
     """Recency factor of the given slots (computed for candidates only, not the bank)."""
-    t = TUNING
+    t = p.tuning
     stated = bank.index.col("stated_at")[slots].astype(np.float64)
     age_days = np.maximum(now_ms - stated, 0.0) / DAY_MS
-    half_life = half_life_days * t.half_life_scale
+    half_life = p.half_life_days * t.half_life_scale
     return np.maximum(np.power(0.5, age_days / half_life), t.decay_floor)
 
 
@@ -275,10 +272,9 @@ def _content_tokens(text: str, window: DateWindow | None) -> list[str]:
     return query_tokens(text)
 
 
-def date_hits(bank: Bank, window: DateWindow) -> npt.NDArray[np.float64]:
+def date_hits(bank: Bank, window: DateWindow, t: Tuning) -> npt.NDArray[np.float64]:
     """1 where the record's text names a month inside the window or it was stated inside it;
     ``w_grace`` where it was stated within the grace days after it; else 0."""
-    t = TUNING
     idx = bank.index
     stated = idx.col("stated_at").astype(np.float64)
     inside = (stated >= window.start_ms) & (stated < window.end_ms)
@@ -313,7 +309,7 @@ def _retired_best(
     return sorted(slots.tolist(), key=lambda s: -float(values[s]))
 
 
-def inherit(bank: Bank, match: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def inherit(bank: Bank, match: npt.NDArray[np.float64], t: Tuning) -> npt.NDArray[np.float64]:
     """A retired record's match also credits its live successor (the current statement of
     the same fact): ``match[successor] >= w_inherit · match[retired]``."""
     alive = bank.index.col("alive").astype(bool)
@@ -321,7 +317,7 @@ def inherit(bank: Bank, match: npt.NDArray[np.float64]) -> npt.NDArray[np.float6
     for slot in _retired_best(bank, match, alive):
         succ = _successor_slot(bank, bank.index.keys[slot])
         if succ is not None:
-            out[succ] = max(out[succ], TUNING.w_inherit * match[slot])
+            out[succ] = max(out[succ], t.w_inherit * match[slot])
     return out
 
 
@@ -347,48 +343,26 @@ def guard(
     return out, cand
 
 
-def _rrf(
-    first: npt.NDArray[np.float64], second: npt.NDArray[np.float64], mask: npt.NDArray[np.bool_]
-) -> npt.NDArray[np.float64]:
-    """Reciprocal rank fusion of two score arrays over the candidates (Cormack et al. 2009)."""
-    k = TUNING.rrf_k
-    out = np.zeros_like(first)
-    slots = np.flatnonzero(mask)
-    for arm in (first, second):
-        vals = arm[slots]
-        order = np.argsort(-vals, kind="stable")
-        ranks = np.empty(len(slots))
-        ranks[order] = np.arange(1, len(slots) + 1)
-        out[slots] += np.where(vals > 0, 1.0 / (k + ranks), 0.0)
-    return out
-
-
 def fuse(
     score: npt.NDArray[np.float64],
     cos: npt.NDArray[np.float64],
     slots: npt.NDArray[np.intp],
-    mask: npt.NDArray[np.bool_],
+    t: Tuning,
 ) -> npt.NDArray[np.float64]:
-    """The lexical score (boosts and decay applied) fused with the cosine arm.
-
-    ``norm`` (the default): ``lexical + w·best·cosine`` where ``best`` is the query's best
+    """The lexical score (boosts and decay applied) fused with the cosine arm:
+    ``lexical + w·best·cosine`` where ``best`` is the query's best
     lexical score (``RELEVANCE_HALF`` when nothing matched lexically, so that a cosine of 0.5
     alone reads as a solid match in ``relevance_score``): the same ranking as lexical scaled to
     [0, 1] by the best plus ``w·cosine`` (a convex-combination fusion over normalised scores,
     Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023), while the
     score keeps its lexical size for ``relevance_score``. BM25's scale grows with the bank
     (IDF), so a fixed cosine weight (``sum``, DESIGN §4's ``+ 2.2·cosine``) means a different
-    mix at every bank size; measured in tests/recall_quality/HISTORY.md §7.
+    mix at every bank size; measured in tests/recall_quality/HISTORY.md §7 (reciprocal rank
+    fusion lost too, §3).
     """
-    t = TUNING
-    if t.fusion == "rrf":
-        return _rrf(score, cos, mask)
     out = score.copy()
-    if t.fusion == "norm":
-        best = float(score[slots].max()) if len(slots) else 0.0
-        out[slots] += t.w_cosine_norm * (best if best > 0 else RELEVANCE_HALF) * cos[slots]
-    else:
-        out[slots] += t.w_cosine * cos[slots]
+    best = float(score[slots].max()) if len(slots) else 0.0
+    out[slots] += t.w_cosine_norm * (best if best > 0 else RELEVANCE_HALF) * cos[slots]
     return out
 
 
@@ -421,52 +395,77 @@ def score_bank(
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
     """Fused scores by slot and the candidate mask (filters applied)."""
     idx = bank.index
-    t = TUNING
+    t = p.tuning
     mask = filter_mask(bank, p)
+    if not p.query.strip():
+        return standing(bank, p, now_ms, mask)
     if p.mode == "semantic":
         sims, have = idx.cosine(query_vector or [])
         return sims, mask & have & (sims > 0)
     if p.mode == "lexical":
         bm25 = idx.bm25(query_tokens(p.query))
-        if t.guard and p.include_superseded:
+        if p.include_superseded:
             return guard(bank, bm25, mask & (bm25 > 0), mask)
         return bm25, mask & (bm25 > 0)
-    window = query_dates(p.query, now_ms) if t.dates else None
-    text = window.rest if window is not None and t.strip_dates else p.query
-    match = idx.bm25(_content_tokens(text, window))
-    match += t.w_entity * entity_scores(bank, text)
-    if t.inherit:  # words, not dates: a successor was not stated when its predecessor was
-        match = inherit(bank, match)
+    window = query_dates(p.query, now_ms)
+    match = idx.bm25(_content_tokens(p.query, window))
+    match += t.w_entity * entity_scores(bank, p.query, t)
+    # words, not dates: a successor was not stated when its predecessor was
+    match = inherit(bank, match, t)
     if window is not None:
-        match += t.w_date * date_hits(bank, window)
+        match += t.w_date * date_hits(bank, window, t)
     matched = match > 0
     cos: npt.NDArray[np.float64] | None = None
     if query_vector is not None:
         cos, have = idx.cosine(query_vector)
         cos = np.maximum(cos, 0.0)
         semantic = mask & have & (cos > 0)
-        if not (t.guard and p.include_superseded):  # the guard ranks successors: no pool
+        if not p.include_superseded:  # the guard ranks successors: no pool
             semantic = cosine_pool(cos, semantic, max(SEMANTIC_POOL, 4 * p.limit))
         matched |= semantic
     # The fused score is computed for candidates only: boosts and decay never make a match.
     slots = np.flatnonzero(mask & matched)
-    corroboration = np.log1p(idx.col("corroboration")[slots].astype(np.float64))
-    pinned = idx.col("pinned")[slots].astype(np.float64)
-    if t.boost == "scale":
-        fused = match[slots] * (
-            1.0 + t.w_corroboration_scale * corroboration + t.w_pinned_scale * pinned
-        )
-    else:
-        fused = match[slots] + t.w_corroboration * corroboration + t.w_pinned * pinned
-    if window is None or t.dated_decay:
-        fused *= _decay(bank, now_ms, p.half_life_days, slots)
-    score = np.zeros(len(match), dtype=np.float64)
-    score[slots] = fused
+    score = _strength(bank, p, now_ms, match, slots, decay=window is None)
     if cos is not None:
-        score = fuse(score, cos, slots, mask & matched)
-    if t.guard and p.include_superseded:
+        score = fuse(score, cos, slots, t)
+    if p.include_superseded:
         return guard(bank, score, mask & matched, mask)
     return score, mask & matched
+
+
+def _strength(
+    bank: Bank,
+    p: RecallParams,
+    now_ms: int,
+    match: npt.NDArray[np.float64],
+    slots: npt.NDArray[np.intp],
+    *,
+    decay: bool = True,
+) -> npt.NDArray[np.float64]:
+    """``match`` with the boosts and recency decay applied, at ``slots`` (0 elsewhere)."""
+    t = p.tuning
+    idx = bank.index
+    corroboration = np.log1p(idx.col("corroboration")[slots].astype(np.float64))
+    pinned = idx.col("pinned")[slots].astype(np.float64)
+    fused = match[slots] * (
+        1.0 + t.w_corroboration_scale * corroboration + t.w_pinned_scale * pinned
+    )
+    if decay:
+        fused *= _decay(bank, now_ms, p, slots)
+    score = np.zeros(len(match), dtype=np.float64)
+    score[slots] = fused
+    return score
+
+
+def standing(
+    bank: Bank, p: RecallParams, now_ms: int, mask: npt.NDArray[np.bool_]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """An empty query: every visible record, ranked by standing strength with the same
+    boosts and decay as a match (a match of ``AMBIENT`` each), lifted by BM25 over ``hint``."""
+    match = np.full(len(bank.index.keys), AMBIENT, dtype=np.float64)
+    if p.hint.strip():
+        match += bank.index.bm25(query_tokens(p.hint))
+    return _strength(bank, p, now_ms, match, np.flatnonzero(mask)), mask
 
 
 def top(
@@ -506,6 +505,11 @@ def apply_budget(hits: list[Hit], budget: int | None) -> list[Hit]:
     return kept
 
 
+def _recounted(mem: Memory, tokens: Callable[[str], int]) -> Memory:
+    count = tokens(mem.text)
+    return mem if count == mem.tokens else mem.model_copy(update={"tokens": count})
+
+
 def pressure_rescore(bank: Bank, hits: list[Hit], p: RecallParams, now_ms: int) -> list[Hit]:
     """When the budget cannot hold every hit, weigh project-type records toward recency."""
     if p.token_budget is None or sum(h.memory.tokens for h in hits) <= p.token_budget:
@@ -523,12 +527,21 @@ def pressure_rescore(bank: Bank, hits: list[Hit], p: RecallParams, now_ms: int) 
 
 
 def run(
-    bank: Bank, p: RecallParams, now_ms: int, query_vector: Sequence[float] | None
+    bank: Bank,
+    p: RecallParams,
+    now_ms: int,
+    query_vector: Sequence[float] | None,
+    *,
+    tokens: Callable[[str], int] | None = None,
 ) -> list[Hit]:
+    """Score, cut, re-weigh and fit the budget; ``tokens`` recounts each hit's ``tokens`` for
+    another model before the budget (a response-only copy: the stored count stays)."""
     scores, mask = score_bank(bank, p, now_ms, query_vector)
     # Over-fetch under a budget so trimming and re-weighing have room to work.
     fetch = p.limit * 4 if p.token_budget is not None else p.limit
     hits = top(bank, scores, mask, fetch)
+    if tokens is not None:
+        hits = [Hit(_recounted(h.memory, tokens), h.score) for h in hits]
     if p.mode == "hybrid":
         hits = pressure_rescore(bank, hits, p, now_ms)
     return apply_budget(hits, p.token_budget)[: p.limit]

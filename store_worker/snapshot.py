@@ -92,8 +92,6 @@ def derivation() -> str:
             h.update(f"{dist}={metadata.version(dist)}".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{dist}=?".encode())
-    text = importlib.import_module("shared.text")
-    h.update(repr((getattr(text, "STEMMING", None), getattr(text, "LEMMAS", None))).encode())
     # casefolding, NFKC and the tokenizer's \w follow the interpreter's Unicode tables
     h.update(f"python={sys.version};unicode={unicodedata.unidata_version}".encode())
     return h.hexdigest()

@@ -83,8 +83,10 @@ class Writer:
         pinned: bool = False,
         confidence: str = "stated",
         status: str | None = None,
+        reinforce: bool = True,
     ) -> SaveResponse:
-        """Save one memory; the same normalised text re-saved reinforces instead."""
+        """Save one memory; the same normalised text re-saved reinforces instead, unless
+        ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
         clean = self._clean_fields(text=text, title=title, tags=tags, entities=entities)
         mem_type = v.memory_type(type)
         mem_scope = v.memory_scope(scope)
@@ -102,13 +104,13 @@ class Writer:
         mem_status = self.drafts.status_for(status, conf)  # pending under ratification
         target = self.banks.resolve(bank, create=True)
         fp = fingerprint(clean["text"])
-        existing = _same_fact(target, fp, mem_scope, project_dir, session)
+        existing = _same_fact(target, fp, mem_scope, project_dir, session) if reinforce else None
         if existing is not None:
             return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id)
         turn = provenance.source_turn_id
         draft = (
             _draft_of_turn(target, fp, turn, mem_scope, project_dir, session)
-            if (mem_status == "pending" and turn is not None)
+            if (reinforce and mem_status == "pending" and turn is not None)
             else None
         )
         if draft is not None:  # this turn's draft of the fact, saved before a replay

@@ -1,5 +1,6 @@
-"""The optional bearer token: a wrong or missing token is UNAUTHENTICATED, typed, and writes
-nothing; the right one passes."""
+"""The optional bearer token: a wrong or missing token is refused as one of seeds/002's seven
+categories (``unknown`` → INTERNAL: the seven have none for authentication; issue 17), says
+which header is wanted, and writes nothing; the right one passes."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _record() -> pb.RecordRequest:
     ],
     ids=["missing", "wrong", "no-scheme", "trailing-space"],
 )
-def test_wrong_bearer_token_is_unauthenticated_and_writes_nothing(
+def test_wrong_bearer_token_is_refused_and_writes_nothing(
     make_gateway: Any, rpc_error: Any, snapshot: Any, metadata: Any
 ) -> None:
     gw = make_gateway(token="secret-token")
@@ -39,9 +40,11 @@ def test_wrong_bearer_token_is_unauthenticated_and_writes_nothing(
         (gw.tools.Forget, pb.ForgetRequest(id="the-user-codes-go")),
     ):
         failure = rpc_error(method, req, metadata=metadata)
-        assert failure.code == grpc.StatusCode.UNAUTHENTICATED
+        assert (failure.code, failure.category_name) == (grpc.StatusCode.INTERNAL, "unknown")
+        assert failure.error.category == pb.MEMORY_ERROR_CATEGORY_UNKNOWN
         assert failure.error.retryable is False
         assert "bearer token" in failure.error.message
+        assert "authorization: Bearer" in failure.error.message
     assert snapshot(gw.data_dir) == before
 
 

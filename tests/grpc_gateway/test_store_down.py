@@ -12,12 +12,12 @@ import os
 from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import grpc
 import pytest
 
-from grpc_gateway.actor import GATEWAY_READS, GATEWAY_WRITES, GatewaySettings, server_for
+from grpc_gateway.actor import GatewaySettings, server_for
 from grpc_gateway.server import CATEGORY_KEY, ERROR_KEY, StoreAPI
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
@@ -33,15 +33,9 @@ def _actor_name(kind: str) -> str:
 
 def _client(actor_name: str) -> StoreAPI:
     """What ``grpc_gateway.actor.store_client`` builds, but on an actor name of our own."""
-    from shared.client import READ_METHODS, STORE_METHODS, StoreClient
+    from shared.client import StoreClient
 
-    client = StoreClient(
-        actor_name=actor_name,
-        timeout=30,
-        methods=STORE_METHODS | GATEWAY_READS | GATEWAY_WRITES,
-        read_methods=READ_METHODS | GATEWAY_READS,
-    )
-    return cast(StoreAPI, client)  # StoreClient forwards by name (__getattr__)
+    return StoreClient(actor_name=actor_name, timeout=30)
 
 
 @pytest.fixture

@@ -85,13 +85,18 @@ def load_golden(path: Path = GOLDEN) -> dict[str, Any]:
 
 
 def build_store(
-    root: Path, doc: dict[str, Any], *, embedder: Embedder | None = None, pad: int = 0
+    root: Path,
+    doc: dict[str, Any],
+    *,
+    embedder: Embedder | None = None,
+    pad: int = 0,
+    tuning: recall_mod.Tuning | None = None,
 ) -> tuple[MemoryStore, FakeClock]:
     """Every golden memory saved at its own ``stated_at``, then the golden supersedes; ``pad``
     adds that many synthetic distractors per bank (``bench.corpus``: Zipfian English-ish text)
     first, to see how the scorer's weights hold up when a bank is larger (``--pad``)."""
     clock = FakeClock(start_ms=0, tick=0)
-    store = MemoryStore(root, clock=clock, embedder=embedder)
+    store = MemoryStore(root, clock=clock, embedder=embedder, recall_tuning=tuning)
     for bank, description in doc["banks"].items():
         store.bank_create(bank, description)
     if pad:
@@ -431,20 +436,22 @@ def evaluate(
     embedder: Callable[[], Embedder] = semantic_embedder,
     judge: Callable[[dict[str, Any]], GoldenJudge | RecordedJudge] | None = None,
     pad: int = 0,
+    tuning: recall_mod.Tuning | None = None,
 ) -> dict[str, Any]:
-    """Every requested mode; ``keep`` also returns the per-query results."""
+    """Every requested mode; ``keep`` also returns the per-query results; ``tuning`` is the
+    scorer's weights (``--set``; default what production runs)."""
     judge_factory = judge
     report: dict[str, Any] = {"modes": {}, "notes": [], "results": {}}
     with tempfile.TemporaryDirectory(prefix="recall-eval-") as tmp:
         base_modes = [m for m in modes if m in ("lexical", "hybrid", "hybrid-consolidated")]
         if "hybrid-merged" in modes:
-            store, _ = build_store(Path(tmp) / "merged", doc, pad=pad)
+            store, _ = build_store(Path(tmp) / "merged", doc, pad=pad, tuning=tuning)
             moved = merge_duplicates(store, doc)
             res = run_queries(store, doc, Facts.of(doc, moved), mode="hybrid")
             _record(report, "hybrid-merged", res, keep)
             store.close()
         if base_modes:
-            store, clock = build_store(Path(tmp) / "plain", doc, pad=pad)
+            store, clock = build_store(Path(tmp) / "plain", doc, pad=pad, tuning=tuning)
             facts = Facts.of(doc)
             for mode in (m for m in base_modes if m != "hybrid-consolidated"):
                 res = run_queries(store, doc, facts, mode=mode)
@@ -457,13 +464,15 @@ def evaluate(
             store.close()
         if "hybrid-embed" in modes:
             store, _ = build_store(
-                Path(tmp) / "embed", doc, embedder=FakeEmbedder(dim=256), pad=pad
+                Path(tmp) / "embed", doc, embedder=FakeEmbedder(dim=256), pad=pad, tuning=tuning
             )
             res = run_queries(store, doc, Facts.of(doc), mode="hybrid")
             _record(report, "hybrid-embed", res, keep)
             store.close()
         if any(m in modes for m in SEMANTIC_MODES):
-            store, clock = build_store(Path(tmp) / "semantic", doc, embedder=embedder(), pad=pad)
+            store, clock = build_store(
+                Path(tmp) / "semantic", doc, embedder=embedder(), pad=pad, tuning=tuning
+            )
             if "hybrid-semantic" in modes:
                 res = run_queries(store, doc, Facts.of(doc), mode="hybrid")
                 _record(report, "hybrid-semantic", res, keep)
@@ -546,18 +555,14 @@ def _ablations() -> dict[str, Callable[[], contextlib.AbstractContextManager[Non
         def cm() -> Iterator[None]:
             old = getattr(obj, name)
             setattr(obj, name, value)
-            text_mod._stem.cache_clear()  # the stem cache remembers the old setting
             try:
                 yield
             finally:
                 setattr(obj, name, old)
-                text_mod._stem.cache_clear()
 
         return cm  # type: ignore[return-value]
 
     table: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
-        "stemming": patch(text_mod, "STEMMING", False),  # type: ignore[dict-item]
-        "irregular-verbs": patch(text_mod, "LEMMAS", False),  # type: ignore[dict-item]
         "derived-entities": patch(core_mod, "derive_entities", lambda text: ()),  # type: ignore[dict-item]
         "stopwords": patch(text_mod, "STOPWORDS", frozenset()),  # type: ignore[dict-item]
         "first-person": patch(text_mod, "FIRST_PERSON", frozenset()),  # type: ignore[dict-item]
@@ -565,34 +570,16 @@ def _ablations() -> dict[str, Callable[[], contextlib.AbstractContextManager[Non
     return table
 
 
-def tuned(overrides: dict[str, str]) -> contextlib.AbstractContextManager[None]:
-    """Temporarily replace fields of ``recall.TUNING`` (``--set name=value``)."""
-
-    @contextlib.contextmanager
-    def cm() -> Iterator[None]:
-        if not overrides:
-            yield
-            return
-        old = recall_mod.TUNING
-        kinds = {f.name: f.type for f in dataclasses.fields(old)}
-        values: dict[str, Any] = {}
-        for name, raw in overrides.items():
-            if name not in kinds:
-                raise SystemExit(f"unknown tuning field {name}; known: {sorted(kinds)}")
-            current = getattr(old, name)
-            if isinstance(current, bool):
-                values[name] = raw.lower() in ("1", "true", "yes", "on")
-            elif isinstance(current, (int, float)):
-                values[name] = type(current)(float(raw))
-            else:
-                values[name] = raw
-        recall_mod.TUNING = dataclasses.replace(old, **values)
-        try:
-            yield
-        finally:
-            recall_mod.TUNING = old
-
-    return cm()
+def tuning_from(overrides: dict[str, str]) -> recall_mod.Tuning:
+    """The production ``recall.Tuning`` with ``--set name=value`` fields replaced."""
+    base = recall_mod.Tuning()
+    names = {f.name for f in dataclasses.fields(base)}
+    values: dict[str, Any] = {}
+    for name, raw in overrides.items():
+        if name not in names:
+            raise SystemExit(f"unknown tuning field {name}; known: {sorted(names)}")
+        values[name] = float(raw)  # every field left is a weight
+    return dataclasses.replace(base, **values)
 
 
 # -- printing ------------------------------------------------------------------------------
@@ -660,8 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if name not in known:
                 raise SystemExit(f"unknown ablation {name}; known: {sorted(known)}")
             stack.enter_context(known[name]())
-        stack.enter_context(tuned(overrides))
-        report = evaluate(doc, modes, keep=args.misses, pad=args.pad)
+        report = evaluate(doc, modes, keep=args.misses, pad=args.pad, tuning=tuning_from(overrides))
     took = time.perf_counter() - t0
     if args.json:
         print(json.dumps(headline(report), indent=1, sort_keys=True))

@@ -21,17 +21,6 @@ from store_worker.core import MemoryStore
 
 # MemoryStore's public methods that are not part of the contract, and why.
 IN_PROCESS = {"close", "now", "trash_dir", "purge_trash", "prune_session_state"}
-# The memory.v1 views: they move into grpc_gateway, written over StoreAPI (issue 10 §3).
-GATEWAY_VIEWS = {
-    "remember",
-    "forget",
-    "search",
-    "recall_context",
-    "list_records",
-    "get_record",
-    "update_record",
-    "delete_record",
-}
 # Parameters only the in-process store takes: the actor passes its own sibling probe.
 IN_PROCESS_PARAMS = {"doctor": frozenset({"siblings"})}
 # Ray adds this to every method of a class it made an actor of, in the driver too (once any
@@ -74,8 +63,8 @@ CONTRACT = sorted(public(StoreAPI))
 
 def test_the_contract_is_the_stores_public_methods_minus_the_named_exceptions() -> None:
     store = public(MemoryStore)
-    assert set(CONTRACT) == store - IN_PROCESS - GATEWAY_VIEWS
-    assert IN_PROCESS <= store and GATEWAY_VIEWS <= store  # the exceptions still exist
+    assert set(CONTRACT) == store - IN_PROCESS
+    assert IN_PROCESS <= store  # the exceptions still exist
     assert len(CONTRACT) > 40
 
 

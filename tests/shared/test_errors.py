@@ -20,6 +20,7 @@ ALL_ERRORS = [
     errors.UnknownError,
     errors.InvalidArgumentError,
     errors.ConflictError,
+    errors.DraftsWaitingError,
 ]
 
 

@@ -217,12 +217,6 @@ def test_missing_actor_is_source_unavailable(ray_cluster: Any) -> None:
         client.ping()
     assert err.value.retryable
 
-    # a caller's method lists must agree with what the client declares (@read / @write)
-    with pytest.raises(ValueError, match="no method"):
-        StoreClient(methods=frozenset({"ping", "not_a_store_method"}))
-    with pytest.raises(ValueError, match="no read"):
-        StoreClient(read_methods=frozenset({"save"}))  # save is a write: never re-sent
-
 
 def test_a_method_the_store_lacks_is_unknown(store_actor: StoreClient) -> None:
     with pytest.raises(UnknownError) as err:

@@ -201,3 +201,20 @@ def test_the_log_never_holds_a_pending_line(ratifying_store: MemoryStore) -> Non
         line.get("status", "canonical") == "canonical" for line in _log_lines(ratifying_store)
     )
     assert ratifying_store.doctor().ok
+
+
+def test_ratification_cannot_go_off_while_drafts_wait(
+    ratifying_store: MemoryStore, tmp_path: Path
+) -> None:
+    # Given a draft waiting for review
+    draft = ratifying_store.save("The user may move to Porto", status="pending").memory
+    before = _files(ratifying_store.root)
+    # When ratification is turned off, then the change is refused, naming the drafts
+    with pytest.raises(errors.DraftsWaitingError, match=r"1 pending draft\(s\).*'main'"):
+        ratifying_store.configure({"ratification": False})
+    assert ratifying_store.settings.ratification is True
+    assert _files(ratifying_store.root) == before
+    # And once the draft is resolved it goes off
+    ratifying_store.reject(draft.id)
+    ratifying_store.configure({"ratification": False})
+    assert ratifying_store.settings.ratification is False

@@ -436,3 +436,11 @@ def test_reopen_sees_the_same_records(data_dir: Path) -> None:
     # and the fingerprint map was rebuilt: a re-save still reinforces
     assert s2.save("beta two").memory.id == b.id
     s2.close()
+
+
+def test_save_without_reinforce_always_creates(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "data", clock=FakeClock())
+    first = store.save("The user deploys on Fridays", id="deploys").memory
+    again = store.save("The user deploys on Fridays", id="deploys", reinforce=False)
+    assert again.created is True and again.memory.id == "deploys-2"
+    assert store.get(first.id).memory.corroboration == first.corroboration

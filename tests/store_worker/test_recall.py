@@ -12,11 +12,13 @@ import pytest
 
 from shared.clock import FakeClock
 from shared.config import StoreSettings
-from shared.errors import BudgetExceededError, SourceUnavailableError
+from shared.errors import BudgetExceededError, InvalidArgumentError, SourceUnavailableError
 from shared.models import RecallResponse
 from store_worker.core import MemoryStore
 from store_worker.embed import FakeEmbedder
-from store_worker.recall import TUNING
+from store_worker.recall import Tuning
+
+TUNING = Tuning()  # what production runs
 
 
 def ids(res: RecallResponse) -> list[str]:
@@ -407,3 +409,55 @@ def test_banks_are_isolated(store: MemoryStore) -> None:
     w = store.save("okapi in work", bank="work").memory
     res = store.recall("okapi", bank="work")
     assert ids(res) == [w.id] and res.bank == "work"
+
+
+# -- an empty query, model_target, as_of ------------------------------------------------------
+
+
+def test_an_empty_query_ranks_by_standing_strength_with_recalls_boosts(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "data", clock=FakeClock(tick=0))
+    # Given a pinned record 10 days old, a fresh one, a corroborated one and a hidden one
+    store.save("The user is a release operator", id="role", pinned=True)
+    store.clock.advance(days=10)  # type: ignore[attr-defined]
+    store.save("The user likes dark roast", id="coffee")
+    store.save("Deploys happen on Fridays", id="fridays")
+    store.save("Deploys happen on Fridays")
+    store.save("Hidden in another project", scope="project", project="/elsewhere")
+    # When recall is asked with no query
+    found = store.recall("")
+    # Then every visible record ranks by (1 + boosts) x decay: the one scorer's boosts
+    decay = max(0.5 ** (10 / store.settings.decay_half_life_days), TUNING.decay_floor)
+    assert ids(found) == ["role", "fridays", "coffee"]
+    assert found.memories[0].score == pytest.approx((1 + TUNING.w_pinned_scale) * decay)
+    assert found.memories[2].score == pytest.approx(1.0)
+    # And a hint lifts the records matching its words, without filtering the rest
+    hinted = store.recall("", hint="src/coffee/roast.py dark roast")
+    assert ids(hinted)[0] == "coffee" and set(ids(hinted)) == {"role", "fridays", "coffee"}
+
+
+def test_model_target_counts_tokens_for_that_model_in_the_response_only(
+    store: MemoryStore,
+) -> None:
+    from shared.tokens import TokenCounter
+
+    text = "ラーメンが好きです、とユーザーは言った。"
+    saved = store.save(text).memory
+    found = store.recall("ラーメン", model_target="gpt-4o")
+    assert found.memories[0].memory.tokens == TokenCounter("gpt-4o").count(text)
+    assert store.get(saved.id).memory.tokens == saved.tokens
+
+
+def test_as_of_pins_the_ranking_to_one_instant(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "data", clock=FakeClock())  # ticks: every read moves "now"
+    store.save("The user likes green tea", id="old")
+    store.clock.advance(days=40)  # type: ignore[attr-defined]
+    store.save("The user likes green tea lattes", id="new")
+    at = store.now()
+    first = store.recall("green tea", as_of=at)
+    store.clock.advance(days=400)  # type: ignore[attr-defined]
+    later = store.recall("green tea", as_of=at)
+    assert [(h.memory.id, h.score) for h in first.memories] == [
+        (h.memory.id, h.score) for h in later.memories
+    ]
+    with pytest.raises(InvalidArgumentError):
+        store.recall("green tea", as_of=-1)

@@ -4,7 +4,6 @@ what replaced them. The golden eval measures these; these tests pin the behaviou
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,14 +93,15 @@ def test_a_first_name_matches_a_full_name_entity(store: MemoryStore, clock: Fake
     assert _ids(store, "what books does Sofia like")[0] == sofia
 
 
-def test_tuning_switches_change_the_ranking(store: MemoryStore, clock: FakeClock) -> None:
-    """The eval's --set knobs are live: with dates off, a date-only question finds nothing."""
-    _save(store, clock, "2026-05-20", "The user travelled around Japan with Sofia.")
+def test_tuning_is_passed_to_the_store_not_patched(tmp_path: Path, clock: FakeClock) -> None:
+    """The eval's --set knobs reach recall through ``MemoryStore(recall_tuning=...)``: with no
+    weight on dates, a date-only question finds nothing; the default store is untouched."""
+    tuned = MemoryStore(
+        tmp_path / "tuned", clock=clock, recall_tuning=recall_mod.Tuning(w_date=0.0)
+    )
+    plain = MemoryStore(tmp_path / "plain", clock=clock)
+    for store in (tuned, plain):
+        _save(store, clock, "2026-05-20", "The user travelled around Japan with Sofia.")
     clock.ms = _ms("2026-11-20")
-    assert _ids(store, "What did I do last May?")
-    old = recall_mod.TUNING
-    recall_mod.TUNING = dataclasses.replace(old, dates=False)
-    try:
-        assert _ids(store, "what did we do last May") == []
-    finally:
-        recall_mod.TUNING = old
+    assert _ids(plain, "what did we do last May")
+    assert _ids(tuned, "what did we do last May") == []

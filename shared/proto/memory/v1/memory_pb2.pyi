@@ -42,7 +42,6 @@ class MemoryErrorCategory(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_ERROR_CATEGORY_SOURCE_UNAVAILABLE: _ClassVar[MemoryErrorCategory]
     MEMORY_ERROR_CATEGORY_UNKNOWN: _ClassVar[MemoryErrorCategory]
     MEMORY_ERROR_CATEGORY_INVALID_SCOPE: _ClassVar[MemoryErrorCategory]
-    MEMORY_ERROR_CATEGORY_INVALID_ARGUMENT: _ClassVar[MemoryErrorCategory]
 
 class HookPoint(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -77,7 +76,6 @@ MEMORY_ERROR_CATEGORY_BUDGET_EXCEEDED: MemoryErrorCategory
 MEMORY_ERROR_CATEGORY_SOURCE_UNAVAILABLE: MemoryErrorCategory
 MEMORY_ERROR_CATEGORY_UNKNOWN: MemoryErrorCategory
 MEMORY_ERROR_CATEGORY_INVALID_SCOPE: MemoryErrorCategory
-MEMORY_ERROR_CATEGORY_INVALID_ARGUMENT: MemoryErrorCategory
 HOOK_POINT_UNSPECIFIED: HookPoint
 HOOK_POINT_POST_MODEL_RESPONSE: HookPoint
 HOOK_POINT_SESSION_END: HookPoint

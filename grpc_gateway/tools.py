@@ -1,12 +1,13 @@
-"""The reference tools as store operations: ``remember``, ``forget``, ``search`` (seeds/001
-"Write triggers (reference tools)", seeds/002 "memory.remember fuzzy near-match check before
-creating a new record: MUST").
+"""The reference tools over the store's public API: ``remember``, ``forget``, ``search``
+(seeds/001 "Write triggers (reference tools)", seeds/002 "memory.remember fuzzy near-match
+check before creating a new record: MUST").
 
 ``remember`` never silently duplicates or overwrites: before creating, it recalls the caller's
 visible records for the new text and scores each with rapidfuzz. When a close record exists it
 writes nothing and returns the candidates, so the caller (the model) chooses: update that id
 (``update_id=...``) or confirm a new record (``confirm_new=True``). Re-stating the very same
-fact (same fingerprint, same place) is not ambiguous: it reinforces, as ``save`` does.
+fact (same fingerprint, same place) is not ambiguous: it reinforces, as the store's ``save``
+does (unlike memory.v1 ``Record``, which always creates).
 
 Similarity (FACTS.md "Near-duplicates"): ``token_set_ratio`` scores a subset as 100 ("user
 prefers tabs" vs "user prefers tabs over spaces"), so it is discounted by the length ratio and
@@ -16,19 +17,22 @@ paired with ``token_sort_ratio``; the larger wins.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from rapidfuzz import fuzz
 
+from grpc_gateway.views import ProtocolViews
 from shared import errors
-from shared.models import Frozen, Memory, MemoryResponse, RecallResponse
+from shared.models import (
+    MEMORY_SCOPES,
+    MEMORY_TYPES,
+    Frozen,
+    Memory,
+    MemoryResponse,
+    RecallResponse,
+)
 from shared.redact import redact
 from shared.text import fingerprint, normalize
-from store_worker import validate as v
-
-if TYPE_CHECKING:
-    from shared.config import StoreSettings
-    from shared.models import SaveResponse
 
 NEAR_MATCH = 0.75
 CANDIDATE_POOL = 10
@@ -61,18 +65,12 @@ def similarity(a: str, b: str) -> float:
     return max(fuzz.token_sort_ratio(na, nb), subset) / 100.0
 
 
-class ToolsMixin:
-    settings: StoreSettings
+class Tools:
+    """memory.v1's MemoryTools over the protocol views (and so over ``StoreAPI``)."""
 
-    if TYPE_CHECKING:  # provided by MemoryStore
-
-        def save(self, *args: Any, **kwargs: Any) -> SaveResponse: ...
-
-        def update(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
-
-        def delete_record(self, *args: Any, **kwargs: Any) -> MemoryResponse: ...
-
-        def recall(self, *args: Any, **kwargs: Any) -> RecallResponse: ...
+    def __init__(self, views: ProtocolViews) -> None:
+        self.views = views
+        self.store = views.store
 
     def remember(
         self,
@@ -86,62 +84,43 @@ class ToolsMixin:
         session_id: str | None = None,
         turn_id: str | None = None,
         recorded_by: str | None = REMEMBERED_BY,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
         update_id: str | None = None,
         confirm_new: bool = False,
         threshold: float = NEAR_MATCH,
     ) -> RememberResponse:
         """memory.remember: create, reinforce, update the chosen id, or ask first."""
         if update_id is not None:
-            return self._remember_update(
-                update_id, text, bank=bank, title=title, type=type, scope=scope
+            self.views.existing(update_id, bank=bank)  # type and scope stay (immutable)
+            updated = self.store.update(
+                update_id, bank=bank, text=text, title=title, type=type, scope=scope
             )
-        body = v.text(text, max_chars=self.settings.max_text_chars)
-        mem_type = v.memory_type(type or "user")
-        mem_scope = v.memory_scope(scope or "global")
-        if not 0.0 < threshold <= 1.0:
-            raise errors.InvalidArgumentError("threshold must be in (0, 1]")
+            return RememberResponse(action="updated", bank=updated.bank, memory=updated.memory)
+        body = _checked(text, type, scope, threshold)
         if not confirm_new:
-            near = self._near_matches(body, bank, session_id, project, threshold)
+            near, bank_name = self._near_matches(body, bank, session_id, project, threshold)
             fp = fingerprint(redact(body).text)
+            mem_scope = scope or "global"
             restated = any(c.memory.fingerprint == fp and c.memory.scope == mem_scope for c in near)
             if near and not restated:
                 return RememberResponse(
-                    action="needs_confirmation", bank=self._bank_name(bank), candidates=near
+                    action="needs_confirmation", bank=bank_name, candidates=near
                 )
-        saved = self.save(
+        saved = self.store.save(
             body,
             bank=bank,
             title=title,
-            type=mem_type,
-            scope=mem_scope,
+            type=type or "user",
+            scope=scope or "global",
             project=project,
             session_id=session_id,
             turn_id=turn_id,
             recorded_by=recorded_by,
-            tags=tags,
-            entities=entities,
         )
         return RememberResponse(
             action="created" if saved.created else "reinforced",
             bank=saved.bank,
             memory=saved.memory,
         )
-
-    def _remember_update(
-        self,
-        update_id: str,
-        text: str,
-        *,
-        bank: str | None,
-        title: str | None,
-        type: str | None,
-        scope: str | None,
-    ) -> RememberResponse:
-        """The caller chose an existing record: replace its text (type and scope stay)."""
-        updated = self.update(update_id, bank=bank, text=text, title=title, type=type, scope=scope)
-        return RememberResponse(action="updated", bank=updated.bank, memory=updated.memory)
 
     def _near_matches(
         self,
@@ -150,36 +129,33 @@ class ToolsMixin:
         session_id: str | None,
         project: str | None,
         threshold: float,
-    ) -> tuple[Candidate, ...]:
-        """Visible records (drafts included) whose text is within ``threshold`` of ``body``."""
+    ) -> tuple[tuple[Candidate, ...], str]:
+        """Visible records (drafts included while ratification is on) within ``threshold``."""
         try:
-            found = self.recall(
+            found = self.store.recall(
                 body,
                 bank=bank,
                 limit=CANDIDATE_POOL,
                 session_id=session_id,
                 project=project,
-                include_pending=True,
+                include_pending=self.views.ratification_on(),
             )
         except errors.NotFoundError:  # a bank that does not exist yet holds no near-match
-            return ()
+            return (), ""
         scored = [
             Candidate(memory=h.memory, similarity=similarity(body, h.memory.text))
             for h in found.memories
         ]
         near = [c for c in scored if c.similarity >= threshold]
         near.sort(key=lambda c: (-c.similarity, c.memory.id))
-        return tuple(near)
-
-    def _bank_name(self, bank: str | None) -> str:
-        return v.bank_name(bank or self.settings.default_bank)
+        return tuple(near), found.bank
 
     def forget(
         self, id: str, *, bank: str | None = None, reason: str | None = "memory.forget"
     ) -> MemoryResponse:
         """memory.forget: retire one record by id (a pending draft is discarded); an unknown
         or already retired id is ``not_found``."""
-        return self.delete_record(id, bank=bank, reason=reason)
+        return self.views.delete_record(id, bank=bank, reason=reason)
 
     def search(
         self,
@@ -194,8 +170,9 @@ class ToolsMixin:
         include_pending: bool = False,
     ) -> RecallResponse:
         """memory.search: an explicit recall, not gated by any turn's token budget."""
-        v.text(query, max_chars=self.settings.max_text_chars, what="query")
-        return self.recall(
+        if not isinstance(query, str) or not query.strip():
+            raise errors.InvalidArgumentError("query is empty: memory.search needs words")
+        return self.store.recall(
             query,
             bank=bank,
             limit=limit,
@@ -203,5 +180,18 @@ class ToolsMixin:
             project=project,
             type_filter=type_filter,
             scope_filter=scope_filter,
-            include_pending=include_pending,
+            include_pending=include_pending and self.views.ratification_on(),
         )
+
+
+def _checked(text: str, type: str | None, scope: str | None, threshold: float) -> str:
+    """Everything a near-match answer would otherwise hide, checked before any lookup."""
+    if not isinstance(text, str) or not text.strip():
+        raise errors.InvalidArgumentError("content is empty: nothing to remember")
+    if type is not None and type not in MEMORY_TYPES:
+        raise errors.InvalidTypeError(f"unknown memory type {type!r}; use {MEMORY_TYPES}")
+    if scope is not None and scope not in MEMORY_SCOPES:
+        raise errors.InvalidScopeError(f"unknown memory scope {scope!r}; use {MEMORY_SCOPES}")
+    if not 0.0 < threshold <= 1.0:
+        raise errors.InvalidArgumentError("threshold must be in (0, 1]")
+    return text

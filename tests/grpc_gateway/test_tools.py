@@ -1,4 +1,5 @@
-"""The reference tools as store operations: remember / forget / search (store_worker/tools.py)."""
+"""The reference tools over the store's public API: remember / forget / search
+(grpc_gateway/tools.py)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,21 @@ from pathlib import Path
 
 import pytest
 
+from grpc_gateway.tools import NEAR_MATCH, Tools, similarity
+from grpc_gateway.views import ProtocolViews
 from shared import errors
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
-from store_worker.tools import NEAR_MATCH, similarity
 
 
 @pytest.fixture
 def fresh_store(tmp_path: Path) -> MemoryStore:
     return MemoryStore(tmp_path / "data", clock=FakeClock())
+
+
+@pytest.fixture
+def tools(fresh_store: MemoryStore) -> Tools:
+    return Tools(ProtocolViews(fresh_store))
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -44,18 +51,18 @@ def test_subset_scores_are_discounted_by_length() -> None:
     assert similarity(short, long) < similarity(short, "user prefers tabs over spaces")
 
 
-def test_remember_creates_when_nothing_is_close(fresh_store: MemoryStore) -> None:
-    made = fresh_store.remember("The user lives in Lisbon", type="user", session_id="s1")
+def test_remember_creates_when_nothing_is_close(fresh_store: MemoryStore, tools: Tools) -> None:
+    made = tools.remember("The user lives in Lisbon", type="user", session_id="s1")
     assert made.action == "created" and made.memory is not None
     assert made.memory.provenance.recorded_by == "memory.remember"
 
 
-def test_remember_asks_instead_of_duplicating(fresh_store: MemoryStore) -> None:
+def test_remember_asks_instead_of_duplicating(fresh_store: MemoryStore, tools: Tools) -> None:
     # Given an existing record
     first = fresh_store.save("The user prefers tabs over spaces").memory
     before = _files(fresh_store.root)
     # When a close variant is remembered
-    asked = fresh_store.remember("The user prefers tabs over spaces in Python")
+    asked = tools.remember("The user prefers tabs over spaces in Python")
     # Then nothing is written and the candidate comes back
     assert asked.action == "needs_confirmation"
     assert asked.memory is None
@@ -63,66 +70,72 @@ def test_remember_asks_instead_of_duplicating(fresh_store: MemoryStore) -> None:
     assert _files(fresh_store.root) == before
 
 
-def test_remember_updates_the_chosen_id_or_confirms_new(fresh_store: MemoryStore) -> None:
+def test_remember_updates_the_chosen_id_or_confirms_new(
+    fresh_store: MemoryStore, tools: Tools
+) -> None:
     first = fresh_store.save("The user prefers tabs over spaces", type="feedback").memory
-    updated = fresh_store.remember("The user prefers tabs, even in YAML", update_id=first.id)
+    updated = tools.remember("The user prefers tabs, even in YAML", update_id=first.id)
     assert (updated.action, updated.memory.id) == ("updated", first.id)  # type: ignore[union-attr]
     assert fresh_store.get(first.id).memory.type == "feedback"  # type stays
     with pytest.raises(errors.InvalidTypeError):
-        fresh_store.remember("x", update_id=first.id, type="project")
-    made = fresh_store.remember("The user prefers tabs, even in JSON", confirm_new=True)
+        tools.remember("x", update_id=first.id, type="project")
+    made = tools.remember("The user prefers tabs, even in JSON", confirm_new=True)
     assert made.action == "created" and made.memory is not None and made.memory.id != first.id
 
 
-def test_restating_the_same_fact_reinforces(fresh_store: MemoryStore) -> None:
+def test_restating_the_same_fact_reinforces(fresh_store: MemoryStore, tools: Tools) -> None:
     first = fresh_store.save("The user has two cats").memory
-    again = fresh_store.remember("the user has two cats.")
+    again = tools.remember("the user has two cats.")
     assert again.action == "reinforced"
     assert again.memory is not None and again.memory.corroboration == first.corroboration + 1
 
 
-def test_only_records_visible_to_the_caller_are_candidates(fresh_store: MemoryStore) -> None:
+def test_only_records_visible_to_the_caller_are_candidates(
+    fresh_store: MemoryStore, tools: Tools
+) -> None:
     fresh_store.save("The build uses Bazel remote caching", scope="session", session_id="other")
-    made = fresh_store.remember(
+    made = tools.remember(
         "The build uses Bazel remote caching now", scope="session", session_id="mine"
     )
     assert made.action == "created"
 
 
-def test_remember_into_a_new_bank_has_no_candidates(fresh_store: MemoryStore) -> None:
-    made = fresh_store.remember("The user likes figs", bank="fresh-bank")
+def test_remember_into_a_new_bank_has_no_candidates(fresh_store: MemoryStore, tools: Tools) -> None:
+    made = tools.remember("The user likes figs", bank="fresh-bank")
     assert (made.action, made.bank) == ("created", "fresh-bank")
 
 
-def test_remember_validates_before_anything(fresh_store: MemoryStore) -> None:
+def test_remember_validates_before_anything(fresh_store: MemoryStore, tools: Tools) -> None:
     fresh_store.save("seed")
     before = _files(fresh_store.root)
     with pytest.raises(errors.InvalidTypeError):
-        fresh_store.remember("x", type="opinion")
+        tools.remember("x", type="opinion")
     with pytest.raises(errors.InvalidScopeError):
-        fresh_store.remember("x", scope="universe")
+        tools.remember("x", scope="universe")
     with pytest.raises(errors.InvalidArgumentError):
-        fresh_store.remember("   ")
+        tools.remember("   ")
     with pytest.raises(errors.InvalidArgumentError):
-        fresh_store.remember("x", threshold=0)
+        tools.remember("x", threshold=0)
     assert _files(fresh_store.root) == before
 
 
-def test_forget_retires_and_unknown_or_retired_is_not_found(fresh_store: MemoryStore) -> None:
+def test_forget_retires_and_unknown_or_retired_is_not_found(
+    fresh_store: MemoryStore, tools: Tools
+) -> None:
     mem = fresh_store.save("The user dislikes olives").memory
-    assert fresh_store.forget(mem.id).memory.invalid_at is not None
+    assert tools.forget(mem.id).memory.invalid_at is not None
     with pytest.raises(errors.NotFoundError):
-        fresh_store.forget(mem.id)
+        tools.forget(mem.id)
     with pytest.raises(errors.NotFoundError):
-        fresh_store.forget("never-was")
+        tools.forget("never-was")
 
 
-def test_search_is_an_explicit_recall(fresh_store: MemoryStore) -> None:
+def test_search_is_an_explicit_recall(fresh_store: MemoryStore, tools: Tools) -> None:
     fresh_store.configure({"ratification": True})
     canon = fresh_store.save("The user's bike is a red Peugeot").memory
     draft = fresh_store.save("The user may sell the Peugeot bike", status="pending").memory
-    assert [h.memory.id for h in fresh_store.search("Peugeot bike").memories] == [canon.id]
-    both = fresh_store.search("Peugeot bike", include_pending=True).memories
+    assert [h.memory.id for h in tools.search("Peugeot bike").memories] == [canon.id]
+    both = tools.search("Peugeot bike", include_pending=True).memories
     assert {h.memory.id for h in both} == {canon.id, draft.id}
     with pytest.raises(errors.InvalidArgumentError):
-        fresh_store.search("")
+        tools.search("")
