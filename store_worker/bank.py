@@ -25,6 +25,7 @@ from shared.text import tokenize
 from store_worker import snapshot
 from store_worker.files import BankFiles, ReplayStats
 from store_worker.index import BankIndex
+from store_worker.validate import stored_record_problem
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +239,11 @@ class Bank:
             stats.lines += 1
             try:
                 mem = _decode(raw)
+                problem = stored_record_problem(mem)
             except Exception:
-                if i == last:  # only an unterminated last chunk is torn
+                mem, problem = None, "unparseable"
+            if mem is None or problem is not None:
+                if i == last and mem is None:  # only an unterminated last chunk is torn
                     stats.torn += 1
                 else:
                     stats.corrupt += 1

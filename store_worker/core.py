@@ -10,7 +10,6 @@ on a bad call) → build the next revision → append one fsynced line → chang
 from __future__ import annotations
 
 import base64
-import binascii
 import bisect
 import builtins
 import json
@@ -51,6 +50,7 @@ from shared.models import (
 from shared.redact import redact
 from shared.text import fingerprint, parse_links, slugify
 from shared.tokens import TokenCounter
+from store_worker import lock as dir_lock
 from store_worker import ops
 from store_worker import recall as recall_mod
 from store_worker import validate as v
@@ -59,7 +59,7 @@ from store_worker.drafts import DraftsMixin
 from store_worker.embed import Embedder, embedder_for
 from store_worker.entities import derive_entities
 from store_worker.events import EventBus, Subscriber
-from store_worker.files import TRASH_DIR, StateStore, check_writable
+from store_worker.files import TRASH_DIR, StateStore, check_writable, remove_stale_staging
 from store_worker.inject import InjectMixin
 from store_worker.links import LinksMixin
 from store_worker.outbox import OutboxMixin
@@ -110,6 +110,7 @@ class MemoryStore(
         self.banks: dict[str, Bank] = {}
         self.session_parents: dict[str, str] = {}
         self._list_cache: dict[str, tuple[object, Any, Any]] = {}
+        self._lock: dir_lock.DirLock | None = None
         self._open()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -123,6 +124,8 @@ class MemoryStore(
 
     def _open(self) -> None:
         self.root = self.settings.data_path
+        self._lock = dir_lock.hold(self.root, self._lock)  # one writer per data dir
+        remove_stale_staging(self.root)
         check_writable(self.root)  # boot-fatal: never run in RAM (DESIGN §2)
         self.state = StateStore(self.root)
         self.banks = {}
@@ -167,6 +170,10 @@ class MemoryStore(
         return bank
 
     def close(self) -> None:
+        self._close_logs()
+        dir_lock.release(self._lock)
+
+    def _close_logs(self) -> None:
         for bank in self.banks.values():
             bank.files.log.close()
 
@@ -711,6 +718,7 @@ class MemoryStore(
     def events_since(
         self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
     ) -> EventsResponse:
+        cursor, limit, bank = v.cursor(cursor), v.events_limit(limit), v.optional_bank(bank)
         found = self.events.since(cursor, limit=limit, bank=bank)
         last = found[-1].seq if found else max(cursor, 0)
         if not found and cursor > self.events.cursor:
@@ -721,10 +729,7 @@ class MemoryStore(
         return self.state.get(v.rule_name(owner), v.rule_name(key))
 
     def state_set(self, owner: str, key: str, value: object) -> None:
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError) as e:
-            raise errors.InvalidArgumentError(f"state value is not JSON: {e}") from e
+        v.json_value(value, "state value")
         self.state.set(v.rule_name(owner), v.rule_name(key), value)
 
     # -- operations ------------------------------------------------------------------------
@@ -750,16 +755,17 @@ class MemoryStore(
                 embedder = fresh
         # Another model's vectors mean nothing to the new one: reopening re-reads the sidecars.
         reopen = new.data_path != self.settings.data_path or embedder is not self.embedder
+        self._lock = dir_lock.hold(new.data_path, self._lock)  # refused: nothing changed
         self.settings = new
         self.tokens = TokenCounter(new.token_model)
         self.embedder = embedder
         if reopen:
-            self.close()
+            self._close_logs()
             self._open()
         return new.model_dump()
 
     def reload(self) -> ReloadResponse:
-        self.close()
+        self._close_logs()
         self._open()
         corrupt = sum(b.stats.corrupt for b in self.banks.values())
         return ReloadResponse(ok=True, banks=tuple(sorted(self.banks)), corrupt_lines=corrupt)
@@ -780,7 +786,7 @@ def _clean_labels(
 ) -> tuple[str, ...]:
     """Validate labels, then redact the values *as given*: normalising first would lowercase
     a secret (an AWS key) out of the shape the redactor knows, and store it."""
-    raw = [values] if isinstance(values, str) else list(values or ())
+    raw = v.label_list(values, what)
     v.labels(raw, what)  # types and count, before anything is redacted
     return v.labels([scrub(x) for x in raw], what)
 
@@ -841,9 +847,4 @@ def _encode_token(mem: Memory) -> str:
 
 
 def _decode_token(token: str) -> tuple[int, str]:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        created_at, mem_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return int(created_at), str(mem_id)
-    except (ValueError, TypeError, binascii.Error) as e:
-        raise errors.InvalidArgumentError("page_token is not one this store issued") from e
+    return v.page_token(token)
