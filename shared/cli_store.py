@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared import cli_output as show
-from shared.errors import InvalidArgumentError
+from shared.errors import DataDirLockedError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from shared.cli import Ctx
@@ -32,7 +32,16 @@ def embedded_store(data_dir: str) -> Any:
     from shared.config import StoreSettings
     from store_worker.core import MemoryStore  # embedded mode only
 
-    return MemoryStore(settings=StoreSettings.from_env(dict(os.environ), data_dir=data_dir))
+    try:
+        return MemoryStore(settings=StoreSettings.from_env(dict(os.environ), data_dir=data_dir))
+    except DataDirLockedError as e:
+        # the running store (or another --data-dir command) owns these files: writing beside
+        # it would be lost to its RAM (issue 18), so say what to do instead
+        raise DataDirLockedError(
+            f"{e.message}. Drop --data-dir (and MEMORY_EMBEDDED) to talk to the running store, "
+            "or stop it first (`memory down`, or end that process)",
+            e.retryable,
+        ) from e
 
 
 def add_verb(
