@@ -695,8 +695,9 @@ class MemoryStore(
             return
         if self.session_parents.get(session_id) == parent_session_id:
             return
-        self.session_parents[session_id] = parent_session_id
-        self.state.set("store", "session-parents", self.session_parents)
+        parents = {**self.session_parents, session_id: parent_session_id}
+        self.state.set("store", "session-parents", parents)  # disk first: a refusal keeps RAM
+        self.session_parents = parents
 
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
         out: builtins.list[str] = []

@@ -57,6 +57,24 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def synced_dirs(*paths: Path) -> Iterator[None]:
+    """Open the folders first, change their entries in the body, then fsync them: every
+    descriptor a rename or unlink needs to be durable is held before anything changes, so
+    running out of descriptors (EMFILE) refuses the call instead of failing after it."""
+    fds: list[int] = []
+    try:
+        for path in paths:
+            fds.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+        yield
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 def make_dirs(path: Path) -> list[Path]:
     """``mkdir -p path``; returns the folders it made, outermost first, so a failed write can
     take them back (``remove_dirs``) and leave the data dir as it was. Raises ``OSError``."""
@@ -101,9 +119,9 @@ def atomic_write(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        tmp = None
-        fsync_dir(path.parent)
+        with synced_dirs(path.parent):
+            os.replace(tmp, path)
+            tmp = None
     except OSError as e:
         if tmp is not None:
             with contextlib.suppress(OSError):
@@ -292,10 +310,10 @@ class BankFiles:
             (staging / RULES_DIR).mkdir(parents=True)
             atomic_write(staging / BANK_META, _meta_doc(description, created_at))
             fsync_dir(staging)
-            os.rename(staging, self.dir)  # refuses to replace a folder made meanwhile
-            fsync_dir(self.root)
+            with synced_dirs(self.root):
+                os.rename(staging, self.dir)  # refuses to replace a folder made meanwhile
         except (OSError, SourceUnavailableError) as e:
-            shutil.rmtree(staging, ignore_errors=True)
+            _remove_staging(staging)
             if isinstance(e, SourceUnavailableError):
                 raise
             raise storage_error(f"cannot create bank {self.name}", e) from e
@@ -330,8 +348,8 @@ class BankFiles:
         if not path.exists():
             return False
         try:
-            path.unlink()
-            fsync_dir(self.rules_dir)
+            with synced_dirs(self.rules_dir):
+                path.unlink()
         except OSError as e:
             raise storage_error(f"cannot remove rule {name}", e) from e
         return True
@@ -347,16 +365,22 @@ class BankFiles:
             while target.exists():
                 n += 1
                 target = trash / f"{self.name}-{now_ms}-{n}"
-            os.replace(self.dir, target)
+            with synced_dirs(self.root, trash):
+                os.replace(self.dir, target)
         except OSError as e:
-            remove_dirs(made)
+            if self.dir.is_dir():
+                remove_dirs(made)
             raise storage_error(f"cannot trash bank {self.name}", e) from e
-        try:
-            fsync_dir(self.root)
-            fsync_dir(trash)
-        except OSError as e:  # moved, but not known durable: the caller must not assume it
-            raise storage_error(f"cannot sync the trashing of bank {self.name}", e) from e
         return target
+
+
+def _remove_staging(staging: Path) -> None:
+    """Take back a refused creation by name, without new descriptors (``rmtree`` needs them,
+    and the refusal may be EMFILE); whatever is left is removed at the next open."""
+    with contextlib.suppress(OSError):
+        (staging / BANK_META).unlink(missing_ok=True)
+    remove_dirs([staging, staging / RULES_DIR])
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def _meta_doc(description: str, created_at: int) -> bytes:
