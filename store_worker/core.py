@@ -448,6 +448,7 @@ class MemoryStore(
         self, id: str, *, bank: str | None = None, reason: str | None = None
     ) -> MemoryResponse:
         """Tombstone a memory: it leaves recall, stays on disk and in the history view."""
+        reason = v.optional_text(reason, "reason") or None
         target = self._bank(bank)
         current = self._live(target, id)
         now = self.now()
@@ -470,6 +471,7 @@ class MemoryStore(
         reinforce: bool = False,
     ) -> SupersedeResponse:
         """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer)."""
+        reason = v.optional_text(reason, "reason") or None
         target = self._bank(bank)
         v.memory_id(id)
         v.memory_id(superseded_by)
@@ -682,8 +684,8 @@ class MemoryStore(
             token_budget=budget,
             session_ids=frozenset(self.session_lineage(session)),
             project=v.project_path(kw["project"]) if kw["project"] else None,
-            type_filter=tuple(v.memory_type(t) for t in (kw["type_filter"] or ())),
-            scope_filter=tuple(v.memory_scope(s) for s in (kw["scope_filter"] or ())),
+            type_filter=v.memory_types(kw["type_filter"]),
+            scope_filter=v.memory_scopes(kw["scope_filter"]),
             half_life_days=self.settings.decay_half_life_days,
         )
 
@@ -691,7 +693,9 @@ class MemoryStore(
 
     def link_session(self, session_id: str, parent_session_id: str | None) -> None:
         """Record a sub-session's parent, so it sees its ancestors' session memories."""
-        if not parent_session_id or parent_session_id == session_id:
+        session_id = v.optional_str(session_id, "session_id") or ""
+        parent_session_id = v.optional_str(parent_session_id, "parent_session_id")
+        if not session_id or not parent_session_id or parent_session_id == session_id:
             return
         if self.session_parents.get(session_id) == parent_session_id:
             return
@@ -700,6 +704,7 @@ class MemoryStore(
         self.session_parents = parents
 
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
+        session_id = v.optional_str(session_id, "session_id")
         out: builtins.list[str] = []
         while session_id and session_id not in out and len(out) < 64:
             out.append(session_id)

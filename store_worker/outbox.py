@@ -246,6 +246,8 @@ class OutboxMixin:
 
     def outbox_watch(self, name: str, callback: Callable[[], Any] | None) -> None:
         """Call ``callback()`` after each enqueue (the extractor's wake-up); None removes it."""
+        if not isinstance(name, str) or (callback is not None and not callable(callback)):
+            raise errors.InvalidArgumentError("outbox_watch needs a name and a callable")
         if callback is None:
             self._outbox_watchers.pop(name, None)
         else:
@@ -392,6 +394,7 @@ class OutboxMixin:
 
     def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         """Counts and the oldest jobs (``memory outbox``); dead letters first."""
+        limit = v.count(limit, "limit")
         now = self.now()
         self._expire_leases(now)
         rows: list[OutboxJobSummary] = []

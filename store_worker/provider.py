@@ -89,7 +89,7 @@ class ProviderMixin:
             token_budget = self.settings.recall_budget_tokens
         counter = self._counter(model_target)
         file_words = _file_words(files_touched)
-        explicit = (query or "").strip()
+        explicit = v.optional_text(query, "query").strip()
         params = self._recall_params(
             explicit or " ".join(file_words),
             limit=limit,
@@ -165,8 +165,8 @@ class ProviderMixin:
         page_token: str | None = None,
     ) -> ListResponse:
         """Live records newest first, pending included unless ``status`` says otherwise."""
-        types = {v.memory_type(t) for t in (type_filter or ())}
-        scopes = {v.memory_scope(s) for s in (scope_filter or ())}
+        types = set(v.memory_types(type_filter))
+        scopes = set(v.memory_scopes(scope_filter))
         if status not in (None, "canonical", "pending"):
             raise errors.InvalidArgumentError(f"unknown status {status!r}")
         size = v.page_size(page_size)
@@ -224,7 +224,7 @@ def _recounted(mem: Memory, counter: TokenCounter, stored: TokenCounter) -> Memo
 
 def _file_words(files: Sequence[str]) -> list[str]:
     """Words of the touched files' paths: a relevance hint, never a filter."""
-    if isinstance(files, str) or len(files) > MAX_FILES * 16:
+    if not isinstance(files, list | tuple) or len(files) > MAX_FILES * 16:
         raise errors.InvalidArgumentError("files_touched must be a list of paths")
     out: dict[str, None] = {}
     for path in list(files)[:MAX_FILES]:

@@ -100,8 +100,7 @@ class ToolsMixin:
         body = v.text(text, max_chars=self.settings.max_text_chars)
         mem_type = v.memory_type(type or "user")
         mem_scope = v.memory_scope(scope or "global")
-        if not 0.0 < threshold <= 1.0:
-            raise errors.InvalidArgumentError("threshold must be in (0, 1]")
+        threshold = v.fraction(threshold, "threshold")
         if not confirm_new:
             near = self._near_matches(body, bank, session_id, project, threshold)
             fp = fingerprint(redact(body).text)

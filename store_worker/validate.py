@@ -230,6 +230,41 @@ def stored_record_problem(mem: Memory) -> str | None:
     return None
 
 
+def memory_types(values: object) -> tuple[str, ...]:
+    """A type filter: a list (or one string) of supported types."""
+    return tuple(memory_type(t) for t in label_list(values, "type_filter"))
+
+
+def memory_scopes(values: object) -> tuple[str, ...]:
+    """A scope filter: a list (or one string) of supported scopes."""
+    return tuple(memory_scope(s) for s in label_list(values, "scope_filter"))
+
+
+def fraction(value: object, what: str) -> float:
+    """A number in (0, 1] (a similarity threshold); not NaN, a string or a bool."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidArgumentError(f"{what} must be a number in (0, 1]")
+    if not 0.0 < value <= 1.0:  # False for NaN too
+        raise InvalidArgumentError(f"{what} must be in (0, 1]")
+    return float(value)
+
+
+def count(value: object, what: str, *, most: int = 10_000) -> int:
+    """A whole number from 0 to ``most`` (a listing's limit, where 0 means counts only)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+        raise InvalidArgumentError(f"{what} must be an integer from 0 to {most}")
+    return value
+
+
+def optional_text(value: object, what: str) -> str:
+    """Optional free text (a reason, an explicit query): ``None`` is empty."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{what} must be a string")
+    return utf8(value, what)
+
+
 def page_token(token: object, *, tag: str | None = None) -> tuple[int, str]:
     """A list cursor this store issued: base64 of ``[created_at, id]`` (``[tag, created_at,
     id]`` when ``tag`` is given). A crafted one (``[1e400, "x"]``, a 400-digit number, a

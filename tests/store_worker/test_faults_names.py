@@ -10,6 +10,7 @@ and ``configure`` refusing what start-up refuses.
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -246,3 +247,83 @@ def test_cli_bank_create_with_a_newline_exits_2_and_makes_nothing(
     assert code == 2
     assert capsys.readouterr().err.startswith("error: invalid_argument:")
     assert not [p for p in data.iterdir() if "\n" in p.name]
+
+
+WRONG_TYPES: list[object] = [5, 1.5, float("nan"), [1], {"a": 1}, object(), b"x", True]
+NOT_FUZZED = {
+    "subscribe",  # takes a callback: test_events
+    "close",
+    "reload",
+    "doctor",
+    "now",
+    "purge_trash",
+    "trash_dir",
+    "prune_session_state",
+}
+SENSIBLE = {
+    "id": "known",
+    "text": "a fact",
+    "query": "fact",
+    "name": "main",
+    "owner": "owner",
+    "key": "key",
+    "session_id": "s1",
+    "superseded_by": "other",
+    "content": "rule text",
+    "config": {},
+}
+
+
+def _call_with(store: MemoryStore, method: str, wrong: str, value: object) -> None:
+    params = [
+        p
+        for p in inspect.signature(getattr(MemoryStore, method)).parameters.values()
+        if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    args: list[object] = []
+    kw: dict[str, object] = {}
+    for p in params:
+        if p.name == wrong:
+            val = value
+        elif p.name in SENSIBLE:
+            val = SENSIBLE[p.name]
+        else:
+            val = None if p.default is inspect.Parameter.empty else p.default
+        if p.kind == p.KEYWORD_ONLY:
+            kw[p.name] = val
+        else:
+            args.append(val)
+    getattr(store, method)(*args, **kw)
+
+
+PUBLIC = sorted(
+    name
+    for name, fn in inspect.getmembers(MemoryStore, inspect.isfunction)
+    if not name.startswith("_") and name not in NOT_FUZZED
+)
+
+
+@pytest.mark.parametrize("method", PUBLIC)
+def test_every_public_argument_of_the_wrong_type_is_a_typed_error(
+    tmp_path: Path, method: str
+) -> None:
+    """Each parameter of each public method, given each wrong type in turn: the call works
+    (a bool where any truthy value will do) or raises the tree's error, never another."""
+    store = MemoryStore(tmp_path / "data")
+    try:
+        store.save("a fact", id="known")
+        store.save("another fact", id="other")
+        params = [
+            p for p in inspect.signature(getattr(MemoryStore, method)).parameters if p != "self"
+        ]
+        calls = 0
+        for wrong in params:
+            for value in WRONG_TYPES:
+                calls += 1
+                try:
+                    _call_with(store, method, wrong, value)
+                except MemoryServiceError:
+                    pass
+        assert calls == len(params) * len(WRONG_TYPES)
+    finally:
+        store.close()
