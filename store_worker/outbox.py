@@ -394,7 +394,7 @@ class OutboxMixin:
 
     def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         """Counts and the oldest jobs (``memory outbox``); dead letters first."""
-        limit = v.count(limit, "limit")
+        limit = v.count(limit, "limit", most=1_000_000)
         now = self.now()
         self._expire_leases(now)
         rows: list[OutboxJobSummary] = []
