@@ -265,6 +265,18 @@ def optional_text(value: object, what: str) -> str:
     return utf8(value, what)
 
 
+def finite_vector(values: object) -> list[float]:
+    """A stored embedding: a list of finite numbers. A hand-edited ``1e400`` (infinity) or
+    ``NaN`` would turn every cosine of the bank into NaN; raises ``ValueError`` (the sidecar
+    reader skips the line and the record is embedded again)."""
+    if not isinstance(values, list) or not values:
+        raise ValueError("not a vector")
+    out = [float(x) for x in values]
+    if not all(math.isfinite(x) for x in out):
+        raise ValueError("a vector component is not finite")
+    return out
+
+
 def page_token(token: object, *, tag: str | None = None) -> tuple[int, str]:
     """A list cursor this store issued: base64 of ``[created_at, id]`` (``[tag, created_at,
     id]`` when ``tag`` is given). A crafted one (``[1e400, "x"]``, a 400-digit number, a

@@ -9,6 +9,7 @@ record and bank works, the bad one is skipped or gets a safe default, and doctor
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from shared.clock import FakeClock
 from shared.models import Memory
 from store_worker.core import MemoryStore
+from store_worker.embed import FakeEmbedder
 
 BAD_META = {
     "created_at_word": b"description: d\ncreated_at: abc\n",
@@ -309,3 +311,26 @@ def test_replay_accepts_what_it_wrote(made: Path, clock: FakeClock) -> None:
     again = reopen(made, clock)
     assert again.get("edge").memory == mem
     again.close()
+
+
+@pytest.mark.parametrize("bad", ["1e400", "NaN", '"x"', "[]", "[[1]]"])
+def test_a_bad_vector_line_is_embedded_again(data_dir: Path, clock: FakeClock, bad: str) -> None:
+    # Given a vector sidecar whose line for a record was hand-edited
+    embedder = FakeEmbedder()
+    store = MemoryStore(data_dir, clock=clock, embedder=embedder)
+    mem = store.save("galaxies and telescopes at night", id="astro").memory
+    store.close()
+    sidecar = data_dir / "main" / "vectors.jsonl"
+    row = json.loads(sidecar.read_bytes().splitlines()[-1])
+    line = json.dumps({**row, "v": None}).replace("null", bad)
+    sidecar.write_bytes(line.encode() + b"\n")
+    # When the store opens, Then the record gets a fresh, finite vector and recall works
+    store = MemoryStore(data_dir, clock=clock, embedder=embedder)
+    try:
+        _, vec = store.banks["main"].vectors["astro"]
+        assert len(vec) == embedder.dim and all(math.isfinite(x) for x in vec)
+        hits = store.recall("telescopes", mode="semantic").memories
+        assert [h.memory.id for h in hits] == [mem.id]
+        assert all(math.isfinite(h.score) for h in hits)
+    finally:
+        store.close()
