@@ -217,16 +217,25 @@ def _chat_cmd(args: argparse.Namespace) -> int:
     if not args.model:
         raise InvalidArgumentError("no chat model: pass --model (any litellm model name)")
     store = _open_store(args)
-    session = ChatSession(
-        store,
-        litellm_complete(args.model),
-        session_id=args.session,
-        bank=args.bank,
-        after_turn=_embedded_extractor(args, store),
-    )
-    sys.stdout.write(f"session {session.session_id} — /quit to leave\n")
-    run_chat(session, _stdin_lines(), sys.stdout, show_memory=args.show_memory)
+    try:
+        session = ChatSession(
+            store,
+            litellm_complete(args.model),
+            session_id=args.session,
+            bank=args.bank,
+            after_turn=_embedded_extractor(args, store),
+        )
+        sys.stdout.write(f"session {session.session_id} — /quit to leave\n")
+        run_chat(session, _stdin_lines(), sys.stdout, show_memory=args.show_memory)
+    finally:
+        _close_embedded(args, store)
     return 0
+
+
+def _close_embedded(args: argparse.Namespace, store: Any) -> None:
+    """An embedded store holds its data dir's lock (store_worker/lock.py) until closed."""
+    if getattr(args, "data_dir", None):
+        store.close()
 
 
 def _stdin_lines() -> Iterable[str]:
@@ -243,8 +252,14 @@ def _stdin_lines() -> Iterable[str]:
 
 
 def _outbox_cmd(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
     store = _open_store(args)
+    try:
+        return _outbox_show(args, store, out or sys.stdout)
+    finally:
+        _close_embedded(args, store)
+
+
+def _outbox_show(args: argparse.Namespace, store: Any, out: TextIO) -> int:
     if args.requeue:
         result = store.outbox_requeue(args.requeue, fresh=args.fresh)
         out.write(f"requeued {result.job_id}\n")

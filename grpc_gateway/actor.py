@@ -8,7 +8,8 @@ the foreground instead — against the running store, or with ``--data-dir`` ove
 store without Ray.
 
 Settings come from ``MEMORY_GRPC_*`` variables (``GatewaySettings.from_env``): host (default
-127.0.0.1 — loopback only unless asked), port (50051), token (optional bearer token), bank.
+127.0.0.1 — loopback only unless asked), port (50051), token (optional bearer token: from the
+environment or ``--grpc-token-file``, never a flag's value), bank.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -132,25 +134,67 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
-    """``--grpc-host/--grpc-port/--grpc-token/--grpc-bank``; on ``up`` they become
-    ``MEMORY_GRPC_*`` settings for the actor and imply ``--grpc``."""
+    """``--grpc-host/--grpc-port/--grpc-token-file/--grpc-bank``; on ``up`` they become
+    ``MEMORY_GRPC_*`` settings for the actor and imply ``--grpc``.
+
+    The token is read from ``MEMORY_GRPC_TOKEN`` or a file, never from a flag's value: a
+    command line shows in ``ps`` to every user of the machine (issue 18)."""
     flags = (
-        ("host", str, "interface to listen on (default 127.0.0.1)"),
-        ("port", int, f"port to listen on (default {DEFAULT_PORT})"),
-        ("token", str, "require this bearer token on every call"),
-        ("bank", str, "bank to serve (default: the store's default bank)"),
+        ("host", "HOST", str, "interface to listen on (default 127.0.0.1)"),
+        ("port", "PORT", int, f"port to listen on (default {DEFAULT_PORT})"),
+        (
+            "token-file",
+            "TOKEN",
+            read_token_file,
+            "require the bearer token in this file on every call (or set MEMORY_GRPC_TOKEN)",
+        ),
+        ("bank", "BANK", str, "bank to serve (default: the store's default bank)"),
     )
-    for field, kind, text in flags:
+    for field, env, kind, text in flags:
+        dest = f"grpc_{env.lower()}"
+        metavar = "PATH" if field == "token-file" else env
         if not on_up:
-            parser.add_argument(f"--grpc-{field}", type=kind, default=None, help=text)
+            parser.add_argument(
+                f"--grpc-{field}", dest=dest, metavar=metavar, type=kind, default=None, help=text
+            )
         else:
             parser.add_argument(
                 f"--grpc-{field}",
+                dest=dest,
+                metavar=metavar,
                 type=kind,
                 action=_UpSetting,
-                env=ENV_PREFIX + field.upper(),
+                env=ENV_PREFIX + env,
                 help=text + "; implies --grpc",
             )
+    parser.add_argument("--grpc-token", nargs="?", action=_RemovedTokenFlag, help=argparse.SUPPRESS)
+
+
+def read_token_file(path: str) -> str:
+    """The bearer token in ``path`` (one line; surrounding whitespace dropped)."""
+    try:
+        token = Path(path).read_text("utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise argparse.ArgumentTypeError(f"cannot read the token file {path}: {e}") from e
+    if not token or "\n" in token:
+        raise argparse.ArgumentTypeError(f"the token file {path} must hold one non-empty line")
+    return token
+
+
+class _RemovedTokenFlag(argparse.Action):
+    """``--grpc-token T`` is refused with what to use instead (exit 2, argparse's usage)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(
+            "--grpc-token was removed: a token on the command line shows in `ps` to every "
+            f"user; set {ENV_PREFIX}TOKEN or pass --grpc-token-file PATH"
+        )
 
 
 class _UpSetting(argparse.Action):
@@ -175,7 +219,8 @@ class _UpSetting(argparse.Action):
 
 
 def env_from_args(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
-    """``--grpc-*`` flags as ``MEMORY_GRPC_*`` variables (how ``memory up`` passes them on)."""
+    """``--grpc-*`` flags as ``MEMORY_GRPC_*`` variables (how ``memory up`` passes them on);
+    ``--grpc-token-file`` has been read into the token by then."""
     out = dict(env)
     for field in ("host", "port", "token", "bank"):
         value = getattr(args, f"grpc_{field}", None)

@@ -192,6 +192,10 @@ def _checked(text: str, type: str | None, scope: str | None, threshold: float) -
         raise errors.InvalidTypeError(f"unknown memory type {type!r}; use {MEMORY_TYPES}")
     if scope is not None and scope not in MEMORY_SCOPES:
         raise errors.InvalidScopeError(f"unknown memory scope {scope!r}; use {MEMORY_SCOPES}")
-    if not 0.0 < threshold <= 1.0:
-        raise errors.InvalidArgumentError("threshold must be in (0, 1]")
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0.0 < threshold <= 1.0  # also refuses NaN
+    ):
+        raise errors.InvalidArgumentError("threshold must be a number in (0, 1]")
     return text

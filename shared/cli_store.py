@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared import cli_output as show
 from shared.api import StoreAPI
-from shared.errors import InvalidArgumentError
+from shared.errors import DataDirLockedError, InvalidArgumentError
 from shared.models import RecallResponse, SaveResponse
 
 if TYPE_CHECKING:
@@ -36,7 +36,16 @@ def open_store(data_dir: str) -> StoreAPI:
     from shared.config import StoreSettings
     from shared.workers import open_embedded_store
 
-    return open_embedded_store(StoreSettings.from_env(dict(os.environ), data_dir=data_dir))
+    try:
+        return open_embedded_store(StoreSettings.from_env(dict(os.environ), data_dir=data_dir))
+    except DataDirLockedError as e:
+        # the running store (or another --data-dir command) owns these files: writing beside
+        # it would be lost to its RAM (issue 18), so say what to do instead
+        raise DataDirLockedError(
+            f"{e.message}. Drop --data-dir (and MEMORY_EMBEDDED) to talk to the running store, "
+            "or stop it first (`memory down`, or end that process)",
+            e.retryable,
+        ) from e
 
 
 def close_store(store: StoreAPI) -> None:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from shared.errors import InvalidArgumentError
+from shared.text import NAME_RE
 
 DEFAULT_DATA_DIR = "./data/memory"
 
@@ -118,6 +119,22 @@ class StoreSettings(EnvSettings):
     )
     outbox_backoff_ms: int = Field(2_000, ge=0, description="First retry delay; doubles per try.")
     outbox_backoff_max_ms: int = Field(300_000, ge=0, description="Longest retry delay.")
+
+    @field_validator("default_bank")
+    @classmethod
+    def _default_bank_is_a_name(cls, value: str) -> str:
+        # Checked here so start-up (from_env) and ``configure`` (merged) refuse the same values:
+        # "../../x" was accepted by configure and then broke every default-bank call (issue 18).
+        if NAME_RE.fullmatch(value) is None:
+            raise ValueError("must be a bank name: [a-z0-9][a-z0-9_-]{0,63}")
+        return value
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_is_a_path(cls, value: str) -> str:
+        if not value.strip() or "\x00" in value:
+            raise ValueError("must be a folder path")
+        return value
 
     @field_validator("embedding_model")
     @classmethod

@@ -7,7 +7,8 @@
     ├── RatificationUnsupportedError  category ratification_unsupported
     ├── BudgetExceededError           category budget_exceeded
     ├── SourceUnavailableError        category source_unavailable (retryable)
-    │   └── DataDirUnwritableError
+    │   ├── DataDirUnwritableError
+    │   └── DataDirLockedError
     ├── UnknownError                  category unknown
     └── InvalidArgumentError          category invalid_argument
         └── ConflictError             (the call is well-formed but the record's state refuses it)
@@ -24,6 +25,7 @@ codes via ``GRPC_CODES``); nothing inside the service does.
 
 from __future__ import annotations
 
+import errno
 from typing import Any, ClassVar
 
 CATEGORIES = (
@@ -116,6 +118,13 @@ class DataDirUnwritableError(SourceUnavailableError):
     default_retryable = False
 
 
+class DataDirLockedError(SourceUnavailableError):
+    """Raised when a store opens a data dir another store holds (its ``.lock``): the message
+    names the holder (pid, host, since). Retrying helps only once that store stops."""
+
+    default_retryable = False
+
+
 class UnknownError(MemoryServiceError):
     """Raised for a failure no other leaf describes; the message carries the detail."""
 
@@ -134,6 +143,33 @@ class ConflictError(InvalidArgumentError):
 
 class DraftsWaitingError(ConflictError):
     """Raised when ratification would be turned off while pending drafts wait for review."""
+
+
+# errno values that mean the storage, not the call, is at fault (issue 18): a full disk or
+# quota, a read-only or failing device, no descriptors or inodes left, no permission.
+STORAGE_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EROFS,
+        errno.EIO,
+        errno.EMFILE,
+        errno.ENFILE,
+        errno.EACCES,
+        errno.EPERM,
+    }
+)
+# Of those, the ones that may pass without anyone changing the setup.
+TRANSIENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EMFILE, errno.ENFILE})
+
+
+def storage_error(what: str, e: OSError) -> SourceUnavailableError:
+    """An ``OSError`` from a file operation as the tree's ``SourceUnavailableError``: retryable
+    when the cause may pass (a full disk, EIO, no descriptors), not for a read-only or
+    forbidden place. ``what`` says what failed ("cannot write <path>")."""
+    return SourceUnavailableError(
+        f"{what}: {e.strerror or e}", retryable=e.errno in TRANSIENT_ERRNOS or e.errno is None
+    )
 
 
 _BY_CATEGORY: dict[str, type[MemoryServiceError]] = {

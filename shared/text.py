@@ -35,8 +35,10 @@ _TRAILING_PUNCT = re.compile(r"[\s\.\!\?\,;:…。！？]+$")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")
-SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+# \A…\Z, not ^…$: "$" also matches before a trailing newline, so "main\n" would pass a
+# .match() (issue 18); these patterns match the whole string with .match() or .fullmatch().
+SLUG_RE = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
+NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,63}\Z")
 
 # A compact English stopword list (the NLTK/Lucene core set, minus the pronouns we map).
 STOPWORDS = frozenset(

@@ -26,6 +26,7 @@ from shared.text import tokenize
 from store_worker import snapshot
 from store_worker.files import BankFiles, ReplayStats
 from store_worker.index import BankIndex
+from store_worker.validate import stored_record_problem
 
 if TYPE_CHECKING:
     from store_worker.commit import Stage
@@ -243,8 +244,11 @@ class Bank:
             stats.lines += 1
             try:
                 mem = _decode(raw)
+                problem = stored_record_problem(mem)
             except Exception:
-                if i == last:  # only an unterminated last chunk is torn
+                mem, problem = None, "unparseable"
+            if mem is None or problem is not None:
+                if i == last and mem is None:  # only an unterminated last chunk is torn
                     stats.torn += 1
                 else:
                     stats.corrupt += 1

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import json
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -65,6 +64,7 @@ from shared.models import (
 from shared.redact import redact
 from shared.tokens import TokenCounter
 from store_worker import links, ops
+from store_worker import lock as dir_lock
 from store_worker import recall as recall_mod
 from store_worker import validate as v
 from store_worker.bank import Bank
@@ -73,7 +73,7 @@ from store_worker.commit import GroupCommit
 from store_worker.drafts import Drafts
 from store_worker.embed import Embedder, embedder_for
 from store_worker.events import EventBus, Subscriber
-from store_worker.files import TRASH_DIR, StateStore, check_writable
+from store_worker.files import TRASH_DIR, StateStore, check_writable, remove_stale_staging
 from store_worker.inject import Injector
 from store_worker.outbox import Outbox
 from store_worker.reads import Reader
@@ -142,6 +142,7 @@ class MemoryStore:
         self._watchers: dict[str, Callable[[], Any]] = {}
         self.lock = threading.RLock()  # hold it to read the parts consistently (metrics)
         self._held = threading.local()
+        self._dir_lock: dir_lock.DirLock | None = None  # one writer per data dir (lock.py)
         self._open()
         self.commits = GroupCommit(self.lock, banks=self.banks, events=self.events)
 
@@ -151,6 +152,8 @@ class MemoryStore:
         """Build the parts on the data dir and load every bank (replay or snapshot)."""
         s, clock = self.settings, self.clock
         self.root = s.data_path
+        self._dir_lock = dir_lock.hold(self.root, self._dir_lock)  # one writer per data dir
+        remove_stale_staging(self.root)
         check_writable(self.root)  # boot-fatal: never run in RAM (DESIGN §2)
         self.state = StateStore(self.root)
         self.sessions = Sessions(self.state, s)
@@ -202,6 +205,7 @@ class MemoryStore:
 
     def close(self) -> None:
         self.banks.close()
+        dir_lock.release(self._dir_lock)
 
     def now(self) -> int:
         return self.clock.now_ms()
@@ -584,6 +588,7 @@ class MemoryStore:
     def events_since(
         self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
     ) -> EventsResponse:
+        cursor, limit, bank = v.cursor(cursor), v.events_limit(limit), v.optional_bank(bank)
         found = self.events.since(cursor, limit=limit, bank=bank)
         last = found[-1].seq if found else max(cursor, 0)
         if not found and cursor > self.events.cursor:
@@ -596,10 +601,7 @@ class MemoryStore:
 
     @_serialized
     def state_set(self, owner: str, key: str, value: object) -> None:
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError) as e:
-            raise errors.InvalidArgumentError(f"state value is not JSON: {e}") from e
+        v.json_value(value, "state value")
         self.state.set(v.rule_name(owner), v.rule_name(key), value)
 
     # -- operations --------------------------------------------------------------------------
@@ -631,10 +633,11 @@ class MemoryStore:
                 embedder = fresh
         # Another model's vectors mean nothing to the new one: reopening re-reads the sidecars.
         reopen = new.data_path != self.settings.data_path or embedder is not self.embedder
+        self._dir_lock = dir_lock.hold(new.data_path, self._dir_lock)  # refused: nothing changed
         self.settings = new
         self.tokens = TokenCounter(new.token_model)
         if reopen:
-            self.close()
+            self.banks.close()
             self.vectors = Vectors(embedder)
             self._open()
         else:
@@ -657,7 +660,7 @@ class MemoryStore:
 
     @_serialized
     def reload(self) -> ReloadResponse:
-        self.close()
+        self.banks.close()
         self._open()
         corrupt = sum(b.stats.corrupt for b in self.banks.values())
         return ReloadResponse(ok=True, banks=tuple(sorted(self.banks)), corrupt_lines=corrupt)

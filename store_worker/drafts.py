@@ -153,7 +153,7 @@ def _read_draft(path: Path) -> Memory | None:
     except (OSError, ValidationError) as e:
         log.warning("skipping unreadable draft %s: %s", path, e)
         return None
-    if mem.id != path.stem or mem.status != "pending":
+    if mem.id != path.stem or mem.status != "pending" or v.stored_record_problem(mem):
         log.warning("skipping draft %s: id or status does not match its file", path)
         return None
     return mem

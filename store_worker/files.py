@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,7 +25,8 @@ from pathlib import Path
 
 import yaml
 
-from shared.errors import DataDirUnwritableError, SourceUnavailableError
+from shared.errors import DataDirUnwritableError, SourceUnavailableError, storage_error
+from store_worker.validate import is_name
 
 MEMORIES = "memories.jsonl"
 VECTORS = "vectors.jsonl"
@@ -31,6 +34,19 @@ BANK_META = "bank.yaml"
 RULES_DIR = "rules"
 TRASH_DIR = ".trash"
 STATE_DIR = ".state"
+TORN_SUFFIX = ".torn"
+# A bank is built under this prefix and renamed into place (``BankFiles.create``); a crash
+# leaves only a dot-folder, which open skips and removes.
+CREATING_PREFIX = ".creating-"
+# Beyond this a hand-edited number cannot be a timestamp or a count, and float64 (the index's
+# columns, gRPC's int64) stops being exact.
+MAX_EXACT = 2**53
+
+log = logging.getLogger(__name__)
+
+
+def torn_path(path: Path) -> Path:
+    return path.with_suffix(path.suffix + TORN_SUFFIX)
 
 
 def fsync_dir(path: Path) -> None:
@@ -41,21 +57,77 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write-to-temp, fsync, rename, fsync the folder: readers see old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+@contextlib.contextmanager
+def synced_dirs(*paths: Path) -> Iterator[None]:
+    """Open the folders first, change their entries in the body, then fsync them: every
+    descriptor a rename or unlink needs to be durable is held before anything changes, so
+    running out of descriptors (EMFILE) refuses the call instead of failing after it."""
+    fds: list[int] = []
     try:
+        for path in paths:
+            fds.append(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+        yield
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def make_dirs(path: Path) -> list[Path]:
+    """``mkdir -p path``; returns the folders it made, outermost first, so a failed write can
+    take them back (``remove_dirs``) and leave the data dir as it was. Raises ``OSError``."""
+    missing: list[Path] = []
+    at = path
+    while not at.is_dir():
+        missing.append(at)
+        if at.parent == at:
+            break
+        at = at.parent
+    made: list[Path] = []
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError:
+            remove_dirs(made)
+            raise
+        made.append(folder)
+    return made
+
+
+def remove_dirs(made: list[Path]) -> None:
+    """Remove folders ``make_dirs`` made (innermost first), if they are still empty."""
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write-to-temp, fsync, rename, fsync the folder: readers see old or new, never half.
+
+    Any ``OSError`` (its folder, its temp file, the write, the rename) is a typed
+    ``SourceUnavailableError``, and a refused write leaves no temp file and no new folder."""
+    made: list[Path] = []
+    tmp: str | None = None
+    try:
+        made = make_dirs(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
+        with synced_dirs(path.parent):
+            os.replace(tmp, path)
+            tmp = None
     except OSError as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise SourceUnavailableError(f"cannot write {path}: {e.strerror or e}") from e
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        remove_dirs(made)
+        raise storage_error(f"cannot write {path}", e) from e
 
 
 def check_writable(root: Path) -> None:
@@ -74,6 +146,16 @@ def check_writable(root: Path) -> None:
         ) from e
 
 
+def remove_stale_staging(root: Path) -> int:
+    """Remove what a killed bank creation left (``.creating-*``); only the lock holder calls
+    this, so no other process is building one."""
+    gone = 0
+    for path in root.glob(f"{CREATING_PREFIX}*"):
+        shutil.rmtree(path, ignore_errors=True)
+        gone += 1
+    return gone
+
+
 @dataclass
 class ReplayStats:
     lines: int = 0
@@ -89,6 +171,7 @@ class AppendLog:
         self.path = path
         self._fh: int | None = None
         self._tail_ok = False  # the file is known to end with a newline (or be empty)
+        self._created = False  # this object created the file and nothing is in it yet
 
     def read_bytes(self) -> bytes:
         """The whole file (empty when it does not exist yet)."""
@@ -109,29 +192,48 @@ class AppendLog:
                 yield no, raw, (no - 1 == last)  # only an unterminated last chunk is torn
 
     def repair_tail(self) -> int:
-        """Move an unterminated final fragment aside (``<file>.torn``) and cut it off."""
-        if not self.path.exists():
+        """Move an unterminated final fragment aside (``<file>.torn``) and cut it off.
+
+        Safe only because the caller holds the data dir's lock (``store_worker/lock.py``): no
+        other process appends to this file, so the fragment is a torn write, never a line
+        another writer is in the middle of. The sidecar is fsynced before the cut, so the
+        bytes are never only in RAM; a failure cuts nothing (the next append starts a fresh
+        line after the fragment, ``_unglue``)."""
+        try:
+            with open(self.path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
             return 0
-        size = self.path.stat().st_size
-        if size == 0:
+        except OSError as e:
+            log.warning("cannot read %s to repair its tail: %s", self.path, e)
             return 0
-        with open(self.path, "rb") as fh:
-            data = fh.read()
-        if data.endswith(b"\n"):
+        if not data or data.endswith(b"\n"):
             return 0
         cut = data.rfind(b"\n") + 1
-        with open(self.path.with_suffix(self.path.suffix + ".torn"), "ab") as side:
-            side.write(data[cut:] + b"\n")
-        with open(self.path, "r+b") as fh:
-            fh.truncate(cut)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(torn_path(self.path), "ab") as side:
+                side.write(data[cut:] + b"\n")
+                side.flush()
+                os.fsync(side.fileno())
+            with open(self.path, "r+b") as fh:
+                fh.truncate(cut)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as e:
+            log.warning("cannot move the torn tail of %s aside: %s", self.path, e)
+            return 0
         return 1
 
     def _open(self) -> int:
         if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            made = make_dirs(self.path.parent)
+            existed = self.path.exists()
+            try:
+                self._fh = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError:
+                remove_dirs(made)
+                raise
+            self._created = not existed
         return self._fh
 
     def append(self, line: str) -> None:
@@ -139,14 +241,18 @@ class AppendLog:
         self.append_many([line])
 
     def append_many(self, lines: list[str]) -> None:
-        """Append lines in one write and one fsync (a supersede's retire + merge pair)."""
+        """Append lines in one write and one fsync (a supersede's retire + merge pair).
+
+        A refused append leaves the file as it was: cut back to its old size, or removed
+        when this append created it."""
         payload = "".join(line + "\n" for line in lines).encode("utf-8")
         try:
             fd = self._open()
         except OSError as e:
-            raise SourceUnavailableError(f"cannot open {self.path}: {e.strerror or e}") from e
-        start = os.lseek(fd, 0, os.SEEK_END)
+            raise storage_error(f"cannot open {self.path}", e) from e
+        start = 0
         try:
+            start = os.lseek(fd, 0, os.SEEK_END)
             if start and not self._tail_ok:
                 payload = self._unglue(start) + payload
             written = os.write(fd, payload)
@@ -154,10 +260,15 @@ class AppendLog:
                 written += os.write(fd, payload[written:])
             os.fsync(fd)
             self._tail_ok = True
+            self._created = False
         except OSError as e:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
-            raise SourceUnavailableError(f"cannot append to {self.path}: {e.strerror or e}") from e
+            if self._created and start == 0:
+                self.close()
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
+            raise storage_error(f"cannot append to {self.path}", e) from e
 
     def _unglue(self, size: int) -> bytes:
         """A newline first when the file ends mid-line (a hand edit saved without a final
@@ -191,34 +302,42 @@ class BankFiles:
         return self.dir.is_dir()
 
     def create(self, description: str, created_at: int) -> None:
-        self.rules_dir.mkdir(parents=True, exist_ok=True)
-        self.write_meta(description, created_at)
-        fsync_dir(self.root)
+        """Build the folder under a dot-name, then rename it into place: a refused or killed
+        creation leaves no bank behind (open skips and removes ``.creating-*`` folders)."""
+        staging = self.root / f"{CREATING_PREFIX}{self.name}-{os.getpid()}"
+        try:
+            shutil.rmtree(staging, ignore_errors=True)
+            (staging / RULES_DIR).mkdir(parents=True)
+            atomic_write(staging / BANK_META, _meta_doc(description, created_at))
+            fsync_dir(staging)
+            with synced_dirs(self.root):
+                os.rename(staging, self.dir)  # refuses to replace a folder made meanwhile
+        except (OSError, SourceUnavailableError) as e:
+            _remove_staging(staging)
+            if isinstance(e, SourceUnavailableError):
+                raise
+            raise storage_error(f"cannot create bank {self.name}", e) from e
 
     def read_meta(self) -> tuple[str, int]:
-        path = self.dir / BANK_META
-        try:
-            meta = yaml.safe_load(path.read_text("utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            return "", 0
-        if not isinstance(meta, dict):
-            return "", 0
-        return str(meta.get("description") or ""), int(meta.get("created_at") or 0)
+        """``bank.yaml``'s description and created_at; a value that cannot be read gets a safe
+        default (``""``, 0) and a warning; ``problems`` (and doctor) say which and why."""
+        description, created_at, problem = meta_problem(self.dir / BANK_META)
+        if problem:
+            log.warning("bank %s: %s", self.name, problem)
+        return description, created_at
 
     def write_meta(self, description: str, created_at: int) -> None:
-        doc = yaml.safe_dump(
-            {"description": description, "created_at": created_at}, allow_unicode=True
-        )
-        atomic_write(self.dir / BANK_META, doc.encode("utf-8"))
+        atomic_write(self.dir / BANK_META, _meta_doc(description, created_at))
 
     def read_rules(self) -> dict[str, str]:
-        if not self.rules_dir.is_dir():
-            return {}
+        """The readable rules; an unreadable one is skipped with a warning (and doctor lists
+        it: ``rule_problems``)."""
         out: dict[str, str] = {}
-        for path in sorted(self.rules_dir.glob("*.md")):
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                # bytes, not read_text: universal newlines would turn a "\r" into "\n"
-                out[path.stem] = path.read_bytes().decode("utf-8")
+        for path, content, problem in read_rule_files(self.rules_dir):
+            if problem:
+                log.warning("bank %s: %s", self.name, problem)
+            elif content is not None:
+                out[path.stem] = content
         return out
 
     def write_rule(self, name: str, content: str) -> None:
@@ -229,28 +348,106 @@ class BankFiles:
         if not path.exists():
             return False
         try:
-            path.unlink()
-            fsync_dir(self.rules_dir)
+            with synced_dirs(self.rules_dir):
+                path.unlink()
         except OSError as e:
-            raise SourceUnavailableError(f"cannot remove rule {name}: {e.strerror or e}") from e
+            raise storage_error(f"cannot remove rule {name}", e) from e
         return True
 
     def trash(self, now_ms: int) -> Path:
         self.log.close()
         trash = self.root / TRASH_DIR
-        trash.mkdir(parents=True, exist_ok=True)
-        target = trash / f"{self.name}-{now_ms}"
-        n = 1
-        while target.exists():
-            n += 1
-            target = trash / f"{self.name}-{now_ms}-{n}"
+        made: list[Path] = []
         try:
-            os.replace(self.dir, target)
-            fsync_dir(self.root)
-            fsync_dir(trash)
+            made = make_dirs(trash)
+            target = trash / f"{self.name}-{now_ms}"
+            n = 1
+            while target.exists():
+                n += 1
+                target = trash / f"{self.name}-{now_ms}-{n}"
+            with synced_dirs(self.root, trash):
+                os.replace(self.dir, target)
         except OSError as e:
-            raise SourceUnavailableError(f"cannot trash bank {self.name}: {e.strerror or e}") from e
+            if self.dir.is_dir():
+                remove_dirs(made)
+            raise storage_error(f"cannot trash bank {self.name}", e) from e
         return target
+
+
+def _remove_staging(staging: Path) -> None:
+    """Take back a refused creation by name, without new descriptors (``rmtree`` needs them,
+    and the refusal may be EMFILE); whatever is left is removed at the next open."""
+    with contextlib.suppress(OSError):
+        (staging / BANK_META).unlink(missing_ok=True)
+    remove_dirs([staging, staging / RULES_DIR])
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _meta_doc(description: str, created_at: int) -> bytes:
+    doc = yaml.safe_dump({"description": description, "created_at": created_at}, allow_unicode=True)
+    return doc.encode("utf-8")
+
+
+def meta_problem(path: Path) -> tuple[str, int, str | None]:
+    """(description, created_at, what is wrong with ``bank.yaml`` or ``None``). Every value
+    a hand edit can put there (``abc``, ``.inf``, ``[1,2]``, ``1e400``, a YAML error, bad
+    UTF-8) gives the safe default for that field and a problem naming the file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return "", 0, f"{path}: missing"
+    except OSError as e:
+        return "", 0, f"{path}: unreadable ({e.strerror or e})"
+    try:
+        meta = yaml.safe_load(raw.decode("utf-8")) or {}
+    except UnicodeDecodeError as e:
+        return "", 0, f"{path}: not UTF-8 (byte {e.start})"
+    except (yaml.YAMLError, RecursionError) as e:
+        where = getattr(e, "problem_mark", None)
+        line = f" line {where.line + 1}" if where is not None else ""
+        return "", 0, f"{path}:{line} not YAML ({type(e).__name__})"
+    if not isinstance(meta, dict):
+        return "", 0, f"{path}: not a mapping of description and created_at"
+    problems: list[str] = []
+    description = meta.get("description")
+    if description is None:
+        description = ""
+    elif not isinstance(description, str):
+        problems.append(f"description is {type(description).__name__}, not text")
+        description = ""
+    created_at = meta.get("created_at")
+    if created_at is None:
+        created_at = 0
+    elif (
+        not isinstance(created_at, int)
+        or isinstance(created_at, bool)
+        or not 0 <= created_at <= MAX_EXACT
+    ):
+        problems.append(f"created_at {str(created_at)[:40]!r} is not a time in ms")
+        created_at = 0
+    return description, created_at, (f"{path}: " + "; ".join(problems)) if problems else None
+
+
+def read_rule_files(folder: Path) -> list[tuple[Path, str | None, str | None]]:
+    """(path, content, problem) per ``*.md`` file: a rule that is not UTF-8, cannot be read
+    or whose name no call could reach has no content and a problem."""
+    try:
+        paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    except OSError as e:
+        return [(folder, None, f"{folder}: unreadable ({e.strerror or e})")]
+    out: list[tuple[Path, str | None, str | None]] = []
+    for path in paths:
+        if not is_name(path.stem):
+            out.append((path, None, f"{path}: not a valid rule name; the rule is skipped"))
+            continue
+        try:
+            # bytes, not read_text: universal newlines would turn a "\r" into "\n"
+            out.append((path, path.read_bytes().decode("utf-8"), None))
+        except UnicodeDecodeError as e:
+            out.append((path, None, f"{path}: not UTF-8 (byte {e.start}); the rule is skipped"))
+        except OSError as e:
+            out.append((path, None, f"{path}: unreadable ({e.strerror or e}); skipped"))
+    return out
 
 
 class StateStore:
@@ -269,7 +466,10 @@ class StateStore:
             return value
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError) as e:
+            # a hand edit (bad UTF-8, not JSON, nested past the parser's depth): the owner
+            # starts that key afresh; doctor's files_readable names the file until it is fixed
+            log.warning("unreadable state %s: %s", path, type(e).__name__)
             return None
 
     def set(self, owner: str, key: str, value: object) -> None:

@@ -255,6 +255,8 @@ class Outbox:
 
     def watch(self, name: str, callback: Callable[[], Any] | None) -> None:
         """Call ``callback()`` after each enqueue (the extractor's wake-up); None removes it."""
+        if not isinstance(name, str) or (callback is not None and not callable(callback)):
+            raise errors.InvalidArgumentError("outbox_watch needs a name and a callable")
         if callback is None:
             self._watchers.pop(name, None)
         else:
@@ -408,6 +410,7 @@ class Outbox:
 
     def listing(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         """Counts and the oldest jobs (``memory outbox``); dead letters first."""
+        limit = v.count(limit, "limit", most=1_000_000)
         now = self.clock.now_ms()
         self._expire_leases(now)
         rows: list[OutboxJobSummary] = []

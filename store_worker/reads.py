@@ -8,7 +8,6 @@ the one scorer (``store_worker.recall``) with the query's vector when a model is
 from __future__ import annotations
 
 import base64
-import binascii
 import bisect
 import json
 from collections import Counter
@@ -99,8 +98,8 @@ class Reader:
         after = _decode_token(page_token) if page_token else None
         target = self.banks.resolve(bank)
         tag_norm = v.labels([tag], "tags")[0] if tag else None
-        types = frozenset(v.memory_type(t) for t in type_filter or ())
-        scopes = frozenset(v.memory_scope(t) for t in scope_filter or ())
+        types = frozenset(v.memory_types(type_filter))
+        scopes = frozenset(v.memory_scopes(scope_filter))
         filters = (tag_norm, mem_type, mem_scope, status, bool(include_superseded), types, scopes)
         rows, keys = self._listing(target, filters)
         total = len(rows)
@@ -223,8 +222,8 @@ class Reader:
             token_budget=budget,
             session_ids=frozenset(self.sessions.lineage(session)),
             project=v.project_path(kw["project"]) if kw["project"] else None,
-            type_filter=tuple(v.memory_type(t) for t in (kw["type_filter"] or ())),
-            scope_filter=tuple(v.memory_scope(s) for s in (kw["scope_filter"] or ())),
+            type_filter=v.memory_types(kw["type_filter"]),
+            scope_filter=v.memory_scopes(kw["scope_filter"]),
             half_life_days=self.settings.decay_half_life_days,
             hint=v.optional_str(kw.get("hint"), "hint") or "",
             tuning=self.tuning,
@@ -243,12 +242,7 @@ def _encode_token(mem: Memory) -> str:
 
 
 def _decode_token(token: str) -> tuple[int, str]:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        created_at, mem_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        return int(created_at), str(mem_id)
-    except (ValueError, TypeError, binascii.Error) as e:
-        raise errors.InvalidArgumentError("page_token is not one this store issued") from e
+    return v.page_token(token)
 
 
 def _instant(as_of: object) -> int:

@@ -12,6 +12,7 @@ import logging
 import time
 
 from shared.config import StoreSettings
+from store_worker import validate as v
 from store_worker.files import StateStore
 
 log = logging.getLogger(__name__)
@@ -34,15 +35,19 @@ class Sessions:
 
     def link(self, session_id: str, parent_session_id: str | None) -> None:
         """Record a sub-session's parent, so it sees its ancestors' session memories."""
-        if not parent_session_id or parent_session_id == session_id:
+        session_id = v.optional_str(session_id, "session_id") or ""
+        parent_session_id = v.optional_str(parent_session_id, "parent_session_id")
+        if not session_id or not parent_session_id or parent_session_id == session_id:
             return
         if self.parents.get(session_id) == parent_session_id:
             return
-        self.parents[session_id] = parent_session_id
-        self.state.set("store", "session-parents", self.parents)
+        parents = {**self.parents, session_id: parent_session_id}
+        self.state.set("store", "session-parents", parents)  # disk first: a refusal keeps RAM
+        self.parents = parents
 
     def lineage(self, session_id: str | None) -> tuple[str, ...]:
         """The session, its parent, its grandparent ... (cycles and depth bounded)."""
+        session_id = v.optional_str(session_id, "session_id")
         out: list[str] = []
         while session_id and session_id not in out and len(out) < MAX_LINEAGE:
             out.append(session_id)

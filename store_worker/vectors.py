@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from shared import errors
 from shared.models import Memory
 from shared.text import fingerprint
+from store_worker import validate as v
 from store_worker.bank import Bank, searchable_text
 from store_worker.files import VECTORS, AppendLog, atomic_write
 
@@ -48,9 +49,9 @@ class Vectors:
             try:
                 row = json.loads(raw)
                 if row.get("model") == self.embedder.name:
-                    vec = [float(x) for x in row["v"]]
+                    vec = v.finite_vector(row["v"])
                     bank.vectors[str(row["id"])] = (str(row["fp"]), vec)
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 continue  # derived data: a bad line is simply re-embedded
         for mem in bank.records.values():  # attach the fresh ones read from disk to the index
             bank.on_indexed(mem)

@@ -271,6 +271,7 @@ class Writer:
         self, id: str, *, bank: str | None = None, reason: str | None = None
     ) -> MemoryResponse:
         """Tombstone a memory: it leaves recall, stays on disk and in the history view."""
+        reason = v.optional_text(reason, "reason") or None
         target = self.banks.resolve(bank)
         current = self._live(target, id)
         now = self.clock.now_ms()
@@ -293,6 +294,7 @@ class Writer:
         reinforce: bool = False,
     ) -> SupersedeResponse:
         """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer)."""
+        reason = v.optional_text(reason, "reason") or None
         target = self.banks.resolve(bank)
         v.memory_id(id)
         v.memory_id(superseded_by)
@@ -394,7 +396,7 @@ def _clean_labels(
 ) -> tuple[str, ...]:
     """Validate labels, then redact the values *as given*: normalising first would lowercase
     a secret (an AWS key) out of the shape the redactor knows, and store it."""
-    raw = [values] if isinstance(values, str) else list(values or ())
+    raw = v.label_list(values, what)
     v.labels(raw, what)  # types and count, before anything is redacted
     return v.labels([scrub(x) for x in raw], what)
 

@@ -112,3 +112,46 @@ def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -
     assert serve_from_args(args, stop) == 0
     printed = capsys.readouterr().out
     assert "memory.v1 gRPC on 127.0.0.1:" in printed and ":0 " not in printed
+
+
+@pytest.mark.parametrize("verb", ["grpc", "up"])
+def test_the_token_flag_is_refused_with_what_to_use_instead(
+    verb: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shared.cli import build_parser
+
+    # a token on the command line shows in `ps` to every user of the machine (issue 18)
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args([verb, "--grpc-token", "s3cret"])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "MEMORY_GRPC_TOKEN" in err and "--grpc-token-file" in err
+
+
+def test_the_token_comes_from_a_file_on_grpc_and_up(tmp_path: Any) -> None:
+    from grpc_gateway.actor import env_from_args
+    from shared.cli import build_parser
+
+    path = tmp_path / "token"
+    path.write_text("s3cret\n")
+    served = build_parser().parse_args(["grpc", "--grpc-token-file", str(path)])
+    assert env_from_args(served, {})["MEMORY_GRPC_TOKEN"] == "s3cret"
+    up = build_parser().parse_args(["up", "--grpc-token-file", str(path)])
+    assert up.worker_env == {"MEMORY_GRPC_TOKEN": "s3cret"} and up.also_start == ["grpc"]
+
+
+@pytest.mark.parametrize("content", [None, "", "two\nlines\n", b"\xff"])
+def test_a_bad_token_file_is_a_usage_error(
+    tmp_path: Any, content: str | bytes | None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shared.cli import build_parser
+
+    path = tmp_path / "token"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(["grpc", "--grpc-token-file", str(path)])
+    assert caught.value.code == 2
+    assert "token file" in capsys.readouterr().err

@@ -17,6 +17,7 @@ ALL_ERRORS = [
     errors.BudgetExceededError,
     errors.SourceUnavailableError,
     errors.DataDirUnwritableError,
+    errors.DataDirLockedError,
     errors.UnknownError,
     errors.InvalidArgumentError,
     errors.ConflictError,

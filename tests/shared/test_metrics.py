@@ -159,6 +159,7 @@ def test_store_actor_records_recall_latency_writes_and_live_memories(
 
     # When the actor restarts on the same files, the gauge is set at boot from the replay
     metrics.clear()  # the fixture's dict is the registry: the new actor registers anew
+    actor.store.close()  # the old one is gone: its data dir lock goes with it
     StoreActor(env)
     assert metrics["memory_store_live_memories"].gauge()[(("bank", default),)] == 1
     assert metrics["memory_store_live_memories"].gauge()[(("bank", "work"),)] == 1

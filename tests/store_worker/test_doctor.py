@@ -11,7 +11,15 @@ from store_worker.core import MemoryStore
 from store_worker.embed import FakeEmbedder
 
 REQUIRED = {"data_dir_writable", "roundtrip", "index_consistent"}
-ADVISORY = {"log_integrity", "tokenizer", "embeddings", "siblings", "extraction", "outbox"}
+ADVISORY = {
+    "log_integrity",
+    "files_readable",
+    "tokenizer",
+    "embeddings",
+    "siblings",
+    "extraction",
+    "outbox",
+}
 
 
 def checks(report: DoctorResponse) -> dict[str, tuple[bool, bool, str]]:

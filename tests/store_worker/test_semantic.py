@@ -68,6 +68,7 @@ def test_semantic_recall(store: MemoryStore) -> None:
 def test_hybrid_uses_the_cosine(store: MemoryStore, data_dir: Path) -> None:
     hyb = store.recall("galaxies telescopes")
     assert hyb.retrieval == "hybrid"
+    store.close()  # one store per data dir at a time (its lock)
     plain = MemoryStore(data_dir, clock=FakeClock())  # same files, no embedder
     lex = plain.recall("galaxies telescopes")
     assert lex.retrieval == "lexical"
@@ -196,6 +197,7 @@ def test_capabilities_list_semantic_only_with_an_embedder(
     store: MemoryStore, data_dir: Path
 ) -> None:
     assert "semantic" in store.capabilities()["recall_modes"]
+    store.close()  # one store per data dir at a time (its lock)
     plain = MemoryStore(data_dir, clock=FakeClock())
     assert "semantic" not in plain.capabilities()["recall_modes"]
     plain.close()

@@ -1,0 +1,268 @@
+"""Fault suite: one writer per data dir (issue 18, class 1).
+
+Two processes on one data dir each kept their own RAM and the last writer won. Now the first
+store to open a data dir holds its ``.lock`` (``store_worker/lock.py``) and every other opener
+(an embedded store in another process or this one, ``memory --data-dir``) is refused with a
+typed error naming the holder, without changing a byte of the data dir.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from shared.clock import FakeClock
+from shared.errors import DataDirLockedError, SourceUnavailableError
+from store_worker.core import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAPSHOT = Callable[[Path], dict[str, bytes | None]]
+
+# Opens a store, saves argv[2] memories (one acknowledged id per line), says "held", then
+# waits: a line "list" prints the ids it sees, EOF closes it.
+HOLDER = """
+import sys
+from shared.errors import DataDirLockedError
+from store_worker.core import MemoryStore
+try:
+    store = MemoryStore(sys.argv[1])
+except DataDirLockedError as e:
+    print("locked:", e.message, flush=True)
+    raise SystemExit(3)
+for i in range(int(sys.argv[2])):
+    print(store.save(f"holder fact number {i} about lanterns").memory.id, flush=True)
+print("held", flush=True)
+for line in sys.stdin:
+    if line.strip() == "list":
+        print(" ".join(sorted(m.id for m in store.list(page_size=500).memories)), flush=True)
+store.close()
+"""
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+
+
+class Holder:
+    def __init__(self, data_dir: Path, saves: int = 3) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(data_dir), str(saves)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_child_env(),
+            cwd=ROOT,
+        )
+        self.acked: list[str] = []
+        self.first = self._readline()
+        line = self.first
+        while line not in ("held", "") and not line.startswith("locked:"):
+            self.acked.append(line)
+            line = self._readline()
+        self.state = line
+
+    def _readline(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().rstrip("\n")
+
+    def ids(self) -> set[str]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("list\n")
+        self.proc.stdin.flush()
+        return set(self._readline().split())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None and self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+
+@pytest.fixture
+def holders() -> Iterator[Callable[..., Holder]]:
+    made: list[Holder] = []
+
+    def start(data_dir: Path, saves: int = 3) -> Holder:
+        h = Holder(data_dir, saves)
+        made.append(h)
+        return h
+
+    yield start
+    for h in made:
+        h.stop()
+
+
+def test_a_second_process_is_refused_with_the_holder_named_and_nothing_changed(
+    data_dir: Path, holders: Callable[..., Holder], dir_bytes: SNAPSHOT
+) -> None:
+    # Given a store held by another process, whose log ends in a line still being written
+    holder = holders(data_dir)
+    assert holder.state == "held"
+    log = data_dir / "main" / "memories.jsonl"
+    with open(log, "ab") as fh:
+        fh.write(b'{"id": "being-writ')
+    before = dir_bytes(data_dir)
+    # When this process opens the same data dir
+    with pytest.raises(DataDirLockedError) as caught:
+        MemoryStore(data_dir)
+    # Then the typed error names the holder, and not a byte changed (no torn-tail repair)
+    err = caught.value
+    assert err.category == "source_unavailable"
+    assert f"pid {holder.proc.pid}" in err.message
+    assert socket.gethostname() in err.message and "since" in err.message
+    assert dir_bytes(data_dir) == before
+    assert holder.ids() == set(holder.acked)
+
+
+def test_two_embedded_stores_started_together_cannot_both_open(
+    data_dir: Path, holders: Callable[..., Holder]
+) -> None:
+    # Given two processes opening one fresh data dir at once
+    a = holders(data_dir, 2)
+    b = holders(data_dir, 2)
+    # Then exactly one holds it, and the other was refused naming it
+    states = sorted([a.state, b.state])
+    assert states[0] == "held" and states[1].startswith("locked:"), states
+    winner, loser = (a, b) if a.state == "held" else (b, a)
+    assert f"pid {winner.proc.pid}" in loser.state
+    loser.stop()
+    assert loser.proc.returncode == 3
+    # and nothing the winner acknowledged is lost after it stops
+    winner.stop()
+    store = MemoryStore(data_dir)
+    assert {m.id for m in store.list().memories} == set(winner.acked)
+    store.close()
+
+
+def test_cli_data_dir_against_a_held_dir_prints_what_to_do_and_exits_2(
+    data_dir: Path, holders: Callable[..., Holder], dir_bytes: SNAPSHOT
+) -> None:
+    # Given a data dir held by a running store
+    holder = holders(data_dir)
+    before = dir_bytes(data_dir)
+    # When `memory --data-dir <it> save ...` runs next to it
+    cli = "from shared.cli import main; raise SystemExit(main())"
+    done = subprocess.run(
+        [sys.executable, "-c", cli, "save", "--data-dir", str(data_dir), "a sneaked-in fact"],
+        capture_output=True,
+        text=True,
+        env=_child_env(),
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    # Then it is refused: one clean line, exit 2, telling the user what to do instead
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: source_unavailable: data dir")
+    assert f"pid {holder.proc.pid}" in lines[0]
+    assert "Drop --data-dir" in lines[0] and "memory down" in lines[0]
+    assert "Traceback" not in done.stderr
+    # and the running store and its files never saw it
+    assert dir_bytes(data_dir) == before
+    assert holder.ids() == set(holder.acked)
+
+
+def test_a_killed_holder_frees_the_lock_and_loses_nothing_acknowledged(
+    data_dir: Path, sigkill_child: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a holder SIGKILLed in the middle of its saves
+    acked: list[str] = []
+
+    def on_line(line: str, whole: bool) -> bool:
+        if whole and line and line != "held":
+            acked.append(line)
+            return True
+        return False
+
+    script = HOLDER.replace("int(sys.argv[2])", "10**9")  # saves until killed
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    sigkill_child(script, [str(data_dir), "0"], acks=25, on_line=on_line)
+    # When a new store opens at once, Then the kernel released the lock (no stale-lock guess)
+    store = MemoryStore(data_dir)
+    try:
+        assert set(acked) <= {m.id for m in store.list(page_size=500).memories}
+    finally:
+        store.close()
+
+
+# -- one process -------------------------------------------------------------------------------
+
+
+def test_a_second_store_in_this_process_is_refused_until_the_first_closes(
+    data_dir: Path, clock: FakeClock
+) -> None:
+    first = MemoryStore(data_dir, clock=clock)
+    with pytest.raises(DataDirLockedError, match=f"pid {os.getpid()}"):
+        MemoryStore(data_dir, clock=clock)
+    first.close()
+    second = MemoryStore(data_dir, clock=clock)
+    second.close()
+
+
+def test_reload_keeps_the_lock(data_dir: Path, clock: FakeClock) -> None:
+    store = MemoryStore(data_dir, clock=clock)
+    store.reload()
+    with pytest.raises(DataDirLockedError):
+        MemoryStore(data_dir, clock=clock)
+    store.close()
+
+
+def test_configure_moves_the_lock_and_a_refused_move_changes_nothing(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    # Given a store on one dir and another store holding a second dir
+    one, two, three = tmp_path / "one", tmp_path / "two", tmp_path / "three"
+    store = MemoryStore(one, clock=clock)
+    store.save("kept in dir one", id="one-fact")
+    other = MemoryStore(two, clock=clock)
+    # When the store is pointed at the held dir, Then it is refused and nothing changed
+    with pytest.raises(DataDirLockedError):
+        store.configure({"data_dir": str(two)})
+    assert store.settings.data_path == one.resolve()
+    assert store.get("one-fact").memory.text == "kept in dir one"
+    store.save("still writable in dir one")
+    # When it moves to a free dir, Then it holds that one and has let go of the first
+    store.configure({"data_dir": str(three)})
+    with pytest.raises(DataDirLockedError):
+        MemoryStore(three, clock=clock)
+    freed = MemoryStore(one, clock=clock)
+    assert len(freed.list().memories) == 2
+    for s in (freed, other, store):
+        s.close()
+
+
+def test_an_unlockable_data_dir_is_refused_not_run_unlocked(
+    data_dir: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_flock(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    with pytest.raises(SourceUnavailableError, match="will not run unlocked"):
+        MemoryStore(data_dir, clock=clock)
+
+
+def test_the_holder_record_is_written_while_held(data_dir: Path, clock: FakeClock) -> None:
+    store = MemoryStore(data_dir, clock=clock)
+    info = json.loads((data_dir / ".lock").read_bytes())
+    assert info["pid"] == os.getpid() and info["host"] == socket.gethostname()
+    assert isinstance(info["since"], float)
+    store.close()
