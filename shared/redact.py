@@ -547,11 +547,19 @@ def contains_secret(text: str) -> bool:
     return bool(redact(text).labels)
 
 
+_ID_SEPARATORS = "-_./:@+"
+
+
 def find_credential(value: str) -> str | None:
     """The label of the first credential in ``value`` (the whole of it or any part), or None.
-    For identifier fields, which refuse a secret rather than rewrite it."""
-    labels = redact(value).labels
-    return labels[0] if labels else None
+    For identifier fields, which refuse a secret rather than rewrite it. A token glued to
+    another word (``note-ghp_...``) is no token to ``redact``, so the value is also read with
+    each separator in turn taken for a space."""
+    for text in (value, *(value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)):
+        labels = redact(text).labels
+        if labels:
+            return labels[0]
+    return None
 
 
 # ``[REDACTED:label]`` in any case, as redact writes it or as a fold left it.

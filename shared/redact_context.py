@@ -279,8 +279,12 @@ def _judge_command_password(m: re.Match[str], secret: str) -> str | None:
     command = m.group("cmd").lower()
     if m.group("flag") != _FLAG_OF.get(command, "-p") or _is_placeholder(secret):
         return None
-    glued_only = command.startswith(("mysql", "mariadb"))
-    return None if glued_only and m.group("gap") else "password"
+    if not m.group("gap"):
+        return "password"  # glued: "-proot" is always the password
+    if command.startswith(("mysql", "mariadb")):
+        return None  # a spaced -p prompts; what follows is the database
+    # "sshpass -p is in the docs": a bare plain word after a spaced flag is prose.
+    return None if m.group("bare") is not None and _is_plain(secret) else "password"
 
 
 def _judge_password_value(m: re.Match[str], secret: str) -> str | None:
