@@ -112,7 +112,15 @@ from shared.redact_anchors import anchors as _anchors
 from shared.redact_anchors import folded as _folded
 from shared.redact_anchors import occurs as _occurs
 from shared.redact_catalogue import CHECKS, Format, catalogue
-from shared.redact_context import AFTER_CATALOGUE, BEFORE_CATALOGUE, MARKER, Judge, Seek, find_all
+from shared.redact_context import (
+    AFTER_CATALOGUE,
+    BEFORE_CATALOGUE,
+    MARKER,
+    Judge,
+    Scan,
+    Seek,
+    find_all,
+)
 
 __all__ = [
     "PLACEHOLDER",
@@ -451,12 +459,14 @@ def _gaps(text: str) -> list[tuple[int, int]]:
     return list(zip(bounds[::2], [*bounds[1::2], len(text)], strict=True))
 
 
-def _finder(rule: _Rule, text: str) -> Any:
-    """``search(pos, endpos)`` for ``rule`` over ``text``: the regex's own search, or for a
-    rule that seeks, a match tried only at the starts it names (the same leftmost match)."""
+def _finder(rule: _Rule, scan: Scan) -> Any:
+    """``search(pos, endpos)`` for ``rule`` over the scanned text: the regex's own search, or
+    for a rule that seeks, a match tried only at the starts it names (the same leftmost
+    match)."""
+    text = scan.text
     if rule.seek is None:
         return lambda pos, endpos: rule.pattern.search(text, pos, endpos)
-    starts = rule.seek(text)
+    starts = rule.seek(scan)
     match = rule.pattern.match
 
     def search(pos: int, endpos: int) -> re.Match[str] | None:
@@ -470,15 +480,15 @@ def _finder(rule: _Rule, text: str) -> Any:
     return search
 
 
-def _apply_rule(rule: _Rule, text: str, found: set[str]) -> str:
+def _apply_rule(rule: _Rule, scan: Scan, gaps: list[tuple[int, int]], found: set[str]) -> str:
     """Like ``pattern.sub`` outside markers, with two differences: a match never spans a
     marker, though lookbehinds and judges still see the whole text (a marker earlier on the
     line is still "earlier on the line"); and a match the judge turns down swallows nothing,
     the search resumes one character later (``PASSWORD: JWT_SECRET: 'x'``)."""
     out: list[str] = []
-    kept_to = 0
-    search = _finder(rule, text)
-    for low, high in _gaps(text):
+    kept_to, text = 0, scan.text
+    search = _finder(rule, scan)
+    for low, high in gaps:
         search_from = low
         while (m := search(search_from, high)) is not None:
             start, end = _secret_span(m)
@@ -494,9 +504,12 @@ def _apply_rule(rule: _Rule, text: str, found: set[str]) -> str:
 
 
 def _one_pass(text: str, found: set[str], rules: tuple[_Rule, ...]) -> str:
+    scan, gaps = Scan(text), _gaps(text)
     for rule in rules:
-        text = _apply_rule(rule, text, found)
-    return text
+        redacted = _apply_rule(rule, scan, gaps, found)
+        if redacted != scan.text:
+            scan, gaps = Scan(redacted), _gaps(redacted)
+    return scan.text
 
 
 def _fixed_point(text: str, rules: tuple[_Rule, ...], found: set[str]) -> str:

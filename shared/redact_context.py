@@ -19,6 +19,7 @@ __all__ = [
     "MARKER",
     "Judge",
     "RuleSpec",
+    "Scan",
     "Seek",
     "find_all",
 ]
@@ -27,7 +28,7 @@ __all__ = [
 Judge: TypeAlias = Callable[[re.Match[str], str], str | None]
 # Where a match may start, for a rule too slow to search for: every position where a match of
 # the rule could begin, sorted (a superset is fine; a missing one is a bug).
-Seek: TypeAlias = Callable[[str], list[int]]
+Seek: TypeAlias = Callable[["Scan"], list[int]]
 RuleSpec: TypeAlias = tuple[re.Pattern[str], Judge, Seek | None]
 
 MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
@@ -342,21 +343,32 @@ def find_all(haystack: str, needles: tuple[str, ...]) -> list[int]:
     return sorted(found)
 
 
-def _word_starts(*words: str) -> Callable[[str], list[int]]:
-    slow = re.compile("|".join(map(re.escape, words)), re.I)
+class Scan:
+    """One text as the seeks see it: its folded form, and where each keyword occurs in it,
+    found once however many rules ask. ``folded`` is None when folding moved positions."""
 
-    def starts(text: str) -> list[int]:
+    __slots__ = ("_found", "folded", "text")
+
+    def __init__(self, text: str) -> None:
         low = folded(text)
-        if len(low) == len(text):
-            return find_all(low, words)
-        return [m.start() for m in slow.finditer(text)]
+        self.text = text
+        self.folded = low if len(low) == len(text) else None
+        self._found: dict[str, list[int]] = {}
 
-    return starts
+    def find(self, *words: str) -> list[int] | None:
+        """Where any of ``words`` (lowercase) occurs, sorted; None when ``folded`` is."""
+        if self.folded is None:
+            return None
+        for word in words:
+            if word not in self._found:
+                self._found[word] = find_all(self.folded, (word,))
+        return sorted(at for word in words for at in self._found[word])
 
 
 # Every keyword of _KEYWORDS holds one of these (``private_key`` and the like hold ``key``;
 # the walk back from it reaches the key's start all the same).
-_assignment_words = _word_starts("pass", "pwd", "secret", "token", "key")
+_ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key")
+_ASSIGNMENT_SLOW = re.compile("|".join(_ASSIGNMENT_WORDS), re.I)
 
 
 _KEY_RUN_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]*[\"']?" + _SEP, re.I)
@@ -373,9 +385,13 @@ def _ends_in_separator(text: str, at: int, *, valued: bool = False) -> bool:
     return m is not None and (not valued or _VALUE_HEAD.match(text, m.end()) is not None)
 
 
-def _assignment_starts(text: str) -> list[int]:
+def _assignment_starts(scan: Scan) -> list[int]:
+    text = scan.text
+    found = scan.find(*_ASSIGNMENT_WORDS)
+    if found is None:
+        found = [m.start() for m in _ASSIGNMENT_SLOW.finditer(text)]
     starts: set[int] = set()
-    for at in _assignment_words(text):
+    for at in found:
         if not _ends_in_separator(text, at, valued=True):
             continue  # the run that holds this keyword is no key, or has no value
         low = max(0, at - 64 - len("encryption_"))  # the prefix, then the keyword's head
@@ -393,27 +409,26 @@ _SAID_KEY_TAIL = re.compile(r"(?:key|token|secret)s?[ \t]+(?:is|was)")
 _SAID_PASSWORD_TAIL = re.compile(r"pass(?:word|phrase|code)[ \t]+(?:is|was)")
 
 
-def _said_key_starts(text: str) -> list[int]:
+def _said_key_starts(scan: Scan) -> list[int]:
     """Where "key", "token" or "secret" (and an "api" before "key") starts, followed by
     "is" or "was"."""
-    low = folded(text)
-    if len(low) != len(text):
-        return [m.start() for m in _SAID_KEY.finditer(text)]
-    found = [
-        at for at in find_all(low, ("key", "token", "secret")) if _SAID_KEY_TAIL.match(low, at)
-    ]
+    found, low = scan.find("key", "token", "secret"), scan.folded
+    if found is None or low is None:
+        return [m.start() for m in _SAID_KEY.finditer(scan.text)]
+    found = [at for at in found if _SAID_KEY_TAIL.match(low, at)]
     return sorted({start for at in found for start in (at - 4, at - 3, at) if start >= 0})
 
 
-def _said_password_starts(text: str) -> list[int]:
-    low = folded(text)
-    if len(low) != len(text):
-        return [m.start() for m in _SAID_PASSWORD.finditer(text)]
-    return [at for at in find_all(low, ("pass",)) if _SAID_PASSWORD_TAIL.match(low, at)]
+def _said_password_starts(scan: Scan) -> list[int]:
+    found, low = scan.find("pass"), scan.folded
+    if found is None or low is None:
+        return [m.start() for m in _SAID_PASSWORD.finditer(scan.text)]
+    return [at for at in found if _SAID_PASSWORD_TAIL.match(low, at)]
 
 
-def _flag_starts(text: str) -> list[int]:
+def _flag_starts(scan: Scan) -> list[int]:
     """Each ``-`` at the start of the text or after whitespace."""
+    text = scan.text
     return [at for at in find_all(text, ("-",)) if not at or text[at - 1].isspace()]
 
 
