@@ -88,9 +88,11 @@ Mechanics: the rules run in order, most specific first (PEM blocks, the catalogu
 vendor-keyword entries first, then the context rules). A match never spans an existing marker,
 so a marker is never re-redacted, though lookbehinds and judges see the whole text. A match a
 judge turns down swallows nothing (the search resumes one character on), and a "value" that is
-itself the next ``key=`` is left to that key. Whole passes repeat until nothing changes: a pass
-that changes anything turns at least one character into part of a marker, so this ends, and the
-result is a fixed point, which makes ``redact`` idempotent by construction. Every rule has
+itself the next ``key=`` is left to that key. Passes repeat until nothing changes: a pass that
+changes anything turns at least one character into part of a marker, so this ends, and the
+result is a fixed point, which makes ``redact`` idempotent by construction. (A pass stops at
+the last rule that changed the text in the pass before, when it has changed nothing so far:
+the rules after it would see the text they already left alone.) Every rule has
 anchors (literals read off its own pattern, one of which every match holds; see
 shared/redact_anchors.py); one gate regex finds which anchors occur, and only their rules run,
 so most prose runs no rule at all; the answer is the same. The catalogue is read and compiled
@@ -265,6 +267,7 @@ class _Engine:
     words: tuple[tuple[Anchor, tuple[int, ...]], ...]
     vendors: dict[str, tuple[int, ...]]
     vendor_reach: int  # how far before its noun a vendor name can start
+    one_set: frozenset[int]  # the rules with a single anchor set
 
 
 _NOUNS = ("key", "token", "secret", "pat", "pw", "pass")  # VENDOR_PATTERN's, as folded text
@@ -373,6 +376,7 @@ def _engine() -> _Engine:
         vendors={word: tuple(ids) for word, ids in vendors.items()},
         # VENDOR_PATTERN allows 24 characters between the name and the noun.
         vendor_reach=24 + 1 + max((f.vendor_reach for f in formats), default=0),
+        one_set=frozenset(i for i, rule in enumerate(rules) if len(rule.anchors or ()) == 1),
     )
 
 
@@ -387,6 +391,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _pivot_hits(engine: _Engine, text: str, hit: set[int]) -> None:
+    """Adds the rules of every pivoted anchor found in ``text``: each found exactly."""
     for m in engine.gate.finditer(text):
         at = m.start()
         pairs = engine.pivots[m.group()]
@@ -425,6 +430,8 @@ def _candidates(text: str) -> tuple[_Rule, ...]:
     folded = _folded(text)
     hit: set[int] = set()
     _pivot_hits(engine, text, hit)
+    # A rule with one anchor set, one of whose anchors was just found, needs no more proof.
+    proven = hit & engine.one_set
     for root, ids in engine.words:
         if _occurs(root, text, folded):
             hit.update(ids)
@@ -436,7 +443,7 @@ def _candidates(text: str) -> tuple[_Rule, ...]:
     return tuple(
         rules[i]
         for i in sorted(hit)
-        if rules[i].seek is not None or rules[i].may_match(text, folded, seen)
+        if i in proven or rules[i].seek is not None or rules[i].may_match(text, folded, seen)
     )
 
 
@@ -462,11 +469,13 @@ def _gaps(text: str) -> list[tuple[int, int]]:
 def _finder(rule: _Rule, scan: Scan) -> Any:
     """``search(pos, endpos)`` for ``rule`` over the scanned text: the regex's own search, or
     for a rule that seeks, a match tried only at the starts it names (the same leftmost
-    match)."""
+    match); None when it names none."""
     text = scan.text
     if rule.seek is None:
         return lambda pos, endpos: rule.pattern.search(text, pos, endpos)
     starts = rule.seek(scan)
+    if not starts:
+        return None
     match = rule.pattern.match
 
     def search(pos: int, endpos: int) -> re.Match[str] | None:
@@ -488,6 +497,8 @@ def _apply_rule(rule: _Rule, scan: Scan, gaps: list[tuple[int, int]], found: set
     out: list[str] = []
     kept_to, text = 0, scan.text
     search = _finder(rule, scan)
+    if search is None:
+        return text  # the rule names no place it could start
     for low, high in gaps:
         search_from = low
         while (m := search(search_from, high)) is not None:
@@ -499,30 +510,37 @@ def _apply_rule(rule: _Rule, scan: Scan, gaps: list[tuple[int, int]], found: set
             found.add(label)
             out += (text[kept_to:start], f"[REDACTED:{label}]")
             kept_to, search_from = end, max(m.end(), m.start() + 1)
+    if not out:
+        return text
     out.append(text[kept_to:])
     return "".join(out)
 
 
-def _one_pass(text: str, found: set[str], rules: tuple[_Rule, ...]) -> str:
+def _one_pass(
+    text: str, found: set[str], rules: tuple[_Rule, ...], until: int
+) -> tuple[str, int]:
+    """Every rule once, in order; the text and the index of the last rule that changed it
+    (-1 for none). Past ``until``, a pass that has changed nothing stops: those rules saw
+    this very text in the previous pass and changed nothing, and they are pure."""
     scan, gaps = Scan(text), _gaps(text)
-    for rule in rules:
+    changed_at = -1
+    for i, rule in enumerate(rules):
+        if i > until and changed_at < 0:
+            break
         redacted = _apply_rule(rule, scan, gaps, found)
-        if redacted != scan.text:
-            scan, gaps = Scan(redacted), _gaps(redacted)
-    return scan.text
+        if redacted is not scan.text:
+            scan, gaps, changed_at = Scan(redacted), _gaps(redacted), i
+    return scan.text, changed_at
 
 
 def _fixed_point(text: str, rules: tuple[_Rule, ...], found: set[str]) -> str:
     # Each pass that changes the text shrinks what lies outside markers, so len(text) + 1
-    # passes always reach the fixed point; in practice it is two. A later pass looks only
-    # between markers, at characters the earlier text held at the same places, so it keeps
-    # only the rules whose anchors are still there.
+    # passes always reach the fixed point; in practice it is two, the second one short.
+    until = len(rules) - 1
     for _ in range(len(text) + 1 if rules else 0):
-        redacted = _one_pass(text, found, rules)
-        if redacted == text:
+        text, until = _one_pass(text, found, rules, until)
+        if until < 0:
             break
-        text, folded, seen = redacted, _folded(redacted), dict[int, bool]()
-        rules = tuple(rule for rule in rules if rule.may_match(text, folded, seen))
     return text
 
 
