@@ -233,19 +233,21 @@ def is_word(anchor: Anchor) -> bool:
 
 @dataclass(frozen=True)
 class Probe:
-    """Whether a text holds one of a set of anchors: a regex for those with a rare character
-    to pivot on, ``in`` tests for plain words and for sets too small to need a regex."""
+    """Whether a text holds one of a set of anchors: a regex for case-sensitive ones with a
+    rare character to pivot on, ``in`` tests for the rest (a case-insensitive regex cannot
+    skip ahead, while ``in`` on the folded text is one fast scan) and for sets too small to
+    need a regex."""
 
     pattern: re.Pattern[str] | None
     plain: tuple[Anchor, ...]
 
     @classmethod
     def build(cls, anchors: Strings) -> Probe:
-        pivoted = sorted(a for a in anchors if not is_word(a))
+        pivoted = sorted(a for a in anchors if not is_word(a) and not a[1])
         if len(pivoted) <= 3:
             return cls(None, tuple(sorted(anchors)))
         pattern = re.compile("|".join(map(_pivoted, pivoted)))
-        return cls(pattern, tuple(sorted(a for a in anchors if is_word(a))))
+        return cls(pattern, tuple(sorted(a for a in anchors if a not in pivoted)))
 
     def hit(self, text: str, folded: str) -> bool:
         if self.pattern is not None and self.pattern.search(text) is not None:
