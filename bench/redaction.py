@@ -1,11 +1,15 @@
-"""The redaction benchmark (issue 12 "Done when"): median µs for ``shared.redact.redact`` on a
-typical 500-character text: everyday chat, technical prose, and that prose with a secret.
+"""The redaction benchmark (issue 12 "Done when"): median µs for ``shared.redact.redact`` on
+typical ~500-character texts, each with and without a secret.
 
-The texts are fixed, so runs compare: developer-agent prose that names a password, a token
-budget and a key point (the words that wake the context rules up) but holds no secret, and the
-same text with ``OPENAI_API_KEY=sk-proj-...`` in place of a sentence. Each is redacted once to
-warm the caches (the catalogue loads lazily on the first call), then timed ``repeat`` times.
-A report, never an assertion: ``bench.__main__`` compares the medians to the 50 µs target.
+The texts are fixed, so runs compare: everyday chat (no trigger word at all), the same chat
+with a GitHub token pasted in, developer-agent prose that names a password, a token budget and
+a key point (the words that wake the context rules up) but holds no secret, and that prose
+with ``OPENAI_API_KEY=sk-proj-...`` in place of a sentence. Each is redacted once to warm the
+caches (the catalogue loads lazily on the first call), then timed ``repeat`` times. A report,
+never an assertion: ``bench.__main__`` compares the medians to the 50 µs target.
+
+Before issue 12 (the 40-shape redact.py, measured the same way on the same machine with load
+average ~0.3-3): chat 8.1 µs, with a token 230 µs, technical prose 105 µs, with the key 236 µs.
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ CHAT = (
     "hung them in the kitchen. Melanie: Sunflowers are my favourite. We should plan a trip to "
     "the lake in July, the four of us, before the summer gets too busy with camp and work."
 )
-# The same length, one sentence replaced by an assignment holding a (fake) key.
+# The same chat with a (fake) GitHub token pasted in place of a sentence.
+CHAT_SECRET = CHAT.replace(
+    "How are the kids doing with the new school?",
+    "Here is the token for the shared repo: ghp_R8xT2mLq9ZbV4cKw7HnP3sJd6FgY1aEu5Qo0",
+)
+# The technical prose with one sentence replaced by an assignment holding a (fake) key.
 SECRET = PLAIN.replace(
     "Maria said the key point is that the staging database still uses the old password "
     "policy, so rotate it before Friday.",
@@ -54,12 +63,18 @@ def median_us(fn: Callable[[str], Any], text: str, repeat: int) -> float:
 def redaction(repeat: int = 2000) -> dict[str, Any]:
     from shared.redact import redact
 
-    assert redact(SECRET).labels and not redact(PLAIN).labels + redact(CHAT).labels, (
-        "bench texts drifted"
-    )
+    secrets, plain = (SECRET, CHAT_SECRET), (PLAIN, CHAT)
+    drifted = [t for t in secrets if not redact(t).labels] + [t for t in plain if redact(t).labels]
+    assert not drifted, f"bench texts drifted: {drifted}"
     return {
-        "chars": {"chat": len(CHAT), "plain": len(PLAIN), "secret": len(SECRET)},
+        "chars": {
+            "chat": len(CHAT),
+            "chat_secret": len(CHAT_SECRET),
+            "plain": len(PLAIN),
+            "secret": len(SECRET),
+        },
         "chat_us": median_us(redact, CHAT, repeat),
+        "chat_secret_us": median_us(redact, CHAT_SECRET, repeat),
         "plain_us": median_us(redact, PLAIN, repeat),
         "secret_us": median_us(redact, SECRET, repeat),
         "repeat": repeat,
