@@ -92,11 +92,11 @@ itself the next ``key=`` is left to that key. Passes repeat until nothing change
 changes anything turns at least one character into part of a marker, so this ends, and the
 result is a fixed point, which makes ``redact`` idempotent by construction. (A pass stops at
 the last rule that changed the text in the pass before, when it has changed nothing so far:
-the rules after it would see the text they already left alone.) Every rule has
-anchors (literals read off its own pattern, one of which every match holds; see
-shared/redact_anchors.py); one gate regex finds which anchors occur, and only their rules run,
-so most prose runs no rule at all; the answer is the same. The catalogue is read and compiled
-on the first call, once per process.
+the rules after it would see the text they already left alone.) Every rule has anchors
+(literals read off its own pattern, one of which every match holds; see
+shared/redact_anchors.py); the gate (shared/redact_gate.py) finds which anchors occur and only
+their rules run, so most prose runs no rule at all; the answer is the same. The catalogue is
+read and compiled on the first call, once per process.
 """
 
 from __future__ import annotations
@@ -104,25 +104,17 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from functools import cache
+from dataclasses import dataclass
 from typing import Any
 
-from shared.redact_anchors import FOLD as _FOLD
-from shared.redact_anchors import Anchor, Probe, Strings, implies, is_word, minimal, pivot_rank
-from shared.redact_anchors import anchors as _anchors
-from shared.redact_anchors import folded as _folded
-from shared.redact_anchors import occurs as _occurs
-from shared.redact_catalogue import CHECKS, Format, catalogue
-from shared.redact_context import (
-    AFTER_CATALOGUE,
-    BEFORE_CATALOGUE,
-    MARKER,
-    Judge,
-    Scan,
-    Seek,
-    find_all,
-)
+# FOLD, anchors and occurs keep their old names here for tests/shared/test_redact.py, which
+# checks the shortcut through this module.
+from shared.redact_anchors import FOLD as _FOLD  # noqa: F401
+from shared.redact_anchors import anchors as _anchors  # noqa: F401
+from shared.redact_anchors import folded as _folded  # noqa: F401
+from shared.redact_anchors import occurs as _occurs  # noqa: F401
+from shared.redact_context import MARKER, Scan
+from shared.redact_gate import Rule, candidates, engine
 
 __all__ = [
     "PLACEHOLDER",
@@ -135,9 +127,6 @@ __all__ = [
     "strip_placeholders",
 ]
 
-# Kept under their old names for tests/shared/test_redact.py, which checks the shortcut.
-__test_names__ = (_FOLD, _folded, _occurs, _anchors)
-
 
 @dataclass(frozen=True)
 class Redaction:
@@ -147,304 +136,17 @@ class Redaction:
     labels: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class _Rule:
-    pattern: re.Pattern[str]
-    judge: Judge
-    seek: Seek | None = None
-    # Sets of strings such that every match holds one string of each set, the most selective
-    # set first (shared/redact_anchors.py); None when none could be derived.
-    anchors: tuple[Strings, ...] | None = field(init=False)
-    probes: tuple[Probe, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        anchors = _anchors(self.pattern)
-        object.__setattr__(self, "anchors", anchors)
-        object.__setattr__(self, "probes", tuple(map(_probe, anchors or ())))
-
-    def may_match(self, text: str, folded: str, seen: dict[int, bool] | None = None) -> bool:
-        """False only when the text lacks every string of some anchor set. ``seen`` remembers
-        each probe's answer for this text: rules share anchor sets (``=`` or ``:``)."""
-        memo: dict[int, bool] = {} if seen is None else seen
-        for probe in self.probes:
-            key = id(probe)
-            if key not in memo:
-                memo[key] = probe.hit(text, folded)
-            if not memo[key]:
-                return False
-        return True
-
-
-@cache
-def _probe(anchors: Strings) -> Probe:
-    """One probe per distinct anchor set, shared by the rules that have it."""
-    return Probe.build(anchors)
-
-
-# --- the catalogue, compiled --------------------------------------------------------------------
-
-
-def _token(body: str) -> re.Pattern[str]:
-    """A token that is a whole word: nothing token-like glued to its end, and (checked by the
-    judge, see ``_catalogue_judge``) nothing glued to its start."""
-    return re.compile(rf"(?:{body})(?![A-Za-z0-9_-])")
-
-
-_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
-def _catalogue_judge(fmt: Format) -> Judge:
-    check = CHECKS[fmt.check] if fmt.check is not None else None
-    whole_token = not fmt.has_context
-
-    def judge(m: re.Match[str], secret: str) -> str | None:
-        # The start boundary is checked here rather than by a lookbehind at the head of the
-        # pattern, which would stop the regex engine from skipping ahead on the pattern's
-        # literal prefix. Same matches: a match turned down here swallows nothing, so the
-        # search still reaches the token's real start.
-        start = m.start()
-        if whole_token and start and m.string[start - 1] in _TOKEN_CHARS:
-            return None
-        return fmt.label if check is None or check(secret) else None
-
-    return judge
-
-
-def _catalogue_rule(fmt: Format) -> _Rule:
-    pattern = re.compile(fmt.pattern) if fmt.has_context else _token(fmt.pattern)
-    return _Rule(pattern, _catalogue_judge(fmt))
-
-
-def _ordered_formats() -> tuple[Format, ...]:
-    # A vendor named beside a value is the most specific evidence there is, so the entries
-    # with context (a ``secret`` group) run first; the others keep the file's order, specific
-    # prefixes before general ones (``sk-ant-`` before ``sk-``).
-    return tuple(sorted(catalogue(), key=lambda f: not f.has_context))
-
-
-def _build_rules(formats: tuple[Format, ...]) -> tuple[_Rule, ...]:
-    return (
-        *(_Rule(p, judge, seek) for p, judge, seek in BEFORE_CATALOGUE),
-        *map(_catalogue_rule, formats),
-        *(_Rule(p, judge, seek) for p, judge, seek in AFTER_CATALOGUE),
-    )
-
-
-# --- the gate: which rules can match a text -------------------------------------------------------
-#
-# Trying 260 rules on every text would cost milliseconds; the gate names the few that can
-# match, from the first anchor set of each rule (shared/redact_anchors.py; a hit on an anchor
-# stands for the rules whose first set holds that very anchor), in three parts:
-#   * anchors with a rare character (a symbol, a digit, a capital): one regex whose
-#     alternatives are grouped by that character, so a search skips ahead on a character set
-#     and checks the rest of the anchor around it with lookarounds; each hit is then resolved
-#     to its anchors with ``startswith``;
-#   * anchors that are plain lowercase words ("token", "curl"): ``in`` tests;
-#   * vendor+value catalogue entries: tried only where one of the credential nouns of
-#     VENDOR_PATTERN occurs with the first word of one of the entry's vendor names in the
-#     stretch before it that the pattern can reach.
-# Sound by construction: a rule is left out only when the text lacks every anchor of a set
-# every match of the rule holds. tests/shared/test_redact.py compares the result with running
-# every rule.
-
-
-@dataclass(frozen=True)
-class _Pivot:
-    anchor: Anchor
-    offset: int  # where the rare character sits in the anchor
-    rules: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class _Engine:
-    rules: tuple[_Rule, ...]
-    gate: re.Pattern[str]
-    # pivot character -> the two characters around it (lowercase for a case-insensitive
-    # anchor; "" for a one-character anchor) -> the anchors that have them.
-    pivots: dict[str, dict[str, tuple[_Pivot, ...]]]
-    # Plain-word anchors, each under the shortest word it holds ("pass" for "password"):
-    # that word stands for the rules of all of them (the anchor sets left sort them out).
-    words: tuple[tuple[Anchor, tuple[int, ...]], ...]
-    vendors: dict[str, tuple[int, ...]]
-    vendor_reach: int  # how far before its noun a vendor name can start
-    one_set: frozenset[int]  # the rules with a single anchor set
-
-
-_NOUNS = ("key", "token", "secret", "pat", "pw", "pass")  # VENDOR_PATTERN's, as folded text
-_ALNUM = re.compile(r"[a-z0-9]+")
-# What VENDOR_PATTERN needs after its noun (from the noun's third letter on, so that every
-# noun fits): the rest of the noun and a few key characters, then "=", ":" or "is"/"was".
-_AFTER_NOUN = re.compile(r"[a-z0-9_.-]{0,16}[\"']?(?:[ \t]*[:=]|[ \t]+(?:is|was))")
-
-
-def _pivot_at(anchor: Anchor) -> int:
-    text, icase = anchor
-    rank = [pivot_rank(char, i, icase) for i, char in enumerate(text)]
-    return rank.index(min(rank))
-
-
-def _around(anchor: Anchor, at: int) -> str:
-    """Lookarounds that check the rest of ``anchor`` once its character ``at`` is consumed."""
-    text, icase = anchor
-    wrap = "(?i:{})" if icase else "{}"
-    behind = f"(?<={wrap.format(re.escape(text[: at + 1]))})" if at else ""
-    ahead = f"(?={wrap.format(re.escape(text[at + 1 :]))})" if at + 1 < len(text) else ""
-    return behind + ahead
-
-
-def _pair(pivot: _Pivot) -> str:
-    """The pivot and the character beside it that ``_neighbour`` checks."""
-    text, icase = pivot.anchor
-    pair = text[pivot.offset - 1 : pivot.offset + 1] if pivot.offset else text[:2]
-    return pair.lower() if icase else pair
-
-
-def _neighbour(pivot: _Pivot) -> str:
-    """A check on one character beside the pivot, to sort a crowded bucket ("_" holds 90
-    anchors) into small ones: the character before it, or after it for a leading pivot."""
-    text, icase = pivot.anchor
-    if pivot.offset:
-        near = f"(?<={re.escape(text[pivot.offset - 1 : pivot.offset + 1])})"
-    elif len(text) > 1:
-        near = f"(?={re.escape(text[1])})"
-    else:
-        return ""
-    return f"(?i:{near})" if icase else near
-
-
-def _bucket(group: tuple[_Pivot, ...]) -> str:
-    checks = [_around(p.anchor, p.offset) for p in group]
-    if "" in checks:
-        return ""
-    by_near: dict[str, list[str]] = {}
-    for pivot, check in zip(group, checks, strict=True):
-        by_near.setdefault(_neighbour(pivot), []).append(check)
-    return "(?:" + "|".join(f"{near}(?:{'|'.join(c)})" for near, c in by_near.items()) + ")"
-
-
-def _gate_regex(pivots: dict[str, tuple[_Pivot, ...]]) -> re.Pattern[str]:
-    # Each alternative starts with its pivot as a plain literal (never a letter under re.I:
-    # pivot_rank never picks one), so the search skips ahead on the set of pivots.
-    parts = [re.escape(char) + _bucket(group) for char, group in sorted(pivots.items())]
-    return re.compile("|".join(parts) or "(?!)")
-
-
-def _rules_by_anchor(
-    rules: tuple[_Rule, ...], skip: set[int]
-) -> list[tuple[Anchor, tuple[int, ...]]]:
-    firsts = {i: rule.anchors[0] for i, rule in enumerate(rules) if i not in skip and rule.anchors}
-    missing = [r.pattern.pattern for i, r in enumerate(rules) if i not in skip and not r.anchors]
-    if missing:  # every rule has anchors, or the gate would have to let everything through
-        raise AssertionError(f"redaction rules without anchors: {missing}")
-    every = frozenset().union(*firsts.values())
-    return [(g, tuple(i for i, first in firsts.items() if g in first)) for g in sorted(every)]
-
-
-@cache
-def _engine() -> _Engine:
-    formats = _ordered_formats()
-    rules = _build_rules(formats)
-    first = len(BEFORE_CATALOGUE)
-    vendors: dict[str, list[int]] = {}
-    for i, fmt in enumerate(formats, start=first):
-        for word in fmt.vendor_words:
-            vendors.setdefault(word, []).append(i)
-    by_vendor = {i for ids in vendors.values() for i in ids}
-    pivots: dict[str, list[_Pivot]] = {}
-    words = []
-    for anchor, ids in _rules_by_anchor(rules, by_vendor):
-        if is_word(anchor):
-            words.append((anchor, ids))
-        else:
-            at = _pivot_at(anchor)
-            pivots.setdefault(anchor[0][at], []).append(_Pivot(anchor, at, ids))
-    frozen = {char: tuple(group) for char, group in pivots.items()}
-    by_pair: dict[str, dict[str, list[_Pivot]]] = {}
-    for char, group in frozen.items():
-        for pivot in group:
-            pair = _pair(pivot) if len(pivot.anchor[0]) > 1 else ""
-            by_pair.setdefault(char, {}).setdefault(pair, []).append(pivot)
-    roots = minimal(frozenset(anchor for anchor, _ in words))
-    return _Engine(
-        rules=rules,
-        gate=_gate_regex(frozen),
-        pivots={c: {p: tuple(g) for p, g in pairs.items()} for c, pairs in by_pair.items()},
-        words=tuple(
-            (root, tuple(sorted({i for a, ids in words if implies(a, root) for i in ids})))
-            for root in sorted(roots)
-        ),
-        vendors={word: tuple(ids) for word, ids in vendors.items()},
-        # VENDOR_PATTERN allows 24 characters between the name and the noun.
-        vendor_reach=24 + 1 + max((f.vendor_reach for f in formats), default=0),
-        one_set=frozenset(i for i, rule in enumerate(rules) if len(rule.anchors or ()) == 1),
-    )
-
-
 def __getattr__(name: str) -> Any:
     """``_RULES`` and ``_GATE``, built on first use (PEP 562): importing this module reads no
     file."""
     if name == "_RULES":
-        return _engine().rules
+        return engine().rules
     if name == "_GATE":
-        return _engine().gate
+        return engine().gate
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _pivot_hits(engine: _Engine, text: str, hit: set[int]) -> None:
-    """Adds the rules of every pivoted anchor found in ``text``: each found exactly."""
-    for m in engine.gate.finditer(text):
-        at = m.start()
-        pairs = engine.pivots[m.group()]
-        before, after = text[max(at - 1, 0) : at + 1], text[at : at + 2]
-        keys = {"", before, after, before.lower(), after.lower()} if at else {"", after}
-        for key in keys:
-            for pivot in pairs.get(key, ()):
-                word, icase = pivot.anchor
-                start = at - pivot.offset
-                if start < 0:
-                    continue
-                piece = text[start : start + len(word)]
-                if (piece.lower() if icase else piece) == word:
-                    hit.update(pivot.rules)
-
-
-def _vendor_hits(engine: _Engine, text: str, folded: str, hit: set[int]) -> None:
-    # Folding may change the length of a rare text, which moves nouns: positions are only
-    # used to bound the stretch searched, so a moved one widens it by the change.
-    slack = abs(len(folded) - len(text))
-    reached = 0
-    for at in find_all(folded, _NOUNS):
-        if _AFTER_NOUN.match(folded, at + 2) is None:
-            continue  # no "=", ":" or "is" where the pattern needs one
-        window = folded[max(reached, at - engine.vendor_reach - slack) : at + slack]
-        reached = max(reached, at + slack)
-        for word in _ALNUM.findall(window):
-            hit.update(engine.vendors.get(word, ()))
-
-
-def _candidates(text: str) -> tuple[_Rule, ...]:
-    """The rules that could match ``text``: those with an anchor of every set in it. Later
-    passes only look between markers, at pieces of this same text, so the answer holds for
-    every pass."""
-    engine = _engine()
-    folded = _folded(text)
-    hit: set[int] = set()
-    _pivot_hits(engine, text, hit)
-    # A rule with one anchor set, one of whose anchors was just found, needs no more proof.
-    proven = hit & engine.one_set
-    for root, ids in engine.words:
-        if _occurs(root, text, folded):
-            hit.update(ids)
-    _vendor_hits(engine, text, folded, hit)
-    if not hit:
-        return ()
-    # A rule that seeks finds its own starts faster than its anchors can be checked.
-    rules, seen = engine.rules, dict[int, bool]()
-    return tuple(
-        rules[i]
-        for i in sorted(hit)
-        if i in proven or rules[i].seek is not None or rules[i].may_match(text, folded, seen)
-    )
+_candidates = candidates  # the name tests/shared/test_redact.py knows
 
 
 # --- engine ---------------------------------------------------------------------------------------
@@ -466,7 +168,7 @@ def _gaps(text: str) -> list[tuple[int, int]]:
     return list(zip(bounds[::2], [*bounds[1::2], len(text)], strict=True))
 
 
-def _finder(rule: _Rule, scan: Scan) -> Any:
+def _finder(rule: Rule, scan: Scan) -> Any:
     """``search(pos, endpos)`` for ``rule`` over the scanned text: the regex's own search, or
     for a rule that seeks, a match tried only at the starts it names (the same leftmost
     match); None when it names none."""
@@ -489,7 +191,7 @@ def _finder(rule: _Rule, scan: Scan) -> Any:
     return search
 
 
-def _apply_rule(rule: _Rule, scan: Scan, gaps: list[tuple[int, int]], found: set[str]) -> str:
+def _apply_rule(rule: Rule, scan: Scan, gaps: list[tuple[int, int]], found: set[str]) -> str:
     """Like ``pattern.sub`` outside markers, with two differences: a match never spans a
     marker, though lookbehinds and judges still see the whole text (a marker earlier on the
     line is still "earlier on the line"); and a match the judge turns down swallows nothing,
@@ -516,9 +218,7 @@ def _apply_rule(rule: _Rule, scan: Scan, gaps: list[tuple[int, int]], found: set
     return "".join(out)
 
 
-def _one_pass(
-    text: str, found: set[str], rules: tuple[_Rule, ...], until: int
-) -> tuple[str, int]:
+def _one_pass(text: str, found: set[str], rules: tuple[Rule, ...], until: int) -> tuple[str, int]:
     """Every rule once, in order; the text and the index of the last rule that changed it
     (-1 for none). Past ``until``, a pass that has changed nothing stops: those rules saw
     this very text in the previous pass and changed nothing, and they are pure."""
@@ -533,7 +233,7 @@ def _one_pass(
     return scan.text, changed_at
 
 
-def _fixed_point(text: str, rules: tuple[_Rule, ...], found: set[str]) -> str:
+def _fixed_point(text: str, rules: tuple[Rule, ...], found: set[str]) -> str:
     # Each pass that changes the text shrinks what lies outside markers, so len(text) + 1
     # passes always reach the fixed point; in practice it is two, the second one short.
     until = len(rules) - 1
@@ -548,7 +248,7 @@ def _nfkc(text: str) -> str:
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 
-def _redact_with(text: str, rules: tuple[_Rule, ...] | None = None) -> Redaction:
+def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
     """``rules`` (by default the candidates) over the NFKC form of ``text``: the redacted
     normal form when something was redacted, else ``text`` itself, untouched."""
     normal = _nfkc(text)
