@@ -371,18 +371,23 @@ _ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key")
 _ASSIGNMENT_SLOW = re.compile("|".join(_ASSIGNMENT_WORDS), re.I)
 
 
-_KEY_RUN_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]*[\"']?" + _SEP, re.I)
+# A key is at most a quote, 64 characters and a keyword of up to 20; a keyword found by
+# _ASSIGNMENT_WORDS ends at most 20 characters on. Possessive and bounded, so a run of 30,000
+# key characters costs each keyword found in it a short look, not a scan to its end.
+_KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+[\"']?" + _SEP, re.I)
+_KEYWORD_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,24}+[\"']?" + _SEP, re.I)
 # How a value of _ASSIGNMENT can begin: a quote, ``{{``, or a character a bare value takes.
 _VALUE_HEAD = re.compile(r"[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=]")
 
 
-def _ends_in_separator(text: str, at: int, *, valued: bool = False) -> bool:
-    """Whether the run of key characters at ``at`` is followed by an optional quote, blanks
-    and a separator (and, when ``valued``, by something a value can start with): what every
-    key of _KEY_SEP is, since none of those is a key character, so its keyword ends where the
-    run does."""
-    m = _KEY_RUN_THEN_SEP.match(text, at)
-    return m is not None and (not valued or _VALUE_HEAD.match(text, m.end()) is not None)
+def _ends_in_separator(text: str, at: int, *, keyword: bool = False) -> bool:
+    """Whether the run of key characters at ``at`` (a key's start, or with ``keyword`` a
+    keyword's) ends within reach and is followed by an optional quote, blanks and a
+    separator, and for a keyword by something a value can start with: what every key of
+    _KEY_SEP is, since none of those is a key character, so its keyword ends where the run
+    does."""
+    m = (_KEYWORD_THEN_SEP if keyword else _KEY_THEN_SEP).match(text, at)
+    return m is not None and (not keyword or _VALUE_HEAD.match(text, m.end()) is not None)
 
 
 def _assignment_starts(scan: Scan) -> list[int]:
@@ -392,7 +397,7 @@ def _assignment_starts(scan: Scan) -> list[int]:
         found = [m.start() for m in _ASSIGNMENT_SLOW.finditer(text)]
     starts: set[int] = set()
     for at in found:
-        if not _ends_in_separator(text, at, valued=True):
+        if not _ends_in_separator(text, at, keyword=True):
             continue  # the run that holds this keyword is no key, or has no value
         low = max(0, at - 64 - len("encryption_"))  # the prefix, then the keyword's head
         while at > low and text[at - 1] in _KEY_CHARS:

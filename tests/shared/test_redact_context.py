@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 import unicodedata
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import shared.redact as engine
 from shared.redact import (
     PLACEHOLDER,
     Redaction,
@@ -195,6 +197,67 @@ def test_placeholders_are_stable(labels: list[str]) -> None:
     text = " and ".join(f"[REDACTED:{label}]" for label in labels)
     assert redact(text) == Redaction(text=text, labels=())
     assert all(is_placeholder(f"[REDACTED:{label}]") for label in labels)
+
+
+CATALOGUE_FRAGMENTS = [
+    *(f.sample for f in catalogue()),
+    *(f.lookalike for f in catalogue()),
+    "mysql -u root -p",
+    "sshpass -p ",
+    "curl -u a:",
+    "redis-cli -a ",
+    "--password ",
+    "the ",
+    " key is ",
+    " token: ",
+    "datadog",
+    "Twilio",
+    " api key = ",
+    "_KEY=",
+    "ＫＥＹ＝",
+    "\n",
+    " ",
+    "'",
+    '"',
+    "=",
+    ":",
+    "-",
+    "_",
+    ".",
+    "[REDACTED:jwt]",
+]
+
+
+@FAST
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(CATALOGUE_FRAGMENTS), st.text(max_size=12)), max_size=10
+    ).map("".join)
+)
+def test_the_gate_agrees_with_running_every_rule(text: str) -> None:
+    assert redact(text) == engine._redact_with(text, engine._RULES)
+
+
+ADVERSARIAL_UNITS = {
+    "mysql-p": "mysql -p",
+    "curl-u": "curl -u a:",
+    "said-key": "the key is ",
+    "vendor": "datadog api key: ",
+    "sshpass": "sshpass -p ",
+    "pivots": "sk-_-.AKIA:",
+    "keys": "DB_PASSWORD_KEY_TOKEN",
+}
+
+
+@pytest.mark.parametrize("unit", ADVERSARIAL_UNITS.values(), ids=ADVERSARIAL_UNITS.keys())
+def test_adversarial_input_stays_fast(unit: str) -> None:
+    # 30,000 characters: linear work is well under a second here.
+    text = unit * (30_000 // len(unit))
+
+    start = time.perf_counter()
+    redact(text)
+
+    assert time.perf_counter() - start < 1.5
 
 
 # --- the false-positive gate -------------------------------------------------------------------
