@@ -14,12 +14,12 @@ Public API
     PLACEHOLDER, is_placeholder(token), strip_placeholders(text)
         What a redaction leaves behind, in any case (``[REDACTED:aws_access_key]``,
         ``[redacted:aws_access_key]`` after folding), and its pieces (``redacted``,
-        ``redacted-openai-key``, ``[REDACTED:openai_key``): callers never derive ids, slugs,
+        ``openai-key-redacted-openai-key``, ``openai_key]``): callers never derive ids, slugs,
         tags or entities from them; ``strip_placeholders`` blanks every placeholder out of a
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/credentials.toml`` (250 formats; fields and kinds in
+    * The credential catalogue, ``shared/credentials.toml`` (251 formats; fields and kinds in
       shared/redact_catalogue.py): cloud (AWS, Azure, GCP, Alibaba, Tencent, DigitalOcean,
       Heroku, Cloudflare, Vercel, Netlify, Fly.io, Vault, Doppler, Terraform ...), VCS (GitHub,
       GitLab, Bitbucket, Atlassian, Sourcegraph), CI (CircleCI, Buildkite, JFrog, SonarQube,
@@ -295,15 +295,19 @@ def find_credential(value: str) -> str | None:
 
 # ``[REDACTED:label]`` in any case, as redact writes it or as a fold left it.
 PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+\]", re.I)
-# A piece of a placeholder: what tokenising, slugging or folding one leaves behind.
-_PLACEHOLDER_PIECE = re.compile(r"\W*redacted(?:[\W_]+[a-z0-9_-]*)?\W*|\W*[a-z0-9_]+\]\W*", re.I)
+# The tail of a placeholder cut at its colon (``openai_key]``), and the words of a slug.
+_LABEL_TAIL = re.compile(r"\W*[a-z0-9_]+\]\W*", re.I)
+_WORDS = re.compile(r"[a-z0-9]+")
 
 
 def is_placeholder(token: str) -> bool:
-    """Whether ``token`` is a placeholder or a piece of one (``[REDACTED:jwt]``,
-    ``[redacted:jwt]``, ``redacted``, ``redacted-openai-key``, ``openai_key]``): never an id,
+    """Whether ``token`` is a placeholder or a piece of one: ``[REDACTED:jwt]`` in any case,
+    a label's tail ``openai_key]``, or anything with the word ``redacted`` in it
+    (``redacted``, ``redacted-openai-key``, ``openai-key-redacted-openai-key``). Never an id,
     a slug, a tag or an entity."""
-    return bool(PLACEHOLDER.search(token)) or _PLACEHOLDER_PIECE.fullmatch(token) is not None
+    if PLACEHOLDER.search(token) or _LABEL_TAIL.fullmatch(token):
+        return True
+    return "redacted" in _WORDS.findall(token.lower())
 
 
 def strip_placeholders(text: str) -> str:

@@ -115,7 +115,7 @@ def _build_rules(formats: tuple[Format, ...]) -> tuple[Rule, ...]:
 
 # --- the gate: which rules can match a text -------------------------------------------------------
 #
-# Trying 260 rules on every text would cost milliseconds; the gate names the few that can
+# Trying all 265 rules on every text would cost milliseconds; the gate names the few that can
 # match, from the first anchor set of each rule (shared/redact_anchors.py; a hit on an anchor
 # stands for the rules whose first set holds that very anchor), in three parts:
 #   * anchors with a rare character (a symbol, a digit, a capital): one regex whose

@@ -140,6 +140,7 @@ def test_find_credential_passes_ordinary_identifiers(value: str) -> None:
         "redacted",
         "REDACTED",
         "redacted-openai-key",
+        "openai-key-redacted-openai-key",
         "openai_key]",
         "[REDACTED:jwt].",
     ],
@@ -148,7 +149,9 @@ def test_is_placeholder_knows_a_placeholder_and_its_pieces(token: str) -> None:
     assert is_placeholder(token)
 
 
-@pytest.mark.parametrize("token", ["openai", "redaction", "deploy", "key", "aws_access_key"])
+@pytest.mark.parametrize(
+    "token", ["openai", "redaction", "unredacted", "deploy", "key", "aws_access_key"]
+)
 def test_is_placeholder_leaves_ordinary_words(token: str) -> None:
     assert not is_placeholder(token)
 
