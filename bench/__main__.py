@@ -136,9 +136,15 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
             _target("cold start @1M (s)", res["cold_start"]["1000000"]["seconds"], 15, most=True)
         )
     if "redaction" in res:
-        for text in ("chat", "chat_secret", "plain", "secret"):
+        names = {
+            "chat": "chat",
+            "chat_secret": "chat+token",
+            "plain": "prose",
+            "secret": "prose+key",
+        }
+        for text, name in names.items():
             value = res["redaction"][f"{text}_us"]
-            out.append(_target(f"redact 500 chars, {text} p50 (µs)", value, 50, most=True))
+            out.append(_target(f"redact ~500 chars, {name} p50 (µs)", value, 50, most=True))
     if res["memory"]:
         out.append(
             _target("RSS per 100k memories (MB)", res["memory"]["per_100k_mb"], 300, most=True)
