@@ -276,6 +276,21 @@ _CURL_USER = re.compile(
 )
 
 
+def _aws_secret_starts(scan: Scan) -> list[int]:
+    """Where ``aws...`` or ``secret...`` starts, or the quote before it."""
+    found = scan.find("aws", "secret")
+    return sorted({start for at in found for start in (at - 1, at) if start >= 0})
+
+
+def _command_starts(scan: Scan) -> list[int]:
+    """Where a command of _COMMAND_PASSWORD starts (the pattern is case-sensitive)."""
+    return find_all(scan.text, ("mysql", "mariadb", "sshpass", "redis-cli", "mongo"))
+
+
+def _curl_starts(scan: Scan) -> list[int]:
+    return find_all(scan.text, ("curl", "http", "xh"))
+
+
 def _judge_command_password(m: re.Match[str], secret: str) -> str | None:
     command = m.group("cmd").lower()
     if m.group("flag") != _FLAG_OF.get(command, "-p") or _is_placeholder(secret):
@@ -328,8 +343,8 @@ _LETTER_RE = re.compile(r"[A-Za-z]")
 
 # Keywords are found with ``str.find`` in the folded text (shared/redact_anchors.folded:
 # lowercase, with the characters ``re.I`` matches to ASCII letters mapped to them): several
-# times faster than a regex alternation. Folding keeps every position when it keeps the length,
-# which it does but for a few characters whose lowercase is longer; then ``re.I`` is used.
+# times faster than a regex alternation. Folding keeps every character's position (each folds
+# to one character; tests/shared/test_redact_context.py checks every code point).
 
 
 def find_all(haystack: str, needles: tuple[str, ...]) -> list[int]:
@@ -345,30 +360,29 @@ def find_all(haystack: str, needles: tuple[str, ...]) -> list[int]:
 
 class Scan:
     """One text as the seeks see it: its folded form, and where each keyword occurs in it,
-    found once however many rules ask. ``folded`` is None when folding moved positions."""
+    found once however many rules ask."""
 
     __slots__ = ("_found", "folded", "text")
 
     def __init__(self, text: str) -> None:
-        low = folded(text)
         self.text = text
-        self.folded = low if len(low) == len(text) else None
+        self.folded = folded(text)
         self._found: dict[str, list[int]] = {}
 
-    def find(self, *words: str) -> list[int] | None:
-        """Where any of ``words`` (lowercase) occurs, sorted; None when ``folded`` is."""
-        if self.folded is None:
-            return None
+    def find(self, *words: str) -> list[int]:
+        """Every position where one of ``words`` (lowercase) occurs, case-insensitively as
+        ``re.I`` sees it, sorted."""
         for word in words:
             if word not in self._found:
                 self._found[word] = find_all(self.folded, (word,))
+        if len(words) == 1:
+            return self._found[words[0]]
         return sorted(at for word in words for at in self._found[word])
 
 
 # Every keyword of _KEYWORDS holds one of these (``private_key`` and the like hold ``key``;
 # the walk back from it reaches the key's start all the same).
 _ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key")
-_ASSIGNMENT_SLOW = re.compile("|".join(_ASSIGNMENT_WORDS), re.I)
 
 
 # A key is at most a quote, 64 characters and a keyword of up to 20; a keyword found by
@@ -393,8 +407,6 @@ def _ends_in_separator(text: str, at: int, *, keyword: bool = False) -> bool:
 def _assignment_starts(scan: Scan) -> list[int]:
     text = scan.text
     found = scan.find(*_ASSIGNMENT_WORDS)
-    if found is None:
-        found = [m.start() for m in _ASSIGNMENT_SLOW.finditer(text)]
     starts: set[int] = set()
     for at in found:
         if not _ends_in_separator(text, at, keyword=True):
@@ -417,18 +429,13 @@ _SAID_PASSWORD_TAIL = re.compile(r"pass(?:word|phrase|code)[ \t]+(?:is|was)")
 def _said_key_starts(scan: Scan) -> list[int]:
     """Where "key", "token" or "secret" (and an "api" before "key") starts, followed by
     "is" or "was"."""
-    found, low = scan.find("key", "token", "secret"), scan.folded
-    if found is None or low is None:
-        return [m.start() for m in _SAID_KEY.finditer(scan.text)]
-    found = [at for at in found if _SAID_KEY_TAIL.match(low, at)]
+    low = scan.folded
+    found = [at for at in scan.find("key", "token", "secret") if _SAID_KEY_TAIL.match(low, at)]
     return sorted({start for at in found for start in (at - 4, at - 3, at) if start >= 0})
 
 
 def _said_password_starts(scan: Scan) -> list[int]:
-    found, low = scan.find("pass"), scan.folded
-    if found is None or low is None:
-        return [m.start() for m in _SAID_PASSWORD.finditer(scan.text)]
-    return [at for at in found if _SAID_PASSWORD_TAIL.match(low, at)]
+    return [at for at in scan.find("pass") if _SAID_PASSWORD_TAIL.match(scan.folded, at)]
 
 
 def _flag_starts(scan: Scan) -> list[int]:
@@ -455,11 +462,11 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_AUTH_HEADER, _judge_auth_header, None),
     (_BEARER, _judge_bearer, None),
     (_BASIC, _judge_basic, None),
-    (_AWS_SECRET, _fixed("aws_secret_key"), None),
+    (_AWS_SECRET, _fixed("aws_secret_key"), _aws_secret_starts),
     (_AZURE_KEY, _fixed("azure_key"), None),
     (_URL_SIGNATURE, _fixed("url_signature"), None),
-    (_COMMAND_PASSWORD, _judge_command_password, None),
-    (_CURL_USER, _judge_password_value, None),
+    (_COMMAND_PASSWORD, _judge_command_password, _command_starts),
+    (_CURL_USER, _judge_password_value, _curl_starts),
     (_CLI_FLAG, _judge_cli_flag, _flag_starts),
     (_SAID_PASSWORD, _fixed("password", looks_like_password), _said_password_starts),
     (_SAID_KEY, _judge_said_key, _said_key_starts),

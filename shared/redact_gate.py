@@ -281,17 +281,11 @@ def _pivot_hits(engine: Engine, text: str, hit: set[int]) -> None:
                     hit.update(pivot.rules)
 
 
-def _vendor_hits(engine: Engine, text: str, folded: str, hit: set[int]) -> None:
-    # Folding may change the length of a rare text, which moves nouns: positions are only
-    # used to bound the stretch searched, so a moved one widens it by the change.
-    slack = abs(len(folded) - len(text))
-    reached = 0
+def _vendor_hits(engine: Engine, folded: str, hit: set[int]) -> None:
     for at in find_all(folded, _NOUNS):
         if _AFTER_NOUN.match(folded, at + 2) is None:
             continue  # no "=", ":" or "is" where the pattern needs one
-        window = folded[max(reached, at - engine.vendor_reach - slack) : at + slack]
-        reached = max(reached, at + slack)
-        for word in _ALNUM.findall(window):
+        for word in _ALNUM.findall(folded, max(0, at - engine.vendor_reach), at):
             hit.update(engine.vendors.get(word, ()))
 
 
@@ -308,7 +302,7 @@ def candidates(text: str) -> tuple[Rule, ...]:
     for root, ids in current.words:
         if occurs(root, text, folded):
             hit.update(ids)
-    _vendor_hits(current, text, folded, hit)
+    _vendor_hits(current, folded, hit)
     if not hit:
         return ()
     # A rule that seeks finds its own starts faster than its anchors can be checked.

@@ -21,6 +21,7 @@ from shared.redact import (
     redact,
     strip_placeholders,
 )
+from shared.redact_anchors import folded
 from shared.redact_catalogue import catalogue
 
 PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
@@ -107,6 +108,13 @@ def test_a_key_typed_in_fullwidth_characters_is_redacted(sample: str) -> None:
 def test_a_text_without_a_secret_keeps_its_own_normal_form() -> None:
     text = "ﬁne: Ｃａｆé ① — no key here"
     assert redact(text) == Redaction(text=text, labels=())
+
+
+def test_folding_keeps_every_position() -> None:
+    # The seeks and the gate find keywords in the folded text and use the positions in the
+    # text itself: every code point must fold to exactly one.
+    everything = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    assert len(folded(everything)) == len(everything)
 
 
 def test_compatibility_characters_in_a_keyword_do_not_hide_the_value() -> None:
