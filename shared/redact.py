@@ -7,8 +7,8 @@ Public API
         unique labels of what it replaced, so events can say *what* was redacted, never the
         value. ``redact_text`` and ``contains_secret`` are shorthands over it.
     find_credential(value) -> str | None
-        For identifier fields (``id``, ``session_id``, ``recorded_by``, ``project``): the label
-        of the first credential found in the whole value or any part of it, or None. A caller
+        For identifier fields (``id``, ``session_id``, ``recorded_by``, ``project``): a label
+        of a credential found in the whole value or any part of it, or None. A caller
         refuses such a value (``invalid_argument``) rather than rewriting it: an id must not
         hold a secret, and silently changing a caller's id would be worse.
     PLACEHOLDER, is_placeholder(token), strip_placeholders(text)
@@ -282,8 +282,9 @@ _ID_SEPARATORS = "-_./:@+"
 
 
 def find_credential(value: str) -> str | None:
-    """The label of the first credential in ``value`` (the whole of it or any part), or None.
-    For identifier fields, which refuse a secret rather than rewrite it. A token glued to
+    """A label of a credential in ``value`` (the whole of it or any part; the first in label
+    order), or None. For identifier fields, which refuse a secret rather than rewrite it.
+    A token glued to
     another word (``note-ghp_...``) is no token to ``redact``, so the value is also read with
     each separator in turn taken for a space."""
     for text in (value, *(value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)):
