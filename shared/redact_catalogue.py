@@ -126,7 +126,9 @@ _B62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 def github_checksum(entropy: str) -> str:
     """The 6-character base62 CRC32 tail GitHub appends to the 30 random characters of a
     ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` token ("Behind GitHub's new authentication
-    token formats", 2021)."""
+    token formats", 2021): the CRC32 of those 30 characters in base62 (digits, upper, lower),
+    zero-padded, as public validators compute it. Not checked against a live token here (no
+    network), which is one more reason it never decides a redaction."""
     number = zlib.crc32(entropy.encode())
     digits = ""
     while number:
