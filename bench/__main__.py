@@ -1,4 +1,5 @@
-"""``python -m bench`` (``make bench``): every store benchmark of issue 2 in one run.
+"""``python -m bench`` (``make bench``): every store benchmark of issue 2 and the redaction
+benchmark of issue 12 in one run.
 
 Prints a table and writes ``.bench/results.json``. Figures are reports, never assertions:
 each target row says met / missed, and the run exits 0 either way.
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import redaction
 from bench import store as b
 from bench import writes
 
@@ -55,6 +57,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         "write_round": 40 if quick else 400,  # writes per writer per interleaved round
         "write_rounds": 2 if quick else 5,
         "ray": not args.no_ray,
+        "quick": quick,
     }
 
 
@@ -76,6 +79,7 @@ def run(cfg: dict[str, Any], cache: Path) -> dict[str, Any]:
         if cfg["ray"]
         else {"skipped": True}
     )
+    res["redaction"] = redaction.redaction(repeat=500 if cfg.get("quick") else 2000)
     res["memory"] = memory_summary(res["cold_start"])
     res["targets"] = targets(res)
     res["meta"]["wall_s"] = round(time.perf_counter() - started, 1)
@@ -153,6 +157,16 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             _target("cold start @1M (s)", res["cold_start"]["1000000"]["seconds"], 15, most=True)
         )
+    if "redaction" in res:
+        names = {
+            "chat": "chat",
+            "chat_secret": "chat+token",
+            "plain": "prose",
+            "secret": "prose+key",
+        }
+        for text, name in names.items():
+            value = res["redaction"][f"{text}_us"]
+            out.append(_target(f"redact ~500 chars, {name} p50 (µs)", value, 50, most=True))
     if res["memory"]:
         out.append(
             _target("RSS per 100k memories (MB)", res["memory"]["per_100k_mb"], 300, most=True)
@@ -198,6 +212,13 @@ def table(res: dict[str, Any]) -> str:
             f"with the index snapshot, {c['rebuild_seconds']:.2f} s rebuilding "
             f"({c['lines']:,} lines, {c['file_mb']} MB)  RSS +{c['rss_delta_mb']} MB, "
             f"{c['rss_per_100k_mb']} MB/100k net of a {c['rss_fixed_mb']} MB empty store"
+        )
+    if "redaction" in res:
+        r = res["redaction"]
+        lines.append(
+            f"redact ~500 chars (median of {r['repeat']}): chat {r['chat_us']} µs, with a token "
+            f"{r['chat_secret_us']} µs; technical prose {r['plain_us']} µs, with a key "
+            f"{r['secret_us']} µs"
         )
     lines.append("")
     lines.append("target                                 value      goal     met")

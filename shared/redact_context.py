@@ -1,0 +1,474 @@
+"""Context-anchored secrets for shared/redact.py: a value whose *surroundings* say it is a
+credential (``DB_PASSWORD=...``, ``--token ...``, ``Authorization: Basic ...``, ``mysql -p...``,
+``curl -u user:...``, "the key is ..."), each gated by the value's shape so that prose survives.
+The decisions these judges encode are listed in shared/redact.py ("Decisions").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TypeAlias
+
+from shared.redact_anchors import folded
+from shared.redact_catalogue import entropy_bits, is_random, is_strong, looks_like_password
+
+__all__ = [
+    "AFTER_CATALOGUE",
+    "BEFORE_CATALOGUE",
+    "MARKER",
+    "Judge",
+    "RuleSpec",
+    "Scan",
+    "Seek",
+    "find_all",
+]
+
+# A judge looks at one match and names its label, or None to leave the match alone.
+Judge: TypeAlias = Callable[[re.Match[str], str], str | None]
+# Where a match may start, for a rule too slow to search for: every position where a match of
+# the rule could begin, sorted (a superset is fine; a missing one is a bug).
+Seek: TypeAlias = Callable[["Scan"], list[int]]
+RuleSpec: TypeAlias = tuple[re.Pattern[str], Judge, Seek | None]
+
+MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+
+# --- value predicates -----------------------------------------------------------------------------
+
+# lower, Capitalized, snake_case, kebab-case, UPPER_SNAKE: words and identifiers, not keys.
+_PLAIN = re.compile(r"[A-Z]?[a-z]+(?:[_-][a-z]+)*|[A-Z]+(?:[_-][A-Z]+)*")
+_PLACEHOLDER = re.compile(
+    r"""
+      \$[A-Za-z_][A-Za-z0-9_]*                     # $DB_PASSWORD
+    | \$\{[^{}\n]*\} | \$?\{\{[^\n]*\}\}           # ${DB_PASSWORD}, {{ secrets.X }}
+    | %[A-Za-z_][A-Za-z0-9_]*%                     # %DB_PASSWORD%
+    | <[^<>\n]*> | \[[^\[\]\n]*\]                  # <your-password>, [token]
+    | \*+ | x{3,} | X{3,} | \.{3,} | \u2026 | \u2022+   # masks
+    """,
+    re.VERBOSE,
+)
+_CODE_VALUE = re.compile(
+    r"(?:None|null|nil|undefined|true|false|True|False)"
+    r"|(?:self|this|cls|settings|secrets|env|process\.env|import\.meta\.env|os\.environ)\.[\w.]+"
+)
+# What ``[A-Za-z0-9_.-]`` matches under re.I: ASCII and the four letters it folds to ASCII.
+_KEY_CHARS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-\u0130\u0131\u017f\u212a"
+)
+_LINE_LEAD = re.compile(r"[ \t>*#/-]*(?:export[ \t]+)?")
+
+
+def _is_plain(value: str) -> bool:
+    return _PLAIN.fullmatch(value) is not None
+
+
+def _is_placeholder(value: str) -> bool:
+    return not value or _PLACEHOLDER.fullmatch(value) is not None
+
+
+def _line_lead(m: re.Match[str]) -> str:
+    return m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.start()]
+
+
+# --- judges ---------------------------------------------------------------------------------------
+
+
+def _fixed(label: str, ok: Callable[[str], bool] | None = None) -> Judge:
+    """Always ``label``, or ``label`` only when ``ok(secret)`` holds."""
+
+    def judge(m: re.Match[str], secret: str) -> str | None:
+        return label if ok is None or ok(secret) else None
+
+    return judge
+
+
+def _is_next_key(m: re.Match[str], group: str = "secret") -> bool:
+    """``PASSWORD: JWT_SECRET: 'x'``: the "value" is the key of the next assignment."""
+    text, at = m.string, m.start(group)
+    # Checked cheaply first: the full pattern tries its keywords at up to 64 places.
+    if not _ends_in_separator(text, at + (text[at : at + 1] in "\"'")):
+        return False
+    return _KEY_SEP.match(text, at) is not None
+
+
+def _judge_auth_header(m: re.Match[str], secret: str) -> str | None:
+    if _is_plain(secret) or _is_placeholder(secret) or _is_next_key(m):
+        return None  # "Authorization: Bearer YOUR_TOKEN", "authorization: required"
+    scheme = (m.group("scheme") or "").lower()
+    return "basic_auth" if scheme == "basic" else "bearer_token"
+
+
+def _judge_bearer(m: re.Match[str], secret: str) -> str | None:
+    if len(secret) < 16 or not is_random(secret) or _is_next_key(m):
+        return None
+    return "bearer_token"
+
+
+def _judge_basic(m: re.Match[str], secret: str) -> str | None:
+    # base64 comes in quads; "Basic English" is a Capitalized word, not base64 of user:pass.
+    return "basic_auth" if len(secret) % 4 == 0 and is_random(secret) else None
+
+
+_DB_SCHEMES = frozenset(
+    "postgres postgresql mysql mariadb mongodb mongodb+srv redis rediss amqp amqps mssql "
+    "sqlserver oracle cockroachdb clickhouse couchdb neo4j neo4j+s bolt cassandra".split()
+)
+_PORT_THEN_PATH = re.compile(r"\d*/")
+
+
+def _judge_url(m: re.Match[str], secret: str) -> str | None:
+    if _PORT_THEN_PATH.match(secret):
+        return None  # https://registry.npmjs.org:443/@scope/pkg: a port and a path
+    return "connection_string" if m.group("scheme").lower() in _DB_SCHEMES else "credential_url"
+
+
+# Keyword group -> label; ``k_key`` is any other ``*_key`` / ``*-key`` / ``*.key`` name.
+_KEYWORD_LABELS = (
+    ("k_password", "password"),
+    ("k_private_key", "private_key"),
+    ("k_api_key", "api_key"),
+    ("k_secret", "secret"),
+    ("k_token", "token"),
+    ("k_key", "api_key"),
+)
+
+
+def _keyword_label(m: re.Match[str], value: str) -> str | None:
+    """The label the key's name gives, or None when the name is only ``*_key`` (a cache key,
+    a sort key, a file) and the value does not look like a key of 12+ random characters."""
+    group = next(g for g, _ in _KEYWORD_LABELS if m.group(g) is not None)
+    if group == "k_key" and not (len(value) >= 12 and is_strong(value)):
+        return None
+    return dict(_KEYWORD_LABELS)[group]
+
+
+def _judge_cli_flag(m: re.Match[str], secret: str) -> str | None:
+    if _is_plain(secret) or _is_placeholder(secret) or _CODE_VALUE.fullmatch(secret):
+        return None  # "pass the --token flag"
+    return None if _is_next_key(m) else _keyword_label(m, secret)
+
+
+def _is_code(m: re.Match[str], value: str) -> bool:
+    """A call, a subscript, an attribute read, a null, or ``f(api_key=api_key)``."""
+    after = m.string[m.end() : m.end() + 1]
+    if after == "(" or (after == "[" and not MARKER.match(m.string, m.end())):
+        return True
+    key = m.group("key").strip("\"'-")
+    return _CODE_VALUE.fullmatch(value) is not None or value.lower() == key.lower()
+
+
+def _is_loose_prose(m: re.Match[str], value: str) -> bool:
+    """A plain word after a spaced separator mid-line: prose or a variable, not a value."""
+    spaced = m.group("sep") != m.group("sep").strip()
+    return spaced and _is_plain(value) and _LINE_LEAD.fullmatch(_line_lead(m)) is None
+
+
+def _is_working_dir(m: re.Match[str], value: str) -> bool:
+    return (m.group("k_password") or "").lower() == "pwd" and value[:1] in ("/", "~")
+
+
+def _judge_assignment(m: re.Match[str], secret: str) -> str | None:
+    if m.group("ref") is not None or _is_placeholder(secret):
+        return None
+    if m.group("bare") is not None and (
+        _is_code(m, secret)
+        or _is_loose_prose(m, secret)
+        or _is_working_dir(m, secret)
+        or _is_next_key(m, "bare")
+    ):
+        return None
+    return _keyword_label(m, secret)
+
+
+# --- patterns -------------------------------------------------------------------------------------
+
+_AUTH_HEADER = re.compile(
+    r"(?<![A-Za-z0-9-])(?i:(?:proxy-)?authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
+    r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9-]*)[ \t]+)?(?P<secret>[A-Za-z0-9._~+/-]+=*)"
+)
+_BEARER = re.compile(r"(?<![A-Za-z0-9])(?i:bearer)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]+=*)")
+_BASIC = re.compile(
+    r"(?<![A-Za-z0-9])Basic[ \t]+(?P<secret>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])"
+)
+_AWS_SECRET = re.compile(
+    r"(?<![A-Za-z0-9])[\"']?(?i:aws[_.-]?secret[_.-]?(?:access[_.-]?)?key|secret[_.-]?access[_.-]?key)"
+    r"[\"']?[ \t]*(?:=|:|=>)[ \t]*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+)
+_AZURE_KEY = re.compile(
+    r"(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"
+)
+_URL_SIGNATURE = re.compile(
+    r"(?<=[?&])(?:sig|Signature|X-Amz-Signature)=(?P<secret>[A-Za-z0-9%+/=_-]{16,})"
+)
+# RFC 3986 §3.2.1: userinfo is "user:password" before "@"; the user may be empty (redis).
+# Bounded so "a://b:a://b:..." without an "@" stays linear.
+_CREDENTIAL_URL = re.compile(
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{1,30})://"
+    r"[^\s:@/?#]{0,256}:(?P<secret>[^\s@]{1,256})@"
+)
+
+_KEYWORDS = (
+    r"(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pass)"
+    r"|(?P<k_private_key>private[_.-]?key)"
+    r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
+    r"|(?P<k_secret>secret(?:[_.-]?key)?|(?:signing|encryption|master)[_.-]?key)"
+    r"|(?P<k_token>token)"
+    r"|(?P<k_key>[_.-]key))"
+)
+_CLI_FLAG = re.compile(
+    r"(?<!\S)--?(?:[A-Za-z0-9]+-){0,4}" + _KEYWORDS + r"[ \t]+[\"'`]?(?P<secret>(?!-)[^\s\"'`]+)",
+    re.I,
+)
+_SAID_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:pass(?:word|phrase|code))[ \t]+(?i:is|was)[ \t]*:?[ \t]+[\"'`]?"
+    r"(?P<secret>[^\s\"'`]*[^\s\"'`.,;:!?)])"
+)
+_STOP = r"\s\"'`,;|<>()\[\]{}"
+
+
+def _bare(stop: str, enders: str) -> str:
+    # A bare value drops sentence punctuation ("password=hunter2.") unless a separator ends it
+    # ("Password=Hunter2!;" in a connection string keeps its "!"): the possessive first branch
+    # takes the whole run or nothing. Capped at 2 KiB (an AWS session token fits) so that
+    # runs like "password=password=..." stay linear.
+    return rf"(?!=)(?:[^{stop}]{{1,2048}}+(?=[{enders}])|[^{stop}]{{0,2047}}[^{stop}.!?:])"
+
+
+_BARE_IN_QUERY = _bare(_STOP + "&", ";&")
+_BARE = _bare(_STOP, ";")
+_KEY = r"(?P<key>[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"[\"']?)"
+_SEP = r"(?P<sep>[ \t]*(?::=|={1,3}(?!=)|=>|:)[ \t]*)"
+_KEY_SEP = re.compile(_KEY + _SEP, re.I)
+_ASSIGNMENT = re.compile(
+    # In a query string (the key follows ? or &) "&" ends the value; elsewhere it is part of
+    # it ("DB_PASSWORD=Tr0ub&dor").
+    r"(?<![A-Za-z0-9_.-])(?P<query>(?<=[?&]))?"
+    + _KEY
+    + _SEP
+    + r"(?:(?P<ref>\$\{[^}\n]*\}|\{\{[^}\n]*\}\})"
+    r"|(?P<q>[\"'`])(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.)*)(?P=q)"
+    rf"|(?P<bare>(?(query){_BARE_IN_QUERY}|{_BARE})))",
+    re.I,
+)
+
+
+# --- commands that take a password on their command line ------------------------------------------
+#
+# mysql & co take ``-p<password>`` glued (a spaced ``-p`` prompts), sshpass ``-p <password>``,
+# redis-cli ``-a <password>``, the mongo shells ``-p <password>``; curl ``-u user:<password>``
+# (also ``--user``), HTTPie/xh ``-a user:<password>``. The command must come first on the same
+# line, before any pipe or separator, so "-p" elsewhere in prose is left alone.
+
+_VALUE = (
+    r"(?:(?P<q>[\"'])(?P<secret>(?:(?!(?P=q))[^\n\\]|\\.)+)(?P=q)"
+    r"|(?P<bare>(?![-\"'`])[^\s\"'`]+))"
+)
+_COMMAND_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9_./-])(?P<cmd>mysql(?:dump|admin|import|sh)?|mariadb(?:-dump)?|sshpass"
+    r"|redis-cli|mongo(?:sh|dump|restore)?)(?![A-Za-z0-9_-])"
+    r"[^\n|;&]{0,200}?(?<=[ \t])(?P<flag>-p|-a)(?P<gap>[ \t]*)" + _VALUE
+)
+_FLAG_OF = {"sshpass": "-p", "redis-cli": "-a"}  # every other command: -p
+_CURL_USER = re.compile(
+    r"(?<![A-Za-z0-9_./-])(?:curl|https?|xh)(?![A-Za-z0-9_:-])[^\n|;&]{0,300}?(?<=[ \t])"
+    r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)?(?P<q>[\"']?)[^\s:\"'@]+:"
+    r"(?P<secret>[^\s\"'`]+)(?P=q)"
+)
+
+
+def _aws_secret_starts(scan: Scan) -> list[int]:
+    """Where ``aws...`` or ``secret...`` starts, or the quote before it."""
+    found = scan.find("aws", "secret")
+    return sorted({start for at in found for start in (at - 1, at) if start >= 0})
+
+
+def _command_starts(scan: Scan) -> list[int]:
+    """Where a command of _COMMAND_PASSWORD starts (the pattern is case-sensitive)."""
+    return find_all(scan.text, ("mysql", "mariadb", "sshpass", "redis-cli", "mongo"))
+
+
+def _curl_starts(scan: Scan) -> list[int]:
+    return find_all(scan.text, ("curl", "http", "xh"))
+
+
+def _judge_command_password(m: re.Match[str], secret: str) -> str | None:
+    command = m.group("cmd").lower()
+    if m.group("flag") != _FLAG_OF.get(command, "-p") or _is_placeholder(secret):
+        return None
+    if not m.group("gap"):
+        return "password"  # glued: "-proot" is always the password
+    if command.startswith(("mysql", "mariadb")):
+        return None  # a spaced -p prompts; what follows is the database
+    # "sshpass -p is in the docs": a bare plain word after a spaced flag is prose.
+    return None if m.group("bare") is not None and _is_plain(secret) else "password"
+
+
+def _judge_password_value(m: re.Match[str], secret: str) -> str | None:
+    return None if _is_placeholder(secret) else "password"
+
+
+# --- "the <vendor> key is <value>" ----------------------------------------------------------------
+#
+# A credential noun, "is"/"was", then one run of 16+ key characters with a digit, a letter and
+# 3+ bits of entropy per character: "the key is 9fQ2...", not "the key point is", "the token
+# is 2000" or "the secret is patience". The catalogue's keyword entries name the vendor when
+# they know it; this catches the rest.
+
+_SAID_KEY = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:(?P<k_api_key>(?:api[ _-]?)?key)|(?P<k_token>token)"
+    r"|(?P<k_secret>secret))s?[ \t]+(?i:is|was)[ \t]*:?[ \t]+[\"'`]?"
+    r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
+)
+_SAID_LABELS = (("k_api_key", "api_key"), ("k_token", "token"), ("k_secret", "secret"))
+
+
+def _judge_said_key(m: re.Match[str], secret: str) -> str | None:
+    shaped = _DIGIT_RE.search(secret) and _LETTER_RE.search(secret) and not _is_plain(secret)
+    if not shaped or entropy_bits(secret) < 3.0:
+        return None
+    return next(label for group, label in _SAID_LABELS if m.group(group) is not None)
+
+
+_DIGIT_RE = re.compile(r"\d")
+_LETTER_RE = re.compile(r"[A-Za-z]")
+
+
+# --- seek: where a match can start ----------------------------------------------------------------
+#
+# The assignment pattern starts with an optional quote and up to 64 key characters before its
+# keyword, so a search tries it at every word: most of its cost on a typical text. A match
+# starts where a run of key characters starts (its lookbehind forbids a key character before
+# it) or at the quote before one, and that run holds a keyword; so the starts are found from
+# the keywords, walking back, and the pattern is only tried there.
+
+# Keywords are found with ``str.find`` in the folded text (shared/redact_anchors.folded:
+# lowercase, with the characters ``re.I`` matches to ASCII letters mapped to them): several
+# times faster than a regex alternation. Folding keeps every character's position (each folds
+# to one character; tests/shared/test_redact_context.py checks every code point).
+
+
+def find_all(haystack: str, needles: tuple[str, ...]) -> list[int]:
+    """Every position where one of ``needles`` starts in ``haystack``, sorted."""
+    found = []
+    for needle in needles:
+        at = haystack.find(needle)
+        while at >= 0:
+            found.append(at)
+            at = haystack.find(needle, at + 1)
+    return sorted(found)
+
+
+class Scan:
+    """One text as the seeks see it: its folded form, and where each keyword occurs in it,
+    found once however many rules ask."""
+
+    __slots__ = ("_found", "folded", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.folded = folded(text)
+        self._found: dict[str, list[int]] = {}
+
+    def find(self, *words: str) -> list[int]:
+        """Every position where one of ``words`` (lowercase) occurs, case-insensitively as
+        ``re.I`` sees it, sorted."""
+        for word in words:
+            if word not in self._found:
+                self._found[word] = find_all(self.folded, (word,))
+        if len(words) == 1:
+            return self._found[words[0]]
+        return sorted(at for word in words for at in self._found[word])
+
+
+# Every keyword of _KEYWORDS holds one of these (``private_key`` and the like hold ``key``;
+# the walk back from it reaches the key's start all the same).
+_ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key")
+
+
+# A key is at most a quote, 64 characters and a keyword of up to 20; a keyword found by
+# _ASSIGNMENT_WORDS ends at most 20 characters on. Possessive and bounded, so a run of 30,000
+# key characters costs each keyword found in it a short look, not a scan to its end.
+_KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+[\"']?" + _SEP, re.I)
+_KEYWORD_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,24}+[\"']?" + _SEP, re.I)
+# How a value of _ASSIGNMENT can begin: a quote, ``{{``, or a character a bare value takes.
+_VALUE_HEAD = re.compile(r"[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=]")
+
+
+def _ends_in_separator(text: str, at: int, *, keyword: bool = False) -> bool:
+    """Whether the run of key characters at ``at`` (a key's start, or with ``keyword`` a
+    keyword's) ends within reach and is followed by an optional quote, blanks and a
+    separator, and for a keyword by something a value can start with: what every key of
+    _KEY_SEP is, since none of those is a key character, so its keyword ends where the run
+    does."""
+    m = (_KEYWORD_THEN_SEP if keyword else _KEY_THEN_SEP).match(text, at)
+    return m is not None and (not keyword or _VALUE_HEAD.match(text, m.end()) is not None)
+
+
+def _assignment_starts(scan: Scan) -> list[int]:
+    text = scan.text
+    found = scan.find(*_ASSIGNMENT_WORDS)
+    starts: set[int] = set()
+    for at in found:
+        if not _ends_in_separator(text, at, keyword=True):
+            continue  # the run that holds this keyword is no key, or has no value
+        low = max(0, at - 64 - len("encryption_"))  # the prefix, then the keyword's head
+        while at > low and text[at - 1] in _KEY_CHARS:
+            at -= 1
+        starts.add(at)
+        if at and text[at - 1] in "\"'":
+            starts.add(at - 1)
+    return sorted(starts)
+
+
+# "the key is ...", "my password is ...": a match starts at its keyword.
+# What must follow the noun for _SAID_KEY / _SAID_PASSWORD to match, on folded text.
+_SAID_KEY_TAIL = re.compile(r"(?:key|token|secret)s?[ \t]+(?:is|was)")
+_SAID_PASSWORD_TAIL = re.compile(r"pass(?:word|phrase|code)[ \t]+(?:is|was)")
+
+
+def _said_key_starts(scan: Scan) -> list[int]:
+    """Where "key", "token" or "secret" (and an "api" before "key") starts, followed by
+    "is" or "was"."""
+    low = scan.folded
+    found = [at for at in scan.find("key", "token", "secret") if _SAID_KEY_TAIL.match(low, at)]
+    return sorted({start for at in found for start in (at - 4, at - 3, at) if start >= 0})
+
+
+def _said_password_starts(scan: Scan) -> list[int]:
+    return [at for at in scan.find("pass") if _SAID_PASSWORD_TAIL.match(scan.folded, at)]
+
+
+def _flag_starts(scan: Scan) -> list[int]:
+    """Each ``-`` at the start of the text or after whitespace."""
+    text = scan.text
+    return [at for at in find_all(text, ("-",)) if not at or text[at - 1].isspace()]
+
+
+_PEM_LABEL = r"-----{0}[A-Z0-9 ]{{0,30}}PRIVATE KEY(?: BLOCK)?-----"
+_PEM = re.compile(
+    _PEM_LABEL.format("BEGIN")
+    # The body never holds "-----", so the scan for END stops at the first one: linear.
+    + r"(?:(?:[^-]|-(?!----)){0,20000}"
+    + _PEM_LABEL.format("END")
+    # A block cut off before its END loses its header fields and base64 lines; a lone BEGIN
+    # line in prose ("the file starts with -----BEGIN ... PRIVATE KEY-----") is no key.
+    + r"|(?:(?:\\n|\s)+(?:[A-Za-z0-9+/=]{16,}|(?:Proc-Type|DEK-Info|Comment):[^\n\\]*))+)"
+)
+
+# The rules around the catalogue, in the order they run: most specific first.
+BEFORE_CATALOGUE: tuple[RuleSpec, ...] = ((_PEM, _fixed("private_key"), None),)
+AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
+    (_CREDENTIAL_URL, _judge_url, None),
+    (_AUTH_HEADER, _judge_auth_header, None),
+    (_BEARER, _judge_bearer, None),
+    (_BASIC, _judge_basic, None),
+    (_AWS_SECRET, _fixed("aws_secret_key"), _aws_secret_starts),
+    (_AZURE_KEY, _fixed("azure_key"), None),
+    (_URL_SIGNATURE, _fixed("url_signature"), None),
+    (_COMMAND_PASSWORD, _judge_command_password, _command_starts),
+    (_CURL_USER, _judge_password_value, _curl_starts),
+    (_CLI_FLAG, _judge_cli_flag, _flag_starts),
+    (_SAID_PASSWORD, _fixed("password", looks_like_password), _said_password_starts),
+    (_SAID_KEY, _judge_said_key, _said_key_starts),
+    (_ASSIGNMENT, _judge_assignment, _assignment_starts),
+)

@@ -1,0 +1,314 @@
+"""Which redaction rules can match a text (shared/redact.py): the rules, compiled from the
+catalogue (shared/credentials.toml) and the context rules (shared/redact_context.py), and the
+gate that names the few of them whose anchors occur in a text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+
+from shared.redact_anchors import (
+    Anchor,
+    Probe,
+    Strings,
+    implies,
+    is_word,
+    minimal,
+    occurs,
+    pivot_rank,
+)
+from shared.redact_anchors import anchors as derive_anchors
+from shared.redact_anchors import folded as fold
+from shared.redact_catalogue import CHECKS, Format, catalogue
+from shared.redact_context import AFTER_CATALOGUE, BEFORE_CATALOGUE, Judge, Seek, find_all
+
+__all__ = ["Engine", "Rule", "candidates", "engine"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A pattern, the judge that names a match's label (or turns it down), and optionally a
+    seek that names where a match can start."""
+
+    pattern: re.Pattern[str]
+    judge: Judge
+    seek: Seek | None = None
+    # Sets of strings such that every match holds one string of each set, the most selective
+    # set first (shared/redact_anchors.py); None when none could be derived.
+    anchors: tuple[Strings, ...] | None = field(init=False)
+    probes: tuple[Probe, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        anchors = derive_anchors(self.pattern)
+        object.__setattr__(self, "anchors", anchors)
+        object.__setattr__(self, "probes", tuple(map(_probe, anchors or ())))
+
+    def may_match(self, text: str, folded: str, seen: dict[int, bool] | None = None) -> bool:
+        """False only when the text lacks every string of some anchor set. ``seen`` remembers
+        each probe's answer for this text: rules share anchor sets (``=`` or ``:``)."""
+        memo: dict[int, bool] = {} if seen is None else seen
+        for probe in self.probes:
+            key = id(probe)
+            if key not in memo:
+                memo[key] = probe.hit(text, folded)
+            if not memo[key]:
+                return False
+        return True
+
+
+@cache
+def _probe(anchors: Strings) -> Probe:
+    """One probe per distinct anchor set, shared by the rules that have it."""
+    return Probe.build(anchors)
+
+
+# --- the catalogue, compiled --------------------------------------------------------------------
+
+
+def _token(body: str) -> re.Pattern[str]:
+    """A token that is a whole word: nothing token-like glued to its end, and (checked by the
+    judge, see ``_catalogue_judge``) nothing glued to its start."""
+    return re.compile(rf"(?:{body})(?![A-Za-z0-9_-])")
+
+
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _catalogue_judge(fmt: Format) -> Judge:
+    check = CHECKS[fmt.check] if fmt.check is not None else None
+    whole_token = not fmt.has_context
+
+    def judge(m: re.Match[str], secret: str) -> str | None:
+        # The start boundary is checked here rather than by a lookbehind at the head of the
+        # pattern, which would stop the regex engine from skipping ahead on the pattern's
+        # literal prefix. Same matches: a match turned down here swallows nothing, so the
+        # search still reaches the token's real start.
+        start = m.start()
+        if whole_token and start and m.string[start - 1] in _TOKEN_CHARS:
+            return None
+        return fmt.label if check is None or check(secret) else None
+
+    return judge
+
+
+def _catalogue_rule(fmt: Format) -> Rule:
+    pattern = re.compile(fmt.pattern) if fmt.has_context else _token(fmt.pattern)
+    return Rule(pattern, _catalogue_judge(fmt))
+
+
+def _ordered_formats() -> tuple[Format, ...]:
+    # A vendor named beside a value is the most specific evidence there is, so the entries
+    # with context (a ``secret`` group) run first; the others keep the file's order, specific
+    # prefixes before general ones (``sk-ant-`` before ``sk-``).
+    return tuple(sorted(catalogue(), key=lambda f: not f.has_context))
+
+
+def _build_rules(formats: tuple[Format, ...]) -> tuple[Rule, ...]:
+    return (
+        *(Rule(p, judge, seek) for p, judge, seek in BEFORE_CATALOGUE),
+        *map(_catalogue_rule, formats),
+        *(Rule(p, judge, seek) for p, judge, seek in AFTER_CATALOGUE),
+    )
+
+
+# --- the gate: which rules can match a text -------------------------------------------------------
+#
+# Trying all 265 rules on every text would cost milliseconds; the gate names the few that can
+# match, from the first anchor set of each rule (shared/redact_anchors.py; a hit on an anchor
+# stands for the rules whose first set holds that very anchor), in three parts:
+#   * anchors with a rare character (a symbol, a digit, a capital): one regex whose
+#     alternatives are grouped by that character, so a search skips ahead on a character set
+#     and checks the rest of the anchor around it with lookarounds; each hit is then resolved
+#     to its anchors with ``startswith``;
+#   * anchors that are plain lowercase words ("token", "curl"): ``in`` tests;
+#   * vendor+value catalogue entries: tried only where one of the credential nouns of
+#     VENDOR_PATTERN occurs with the first word of one of the entry's vendor names in the
+#     stretch before it that the pattern can reach.
+# Sound by construction: a rule is left out only when the text lacks every anchor of a set
+# every match of the rule holds. tests/shared/test_redact.py compares the result with running
+# every rule.
+
+
+@dataclass(frozen=True)
+class _Pivot:
+    anchor: Anchor
+    offset: int  # where the rare character sits in the anchor
+    rules: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Engine:
+    rules: tuple[Rule, ...]
+    gate: re.Pattern[str]
+    # pivot character -> the two characters around it (lowercase for a case-insensitive
+    # anchor; "" for a one-character anchor) -> the anchors that have them.
+    pivots: dict[str, dict[str, tuple[_Pivot, ...]]]
+    # Plain-word anchors, each under the shortest word it holds ("pass" for "password"):
+    # that word stands for the rules of all of them (the anchor sets left sort them out).
+    words: tuple[tuple[Anchor, tuple[int, ...]], ...]
+    vendors: dict[str, tuple[int, ...]]
+    vendor_reach: int  # how far before its noun a vendor name can start
+    one_set: frozenset[int]  # the rules with a single anchor set
+
+
+_NOUNS = ("key", "token", "secret", "pat", "pw", "pass")  # VENDOR_PATTERN's, as folded text
+_ALNUM = re.compile(r"[a-z0-9]+")
+# What VENDOR_PATTERN needs after its noun (from the noun's third letter on, so that every
+# noun fits): the rest of the noun and a few key characters, then "=", ":" or "is"/"was".
+_AFTER_NOUN = re.compile(r"[a-z0-9_.-]{0,16}[\"']?(?:[ \t]*[:=]|[ \t]+(?:is|was))")
+
+
+def _pivot_at(anchor: Anchor) -> int:
+    text, icase = anchor
+    rank = [pivot_rank(char, i, icase) for i, char in enumerate(text)]
+    return rank.index(min(rank))
+
+
+def _around(anchor: Anchor, at: int) -> str:
+    """Lookarounds that check the rest of ``anchor`` once its character ``at`` is consumed."""
+    text, icase = anchor
+    wrap = "(?i:{})" if icase else "{}"
+    behind = f"(?<={wrap.format(re.escape(text[: at + 1]))})" if at else ""
+    ahead = f"(?={wrap.format(re.escape(text[at + 1 :]))})" if at + 1 < len(text) else ""
+    return behind + ahead
+
+
+def _pair(pivot: _Pivot) -> str:
+    """The pivot and the character beside it that ``_neighbour`` checks."""
+    text, icase = pivot.anchor
+    pair = text[pivot.offset - 1 : pivot.offset + 1] if pivot.offset else text[:2]
+    return pair.lower() if icase else pair
+
+
+def _neighbour(pivot: _Pivot) -> str:
+    """A check on one character beside the pivot, to sort a crowded bucket ("_" holds 90
+    anchors) into small ones: the character before it, or after it for a leading pivot."""
+    text, icase = pivot.anchor
+    if pivot.offset:
+        near = f"(?<={re.escape(text[pivot.offset - 1 : pivot.offset + 1])})"
+    elif len(text) > 1:
+        near = f"(?={re.escape(text[1])})"
+    else:
+        return ""
+    return f"(?i:{near})" if icase else near
+
+
+def _bucket(group: tuple[_Pivot, ...]) -> str:
+    checks = [_around(p.anchor, p.offset) for p in group]
+    if "" in checks:
+        return ""
+    by_near: dict[str, list[str]] = {}
+    for pivot, check in zip(group, checks, strict=True):
+        by_near.setdefault(_neighbour(pivot), []).append(check)
+    return "(?:" + "|".join(f"{near}(?:{'|'.join(c)})" for near, c in by_near.items()) + ")"
+
+
+def _gate_regex(pivots: dict[str, tuple[_Pivot, ...]]) -> re.Pattern[str]:
+    # Each alternative starts with its pivot as a plain literal (never a letter under re.I:
+    # pivot_rank never picks one), so the search skips ahead on the set of pivots.
+    parts = [re.escape(char) + _bucket(group) for char, group in sorted(pivots.items())]
+    return re.compile("|".join(parts) or "(?!)")
+
+
+def _rules_by_anchor(
+    rules: tuple[Rule, ...], skip: set[int]
+) -> list[tuple[Anchor, tuple[int, ...]]]:
+    firsts = {i: rule.anchors[0] for i, rule in enumerate(rules) if i not in skip and rule.anchors}
+    missing = [r.pattern.pattern for i, r in enumerate(rules) if i not in skip and not r.anchors]
+    if missing:  # every rule has anchors, or the gate would have to let everything through
+        raise AssertionError(f"redaction rules without anchors: {missing}")
+    every = frozenset().union(*firsts.values())
+    return [(g, tuple(i for i, first in firsts.items() if g in first)) for g in sorted(every)]
+
+
+@cache
+def engine() -> Engine:
+    formats = _ordered_formats()
+    rules = _build_rules(formats)
+    first = len(BEFORE_CATALOGUE)
+    vendors: dict[str, list[int]] = {}
+    for i, fmt in enumerate(formats, start=first):
+        for word in fmt.vendor_words:
+            vendors.setdefault(word, []).append(i)
+    by_vendor = {i for ids in vendors.values() for i in ids}
+    pivots: dict[str, list[_Pivot]] = {}
+    words = []
+    for anchor, ids in _rules_by_anchor(rules, by_vendor):
+        if is_word(anchor):
+            words.append((anchor, ids))
+        else:
+            at = _pivot_at(anchor)
+            pivots.setdefault(anchor[0][at], []).append(_Pivot(anchor, at, ids))
+    frozen = {char: tuple(group) for char, group in pivots.items()}
+    by_pair: dict[str, dict[str, list[_Pivot]]] = {}
+    for char, group in frozen.items():
+        for pivot in group:
+            pair = _pair(pivot) if len(pivot.anchor[0]) > 1 else ""
+            by_pair.setdefault(char, {}).setdefault(pair, []).append(pivot)
+    roots = minimal(frozenset(anchor for anchor, _ in words))
+    return Engine(
+        rules=rules,
+        gate=_gate_regex(frozen),
+        pivots={c: {p: tuple(g) for p, g in pairs.items()} for c, pairs in by_pair.items()},
+        words=tuple(
+            (root, tuple(sorted({i for a, ids in words if implies(a, root) for i in ids})))
+            for root in sorted(roots)
+        ),
+        vendors={word: tuple(ids) for word, ids in vendors.items()},
+        # VENDOR_PATTERN allows 24 characters between the name and the noun.
+        vendor_reach=24 + 1 + max((f.vendor_reach for f in formats), default=0),
+        one_set=frozenset(i for i, rule in enumerate(rules) if len(rule.anchors or ()) == 1),
+    )
+
+
+def _pivot_hits(engine: Engine, text: str, hit: set[int]) -> None:
+    """Adds the rules of every pivoted anchor found in ``text``: each found exactly."""
+    for m in engine.gate.finditer(text):
+        at = m.start()
+        pairs = engine.pivots[m.group()]
+        before, after = text[max(at - 1, 0) : at + 1], text[at : at + 2]
+        keys = {"", before, after, before.lower(), after.lower()} if at else {"", after}
+        for key in keys:
+            for pivot in pairs.get(key, ()):
+                word, icase = pivot.anchor
+                start = at - pivot.offset
+                if start < 0:
+                    continue
+                piece = text[start : start + len(word)]
+                if (piece.lower() if icase else piece) == word:
+                    hit.update(pivot.rules)
+
+
+def _vendor_hits(engine: Engine, folded: str, hit: set[int]) -> None:
+    for at in find_all(folded, _NOUNS):
+        if _AFTER_NOUN.match(folded, at + 2) is None:
+            continue  # no "=", ":" or "is" where the pattern needs one
+        for word in _ALNUM.findall(folded, max(0, at - engine.vendor_reach), at):
+            hit.update(engine.vendors.get(word, ()))
+
+
+def candidates(text: str) -> tuple[Rule, ...]:
+    """The rules that could match ``text``: those with an anchor of every set in it. Later
+    passes only look between markers, at pieces of this same text, so the answer holds for
+    every pass."""
+    current = engine()
+    folded = fold(text)
+    hit: set[int] = set()
+    _pivot_hits(current, text, hit)
+    # A rule with one anchor set, one of whose anchors was just found, needs no more proof.
+    proven = hit & current.one_set
+    for root, ids in current.words:
+        if occurs(root, text, folded):
+            hit.update(ids)
+    _vendor_hits(current, folded, hit)
+    if not hit:
+        return ()
+    # A rule that seeks finds its own starts faster than its anchors can be checked.
+    rules, seen = current.rules, dict[int, bool]()
+    return tuple(
+        rules[i]
+        for i in sorted(hit)
+        if i in proven or rules[i].seek is not None or rules[i].may_match(text, folded, seen)
+    )

@@ -1,0 +1,297 @@
+"""Context-anchored secrets, Unicode normal forms, the public helpers and the properties of
+``shared.redact`` (issue 12), and the false-positive gate over real conversations."""
+
+from __future__ import annotations
+
+import json
+import time
+import unicodedata
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import shared.redact as engine
+from shared.redact import (
+    PLACEHOLDER,
+    Redaction,
+    find_credential,
+    is_placeholder,
+    redact,
+    strip_placeholders,
+)
+from shared.redact_anchors import folded
+from shared.redact_catalogue import catalogue
+
+PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
+KEY = "9fQ2xLmZ7bR4kWp1HsN8dYc3"  # fake, 24 random base62 characters
+
+# (text, the secret in it, its label)
+CONTEXT = [
+    (f"curl -u deploy:{PW} https://api.example.com/v1", PW, "password"),
+    (f"curl --user deploy:{PW} https://x.example.com", PW, "password"),
+    (f"curl -s -X POST -u 'ci-bot:{PW}' https://x.example.com", PW, "password"),
+    (f"http -a admin:{PW} POST example.com", PW, "password"),
+    (f"mysql -u root -p{PW} -h db.internal app", PW, "password"),
+    (f"mysqldump -uroot -p'{PW}' shop > shop.sql", PW, "password"),
+    (f"sshpass -p '{PW}' ssh deploy@10.0.0.5", PW, "password"),
+    (f"sshpass -p{PW} scp a.txt host:", PW, "password"),
+    (f"redis-cli -h cache -a {PW} ping", PW, "password"),
+    (f"psql --password {PW} -h db", PW, "password"),
+    (f"run it with --api-key {KEY} tonight", KEY, "api_key"),
+    (f"STRIPE_KEY={KEY}", KEY, "api_key"),
+    (f'{{"session_key": "{KEY}"}}', KEY, "api_key"),
+    (f"token: {KEY}", KEY, "token"),
+    (f'"password": "{PW}"', PW, "password"),
+    (f"Authorization: Basic {KEY}==", f"{KEY}==", "basic_auth"),
+    (f"the Acme API key is {KEY}, keep it safe", KEY, "api_key"),
+    (f"the deploy token was {KEY}.", KEY, "token"),
+    (f"my password is {PW}", PW, "password"),
+]
+
+PROSE = [
+    "my password manager is great",
+    "the key point is that we ship on Friday",
+    "a token of appreciation for the team",
+    "the secret is patience, honestly",
+    "the token budget is 2000 per call",
+    "I use mysql -p and type the password when it asks",
+    "run mysql -u root -p then enter it",
+    "sshpass -p is in the docs, but do not use it",
+    "curl -u is how you pass a user",
+    "curl -u $USER:$PASS https://x.example.com",
+    "mysql -u root -p$MYSQL_PWD app",
+    "the cache_key=user:42:profile is recomputed",
+    "sort_key: name",
+    "the key is TheQuickBrownFox",
+    "the api key is in 1password under Ops",
+    "Basic English is a controlled language",
+    "pass the --password flag to prompt",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), CONTEXT, ids=[c[0][:30] for c in CONTEXT])
+def test_a_context_anchored_secret_is_redacted(text: str, secret: str, label: str) -> None:
+    result = redact(text)
+
+    assert secret not in result.text
+    assert label in result.labels
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]", 1) or len(result.labels) > 1
+
+
+@pytest.mark.parametrize("text", PROSE)
+def test_prose_with_credential_words_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- Unicode -----------------------------------------------------------------------------------
+
+FULLWIDTH = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+SAMPLES = [f.sample for f in catalogue() if not f.has_context]
+
+
+def _forms(text: str) -> list[str]:
+    return [unicodedata.normalize(form, text) for form in ("NFC", "NFD", "NFKC", "NFKD")]
+
+
+@pytest.mark.parametrize("sample", SAMPLES[::10])
+def test_a_key_typed_in_fullwidth_characters_is_redacted(sample: str) -> None:
+    text = f"my key {sample.translate(FULLWIDTH)} is here"
+
+    result = redact(text)
+
+    assert result.labels
+    assert all(sample not in form for form in _forms(result.text))
+
+
+def test_a_text_without_a_secret_keeps_its_own_normal_form() -> None:
+    text = "ﬁne: Ｃａｆé ① — no key here"
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+def test_folding_keeps_every_position() -> None:
+    # The seeks and the gate find keywords in the folded text and use the positions in the
+    # text itself: every code point must fold to exactly one.
+    everything = "".join(chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000)
+    assert len(folded(everything)) == len(everything)
+
+
+def test_compatibility_characters_in_a_keyword_do_not_hide_the_value() -> None:
+    text = f"ＰＡＳＳＷＯＲＤ={PW}"
+    assert redact(text) == Redaction(text="PASSWORD=[REDACTED:password]", labels=("password",))
+
+
+# --- the public helpers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", f"note-{SAMPLES[0]}", f"password={PW}"],
+)
+def test_find_credential_names_a_credential_in_an_identifier(value: str) -> None:
+    assert find_credential(value) is not None
+
+
+@pytest.mark.parametrize(
+    "value", ["01JD8X3Q4Z5Y6W7V8T9S0R1P2N", "session-2026-12-01", "kestrel/api", "my-project"]
+)
+def test_find_credential_passes_ordinary_identifiers(value: str) -> None:
+    assert find_credential(value) is None
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "[REDACTED:aws_access_key]",
+        "[redacted:aws_access_key]",
+        "redacted",
+        "REDACTED",
+        "redacted-openai-key",
+        "openai-key-redacted-openai-key",
+        "openai_key]",
+        "[REDACTED:jwt].",
+    ],
+)
+def test_is_placeholder_knows_a_placeholder_and_its_pieces(token: str) -> None:
+    assert is_placeholder(token)
+
+
+@pytest.mark.parametrize(
+    "token", ["openai", "redaction", "unredacted", "deploy", "key", "aws_access_key"]
+)
+def test_is_placeholder_leaves_ordinary_words(token: str) -> None:
+    assert not is_placeholder(token)
+
+
+def test_strip_placeholders_blanks_every_marker() -> None:
+    text = redact(f"use {SAMPLES[0]} and [redacted:jwt] here").text
+    stripped = strip_placeholders(text)
+    assert PLACEHOLDER.search(stripped) is None
+    assert "redacted" not in stripped.lower()
+
+
+# --- properties --------------------------------------------------------------------------------
+
+FAST = settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+PIECES = st.lists(
+    st.one_of(st.sampled_from(SAMPLES), st.text(max_size=30), st.sampled_from(PROSE)),
+    max_size=6,
+)
+
+
+@FAST
+@given(PIECES)
+def test_redact_is_idempotent(pieces: list[str]) -> None:
+    once = redact(" ".join(pieces))
+    assert redact(once.text) == Redaction(text=once.text, labels=())
+
+
+@FAST
+@given(PIECES)
+def test_no_catalogue_sample_survives_in_any_normal_form(pieces: list[str]) -> None:
+    text = "\n".join(pieces)
+    fillers = "\n".join(p for p in pieces if p not in SAMPLES)
+
+    result = redact(text)
+
+    for sample in (p for p in pieces if p in SAMPLES):
+        if not any(sample in form for form in _forms(fillers)):
+            assert all(sample not in form for form in _forms(result.text))
+
+
+@FAST
+@given(st.lists(st.sampled_from([f.label for f in catalogue()]), min_size=1, max_size=4))
+def test_placeholders_are_stable(labels: list[str]) -> None:
+    text = " and ".join(f"[REDACTED:{label}]" for label in labels)
+    assert redact(text) == Redaction(text=text, labels=())
+    assert all(is_placeholder(f"[REDACTED:{label}]") for label in labels)
+
+
+CATALOGUE_FRAGMENTS = [
+    *(f.sample for f in catalogue()),
+    *(f.lookalike for f in catalogue()),
+    "mysql -u root -p",
+    "sshpass -p ",
+    "curl -u a:",
+    "redis-cli -a ",
+    "--password ",
+    "the ",
+    " key is ",
+    " token: ",
+    "datadog",
+    "Twilio",
+    " api key = ",
+    "_KEY=",
+    "ＫＥＹ＝",
+    "\n",
+    " ",
+    "'",
+    '"',
+    "=",
+    ":",
+    "-",
+    "_",
+    ".",
+    "[REDACTED:jwt]",
+]
+
+
+@FAST
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(CATALOGUE_FRAGMENTS), st.text(max_size=12)), max_size=10
+    ).map("".join)
+)
+def test_the_gate_agrees_with_running_every_rule(text: str) -> None:
+    assert redact(text) == engine._redact_with(text, engine._RULES)
+
+
+ADVERSARIAL_UNITS = {
+    "mysql-p": "mysql -p",
+    "curl-u": "curl -u a:",
+    "said-key": "the key is ",
+    "vendor": "datadog api key: ",
+    "sshpass": "sshpass -p ",
+    "pivots": "sk-_-.AKIA:",
+    "keys": "DB_PASSWORD_KEY_TOKEN",
+}
+
+
+@pytest.mark.parametrize("unit", ADVERSARIAL_UNITS.values(), ids=ADVERSARIAL_UNITS.keys())
+def test_adversarial_input_stays_fast(unit: str) -> None:
+    # 30,000 characters: linear work is well under a second here.
+    text = unit * (30_000 // len(unit))
+
+    start = time.perf_counter()
+    redact(text)
+
+    assert time.perf_counter() - start < 1.5
+
+
+# --- the false-positive gate -------------------------------------------------------------------
+
+LOCOMO = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo-dev"
+
+
+def _turns() -> list[str]:
+    texts = []
+    for path in sorted(LOCOMO.glob("*.json")):
+        conversation = json.loads(path.read_text())
+        for key, turns in conversation.items():
+            if key.startswith("session_") and isinstance(turns, list):
+                texts += [t[f] for t in turns for f in ("text", "blip_caption") if f in t]
+    return texts
+
+
+@pytest.mark.skipif(
+    not LOCOMO.is_dir(), reason=f"LoCoMo dev conversations not found at {LOCOMO.resolve()}"
+)
+def test_no_turn_of_the_dev_conversations_changes() -> None:
+    turns = _turns()
+    changed = [(t, redact(t).labels) for t in turns if redact(t).text != t]
+
+    assert len(turns) > 3000
+    assert changed == []
