@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import redaction
+from bench import redaction, writes
 from bench import store as b
-from bench import writes
 
 OUT_DIR = b.REPO / ".bench"
 
