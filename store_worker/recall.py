@@ -58,7 +58,9 @@ from shared.text import (
     words,
 )
 from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
+from store_worker.context import with_neighbours
 from store_worker.index import BankIndex
+from store_worker.query import strip_question_frame
 
 W_ENTITY = 0.6
 W_CORROBORATION = 0.3
@@ -433,6 +435,7 @@ def score_bank(
         return bm25, mask & (bm25 > 0)
     window = query_dates(p.query, now_ms) if t.dates else None
     text = window.rest if window is not None and t.strip_dates else p.query
+    text = strip_question_frame(text)  # query.py
     match = idx.bm25(_content_tokens(text, window))
     match += t.w_entity * entity_scores(bank, text)
     if t.inherit:  # words, not dates: a successor was not stated when its predecessor was
@@ -462,11 +465,12 @@ def score_bank(
         fused *= _decay(bank, now_ms, p.half_life_days, slots)
     score = np.zeros(len(match), dtype=np.float64)
     score[slots] = fused
+    score, cand = with_neighbours(bank, score, mask & matched, mask)  # context.py
     if cos is not None:
-        score = fuse(score, cos, slots, mask & matched)
+        score = fuse(score, cos, np.flatnonzero(cand), cand)
     if t.guard and p.include_superseded:
-        return guard(bank, score, mask & matched, mask)
-    return score, mask & matched
+        return guard(bank, score, cand, mask)
+    return score, cand
 
 
 def top(

@@ -222,6 +222,12 @@ def memory_id(turn: Turn) -> str:
     return turn.dia_id.lower().replace(":", "-")
 
 
+def session_id(conv: Conversation, turn: Turn) -> str:
+    """The source session a harness saving the turn would name (provenance only: the memory
+    stays global)."""
+    return f"{conv.bank}-session-{turn.session}"
+
+
 def build_store(
     root: Path, convs: Sequence[Conversation], *, dated: bool = False
 ) -> dict[str, dict[str, list[str]]]:
@@ -233,9 +239,14 @@ def build_store(
     try:
         for conv in convs:
             held: dict[str, list[str]] = defaultdict(list)
-            for turn in conv.turns:
-                clock.ms = turn.at_ms if dated else SAVED_AT
-                saved = store.save(turn.memory_text, bank=conv.bank, id=memory_id(turn))
+            for i, turn in enumerate(conv.turns):
+                clock.ms = (turn.at_ms if dated else SAVED_AT) + i  # saved one after another
+                saved = store.save(
+                    turn.memory_text,
+                    bank=conv.bank,
+                    id=memory_id(turn),
+                    session_id=session_id(conv, turn),
+                )
                 held[saved.memory.id].append(turn.dia_id)
             owners[conv.bank] = dict(held)
     finally:
