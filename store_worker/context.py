@@ -15,6 +15,9 @@ text opens with a speaker label (``entities.speaker_of``: "Caroline: ..."). A ba
 save and an extracted fact ("The user keeps two turtles.", which carries its session too) have
 no neighbours and are scored as before.
 
+``named_speakers``: a question naming a speaker of those turns ("What did Melanie paint?") is
+about what that speaker said, so their candidate turns' scores grow by ``SPEAKER_BOOST``.
+
 Order within a session is ``(created_at, id)``, which survives a reload (index slots do not).
 The chains are derived from the bank's records and cached per index; a recall after new saves
 extends them in place when every new turn is the newest of its session (turns saved as they
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from shared.text import entity_norm, words
 from store_worker.bank import Bank
 from store_worker.entities import speaker_of
 from store_worker.index import BankIndex
@@ -40,6 +44,8 @@ W_AFTER = 0.3
 # After a turn that asks, the answer gains more of its score, and the question is damped.
 W_QUESTION = 0.8
 QUESTION_DAMP = 0.7
+# A question naming a speaker prefers that speaker's turns by this factor, plus one.
+SPEAKER_BOOST = 0.5
 
 I64 = npt.NDArray[np.int64]
 
@@ -54,20 +60,22 @@ class _Chains:
     tail: dict[str, tuple[float, str, int]] = field(default_factory=dict)  # session → newest
     any_link: bool = False
     asks: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    speaker: dict[str, list[int]] = field(default_factory=dict)  # speaker handle → its slots
 
 
 _CHAINS: weakref.WeakKeyDictionary[BankIndex, _Chains] = weakref.WeakKeyDictionary()
 
 
-def _session_order(bank: Bank, slot: int) -> tuple[str, float, str, bool] | None:
+def _session_order(bank: Bank, slot: int) -> tuple[str, float, str, bool, str] | None:
     key = bank.index.keys[slot]
     mem = bank.records.get(key)
     if mem is None or mem.invalid_at is not None or mem.provenance.source_session_id is None:
         return None
-    if speaker_of(mem.text) is None:  # not a dialog turn (an extracted fact, a note)
+    speaker = speaker_of(mem.text)
+    if speaker is None:  # not a dialog turn (an extracted fact, a note)
         return None
     asks = mem.text.rstrip().endswith("?")
-    return mem.provenance.source_session_id, float(mem.created_at), mem.id, asks
+    return mem.provenance.source_session_id, float(mem.created_at), mem.id, asks, speaker
 
 
 def _rebuild(bank: Bank) -> _Chains:
@@ -76,16 +84,19 @@ def _rebuild(bank: Bank) -> _Chains:
     alive = idx.col("alive").astype(bool)
     by_session: dict[str, list[tuple[float, str, int]]] = {}
     asks = np.zeros(size, dtype=bool)
+    speakers: dict[str, list[int]] = {}
     for slot in np.flatnonzero(alive).tolist():
         found = _session_order(bank, slot)
         if found is not None:
             by_session.setdefault(found[0], []).append((found[1], found[2], slot))
             asks[slot] = found[3]
+            speakers.setdefault(entity_norm(found[4]), []).append(slot)
     chains = _Chains(
         seen=size,
         prev=np.full(size, -1, dtype=np.int64),
         next=np.full(size, -1, dtype=np.int64),
         asks=asks,
+        speaker=speakers,
     )
     for session, rows in by_session.items():
         rows.sort()
@@ -114,13 +125,15 @@ def _extend(bank: Bank, chains: _Chains) -> bool:
     nxt = np.concatenate([chains.next, np.full(size - chains.seen, -1, dtype=np.int64)])
     asks = np.concatenate([chains.asks, np.zeros(size - chains.seen, dtype=bool)])
     tail = dict(chains.tail)
+    speakers = {k: list(v) for k, v in chains.speaker.items()}
     for slot in range(chains.seen, size):
         if not alive[slot]:
             continue
         found = _session_order(bank, slot)
         if found is None:
             continue
-        session, created, mem_id, asks[slot] = found
+        session, created, mem_id, asks[slot], speaker = found
+        speakers.setdefault(entity_norm(speaker), []).append(slot)
         last = tail.get(session)
         if last is not None:
             if (created, mem_id) < last[:2] or not alive[last[2]]:
@@ -130,7 +143,7 @@ def _extend(bank: Bank, chains: _Chains) -> bool:
             chains.any_link = True
         tail[session] = (created, mem_id, slot)
     chains.prev, chains.next, chains.tail, chains.seen = prev, nxt, tail, size
-    chains.asks = asks
+    chains.asks, chains.speaker = asks, speakers
     return True
 
 
@@ -176,3 +189,36 @@ def with_neighbours(
     new_cand = cand | (visible & (out > 0))
     out = np.where(new_cand, out, score)
     return out, new_cand
+
+
+def named_speakers(
+    bank: Bank,
+    score: npt.NDArray[np.float64],
+    cand: npt.NDArray[np.bool_],
+    query: str,
+    *,
+    boost: float = SPEAKER_BOOST,
+) -> npt.NDArray[np.float64]:
+    """A question that names a speaker of the bank's dialog turns ("What did Melanie paint?")
+    is about what that speaker said: their candidate turns' scores are multiplied by
+    ``1 + boost``. A speaker is named by their whole handle or its first part."""
+    if boost <= 0:
+        return score
+    ch = chains(bank)
+    if not ch.speaker:
+        return score
+    ws = [entity_norm(w) for w in words(query)]
+    said = set(ws) | {"-".join(ws[i : i + 2]) for i in range(len(ws) - 1)}
+    slots = [
+        s
+        for handle, held in ch.speaker.items()
+        if handle in said or handle.split("-")[0] in said
+        for s in held
+    ]
+    if not slots:
+        return score
+    out = score.copy()
+    picked = np.asarray(slots, dtype=np.int64)
+    picked = picked[cand[picked]]  # chains() is up to date: every slot is in range
+    out[picked] *= 1.0 + boost
+    return out

@@ -58,7 +58,7 @@ from shared.text import (
     words,
 )
 from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
-from store_worker.context import with_neighbours
+from store_worker.context import named_speakers, with_neighbours
 from store_worker.index import BankIndex
 from store_worker.query import strip_question_frame
 
@@ -466,6 +466,7 @@ def score_bank(
     score = np.zeros(len(match), dtype=np.float64)
     score[slots] = fused
     score, cand = with_neighbours(bank, score, mask & matched, mask)  # context.py
+    score = named_speakers(bank, score, cand, text)
     if cos is not None:
         score = fuse(score, cos, np.flatnonzero(cand), cand)
     if t.guard and p.include_superseded:

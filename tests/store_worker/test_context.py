@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from shared.clock import FakeClock
-from store_worker.context import chains, with_neighbours
+from store_worker.context import chains, named_speakers, with_neighbours
 from store_worker.core import MemoryStore
 
 DIALOG = [
@@ -129,3 +129,21 @@ def test_neighbour_weights(store: MemoryStore) -> None:
     assert out[slot["x0"]] == 2.0  # the turn before gains w_after
     assert out[slot["x3"]] == 0.0 and not new[slot["x3"]]  # two turns away: nothing
     assert new[slot["x0"]] and new[slot["x2"]]
+
+
+def test_a_question_naming_a_speaker_prefers_their_turns(store: MemoryStore) -> None:
+    store.save("Ana: I painted a sunset by the lake.", bank="p", id="a", session_id="s1")
+    store.save("Rui: Nice. I painted a lake too, at dawn.", bank="p", id="b", session_id="s1")
+    store.save("Rui Costa: Lovely.", bank="p", id="c", session_id="s1")
+    lake = "Who painted the lake?"
+    assert ranked(store, "What did Ana paint at the lake?", bank="p")[0] == "a"
+    assert ranked(store, "What did Rui paint at the lake?", bank="p")[0] == "b"
+    bank = store.banks["p"]
+    score = np.ones(len(bank.index.keys))
+    cand = np.ones(len(bank.index.keys), dtype=bool)
+    slot = bank.index.slot_of
+    out = named_speakers(bank, score, cand, "what did rui say?", boost=0.5)
+    # "rui" names both "rui" and "rui-costa" (a first name names the whole handle)
+    assert out[slot["b"]] == out[slot["c"]] == 1.5 and out[slot["a"]] == 1.0
+    assert named_speakers(bank, score, cand, "what did rui say?", boost=0.0) is score
+    assert named_speakers(bank, score, cand, lake, boost=0.5) is score  # nobody named
