@@ -51,6 +51,12 @@ _INTERJECTIONS = frozenset(
 )
 # A transcript line's speaker label: "Caroline: ..." (up to three capitalised words).
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'’-]*(?: [A-Z][\w'’-]*){0,2}):\s")
+# Labels that open notes rather than name a speaker ("Note: ...", "Decision: ...").
+_LABELS = frozenset(
+    """note notes nb ps update decision decisions reminder summary question answer q a fix bug
+    warning error tip example context goal goals status result results reason problem solution
+    idea action todo done fact facts preference rule why what how when where who""".split()
+)
 # Checked once per token, so built once.
 _NOT_RUN = _NEVER | _TITLES | _GENERIC
 _NOT_TOOL = _NEVER | _GENERIC
@@ -150,9 +156,13 @@ def _names(text: str) -> list[str]:
 
 def speaker_of(text: str) -> str | None:
     """The speaker label a transcript line opens with ("Caroline: Hey Mel!" → "Caroline"),
-    or None; months, weekdays, titles and generic acronyms are no speakers."""
+    or None; months, weekdays, titles, generic acronyms and note labels ("Note:",
+    "Decision:") are no speakers."""
     m = _SPEAKER.match(text)
-    if m is None or _plain(m.group(1).split()[0]) in _NOT_RUN:
+    if m is None:
+        return None
+    first = _plain(m.group(1).split()[0])
+    if first in _NOT_RUN or first in _LABELS or first in STOPWORDS:
         return None
     return m.group(1)
 

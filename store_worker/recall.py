@@ -7,6 +7,9 @@ hybrid  = lex + 2·best·cosine, best = the query's highest lex (RELEVANCE_HALF 
           decay = max(0.5^(age_days / half_life), 0.7), or 1 when the query names a date
           (DESIGN §4 starts the floor at 0.35; the eval moved it, tests/recall_quality/HISTORY.md;
           ``DECAY_FLOOR`` stays 0.35 for the budget-pressure re-weighing)
+          dialog turns ("Name: ..." saved with a session) then lend each other part of their
+          lexical score and a question naming a speaker prefers their turns (context.py), before
+          the cosine is fused; question-frame words leave the query first (query.py; issue 11)
 lexical = plain BM25 over the query's content words (one raw arm, seeds/003 memory::recall)
 semantic = plain cosine (the other raw arm)
 

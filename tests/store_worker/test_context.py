@@ -105,7 +105,7 @@ def test_with_neighbours_is_the_identity_without_chains(store: MemoryStore) -> N
 
 
 def test_neighbour_weights(store: MemoryStore) -> None:
-    for i, text in enumerate(["A: one.", "B: two?", "A: three.", "B: four."]):
+    for i, text in enumerate(["Ana: one.", "Rui: two?", "Ana: three.", "Rui: four."]):
         store.save(text, bank="w", id=f"x{i}", session_id="s")
     bank = store.banks["w"]
     slot = bank.index.slot_of

@@ -84,4 +84,6 @@ def test_speaker_of() -> None:
     assert speaker_of("May: the month") is None  # a month is no speaker
     assert speaker_of("Caroline said: hi") is None  # a lowercase word breaks the label
     assert speaker_of("no label here") is None
+    assert speaker_of("Note: buy milk") is None  # a note label, not a speaker
+    assert speaker_of("Decision: use Postgres") is None
     assert speaker_of("Caroline:no space") is None
