@@ -44,6 +44,19 @@ _NOT_NAMES = STOPWORDS | frozenset(
     """today tomorrow yesterday tonight everyone everybody someone somebody nobody anyone
     anybody week month year company team""".split()
 )
+# Greetings and interjections that open a sentence before a name: "Hey Mel!" names Mel.
+_INTERJECTIONS = frozenset(
+    """hey hi hello thanks thank yes yeah yep wow oh aw aww awww congrats congratulations
+    sorry dear""".split()
+)
+# A transcript line's speaker label: "Caroline: ..." (up to three capitalised words).
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'’-]*(?: [A-Z][\w'’-]*){0,2}):\s")
+# Labels that open notes rather than name a speaker ("Note: ...", "Decision: ...").
+_LABELS = frozenset(
+    """note notes nb ps update decision decisions reminder summary question answer q a fix bug
+    warning error tip example context goal goals status result results reason problem solution
+    idea action todo done fact facts preference rule why what how when where who""".split()
+)
 # Checked once per token, so built once.
 _NOT_RUN = _NEVER | _TITLES | _GENERIC
 _NOT_TOOL = _NEVER | _GENERIC
@@ -132,7 +145,7 @@ def _names(text: str) -> list[str]:
             lone = len(run) == 1 and first not in inner
             # "Prefer SQLAlchemy Core", "Public API": a capitalised opener before a tool name
             before_tool = any(_is_tool(w) for w in run[1:])
-            if first in STOPWORDS or lone or before_tool:
+            if first in STOPWORDS or first in _INTERJECTIONS or lone or before_tool:
                 run = run[1:]
         while run and _plain(run[-1]) in _JOINERS:
             run = run[:-1]
@@ -141,9 +154,26 @@ def _names(text: str) -> list[str]:
     return out
 
 
+def speaker_of(text: str) -> str | None:
+    """The speaker label a transcript line opens with ("Caroline: Hey Mel!" → "Caroline"),
+    or None; months, weekdays, titles, generic acronyms and note labels ("Note:",
+    "Decision:") are no speakers."""
+    m = _SPEAKER.match(text)
+    if m is None:
+        return None
+    first = _plain(m.group(1).split()[0])
+    if first in _NOT_RUN or first in _LABELS or first in STOPWORDS:
+        return None
+    return m.group(1)
+
+
 def derive_entities(text: str, *, limit: int = MAX_DERIVED) -> tuple[str, ...]:
-    """Candidate entity handles of ``text``, normalised, unique, in order of appearance."""
+    """Candidate entity handles of ``text``, normalised, unique, in order of appearance; a
+    transcript line's speaker (``speaker_of``) comes first."""
     found: dict[str, None] = {}
+    speaker = speaker_of(text)
+    if speaker is not None:
+        found[entity_norm(speaker)] = None
     for name in _names(text):
         found.setdefault(entity_norm(name), None)
     for raw in _TOKEN.findall(text):

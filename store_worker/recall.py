@@ -7,6 +7,9 @@ hybrid  = lex + 2·best·cosine, best = the query's highest lex (RELEVANCE_HALF 
           decay = max(0.5^(age_days / half_life), 0.7), or 1 when the query names a date
           (DESIGN §4 starts the floor at 0.35; the eval moved it, tests/recall_quality/HISTORY.md;
           ``DECAY_FLOOR`` stays 0.35 for the budget-pressure re-weighing)
+          dialog turns ("Name: ..." saved with a session) then lend each other part of their
+          lexical score and a question naming a speaker prefers their turns (context.py), before
+          the cosine is fused; question-frame words leave the query first (query.py; issue 11)
 lexical = plain BM25 over the query's content words (one raw arm, seeds/003 memory::recall)
 semantic = plain cosine (the other raw arm)
 
@@ -63,7 +66,9 @@ from shared.text import (
     words,
 )
 from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
+from store_worker.context import named_speakers, with_neighbours
 from store_worker.index import BankIndex
+from store_worker.query import strip_question_frame
 
 W_ENTITY = 0.6
 W_DATE = 2.0
@@ -408,8 +413,9 @@ def score_bank(
             return guard(bank, bm25, mask & (bm25 > 0), mask)
         return bm25, mask & (bm25 > 0)
     window = query_dates(p.query, now_ms)
-    match = idx.bm25(_content_tokens(p.query, window))
-    match += t.w_entity * entity_scores(bank, p.query, t)
+    text = strip_question_frame(p.query)  # query.py: "what kind of", "how many times" ...
+    match = idx.bm25(_content_tokens(text, window))
+    match += t.w_entity * entity_scores(bank, text, t)
     # words, not dates: a successor was not stated when its predecessor was
     match = inherit(bank, match, t)
     if window is not None:
@@ -426,11 +432,13 @@ def score_bank(
     # The fused score is computed for candidates only: boosts and decay never make a match.
     slots = np.flatnonzero(mask & matched)
     score = _strength(bank, p, now_ms, match, slots, decay=window is None)
+    score, cand = with_neighbours(bank, score, mask & matched, mask)  # context.py
+    score = named_speakers(bank, score, cand, text)
     if cos is not None:
-        score = fuse(score, cos, slots, t)
+        score = fuse(score, cos, np.flatnonzero(cand), t)
     if p.include_superseded:
-        return guard(bank, score, mask & matched, mask)
-    return score, mask & matched
+        return guard(bank, score, cand, mask)
+    return score, cand
 
 
 def _strength(

@@ -60,3 +60,30 @@ def test_save_derives_only_when_no_entities_are_given(tmp_path: Path) -> None:
     assert explicit.memory.entities == ("rui-costa",)
     hits = store.recall("where does Rui work", mode="hybrid").memories
     assert {h.memory.id for h in hits} == {derived.id, explicit.memory.id}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Caroline: Hey Mel! Good to see you!", ("caroline", "mel")),
+        ("Melanie: Thanks, Caroline! The kids loved it.", ("melanie", "caroline")),
+        ("Nate: I've had them for 3 years now!", ("nate",)),
+        ("Ana Lopes: hello there", ("ana-lopes",)),
+        ("Hi Rui, welcome back.", ("rui",)),
+    ],
+)
+def test_speaker_labels_and_greeted_names(text: str, expected: tuple[str, ...]) -> None:
+    assert derive_entities(text) == expected
+
+
+def test_speaker_of() -> None:
+    from store_worker.entities import speaker_of
+
+    assert speaker_of("Caroline: Hey!") == "Caroline"
+    assert speaker_of("Ana Lopes: hi") == "Ana Lopes"
+    assert speaker_of("May: the month") is None  # a month is no speaker
+    assert speaker_of("Caroline said: hi") is None  # a lowercase word breaks the label
+    assert speaker_of("no label here") is None
+    assert speaker_of("Note: buy milk") is None  # a note label, not a speaker
+    assert speaker_of("Decision: use Postgres") is None
+    assert speaker_of("Caroline:no space") is None

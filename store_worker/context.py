@@ -1,0 +1,224 @@
+"""Neighbouring dialog turns of one session as context at recall (issue 11).
+
+A conversation saved turn by turn leaves short turns that say little alone: "Three years now!"
+answers "How long have you had your turtles?", the turn before it. Recall lends each
+candidate part of the score of its neighbours, the turns saved just before (``W_BEFORE``) and
+after it (``W_AFTER``) in the same source session, so the answer ranks beside the question
+that names its subject. A turn that asks (its text ends in "?") is context rather than a
+fact: the turn after it gains ``W_QUESTION`` of its score, and its own score is multiplied by
+``QUESTION_DAMP``. A neighbour lifted this way becomes a candidate; nothing propagates
+further than one turn. The lexical score (boosts and decay applied) is what propagates, before
+the cosine is fused in: lending the cosine too was measured and lost (HISTORY.md §12).
+
+Only dialog turns are chained: live memories with a ``provenance.source_session_id`` whose
+text opens with a speaker label (``entities.speaker_of``: "Caroline: ..."). A bare explicit
+save and an extracted fact ("The user keeps two turtles.", which carries its session too) have
+no neighbours and are scored as before.
+
+``named_speakers``: a question naming a speaker of those turns ("What did Melanie paint?") is
+about what that speaker said, so their candidate turns' scores grow by ``SPEAKER_BOOST``.
+
+Order within a session is ``(created_at, id)``, which survives a reload (index slots do not).
+The chains are derived from the bank's records and cached per index; a recall after new saves
+extends them in place when every new turn is the newest of its session (turns saved as they
+happen) and rebuilds them (one pass over the bank's records) otherwise.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.text import entity_norm, words
+from store_worker.bank import Bank
+from store_worker.entities import speaker_of
+from store_worker.index import BankIndex
+
+# The share of a neighbour's score a turn gains: from the turn before it and the turn after it
+# (measured on the LoCoMo eval, tests/recall_quality/HISTORY.md §12).
+W_BEFORE = 0.3
+W_AFTER = 0.3
+# After a turn that asks, the answer gains more of its score, and the question is damped.
+W_QUESTION = 0.8
+QUESTION_DAMP = 0.7
+# A question naming a speaker prefers that speaker's turns by this factor, plus one.
+SPEAKER_BOOST = 0.5
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass
+class _Chains:
+    """``prev[slot]`` / ``next[slot]``: the neighbouring slot in the same session, or -1."""
+
+    seen: int = 0  # index slots accounted for
+    prev: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    next: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    tail: dict[str, tuple[float, str, int]] = field(default_factory=dict)  # session → newest
+    any_link: bool = False
+    asks: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    speaker: dict[str, list[int]] = field(default_factory=dict)  # speaker handle → its slots
+
+
+_CHAINS: weakref.WeakKeyDictionary[BankIndex, _Chains] = weakref.WeakKeyDictionary()
+
+
+def _session_order(bank: Bank, slot: int) -> tuple[str, float, str, bool, str] | None:
+    key = bank.index.keys[slot]
+    mem = bank.records.get(key)
+    if mem is None or mem.invalid_at is not None or mem.provenance.source_session_id is None:
+        return None
+    speaker = speaker_of(mem.text)
+    if speaker is None:  # not a dialog turn (an extracted fact, a note)
+        return None
+    asks = mem.text.rstrip().endswith("?")
+    return mem.provenance.source_session_id, float(mem.created_at), mem.id, asks, speaker
+
+
+def _rebuild(bank: Bank) -> _Chains:
+    idx = bank.index
+    size = len(idx.keys)
+    alive = idx.col("alive").astype(bool)
+    by_session: dict[str, list[tuple[float, str, int]]] = {}
+    asks = np.zeros(size, dtype=bool)
+    speakers: dict[str, list[int]] = {}
+    for slot in np.flatnonzero(alive).tolist():
+        found = _session_order(bank, slot)
+        if found is not None:
+            by_session.setdefault(found[0], []).append((found[1], found[2], slot))
+            asks[slot] = found[3]
+            speakers.setdefault(entity_norm(found[4]), []).append(slot)
+    chains = _Chains(
+        seen=size,
+        prev=np.full(size, -1, dtype=np.int64),
+        next=np.full(size, -1, dtype=np.int64),
+        asks=asks,
+        speaker=speakers,
+    )
+    for session, rows in by_session.items():
+        rows.sort()
+        slots = [s for _, _, s in rows]
+        if len(slots) > 1:
+            chains.any_link = True
+            chains.prev[slots[1:]] = slots[:-1]
+            chains.next[slots[:-1]] = slots[1:]
+        chains.tail[session] = rows[-1]
+    return chains
+
+
+def _extend(bank: Bank, chains: _Chains) -> bool:
+    """Append the slots indexed since ``chains.seen``; False when one is not the newest of
+    its session or replaced a record already chained (then the caller rebuilds)."""
+    idx = bank.index
+    size = len(idx.keys)
+    alive = idx.col("alive").astype(bool)
+    # a slot that died since (an update, a supersede, a delete) breaks the chain it was in
+    known = chains.prev[: chains.seen]
+    if (known >= 0).any() or (chains.next[: chains.seen] >= 0).any():
+        linked = (known >= 0) | (chains.next[: chains.seen] >= 0)
+        if (linked & ~alive[: chains.seen]).any():
+            return False
+    prev = np.concatenate([chains.prev, np.full(size - chains.seen, -1, dtype=np.int64)])
+    nxt = np.concatenate([chains.next, np.full(size - chains.seen, -1, dtype=np.int64)])
+    asks = np.concatenate([chains.asks, np.zeros(size - chains.seen, dtype=bool)])
+    tail = dict(chains.tail)
+    speakers = {k: list(v) for k, v in chains.speaker.items()}
+    for slot in range(chains.seen, size):
+        if not alive[slot]:
+            continue
+        found = _session_order(bank, slot)
+        if found is None:
+            continue
+        session, created, mem_id, asks[slot], speaker = found
+        speakers.setdefault(entity_norm(speaker), []).append(slot)
+        last = tail.get(session)
+        if last is not None:
+            if (created, mem_id) < last[:2] or not alive[last[2]]:
+                return False
+            prev[slot] = last[2]
+            nxt[last[2]] = slot
+            chains.any_link = True
+        tail[session] = (created, mem_id, slot)
+    chains.prev, chains.next, chains.tail, chains.seen = prev, nxt, tail, size
+    chains.asks, chains.speaker = asks, speakers
+    return True
+
+
+def chains(bank: Bank) -> _Chains:
+    """The bank's session chains, brought up to date with its index."""
+    idx = bank.index
+    cached = _CHAINS.get(idx)
+    size = len(idx.keys)
+    if cached is None or cached.seen > size or (cached.seen < size and not _extend(bank, cached)):
+        cached = _rebuild(bank)
+        _CHAINS[idx] = cached
+    return cached
+
+
+def with_neighbours(
+    bank: Bank,
+    score: npt.NDArray[np.float64],
+    cand: npt.NDArray[np.bool_],
+    visible: npt.NDArray[np.bool_],
+    *,
+    w_before: float = W_BEFORE,
+    w_after: float = W_AFTER,
+    w_question: float = W_QUESTION,
+    question_damp: float = QUESTION_DAMP,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Each visible memory gains ``w_before`` times its predecessor's score and ``w_after``
+    times its successor's (scores of candidates only); a visible neighbour of a candidate
+    becomes a candidate. Returns new arrays; with no session chains, the inputs unchanged."""
+    ch = chains(bank)
+    if not ch.any_link or (w_before <= 0 and w_after <= 0):
+        return score, cand
+    base = np.where(cand, score, 0.0)
+    out = score.copy()
+    for links, w, w_q in ((ch.prev, w_before, w_question), (ch.next, w_after, w_after)):
+        if w <= 0 and w_q <= 0:
+            continue
+        has = links >= 0
+        gain = np.zeros_like(base)
+        gain[has] = base[links[has]] * np.where(ch.asks[links[has]], w_q, w)
+        out += gain
+    if question_damp != 1.0:
+        out = np.where(ch.asks & cand, out * question_damp, out)
+    new_cand = cand | (visible & (out > 0))
+    out = np.where(new_cand, out, score)
+    return out, new_cand
+
+
+def named_speakers(
+    bank: Bank,
+    score: npt.NDArray[np.float64],
+    cand: npt.NDArray[np.bool_],
+    query: str,
+    *,
+    boost: float = SPEAKER_BOOST,
+) -> npt.NDArray[np.float64]:
+    """A question that names a speaker of the bank's dialog turns ("What did Melanie paint?")
+    is about what that speaker said: their candidate turns' scores are multiplied by
+    ``1 + boost``. A speaker is named by their whole handle or its first part."""
+    if boost <= 0:
+        return score
+    ch = chains(bank)
+    if not ch.speaker:
+        return score
+    ws = [entity_norm(w) for w in words(query)]
+    said = set(ws) | {"-".join(ws[i : i + 2]) for i in range(len(ws) - 1)}
+    slots = [
+        s
+        for handle, held in ch.speaker.items()
+        if handle in said or handle.split("-")[0] in said
+        for s in held
+    ]
+    if not slots:
+        return score
+    out = score.copy()
+    picked = np.asarray(slots, dtype=np.int64)
+    picked = picked[cand[picked]]  # chains() is up to date: every slot is in range
+    out[picked] *= 1.0 + boost
+    return out
