@@ -82,11 +82,18 @@ class GroupCommit:
         self._cv = threading.Condition(threading.Lock())
         self._queue: list[Ticket[Any]] = []
         self._leading = False
+        self._leader: threading.Thread | None = None  # the thread committing a batch now
         self.batches = 0  # commits so far (for benchmarks and tests: fsyncs per write)
         self.writes = 0
 
     def run(self, fn: Callable[[], T]) -> T:
-        """Run one write as part of the next batch; return once it is durable."""
+        """Run one write as part of the next batch; return once it is durable.
+
+        A write made by the committing thread itself (a subscriber that saves when it hears
+        of a committed write) runs at once, on its own fsync: waiting for the next batch
+        would wait on itself."""
+        if self._leader is threading.current_thread():
+            return fn()
         ticket: Ticket[T] = Ticket(fn)
         self._wait(ticket)
         if ticket.error is not None:
@@ -105,7 +112,11 @@ class GroupCommit:
                 self._cv.release()
                 try:
                     with self.lock:
-                        self._commit(batch)
+                        self._leader = threading.current_thread()
+                        try:
+                            self._commit(batch)
+                        finally:
+                            self._leader = None
                 finally:
                     self._cv.acquire()
                     self._leading = False

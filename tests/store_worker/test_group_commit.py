@@ -235,3 +235,21 @@ def test_save_many_refuses_bad_shapes(data_dir: Path, items: Any) -> None:
     with pytest.raises(InvalidArgumentError):
         store.save_many(items)
     assert live_ids(store) == set()
+
+
+def test_a_subscriber_that_saves_does_not_deadlock_the_commit(data_dir: Path) -> None:
+    # Given an in-process subscriber that writes when it hears of a write
+    store = reopen(data_dir)
+    heard: list[str] = []
+
+    def echo(event: Any) -> None:
+        if event.memory is not None and not event.memory.text.startswith("echo"):
+            heard.append(store.save(f"echo of {event.memory.text}").memory.id)
+
+    store.subscribe("echo", echo)
+    # When a save commits, the subscriber's own save runs (on its own fsync) and returns
+    mem = store.save("the original fact").memory
+    # Then both are durable and visible
+    assert heard and live_ids(store) == {mem.id, heard[0]}
+    store.close()
+    assert live_ids(reopen(data_dir)) == {mem.id, heard[0]}
