@@ -58,13 +58,22 @@ def data_dir(n: int, cache: Path, *, seed: int = corpus.SEED) -> tuple[Path, int
     target = cache / f"corpus-v{CORPUS_VERSION}-{seed}-{n}"
     meta = target / "lines.txt"
     if meta.exists():
+        _bank_meta(target / BANK)  # corpora cached before the store reported a missing one
         return target, int(meta.read_text())
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-corpus-", dir=cache))
     lines = corpus.write_jsonl(tmp / BANK / "memories.jsonl", n, seed=seed)
+    _bank_meta(tmp / BANK)
     (tmp / "lines.txt").write_text(str(lines))
     shutil.rmtree(target, ignore_errors=True)
     os.replace(tmp, target)
     return target, lines
+
+
+def _bank_meta(bank_dir: Path) -> None:
+    """The ``bank.yaml`` a bank folder has (doctor reports a bank without one)."""
+    path = bank_dir / "bank.yaml"
+    if not path.exists():
+        path.write_text(f"created_at: {corpus.NOW_MS}\ndescription: bench corpus\n")
 
 
 def open_store(path: Path) -> Any:
