@@ -100,6 +100,7 @@ class BankInfo(Frozen):
 class BankCreateResponse(Frozen):
     bank: BankInfo
     created: bool
+    redacted: tuple[str, ...] = ()  # what kinds of secret the description held
 
 
 class BankListResponse(Frozen):
@@ -163,6 +164,7 @@ class SaveManyResponse(Frozen):
 class MemoryResponse(Frozen):
     memory: Memory
     bank: str
+    redacted: tuple[str, ...] = ()  # what kinds an update's fields or a reason held
 
 
 class SupersedeResponse(Frozen):
@@ -170,6 +172,7 @@ class SupersedeResponse(Frozen):
     survivor: Memory
     reinforced: bool
     bank: str
+    redacted: tuple[str, ...] = ()  # what kinds the reason held
 
 
 class ListResponse(Frozen):

@@ -219,12 +219,13 @@ class MemoryStore:
     @_serialized
     def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
         name = v.bank_name(name)
-        description = redact(v.optional_str(description, "description", 2000) or "").text
+        scrubbed = redact(v.optional_str(description, "description", 2000) or "")
+        description = scrubbed.text
         bank, created = self.banks.create(name, description)
         if not created and description and description != bank.description:
             bank.files.write_meta(description, bank.created_at)
             bank.description = description
-        return BankCreateResponse(bank=Banks.info(bank), created=created)
+        return BankCreateResponse(bank=Banks.info(bank), created=created, redacted=scrubbed.labels)
 
     @_serialized
     def bank_list(self) -> BankListResponse:
@@ -602,7 +603,9 @@ class MemoryStore:
     @_serialized
     def state_set(self, owner: str, key: str, value: object) -> None:
         v.json_value(value, "state value")
-        self.state.set(v.rule_name(owner), v.rule_name(key), value)
+        owner = v.no_credential(v.rule_name(owner), "state owner") or owner
+        key = v.no_credential(v.rule_name(key), "state key") or key
+        self.state.set(owner, key, value)
 
     # -- operations --------------------------------------------------------------------------
 
