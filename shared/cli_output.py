@@ -130,7 +130,8 @@ def banks(r: Any) -> str:
 
 
 def bank_created(r: Any) -> str:
-    return f"{'created' if r.created else 'exists'}: {bank_line(r.bank.model_dump())}{redacted_note(r)}"
+    verb = "created" if r.created else "exists"
+    return f"{verb}: {bank_line(r.bank.model_dump())}{redacted_note(r)}"
 
 
 def rules(r: Any) -> str:
