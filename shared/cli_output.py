@@ -147,6 +147,23 @@ def rule_set(r: Any) -> str:
     return f"rule {r.name} {'saved' if r.exists else 'removed'} in bank {r.bank}{redacted_note(r)}"
 
 
+def rescan(r: Any) -> str:
+    """One line per bank: what held a secret, its kinds, and whether the log was rewritten."""
+    lines = []
+    for b in r.banks:
+        what = f"{b.memories} memories, {b.rules} rules"
+        what += ", description" if b.description else ""
+        how = f"; log purged ({b.log_lines} lines rewritten)" if b.purged else ""
+        kinds = f"; kinds: {', '.join(b.kinds)}" if b.kinds else "; nothing to redact"
+        lines.append(f"bank {b.bank}: redacted {what}{kinds}{how}")
+    return "\n".join(lines) or "no banks"
+
+
+def purged(r: Any) -> str:
+    draft = " and its draft file" if r.draft else ""
+    return f"purged {r.id} from bank {r.bank}: {r.revisions} log line(s){draft}"
+
+
 def doctor(r: Any) -> str:
     lines = [f"{'ok' if r.ok else 'PROBLEM'}"]
     for c in r.checks:

@@ -249,6 +249,38 @@ class Event(Frozen):
     at: int = 0
 
 
+class BankRescan(Frozen):
+    """What ``redact_rescan`` did to one bank: how many memories (current records, drafts
+    included) and rules held a secret today's catalogue knows, of which kinds, whether the
+    description did, and whether the log was compacted without it (``purged``; with
+    ``log_lines`` lines rewritten)."""
+
+    bank: str
+    memories: int = 0
+    rules: int = 0
+    description: bool = False
+    kinds: tuple[str, ...] = ()
+    purged: bool = False
+    log_lines: int = 0
+
+
+class RescanResponse(Frozen):
+    """``redact_rescan``: one entry per bank scanned, and every kind found in any of them."""
+
+    banks: tuple[BankRescan, ...]
+    kinds: tuple[str, ...] = ()
+
+
+class PurgeResponse(Frozen):
+    """``purge``: the memory ``id`` is gone from ``bank`` for good, with every revision
+    (``revisions`` log lines, plus its draft file when it was pending)."""
+
+    id: str
+    bank: str
+    revisions: int
+    draft: bool = False
+
+
 class EventsResponse(Frozen):
     events: tuple[Event, ...]
     cursor: int
