@@ -290,7 +290,10 @@ def find_credential(value: str) -> str | None:
     (``note-xoxb-123-456-abc``: a Slack token is hyphenated) is read from each place a
     separator starts a new part."""
     spaced = (value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)
-    tails = (value[i + 1 :] for i, ch in enumerate(value) if ch in _ID_SEPARATORS)
+    # A tail's anchors are all in the whole value, so with no candidate rule for the whole
+    # there is none for a tail: an ordinary id (a UUID session id) costs no extra calls.
+    glued = bool(_candidates(_nfkc(value)))
+    tails = (value[i + 1 :] for i, ch in enumerate(value) if glued and ch in _ID_SEPARATORS)
     for text in (value, *spaced, *tails):
         labels = redact(text).labels
         if labels:
