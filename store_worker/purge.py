@@ -101,6 +101,8 @@ class Purger:
             bank = self.banks[bank.name]
         else:
             self._new_revisions(bank, found)
+            if found:  # the buffer's older events still carry the old text
+                self.events.rewrite(lambda e: _redacted_event(e, bank.name, self))
         result = BankRescan(
             bank=bank.name,
             memories=len(found),
@@ -270,8 +272,11 @@ class Purger:
 
         if draft:
             path = draft_path(target, mem_id)
-            path.unlink(missing_ok=True)
-            fsync_dir(path.parent)
+            try:
+                path.unlink(missing_ok=True)
+                fsync_dir(path.parent)
+            except OSError as e:
+                raise errors.storage_error(f"cannot remove draft {path}", e) from e
         revisions = self._rewrite(target, drop_line, {mem_id})
         self.events.rewrite(lambda e: _forget_event(e, target.name, mem_id))
         self._announce(self.banks[target.name], f"memory {mem_id}: {revisions} revision(s)", ())

@@ -105,6 +105,8 @@ def leaky(store: MemoryStore) -> dict[str, Memory]:
     store.update(old.id, text="deploy with the vault")  # current is clean, the old line is not
     tagged = store.save("the discord bot").memory
     tagged = plant(store, tagged, text=f"the discord bot {DISCORD}", tags=("bot", SLACK))
+    store.pin(tagged.id)  # an event that carries the planted text
+    tagged = store.get(tagged.id).memory
     loser = store.save("Ana lives in Braga").memory
     winner = store.save("Ana lives in Porto").memory
     store.supersede(loser.id, winner.id, reason="moved")
@@ -151,6 +153,8 @@ def test_rescan_redacts_current_records_rules_and_description(
     updated = [e for e in seen if e.event_type == "updated"]
     assert [e.redacted for e in updated] == [("discord_bot_token", "slack_token")]
     assert_no_value("".join(e.model_dump_json() for e in seen))
+    # and the pull buffer's older events about that record no longer carry its old text
+    assert_no_value(store.events_since(0, limit=10_000).model_dump_json())
     # but the log still holds the old lines: that is what --purge is for
     assert PASSWORD.encode() in log_of(store).read_bytes()
     assert store.redact_rescan().kinds == ()  # nothing left to redact in what is current
@@ -183,7 +187,7 @@ def test_rescan_purge_rewrites_only_the_lines_that_held_a_secret(
     res = store.redact_rescan(purge=True)
     # Then no line, rule, description or buffered event holds any form of a value
     (main,) = res.banks
-    assert main.purged and main.log_lines == 2  # the planted revisions of "old" and "tagged"
+    assert main.purged and main.log_lines == 3  # planted "old", planted "tagged" and its pin
     assert set(main.kinds) == {"aws_access_key", "discord_bot_token", "password", "slack_token"}
     assert_no_value(
         log_of(store).read_bytes(),
@@ -195,7 +199,7 @@ def test_rescan_purge_rewrites_only_the_lines_that_held_a_secret(
     after_lines = lines(log_of(store))
     assert len(after_lines) == len(before_lines)
     changed = [i for i, (a, b) in enumerate(zip(before_lines, after_lines, strict=True)) if a != b]
-    assert len(changed) == 2
+    assert len(changed) == 3
     for i in changed:
         old, new = json.loads(before_lines[i]), json.loads(after_lines[i])
         assert {k: v for k, v in old.items() if k not in REDACTABLE} == {
