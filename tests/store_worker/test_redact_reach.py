@@ -20,8 +20,9 @@ from ulid import ULID
 
 from shared.errors import InvalidArgumentError
 from shared.models import Event, Memory
-from shared.redact import is_placeholder
+from shared.redact import is_placeholder, redact
 from store_worker.core import MemoryStore
+from store_worker.writes import derived_entities, derived_links, derived_slug
 
 Factory = Callable[..., MemoryStore]
 
@@ -146,6 +147,35 @@ def test_no_placeholder_ever_becomes_an_id_tag_or_entity(
     upd = store.update(res.memory.id, text=text + " again", tags=[LEAKS[secrets[0]][0]])
     assert not any(is_placeholder(x) for x in labels_of(upd.memory))
     store.close()
+
+
+FRAGMENTS = [
+    "[REDACTED:openai_key]",
+    "[redacted:aws_access_key]",
+    "openai_key]",
+    "REDACTED",
+    "Redacted",
+    "[[REDACTED:jwt]]",
+    full_width("[REDACTED:jwt]"),
+    "Ana",
+    "Kestrel",
+    "pg_trgm",
+    "[[deploy-notes]]",
+    *(said for said, _, _ in LEAKS.values()),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(min_size=1, max_size=12)), max_size=8)
+)
+def test_derived_slugs_entities_and_links_are_never_placeholders(parts: list[str]) -> None:
+    # Given any text, redacted as a save redacts it
+    text = redact(" ".join(parts)).text
+    # Then nothing derived from it is, or holds a piece of, a placeholder
+    assert not is_placeholder(derived_slug(text))
+    assert not any(is_placeholder(e) for e in derived_entities(text))
+    assert not any(is_placeholder(x) for x in derived_links(text))
 
 
 # -- identifiers holding a credential are refused, nothing written ---------------------------
