@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from shared import errors
 from shared.models import MEMORY_TYPES
-from shared.redact import redact
+from shared.redact import is_placeholder, redact
 from shared.text import SLUG_RE, entity_norm
 
 MAX_LABELS = 8
@@ -69,7 +69,8 @@ class ExtractedMemory(BaseModel):
         out: dict[str, None] = {}
         for raw in value:
             if isinstance(raw, str) and (norm := entity_norm(redact(raw).text)):
-                out.setdefault(norm, None)
+                if not is_placeholder(norm):  # nothing is derived from a placeholder (issue 12)
+                    out.setdefault(norm, None)
         return tuple(out)[:MAX_LABELS]
 
     @field_validator("confidence", mode="before")

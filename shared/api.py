@@ -43,9 +43,11 @@ from shared.models import (
     OutboxJob,
     OutboxListResponse,
     PreviewResponse,
+    PurgeResponse,
     RecallResponse,
     RejectResponse,
     ReloadResponse,
+    RescanResponse,
     Rule,
     RuleListResponse,
     RuleSetResponse,
@@ -187,6 +189,12 @@ class StoreAPI(Protocol):
     def reject(self, id: str, *, bank: str | None = None) -> RejectResponse: ...
 
     def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]: ...
+
+    # -- secrets already stored (issue 12) -------------------------------------------------
+
+    def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse: ...
+
+    def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse: ...
 
     # -- rules -----------------------------------------------------------------------------
 

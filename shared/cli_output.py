@@ -51,10 +51,16 @@ def memory_line(m: Any) -> str:
     return f"{m.id}  {date(m.stated_at)}{flags}  {one_line(m.text)}"
 
 
+def redacted_note(r: Any) -> str:
+    """``; redacted: aws_access_key, password`` when a write redacted something (issue 12:
+    every response that redacted says what kinds), else nothing."""
+    kinds = getattr(r, "redacted", ())
+    return f"; redacted: {', '.join(kinds)}" if kinds else ""
+
+
 def save(r: Any) -> str:
     verb = "saved" if r.created else f"reinforced (corroboration {r.memory.corroboration})"
-    note = f"; redacted: {', '.join(r.redacted)}" if r.redacted else ""
-    return f"{verb} {r.memory.id} in bank {r.bank}{note}"
+    return f"{verb} {r.memory.id} in bank {r.bank}{redacted_note(r)}"
 
 
 def recall(r: Any) -> str:
@@ -91,6 +97,8 @@ def memory(r: Any) -> str:
     ]
     if m.invalid_at is not None:
         rows.append(("retired", f"{date(m.invalid_at)} superseded by {m.superseded_by or '-'}"))
+    if getattr(r, "redacted", ()):
+        rows.append(("redacted", ", ".join(r.redacted)))
     return "\n".join(f"{k:<14}{v}" for k, v in rows if v)
 
 
@@ -104,7 +112,7 @@ def memories(r: Any) -> str:
 
 def supersede(r: Any) -> str:
     extra = " (reinforced)" if r.reinforced else ""
-    return f"{r.memory.id} superseded by {r.survivor.id}{extra}"
+    return f"{r.memory.id} superseded by {r.survivor.id}{extra}{redacted_note(r)}"
 
 
 def tags(r: Any) -> str:
@@ -122,7 +130,8 @@ def banks(r: Any) -> str:
 
 
 def bank_created(r: Any) -> str:
-    return f"{'created' if r.created else 'exists'}: {bank_line(r.bank.model_dump())}"
+    verb = "created" if r.created else "exists"
+    return f"{verb}: {bank_line(r.bank.model_dump())}{redacted_note(r)}"
 
 
 def rules(r: Any) -> str:
@@ -135,7 +144,24 @@ def rules(r: Any) -> str:
 
 
 def rule_set(r: Any) -> str:
-    return f"rule {r.name} {'saved' if r.exists else 'removed'} in bank {r.bank}"
+    return f"rule {r.name} {'saved' if r.exists else 'removed'} in bank {r.bank}{redacted_note(r)}"
+
+
+def rescan(r: Any) -> str:
+    """One line per bank: what held a secret, its kinds, and whether the log was rewritten."""
+    lines = []
+    for b in r.banks:
+        what = f"{b.memories} memories, {b.rules} rules"
+        what += ", description" if b.description else ""
+        how = f"; log purged ({b.log_lines} lines rewritten)" if b.purged else ""
+        kinds = f"; kinds: {', '.join(b.kinds)}" if b.kinds else "; nothing to redact"
+        lines.append(f"bank {b.bank}: redacted {what}{kinds}{how}")
+    return "\n".join(lines) or "no banks"
+
+
+def purged(r: Any) -> str:
+    draft = " and its draft file" if r.draft else ""
+    return f"purged {r.id} from bank {r.bank}: {r.revisions} log line(s){draft}"
 
 
 def doctor(r: Any) -> str:

@@ -75,6 +75,7 @@ def bank_opt(p: argparse.ArgumentParser) -> None:
 def add_store_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     """Every store verb, in the order ``memory --help`` lists them."""
     add_memory_verbs(sub, common)
+    add_secret_verbs(sub, common)
     add_bank_verbs(sub, common)
     add_rule_verbs(sub, common)
     add_ops_verbs(sub, common)
@@ -330,6 +331,52 @@ def _watch(ctx: Ctx) -> int:
                 ctx.out.write(f"no events after cursor {a.cursor} (cursor {cursor})\n")
             return 0
         time.sleep(a.interval)  # a polling follower, like `tail -f`
+
+
+# -- secrets already stored (issue 12) ---------------------------------------------------------
+
+
+def add_secret_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = add_verb(
+        sub,
+        "redact",
+        "Apply today's secret catalogue to what is already stored (--rescan); with --purge, "
+        "also rewrite the log so no old line keeps the secret.",
+        common,
+        _redact,
+        show.rescan,
+    )
+    p.add_argument(
+        "--rescan",
+        action="store_true",
+        required=True,
+        help="scan stored memories, rules and descriptions (the only mode there is)",
+    )
+    p.add_argument("--bank", help="only this bank (default: every bank)")
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="compact the log without the secret instead of appending redacted revisions "
+        "(rewrites history; an audit event says what kind went and when)",
+    )
+    p = add_verb(
+        sub,
+        "purge",
+        "Erase a memory and every revision of it for good (a right-to-erasure request).",
+        common,
+        _purge,
+        show.purged,
+    )
+    p.add_argument("id", help="memory id")
+    bank_opt(p)
+
+
+def _redact(ctx: Ctx) -> Any:
+    return ctx.store.redact_rescan(bank=ctx.args.bank, purge=ctx.args.purge)
+
+
+def _purge(ctx: Ctx) -> Any:
+    return ctx.store.purge(ctx.args.id, bank=ctx.args.bank)
 
 
 # -- bank, rule and operations verbs -----------------------------------------------------------

@@ -54,9 +54,11 @@ from shared.models import (
     OutboxJob,
     OutboxListResponse,
     PreviewResponse,
+    PurgeResponse,
     RecallResponse,
     RejectResponse,
     ReloadResponse,
+    RescanResponse,
     Rule,
     RuleListResponse,
     RuleSetResponse,
@@ -508,6 +510,16 @@ class StoreClient(ActorClient):
     @read
     def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
         return self._call(tuple[Memory, ...], "drafts", bank=bank)
+
+    # -- secrets already stored (issue 12) -------------------------------------------------
+
+    @write
+    def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
+        return self._call(RescanResponse, "redact_rescan", bank=bank, purge=purge)
+
+    @write
+    def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
+        return self._call(PurgeResponse, "purge", id, bank=bank)
 
     # -- rules -----------------------------------------------------------------------------
 

@@ -100,6 +100,7 @@ class BankInfo(Frozen):
 class BankCreateResponse(Frozen):
     bank: BankInfo
     created: bool
+    redacted: tuple[str, ...] = ()  # what kinds of secret the description held
 
 
 class BankListResponse(Frozen):
@@ -163,6 +164,7 @@ class SaveManyResponse(Frozen):
 class MemoryResponse(Frozen):
     memory: Memory
     bank: str
+    redacted: tuple[str, ...] = ()  # what kinds an update's fields or a reason held
 
 
 class SupersedeResponse(Frozen):
@@ -170,6 +172,7 @@ class SupersedeResponse(Frozen):
     survivor: Memory
     reinforced: bool
     bank: str
+    redacted: tuple[str, ...] = ()  # what kinds the reason held
 
 
 class ListResponse(Frozen):
@@ -244,6 +247,38 @@ class Event(Frozen):
     reason: str | None = None
     redacted: tuple[str, ...] = ()
     at: int = 0
+
+
+class BankRescan(Frozen):
+    """What ``redact_rescan`` did to one bank: how many memories (current records, drafts
+    included) and rules held a secret today's catalogue knows, of which kinds, whether the
+    description did, and whether the log was compacted without it (``purged``; with
+    ``log_lines`` lines rewritten)."""
+
+    bank: str
+    memories: int = 0
+    rules: int = 0
+    description: bool = False
+    kinds: tuple[str, ...] = ()
+    purged: bool = False
+    log_lines: int = 0
+
+
+class RescanResponse(Frozen):
+    """``redact_rescan``: one entry per bank scanned, and every kind found in any of them."""
+
+    banks: tuple[BankRescan, ...]
+    kinds: tuple[str, ...] = ()
+
+
+class PurgeResponse(Frozen):
+    """``purge``: the memory ``id`` is gone from ``bank`` for good, with every revision
+    (``revisions`` log lines, plus its draft file when it was pending)."""
+
+    id: str
+    bank: str
+    revisions: int
+    draft: bool = False
 
 
 class EventsResponse(Frozen):

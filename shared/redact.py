@@ -286,8 +286,15 @@ def find_credential(value: str) -> str | None:
     order), or None. For identifier fields, which refuse a secret rather than rewrite it.
     A token glued to
     another word (``note-ghp_...``) is no token to ``redact``, so the value is also read with
-    each separator in turn taken for a space."""
-    for text in (value, *(value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)):
+    each separator in turn taken for a space; and a token whose own shape has that separator
+    (``note-xoxb-123-456-abc``: a Slack token is hyphenated) is read from each place a
+    separator starts a new part."""
+    spaced = (value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)
+    # A tail's anchors are all in the whole value, so with no candidate rule for the whole
+    # there is none for a tail: an ordinary id (a UUID session id) costs no extra calls.
+    glued = bool(_candidates(_nfkc(value)))
+    tails = (value[i + 1 :] for i, ch in enumerate(value) if glued and ch in _ID_SEPARATORS)
+    for text in (value, *spaced, *tails):
         labels = redact(text).labels
         if labels:
             return labels[0]

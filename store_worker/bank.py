@@ -180,6 +180,7 @@ class Bank:
     # -- loading ---------------------------------------------------------------------------
 
     def load(self) -> None:
+        self.files.remove_stale_temps()  # what a killed purge left (store_worker/purge.py)
         self.description, self.created_at = self.files.read_meta()
         self.rules = self.files.read_rules()
         self.stats = ReplayStats()

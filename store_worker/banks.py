@@ -117,6 +117,7 @@ class Banks(Mapping[str, Bank]):
         existing = self._banks.get(name)
         if existing is not None:
             return existing, False
+        v.no_credential(v.bank_name(name), "bank name")  # a folder name is never redacted
         if Bank(self.root, name).files.exists():  # created on disk by hand since the last open
             bank = self._load(name)
         else:

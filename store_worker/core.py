@@ -15,6 +15,7 @@ public method to the part that owns the concept (STYLE §5a: compose, don't mix 
     Sessions  sessions.py  session lineage, pruning idle sessions' state
     Injector  inject.py    pre_generate / preview: what a turn is given
     Outbox    outbox.py    the durable extraction queue the extractor drains
+    Purger    purge.py     redact --rescan and purge: the only rewrites of a log
     EventBus  events.py    item-changed / bank-changed, pushed and pulled
     ops.py                 doctor, describe, capabilities
 """
@@ -48,9 +49,11 @@ from shared.models import (
     OutboxJob,
     OutboxListResponse,
     PreviewResponse,
+    PurgeResponse,
     RecallResponse,
     RejectResponse,
     ReloadResponse,
+    RescanResponse,
     Rule,
     RuleListResponse,
     RuleSetResponse,
@@ -76,6 +79,7 @@ from store_worker.events import EventBus, Subscriber
 from store_worker.files import TRASH_DIR, StateStore, check_writable, remove_stale_staging
 from store_worker.inject import Injector
 from store_worker.outbox import Outbox
+from store_worker.purge import Purger
 from store_worker.reads import Reader
 from store_worker.rules import Rules
 from store_worker.sessions import Sessions
@@ -198,6 +202,13 @@ class MemoryStore:
             turn_bank=self.injector.turn_bank,
             watchers=self._watchers,  # a reopen keeps the extractor's wake-up
         )
+        self.purger = Purger(
+            banks=self.banks,
+            vectors=self.vectors,
+            events=self.events,
+            clock=clock,
+            tokens=self.tokens,
+        )
         self.banks.open()
         if hasattr(self, "commits"):  # a reopen: later batches go to the new repository
             self.commits.banks = self.banks
@@ -219,12 +230,13 @@ class MemoryStore:
     @_serialized
     def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
         name = v.bank_name(name)
-        description = redact(v.optional_str(description, "description", 2000) or "").text
+        scrubbed = redact(v.optional_str(description, "description", 2000) or "")
+        description = scrubbed.text
         bank, created = self.banks.create(name, description)
         if not created and description and description != bank.description:
             bank.files.write_meta(description, bank.created_at)
             bank.description = description
-        return BankCreateResponse(bank=Banks.info(bank), created=created)
+        return BankCreateResponse(bank=Banks.info(bank), created=created, redacted=scrubbed.labels)
 
     @_serialized
     def bank_list(self) -> BankListResponse:
@@ -358,6 +370,27 @@ class MemoryStore:
     def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
         """Discard a pending draft entirely: its file goes, the log never saw it."""
         return self.writer.reject(id, bank=bank)
+
+    # -- secrets already stored (purge.py) -----------------------------------------------
+
+    @_serialized
+    def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
+        """Apply today's redaction catalogue to stored memories, rules and descriptions (of
+        ``bank``, or every bank). Without ``purge`` a record that held a secret gets a new,
+        redacted revision; with it the log is rewritten so no line holds the secret."""
+        bank = v.optional_bank(bank)
+        try:
+            return self.purger.redact_rescan(bank=bank, purge=purge)
+        finally:
+            self.reader.forget(bank)
+
+    @_serialized
+    def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
+        """Erase memory ``id`` and every revision of it for good (right to erasure)."""
+        try:
+            return self.purger.purge(id, bank=bank)
+        finally:
+            self.reader.forget(v.optional_bank(bank))
 
     # -- memories: reads (reads.py) ----------------------------------------------------------
 
@@ -602,7 +635,9 @@ class MemoryStore:
     @_serialized
     def state_set(self, owner: str, key: str, value: object) -> None:
         v.json_value(value, "state value")
-        self.state.set(v.rule_name(owner), v.rule_name(key), value)
+        owner = v.no_credential(v.rule_name(owner), "state owner") or owner
+        key = v.no_credential(v.rule_name(key), "state key") or key
+        self.state.set(owner, key, value)
 
     # -- operations --------------------------------------------------------------------------
 
@@ -656,7 +691,7 @@ class MemoryStore:
             self.outbox,
         ):
             part.settings = new
-        self.writer.tokens = self.reader.tokens = self.tokens
+        self.writer.tokens = self.reader.tokens = self.purger.tokens = self.tokens
 
     @_serialized
     def reload(self) -> ReloadResponse:

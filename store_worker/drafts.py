@@ -70,7 +70,7 @@ class Drafts:
         if mem.invalid_at is not None:
             discard(bank, mem.id)
             return mem
-        atomic_write(_draft_path(bank, mem.id), (mem.to_line() + "\n").encode("utf-8"))
+        atomic_write(draft_path(bank, mem.id), (mem.to_line() + "\n").encode("utf-8"))
         bank.add_unlogged(mem)
         return mem
 
@@ -121,7 +121,7 @@ class Drafts:
         """Append the approved record to the log, then drop its draft file (a crash in
         between is healed at load: the log wins over a leftover draft)."""
         bank.apply(mem)
-        _unlink(_draft_path(bank, mem.id))
+        _unlink(draft_path(bank, mem.id))
         return mem
 
     @staticmethod
@@ -133,7 +133,7 @@ class Drafts:
 
 def discard(bank: Bank, id: str) -> None:
     """Remove a draft entirely: its file, its record, its vector, its index slot."""
-    _unlink(_draft_path(bank, id))
+    _unlink(draft_path(bank, id))
     bank.records.pop(id, None)
     bank.vectors.pop(id, None)
     bank.index.remove(id)
@@ -143,7 +143,7 @@ def _drafts_dir(bank: Bank) -> Path:
     return bank.files.dir / DRAFTS_DIR
 
 
-def _draft_path(bank: Bank, id: str) -> Path:
+def draft_path(bank: Bank, id: str) -> Path:
     return _drafts_dir(bank) / f"{id}.json"
 
 

@@ -114,6 +114,12 @@ class EventBus:
             if count >= 3:
                 self.unsubscribe(name)
 
+    def rewrite(self, fix: Callable[[Event], Event | None]) -> None:
+        """Pass every buffered event through ``fix`` (its replacement, or None to drop it):
+        ``purge.py`` keeps the old text of a purged or redacted memory out of ``since``."""
+        kept = (fixed for e in self._log if (fixed := fix(e)) is not None)
+        self._log = deque(kept, maxlen=self._log.maxlen)
+
     def since(self, cursor: int, *, limit: int = 500, bank: str | None = None) -> list[Event]:
         out = [e for e in self._log if e.seq > cursor and (bank is None or e.bank == bank)]
         return out[:limit]

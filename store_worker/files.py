@@ -318,6 +318,19 @@ class BankFiles:
                 raise
             raise storage_error(f"cannot create bank {self.name}", e) from e
 
+    def remove_stale_temps(self) -> int:
+        """Remove the temp files a killed rewrite of the log or the vector sidecar left
+        (``atomic_write``'s ``.<name>.*.tmp``): each holds only content a rename would have
+        put in place, and the file it was for is whole (old or new). Only the lock holder
+        loads a bank, so no rewrite is in progress."""
+        gone = 0
+        for name in (MEMORIES, VECTORS):
+            for path in self.dir.glob(f".{name}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    gone += 1
+        return gone
+
     def read_meta(self) -> tuple[str, int]:
         """``bank.yaml``'s description and created_at; a value that cannot be read gets a safe
         default (``""``, 0) and a warning; ``problems`` (and doctor) say which and why."""

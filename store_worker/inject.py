@@ -115,15 +115,16 @@ class Injector:
     ) -> InjectResponse:
         """The memory a step is given (DESIGN §5); see the module docstring."""
         self.sessions.prune(force=False)
-        session = v.optional_str(session_id, "session_id")
+        session = v.no_credential(v.optional_str(session_id, "session_id"), "session_id")
         if session is None:
             raise errors.InvalidArgumentError("session_id is required")
-        turn = v.turn_id(turn_id)
+        turn = v.no_credential(v.turn_id(turn_id), "turn_id")
         if not isinstance(step, int) or isinstance(step, bool) or step < 0:
             raise errors.InvalidArgumentError("step must be a non-negative integer")
         window = _window(messages)
         meta = _metadata(metadata)
         parent = v.optional_str(parent_session_id, "parent_session_id")
+        v.no_credential(parent, "parent_session_id")
         st = self._session_state(session)
         try:
             return self._pre_generate(session, turn, step, window, meta, parent, st)

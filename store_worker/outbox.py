@@ -167,11 +167,12 @@ class Outbox:
         """
         self.sessions.prune(force=False)
         session = _session_id(session_id)
-        turn = v.turn_id(turn_id)
+        turn = v.no_credential(v.turn_id(turn_id), "turn_id")
         if status not in TURN_STATUSES:
             raise errors.InvalidArgumentError(f"unknown turn status {status!r}")
         parent_id = v.optional_str(parent_session_id, "parent_session_id")
-        live_parent = v.optional_str(parent, "parent")
+        live_parent = v.no_credential(v.optional_str(parent, "parent"), "parent")
+        v.no_credential(parent_id, "parent_session_id")
         clean, labels = self._turn_messages(messages)
         if live_parent is not None:
             self.sessions.link(session, live_parent)
@@ -496,6 +497,7 @@ def _session_id(value: object) -> str:
     session = v.optional_str(value, "session_id")
     if session is None:
         raise errors.InvalidArgumentError("session_id is required")
+    v.no_credential(session, "session_id")  # it names the job and the session's state
     return session
 
 

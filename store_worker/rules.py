@@ -47,6 +47,8 @@ class Rules:
     def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
         """Create, replace or (with empty content) remove one rule."""
         name = v.rule_name(name)
+        if content:  # a new rule's name becomes a file name: it must hold no credential
+            v.no_credential(name, "rule name")
         if not isinstance(content, str):
             raise errors.InvalidArgumentError("rule content must be a string")
         v.utf8(content, "rule content")

@@ -35,8 +35,9 @@ class Sessions:
 
     def link(self, session_id: str, parent_session_id: str | None) -> None:
         """Record a sub-session's parent, so it sees its ancestors' session memories."""
-        session_id = v.optional_str(session_id, "session_id") or ""
+        session_id = v.no_credential(v.optional_str(session_id, "session_id"), "session_id") or ""
         parent_session_id = v.optional_str(parent_session_id, "parent_session_id")
+        v.no_credential(parent_session_id, "parent_session_id")
         if not session_id or not parent_session_id or parent_session_id == session_id:
             return
         if self.parents.get(session_id) == parent_session_id:

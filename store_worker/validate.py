@@ -20,6 +20,7 @@ from ulid import ULID
 
 from shared.errors import InvalidArgumentError, InvalidScopeError, InvalidTypeError
 from shared.models import CONFIDENCES, MEMORY_SCOPES, MEMORY_TYPES, Memory
+from shared.redact import find_credential
 from shared.text import NAME_RE, SLUG_RE, entity_norm
 
 MAX_LABELS = 8
@@ -54,6 +55,18 @@ def rule_name(name: object) -> str:
 def memory_id(value: object) -> str:
     if not isinstance(value, str) or SLUG_RE.fullmatch(value) is None:
         raise InvalidArgumentError(f"invalid memory id {value!r}: use [a-z0-9][a-z0-9-]{{0,79}}")
+    return value
+
+
+def no_credential(value: str | None, what: str) -> str | None:
+    """Refuse an identifier that holds a credential (issue 12): an id, a session id, a bank,
+    rule or state name is stored as given and shown everywhere, so a secret in one cannot be
+    redacted, and silently rewriting a caller's id would be worse. Checked where a write
+    takes a new identifier, not on reads (an id that was refused cannot be found anyway)."""
+    if value:
+        label = find_credential(value)
+        if label is not None:
+            raise InvalidArgumentError(f"{what} looks like a credential ({label}); choose another")
     return value
 
 

@@ -9,6 +9,12 @@ Each write reads top to bottom as the same chain::
 
 ``save`` reinforces instead of duplicating when the same normalised text already lives in the
 same place (seeds/003); ids are slugs, a collision gets ``-2``, ``-3`` … (never an overwrite).
+
+Redaction comes before every derivation, and nothing is derived from what it leaves (issue 12):
+slugs, derived entities and links come from the text with its placeholders blanked out
+(``strip_placeholders``), and a given tag or entity that is, or became, a placeholder is
+dropped. Identifier fields (``id``, ``session_id``, ``recorded_by``, ``project``, ``turn_id``)
+are not redacted but refused when they hold a credential (``validate.no_credential``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from shared.models import (
     SaveResponse,
     SupersedeResponse,
 )
-from shared.redact import redact
+from shared.redact import is_placeholder, redact, strip_placeholders
 from shared.text import fingerprint, parse_links, slugify
 from shared.tokens import TokenCounter
 from store_worker import validate as v
@@ -91,15 +97,16 @@ class Writer:
         mem_type = v.memory_type(type)
         mem_scope = v.memory_scope(scope)
         project_dir = v.project_path(project) if mem_scope == "project" else None
-        session = v.optional_str(session_id, "session_id")
+        v.no_credential(project_dir, "project")
+        session = v.no_credential(v.optional_str(session_id, "session_id"), "session_id")
         if mem_scope == "session" and session is None:
             raise errors.InvalidScopeError("scope 'session' needs a session_id")
         provenance = Provenance(
             source_session_id=session,
-            source_turn_id=v.turn_id(turn_id),
-            recorded_by=v.optional_str(recorded_by, "recorded_by"),
+            source_turn_id=v.no_credential(v.turn_id(turn_id), "turn_id"),
+            recorded_by=v.no_credential(v.optional_str(recorded_by, "recorded_by"), "recorded_by"),
         )
-        wanted_id = v.memory_id(id) if id is not None else None
+        wanted_id = v.no_credential(v.memory_id(id), "id") if id is not None else None
         conf = v.confidence(confidence)
         mem_status = self.drafts.status_for(status, conf)  # pending under ratification
         target = self.banks.resolve(bank, create=True)
@@ -119,7 +126,7 @@ class Writer:
             )
         now = self.clock.now_ms()
         mem = Memory(
-            id=self._free_id(target, wanted_id or slugify(clean["title"] or clean["text"])),
+            id=self._free_id(target, wanted_id or derived_slug(clean["title"] or clean["text"])),
             fingerprint=fp,
             type=mem_type,
             scope=mem_scope,
@@ -128,8 +135,8 @@ class Writer:
             title=clean["title"],
             text=clean["text"],
             tags=clean["tags"],
-            entities=clean["entities"] or derive_entities(clean["text"]),
-            links=tuple(parse_links(clean["text"])),
+            entities=clean["entities"] or derived_entities(clean["text"]),
+            links=derived_links(clean["text"]),
             pinned=bool(pinned),
             confidence=conf,
             status=mem_status,
@@ -162,12 +169,19 @@ class Writer:
             labels.update(result.labels)
             return result.text
 
+        def scrub_label(value: str) -> str:
+            """A tag or entity that held a secret, or is a placeholder, goes whole: a label
+            is a handle, and half a credential around a marker is no handle to anything."""
+            result = redact(value)
+            labels.update(result.labels)
+            return "" if result.labels else value
+
         out: dict[str, Any] = {}
         if text_required or text is not None:
             out["text"] = scrub(v.text(text, max_chars=self.settings.max_text_chars))
         out["title"] = scrub(v.title(title))
-        out["tags"] = _clean_labels(tags, "tags", scrub)
-        out["entities"] = _clean_labels(entities, "entities", scrub)
+        out["tags"] = _clean_labels(tags, "tags", scrub_label)
+        out["entities"] = _clean_labels(entities, "entities", scrub_label)
         out["redacted"] = sorted(labels)
         return out
 
@@ -249,7 +263,7 @@ class Writer:
             changes.update(
                 text=clean["text"],
                 fingerprint=fingerprint(clean["text"]),
-                links=tuple(parse_links(clean["text"])),
+                links=derived_links(clean["text"]),
                 tokens=self.tokens.count(clean["text"]),
                 stated_at=now,  # the fact was re-stated; pin/tag edits never move it
             )
@@ -264,14 +278,15 @@ class Writer:
         mem = self.drafts.commit(target, current.model_copy(update=changes))
         if "text" in changes:
             self.vectors.embed_one(target, mem)
-        self._emit_item("updated", target, mem, redacted=tuple(clean["redacted"]))
-        return MemoryResponse(memory=mem, bank=target.name)
+        redacted = tuple(clean["redacted"])
+        self._emit_item("updated", target, mem, redacted=redacted)
+        return MemoryResponse(memory=mem, bank=target.name, redacted=redacted)
 
     def delete(
         self, id: str, *, bank: str | None = None, reason: str | None = None
     ) -> MemoryResponse:
         """Tombstone a memory: it leaves recall, stays on disk and in the history view."""
-        reason = v.optional_text(reason, "reason") or None
+        reason, redacted = _scrubbed_reason(reason)
         target = self.banks.resolve(bank)
         current = self._live(target, id)
         now = self.clock.now_ms()
@@ -281,8 +296,8 @@ class Writer:
                 update={"invalid_at": now, "updated_at": now, "revision": current.revision + 1}
             ),
         )
-        self._emit_item("deleted", target, mem, reason=reason)
-        return MemoryResponse(memory=mem, bank=target.name)
+        self._emit_item("deleted", target, mem, reason=reason, redacted=redacted)
+        return MemoryResponse(memory=mem, bank=target.name, redacted=redacted)
 
     def supersede(
         self,
@@ -294,7 +309,7 @@ class Writer:
         reinforce: bool = False,
     ) -> SupersedeResponse:
         """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer)."""
-        reason = v.optional_text(reason, "reason") or None
+        reason, redacted = _scrubbed_reason(reason)
         target = self.banks.resolve(bank)
         v.memory_id(id)
         v.memory_id(superseded_by)
@@ -328,11 +343,17 @@ class Writer:
                 }
             )
         target.apply_many([retired, merged] if reinforced else [retired])
-        self._emit_item("superseded", target, retired, reason=reason)
+        self._emit_item("superseded", target, retired, reason=reason, redacted=redacted)
         if reinforced:
-            self._emit_item("updated", target, merged, reason=reason or "reinforced")
+            self._emit_item(
+                "updated", target, merged, reason=reason or "reinforced", redacted=redacted
+            )
         return SupersedeResponse(
-            memory=retired, survivor=merged, reinforced=reinforced, bank=target.name
+            memory=retired,
+            survivor=merged,
+            reinforced=reinforced,
+            bank=target.name,
+            redacted=redacted,
         )
 
     def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
@@ -377,7 +398,7 @@ class Writer:
         redacted: tuple[str, ...] = (),
     ) -> Event | None:
         if reason:  # a caller's free text reaches subscribers: redact it like any write
-            scrubbed = redact(reason)
+            scrubbed = redact(reason)  # (a no-op for a reason _scrubbed_reason already saw)
             reason = scrubbed.text
             redacted = tuple(sorted({*redacted, *scrubbed.labels}))
         return self.events.emit(
@@ -391,6 +412,34 @@ class Writer:
         )
 
 
+def _scrubbed_reason(reason: object) -> tuple[str | None, tuple[str, ...]]:
+    """A delete's or supersede's free-text reason, redacted, and what kinds that took."""
+    text = v.optional_text(reason, "reason")
+    if not text:
+        return None, ()
+    result = redact(text)
+    return result.text, result.labels
+
+
+def derived_slug(text: str) -> str:
+    """The slug of a record's title or text, from what its placeholders leave: never
+    ``openai-key-redacted-openai-key``. A word ``redacted`` the caller wrote is dropped too,
+    so no derived id is ever mistaken for (or is) a placeholder's remains."""
+    slug = slugify(strip_placeholders(text))
+    kept = [w for w in slug.split("-") if not is_placeholder(w)]
+    return "-".join(kept) or "memory"
+
+
+def derived_entities(text: str) -> tuple[str, ...]:
+    """``derive_entities`` over the text without placeholders, minus any placeholder piece."""
+    return tuple(e for e in derive_entities(strip_placeholders(text)) if not is_placeholder(e))
+
+
+def derived_links(text: str) -> tuple[str, ...]:
+    """``[[slug]]`` links of the text; a placeholder is no link (``[[REDACTED:jwt]]``)."""
+    return tuple(x for x in parse_links(strip_placeholders(text)) if not is_placeholder(x))
+
+
 def _clean_labels(
     values: Iterable[Any] | None, what: str, scrub: Callable[[str], str]
 ) -> tuple[str, ...]:
@@ -398,7 +447,8 @@ def _clean_labels(
     a secret (an AWS key) out of the shape the redactor knows, and store it."""
     raw = v.label_list(values, what)
     v.labels(raw, what)  # types and count, before anything is redacted
-    return v.labels([scrub(x) for x in raw], what)
+    # a placeholder typed by hand, in any case or width, is no label either (after folding)
+    return tuple(x for x in v.labels([scrub(x) for x in raw], what) if not is_placeholder(x))
 
 
 def _same_fact(

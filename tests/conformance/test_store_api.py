@@ -221,6 +221,21 @@ def _claim(api: StoreAPI, job_id: str) -> Any:
 # -- sibling plumbing: events and state --------------------------------------------------------
 
 
+def test_rescan_and_purge_answer_their_shapes(api: StoreAPI, bank: str) -> None:
+    # issue 12: redaction of what is stored, and erasure, over every backend
+    gone = api.save("deploy notes for the box", bank=bank).memory.id
+    kept = api.save("a plain fact", bank=bank).memory.id
+    res = api.redact_rescan(bank=bank, purge=True)
+    assert [b.bank for b in res.banks] == [bank] and res.banks[0].purged and res.kinds == ()
+    purged = api.purge(gone, bank=bank)
+    assert (purged.id, purged.bank, purged.revisions) == (gone, bank, 1)
+    assert [m.id for m in api.list(bank=bank).memories] == [kept]
+    with pytest.raises(errors.NotFoundError):
+        api.purge(gone, bank=bank)
+    with pytest.raises(errors.InvalidArgumentError):
+        api.save("x", bank=bank, id="xoxb-1234567890123-1234567890123-abcdefghijklmnopqrstuvwx")
+
+
 def test_events_since_a_cursor(api: StoreAPI, bank: str) -> None:
     head = api.events_since(2**62).cursor  # past the end: answers the current cursor
     mem = api.save("an event-worthy fact", bank=bank).memory

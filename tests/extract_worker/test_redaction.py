@@ -136,6 +136,71 @@ def test_no_secret_reaches_outbox_prompt_store_events_or_logs(
     assert "- Answer in English." in store.rule_get("learned").content
 
 
+# The shapes issue 12 found reaching the prompt: command-line passwords, a Discord bot token,
+# and keys typed in full-width characters (NFKC folds them to ASCII).
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+ISSUE_12 = {
+    "curl -u": ("curl -u deploy:Zx9kLm2pQ7vR https://ci.example.com", "Zx9kLm2pQ7vR"),
+    "mysql -p": ("mysql -u root -pS3cr3tPassw0rd app", "S3cr3tPassw0rd"),
+    "sshpass": ("sshpass -p 'hunter2Xy9qW' ssh deploy@host", "hunter2Xy9qW"),
+    "discord": (
+        "bot MTA1NjQ1NjQ1NjQ1NjQ1NjQ1Ng.GhJk12.abcdefghijklmnopqrstuvwxyz0123456789AB",
+        "MTA1NjQ1NjQ1NjQ1NjQ1NjQ1Ng.GhJk12.abcdefghijklmnopqrstuvwxyz0123456789AB",
+    ),
+    "full-width aws": (_full_width("AKIAIOSFODNN7EXAMPLE"), "AKIAIOSFODNN7EXAMPLE"),
+}
+
+
+def test_issue_12_shapes_never_reach_the_prompt_and_leave_no_placeholder_label(
+    stub: StubProvider, fresh_store: Callable[..., MemoryStore]
+) -> None:
+    from shared.redact import is_placeholder
+
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    events: list[Event] = []
+    store.subscribe("t", events.append)
+    said = "; ".join(text for text, _ in ISSUE_12.values())
+    # Given a model that echoes the (redacted) transcript back as a memory, tags and entities
+    stub.replies = [
+        json.dumps(
+            {
+                "memories": [
+                    {
+                        "text": "The user deploys to the Kestrel box over ssh",
+                        "tags": ["[REDACTED:password]", "deploy"],
+                        "entities": ["redacted", "password]", "Kestrel"],
+                    }
+                ]
+            }
+        )
+    ]
+    ex = Extractor(
+        store, LiteLLMBackend(), ExtractorSettings(extraction_model="stub/extract"), clock=clock
+    )
+    # When the turn completes and is extracted
+    store.turn_completed("s1", str(ULID()), [{"role": "user", "content": said}])
+    assert ex.drain().done == 1
+    # Then no value is in the prompt, the store's files or the events
+    places = {
+        "prompt": json.dumps(stub.received, ensure_ascii=False),
+        "store": all_text_under(store.root),
+        "events": "\n".join(e.model_dump_json() for e in events),
+    }
+    for where, text in places.items():
+        for name, (_, value) in ISSUE_12.items():
+            for form in (value, value.lower(), _full_width(value)):
+                assert form not in text, f"{name} leaked into {where}"
+    assert "[REDACTED:password]" in places["prompt"]
+    # and the memory it saved has no id, tag or entity made of a placeholder
+    (mem,) = store.list().memories
+    assert not any(is_placeholder(x) for x in (mem.id, *mem.tags, *mem.entities))
+    assert mem.tags == ("deploy",) and "kestrel" in mem.entities
+
+
 def test_backend_reports_tokens_and_latency(stub: StubProvider) -> None:
     stub.replies = ['{"memories": []}']
     out = LiteLLMBackend().complete(

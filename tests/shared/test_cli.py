@@ -71,7 +71,7 @@ def test_every_command_is_listed() -> None:
     names = {path for path, _, _ in COMMANDS}
     for wanted in ("up", "down", "stop", "status", "save", "recall", "get", "list", "update",
                    "delete", "pin", "unpin", "supersede", "tags", "watch", "doctor", "reload",
-                   "describe", "capabilities", "configure"):  # fmt: skip
+                   "describe", "capabilities", "configure", "redact", "purge"):  # fmt: skip
         assert (wanted,) in names
     for group, verbs in (
         ("bank", ("create", "list", "delete")),
@@ -196,6 +196,54 @@ def test_rules(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert code == 2 and err.startswith("error: not_found:")
     code, _, err = cli("rule", "set", "x", "--file", str(tmp_path / "missing.md"))
     assert code == 2 and err.startswith("error: invalid_argument: cannot read")
+
+
+SSHPASS = "sshpass -p 'hunter2Xy9qW' ssh deploy@host"
+
+
+def test_writes_that_redact_say_what_kinds(cli: Cli) -> None:
+    # rule set, bank create, save, update, supersede and delete name the kinds they redacted
+    code, out, _ = cli("rule", "set", "deploy", "--content", f"Deploy with {SSHPASS}")
+    assert code == 0 and out.strip() == "rule deploy saved in bank main; redacted: password"
+    assert cli.json("rule", "set", "deploy", "--content", SSHPASS)["redacted"] == ["password"]
+    assert "hunter2" not in cli("rule", "show", "deploy")[1]
+    assert (
+        cli("bank", "create", "ops", "--description", SSHPASS)[1]
+        .rstrip()
+        .endswith("; redacted: password")
+    )
+    saved = cli.json("save", f"deploy box: {SSHPASS}")
+    assert (
+        saved["redacted"] == ["password"]
+        and saved["memory"]["id"] == "deploy-box-sshpass-p-ssh-deploy"
+    )
+    mem_id = saved["memory"]["id"]
+    assert "redacted      password" in cli("update", mem_id, "--text", f"now {SSHPASS}")[1]
+    other = cli.json("save", "plain fact")["memory"]["id"]
+    out = cli("supersede", mem_id, "--by", other, "--reason", SSHPASS)[1]
+    assert out.strip().endswith("; redacted: password")
+    assert cli.json("delete", other, "--reason", SSHPASS)["redacted"] == ["password"]
+    # and an identifier holding a credential is refused (exit 2, invalid_argument)
+    code, _, err = cli(
+        "save", "x", "--id", "xoxb-1234567890123-1234567890123-abcdefghijklmnopqrstuvwx"
+    )
+    assert code == 2 and err.startswith("error: invalid_argument:") and "credential" in err
+
+
+def test_redact_rescan_and_purge(cli: Cli) -> None:
+    kept = cli.json("save", "plain fact")["memory"]["id"]
+    gone = cli.json("save", "deploy notes")["memory"]["id"]
+    code, out, _ = cli("redact", "--rescan")
+    assert code == 0 and out.strip() == "bank main: redacted 0 memories, 0 rules; nothing to redact"
+    res = cli.json("redact", "--rescan", "--bank", "main", "--purge")
+    assert res["banks"][0]["purged"] is True and res["kinds"] == []
+    with pytest.raises(SystemExit):  # argparse: --rescan is the one mode there is
+        cli("redact", "--purge")
+    code, out, _ = cli("purge", gone)
+    assert code == 0 and out.strip() == f"purged {gone} from bank main: 1 log line(s)"
+    assert [m["id"] for m in cli.json("list")["memories"]] == [kept]
+    code, _, err = cli("purge", gone)
+    assert code == 2 and err.startswith("error: not_found:")
 
 
 def test_operations(cli: Cli) -> None:

@@ -219,9 +219,12 @@ def test_secrets_never_reach_a_file_or_an_event(
 ) -> None:
     WRITE_PATHS[path](store)
     assert_no_secret(data_dir, seen)
-    assert b"[redacted:" in all_bytes(data_dir).lower() or any(
-        e.reason and "[REDACTED:" in e.reason for e in seen
-    )
+    if path.endswith(("tags", "entities")):  # a label that held a secret is dropped whole
+        assert b"[redacted:" not in all_bytes(data_dir).lower()  # (issue 12)
+    else:
+        assert b"[redacted:" in all_bytes(data_dir).lower() or any(
+            e.reason and "[REDACTED:" in e.reason for e in seen
+        )
     # the event that carried the write names what was redacted (bank descriptions emit none)
     if path != "bank description":
         labels = {label for e in seen for label in e.redacted}
