@@ -19,6 +19,7 @@ may raise ``MemoryServiceError``, which this module turns into the message and e
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -153,8 +154,24 @@ def _common(
     return p
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a mistyped verb or choice (its subparsers are this
+    class too: ``memory bank lsit`` is answered as well as ``memory recal``)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=3)
+            if close:
+                hint = " or ".join(close)
+                raise argparse.ArgumentError(
+                    action, f"invalid choice: {value!r} (did you mean {hint}?)"
+                )
+        super()._check_value(action, value)
+
+
 def build_parser(specs: Sequence[WorkerSpec] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memory",
         description="Durable cross-session memory for LLM agents: run the service, "
         "save and recall memories, manage banks and rules.",
@@ -311,6 +328,7 @@ def _stop(ctx: Ctx) -> int:
 
 
 def _status(ctx: Ctx) -> Any:
+    ctx.args.render = show.status
     if ctx.embedded:
         return {"mode": "embedded", "data_dir": ctx.args.data_dir, "banks": _banks(ctx)}
     from shared.client import connect
@@ -319,7 +337,6 @@ def _status(ctx: Ctx) -> Any:
     specs = discover()
     workers = cluster.worker_status(specs)
     banks = _banks(ctx) if workers.get("store") else []
-    ctx.args.render = show.status
     return {"mode": "ray", "dashboard_url": url, "workers": workers, "banks": banks}
 
 

@@ -182,3 +182,16 @@ _BY_CATEGORY: dict[str, type[MemoryServiceError]] = {
     "unknown": UnknownError,
     "invalid_argument": InvalidArgumentError,
 }
+
+
+def reason(e: BaseException) -> str:
+    """What went wrong, in words a user reads (``doctor`` details, hand-edit problems): the
+    message alone, never the exception's class name; the first line of a multi-line one."""
+    if isinstance(e, MemoryServiceError):
+        text = e.message
+    elif isinstance(e, OSError) and e.strerror:
+        text = f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    else:
+        text = str(e)
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return first or "failed without saying why"

@@ -7,6 +7,7 @@ import argparse
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -124,7 +125,7 @@ def test_save_recall_get_list_roundtrip(cli: Cli) -> None:
     assert [m["id"] for m in listed["memories"]] == ["user-prefers-tabs-spaces"]
     assert listed["total"] == 1
     code, out, _ = cli("list")
-    assert "(2 of 2 in bank main)" in out and "[pinned]" in out
+    assert "(2 of 2 in bank main)" in out and "  pinned  The user prefers tabs" in out
 
 
 def test_list_pages_and_all(cli: Cli) -> None:
@@ -151,7 +152,7 @@ def test_update_pin_unpin_delete(cli: Cli) -> None:
     assert code == 0 and "Porto" in out and "pinned        yes" in out
     cli("unpin", "home")
     code, out, _ = cli("delete", "home", "--reason", "moved")
-    assert code == 0 and "retired" in out
+    assert code == 0 and "deleted       20" in out  # the row says when
     assert cli.json("list")["total"] == 0
     assert cli.json("list", "--include-superseded")["total"] == 1
 
@@ -262,6 +263,61 @@ def test_usage_errors_exit_2(cli: Cli) -> None:
     with pytest.raises(SystemExit) as exited:
         cli("supersede", "a")  # --by is required
     assert exited.value.code == 2
+
+
+# -- (b2) readable output (issue 13) ----------------------------------------------------------
+
+
+def test_describe_and_capabilities_print_text_and_json_only_with_json(cli: Cli) -> None:
+    code, out, _ = cli("describe")
+    assert code == 0 and not out.lstrip().startswith("{")
+    rows = dict(line.split(None, 1) for line in out.splitlines())
+    assert rows["name"] == "memory-store" and rows["data_dir"] == str(cli.data_dir)
+    assert rows["commits"] == "0 writes in 0 batches"
+    code, out, _ = cli("capabilities")
+    assert code == 0 and "{" not in out and '"' not in out
+    assert "recall_modes            hybrid, lexical" in out
+    # the settings schema as one line per setting, under the names `configure` takes
+    assert "  recall_limit           integer, default 10: " in out
+    assert cli.json("describe")["name"] == "memory-store"
+    assert "properties" in cli.json("capabilities")["config_schema"]
+
+
+def test_list_include_superseded_aligns_columns_and_says_why(cli: Cli) -> None:
+    cli("save", "Standup is at 9", "--id", "standup-old")
+    cli("save", "Standup is at 10", "--id", "new")
+    cli("save", "Old laptop is a ThinkPad", "--id", "laptop", "--pin")
+    cli("unpin", "laptop")
+    cli("delete", "laptop")
+    cli("save", "The user likes tea", "--id", "tea", "--pin")
+    cli("supersede", "standup-old", "--by", "new")
+    code, out, _ = cli("list", "--include-superseded")
+    rows = out.splitlines()[:-1]
+    assert code == 0 and len(rows) == 4 and "[retired]" not in out
+    by_id = {row.split()[0]: row for row in rows}
+    assert "  superseded  " in by_id["standup-old"] and "  deleted  " in by_id["laptop"]
+    assert "  pinned  " in by_id["tea"]
+    texts = ("Standup is at 9", "Standup is at 10", "Old laptop is a ThinkPad", "The user likes")
+    # every column starts at one offset in every row: the date, and the text after the flags
+    assert len({re.search(DATE, row).start() for row in rows if re.search(DATE, row)}) == 1, out
+    assert len({row.index(next(t for t in texts if t in row)) for row in rows}) == 1, out
+
+
+DATE = r"\d{4}-\d\d-\d\d"
+
+
+def test_a_mistyped_verb_gets_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, hint in (
+        (["recal", "x"], "did you mean recall?"),
+        (["bank", "lsit"], "did you mean list?"),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            run(argv)
+        assert exited.value.code == 2
+        assert hint in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run(["zzzzzz"])
+    assert "did you mean" not in capsys.readouterr().err  # nothing close: argparse's own list
 
 
 def test_save_scope_project_defaults_to_cwd(
