@@ -103,7 +103,11 @@ def status(s: dict[str, Any]) -> str:
     if s.get("mode") == "embedded":
         lines = [f"embedded store on {s['data_dir']}"]
         return "\n".join(lines + [bank_line(b) for b in s["banks"]])
-    lines = [f"dashboard: {s['dashboard_url'] or 'not running'}"]
+    url = s["dashboard_url"]
+    answers = s.get("dashboard_answers", True)
+    lines = [
+        f"dashboard: {url + ('' if answers else ' (not answering)') if url else 'not running'}"
+    ]
     lines += [f"{name:<13} {'up' if up else 'down'}" for name, up in s["workers"].items()]
     lines += [bank_line(b) for b in s["banks"]]
     return "\n".join(lines)

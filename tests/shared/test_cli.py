@@ -8,12 +8,9 @@ import io
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +19,7 @@ import pytest
 from shared.cli import build_parser, run
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
-
-MEMORY = str(Path(sys.executable).with_name("memory"))
+from tests.shared.conftest import MEMORY, OwnCluster, isolated_env
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[Any]:
@@ -331,16 +327,8 @@ def test_save_scope_project_defaults_to_cwd(
 # -- through the installed entry point -------------------------------------------------------
 
 
-def _isolated_env(tmp: Path) -> dict[str, str]:
-    """No developer cluster reachable: own HOME and TMPDIR (Ray's /tmp/ray moves with it)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "MEMORY_"))}
-    env.update(HOME=str(tmp / "home"), TMPDIR=str(tmp), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    (tmp / "home").mkdir(exist_ok=True)
-    return env
-
-
 def test_entry_point_embedded_smoke(tmp_path: Path) -> None:
-    env = _isolated_env(tmp_path)
+    env = isolated_env(tmp_path)
     env.update(MEMORY_EMBEDDED="1", MEMORY_DATA_DIR=str(tmp_path / "data"))
     saved = subprocess.run(
         [MEMORY, "save", "Entry point fact", "--tag", "smoke"], env=env, capture_output=True,
@@ -357,7 +345,7 @@ def test_entry_point_embedded_smoke(tmp_path: Path) -> None:
 
 def test_no_running_store_prints_the_hint(tmp_path: Path) -> None:
     done = subprocess.run(
-        [MEMORY, "recall", "anything"], env=_isolated_env(tmp_path), capture_output=True,
+        [MEMORY, "recall", "anything"], env=isolated_env(tmp_path), capture_output=True,
         text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 2
@@ -387,52 +375,19 @@ def test_up_moves_busy_default_ports_aside() -> None:
 # -- (c) a real cluster: up, status, save, recall, watch, down --------------------------------
 
 
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-@pytest.fixture
-def own_cluster_env() -> Iterator[dict[str, str]]:
-    """An environment whose `memory up` starts a private head: own TMPDIR (so `address=auto`
-    and /tmp/ray are private), own HOME (own auth token), free ports — it coexists with the
-    session's test cluster and with a developer's default-port cluster. Cleanup kills only this
-    cluster's session processes, even when the test fails half-way."""
-    from shared.cluster import stop_session
-
-    tmp = Path(tempfile.mkdtemp(prefix="mem-up-", dir="/tmp"))  # short: Ray socket paths
-    env = _isolated_env(tmp)
-    env["MEMORY_DATA_DIR"] = str(tmp / "data")
-    try:
-        yield env
-    finally:
-        subprocess.run([MEMORY, "down"], env=env, capture_output=True, timeout=120, check=False)
-        for session in (tmp / "ray").glob("session_2*"):
-            stop_session(session, grace_s=2)
-        shutil.rmtree(tmp, ignore_errors=True)
+LIST_WORKERS = (
+    "import json, os; from shared.client import connect; from shared import lifecycle; "
+    "connect(); print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
+)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)  # ~25 s idle; a busy shared box has taken 70 s
-def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str, str]) -> None:
-    env = own_cluster_env
-
-    def memory(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [MEMORY, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
-        )
-
-    port, dash, client, agent = _free_ports(4)
-    up = memory(
-        "up", "store", "--num-cpus", "1", "--port", str(port), "--dashboard-port", str(dash),
-        "--client-port", str(client), "--agent-port", str(agent),
-    )  # fmt: skip
+def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -> None:
+    env, memory = own_cluster.env, own_cluster.memory
+    args = own_cluster.up_args()
+    dash = args[args.index("--dashboard-port") + 1]
+    up = memory("up", "store", *args)
     assert up.returncode == 0, up.stderr
     assert "ray cluster: started" in up.stdout and "started store (memory-store)" in up.stdout
     assert f"dashboard: http://127.0.0.1:{dash}" in up.stdout
@@ -452,8 +407,20 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str,
     assert "ray cluster: joined" in again.stdout
     assert "already running: store (memory-store)" in again.stdout
 
-    down = memory("down")
-    assert down.returncode == 0, down.stderr
-    assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
+    # Ray's own list of the node's workers, which `down` adds to the session's: no driver in it
+    listed = subprocess.run(
+        [sys.executable, "-c", LIST_WORKERS], env={**env, "PYTHONPATH": os.getcwd()},
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    driver, workers = json.loads(listed.stdout.strip().splitlines()[-1])
+    assert own_cluster.pid_of("ray::StoreActor") in workers and driver not in workers
+
+    with own_cluster.client() as client:  # connected, disconnected, still running
+        cluster = set(own_cluster.pids()) - {client.pid}
+        down = memory("down")
+        assert down.returncode == 0, down.stderr
+        assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
+        assert own_cluster.wait_gone(cluster) == set()
+        assert client.poll() is None  # `down` never signals a user's process
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
