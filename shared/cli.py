@@ -225,6 +225,17 @@ def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     add_verb(
         sub, "status", "Show workers, banks with counts, and the dashboard URL.", common, _status
     )
+    p = add_verb(
+        sub,
+        "metrics",
+        "Show the workers' current metrics (recall latency, writes, live memories, outbox, "
+        "extraction and consolidation), read from Ray's metrics endpoint.",
+        common,
+        _metrics,
+    )
+    p.add_argument(
+        "--url", action="append", help="read this Prometheus endpoint instead of asking Ray"
+    )
 
 
 def _ray_bin() -> str:
@@ -405,6 +416,21 @@ def _status(ctx: Ctx) -> Any:
         "workers": workers,
         "banks": banks,
     }
+
+
+def _metrics(ctx: Ctx) -> Any:
+    from shared import prometheus
+
+    urls = ctx.args.url
+    if not urls:
+        if ctx.embedded:
+            raise InvalidArgumentError("metrics come from the running cluster: drop --data-dir")
+        from shared.client import connect
+
+        connect()
+        urls = prometheus.endpoints()
+    ctx.args.render = prometheus.render
+    return prometheus.summary(prometheus.parse(prometheus.scrape(urls)))
 
 
 def _banks(ctx: Ctx) -> list[dict[str, Any]]:
