@@ -11,6 +11,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -400,6 +401,12 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
     status = memory("status")
     assert "store         up" in status.stdout and "bank main" in status.stdout
+    # the store's metrics, read where Ray exports them (some seconds after they are recorded)
+    deadline = time.monotonic() + 90
+    while "method=save  1" not in (metrics := memory("metrics")).stdout:
+        assert time.monotonic() < deadline, metrics.stdout + metrics.stderr
+        time.sleep(2)
+    assert "live_memories      bank=main  1" in metrics.stdout
     watch = memory("watch", "--once")
     assert "item-changed created [main] cluster-test-ran" in watch.stdout
 
