@@ -45,6 +45,7 @@ class Ctx:
         self.out = out
         self._store = store
         self.dashboard_url = ""
+        self.launch: lifecycle.Launch | None = None  # `up`: the head it starts, to undo
 
     @property
     def embedded(self) -> bool:
@@ -257,13 +258,12 @@ def _up(ctx: Ctx) -> int:
     env = {**cluster.settings_env(), **(getattr(a, "worker_env", None) or {})}
     if a.data_dir:  # `memory up --data-dir D`: the workers serve D (there is no embedded `up`)
         env["MEMORY_DATA_DIR"] = os.path.abspath(os.path.expanduser(a.data_dir))
-    launch = lifecycle.Launch(cluster.address_file().parent)
+    launch = ctx.launch = lifecycle.Launch(cluster.address_file().parent)
     started: list[WorkerSpec] = []
     try:
         info = _join_or_start(
             ctx,
             cluster.HeadOptions(a.num_cpus, a.port, a.dashboard_port, a.client_port, a.agent_port),
-            launch,
         )
         described = _start_workers(ctx, specs, env, started)
         _dashboard_answers(info)
@@ -287,10 +287,9 @@ def _start_workers(
     """Start each worker (a running actor is kept as it is: get_if_exists), noting in
     ``started`` the ones this `up` created; returns the store's describe() once it answers."""
     running = cluster.worker_status(specs)
-    for spec in specs:
-        if not running[spec.name]:
-            started.append(spec)  # before start: a half-started actor is stopped on failure
-        cluster.start_workers([spec], env)
+    # noted before the start: on a failure half-way, each of these that exists is stopped
+    started.extend(spec for spec in specs if not running[spec.name])
+    for spec, _ in cluster.start_workers(specs, env):
         verb = "already running:" if running[spec.name] else "started"
         _say(ctx, f"{verb} {spec.name} ({spec.actor_name})")
     from shared.client import StoreClient
@@ -301,7 +300,7 @@ def _start_workers(
 def _dashboard_answers(info: dict[str, Any]) -> None:
     """A dashboard this `up` started must answer before `up` says it is up."""
     url = info["dashboard_url"]
-    if info["cluster"] == "started" and url and not lifecycle.wait_dashboard(url, 60):
+    if info.get("cluster") == "started" and url and not lifecycle.wait_dashboard(url, 60):
         session = cluster.session_dir()
         log = f"{session}/logs/dashboard.log" if session else "Ray's dashboard.log"
         raise SourceUnavailableError(f"the dashboard at {url} does not answer; see {log}")
@@ -323,7 +322,7 @@ def _undo(ctx: Ctx, launch: lifecycle.Launch, started: list[WorkerSpec]) -> None
                 _say(ctx, f"`up` failed: stopped {spec.name}")
 
 
-def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions, launch: lifecycle.Launch) -> dict[str, Any]:
+def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
     from shared.client import connect
 
     try:
@@ -334,6 +333,7 @@ def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions, launch: lifecycle.Launch
         opts, moved = cluster.with_free_ports(opts)
         for note in moved:
             _say(ctx, note)
+        launch = ctx.launch or lifecycle.Launch(cluster.address_file().parent)
         cluster.start_head(opts, launch)
         info = connect()
         import ray

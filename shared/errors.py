@@ -186,10 +186,11 @@ _BY_CATEGORY: dict[str, type[MemoryServiceError]] = {
 
 def reason(e: BaseException) -> str:
     """What went wrong, in words a user reads (``doctor`` details, hand-edit problems): the
-    message alone, never the exception's class name; the first line of a multi-line one."""
+    message, never the exception's class name; the first line of a foreign exception's
+    multi-line text (a parser's context lines), a typed error's message whole."""
     if isinstance(e, MemoryServiceError):
-        text = e.message
-    elif isinstance(e, OSError) and e.strerror:
+        return e.message.strip() or "failed without saying why"
+    if isinstance(e, OSError) and e.strerror:
         text = f"{e.strerror}: {e.filename}" if e.filename else e.strerror
     else:
         text = str(e)
