@@ -2,30 +2,41 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# Two stamps per pyproject.toml version: what running needs (`make run`: the runtime deps and the
+# `llm` extra, no torch or test tools) and the dev stack on top (`make test`, `make lint`).
+RUN_STAMP := $(VENV)/.installed-run-$(SUM)
+DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: install run down status test test-fast lint typecheck bench eval clean
+.PHONY: install install-run run down status test test-fast lint bench eval clean
 
-install: $(STAMP)
+install: $(DEV_STAMP)
+
+install-run: $(RUN_STAMP)
+
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[llm]'
+	rm -f $(VENV)/.installed-run-*
+	touch $(RUN_STAMP)
 
 # torch goes first and pinned: torch==2.13.0 resolves to the CPU build the local package index
 # holds on disk; left to sentence-transformers' range, pip pulls a newer multi-GB CUDA build.
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+$(DEV_STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	rm -f $(VENV)/.installed-dev-*
+	touch $(DEV_STAMP)
 
-run: install
+run: install-run
 	$(BIN)/memory up
 
-down: install
+down: install-run
 	$(BIN)/memory down
 
-status: install
+status: install-run
 	$(BIN)/memory status
 
 test: install

@@ -13,6 +13,7 @@ entry point on every run.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from consolidate_worker.cli import add_cli
@@ -86,6 +87,26 @@ class ConsolidatorActor:
 
     def ping(self) -> str:
         return "pong"
+
+    def __repr__(self) -> str:
+        """What Ray shows in the dashboard's Actors page (Repr) and log prefixes."""
+        if "scheduler" not in vars(self):
+            return "ConsolidatorActor(starting)"
+        last = self._last
+        if self.core.running:
+            state = "pass running"
+        elif last is None:
+            state = "no pass yet"
+        else:
+            when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(last.started_at / 1000))
+            outcome = "dry run" if last.dry_run else ("ok" if last.ok else "errors")
+            state = (
+                f"last pass {when} UTC {outcome}: {last.scanned} scanned, "
+                f"{len(last.merged)} merged in {last.duration_ms} ms"
+            )
+        nxt = self.scheduler.next_run_ms()
+        when_next = time.strftime("%H:%M UTC", time.gmtime(nxt / 1000)) if nxt else "none"
+        return f"ConsolidatorActor({state}; next pass {when_next})"
 
     def run_now(self, banks: list[str] | None = None, dry_run: bool = False) -> Report:
         """One pass now (``memory consolidate --now``); a running pass answers ConflictError."""

@@ -13,8 +13,10 @@ Metrics (``ray.util.metrics``, ``ray_`` prefix on the node's metrics port): jobs
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -50,8 +52,11 @@ class _Metrics:
             boundaries=TOKEN_BOUNDARIES,
         )
         self.totals: Counter[str] = Counter()
+        self.last: JobResult | None = None
+        self.last_at = 0.0
 
     def observe(self, result: JobResult) -> None:
+        self.last, self.last_at = result, time.time()
         self.jobs.inc(tags={"outcome": result.outcome})
         self.totals[result.outcome] += 1
         if result.tokens:
@@ -84,6 +89,7 @@ class ExtractorActor:
             log.warning("%s", line)
         self.store = StoreClient()
         self.metrics = _Metrics()
+        self.outbox = (0, 0, 0)  # queued, leased, dead at the last drain
         backend = llm if llm is not None else LiteLLMBackend() if self.settings.enabled else None
         self.core = Extractor(self.store, backend, self.settings, on_result=self.metrics.observe)
         self._lock = threading.Lock()
@@ -117,7 +123,29 @@ class ExtractorActor:
 
     def _drain(self, max_jobs: int) -> DrainStats:
         with self._lock:
-            return self.core.drain(max_jobs=max_jobs)
+            stats = self.core.drain(max_jobs=max_jobs)
+        with contextlib.suppress(Exception):  # the repr's figure only; the store may be away
+            listing = self.store.outbox_list(include_dead=True, limit=0)
+            self.outbox = (listing.queued, listing.leased, listing.dead)
+        return stats
+
+    def __repr__(self) -> str:
+        """What Ray shows in the dashboard's Actors page (Repr) and log prefixes."""
+        if "core" not in vars(self):
+            return "ExtractorActor(starting)"
+        if not self.core.enabled:
+            state = "extraction off (no extraction model)"
+        else:
+            state = f"on ({self.settings.extraction_model})"
+        queued, leased, dead = self.outbox
+        outbox = f"outbox {queued} queued, {leased} leased, {dead} dead"
+        last = self.metrics.last
+        if last is None:
+            job = "no job yet"
+        else:
+            when = time.strftime("%H:%M:%S", time.gmtime(self.metrics.last_at))
+            job = f"last job {last.job_id} {last.outcome} at {when} UTC"
+        return f"ExtractorActor({state}; {outbox}; {job})"
 
     # -- remote methods --------------------------------------------------------------------
 

@@ -19,6 +19,8 @@ may raise ``MemoryServiceError``, which this module turns into the message and e
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import json
 import os
 import sys
@@ -26,11 +28,11 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from shared import cli_output as show
-from shared import cluster
+from shared import cluster, lifecycle
 from shared.api import StoreAPI
 from shared.cli_store import Render, Verb, add_store_verbs, add_verb, close_store, open_store
 from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
-from shared.workers import WorkerSpec, discover
+from shared.workers import NAMESPACE, WorkerSpec, discover
 
 
 class Ctx:
@@ -43,6 +45,7 @@ class Ctx:
         self.out = out
         self._store = store
         self.dashboard_url = ""
+        self.launch: lifecycle.Launch | None = None  # `up`: the head it starts, to undo
 
     @property
     def embedded(self) -> bool:
@@ -153,8 +156,24 @@ def _common(
     return p
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a mistyped verb or choice (its subparsers are this
+    class too: ``memory bank lsit`` is answered as well as ``memory recal``)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=3)
+            if close:
+                hint = " or ".join(close)
+                raise argparse.ArgumentError(
+                    action, f"invalid choice: {value!r} (did you mean {hint}?)"
+                )
+        super()._check_value(action, value)
+
+
 def build_parser(specs: Sequence[WorkerSpec] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memory",
         description="Durable cross-session memory for LLM agents: run the service, "
         "save and recall memories, manage banks and rules.",
@@ -207,6 +226,17 @@ def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     add_verb(
         sub, "status", "Show workers, banks with counts, and the dashboard URL.", common, _status
     )
+    p = add_verb(
+        sub,
+        "metrics",
+        "Show the workers' current metrics (recall latency, writes, live memories, outbox, "
+        "extraction and consolidation), read from Ray's metrics endpoint.",
+        common,
+        _metrics,
+    )
+    p.add_argument(
+        "--url", action="append", help="read this Prometheus endpoint instead of asking Ray"
+    )
 
 
 def _ray_bin() -> str:
@@ -228,16 +258,18 @@ def _up(ctx: Ctx) -> int:
     env = {**cluster.settings_env(), **(getattr(a, "worker_env", None) or {})}
     if a.data_dir:  # `memory up --data-dir D`: the workers serve D (there is no embedded `up`)
         env["MEMORY_DATA_DIR"] = os.path.abspath(os.path.expanduser(a.data_dir))
-    info = _join_or_start(
-        ctx, cluster.HeadOptions(a.num_cpus, a.port, a.dashboard_port, a.client_port, a.agent_port)
-    )
-    running = cluster.worker_status(specs)  # a running actor is kept as it is (get_if_exists)
-    for spec, _ in cluster.start_workers(specs, env):
-        verb = "already running:" if running[spec.name] else "started"
-        _say(ctx, f"{verb} {spec.name} ({spec.actor_name})")
-    from shared.client import StoreClient
-
-    described = StoreClient(timeout=a.timeout).describe()
+    launch = ctx.launch = lifecycle.Launch(cluster.address_file().parent)
+    started: list[WorkerSpec] = []
+    try:
+        info = _join_or_start(
+            ctx,
+            cluster.HeadOptions(a.num_cpus, a.port, a.dashboard_port, a.client_port, a.agent_port),
+        )
+        described = _start_workers(ctx, specs, env, started)
+        _dashboard_answers(info)
+    except BaseException:
+        _undo(ctx, launch, started)  # a failed `up` leaves nothing of its own behind
+        raise
     _say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
     if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
         # Ray's token auth stays on (FACTS.md): the dashboard asks for this token once
@@ -247,6 +279,47 @@ def _up(ctx: Ctx) -> int:
         info.update(data_dir=described["data_dir"], workers=[s.name for s in specs])
         ctx.out.write(json.dumps(info, indent=2) + "\n")
     return 0
+
+
+def _start_workers(
+    ctx: Ctx, specs: list[WorkerSpec], env: dict[str, str], started: list[WorkerSpec]
+) -> dict[str, Any]:
+    """Start each worker (a running actor is kept as it is: get_if_exists), noting in
+    ``started`` the ones this `up` created; returns the store's describe() once it answers."""
+    running = cluster.worker_status(specs)
+    # noted before the start: on a failure half-way, each of these that exists is stopped
+    started.extend(spec for spec in specs if not running[spec.name])
+    for spec, _ in cluster.start_workers(specs, env):
+        verb = "already running:" if running[spec.name] else "started"
+        _say(ctx, f"{verb} {spec.name} ({spec.actor_name})")
+    from shared.client import StoreClient
+
+    return StoreClient(timeout=ctx.args.timeout).describe()
+
+
+def _dashboard_answers(info: dict[str, Any]) -> None:
+    """A dashboard this `up` started must answer before `up` says it is up."""
+    url = info["dashboard_url"]
+    if info.get("cluster") == "started" and url and not lifecycle.wait_dashboard(url, 60):
+        session = cluster.session_dir()
+        log = f"{session}/logs/dashboard.log" if session else "Ray's dashboard.log"
+        raise SourceUnavailableError(f"the dashboard at {url} does not answer; see {log}")
+
+
+def _undo(ctx: Ctx, launch: lifecycle.Launch, started: list[WorkerSpec]) -> None:
+    if launch.session_id is not None:
+        import ray
+
+        ray.shutdown()
+        count = launch.abort()
+        if launch.address:
+            cluster.forget_address(launch.address)
+        _say(ctx, f"`up` failed: stopped the Ray cluster it started ({count} processes)")
+        return
+    for spec in reversed(started):  # a joined cluster stays; only what this `up` added goes
+        with contextlib.suppress(Exception):
+            if cluster.stop_worker(spec):
+                _say(ctx, f"`up` failed: stopped {spec.name}")
 
 
 def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
@@ -260,9 +333,12 @@ def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
         opts, moved = cluster.with_free_ports(opts)
         for note in moved:
             _say(ctx, note)
-        cluster.start_head(opts)
+        launch = ctx.launch or lifecycle.Launch(cluster.address_file().parent)
+        cluster.start_head(opts, launch)
         info = connect()
-        cluster.mark_started(cluster.session_dir())
+        import ray
+
+        launch.mark(cluster.session_dir(), ray.get_runtime_context().gcs_address)
         info["cluster"] = "started"
     _say(ctx, f"ray cluster: {info['cluster']}")
     return info
@@ -282,21 +358,34 @@ def _down(ctx: Ctx) -> int:
     try:
         connect()
     except SourceUnavailableError:
-        _say(ctx, "nothing to stop: no memory cluster is running")
-        return 0
+        return _down_unreachable(ctx)
     for spec in reversed(discover()):
         if cluster.stop_worker(spec):
             _say(ctx, f"stopped {spec.name}")
-    session = cluster.session_dir()
-    if ctx.args.keep_cluster or session is None or not cluster.started_by_us(session):
+    marker = lifecycle.Marker.read(cluster.session_dir())
+    if ctx.args.keep_cluster or marker is None:
         why = "" if ctx.args.keep_cluster else " (not started by `memory up`)"
         _say(ctx, f"ray cluster left running{why}")
         return 0
-    address = ray.get_runtime_context().gcs_address
+    workers = lifecycle.ray_worker_pids()  # Ray's own list, while it still answers
     ray.shutdown()
-    count = cluster.stop_session(session)
-    cluster.forget_address(address)
+    count = lifecycle.stop_marked(marker, workers)
+    cluster.forget_address(marker.address)
     _say(ctx, f"ray cluster stopped ({count} processes)")
+    return 0
+
+
+def _down_unreachable(ctx: Ctx) -> int:
+    """No cluster answers: stop a half-dead one `up` started (its GCS gone), found by the
+    marker in Ray's latest session folder; anything else is not ours to stop."""
+    marker = lifecycle.Marker.read(lifecycle.latest_session(cluster.address_file().parent))
+    alive = lifecycle.session_pids(marker.session_id) if marker else []
+    if marker is None or not alive or ctx.args.keep_cluster:
+        _say(ctx, "nothing to stop: no memory cluster is running")
+        return 0
+    count = lifecycle.stop_marked(marker)
+    cluster.forget_address(marker.address)
+    _say(ctx, f"ray cluster stopped ({count} processes; it no longer answered)")
     return 0
 
 
@@ -311,16 +400,37 @@ def _stop(ctx: Ctx) -> int:
 
 
 def _status(ctx: Ctx) -> Any:
+    ctx.args.render = show.status
     if ctx.embedded:
         return {"mode": "embedded", "data_dir": ctx.args.data_dir, "banks": _banks(ctx)}
     from shared.client import connect
 
     url = connect()["dashboard_url"]
-    specs = discover()
-    workers = cluster.worker_status(specs)
+    # what status prints, it checked: each worker answers ping, the dashboard answers HTTP
+    workers = {s.name: lifecycle.worker_answers(s.actor_name, NAMESPACE) for s in discover()}
     banks = _banks(ctx) if workers.get("store") else []
-    ctx.args.render = show.status
-    return {"mode": "ray", "dashboard_url": url, "workers": workers, "banks": banks}
+    return {
+        "mode": "ray",
+        "dashboard_url": url,
+        "dashboard_answers": lifecycle.dashboard_answers(url),
+        "workers": workers,
+        "banks": banks,
+    }
+
+
+def _metrics(ctx: Ctx) -> Any:
+    from shared import prometheus
+
+    urls = ctx.args.url
+    if not urls:
+        if ctx.embedded:
+            raise InvalidArgumentError("metrics come from the running cluster: drop --data-dir")
+        from shared.client import connect
+
+        connect()
+        urls = prometheus.endpoints()
+    ctx.args.render = prometheus.render
+    return prometheus.summary(prometheus.parse(prometheus.scrape(urls)))
 
 
 def _banks(ctx: Ctx) -> list[dict[str, Any]]:

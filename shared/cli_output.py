@@ -24,13 +24,90 @@ def jsonable(value: Any) -> Any:
 
 
 def default_render(result: Any) -> str:
+    """Readable text for a result without its own renderer (JSON only with ``--json``)."""
     if result is None:
         return "ok"
-    return json.dumps(jsonable(result), indent=2, ensure_ascii=False)
+    return readable(jsonable(result))
+
+
+def readable(value: Any, indent: int = 0) -> str:
+    """A mapping as aligned ``key  value`` lines (nested ones indented below their key), a list
+    of plain values comma-separated, yes/no for booleans, ``-`` for nothing."""
+    pad = " " * indent
+    if not isinstance(value, dict):
+        return pad + _scalar(value)
+    if not value:
+        return pad + "-"
+    width = max(len(_label(k)) for k in value) + 2
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, dict) and item:
+            lines += [f"{pad}{_label(key)}:", readable(item, indent + 2)]
+        elif isinstance(item, list) and any(isinstance(x, dict | list) for x in item):
+            lines.append(f"{pad}{_label(key)}:")
+            lines += [readable(x, indent + 2) if isinstance(x, dict) else pad + "  " + _scalar(x)
+                      for x in item]  # fmt: skip
+        else:
+            lines.append(f"{pad}{_label(key):<{width}}{_scalar(item)}")
+    return "\n".join(lines)
+
+
+def _label(key: Any) -> str:
+    return str(key)  # as typed: `memory configure recall_limit=5` takes these names
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(_scalar(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def describe(d: dict[str, Any]) -> str:
+    commits = d.get("commits") or {}
+    shown = {k: v for k, v in d.items() if k != "commits"}
+    if commits:  # group commit: fsyncs paid per memory write
+        shown["commits"] = (
+            f"{commits.get('writes', 0)} writes in {commits.get('batches', 0)} batches"
+        )
+    return readable(shown)
+
+
+def capabilities(c: dict[str, Any]) -> str:
+    """What the store supports, with its settings (``memory configure KEY=VALUE``) as one line
+    each instead of the JSON schema (``--json`` prints the schema)."""
+    shown = {k: v for k, v in c.items() if k != "config_schema"}
+    text = readable(shown)
+    props = (c.get("config_schema") or {}).get("properties") or {}
+    if props:
+        width = max(len(name) for name in props) + 2
+        rows = [f"  {name:<{width}}{_setting(spec)}" for name, spec in props.items()]
+        text += "\nsettings (memory configure KEY=VALUE):\n" + "\n".join(rows)
+    return text
+
+
+def _setting(spec: dict[str, Any]) -> str:
+    kinds = [spec.get("type")] if "type" in spec else [a.get("type") for a in spec.get("anyOf", [])]
+    kind = " or ".join(str(k) for k in kinds if k) or "any"
+    default = f", default {_scalar(spec['default'])}" if "default" in spec else ""
+    about = f": {spec['description']}" if spec.get("description") else ""
+    return f"{kind}{default}{about}"
 
 
 def status(s: dict[str, Any]) -> str:
-    lines = [f"dashboard: {s['dashboard_url'] or 'not running'}"]
+    if s.get("mode") == "embedded":
+        lines = [f"embedded store on {s['data_dir']}"]
+        return "\n".join(lines + [bank_line(b) for b in s["banks"]])
+    url = s["dashboard_url"]
+    answers = s.get("dashboard_answers", True)
+    lines = [
+        f"dashboard: {url + ('' if answers else ' (not answering)') if url else 'not running'}"
+    ]
     lines += [f"{name:<13} {'up' if up else 'down'}" for name, up in s["workers"].items()]
     lines += [bank_line(b) for b in s["banks"]]
     return "\n".join(lines)
@@ -45,10 +122,20 @@ def one_line(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def memory_line(m: Any) -> str:
-    flags = " [pinned]" if m.pinned else ""
-    flags += " [retired]" if m.invalid_at is not None else ""
-    return f"{m.id}  {date(m.stated_at)}{flags}  {one_line(m.text)}"
+def memory_line(m: Any, id_width: int = 0, flags_width: int = 0) -> str:
+    """``id  date  flags  text``; widths align a column of them (``memories``)."""
+    flags = " ".join(memory_flags(m))
+    column = f"  {flags:<{flags_width}}" if flags or flags_width else ""
+    return f"{m.id:<{id_width}}  {date(m.stated_at)}{column}  {one_line(m.text)}"
+
+
+def memory_flags(m: Any) -> list[str]:
+    """``pinned``, and for a memory out of the live set (``--include-superseded``) what took it
+    out: ``superseded`` by another, or ``deleted``."""
+    flags = ["pinned"] if m.pinned else []
+    if m.invalid_at is not None:
+        flags.append("superseded" if m.superseded_by else "deleted")
+    return flags
 
 
 def redacted_note(r: Any) -> str:
@@ -66,10 +153,18 @@ def save(r: Any) -> str:
 def recall(r: Any) -> str:
     if not r.memories:
         return f"no memories found in bank {r.bank} ({r.retrieval})"
+    found = [s.memory for s in r.memories]
+    id_width, flags_width = _widths(found)
     return "\n".join(
-        f"{i:>2}. {s.relevance_score:.2f}  {memory_line(s.memory)}"
+        f"{i:>2}. {s.relevance_score:.2f}  {memory_line(s.memory, id_width, flags_width)}"
         for i, s in enumerate(r.memories, 1)
     )
+
+
+def _widths(ms: list[Any]) -> tuple[int, int]:
+    """The id and flags column widths that align these memories' lines."""
+    id_width = max((len(m.id) for m in ms), default=0)
+    return id_width, max((len(" ".join(memory_flags(m))) for m in ms), default=0)
 
 
 def preview(r: Any) -> str:
@@ -96,14 +191,17 @@ def memory(r: Any) -> str:
         ("corroboration", str(m.corroboration)),
     ]
     if m.invalid_at is not None:
-        rows.append(("retired", f"{date(m.invalid_at)} superseded by {m.superseded_by or '-'}"))
+        if m.superseded_by:
+            rows.append(("superseded", f"{date(m.invalid_at)} by {m.superseded_by}"))
+        else:
+            rows.append(("deleted", date(m.invalid_at)))
     if getattr(r, "redacted", ()):
         rows.append(("redacted", ", ".join(r.redacted)))
     return "\n".join(f"{k:<14}{v}" for k, v in rows if v)
 
 
 def memories(r: Any) -> str:
-    lines = [memory_line(m) for m in r.memories]
+    lines = [memory_line(m, *_widths(list(r.memories))) for m in r.memories]
     lines.append(f"({len(r.memories)} of {r.total} in bank {r.bank})")
     if r.next_page_token:
         lines.append(f"next page: --page-token {r.next_page_token}")

@@ -491,9 +491,21 @@ def add_ops_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
         sub, "reload", "Re-read every bank from the files (after hand edits).", common, _reload
     )
     add_verb(
-        sub, "describe", "Show the service's name, version, digest and data dir.", common, _describe
+        sub,
+        "describe",
+        "Show the service's name, version, digest and data dir.",
+        common,
+        _describe,
+        show.describe,
     )
-    add_verb(sub, "capabilities", "Show what the store supports.", common, _capabilities)
+    add_verb(
+        sub,
+        "capabilities",
+        "Show what the store supports.",
+        common,
+        _capabilities,
+        show.capabilities,
+    )
     p = add_verb(sub, "configure", "Change settings at run time: KEY=VALUE ...", common, _configure)
     p.add_argument("pairs", nargs="+", metavar="KEY=VALUE", help="setting and value")
 

@@ -8,30 +8,26 @@ unless ``RAY_AUTH_MODE`` says otherwise.
 
 ``memory down`` never runs ``ray stop``: that kills *every* Ray process on the machine, other
 people's clusters included. It stops the cluster only when ``memory up`` started it (a marker
-in the session dir), and then only the processes of that session, by pid.
+in the session dir), and then only that cluster's processes (``shared.lifecycle``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from shared.errors import SourceUnavailableError
+from shared.lifecycle import Launch, error_line
 from shared.workers import NAMESPACE, WorkerSpec, discover
-
-MARKER = "memory-up.json"
 
 
 @dataclass(frozen=True)
@@ -114,21 +110,22 @@ def head_command(opts: HeadOptions) -> list[str]:
     return cmd
 
 
-def start_head(opts: HeadOptions) -> None:
-    """``ray start --head`` (returns once the head runs); token auth on unless opted out."""
+def start_head(opts: HeadOptions, launch: Launch) -> None:
+    """``ray start --head`` through ``launch`` (returns once the head runs; on failure its
+    processes are the caller's to stop: ``launch.abort()``); token auth on unless opted out."""
     env = dict(os.environ)
     mode = env.get("RAY_AUTH_MODE", "").lower()
     if mode in ("", "token"):
         env["RAY_AUTH_MODE"] = "token"
         _run([ray_executable(), "get-auth-token", "--generate"], env, "make an auth token")
-    _run(head_command(opts), env, "start a Ray head")
+    launch.start(head_command(opts), env)
 
 
 def _run(cmd: Sequence[str], env: dict[str, str], what: str) -> None:
     done = subprocess.run(list(cmd), env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise SourceUnavailableError(f"could not {what}: {' | '.join(tail) or done.returncode}")
+        why = error_line(done.stderr + "\n" + done.stdout) or f"exit code {done.returncode}"
+        raise SourceUnavailableError(f"could not {what}: {why}")
 
 
 def address_file() -> Path:
@@ -173,73 +170,6 @@ def session_dir() -> Path | None:
         return Path(node.get_session_dir_path())
     except Exception:
         return None
-
-
-def mark_started(session: Path | None) -> None:
-    if session is not None:
-        info = {"started_by": "memory up", "pid": os.getpid(), "at": time.time()}
-        (session / MARKER).write_text(json.dumps(info), "utf-8")
-
-
-def started_by_us(session: Path | None) -> bool:
-    return session is not None and (session / MARKER).exists()
-
-
-def session_pids(session: Path) -> list[int]:
-    """Pids of this session: its folder in the command line (GCS, raylet, dashboard) or an
-    open file in it (agents and workers rename themselves ``ray::...`` but keep their logs)."""
-    needle = str(session)
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        if _mentions(entry, needle):
-            pids.append(int(entry.name))
-    return sorted(pids)
-
-
-def _mentions(proc: Path, needle: str) -> bool:
-    try:
-        if needle.encode() in (proc / "cmdline").read_bytes():
-            return True
-        for fd in (proc / "fd").iterdir():
-            with contextlib.suppress(OSError):
-                if os.readlink(fd).startswith(needle):
-                    return True
-    except OSError:  # gone, or not ours to read
-        return False
-    return False
-
-
-def stop_session(session: Path, *, grace_s: float = 3.0) -> int:
-    """SIGTERM this session's processes, SIGKILL what is left after ``grace_s``."""
-    if not Path("/proc").is_dir():
-        raise SourceUnavailableError("cannot list processes here; stop the cluster with `ray stop`")
-    pids = session_pids(session)
-    _signal(pids, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    alive = pids
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.2)  # polling process exit; there is no portable wait for non-children
-        alive = [p for p in alive if _alive(p)]
-    _signal(alive, signal.SIGKILL)
-    return len(pids)
-
-
-def _signal(pids: Iterable[int], sig: signal.Signals) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has exited
 
 
 # -- workers -------------------------------------------------------------------------------

@@ -182,3 +182,17 @@ _BY_CATEGORY: dict[str, type[MemoryServiceError]] = {
     "unknown": UnknownError,
     "invalid_argument": InvalidArgumentError,
 }
+
+
+def reason(e: BaseException) -> str:
+    """What went wrong, in words a user reads (``doctor`` details, hand-edit problems): the
+    message, never the exception's class name; the first line of a foreign exception's
+    multi-line text (a parser's context lines), a typed error's message whole."""
+    if isinstance(e, MemoryServiceError):
+        return e.message.strip() or "failed without saying why"
+    if isinstance(e, OSError) and e.strerror:
+        text = f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+    else:
+        text = str(e)
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return first or "failed without saying why"

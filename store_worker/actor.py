@@ -89,6 +89,11 @@ class _Metrics:
             description="Live canonical memories per bank.",
             tag_keys=("bank",),
         )
+        self.outbox = metrics.Gauge(
+            "memory_store_outbox_depth",
+            description="Extraction jobs in the outbox, by state (queued, leased, dead).",
+            tag_keys=("state",),
+        )
 
     def refresh(self, store: MemoryStore, bank: str | None = None) -> None:
         with store.lock:  # the actor is threaded: read the banks between commits
@@ -98,8 +103,11 @@ class _Metrics:
                 found = store.banks.get(name)
                 # index.live_count is O(1); Bank.counts() walks every record.
                 counts[name] = found.index.live_count if found else 0
+            depth = store.outbox.depth()
         for name, live in counts.items():
             self.live.set(live, tags={"bank": name})
+        for state, jobs in depth.items():
+            self.outbox.set(jobs, tags={"state": state})
 
 
 class _Push:
@@ -145,6 +153,16 @@ class StoreActor:
         self._restore_subscriptions()
         self._warm_embedder()
         log.info("memory-store up on %s (%d banks)", self.store.root, len(self.store.banks))
+
+    def __repr__(self) -> str:
+        """What Ray shows in the dashboard's Actors page (Repr) and log prefixes."""
+        if "store" not in vars(self):
+            return "StoreActor(starting)"
+        if self.boot_error is not None:
+            return f"StoreActor(not serving: {self.boot_error.message})"
+        banks = list(self.store.banks.values())  # a snapshot: no lock, repr must not wait
+        live = sum(b.index.live_count for b in banks)
+        return f"StoreActor({self.store.root}: {live} live memories in {len(banks)} banks)"
 
     def _warm_embedder(self) -> None:
         """Load a local embedding model in the background (torch's import costs ~4 s), so

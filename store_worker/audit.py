@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from shared.errors import reason
 from shared.models import Memory
 from store_worker.files import (
     BANK_META,
@@ -109,7 +110,7 @@ def _json_ok(raw: bytes) -> str | None:
     except UnicodeDecodeError as e:
         return f"not UTF-8 (byte {e.start})"
     except (ValueError, RecursionError) as e:
-        return f"not JSON ({type(e).__name__})"
+        return f"not JSON ({reason(e)})"
     return None
 
 

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from shared.errors import InvalidArgumentError, SourceUnavailableError
+from shared.errors import InvalidArgumentError, SourceUnavailableError, reason
 from shared.text import tokenize
 
 LOCAL_PREFIX = "local:"
@@ -237,7 +237,7 @@ class SentenceTransformerEmbedder:
             ) from e
         except Exception as e:  # a broken install (a missing shared library, ...): typed too
             raise SourceUnavailableError(
-                f"cannot import torch/sentence-transformers: {type(e).__name__}: {e}",
+                f"cannot import torch/sentence-transformers: {reason(e)}",
                 retryable=False,
             ) from e
         if self.threads:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from shared.errors import DataDirUnwritableError, SourceUnavailableError, storage_error
+from shared.errors import DataDirUnwritableError, SourceUnavailableError, reason, storage_error
 from store_worker.validate import is_name
 
 MEMORIES = "memories.jsonl"
@@ -418,7 +418,8 @@ def meta_problem(path: Path) -> tuple[str, int, str | None]:
     except (yaml.YAMLError, RecursionError) as e:
         where = getattr(e, "problem_mark", None)
         line = f" line {where.line + 1}" if where is not None else ""
-        return "", 0, f"{path}:{line} not YAML ({type(e).__name__})"
+        why = getattr(e, "problem", None) or reason(e)  # "could not find expected ':'"
+        return "", 0, f"{path}:{line} not YAML ({why})"
     if not isinstance(meta, dict):
         return "", 0, f"{path}: not a mapping of description and created_at"
     problems: list[str] = []

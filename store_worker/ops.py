@@ -51,9 +51,7 @@ def _check(name: str, fn: Callable[[], str], *, required: bool = True) -> Doctor
     try:
         return DoctorCheck(name=name, ok=True, required=required, detail=fn())
     except Exception as e:  # a check's failure is its result, never the doctor's crash
-        return DoctorCheck(
-            name=name, ok=False, required=required, detail=f"{type(e).__name__}: {e}"
-        )
+        return DoctorCheck(name=name, ok=False, required=required, detail=errors.reason(e))
 
 
 def doctor(store: MemoryStore, siblings: SiblingProbe | None = None) -> DoctorResponse:

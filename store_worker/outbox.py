@@ -431,6 +431,11 @@ class Outbox:
             jobs=tuple(rows[: max(0, limit)]),
         )
 
+    def depth(self) -> dict[str, int]:
+        """Jobs by state, without listing them (the store actor's metrics and repr)."""
+        leased = len(self._leases)
+        return {"queued": len(self._jobs) - leased, "leased": leased, "dead": len(self._dead)}
+
     def job(self, job_id: str) -> OutboxJob:
         job_id = _job_id(job_id)
         job = self._jobs.get(job_id) or self._dead.get(job_id)

@@ -7,12 +7,11 @@ import argparse
 import io
 import json
 import os
-import shutil
+import re
 import socket
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,7 @@ import pytest
 from shared.cli import build_parser, run
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
-
-MEMORY = str(Path(sys.executable).with_name("memory"))
+from tests.shared.conftest import MEMORY, OwnCluster, isolated_env
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[Any]:
@@ -124,7 +122,7 @@ def test_save_recall_get_list_roundtrip(cli: Cli) -> None:
     assert [m["id"] for m in listed["memories"]] == ["user-prefers-tabs-spaces"]
     assert listed["total"] == 1
     code, out, _ = cli("list")
-    assert "(2 of 2 in bank main)" in out and "[pinned]" in out
+    assert "(2 of 2 in bank main)" in out and "  pinned  The user prefers tabs" in out
 
 
 def test_list_pages_and_all(cli: Cli) -> None:
@@ -151,7 +149,7 @@ def test_update_pin_unpin_delete(cli: Cli) -> None:
     assert code == 0 and "Porto" in out and "pinned        yes" in out
     cli("unpin", "home")
     code, out, _ = cli("delete", "home", "--reason", "moved")
-    assert code == 0 and "retired" in out
+    assert code == 0 and "deleted       20" in out  # the row says when
     assert cli.json("list")["total"] == 0
     assert cli.json("list", "--include-superseded")["total"] == 1
 
@@ -312,6 +310,61 @@ def test_usage_errors_exit_2(cli: Cli) -> None:
     assert exited.value.code == 2
 
 
+# -- (b2) readable output (issue 13) ----------------------------------------------------------
+
+
+def test_describe_and_capabilities_print_text_and_json_only_with_json(cli: Cli) -> None:
+    code, out, _ = cli("describe")
+    assert code == 0 and not out.lstrip().startswith("{")
+    rows = dict(line.split(None, 1) for line in out.splitlines())
+    assert rows["name"] == "memory-store" and rows["data_dir"] == str(cli.data_dir)
+    assert rows["commits"] == "0 writes in 0 batches"
+    code, out, _ = cli("capabilities")
+    assert code == 0 and "{" not in out and '"' not in out
+    assert "recall_modes            hybrid, lexical" in out
+    # the settings schema as one line per setting, under the names `configure` takes
+    assert "  recall_limit           integer, default 10: " in out
+    assert cli.json("describe")["name"] == "memory-store"
+    assert "properties" in cli.json("capabilities")["config_schema"]
+
+
+def test_list_include_superseded_aligns_columns_and_says_why(cli: Cli) -> None:
+    cli("save", "Standup is at 9", "--id", "standup-old")
+    cli("save", "Standup is at 10", "--id", "new")
+    cli("save", "Old laptop is a ThinkPad", "--id", "laptop", "--pin")
+    cli("unpin", "laptop")
+    cli("delete", "laptop")
+    cli("save", "The user likes tea", "--id", "tea", "--pin")
+    cli("supersede", "standup-old", "--by", "new")
+    code, out, _ = cli("list", "--include-superseded")
+    rows = out.splitlines()[:-1]
+    assert code == 0 and len(rows) == 4 and "[retired]" not in out
+    by_id = {row.split()[0]: row for row in rows}
+    assert "  superseded  " in by_id["standup-old"] and "  deleted  " in by_id["laptop"]
+    assert "  pinned  " in by_id["tea"]
+    texts = ("Standup is at 9", "Standup is at 10", "Old laptop is a ThinkPad", "The user likes")
+    # every column starts at one offset in every row: the date, and the text after the flags
+    assert len({re.search(DATE, row).start() for row in rows if re.search(DATE, row)}) == 1, out
+    assert len({row.index(next(t for t in texts if t in row)) for row in rows}) == 1, out
+
+
+DATE = r"\d{4}-\d\d-\d\d"
+
+
+def test_a_mistyped_verb_gets_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, hint in (
+        (["recal", "x"], "did you mean recall?"),
+        (["bank", "lsit"], "did you mean list?"),
+    ):
+        with pytest.raises(SystemExit) as exited:
+            run(argv)
+        assert exited.value.code == 2
+        assert hint in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run(["zzzzzz"])
+    assert "did you mean" not in capsys.readouterr().err  # nothing close: argparse's own list
+
+
 def test_save_scope_project_defaults_to_cwd(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -323,16 +376,8 @@ def test_save_scope_project_defaults_to_cwd(
 # -- through the installed entry point -------------------------------------------------------
 
 
-def _isolated_env(tmp: Path) -> dict[str, str]:
-    """No developer cluster reachable: own HOME and TMPDIR (Ray's /tmp/ray moves with it)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "MEMORY_"))}
-    env.update(HOME=str(tmp / "home"), TMPDIR=str(tmp), LITELLM_LOCAL_MODEL_COST_MAP="True")
-    (tmp / "home").mkdir(exist_ok=True)
-    return env
-
-
 def test_entry_point_embedded_smoke(tmp_path: Path) -> None:
-    env = _isolated_env(tmp_path)
+    env = isolated_env(tmp_path)
     env.update(MEMORY_EMBEDDED="1", MEMORY_DATA_DIR=str(tmp_path / "data"))
     saved = subprocess.run(
         [MEMORY, "save", "Entry point fact", "--tag", "smoke"], env=env, capture_output=True,
@@ -349,7 +394,7 @@ def test_entry_point_embedded_smoke(tmp_path: Path) -> None:
 
 def test_no_running_store_prints_the_hint(tmp_path: Path) -> None:
     done = subprocess.run(
-        [MEMORY, "recall", "anything"], env=_isolated_env(tmp_path), capture_output=True,
+        [MEMORY, "recall", "anything"], env=isolated_env(tmp_path), capture_output=True,
         text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 2
@@ -379,52 +424,19 @@ def test_up_moves_busy_default_ports_aside() -> None:
 # -- (c) a real cluster: up, status, save, recall, watch, down --------------------------------
 
 
-def _free_ports(count: int) -> list[int]:
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-@pytest.fixture
-def own_cluster_env() -> Iterator[dict[str, str]]:
-    """An environment whose `memory up` starts a private head: own TMPDIR (so `address=auto`
-    and /tmp/ray are private), own HOME (own auth token), free ports — it coexists with the
-    session's test cluster and with a developer's default-port cluster. Cleanup kills only this
-    cluster's session processes, even when the test fails half-way."""
-    from shared.cluster import stop_session
-
-    tmp = Path(tempfile.mkdtemp(prefix="mem-up-", dir="/tmp"))  # short: Ray socket paths
-    env = _isolated_env(tmp)
-    env["MEMORY_DATA_DIR"] = str(tmp / "data")
-    try:
-        yield env
-    finally:
-        subprocess.run([MEMORY, "down"], env=env, capture_output=True, timeout=120, check=False)
-        for session in (tmp / "ray").glob("session_2*"):
-            stop_session(session, grace_s=2)
-        shutil.rmtree(tmp, ignore_errors=True)
+LIST_WORKERS = (
+    "import json, os; from shared.client import connect; from shared import lifecycle; "
+    "connect(); print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
+)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)  # ~25 s idle; a busy shared box has taken 70 s
-def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str, str]) -> None:
-    env = own_cluster_env
-
-    def memory(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [MEMORY, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
-        )
-
-    port, dash, client, agent = _free_ports(4)
-    up = memory(
-        "up", "store", "--num-cpus", "1", "--port", str(port), "--dashboard-port", str(dash),
-        "--client-port", str(client), "--agent-port", str(agent),
-    )  # fmt: skip
+def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -> None:
+    env, memory = own_cluster.env, own_cluster.memory
+    args = own_cluster.up_args()
+    dash = args[args.index("--dashboard-port") + 1]
+    up = memory("up", "store", *args)
     assert up.returncode == 0, up.stderr
     assert "ray cluster: started" in up.stdout and "started store (memory-store)" in up.stdout
     assert f"dashboard: http://127.0.0.1:{dash}" in up.stdout
@@ -437,6 +449,12 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str,
     assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
     status = memory("status")
     assert "store         up" in status.stdout and "bank main" in status.stdout
+    # the store's metrics, read where Ray exports them (some seconds after they are recorded)
+    deadline = time.monotonic() + 90
+    while "method=save  1" not in (metrics := memory("metrics")).stdout:
+        assert time.monotonic() < deadline, metrics.stdout + metrics.stderr
+        time.sleep(2)
+    assert "live_memories      bank=main  1" in metrics.stdout
     watch = memory("watch", "--once")
     assert "item-changed created [main] cluster-test-ran" in watch.stdout
 
@@ -444,8 +462,20 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str,
     assert "ray cluster: joined" in again.stdout
     assert "already running: store (memory-store)" in again.stdout
 
-    down = memory("down")
-    assert down.returncode == 0, down.stderr
-    assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
+    # Ray's own list of the node's workers, which `down` adds to the session's: no driver in it
+    listed = subprocess.run(
+        [sys.executable, "-c", LIST_WORKERS], env={**env, "PYTHONPATH": os.getcwd()},
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    driver, workers = json.loads(listed.stdout.strip().splitlines()[-1])
+    assert own_cluster.pid_of("ray::StoreActor") in workers and driver not in workers
+
+    with own_cluster.client() as client:  # connected, disconnected, still running
+        cluster = set(own_cluster.pids()) - {client.pid}
+        down = memory("down")
+        assert down.returncode == 0, down.stderr
+        assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
+        assert own_cluster.wait_gone(cluster) == set()
+        assert client.poll() is None  # `down` never signals a user's process
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr

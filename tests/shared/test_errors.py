@@ -110,3 +110,13 @@ def test_retryable_defaults_and_hierarchy() -> None:
     for cls in ALL_ERRORS:
         assert issubclass(cls, Exception)
         assert cls.__doc__, f"{cls.__name__} needs a 'Raised when…' docstring"
+
+
+def test_reason_is_the_message_without_the_class_name() -> None:
+    assert errors.reason(errors.NotFoundError("no memory 'x'")) == "no memory 'x'"
+    kept = errors.UnknownError("1 problem(s): /data/main\n: not a valid bank name")
+    assert errors.reason(kept) == kept.message  # a typed message is ours: kept whole
+    assert errors.reason(RuntimeError("disk on fire\n  at line 3")) == "disk on fire"
+    gone = FileNotFoundError(2, "No such file or directory", "/tmp/x")
+    assert errors.reason(gone) == "No such file or directory: /tmp/x"
+    assert errors.reason(KeyError()) == "failed without saying why"

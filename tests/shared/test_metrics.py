@@ -156,6 +156,12 @@ def test_store_actor_records_recall_latency_writes_and_live_memories(
     # and the gauge holds each bank's live memories after the last write
     assert live.gauge()[(("bank", default),)] == 1  # two saved, one deleted
     assert live.gauge()[(("bank", "work"),)] == 1
+    # and the outbox depth by state, after a finished turn queued a job
+    actor.turn_completed("s1", str(ULID()), _turn("I publish on Tuesdays"))
+    depth = metrics["memory_store_outbox_depth"].gauge()
+    assert depth == {(("state", "queued"),): 1, (("state", "leased"),): 0, (("state", "dead"),): 0}
+    # and its repr (the dashboard's Actors page) says where it serves and how much
+    assert repr(actor) == f"StoreActor({tmp_path / 'data'}: 2 live memories in 2 banks)"
 
     # When the actor restarts on the same files, the gauge is set at boot from the replay
     metrics.clear()  # the fixture's dict is the registry: the new actor registers anew
@@ -214,6 +220,10 @@ def test_extractor_actor_records_jobs_by_outcome_llm_latency_and_tokens(
     # ... the successful LLM call's latency and the job's tokens are observed once each
     assert metrics["memory_extractor_llm_latency_ms"].observed() == [37.5]
     assert metrics["memory_extractor_tokens_per_job"].observed() == [120.0]
+    # and its repr says the outbox depth at the last drain and the last job
+    assert repr(actor).startswith("ExtractorActor(on (fake/x); outbox 0 queued, 0 leased, 1 dead;")
+    last = actor.metrics.last
+    assert last is not None and f"last job {last.job_id} dead at " in repr(actor)
 
 
 def test_extractor_metrics_count_retries(metrics: dict[str, FakeMetric], tmp_path: Path) -> None:
@@ -286,6 +296,8 @@ def test_consolidator_actor_records_each_pass_report(
         "errors": 0,
     }
     assert report.scanned == 3
+    # and its repr says what the last pass did
+    assert ": 3 scanned, 1 merged in " in repr(actor) and " UTC ok: " in repr(actor)
 
 
 def test_a_pass_with_errors_is_counted_as_an_error(metrics: dict[str, FakeMetric]) -> None:

@@ -128,6 +128,22 @@ def test_a_crashing_probe_is_a_failed_check_not_a_crash(store: MemoryStore) -> N
     assert checks(report)["siblings"][0] is False and "ray is gone" in checks(report)["siblings"][2]
 
 
+def test_details_say_what_failed_without_exception_class_names(
+    store: MemoryStore, data_dir: Path
+) -> None:
+    def boom() -> dict[str, bool]:
+        raise RuntimeError("ray is gone")
+
+    store.save("x")
+    (data_dir / "main" / "bank.yaml").write_text("description: [unclosed\n", "utf-8")
+    report = store.doctor(siblings=boom)
+    found = checks(report)
+    assert found["siblings"][2] == "ray is gone"
+    assert "not YAML" in found["files_readable"][2]  # a hand-edit problem, said in words
+    for name, (_, _, detail) in found.items():
+        assert "Error" not in detail, (name, detail)  # RuntimeError, ScannerError, ...
+
+
 def test_embeddings_check(tmp_path: Path) -> None:
     good = MemoryStore(tmp_path / "a", clock=FakeClock(), embedder=FakeEmbedder())
     assert checks(good.doctor())["embeddings"][0] is True
