@@ -30,7 +30,8 @@ def default_render(result: Any) -> str:
 
 
 def status(s: dict[str, Any]) -> str:
-    lines = [f"dashboard: {s['dashboard_url'] or 'not running'}"]
+    lines = [f"gateway:   {s.get('gateway') or 'not running'}"]
+    lines += [f"dashboard: {s['dashboard_url'] or 'not running'}"]
     lines += [f"{name:<13} {'up' if up else 'down'}" for name, up in s["workers"].items()]
     lines += [bank_line(b) for b in s["banks"]]
     return "\n".join(lines)

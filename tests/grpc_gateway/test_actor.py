@@ -68,7 +68,8 @@ def test_memory_up_grpc_flags_start_the_gateway_beside_the_defaults() -> None:
     assert args.also_start == ["grpc"] and args.worker_env == {"MEMORY_GRPC_PORT": "50999"}
     assert build_parser().parse_args(["up", "--grpc"]).also_start == ["grpc"]
     assert getattr(build_parser().parse_args(["up"]), "also_start", None) is None
-    assert WORKER.default_on is False and WORKER.actor_name == "memory-grpc"
+    # on by default since issue 13: the CLI reaches the store through it
+    assert WORKER.default_on is True and WORKER.actor_name == "memory-grpc"
 
 
 def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any) -> None:
@@ -97,7 +98,7 @@ def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any)
     (with_grpc, env), (plain, _) = started
     assert with_grpc[0] == "store" and with_grpc[-1] == "grpc"
     assert env["MEMORY_GRPC_PORT"] == "50999"
-    assert "grpc" not in plain
+    assert plain[-1] == "grpc"  # a bare `up` starts the gateway too (issue 13)
 
 
 def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -> None:
