@@ -401,3 +401,29 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str,
     assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
+
+
+def test_store_verbs_is_every_verb_the_store_adds() -> None:
+    from shared.cli_store import STORE_VERBS, add_store_verbs
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    add_store_verbs(sub, argparse.ArgumentParser(add_help=False))
+    assert set(sub.choices) == STORE_VERBS
+
+
+@pytest.mark.parametrize(
+    ("argv", "store_verb"),
+    [
+        (["recall", "x"], True),
+        (["--data-dir", "up", "save", "x"], True),  # "up" is the option's value here
+        (["--timeout", "3", "--json", "rule", "list"], True),
+        (["up"], False),
+        (["consolidate", "run"], False),
+        (["--help"], False),
+    ],
+)
+def test_a_store_verb_loads_no_worker_package(argv: list[str], store_verb: bool) -> None:
+    from shared.cli import _store_verb
+
+    assert _store_verb(argv) is store_verb
