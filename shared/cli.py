@@ -19,14 +19,16 @@ may raise ``MemoryServiceError``, which this module turns into the message and e
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TextIO
 
 from shared import cli_output as show
-from shared import cluster, gateway_file
+from shared import gateway_file
 from shared.api import StoreAPI
 from shared.cli_store import (
     STORE_VERBS,
@@ -38,7 +40,36 @@ from shared.cli_store import (
     open_store,
 )
 from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
-from shared.workers import WorkerSpec, discover
+
+
+def _lazy(name: str) -> ModuleType:
+    """``name`` imported on first use (``importlib.util.LazyLoader``): a store verb through the
+    gateway never needs the cluster code or the worker entry points (issue 13)."""
+    found = sys.modules.get(name)
+    if found is not None:
+        return found
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    from shared import cluster
+    from shared.workers import WorkerSpec
+else:
+    cluster = _lazy("shared.cluster")
+
+
+def discover() -> list[WorkerSpec]:
+    """The installed workers (``shared.workers.discover``, imported only when called)."""
+    from shared.workers import discover as installed
+
+    return installed()
 
 
 class Ctx:

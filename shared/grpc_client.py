@@ -62,7 +62,6 @@ from shared.models import (
     TagsResponse,
     TurnCompletedResponse,
 )
-from shared.proto.memory.store.v1 import store_pb2 as spb
 from shared.store_wire import labels
 
 if TYPE_CHECKING:
@@ -82,15 +81,15 @@ def error_from(e: grpc.RpcError, address: str) -> MemoryServiceError:
     trailers = dict(cast(Any, e).trailing_metadata() or ())
     raw = trailers.get(store_wire.ERROR_KEY)
     if isinstance(raw, bytes):
-        detail = spb.StoreError.FromString(raw)
-        leaf = getattr(errors, detail.kind, None)
+        detail = store_wire.decode_error_message(raw)
+        leaf = getattr(errors, detail["kind"], None)
         if not (
             isinstance(leaf, type)
             and issubclass(leaf, MemoryServiceError)
-            and leaf.category == detail.category
+            and leaf.category == detail["category"]
         ):
-            leaf = type(MemoryServiceError.from_dict({"category": detail.category}))
-        return leaf(detail.message, detail.retryable)
+            leaf = type(MemoryServiceError.from_dict({"category": detail["category"]}))
+        return leaf(detail["message"], detail["retryable"])
     code = cast(Any, e).code()
     message = str(cast(Any, e).details() or code)
     category = trailers.get(store_wire.CATEGORY_KEY)
@@ -134,17 +133,18 @@ class GrpcStoreClient:
     def _call(self, expect: type[T], method: str, /, **kwargs: object) -> T:
         call = self._calls.get(method)
         if call is None:
+            # StoreCall / StoreResult in wire format (shared.store_wire): no protobuf import
             call = self._calls[method] = self._channel.unary_unary(
                 store_wire.path(method),
-                request_serializer=spb.StoreCall.SerializeToString,
-                response_deserializer=spb.StoreResult.FromString,
+                request_serializer=store_wire.encode_call,
+                response_deserializer=store_wire.decode_result_message,
             )
-        request = spb.StoreCall(args_json=store_wire.encode_args(kwargs))
+        request = store_wire.encode_args(kwargs)
         try:
             reply = call(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise error_from(e, self.address) from None
-        return cast(T, store_wire.decode_result(method, reply.result_json))
+        return cast(T, store_wire.decode_result(method, reply))
 
     def ping(self) -> str:
         """``"pong"`` once the gateway and the store behind it answer."""

@@ -8,6 +8,11 @@ client validates with, and the error trailers. ``StoreAPI``'s annotations are th
 method or a model that changes changes the wire with it (``tests/grpc_gateway/
 test_store_service.py`` checks the proto and the contract name the same methods).
 
+The messages are three flat ones (``StoreCall``, ``StoreResult``, ``StoreError``), so the client
+encodes and decodes them here in a few lines of protobuf wire format instead of importing the
+protobuf runtime (a CLI process saves its import; ``tests/grpc_gateway/test_store_service.py``
+checks these bytes against the generated classes both ways).
+
 Errors keep the store's own tree (``invalid_argument`` included, unlike memory.v1's seven wire
 categories): the status is the category's (``errors.GRPC_CODES``), and the trailing metadata
 carries ``memory-store-error-bin`` (a serialized ``StoreError``) and ``memory-error-category``.
@@ -176,9 +181,91 @@ def _with_hidden(value: object, dumped: Any) -> Any:
 def decode_result(method: str, result_json: str) -> Any:
     """The client's side: the answer validated as the method's declared type, or
     ``UnknownError`` (a gateway of another version answered something else)."""
+    expect = _signature(method)[1].get("return")
     try:
+        if isinstance(expect, type) and issubclass(expect, BaseModel):
+            return expect.model_validate_json(result_json)  # the model's own validator
         return _result_adapter(method).validate_json(result_json or "null")
     except ValidationError as e:
         raise errors.UnknownError(
             f"the gateway's {method} answer is not the declared response: {e.errors()[0]['msg']}"
         ) from e
+
+
+# -- the protobuf wire format of the three messages (client side, no protobuf runtime) -------
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        low = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def encode_call(args_json: str) -> bytes:
+    """``StoreCall(args_json=...)`` serialized: field 1, length-delimited (empty: no bytes)."""
+    raw = args_json.encode("utf-8")
+    return b"\x0a" + _varint(len(raw)) + raw if raw else b""
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if at >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, at
+
+
+def decode_fields(data: bytes) -> dict[int, bytes | int]:
+    """A flat message's fields by number: length-delimited as bytes, varints as ints (the last
+    occurrence wins, as protobuf merges scalars); fixed-width fields are skipped."""
+    fields: dict[int, bytes | int] = {}
+    at = 0
+    while at < len(data):
+        key, at = _read_varint(data, at)
+        number, kind = key >> 3, key & 7
+        if kind == 0:
+            fields[number], at = _read_varint(data, at)
+        elif kind == 2:
+            size, at = _read_varint(data, at)
+            if at + size > len(data):
+                raise ValueError("truncated field")
+            fields[number], at = data[at : at + size], at + size
+        elif kind in (1, 5):
+            at += 8 if kind == 1 else 4
+            if at > len(data):
+                raise ValueError("truncated field")
+        else:
+            raise ValueError(f"unsupported wire type {kind}")
+    return fields
+
+
+def _text(fields: dict[int, bytes | int], number: int) -> str:
+    value = fields.get(number, b"")
+    return value.decode("utf-8") if isinstance(value, bytes) else ""
+
+
+def decode_result_message(data: bytes) -> str:
+    """``StoreResult.result_json`` of a serialized ``StoreResult``."""
+    return _text(decode_fields(data), 1)
+
+
+def decode_error_message(data: bytes) -> dict[str, Any]:
+    """A serialized ``StoreError`` as ``category``, ``message``, ``retryable``, ``kind``."""
+    fields = decode_fields(data)
+    return {
+        "category": _text(fields, 1),
+        "message": _text(fields, 2),
+        "retryable": bool(fields.get(3, 0)),
+        "kind": _text(fields, 4),
+    }

@@ -180,3 +180,26 @@ def test_reflection_lists_the_services(serve: Serve) -> None:
         ask = reflection_pb2.ServerReflectionRequest(file_containing_symbol=store_wire.SERVICE)
         (found,) = list(stub.ServerReflectionInfo(iter([ask]), timeout=10))
         assert found.file_descriptor_response.file_descriptor_proto
+
+
+@pytest.mark.parametrize("text", ["", "{}", '{"query": "café ☕"}', "x" * 200, "y" * 70_000])
+def test_the_client_wire_codec_matches_the_generated_messages(text: str) -> None:
+    assert store_wire.encode_call(text) == spb.StoreCall(args_json=text).SerializeToString()
+    assert spb.StoreCall.FromString(store_wire.encode_call(text)).args_json == text
+    reply = spb.StoreResult(result_json=text).SerializeToString()
+    assert store_wire.decode_result_message(reply) == text
+    err = spb.StoreError(category="not_found", message=text, retryable=True, kind="NotFoundError")
+    assert store_wire.decode_error_message(err.SerializeToString()) == {
+        "category": "not_found",
+        "message": text,
+        "retryable": True,
+        "kind": "NotFoundError",
+    }
+
+
+def test_the_client_wire_codec_refuses_truncated_bytes() -> None:
+    whole = spb.StoreResult(result_json="hello").SerializeToString()
+    with pytest.raises(ValueError):
+        store_wire.decode_result_message(whole[:-1])
+    with pytest.raises(ValueError):
+        store_wire.decode_fields(b"\x80")  # a varint that never ends
