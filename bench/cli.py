@@ -31,7 +31,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench import corpus
 from bench import store as b
 
 TARGETS_MS = {"gateway": 150.0, "embedded": 400.0}
@@ -152,7 +151,7 @@ def run(runs: int, size: int, cache: Path, *, use_ray: bool) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="bench-cli-"))
     try:
         served = work / "served"
-        corpus.write_jsonl(served / b.BANK / "memories.jsonl", 200)
+        shutil.copytree(b.data_dir(200, cache)[0], served)
         if use_ray:
             with ray_service(served) as address:
                 res["gateway"] = commands(_env(served), runs)

@@ -372,13 +372,16 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str,
             [MEMORY, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
         )
 
-    port, dash, client, agent = _free_ports(4)
+    port, dash, client, agent, grpc_port = _free_ports(5)
     up = memory(
         "up", "store", "--num-cpus", "1", "--port", str(port), "--dashboard-port", str(dash),
-        "--client-port", str(client), "--agent-port", str(agent),
+        "--client-port", str(client), "--agent-port", str(agent), "--grpc-port", str(grpc_port),
     )  # fmt: skip
     assert up.returncode == 0, up.stderr
     assert "ray cluster: started" in up.stdout and "started store (memory-store)" in up.stdout
+    # the gateway too (--grpc-port implies it), recorded where the CLI finds it (issue 13)
+    assert "started grpc (memory-grpc)" in up.stdout
+    assert f"gateway:   127.0.0.1:{grpc_port}" in up.stdout
     assert f"dashboard: http://127.0.0.1:{dash}" in up.stdout
     assert f"data dir:  {env['MEMORY_DATA_DIR']}" in up.stdout
     # token auth stays on: up made a token in the (temporary) HOME
@@ -389,6 +392,7 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster_env: dict[str,
     assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
     status = memory("status")
     assert "store         up" in status.stdout and "bank main" in status.stdout
+    assert f"gateway:   127.0.0.1:{grpc_port}" in status.stdout
     watch = memory("watch", "--once")
     assert "item-changed created [main] cluster-test-ran" in watch.stdout
 
