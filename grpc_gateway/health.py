@@ -3,9 +3,9 @@
 Both come from grpcio's own packages (``grpcio-health-checking``, ``grpcio-reflection``).
 Health answers SERVING only while the store answers: each ``Check`` (at most once per
 ``PROBE_EVERY_S``, so a probe storm costs the store one call) pings the store and sets every
-service's status, the server's own ``""`` included, to SERVING or NOT_SERVING; ``Watch``
-streams see each change as a Check makes it. Kubernetes gRPC probes, ``grpc_health_probe``
-and load balancers call Check.
+service's status, the server's own ``""`` included, to SERVING or NOT_SERVING. A ``Watch``
+starts from a fresh probe and sees each later change as a Check makes it. Kubernetes gRPC
+probes, ``grpc_health_probe`` and load balancers call Check.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ class StoreHealth(health.HealthServicer):  # type: ignore[misc]
         super().__init__()
         self._probe = probe
         self._services = ("", *services)
+        for name in self._services:  # nothing is SERVING before the store has answered
+            self.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         self._checked_at = float("-inf")
         self._probe_lock = threading.Lock()
 
@@ -54,12 +56,19 @@ class StoreHealth(health.HealthServicer):  # type: ignore[misc]
             self.set(name, status)
         return serving
 
-    def Check(self, request: Any, context: Any) -> Any:
+    def _fresh(self) -> None:
         with self._probe_lock:
             if time.monotonic() - self._checked_at >= PROBE_EVERY_S:
                 self.refresh()
                 self._checked_at = time.monotonic()
+
+    def Check(self, request: Any, context: Any) -> Any:
+        self._fresh()
         return super().Check(request, context)
+
+    def Watch(self, request: Any, context: Any, send_response_callback: Any = None) -> Any:
+        self._fresh()  # the first answer is the store's state now, not a default
+        return super().Watch(request, context, send_response_callback)
 
 
 def add_citizenship(

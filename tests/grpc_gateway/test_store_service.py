@@ -145,6 +145,17 @@ def test_health_check_from_a_plain_grpcio_client_answers_serving(serve: Serve) -
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+def test_health_watch_starts_from_the_store_now(serve: Serve) -> None:
+    address, _ = serve()
+    with grpc.insecure_channel(address) as channel:
+        stream = health_pb2_grpc.HealthStub(channel).Watch(
+            health_pb2.HealthCheckRequest(service=store_wire.SERVICE), timeout=10
+        )
+        first = next(iter(stream))
+        stream.cancel()
+    assert first.status == health_pb2.HealthCheckResponse.SERVING
+
+
 def test_health_follows_the_store(serve: Serve) -> None:
     from grpc_gateway import health
 
@@ -156,9 +167,10 @@ def test_health_follows_the_store(serve: Serve) -> None:
             raise failure
 
     checker = health.StoreHealth(probe, ["memory.v1.MemoryService"])
+    request = health_pb2.HealthCheckRequest(service="")
+    assert checker._server_status[""] == health_pb2.HealthCheckResponse.NOT_SERVING  # not yet
     assert checker.refresh() is True
     assert checker.refresh() is False
-    request = health_pb2.HealthCheckRequest(service="memory.v1.MemoryService")
     assert checker.Check(request, None).status == health_pb2.HealthCheckResponse.NOT_SERVING
 
 
