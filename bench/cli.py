@@ -21,12 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,20 +47,36 @@ def memory_cmd() -> list[str]:
     return [sys.executable, "-c", "import sys; from shared.cli import main; sys.exit(main())"]
 
 
-def wall(argv: Sequence[str], env: dict[str, str], runs: int) -> dict[str, Any]:
-    """``runs`` fresh processes of ``memory argv``: wall-time percentiles (and 2 warm-ups)."""
-    samples = []
+def wall(
+    argv: Sequence[str] | Callable[[int], Sequence[str]],
+    env: dict[str, str],
+    runs: int,
+    *,
+    cmd: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """``runs`` fresh processes (after 2 warm-ups): wall-time percentiles, and the p50 of the
+    CPU time they used (user + system), which a busy machine inflates far less than wall
+    time. ``argv`` may be a function of the run number (each save a new text)."""
+    samples, cpu = [], []
     for i in range(runs + 2):
+        words = argv(i) if callable(argv) else argv
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         done = subprocess.run(
-            [*memory_cmd(), *argv], env=env, capture_output=True, text=True, check=False
+            [*(memory_cmd() if cmd is None else cmd), *words],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         took = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
-            raise RuntimeError(f"memory {' '.join(argv)} failed: {done.stderr.strip()}")
+            raise RuntimeError(f"memory {' '.join(words)} failed: {done.stderr.strip()}")
         if i >= 2:
             samples.append(took)
-    return b.percentiles(samples)
+            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return {**b.percentiles(samples), "cpu_p50_ms": round(statistics.median(cpu) * 1000, 1)}
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -68,35 +86,11 @@ def _env(data_dir: Path, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _save_args(n: int) -> list[str]:
-    return ["save", f"bench note {n} {time.time_ns()}"]
-
-
 def commands(env: dict[str, str], runs: int) -> dict[str, Any]:
-    counter = iter(range(10**6))
     return {
         "recall": wall(["recall", QUERY], env, runs),
-        "save": _wall_saves(env, runs, counter),
+        "save": wall(lambda n: ["save", f"bench note {n} {time.time_ns()}"], env, runs),
     }
-
-
-def _wall_saves(env: dict[str, str], runs: int, counter: Iterator[int]) -> dict[str, Any]:
-    samples = []
-    for i in range(runs + 2):
-        t0 = time.perf_counter()
-        done = subprocess.run(
-            [*memory_cmd(), *_save_args(next(counter))],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        took = time.perf_counter() - t0
-        if done.returncode != 0:
-            raise RuntimeError(f"memory save failed: {done.stderr.strip()}")
-        if i >= 2:
-            samples.append(took)
-    return b.percentiles(samples)
 
 
 @contextmanager
@@ -146,6 +140,8 @@ def local_gateway(data_dir: Path) -> Iterator[None]:
 def run(runs: int, size: int, cache: Path, *, use_ray: bool) -> dict[str, Any]:
     res: dict[str, Any] = {"runs": runs, "size": size}
     cache.mkdir(parents=True, exist_ok=True)
+    # the floor on this machine right now: a bare interpreter, spawned the same way
+    res["python"] = wall(["-c", "pass"], dict(os.environ), runs, cmd=[sys.executable])
     big, _ = b.data_dir(size, cache)
     res["embedded"] = {"recall": wall(["--data-dir", str(big), "recall", QUERY], _env(big), runs)}
     work = Path(tempfile.mkdtemp(prefix="bench-cli-"))
@@ -167,7 +163,12 @@ def run(runs: int, size: int, cache: Path, *, use_ray: bool) -> dict[str, Any]:
 
 
 def table(res: dict[str, Any]) -> str:
-    lines = [f"memory CLI, whole process, {res['runs']} runs (p50 / p95 ms)"]
+    floor = res["python"]
+    lines = [
+        f"memory CLI, whole process, {res['runs']} runs (wall p50 / p95, cpu p50 ms)",
+        f"  python -c pass   {floor['p50_ms']:>8.1f} {floor['p95_ms']:>8.1f}"
+        f" {floor['cpu_p50_ms']:>7.1f}  (this machine's floor now)",
+    ]
     for path, verbs in (("gateway", ("recall", "save")), ("ray", ("recall", "save"))):
         for verb in verbs:
             row = res[path].get(verb)
@@ -182,7 +183,8 @@ def table(res: dict[str, Any]) -> str:
     row = res["embedded"]["recall"]
     mark = "met" if row["p50_ms"] <= TARGETS_MS["embedded"] else "MISSED"
     lines.append(
-        f"  embedded recall {res['size']}: {row['p50_ms']:.1f} {row['p95_ms']:.1f}  {mark} (≤ 400)"
+        f"  embedded recall {res['size']}: {row['p50_ms']:.1f} {row['p95_ms']:.1f}"
+        f" {row['cpu_p50_ms']:.1f}  {mark} (≤ 400)"
     )
     return "\n".join(lines)
 
