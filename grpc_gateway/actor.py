@@ -287,6 +287,9 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
         store, serialize = store_client(), False
     server, port = server_for(settings, store, serialize=serialize)
     server.start()
+    served = getattr(args, "data_dir", None)
+    if served:  # the CLI on this data dir finds it, as it finds `memory up`'s gateway
+        gateway_file.write(served, gateway_file.dial_address(settings.host, port), settings.token)
     print(f"memory.v1 gRPC on {settings.host}:{port} (Ctrl-C to stop)", flush=True)
     try:
         if stop is not None:
@@ -297,6 +300,8 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
         pass
     finally:
         server.stop(1.0).wait()
+        if served:
+            gateway_file.remove(served, pid=os.getpid())
     return 0
 
 

@@ -115,6 +115,32 @@ def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -
     assert "memory.v1 gRPC on 127.0.0.1:" in printed and ":0 " not in printed
 
 
+def test_memory_grpc_on_a_data_dir_is_found_by_the_cli_while_it_serves(tmp_path: Any) -> None:
+    import threading
+    import time
+
+    from grpc_gateway.actor import serve_from_args
+    from shared import gateway_file
+    from shared.cli import build_parser
+    from shared.grpc_client import GrpcStoreClient
+
+    args = build_parser().parse_args(["grpc", "--grpc-port", "0", "--data-dir", str(tmp_path)])
+    stop = threading.Event()
+    serving = threading.Thread(target=serve_from_args, args=(args, stop))
+    serving.start()
+    try:
+        deadline = time.monotonic() + 30
+        while (found := gateway_file.read(tmp_path)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the file the server writes once it listens
+        assert found is not None and not found.address.endswith(":0")
+        with GrpcStoreClient(found.address, timeout=10) as client:
+            assert client.ping() == "pong"
+    finally:
+        stop.set()
+        serving.join(30)
+    assert gateway_file.read(tmp_path) is None  # forgotten on the way out
+
+
 @pytest.mark.parametrize("verb", ["grpc", "up"])
 def test_the_token_flag_is_refused_with_what_to_use_instead(
     verb: str, capsys: pytest.CaptureFixture[str]
