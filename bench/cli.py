@@ -80,7 +80,10 @@ def wall(
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MEMORY_EMBEDDED")}
+    # bytecode caching on, as in an installed package: the warm-up runs write the .pyc files
+    # (a PYTHONDONTWRITEBYTECODE=1 environment would compile every module on every command)
+    dropped = ("RAY_ADDRESS", "MEMORY_EMBEDDED", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PYTHONPATH"] = str(b.REPO)
     env["MEMORY_DATA_DIR"] = str(data_dir)
     return {**env, **extra}
