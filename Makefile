@@ -54,6 +54,7 @@ lint: install
 bench: install
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.consolidate
+	$(BIN)/python -m bench.cli
 
 eval: install
 	$(BIN)/python -m tests.recall_quality.run

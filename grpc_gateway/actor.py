@@ -2,10 +2,15 @@
 
 It holds no data and forwards every RPC to the ``memory-store`` actor through
 ``shared.client.StoreClient``, so it can be stopped (``memory stop grpc``), restarted or run in
-several copies on other ports without touching stored memory. ``memory up --grpc`` starts it
-(``default_on=False``: a bare ``memory up`` does not open a port); ``memory grpc`` serves it in
-the foreground instead — against the running store, or with ``--data-dir`` over an embedded
-store without Ray.
+several copies on other ports without touching stored memory. ``memory up`` starts it by
+default (issue 13: the CLI reaches the store through it, without Ray) and it records where it
+listens in ``<data_dir>/.state/gateway.json`` (``shared.gateway_file``; mode 0600, with the
+token); ``memory grpc`` serves it in the foreground instead — against the running store, or
+with ``--data-dir`` over an embedded store without Ray.
+
+It serves memory.v1, memory.store.v1 (the rest of ``StoreAPI``), grpc.health.v1 and server
+reflection (``grpc_gateway.server.build_server``). When ``up`` leaves the port at its default
+and 50051 is taken on this machine, the gateway takes a free port instead (the file says which).
 
 Settings come from ``MEMORY_GRPC_*`` variables (``GatewaySettings.from_env``): host (default
 127.0.0.1 — loopback only unless asked), port (50051), token (optional bearer token: from the
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import threading
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,9 +30,10 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from grpc_gateway.server import DEFAULT_PORT, build_server
+from shared import gateway_file
 from shared.api import StoreAPI
 from shared.config import EnvSettings
-from shared.workers import WorkerSpec, start_detached
+from shared.workers import NAMESPACE, WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -76,28 +83,63 @@ class GatewayActor:
         # serialize=False: the store actor serializes its own calls
         self.server, self.port = server_for(self.settings, store_client(), serialize=False)
         self.server.start()
-        log.info("memory-grpc serving memory.v1 on %s", self.address())
+        self.data_dir = (env or {}).get("MEMORY_DATA_DIR")
+        if self.data_dir:  # where the CLI finds it (a restart on a new port rewrites it)
+            gateway_file.write(self.data_dir, self.address(), self.settings.token)
+        log.info("memory-grpc serving memory.v1 and memory.store.v1 on %s", self.address())
 
     def ping(self) -> str:
         return "pong"
 
     def address(self) -> str:
-        return f"{self.settings.host}:{self.port}"
+        """Where a local client dials it (``host:port``; any-interface as loopback)."""
+        return gateway_file.dial_address(self.settings.host, self.port)
 
     def stop(self, grace_s: float = 1.0) -> None:
         self.server.stop(grace_s).wait()
+        if self.data_dir:
+            gateway_file.remove(self.data_dir, pid=os.getpid())
 
 
 def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME) -> Any:
-    """Start (or find) the named detached gateway and wait until it serves."""
+    """Start (or find) the named detached gateway and wait until it serves.
+
+    With the port left at its default and that port taken, a free port is used instead (a
+    shared machine may run another gateway); a port asked for explicitly is never moved."""
+    env = dict(settings_env or {})
+    if (
+        not env.get(ENV_PREFIX + "PORT")
+        and not _running(name)
+        and not port_free(DEFAULT_PORT, env.get(ENV_PREFIX + "HOST") or "127.0.0.1")
+    ):
+        env[ENV_PREFIX + "PORT"] = "0"
     # The ping inside surfaces a failed __init__ (a port in use).
     return start_detached(
         GatewayActor,
-        dict(settings_env or {}),
+        env,
         name=name,
         max_restarts=-1,
         num_cpus=0,  # an I/O shell: never hold a CPU slot the store or siblings need
     )
+
+
+def _running(name: str) -> bool:
+    import ray
+
+    try:
+        ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 # -- CLI -----------------------------------------------------------------------------------
@@ -128,7 +170,8 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
             dest="also_start",
             action="append_const",
             const="grpc",
-            help="also start the memory.v1 gRPC gateway (memory-grpc, 127.0.0.1:50051)",
+            help="start the gRPC gateway (memory-grpc, 127.0.0.1:50051); on by default, kept "
+            "for compatibility",
         )
         _grpc_flags(up, on_up=True)
 
@@ -244,6 +287,9 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
         store, serialize = store_client(), False
     server, port = server_for(settings, store, serialize=serialize)
     server.start()
+    served = getattr(args, "data_dir", None)
+    if served:  # the CLI on this data dir finds it, as it finds `memory up`'s gateway
+        gateway_file.write(served, gateway_file.dial_address(settings.host, port), settings.token)
     print(f"memory.v1 gRPC on {settings.host}:{port} (Ctrl-C to stop)", flush=True)
     try:
         if stop is not None:
@@ -254,6 +300,8 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
         pass
     finally:
         server.stop(1.0).wait()
+        if served:
+            gateway_file.remove(served, pid=os.getpid())
     return 0
 
 
@@ -261,7 +309,7 @@ WORKER = WorkerSpec(
     name="grpc",
     actor_name=ACTOR_NAME,
     start=start,
-    default_on=False,
+    default_on=True,  # the CLI reaches the store through it (issue 13)
     order=30,
     add_cli=add_cli,
 )

@@ -5,7 +5,8 @@ anything else is refused before the servicer runs, with a ``MemoryError`` in the
 metadata like every other failure. seeds/002's seven categories have no authentication one, so
 a refused token is ``unknown`` and, as that category maps, gRPC ``INTERNAL`` (issue 17: never a
 status outside the mapping), with a message naming the missing header. The comparison is
-constant-time (``hmac``).
+constant-time (``hmac``). ``open_services`` names services that need no token
+(``grpc.health.v1.Health``: a Kubernetes probe or load balancer carries none).
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ HEADER = "authorization"
 class BearerAuth(grpc.ServerInterceptor):
     """Refuses calls whose ``authorization`` metadata is not ``Bearer <token>``."""
 
-    def __init__(self, token: str, abort: Callable[..., None]) -> None:
+    def __init__(
+        self, token: str, abort: Callable[..., None], *, open_services: tuple[str, ...] = ()
+    ) -> None:
         if not token:
             raise errors.InvalidArgumentError("a bearer token must be non-empty")
         self._expected = f"Bearer {token}".encode()
         self._abort = abort
+        self._open = tuple(f"/{name}/" for name in open_services)
 
         def deny(request: Any, context: Any) -> None:
             err = errors.UnknownError(
@@ -39,6 +43,8 @@ class BearerAuth(grpc.ServerInterceptor):
         self._deny: grpc.RpcMethodHandler[Any, None] = grpc.unary_unary_rpc_method_handler(deny)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        if self._open and str(details.method).startswith(self._open):
+            return continuation(details)
         got = ""
         for key, value in details.invocation_metadata or ():
             if key == HEADER and isinstance(value, str):

@@ -27,6 +27,9 @@ import grpc
 
 from grpc_gateway import convert
 from grpc_gateway.auth import BearerAuth
+from grpc_gateway.health import HEALTH_SERVICE, add_citizenship
+from grpc_gateway.store_service import DESCRIPTOR as STORE_DESCRIPTOR
+from grpc_gateway.store_service import StoreServicer, ping
 from grpc_gateway.tools import Tools
 from grpc_gateway.views import ProtocolViews
 from shared import errors
@@ -45,6 +48,13 @@ DEFAULT_PORT = 50051
 RENDER_PAGE = 50
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")  # the same syntax as shared.text.parse_links
 T = TypeVar("T")
+STORE_SERVICE = STORE_DESCRIPTOR.full_name
+SERVICES = (
+    pb.DESCRIPTOR.services_by_name["MemoryService"].full_name,
+    pb.DESCRIPTOR.services_by_name["MemoryTools"].full_name,
+    STORE_SERVICE,
+)
+"""What the gateway serves (besides grpc.health.v1 and reflection): reflection lists them."""
 
 
 # seeds/002 "Error taxonomy": the closed set a memory.v1 failure is classified into.
@@ -106,7 +116,7 @@ class _Edge:
         return self.bank
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def locked(self) -> Iterator[None]:
         if self._lock is None:
             yield
             return
@@ -116,7 +126,7 @@ class _Edge:
     def run(self, context: Any, fn: Callable[[], T]) -> T:
         """Run one RPC body; every failure leaves as a typed status, never UNKNOWN."""
         try:
-            with self._locked():
+            with self.locked():
                 return fn()
         except errors.MemoryServiceError as e:
             err = e
@@ -359,6 +369,12 @@ def _record_node(mem: Memory, missing: set[tuple[str, str]]) -> pb.RenderNode:
     return node
 
 
+def _probe(edge: _Edge) -> str:
+    """The health probe: the store answers (under the store lock, like any call)."""
+    with edge.locked():
+        return ping(edge.store)
+
+
 def build_server(
     store: StoreAPI,
     *,
@@ -369,9 +385,13 @@ def build_server(
     serialize: bool = True,
     max_workers: int = 8,
 ) -> tuple[Any, int]:
-    """A started-ready ``grpc.Server`` serving both services, and the port it bound (port 0
-    picks a free one). Call ``.start()`` on it; ``.stop(grace)`` to end."""
-    interceptors: list[grpc.ServerInterceptor] = [BearerAuth(token, abort)] if token else []
+    """A started-ready ``grpc.Server`` serving memory.v1 (MemoryService, MemoryTools),
+    memory.store.v1 (StoreService), grpc.health.v1 and reflection, and the port it bound
+    (port 0 picks a free one). Call ``.start()`` on it; ``.stop(grace)`` to end."""
+    # health stays open (a Kubernetes probe carries no token); everything else needs it
+    interceptors: list[grpc.ServerInterceptor] = (
+        [BearerAuth(token, abort, open_services=(HEALTH_SERVICE,))] if token else []
+    )
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memory-grpc"),
         interceptors=interceptors,
@@ -380,6 +400,9 @@ def build_server(
     # protoc's grpc module has no annotations
     pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(edge), server)  # type: ignore[no-untyped-call]
     pb_grpc.add_MemoryToolsServicer_to_server(ToolsServicer(edge), server)  # type: ignore[no-untyped-call]
+    # memory.store.v1 (the rest of StoreAPI, for the CLI), under the same lock
+    server.add_generic_rpc_handlers((StoreServicer(store, edge.locked).handler(),))
+    add_citizenship(server, lambda: _probe(edge), SERVICES)
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as e:

@@ -21,18 +21,58 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import importlib.util
 import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TextIO
 
 from shared import cli_output as show
-from shared import cluster, lifecycle
+from shared import gateway_file
 from shared.api import StoreAPI
-from shared.cli_store import Render, Verb, add_store_verbs, add_verb, close_store, open_store
+from shared.cli_store import (
+    STORE_VERBS,
+    Render,
+    Verb,
+    add_store_verbs,
+    add_verb,
+    close_store,
+    open_store,
+)
 from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
-from shared.workers import NAMESPACE, WorkerSpec, discover
+
+
+def _lazy(name: str) -> ModuleType:
+    """``name`` imported on first use (``importlib.util.LazyLoader``): a store verb through the
+    gateway never needs the cluster code or the worker entry points (issue 13)."""
+    found = sys.modules.get(name)
+    if found is not None:
+        return found
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    from shared import cluster, lifecycle
+    from shared.workers import WorkerSpec
+else:
+    cluster = _lazy("shared.cluster")
+    lifecycle = _lazy("shared.lifecycle")
+
+
+def discover() -> list[WorkerSpec]:
+    """The installed workers (``shared.workers.discover``, imported only when called)."""
+    from shared.workers import discover as installed
+
+    return installed()
 
 
 class Ctx:
@@ -60,14 +100,19 @@ class Ctx:
     def _open(self) -> StoreAPI:
         if self.embedded:
             return open_store(self.args.data_dir)
-        from shared.client import StoreClient, connect
+        gateway = gateway_file.read(gateway_file.default_data_dir())
+        if gateway is not None:  # `memory up`'s gateway: no Ray in this process (issue 13)
+            from shared.grpc_client import GrpcStoreClient
+
+            return GrpcStoreClient(gateway.address, token=gateway.token, timeout=self.args.timeout)
+        from shared.client import StoreClient, connect  # no gateway recorded: over Ray
 
         self.dashboard_url = connect()["dashboard_url"]
         return StoreClient(timeout=self.args.timeout)
 
     def close(self) -> None:
-        if self.embedded and self._store is not None:
-            close_store(self._store)
+        if self._store is not None:
+            close_store(self._store)  # an embedded store's files, a gRPC client's channel
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -88,7 +133,8 @@ def run(
     """Parse and run one command; ``store`` injects a backend (tests)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    specs = discover()
+    # a store verb needs no worker's verbs: skip loading every worker package (issue 13)
+    specs = [] if _store_verb(argv) else discover()
     args = build_parser(specs).parse_args(list(argv))
     args.data_dir = _embedded_dir(args)
     ctx = Ctx(args, store=store, out=out)
@@ -105,6 +151,23 @@ def run(
     finally:
         if store is None:
             ctx.close()
+
+
+_VALUED = frozenset({"--data-dir", "--timeout"})  # global options that take a value
+
+
+def _store_verb(argv: Sequence[str]) -> bool:
+    """Whether the command's verb is one of ``shared.cli_store``'s (the first word that is
+    not a global option or its value)."""
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word in _VALUED:
+            skip = True
+        elif not word.startswith("-"):
+            return word in STORE_VERBS
+    return False
 
 
 def _embedded_dir(args: argparse.Namespace) -> str | None:
@@ -270,6 +333,9 @@ def _up(ctx: Ctx) -> int:
     except BaseException:
         _undo(ctx, launch, started)  # a failed `up` leaves nothing of its own behind
         raise
+    gateway = gateway_file.read(described["data_dir"])
+    info["gateway"] = gateway.address if gateway else None
+    _say(ctx, f"gateway:   {_gateway_line(gateway)}")
     _say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
     if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
         # Ray's token auth stays on (FACTS.md): the dashboard asks for this token once
@@ -407,10 +473,14 @@ def _status(ctx: Ctx) -> Any:
 
     url = connect()["dashboard_url"]
     # what status prints, it checked: each worker answers ping, the dashboard answers HTTP
+    from shared.workers import NAMESPACE
+
     workers = {s.name: lifecycle.worker_answers(s.actor_name, NAMESPACE) for s in discover()}
     banks = _banks(ctx) if workers.get("store") else []
+    gateway = gateway_file.read(gateway_file.default_data_dir())
     return {
         "mode": "ray",
+        "gateway": gateway.address if gateway else None,
         "dashboard_url": url,
         "dashboard_answers": lifecycle.dashboard_answers(url),
         "workers": workers,
@@ -431,6 +501,12 @@ def _metrics(ctx: Ctx) -> Any:
         urls = prometheus.endpoints()
     ctx.args.render = prometheus.render
     return prometheus.summary(prometheus.parse(prometheus.scrape(urls)))
+
+
+def _gateway_line(gateway: gateway_file.GatewayInfo | None) -> str:
+    if gateway is None:
+        return "not running (the CLI goes through Ray)"
+    return f"{gateway.address} (memory.v1, memory.store.v1, grpc.health.v1)"
 
 
 def _banks(ctx: Ctx) -> list[dict[str, Any]]:

@@ -108,6 +108,7 @@ def status(s: dict[str, Any]) -> str:
     lines = [
         f"dashboard: {url + ('' if answers else ' (not answering)') if url else 'not running'}"
     ]
+    lines += [f"gateway:   {s.get('gateway') or 'not running'}"]
     lines += [f"{name:<13} {'up' if up else 'down'}" for name, up in s["workers"].items()]
     lines += [bank_line(b) for b in s["banks"]]
     return "\n".join(lines)

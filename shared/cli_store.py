@@ -25,6 +25,34 @@ from shared.models import RecallResponse, SaveResponse
 if TYPE_CHECKING:
     from shared.cli import Ctx
 
+STORE_VERBS = frozenset(
+    {
+        "bank",
+        "capabilities",
+        "configure",
+        "delete",
+        "describe",
+        "doctor",
+        "get",
+        "list",
+        "pin",
+        "preview",
+        "purge",
+        "recall",
+        "redact",
+        "reload",
+        "rule",
+        "save",
+        "supersede",
+        "tags",
+        "unpin",
+        "update",
+        "watch",
+    }
+)
+"""The top-level verbs ``add_store_verbs`` adds (``tests/shared/test_cli.py`` keeps it so):
+``shared.cli`` runs them without loading any worker package."""
+
 Verb = Callable[["Ctx"], Any]
 Render = Callable[[Any], str]
 
@@ -49,7 +77,8 @@ def open_store(data_dir: str) -> StoreAPI:
 
 
 def close_store(store: StoreAPI) -> None:
-    """Close an embedded store (its log files); a client over Ray has nothing to close."""
+    """Close an embedded store (its log files) or a gRPC client (its channel); a client over
+    Ray has nothing to close."""
     close = getattr(store, "close", None)
     if callable(close):
         close()

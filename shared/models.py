@@ -25,7 +25,9 @@ CORROBORATED_BY_KEPT = 8
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: a model's validator is built on its first use, not at import (issue 13:
+    # a CLI call that validates one response type should not build forty)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Provenance(Frozen):

@@ -60,7 +60,12 @@ class TokenCounter:
     def __init__(self, model: str | None = None) -> None:
         self.model = model
         self.encoding = _encoding_name(model)
-        self._count = _encoder(self.encoding)
+
+    @property
+    def _count(self) -> Callable[[str], int] | None:
+        # loaded on the first count, not here: the BPE takes ~0.3 s to load, and a store
+        # opened for one recall (`memory --data-dir D recall`) may never count (issue 13)
+        return _encoder(self.encoding)
 
     @property
     def exact(self) -> bool:
@@ -69,6 +74,7 @@ class TokenCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        if self._count is None:
+        counter = self._count
+        if counter is None:
             return max(1, (len(text) + 3) // 4)
-        return self._count(text)
+        return counter(text)

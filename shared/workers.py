@@ -60,9 +60,18 @@ def discover() -> list[WorkerSpec]:
 
 
 def open_embedded_store(settings: StoreSettings) -> StoreAPI:
-    """The store on ``settings.data_dir`` in this process, from the installed store worker."""
-    for spec in discover():
-        if spec.open_embedded is not None:
+    """The store on ``settings.data_dir`` in this process, from the installed store worker.
+
+    Entry points load one at a time, ``store`` first: the embedded CLI imports the store
+    worker only, not every sibling (issue 13: a ``memory --data-dir`` call stays fast)."""
+    eps = sorted(metadata.entry_points(group=GROUP), key=lambda ep: ep.name != "store")
+    for ep in eps:
+        try:
+            spec = ep.load()
+        except Exception as e:  # a half-removed worker must not break the CLI
+            log.warning("worker entry point %s failed to load: %s", ep.name, e)
+            continue
+        if isinstance(spec, WorkerSpec) and spec.open_embedded is not None:
             return spec.open_embedded(settings)
     from shared.errors import SourceUnavailableError
 

@@ -1,6 +1,7 @@
-"""Generate the memory.v1 Python stubs: ``python -m shared.proto.build``.
+"""Generate the Python stubs of every proto here: ``python -m shared.proto.build``.
 
-The stubs are committed (so installing the package needs no protoc) and
+``memory.v1`` (the memory provider protocol) and ``memory.store.v1`` (the rest of the store
+API, for the CLI). The stubs are committed (so installing the package needs no protoc) and
 ``tests/grpc_gateway/test_stubs.py`` regenerates them into a temporary folder and compares, so a
 proto change without regenerated stubs fails the suite. Needs the dev extra (grpcio-tools).
 """
@@ -12,28 +13,39 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTO = Path("shared/proto/memory/v1/memory.proto")
-OUTPUTS = ("memory_pb2.py", "memory_pb2.pyi", "memory_pb2_grpc.py")
+STORE_PROTO = Path("shared/proto/memory/store/v1/store.proto")
+PROTOS = (PROTO, STORE_PROTO)
+SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
+OUTPUTS = tuple("memory" + s for s in SUFFIXES)  # memory.v1's, as before
+
+
+def outputs(proto: Path) -> tuple[str, ...]:
+    """The stub file names protoc writes beside ``proto``."""
+    return tuple(proto.stem + s for s in SUFFIXES)
 
 
 def generate(out_dir: Path) -> list[Path]:
-    """Run protoc over the proto, writing the stubs under ``out_dir`` (mirroring the tree)."""
+    """Run protoc over every proto, writing the stubs under ``out_dir`` (mirroring the tree)."""
     import grpc_tools
     from grpc_tools import protoc  # dev-only dependency: imported here, never at import time
 
     include = Path(grpc_tools.__file__).parent / "_proto"  # google/protobuf/*.proto
     out_dir.mkdir(parents=True, exist_ok=True)
-    args = [
-        "grpc_tools.protoc",
-        f"-I{ROOT}",
-        f"-I{include}",
-        f"--python_out={out_dir}",
-        f"--pyi_out={out_dir}",
-        f"--grpc_python_out={out_dir}",
-        str(ROOT / PROTO),
-    ]
-    if protoc.main(args) != 0:
-        raise RuntimeError(f"protoc failed on {PROTO}")
-    return [out_dir / PROTO.parent / name for name in OUTPUTS]
+    made: list[Path] = []
+    for proto in PROTOS:
+        args = [
+            "grpc_tools.protoc",
+            f"-I{ROOT}",
+            f"-I{include}",
+            f"--python_out={out_dir}",
+            f"--pyi_out={out_dir}",
+            f"--grpc_python_out={out_dir}",
+            str(ROOT / proto),
+        ]
+        if protoc.main(args) != 0:
+            raise RuntimeError(f"protoc failed on {proto}")
+        made += [out_dir / proto.parent / name for name in outputs(proto)]
+    return made
 
 
 def main() -> int:

@@ -55,3 +55,15 @@ def test_bench_end_to_end_tiny(tmp_path: Path, capsys: object) -> None:
     assert res["actor"] == {"skipped": True}
     assert {t["target"] for t in res["targets"]} >= {"save / bare fsync append (×)"}
     assert "recall, in-core" in capsys.readouterr().out  # type: ignore[attr-defined]
+
+
+def test_cli_bench_runs_without_ray(tmp_path: Path) -> None:
+    from bench import cli
+
+    out = tmp_path / "cli.json"
+    argv = ["--no-ray", "--runs", "1", "--size", "200", "--out", str(out)]
+    assert cli.main([*argv, "--cache", str(tmp_path / "cache")]) == 0
+    res = json.loads(out.read_text())
+    for row in (res["gateway"]["recall"], res["gateway"]["save"], res["embedded"]["recall"]):
+        assert row["n"] == 1 and row["p50_ms"] > 0
+    assert res["ray"] == {"skipped": True}

@@ -3,7 +3,9 @@ shared tests are the model): each test runs against
 
 - ``embedded``: the store in this process, opened through the store worker's entry point
   (``shared.workers.open_embedded_store``), as ``memory --data-dir`` opens it;
-- ``actor``: ``StoreClient`` over the session's ``memory-store`` actor (marked ``ray``).
+- ``actor``: ``StoreClient`` over the session's ``memory-store`` actor (marked ``ray``);
+- ``grpc``: ``GrpcStoreClient`` over a real channel to a gateway (``build_server``, as
+  ``memory up`` starts it) on an embedded store in this process: memory.store.v1, no Ray.
 
 Each test works in a bank of its own (the actor is shared by the session). Typed errors must
 survive the hop: the same class, category, retryable flag and the store's message on both. The
@@ -25,7 +27,7 @@ from shared.cli_store import close_store
 from shared.config import StoreSettings
 from shared.workers import open_embedded_store
 
-BACKENDS = ["embedded", pytest.param("actor", marks=pytest.mark.ray)]
+BACKENDS = ["embedded", pytest.param("actor", marks=pytest.mark.ray), "grpc"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -34,7 +36,18 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreAPI]:
         yield request.getfixturevalue("store_actor")
         return
     store = open_embedded_store(StoreSettings(data_dir=str(tmp_path / "data")))
-    yield store
+    if request.param == "grpc":
+        from grpc_gateway.server import build_server
+        from shared.grpc_client import GrpcStoreClient
+
+        server, port = build_server(store, port=0)
+        server.start()
+        client = GrpcStoreClient(f"127.0.0.1:{port}", timeout=30)
+        yield client
+        client.close()
+        server.stop(None)
+    else:
+        yield store
     close_store(store)
 
 

@@ -68,7 +68,8 @@ def test_memory_up_grpc_flags_start_the_gateway_beside_the_defaults() -> None:
     assert args.also_start == ["grpc"] and args.worker_env == {"MEMORY_GRPC_PORT": "50999"}
     assert build_parser().parse_args(["up", "--grpc"]).also_start == ["grpc"]
     assert getattr(build_parser().parse_args(["up"]), "also_start", None) is None
-    assert WORKER.default_on is False and WORKER.actor_name == "memory-grpc"
+    # on by default since issue 13: the CLI reaches the store through it
+    assert WORKER.default_on is True and WORKER.actor_name == "memory-grpc"
 
 
 def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any) -> None:
@@ -97,7 +98,7 @@ def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any)
     (with_grpc, env), (plain, _) = started
     assert with_grpc[0] == "store" and with_grpc[-1] == "grpc"
     assert env["MEMORY_GRPC_PORT"] == "50999"
-    assert "grpc" not in plain
+    assert plain[-1] == "grpc"  # a bare `up` starts the gateway too (issue 13)
 
 
 def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -> None:
@@ -112,6 +113,32 @@ def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -
     assert serve_from_args(args, stop) == 0
     printed = capsys.readouterr().out
     assert "memory.v1 gRPC on 127.0.0.1:" in printed and ":0 " not in printed
+
+
+def test_memory_grpc_on_a_data_dir_is_found_by_the_cli_while_it_serves(tmp_path: Any) -> None:
+    import threading
+    import time
+
+    from grpc_gateway.actor import serve_from_args
+    from shared import gateway_file
+    from shared.cli import build_parser
+    from shared.grpc_client import GrpcStoreClient
+
+    args = build_parser().parse_args(["grpc", "--grpc-port", "0", "--data-dir", str(tmp_path)])
+    stop = threading.Event()
+    serving = threading.Thread(target=serve_from_args, args=(args, stop))
+    serving.start()
+    try:
+        deadline = time.monotonic() + 30
+        while (found := gateway_file.read(tmp_path)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the file the server writes once it listens
+        assert found is not None and not found.address.endswith(":0")
+        with GrpcStoreClient(found.address, timeout=10) as client:
+            assert client.ping() == "pong"
+    finally:
+        stop.set()
+        serving.join(30)
+    assert gateway_file.read(tmp_path) is None  # forgotten on the way out
 
 
 @pytest.mark.parametrize("verb", ["grpc", "up"])

@@ -126,3 +126,21 @@ def test_a_killed_store_actor_is_source_unavailable(
         lambda req, **kw: stub.Recall(req, metadata=meta, **kw),
         pb.RecallRequest(query="probe fig"),
     )
+
+
+def test_health_is_not_serving_while_the_store_is_down(ray_cluster: Any) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    # Given a gateway over a real StoreClient whose actor is not running
+    settings = GatewaySettings.from_env({"MEMORY_GRPC_PORT": "0"})
+    server, port = server_for(settings, _client(_actor_name("health")), serialize=False)
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            # When a plain grpcio client asks, then the server and each service say NOT_SERVING
+            for service in ("", "memory.v1.MemoryService", "memory.store.v1.StoreService"):
+                answer = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=60)
+                assert answer.status == health_pb2.HealthCheckResponse.NOT_SERVING, service
+    finally:
+        server.stop(None)

@@ -128,3 +128,10 @@ def test_an_answer_of_the_wrong_type_is_an_unknown_error() -> None:
 
     assert Right(handle=object()).recall("q") is ok
     assert client_mod._seq(x for x in ["a"]) == ("a",)  # a generator crosses as a tuple
+
+
+@pytest.mark.parametrize("name", CONTRACT)
+def test_the_grpc_client_takes_the_contracts_parameters(name: str) -> None:
+    from shared.grpc_client import GrpcStoreClient
+
+    assert params(getattr(GrpcStoreClient, name)) == params(getattr(StoreAPI, name))

@@ -20,7 +20,7 @@ import pytest
 from shared.cli import build_parser, run
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
-from tests.shared.conftest import MEMORY, OwnCluster, isolated_env
+from tests.shared.conftest import MEMORY, OwnCluster, free_ports, isolated_env
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[Any]:
@@ -434,11 +434,15 @@ LIST_WORKERS = (
 @pytest.mark.timeout(300)  # ~25 s idle; a busy shared box has taken 70 s
 def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -> None:
     env, memory = own_cluster.env, own_cluster.memory
-    args = own_cluster.up_args()
+    grpc_port = free_ports(1)[0]
+    args = [*own_cluster.up_args(), "--grpc-port", str(grpc_port)]
     dash = args[args.index("--dashboard-port") + 1]
     up = memory("up", "store", *args)
     assert up.returncode == 0, up.stderr
     assert "ray cluster: started" in up.stdout and "started store (memory-store)" in up.stdout
+    # the gateway too (--grpc-port implies it), recorded where the CLI finds it (issue 13)
+    assert "started grpc (memory-grpc)" in up.stdout
+    assert f"gateway:   127.0.0.1:{grpc_port}" in up.stdout
     assert f"dashboard: http://127.0.0.1:{dash}" in up.stdout
     assert f"data dir:  {env['MEMORY_DATA_DIR']}" in up.stdout
     # token auth stays on: up made a token in the (temporary) HOME
@@ -449,6 +453,7 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
     status = memory("status")
     assert "store         up" in status.stdout and "bank main" in status.stdout
+    assert f"gateway:   127.0.0.1:{grpc_port}" in status.stdout
     # the store's metrics, read where Ray exports them (some seconds after they are recorded)
     deadline = time.monotonic() + 90
     while "method=save  1" not in (metrics := memory("metrics")).stdout:
@@ -479,3 +484,29 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
         assert client.poll() is None  # `down` never signals a user's process
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
+
+
+def test_store_verbs_is_every_verb_the_store_adds() -> None:
+    from shared.cli_store import STORE_VERBS, add_store_verbs
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    add_store_verbs(sub, argparse.ArgumentParser(add_help=False))
+    assert set(sub.choices) == STORE_VERBS
+
+
+@pytest.mark.parametrize(
+    ("argv", "store_verb"),
+    [
+        (["recall", "x"], True),
+        (["--data-dir", "up", "save", "x"], True),  # "up" is the option's value here
+        (["--timeout", "3", "--json", "rule", "list"], True),
+        (["up"], False),
+        (["consolidate", "run"], False),
+        (["--help"], False),
+    ],
+)
+def test_a_store_verb_loads_no_worker_package(argv: list[str], store_verb: bool) -> None:
+    from shared.cli import _store_verb
+
+    assert _store_verb(argv) is store_verb

@@ -1,0 +1,212 @@
+"""Whole-process wall time of ``memory`` commands (issue 13): ``python -m bench.cli``.
+
+Each row runs one command ``--runs`` times (default 20) as a user does, a fresh process each
+time, and reports p50/p95 of the wall time from spawn to exit:
+
+- ``gateway``: ``memory recall`` / ``memory save`` with the service up, through the gateway's
+  memory.store.v1 (the production path: CLI → gRPC → ``memory-grpc`` actor → store actor).
+  Target: p50 ≤ 150 ms, and no Ray in the CLI's process.
+- ``ray``: the same commands over the old path (a Ray driver per command: ``ray.init``, a
+  job registered, ``StoreClient``), for comparison.
+- ``embedded``: ``memory --data-dir D recall`` on a 10k-memory bank. Target: p50 ≤ 400 ms.
+
+The Ray rows start a throwaway local cluster in this process (private temp dir, Ray picks
+free ports, auth off) with the store and gateway actors; ``--no-ray`` serves the gateway
+from this process over an embedded store instead and skips the old-path rows. Reports, never
+assertions; results go to ``.bench/cli.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench import store as b
+
+TARGETS_MS = {"gateway": 150.0, "embedded": 400.0}
+QUERY = "what does the user prefer"
+
+
+def memory_cmd() -> list[str]:
+    """The ``memory`` console script beside this interpreter (as a user runs it)."""
+    script = Path(sys.executable).with_name("memory")
+    if script.exists():
+        return [sys.executable, str(script)]
+    return [sys.executable, "-c", "import sys; from shared.cli import main; sys.exit(main())"]
+
+
+def wall(
+    argv: Sequence[str] | Callable[[int], Sequence[str]],
+    env: dict[str, str],
+    runs: int,
+    *,
+    cmd: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """``runs`` fresh processes (after 2 warm-ups): wall-time percentiles, and the p50 of the
+    CPU time they used (user + system), which a busy machine inflates far less than wall
+    time. ``argv`` may be a function of the run number (each save a new text)."""
+    samples, cpu = [], []
+    for i in range(runs + 2):
+        words = argv(i) if callable(argv) else argv
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(
+            [*(memory_cmd() if cmd is None else cmd), *words],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        took = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise RuntimeError(f"memory {' '.join(words)} failed: {done.stderr.strip()}")
+        if i >= 2:
+            samples.append(took)
+            cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return {**b.percentiles(samples), "cpu_p50_ms": round(statistics.median(cpu) * 1000, 1)}
+
+
+def _env(data_dir: Path, **extra: str) -> dict[str, str]:
+    # bytecode caching on, as in an installed package: the warm-up runs write the .pyc files
+    # (a PYTHONDONTWRITEBYTECODE=1 environment would compile every module on every command)
+    dropped = ("RAY_ADDRESS", "MEMORY_EMBEDDED", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env["PYTHONPATH"] = str(b.REPO)
+    env["MEMORY_DATA_DIR"] = str(data_dir)
+    return {**env, **extra}
+
+
+def commands(env: dict[str, str], runs: int) -> dict[str, Any]:
+    return {
+        "recall": wall(["recall", QUERY], env, runs),
+        "save": wall(lambda n: ["save", f"bench note {n} {time.time_ns()}"], env, runs),
+    }
+
+
+@contextmanager
+def ray_service(data_dir: Path) -> Iterator[str]:
+    """A throwaway cluster with the store and gateway actors on ``data_dir``; yields the GCS
+    address (the gateway records itself in ``data_dir``)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray
+
+    from grpc_gateway.actor import start as start_gateway
+    from store_worker.actor import start as start_store
+
+    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="memory",
+             _temp_dir=str(tmp))  # fmt: skip
+    try:
+        env = {"MEMORY_DATA_DIR": str(data_dir), "MEMORY_GRPC_PORT": "0"}
+        store = start_store(env)
+        gateway = start_gateway(env)
+        yield str(ray.get_runtime_context().gcs_address)
+        ray.kill(gateway, no_restart=True)
+        ray.kill(store, no_restart=True)
+    finally:
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def local_gateway(data_dir: Path) -> Iterator[None]:
+    """The gateway in this process over an embedded store, recorded as ``up`` records it."""
+    from grpc_gateway.server import build_server
+    from shared import gateway_file
+    from shared.cli_store import close_store, open_store
+
+    store = open_store(str(data_dir))
+    server, port = build_server(store, port=0)
+    server.start()
+    gateway_file.write(data_dir, f"127.0.0.1:{port}", None)
+    try:
+        yield
+    finally:
+        server.stop(None)
+        gateway_file.remove(data_dir)
+        close_store(store)
+
+
+def run(runs: int, size: int, cache: Path, *, use_ray: bool) -> dict[str, Any]:
+    res: dict[str, Any] = {"runs": runs, "size": size}
+    cache.mkdir(parents=True, exist_ok=True)
+    # the floor on this machine right now: a bare interpreter, spawned the same way
+    res["python"] = wall(["-c", "pass"], dict(os.environ), runs, cmd=[sys.executable])
+    big, _ = b.data_dir(size, cache)
+    res["embedded"] = {"recall": wall(["--data-dir", str(big), "recall", QUERY], _env(big), runs)}
+    work = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    try:
+        served = work / "served"
+        shutil.copytree(b.data_dir(200, cache)[0], served)
+        if use_ray:
+            with ray_service(served) as address:
+                res["gateway"] = commands(_env(served), runs)
+                # the old path: no gateway recorded for this data dir, the cluster by address
+                res["ray"] = commands(_env(work / "unserved", RAY_ADDRESS=address), runs)
+        else:
+            with local_gateway(served):
+                res["gateway"] = commands(_env(served), runs)
+            res["ray"] = {"skipped": True}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def table(res: dict[str, Any]) -> str:
+    floor = res["python"]
+    lines = [
+        f"memory CLI, whole process, {res['runs']} runs (wall p50 / p95, cpu p50 ms)",
+        f"  python -c pass   {floor['p50_ms']:>8.1f} {floor['p95_ms']:>8.1f}"
+        f" {floor['cpu_p50_ms']:>7.1f}  (this machine's floor now)",
+    ]
+    for path, verbs in (("gateway", ("recall", "save")), ("ray", ("recall", "save"))):
+        for verb in verbs:
+            row = res[path].get(verb)
+            if row:
+                target = TARGETS_MS.get(path)
+                mark = "" if target is None else (
+                    "  met" if row["p50_ms"] <= target else "  MISSED"
+                ) + f" (≤ {target:g})"  # fmt: skip
+                lines.append(
+                    f"  {path:<9}{verb:<8}{row['p50_ms']:>8.1f} {row['p95_ms']:>8.1f}"
+                    f" {row['cpu_p50_ms']:>7.1f}{mark}"
+                )
+    row = res["embedded"]["recall"]
+    mark = "met" if row["p50_ms"] <= TARGETS_MS["embedded"] else "MISSED"
+    lines.append(
+        f"  embedded recall {res['size']}: {row['p50_ms']:.1f} {row['p95_ms']:.1f}"
+        f" {row['cpu_p50_ms']:.1f}  {mark} (≤ 400)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.cli", description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=20, help="processes per command (default 20)")
+    p.add_argument("--size", type=int, default=10_000, help="embedded bank size (default 10k)")
+    p.add_argument("--no-ray", action="store_true", help="gateway in-process; no old-path rows")
+    p.add_argument("--out", type=Path, default=b.REPO / ".bench" / "cli.json")
+    p.add_argument("--cache", type=Path, default=b.REPO / ".bench" / "cache")
+    args = p.parse_args(argv)
+    res = run(args.runs, args.size, args.cache, use_ray=not args.no_ray)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=2))
+    print(table(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,519 @@
+"""``GrpcStoreClient``: ``StoreAPI`` over the gateway's memory.store.v1 service (issue 13).
+
+The ``memory`` CLI reaches the running store through this client, without Ray in its process:
+``memory up`` starts the gateway and records where it listens (``shared.gateway_file``), and
+each verb is one unary gRPC call (a few milliseconds) instead of a Ray driver (seconds)::
+
+    store = GrpcStoreClient("127.0.0.1:50051", token=None)
+    store.save("The user prefers tabs", tags=["style"])
+
+One explicit, typed method per ``StoreAPI`` method; arguments travel by name as JSON, the
+answer is validated against the method's declared response type (``shared.store_wire``).
+Errors reach the caller as the store raised them (same class, category, message, retryable);
+a gateway that does not answer is a retryable ``SourceUnavailableError``. Every call is sent at
+most once: a write is never repeated behind the caller's back.
+
+``subscribe`` and ``outbox_watch`` take a callback that would have to run in this process;
+they refuse with ``InvalidArgumentError`` (poll ``events_since`` / ``outbox_list`` instead).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import grpc
+
+from shared import errors, store_wire
+from shared.api import Message, Subscriber, Wake
+from shared.errors import (
+    InvalidArgumentError,
+    MemoryServiceError,
+    SourceUnavailableError,
+    UnknownError,
+)
+from shared.models import (
+    BacklinksResponse,
+    BankCreateResponse,
+    BankDeleteResponse,
+    BankListResponse,
+    DanglingResponse,
+    DoctorResponse,
+    EventsResponse,
+    InjectResponse,
+    ListResponse,
+    Memory,
+    MemoryResponse,
+    OutboxAckResponse,
+    OutboxJob,
+    OutboxListResponse,
+    PreviewResponse,
+    PurgeResponse,
+    RecallResponse,
+    RejectResponse,
+    ReloadResponse,
+    RescanResponse,
+    Rule,
+    RuleListResponse,
+    RuleSetResponse,
+    SaveManyResponse,
+    SaveRequest,
+    SaveResponse,
+    SupersedeResponse,
+    TagsResponse,
+    TurnCompletedResponse,
+)
+from shared.store_wire import labels
+
+if TYPE_CHECKING:
+    from shared.api import StoreAPI
+
+T = TypeVar("T")
+DEFAULT_TIMEOUT_S = 120.0
+_NO_GATEWAY = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+)
+
+
+def error_from(e: grpc.RpcError, address: str) -> MemoryServiceError:
+    """A failed call as the store's typed error (its trailers), or a transport failure."""
+    trailers = dict(cast(Any, e).trailing_metadata() or ())
+    raw = trailers.get(store_wire.ERROR_KEY)
+    if isinstance(raw, bytes):
+        detail = store_wire.decode_error_message(raw)
+        leaf = getattr(errors, detail["kind"], None)
+        if not (
+            isinstance(leaf, type)
+            and issubclass(leaf, MemoryServiceError)
+            and leaf.category == detail["category"]
+        ):
+            leaf = type(MemoryServiceError.from_dict({"category": detail["category"]}))
+        return leaf(detail["message"], detail["retryable"])
+    code = cast(Any, e).code()
+    message = str(cast(Any, e).details() or code)
+    category = trailers.get(store_wire.CATEGORY_KEY)
+    if isinstance(category, str):  # a memory.v1 refusal (the bearer token) before the service
+        return MemoryServiceError.from_dict({"category": category, "message": message})
+    if code in _NO_GATEWAY:
+        return SourceUnavailableError(
+            f"the memory gateway at {address} is not answering: {message}"
+        )
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        return UnknownError(f"the gateway at {address} does not serve this call: {message}")
+    return UnknownError(f"the gateway at {address} failed: {code.name}: {message}")
+
+
+class GrpcStoreClient:
+    """``StoreAPI`` over gRPC: the gateway at ``address`` (``host:port``)."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        token: str | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT_S,
+        channel: grpc.Channel | None = None,
+    ) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        self._channel = channel or grpc.insecure_channel(address)
+        self._calls: dict[str, Any] = {}
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> GrpcStoreClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, expect: type[T], method: str, /, **kwargs: object) -> T:
+        call = self._calls.get(method)
+        if call is None:
+            # StoreCall / StoreResult in wire format (shared.store_wire): no protobuf import
+            call = self._calls[method] = self._channel.unary_unary(
+                store_wire.path(method),
+                request_serializer=store_wire.encode_call,
+                response_deserializer=store_wire.decode_result_message,
+            )
+        request = store_wire.encode_args(kwargs)
+        try:
+            reply = call(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from(e, self.address) from None
+        return cast(T, store_wire.decode_result(method, reply))
+
+    def ping(self) -> str:
+        """``"pong"`` once the gateway and the store behind it answer."""
+        return self._call(str, "ping")
+
+    # -- banks -----------------------------------------------------------------------------
+
+    def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
+        return self._call(BankCreateResponse, "bank_create", name=name, description=description)
+
+    def bank_list(self) -> BankListResponse:
+        return self._call(BankListResponse, "bank_list")
+
+    def bank_delete(self, name: str) -> BankDeleteResponse:
+        return self._call(BankDeleteResponse, "bank_delete", name=name)
+
+    # -- memories: writes ------------------------------------------------------------------
+
+    def save(
+        self,
+        text: str,
+        *,
+        bank: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        type: str = "user",
+        scope: str = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        recorded_by: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool = False,
+        confidence: str = "stated",
+        status: str | None = None,
+        reinforce: bool = True,
+    ) -> SaveResponse:
+        return self._call(
+            SaveResponse,
+            "save",
+            text=text,
+            bank=bank,
+            title=title,
+            id=id,
+            type=type,
+            scope=scope,
+            project=project,
+            session_id=session_id,
+            turn_id=turn_id,
+            recorded_by=recorded_by,
+            tags=labels(tags),
+            entities=labels(entities),
+            pinned=pinned,
+            confidence=confidence,
+            status=status,
+            reinforce=reinforce,
+        )
+
+    def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
+        return self._call(RescanResponse, "redact_rescan", bank=bank, purge=purge)
+
+    def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
+        return self._call(PurgeResponse, "purge", id=id, bank=bank)
+
+    def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
+        return self._call(SaveManyResponse, "save_many", items=items)
+
+    def update(
+        self,
+        id: str,
+        *,
+        bank: str | None = None,
+        text: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+    ) -> MemoryResponse:
+        return self._call(
+            MemoryResponse,
+            "update",
+            id=id,
+            bank=bank,
+            text=text,
+            title=title,
+            tags=labels(tags),
+            entities=labels(entities),
+            pinned=pinned,
+            type=type,
+            scope=scope,
+        )
+
+    def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
+        return self._call(MemoryResponse, "pin", id=id, pinned=pinned, bank=bank)
+
+    def delete(
+        self, id: str, *, bank: str | None = None, reason: str | None = None
+    ) -> MemoryResponse:
+        return self._call(MemoryResponse, "delete", id=id, bank=bank, reason=reason)
+
+    def supersede(
+        self,
+        id: str,
+        superseded_by: str,
+        *,
+        bank: str | None = None,
+        reason: str | None = None,
+        reinforce: bool = False,
+    ) -> SupersedeResponse:
+        return self._call(
+            SupersedeResponse,
+            "supersede",
+            id=id,
+            superseded_by=superseded_by,
+            bank=bank,
+            reason=reason,
+            reinforce=reinforce,
+        )
+
+    # -- memories: reads -------------------------------------------------------------------
+
+    def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        return self._call(MemoryResponse, "get", id=id, bank=bank)
+
+    def list(
+        self,
+        *,
+        bank: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+        status: str | None = None,
+        include_superseded: bool = False,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+    ) -> ListResponse:
+        return self._call(
+            ListResponse,
+            "list",
+            bank=bank,
+            tag=tag,
+            type=type,
+            scope=scope,
+            status=status,
+            include_superseded=include_superseded,
+            page_size=page_size,
+            page_token=page_token,
+            type_filter=labels(type_filter),
+            scope_filter=labels(scope_filter),
+        )
+
+    def tags(self, *, bank: str | None = None) -> TagsResponse:
+        return self._call(TagsResponse, "tags", bank=bank)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        limit: int | None = None,
+        tag: str | None = None,
+        mode: str = "hybrid",
+        include_superseded: bool = False,
+        include_pending: bool = False,
+        token_budget: int | None = None,
+        session_id: str | None = None,
+        project: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+        as_of: int | None = None,
+    ) -> RecallResponse:
+        return self._call(
+            RecallResponse,
+            "recall",
+            query=query,
+            bank=bank,
+            limit=limit,
+            tag=tag,
+            mode=mode,
+            include_superseded=include_superseded,
+            include_pending=include_pending,
+            token_budget=token_budget,
+            session_id=session_id,
+            project=project,
+            type_filter=labels(type_filter),
+            scope_filter=labels(scope_filter),
+            hint=hint,
+            model_target=model_target,
+            as_of=as_of,
+        )
+
+    def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
+        return self._call(BacklinksResponse, "backlinks", id=id, bank=bank)
+
+    def dangling(self, *, bank: str | None = None) -> DanglingResponse:
+        return self._call(DanglingResponse, "dangling", bank=bank)
+
+    # -- drafts (ratification) -------------------------------------------------------------
+
+    def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        return self._call(MemoryResponse, "approve", id=id, bank=bank)
+
+    def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
+        return self._call(RejectResponse, "reject", id=id, bank=bank)
+
+    def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
+        return self._call(tuple[Memory, ...], "drafts", bank=bank)
+
+    # -- rules -----------------------------------------------------------------------------
+
+    def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
+        return self._call(RuleListResponse, "rule_list", bank=bank)
+
+    def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
+        return self._call(Rule, "rule_get", name=name, bank=bank)
+
+    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
+        return self._call(RuleSetResponse, "rule_set", name=name, content=content, bank=bank)
+
+    # -- the harness seam ------------------------------------------------------------------
+
+    def pre_generate(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        step: int = 0,
+        messages: builtins.list[Message] | None = None,
+        metadata: dict[str, Any] | None = None,
+        parent_session_id: str | None = None,
+    ) -> InjectResponse:
+        return self._call(
+            InjectResponse,
+            "pre_generate",
+            session_id=session_id,
+            turn_id=turn_id,
+            step=step,
+            messages=messages,
+            metadata=metadata,
+            parent_session_id=parent_session_id,
+        )
+
+    def preview(
+        self, query: str, *, bank: str | None = None, session_id: str | None = None
+    ) -> PreviewResponse:
+        return self._call(PreviewResponse, "preview", query=query, bank=bank, session_id=session_id)
+
+    def turn_completed(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        messages: builtins.list[Message] | None = None,
+        status: str = "completed",
+        parent_session_id: str | None = None,
+        *,
+        parent: str | None = None,
+    ) -> TurnCompletedResponse:
+        return self._call(
+            TurnCompletedResponse,
+            "turn_completed",
+            session_id=session_id,
+            turn_id=turn_id,
+            messages=messages,
+            status=status,
+            parent_session_id=parent_session_id,
+            parent=parent,
+        )
+
+    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
+        self._call(
+            type(None), "link_session", session_id=session_id, parent_session_id=parent_session_id
+        )
+
+    def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
+        return self._call(tuple[str, ...], "session_lineage", session_id=session_id)
+
+    # -- sibling plumbing: the extraction outbox -------------------------------------------
+
+    def outbox_watch(self, name: str, callback: Wake | None) -> None:
+        raise InvalidArgumentError(
+            "outbox_watch runs its callback in the store's process, which a gRPC client cannot "
+            "give it; poll outbox_list instead"
+        )
+
+    def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
+        return self._call(builtins.list[OutboxJob], "outbox_claim", limit=limit)
+
+    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
+        return self._call(OutboxJob, "outbox_note", job_id=job_id, reply=reply, lease=lease)
+
+    def outbox_ack(self, job_id: str) -> OutboxAckResponse:
+        return self._call(OutboxAckResponse, "outbox_ack", job_id=job_id)
+
+    def outbox_fail(
+        self,
+        job_id: str,
+        error: str,
+        *,
+        retry_after_ms: int | None = None,
+        dead_letter: bool = False,
+    ) -> OutboxAckResponse:
+        return self._call(
+            OutboxAckResponse,
+            "outbox_fail",
+            job_id=job_id,
+            error=error,
+            retry_after_ms=retry_after_ms,
+            dead_letter=dead_letter,
+        )
+
+    def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
+        return self._call(OutboxAckResponse, "outbox_requeue", job_id=job_id, fresh=fresh)
+
+    def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
+        return self._call(OutboxListResponse, "outbox_list", include_dead=include_dead, limit=limit)
+
+    def outbox_job(self, job_id: str) -> OutboxJob:
+        return self._call(OutboxJob, "outbox_job", job_id=job_id)
+
+    # -- sibling plumbing: events and state ------------------------------------------------
+
+    def subscribe(
+        self, name: str, callback: Subscriber, banks: Iterable[str] | None = None
+    ) -> None:
+        raise InvalidArgumentError(
+            "subscribe delivers events to a callback in the store's process, which a gRPC "
+            "client cannot give it; poll events_since instead"
+        )
+
+    def unsubscribe(self, name: str) -> bool:
+        return self._call(bool, "unsubscribe", name=name)
+
+    def events_since(
+        self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
+    ) -> EventsResponse:
+        return self._call(EventsResponse, "events_since", cursor=cursor, limit=limit, bank=bank)
+
+    def state_get(self, owner: str, key: str) -> object | None:
+        return self._call(object, "state_get", owner=owner, key=key)
+
+    def state_set(self, owner: str, key: str, value: object) -> None:
+        """``value`` crosses as JSON: a value JSON cannot hold is ``InvalidArgumentError``."""
+        self._call(type(None), "state_set", owner=owner, key=key, value=value)
+
+    # -- operations ------------------------------------------------------------------------
+
+    def doctor(self) -> DoctorResponse:
+        return self._call(DoctorResponse, "doctor")
+
+    def describe(self) -> dict[str, Any]:
+        return self._call(dict[str, Any], "describe")
+
+    def capabilities(self) -> dict[str, Any]:
+        return self._call(dict[str, Any], "capabilities")
+
+    def configure(self, config: dict[str, Any]) -> dict[str, Any]:
+        return self._call(dict[str, Any], "configure", config=config)
+
+    def reload(self) -> ReloadResponse:
+        return self._call(ReloadResponse, "reload")
+
+
+if TYPE_CHECKING:  # mypy: a client that does not implement the contract fails here
+    _contract: type[StoreAPI] = GrpcStoreClient

@@ -1,0 +1,217 @@
+"""memory.store.v1 and standard gRPC citizenship on a real gateway over an embedded store
+(issue 13): the proto serves exactly ``StoreAPI``; bad arguments are refused as the store's own
+``invalid_argument`` before the store runs; ``grpc.health.v1`` answers SERVING to a plain
+grpcio client (without the bearer token); reflection lists the services."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from grpc_gateway import store_service
+from grpc_gateway.server import build_server
+from shared import errors, store_wire
+from shared.api import StoreAPI
+from shared.grpc_client import GrpcStoreClient
+from shared.proto.memory.store.v1 import store_pb2 as spb
+from store_worker.core import MemoryStore
+
+Serve = Callable[..., tuple[str, MemoryStore]]
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    """``serve(token=None)`` → (address, store): a gateway on an embedded store; all stop after."""
+    started: list[tuple[Any, MemoryStore]] = []
+
+    def create(token: str | None = None) -> tuple[str, MemoryStore]:
+        store = MemoryStore(tmp_path / f"data{len(started)}")
+        server, port = build_server(store, port=0, token=token)
+        server.start()
+        started.append((server, store))
+        return f"127.0.0.1:{port}", store
+
+    yield create
+    for server, store in started:
+        server.stop(None)
+        store.close()
+
+
+def _raw(address: str, rpc: str, args_json: str, **kw: Any) -> spb.StoreResult:
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(
+            f"/{store_wire.SERVICE}/{rpc}",
+            request_serializer=spb.StoreCall.SerializeToString,
+            response_deserializer=spb.StoreResult.FromString,
+        )
+        result: spb.StoreResult = call(spb.StoreCall(args_json=args_json), timeout=10, **kw)
+        return result
+
+
+def _store_error(e: grpc.RpcError) -> spb.StoreError:
+    trailers: dict[str, Any] = dict(cast(Any, e).trailing_metadata() or ())
+    assert (
+        trailers[store_wire.CATEGORY_KEY]
+        == spb.StoreError.FromString(trailers[store_wire.ERROR_KEY]).category
+    )
+    return spb.StoreError.FromString(trailers[store_wire.ERROR_KEY])
+
+
+def test_the_proto_serves_every_store_method_but_the_callback_ones() -> None:
+    contract = {
+        name
+        for name, fn in inspect.getmembers(StoreAPI, inspect.isfunction)
+        if not name.startswith("_")
+    }
+    served = set(store_service.methods())
+    assert served == contract - store_wire.NOT_SERVED
+    assert store_wire.NOT_SERVED <= contract  # the exclusions are real methods
+    assert spb.DESCRIPTOR.package == "memory.store.v1"
+    for rpc in store_service.DESCRIPTOR.methods:
+        assert store_wire.rpc_name(store_wire.method_name(rpc.name)) == rpc.name
+
+
+@pytest.mark.parametrize(
+    ("rpc", "args_json", "says"),
+    [
+        ("Save", '{"text": "x", "colour": "red"}', "unknown argument colour"),
+        ("Save", "{}", "missing argument text"),
+        ("Recall", '{"query": "x", "limit": "many"}', "limit"),
+        ("Get", "[1, 2]", "must be a JSON object"),
+        ("Get", "{not json", "not JSON"),
+        ("Configure", '{"config": {"data_dir": "/elsewhere"}}', "data_dir cannot be configured"),
+    ],
+)
+def test_bad_arguments_are_invalid_argument_and_write_nothing(
+    serve: Serve, rpc: str, args_json: str, says: str
+) -> None:
+    address, store = serve()
+    with pytest.raises(grpc.RpcError) as caught:
+        _raw(address, rpc, args_json)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    detail = _store_error(caught.value)
+    assert (detail.category, detail.kind) == ("invalid_argument", "InvalidArgumentError")
+    assert says in detail.message
+    assert store.list().total == 0 and store.describe()["data_dir"] != "/elsewhere"
+
+
+def test_errors_keep_the_leaf_and_a_dead_gateway_is_source_unavailable(serve: Serve) -> None:
+    address, _ = serve()
+    client = GrpcStoreClient(address, timeout=10)
+    mem = client.save("The build uses make").memory
+    client.delete(mem.id)
+    with pytest.raises(errors.ConflictError) as caught:  # a leaf under invalid_argument
+        client.update(mem.id, text="again")
+    assert caught.value.category == "invalid_argument" and mem.id in caught.value.message
+    with pytest.raises(errors.NotFoundError):
+        client.get("no-such-memory")
+    with pytest.raises(errors.InvalidArgumentError, match="events_since"):
+        client.subscribe("me", print)
+    client.close()
+    dead = GrpcStoreClient("127.0.0.1:1", timeout=2)
+    with pytest.raises(errors.SourceUnavailableError) as down:
+        dead.bank_list()
+    assert down.value.retryable and "127.0.0.1:1" in down.value.message
+
+
+def test_a_token_guards_the_store_service_but_not_health(serve: Serve) -> None:
+    address, _ = serve(token="s3cret")
+    with pytest.raises(errors.UnknownError, match="bearer token"):
+        GrpcStoreClient(address, timeout=10).bank_list()
+    assert GrpcStoreClient(address, token="s3cret", timeout=10).ping() == "pong"
+    with grpc.insecure_channel(address) as channel:
+        answer = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=10
+        )
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_health_check_from_a_plain_grpcio_client_answers_serving(serve: Serve) -> None:
+    address, _ = serve()
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for service in ("", "memory.v1.MemoryService", store_wire.SERVICE):
+            answer = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING, service
+        with pytest.raises(grpc.RpcError) as unknown:
+            stub.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=10)
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_health_watch_starts_from_the_store_now(serve: Serve) -> None:
+    address, _ = serve()
+    with grpc.insecure_channel(address) as channel:
+        stream = health_pb2_grpc.HealthStub(channel).Watch(
+            health_pb2.HealthCheckRequest(service=store_wire.SERVICE), timeout=10
+        )
+        first = next(iter(stream))
+        stream.cancel()
+    assert first.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_health_follows_the_store(serve: Serve) -> None:
+    from grpc_gateway import health
+
+    answers = iter([None, errors.SourceUnavailableError("store gone")])
+
+    def probe() -> None:
+        failure = next(answers)
+        if failure is not None:
+            raise failure
+
+    checker = health.StoreHealth(probe, ["memory.v1.MemoryService"])
+    request = health_pb2.HealthCheckRequest(service="")
+    assert checker._server_status[""] == health_pb2.HealthCheckResponse.NOT_SERVING  # not yet
+    assert checker.refresh() is True
+    assert checker.refresh() is False
+    assert checker.Check(request, None).status == health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def test_reflection_lists_the_services(serve: Serve) -> None:
+    address, _ = serve()
+    with grpc.insecure_channel(address) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        (answer,) = list(stub.ServerReflectionInfo(iter([request]), timeout=10))
+        listed = {s.name for s in answer.list_services_response.service}
+        assert {
+            "memory.v1.MemoryService",
+            "memory.v1.MemoryTools",
+            "memory.store.v1.StoreService",
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1alpha.ServerReflection",
+        } <= listed
+        # and the schema of the store service is there for grpcurl
+        ask = reflection_pb2.ServerReflectionRequest(file_containing_symbol=store_wire.SERVICE)
+        (found,) = list(stub.ServerReflectionInfo(iter([ask]), timeout=10))
+        assert found.file_descriptor_response.file_descriptor_proto
+
+
+@pytest.mark.parametrize("text", ["", "{}", '{"query": "café ☕"}', "x" * 200, "y" * 70_000])
+def test_the_client_wire_codec_matches_the_generated_messages(text: str) -> None:
+    assert store_wire.encode_call(text) == spb.StoreCall(args_json=text).SerializeToString()
+    assert spb.StoreCall.FromString(store_wire.encode_call(text)).args_json == text
+    reply = spb.StoreResult(result_json=text).SerializeToString()
+    assert store_wire.decode_result_message(reply) == text
+    err = spb.StoreError(category="not_found", message=text, retryable=True, kind="NotFoundError")
+    assert store_wire.decode_error_message(err.SerializeToString()) == {
+        "category": "not_found",
+        "message": text,
+        "retryable": True,
+        "kind": "NotFoundError",
+    }
+
+
+def test_the_client_wire_codec_refuses_truncated_bytes() -> None:
+    whole = spb.StoreResult(result_json="hello").SerializeToString()
+    with pytest.raises(ValueError):
+        store_wire.decode_result_message(whole[:-1])
+    with pytest.raises(ValueError):
+        store_wire.decode_fields(b"\x80")  # a varint that never ends

@@ -1,0 +1,98 @@
+"""The ``memory`` CLI in its own process against a gateway (issue 13): no Ray imported, the
+store's answers printed, the store's errors as ``error: <category>: ...`` with exit code 2.
+
+The gateway runs in this test process over an embedded store (``build_server``, as ``memory
+up`` starts it) and is recorded in the data dir's ``.state/gateway.json`` as the gateway actor
+records itself; the CLI finds it through ``MEMORY_DATA_DIR``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grpc_gateway.server import build_server
+from shared import gateway_file
+from store_worker.core import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[2]
+# runs the console script's main; says on stderr whether Ray got imported
+SCRIPT = (
+    "import sys\n"
+    "from shared.cli import main\n"
+    "code = main()\n"
+    "sys.stderr.write('RAY-IMPORTED\\n' if 'ray' in sys.modules else '')\n"
+    "raise SystemExit(code)\n"
+)
+
+
+class Cli:
+    def __init__(self, data_dir: Path) -> None:
+        self.env = {**os.environ, "MEMORY_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+        self.env.pop("MEMORY_EMBEDDED", None)
+        self.env.pop("RAY_ADDRESS", None)
+
+    def __call__(self, *argv: str, code: int = 0) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, *argv],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert "RAY-IMPORTED" not in done.stderr, f"memory {argv[0]} imported ray"
+        assert done.returncode == code, (argv, done.returncode, done.stdout, done.stderr)
+        return done.stdout + done.stderr
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Iterator[tuple[Path, MemoryStore, str | None]]:
+    data_dir = tmp_path / "served"
+    store = MemoryStore(data_dir)
+    server, port = build_server(store, port=0, token="tok-123")
+    server.start()
+    gateway_file.write(data_dir, f"127.0.0.1:{port}", "tok-123")
+    yield data_dir, store, "tok-123"
+    server.stop(None)
+    store.close()
+
+
+def test_verbs_go_through_the_gateway_without_ray(
+    gateway: tuple[Path, MemoryStore, str | None],
+) -> None:
+    data_dir, store, _ = gateway
+    cli = Cli(data_dir)
+    assert "saved user-prefers-tabs in bank main" in cli("save", "The user prefers tabs")
+    assert store.get("user-prefers-tabs").memory.text == "The user prefers tabs"
+    found = cli("recall", "tabs")
+    assert "user-prefers-tabs" in found
+    as_json = json.loads(cli("--json", "recall", "tabs"))
+    assert as_json["memories"][0]["memory"]["id"] == "user-prefers-tabs"
+    cli("rule", "set", "style", "--content", "Answer briefly.")
+    assert "style" in cli("rule", "list")
+    assert "main" in cli("bank", "list")
+    assert "not_found" in cli("get", "no-such-memory", code=2)
+    assert "error: invalid_argument:" in cli("recall", "x", "--mode", "telepathy", code=2)
+    cli("delete", "user-prefers-tabs")
+    assert store.list().total == 0
+
+
+def test_a_wrong_token_and_a_gone_gateway_are_typed_errors(
+    gateway: tuple[Path, MemoryStore, str | None], tmp_path: Path
+) -> None:
+    data_dir, _, _ = gateway
+    address = gateway_file.read(data_dir)
+    assert address is not None
+    gateway_file.write(data_dir, address.address, "wrong")
+    assert "bearer token" in Cli(data_dir)("bank", "list", code=2)
+    # a recorded gateway that does not answer: a retryable source_unavailable, exit 2
+    gone = tmp_path / "gone"
+    gateway_file.write(gone, "127.0.0.1:1", None)
+    out = Cli(gone)("--timeout", "3", "recall", "x", code=2)
+    assert "error: source_unavailable:" in out and "127.0.0.1:1" in out
