@@ -10,10 +10,12 @@ Output: short human text by default, the response model as JSON with ``--json``.
 Exit codes: 0 success; 2 a typed ``MemoryServiceError`` (one line ``error: <category>:
 <message>`` on stderr) or bad usage; 1 anything unexpected (and ``doctor`` finding a problem).
 
-Worker verbs: each installed ``WorkerSpec.add_cli(subparsers)`` may add its own verbs. Such a
-verb sets ``handler`` (or ``func``) to ``handler(args) -> int``; it finds ``args.json`` and
-``args.data_dir`` (set to the data dir in the embedded mode, else ``None``) on ``args``, and
-may raise ``MemoryServiceError``, which this module turns into the message and exit code.
+Worker verbs: each installed ``WorkerSpec.add_cli(subparsers)`` may add its own verbs, and so
+may each ``CommandSpec`` of the ``agent_memory.commands`` group (``memory mcp``, ``memory
+hook``). Such a verb sets ``handler`` (or ``func``) to ``handler(args) -> int``; it finds
+``args.json`` and ``args.data_dir`` (the data dir in the embedded mode, else ``None``) on
+``args``, and may raise ``MemoryServiceError``, which this module turns into the message and
+exit code.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from shared import cluster
 from shared.api import StoreAPI
 from shared.cli_store import Render, Verb, add_store_verbs, add_verb, close_store, open_store
 from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
-from shared.workers import WorkerSpec, discover
+from shared.workers import WorkerSpec, discover, discover_commands
 
 
 class Ctx:
@@ -176,6 +178,8 @@ def build_parser(specs: Sequence[WorkerSpec] | None = None) -> argparse.Argument
     for spec in discover() if specs is None else specs:
         if spec.add_cli is not None:
             spec.add_cli(sub)
+    for command in discover_commands():  # verbs of packages that start no worker
+        command.add_cli(sub)
     return parser
 
 
