@@ -19,7 +19,9 @@ characters, text that is not NFC, and names outside the store's ``[a-z0-9][a-z0-
 With no file-system path there is nothing for a symlink to redirect.
 
 ``MemoryToolBackend(store).execute({"command": ..., ...})`` answers the text the tool result
-carries; a harness wires it as the handler of the ``memory`` tool (README "Memory tool").
+carries (raising a typed error); ``tool_result(...)`` answers the ``content`` / ``is_error``
+of the ``tool_result`` block. A harness wires it as the handler of the ``memory`` tool
+(README "Memory tool").
 """
 
 from __future__ import annotations
@@ -143,6 +145,15 @@ class MemoryToolBackend:
             raise errors.InvalidArgumentError(f"unknown command {command!r}; use {list(commands)}")
         return commands[command](call)
 
+    def tool_result(self, call: Mapping[str, Any]) -> dict[str, Any]:
+        """``execute`` as the ``content`` / ``is_error`` of a ``tool_result`` block: a refused
+        call answers its category and message (never a traceback), so the model can correct
+        itself; only a failure outside the error tree propagates."""
+        try:
+            return {"content": self.execute(call), "is_error": False}
+        except errors.MemoryServiceError as e:
+            return {"content": f"{e.category}: {e.message}", "is_error": True}
+
     # -- commands ----------------------------------------------------------------------------
 
     def _view(self, call: Mapping[str, Any]) -> str:
@@ -160,9 +171,10 @@ class MemoryToolBackend:
         text = _text(call, "file_text")
         if not text.strip():
             raise MemoryFileError(f"{path}: empty file_text (use delete to remove a rule)")
+        existed = path.rule in self._rule_names(path.bank)
         self._ensure_bank(path.bank)
-        done = self.store.rule_set(path.rule, text, bank=path.bank)
-        verb = "overwritten" if done.exists else "created"
+        self.store.rule_set(path.rule, text, bank=path.bank)
+        verb = "overwritten" if existed else "created"
         return f"File {verb}: {path}"
 
     def _str_replace(self, call: Mapping[str, Any]) -> str:
