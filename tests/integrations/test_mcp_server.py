@@ -3,6 +3,7 @@ HTTP on loopback, and two servers on one running store (the session's Ray actor)
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import time
@@ -215,9 +216,11 @@ def test_a_second_server_on_the_data_dir_names_the_first(
             stdin=subprocess.DEVNULL,
             timeout=60,
         )
+        first_pid = json.loads((Path(data) / ".lock").read_text())["pid"]
         assert second.returncode == 2
-        assert second.stderr.startswith("error: source_unavailable: ")
-        assert "pid" in second.stderr and "Drop --data-dir" in second.stderr
+        assert second.stderr.startswith(f"error: source_unavailable: data dir {data}")
+        assert f"in use by pid {first_pid} " in second.stderr
+        assert "Drop --data-dir" in second.stderr
 
     run(params, body)
 
