@@ -302,3 +302,31 @@ def test_the_turn_is_redacted_before_it_leaves_the_hook(
     code, _, log = fire(Recording(), "Stop", hook_json("Stop", project), tmp_path)
     assert (code, log) == (0, "")
     assert "ghp_" not in json.dumps(sent) and "[REDACTED:github_token]" in json.dumps(sent)
+
+
+@pytest.mark.ray
+def test_hooks_on_the_running_store(
+    store_actor: Any, unique_bank: str, project: Path, tmp_path: Path
+) -> None:
+    # Given the running store (the session's actor) with a bank and a rule for the session
+    store_actor.bank_create(unique_bank)
+    store_actor.rule_set("deploys", "Staging before prod.", bank=unique_bank)
+    store_actor.save("Staging deploys run tools/ship.sh", bank=unique_bank)
+    session = f"{unique_bank}-session"
+
+    def event(name: str) -> str:
+        raw = json.loads(hook_json(name, project))
+        return json.dumps({**raw, "session_id": session})
+
+    # When the four events fire through StoreClient
+    start = fire(store_actor, "SessionStart", event("SessionStart"), tmp_path, bank=unique_bank)
+    prompt = fire(
+        store_actor, "UserPromptSubmit", event("UserPromptSubmit"), tmp_path, bank=unique_bank
+    )
+    stop = fire(store_actor, "Stop", event("Stop"), tmp_path, bank=unique_bank)
+    # Then the rules, then the recalled block, then one job in the outbox for that bank
+    assert "Staging before prod." in context_of(start[1], "SessionStart")
+    assert "tools/ship.sh" in context_of(prompt[1], "UserPromptSubmit")
+    assert stop == (0, "", "")
+    mine = [j for j in store_actor.outbox_list().jobs if j.session_id == session]
+    assert [(j.bank, j.messages) for j in mine] == [(unique_bank, 2)]
