@@ -133,7 +133,8 @@ class MemoryTools:
                 session_id=session_id,
                 project=project,
                 threshold=threshold,
-                include_pending=False,
+                # drafts count as near-matches while ratification is on (as memory.v1's)
+                include_pending=bool(self.store.capabilities()["ratification_supported"]),
             )
             if near and not restates(near, text, scope):
                 return {

@@ -27,12 +27,16 @@ def stdio(store: StoreAPI, *, allow_rule_edits: bool) -> None:
     build_server(store, allow_rule_edits=allow_rule_edits).run("stdio")
 
 
-def http_app(store: StoreAPI, *, path: str, token: str | None, allow_rule_edits: bool) -> App:
-    """The streamable-HTTP ASGI app (behind the token check when a token is set)."""
+def http_app(
+    store: StoreAPI, *, host: str, path: str, token: str | None, allow_rule_edits: bool
+) -> App:
+    """The streamable-HTTP ASGI app (behind the token check when a token is set). On a
+    loopback ``host`` the SDK also refuses requests whose Host header is not loopback (DNS
+    rebinding protection)."""
     from integrations.mcp_server import build_server
 
     server = build_server(store, allow_rule_edits=allow_rule_edits)
-    app: App = server.streamable_http_app(streamable_http_path=path)
+    app: App = server.streamable_http_app(streamable_http_path=path, host=host)
     return BearerGate(app, token) if token else app
 
 
@@ -47,7 +51,7 @@ def http(
 ) -> None:
     import uvicorn
 
-    app = http_app(store, path=path, token=token, allow_rule_edits=allow_rule_edits)
+    app = http_app(store, host=host, path=path, token=token, allow_rule_edits=allow_rule_edits)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
