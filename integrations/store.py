@@ -32,8 +32,14 @@ def _running_store(timeout: float) -> StoreAPI:
     # Imported here: Ray costs ~0.5 s to import (FACTS "Process start-up") and an embedded
     # caller never needs it.
     from shared.client import StoreClient, connect
+    from shared.errors import SourceUnavailableError
 
-    connect()
+    try:
+        connect()
+    except SourceUnavailableError as e:
+        raise SourceUnavailableError(
+            f"{e.message} (or pass --data-dir DIR to use a store in this process)", e.retryable
+        ) from e
     return StoreClient(timeout=timeout)
 
 
