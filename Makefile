@@ -47,7 +47,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check shared store_worker extract_worker consolidate_worker grpc_gateway
+	$(BIN)/ruff format --check shared store_worker extract_worker consolidate_worker grpc_gateway integrations
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -9,17 +9,14 @@ writes nothing and returns the candidates, so the caller (the model) chooses: up
 fact (same fingerprint, same place) is not ambiguous: it reinforces, as the store's ``save``
 does (unlike memory.v1 ``Record``, which always creates).
 
-Similarity (FACTS.md "Near-duplicates"): ``token_set_ratio`` scores a subset as 100 ("user
-prefers tabs" vs "user prefers tabs over spaces"), so it is discounted by the length ratio and
-paired with ``token_sort_ratio``; the larger wins.
+The check itself (``similarity``, ``near_matches``) lives in ``shared.nearmatch``: the MCP
+server's ``remember`` (``integrations``) runs the same one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Literal
-
-from rapidfuzz import fuzz
 
 from grpc_gateway.views import ProtocolViews
 from shared import errors
@@ -31,19 +28,18 @@ from shared.models import (
     MemoryResponse,
     RecallResponse,
 )
-from shared.redact import redact
-from shared.text import fingerprint, normalize
+from shared.nearmatch import (
+    NEAR_MATCH,
+    Candidate,
+    check_threshold,
+    near_matches,
+    restates,
+    similarity,
+)
 
-NEAR_MATCH = 0.75
-CANDIDATE_POOL = 10
+__all__ = ["NEAR_MATCH", "Candidate", "RememberResponse", "Tools", "similarity"]
+
 REMEMBERED_BY = "memory.remember"
-
-
-class Candidate(Frozen):
-    """A record close to the text being remembered, and how close (0-1)."""
-
-    memory: Memory
-    similarity: float
 
 
 class RememberResponse(Frozen):
@@ -53,16 +49,6 @@ class RememberResponse(Frozen):
     bank: str
     memory: Memory | None = None
     candidates: tuple[Candidate, ...] = ()
-
-
-def similarity(a: str, b: str) -> float:
-    """Near-match score in [0, 1] of two texts, after normalisation."""
-    na, nb = normalize(a), normalize(b)
-    if not na or not nb:
-        return 0.0
-    shorter, longer = sorted((len(na), len(nb)))
-    subset = fuzz.token_set_ratio(na, nb) * (0.6 + 0.4 * shorter / longer)
-    return max(fuzz.token_sort_ratio(na, nb), subset) / 100.0
 
 
 class Tools:
@@ -97,11 +83,16 @@ class Tools:
             return RememberResponse(action="updated", bank=updated.bank, memory=updated.memory)
         body = _checked(text, type, scope, threshold)
         if not confirm_new:
-            near, bank_name = self._near_matches(body, bank, session_id, project, threshold)
-            fp = fingerprint(redact(body).text)
-            mem_scope = scope or "global"
-            restated = any(c.memory.fingerprint == fp and c.memory.scope == mem_scope for c in near)
-            if near and not restated:
+            near, bank_name = near_matches(
+                self.store,
+                body,
+                bank=bank,
+                session_id=session_id,
+                project=project,
+                threshold=threshold,
+                include_pending=self.views.ratification_on(),
+            )
+            if near and not restates(near, body, scope or "global"):
                 return RememberResponse(
                     action="needs_confirmation", bank=bank_name, candidates=near
                 )
@@ -121,34 +112,6 @@ class Tools:
             bank=saved.bank,
             memory=saved.memory,
         )
-
-    def _near_matches(
-        self,
-        body: str,
-        bank: str | None,
-        session_id: str | None,
-        project: str | None,
-        threshold: float,
-    ) -> tuple[tuple[Candidate, ...], str]:
-        """Visible records (drafts included while ratification is on) within ``threshold``."""
-        try:
-            found = self.store.recall(
-                body,
-                bank=bank,
-                limit=CANDIDATE_POOL,
-                session_id=session_id,
-                project=project,
-                include_pending=self.views.ratification_on(),
-            )
-        except errors.NotFoundError:  # a bank that does not exist yet holds no near-match
-            return (), ""
-        scored = [
-            Candidate(memory=h.memory, similarity=similarity(body, h.memory.text))
-            for h in found.memories
-        ]
-        near = [c for c in scored if c.similarity >= threshold]
-        near.sort(key=lambda c: (-c.similarity, c.memory.id))
-        return tuple(near), found.bank
 
     def forget(
         self, id: str, *, bank: str | None = None, reason: str | None = "memory.forget"
@@ -192,10 +155,5 @@ def _checked(text: str, type: str | None, scope: str | None, threshold: float) -
         raise errors.InvalidTypeError(f"unknown memory type {type!r}; use {MEMORY_TYPES}")
     if scope is not None and scope not in MEMORY_SCOPES:
         raise errors.InvalidScopeError(f"unknown memory scope {scope!r}; use {MEMORY_SCOPES}")
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
-        or not 0.0 < threshold <= 1.0  # also refuses NaN
-    ):
-        raise errors.InvalidArgumentError("threshold must be a number in (0, 1]")
+    check_threshold(threshold)
     return text

@@ -10,10 +10,12 @@ Output: short human text by default, the response model as JSON with ``--json``.
 Exit codes: 0 success; 2 a typed ``MemoryServiceError`` (one line ``error: <category>:
 <message>`` on stderr) or bad usage; 1 anything unexpected (and ``doctor`` finding a problem).
 
-Worker verbs: each installed ``WorkerSpec.add_cli(subparsers)`` may add its own verbs. Such a
-verb sets ``handler`` (or ``func``) to ``handler(args) -> int``; it finds ``args.json`` and
-``args.data_dir`` (set to the data dir in the embedded mode, else ``None``) on ``args``, and
-may raise ``MemoryServiceError``, which this module turns into the message and exit code.
+Worker verbs: each installed ``WorkerSpec.add_cli(subparsers)`` may add its own verbs, and so
+may each ``CommandSpec`` of the ``agent_memory.commands`` group (``memory mcp``, ``memory
+hook``). Such a verb sets ``handler`` (or ``func``) to ``handler(args) -> int``; it finds
+``args.json`` and ``args.data_dir`` (the data dir in the embedded mode, else ``None``) on
+``args``, and may raise ``MemoryServiceError``, which this module turns into the message and
+exit code.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def _lazy(name: str) -> ModuleType:
 
 if TYPE_CHECKING:
     from shared import cluster, lifecycle
-    from shared.workers import WorkerSpec
+    from shared.workers import CommandSpec, WorkerSpec
 else:
     cluster = _lazy("shared.cluster")
     lifecycle = _lazy("shared.lifecycle")
@@ -71,6 +73,14 @@ else:
 def discover() -> list[WorkerSpec]:
     """The installed workers (``shared.workers.discover``, imported only when called)."""
     from shared.workers import discover as installed
+
+    return installed()
+
+
+def discover_commands() -> list[CommandSpec]:
+    """The installed command plug-ins (``shared.workers.discover_commands``, imported only
+    when called: a store verb never loads them)."""
+    from shared.workers import discover_commands as installed
 
     return installed()
 
@@ -258,6 +268,9 @@ def build_parser(specs: Sequence[WorkerSpec] | None = None) -> argparse.Argument
     for spec in discover() if specs is None else specs:
         if spec.add_cli is not None:
             spec.add_cli(sub)
+    if specs is None or specs:  # a store verb (specs == []) loads no plug-in either
+        for command in discover_commands():  # verbs of packages that start no worker
+            command.add_cli(sub)
     return parser
 
 

@@ -7,6 +7,10 @@ only knows what the installed entry points say. ``add_cli`` lets a worker add it
 
 ``start_detached`` is the one way a worker's ``start`` creates its named detached actor.
 
+Packages that add verbs but start no worker (``integrations``: ``memory mcp``, ``memory hook``)
+declare a ``CommandSpec`` in the ``agent_memory.commands`` group instead; ``discover_commands``
+finds them the same way.
+
 The embedded mode (``memory --data-dir``) opens the store the same way: the store worker's
 spec carries ``open_embedded(settings) -> StoreAPI``, and ``open_embedded_store`` finds it, so
 ``shared`` never imports a worker package (DESIGN §10; ``make lint`` enforces it).
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP = "agent_memory.workers"
+COMMANDS_GROUP = "agent_memory.commands"
 NAMESPACE = "memory"
 
 
@@ -45,18 +50,34 @@ class WorkerSpec:
     open_embedded: Callable[[StoreSettings], StoreAPI] | None = field(default=None)
 
 
+@dataclass(frozen=True)
+class CommandSpec:
+    """Verbs a package adds to ``memory`` without being a worker (nothing to start)."""
+
+    name: str  # "integrations"
+    add_cli: Callable[[argparse._SubParsersAction[Any]], None]
+
+
 def discover() -> list[WorkerSpec]:
     """Installed workers, in start order; a broken entry point is logged and skipped."""
-    specs: list[WorkerSpec] = []
-    for ep in metadata.entry_points(group=GROUP):
-        try:
-            spec = ep.load()
-        except Exception as e:  # a half-removed worker must not break the CLI
-            log.warning("worker entry point %s failed to load: %s", ep.name, e)
-            continue
-        if isinstance(spec, WorkerSpec):
-            specs.append(spec)
+    specs = [s for s in _load(GROUP) if isinstance(s, WorkerSpec)]
     return sorted(specs, key=lambda s: (s.order, s.name))
+
+
+def discover_commands() -> list[CommandSpec]:
+    """Installed command plug-ins, by name; a broken entry point is logged and skipped."""
+    specs = [s for s in _load(COMMANDS_GROUP) if isinstance(s, CommandSpec)]
+    return sorted(specs, key=lambda s: s.name)
+
+
+def _load(group: str) -> list[object]:
+    found: list[object] = []
+    for ep in metadata.entry_points(group=group):
+        try:
+            found.append(ep.load())
+        except Exception as e:  # a half-removed package must not break the CLI
+            log.warning("entry point %s (%s) failed to load: %s", ep.name, group, e)
+    return found
 
 
 def open_embedded_store(settings: StoreSettings) -> StoreAPI:

@@ -1,0 +1,7 @@
+"""Agents plug in (issue 15): an MCP server (``memory mcp``), coding-agent hooks
+(``memory hook <event>``) and a backend for Anthropic's memory tool, all over ``StoreAPI``.
+
+``integrations.store.open_store_for`` is the one place that decides which store they reach.
+The package imports ``shared`` only (``make lint``), and its verbs reach the CLI through the
+``agent_memory.commands`` entry point (``shared.workers.discover_commands``).
+"""

@@ -1,0 +1,161 @@
+"""The integrations' verbs: ``memory mcp`` and ``memory hook <event>`` / ``memory hook install
+claude-code``, registered through the ``agent_memory.commands`` entry point (``COMMANDS``).
+
+This module is imported on every ``memory`` run, so it imports neither the MCP SDK nor Ray:
+each verb imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from shared import errors
+from shared.workers import CommandSpec
+
+TOKEN_ENVS = ("MEMORY_MCP_TOKEN", "MEMORY_GRPC_TOKEN")  # the gateway's token serves here too
+
+
+def add_cli(sub: argparse._SubParsersAction[Any]) -> None:
+    _add_mcp(sub)
+    _add_hook(sub)
+
+
+def _data_dir_opt(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,
+        help="use this data dir in-process (takes its lock) instead of the running store",
+    )
+
+
+# -- memory mcp --------------------------------------------------------------------------------
+
+
+def _add_mcp(sub: argparse._SubParsersAction[Any]) -> None:
+    what = "Serve memory to agents over MCP (stdio, or streamable HTTP on loopback)."
+    p = sub.add_parser("mcp", help=what, description=what)
+    _data_dir_opt(p)
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default loopback)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    p.add_argument(
+        "--token-file",
+        help="HTTP: require `Authorization: Bearer <token>` with the token in this file "
+        f"(or set {TOKEN_ENVS[0]} / {TOKEN_ENVS[1]})",
+    )
+    p.add_argument(
+        "--allow-rule-edits",
+        action="store_true",
+        help="offer the set_rule tool (off by default: rules are human-owned)",
+    )
+    p.set_defaults(handler=_mcp)
+
+
+def read_token(token_file: str | None, env: dict[str, str]) -> str | None:
+    """The bearer token: from the file, else the environment; never a flag's value."""
+    if token_file:
+        try:
+            token = Path(token_file).read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise errors.InvalidArgumentError(
+                f"cannot read the token file {token_file}: {e}"
+            ) from e
+        if not token or "\n" in token:
+            raise errors.InvalidArgumentError(f"the token file {token_file} must hold one line")
+        return token
+    return next((env[k] for k in TOKEN_ENVS if env.get(k)), None)
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from integrations import serve
+    from integrations.store import close, open_store_for
+
+    token = read_token(args.token_file, dict(os.environ))
+    store = open_store_for(args.data_dir, timeout=args.timeout)
+    try:
+        if args.transport == "stdio":
+            serve.stdio(store, allow_rule_edits=args.allow_rule_edits)
+        else:
+            serve.http(
+                store,
+                host=args.host,
+                port=args.port,
+                path=args.path,
+                token=token,
+                allow_rule_edits=args.allow_rule_edits,
+            )
+    finally:
+        close(store)
+    return 0
+
+
+# -- memory hook -------------------------------------------------------------------------------
+
+
+def _add_hook(sub: argparse._SubParsersAction[Any]) -> None:
+    what = (
+        "Coding-agent hook: read the agent's hook JSON on stdin, answer in its format "
+        "(SessionStart, UserPromptSubmit, Stop, SessionEnd); `install claude-code` prints "
+        "the settings. Never fails the agent: errors go to the hook log, exit 0."
+    )
+    p = sub.add_parser("hook", help=what, description=what)
+    _data_dir_opt(p)
+    p.add_argument("event", help="SessionStart | UserPromptSubmit | Stop | SessionEnd | install")
+    p.add_argument("target", nargs="?", help="with install: the agent (claude-code)")
+    p.add_argument("--bank", help="the bank (default: MEMORY_HOOK_BANK, else the project's)")
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="install: merge the hooks into the settings file instead of printing them",
+    )
+    p.add_argument(
+        "--settings",
+        default=".claude/settings.json",
+        help="install --write: the settings file (default .claude/settings.json)",
+    )
+    p.set_defaults(handler=_hook)
+
+
+def _hook(args: argparse.Namespace) -> int:
+    if args.event == "install":
+        return _install(args)
+    from integrations.hooks import HookOptions, run_hook
+    from integrations.store import close, open_store_for
+
+    def opened(data_dir: str | None, timeout: float) -> Any:
+        return open_store_for(data_dir, timeout=timeout)
+
+    opts = HookOptions(event=args.event, bank=args.bank, data_dir=args.data_dir)
+    return run_hook(
+        opts,
+        stdin=sys.stdin,
+        stdout=sys.stdout,
+        env=dict(os.environ),
+        open_store=opened,
+        close_store=close,
+    )
+
+
+def _install(args: argparse.Namespace) -> int:
+    from integrations.hooks import claude_code_settings, write_settings
+
+    if args.target != "claude-code":
+        raise errors.InvalidArgumentError("usage: memory hook install claude-code [--write]")
+    prefix = "memory" + (f" --data-dir {shlex.quote(args.data_dir)}" if args.data_dir else "")
+    suffix = f" --bank {shlex.quote(args.bank)}" if args.bank else ""
+    if args.write:
+        write_settings(Path(args.settings), prefix, suffix)
+        sys.stdout.write(f"hooks merged into {args.settings}\n")
+        return 0
+    sys.stdout.write(json.dumps(claude_code_settings(prefix, suffix), indent=2) + "\n")
+    return 0
+
+
+COMMANDS = CommandSpec(name="integrations", add_cli=add_cli)

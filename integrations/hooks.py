@@ -1,0 +1,363 @@
+"""``memory hook <event>``: coding-agent hooks (Claude Code's shape, issue 15).
+
+The agent runs the hook with its JSON on stdin (``session_id``, ``transcript_path``, ``cwd``,
+``hook_event_name``, ``prompt`` ...) and reads the answer from stdout:
+
+    SessionStart       the bank's rules section        -> hookSpecificOutput.additionalContext
+    UserPromptSubmit   the recalled block for prompt   -> hookSpecificOutput.additionalContext
+    Stop, SessionEnd   the finished turn, read from the transcript JSONL and redacted here, is
+                       handed to ``turn_completed`` (the extraction outbox); nothing is printed
+
+Both inject events go through ``pre_generate`` with ``metadata.session.memory_bank``, so the
+store binds the session to its bank and ``turn_completed`` later files the turn there.
+
+The bank (``bank_for``): ``--bank``, else ``MEMORY_HOOK_BANK``, else the project's name: the
+nearest folder at or above ``cwd`` holding ``.git`` (else ``cwd`` itself), lower-cased, every
+run of characters outside ``[a-z0-9_-]`` turned into ``-``, cut to 64 characters. A project
+bank that does not exist yet falls back to the store's default bank (``memory bank create
+<name>`` gives a project its own memory); an explicit bank must exist.
+
+Never block or break the agent (Claude Code treats exit 2 as "block this prompt"): on any
+failure the hook prints nothing, appends one line saying why to the hook log
+(``MEMORY_HOOK_LOG``, else ``$XDG_STATE_HOME/agent-memory/hooks.log``, else
+``~/.local/state/agent-memory/hooks.log``; stderr when that cannot be written) and exits 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from shared import errors
+from shared.api import Message, StoreAPI
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
+INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
+BANK_ENV = "MEMORY_HOOK_BANK"
+LOG_ENV = "MEMORY_HOOK_LOG"
+MAX_STDIN = 1 << 20  # a hook's JSON is small; a prompt is capped by the agent far below this
+TRANSCRIPT_TAIL = 4 << 20  # the finished turn is at the end: read at most the last 4 MiB
+_NOT_BANK = re.compile(r"[^a-z0-9_-]+")
+
+
+@dataclass(frozen=True)
+class HookInput:
+    """The fields of the agent's hook JSON this module uses."""
+
+    event: str
+    session_id: str
+    cwd: str
+    prompt: str = ""
+    transcript_path: str = ""
+
+    @staticmethod
+    def parse(raw: str, event: str) -> HookInput:
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise errors.InvalidArgumentError(f"hook input is not JSON: {e}") from e
+        if not isinstance(data, dict):
+            raise errors.InvalidArgumentError("hook input must be a JSON object")
+        said = data.get("hook_event_name")
+        if said is not None and said != event:
+            raise errors.InvalidArgumentError(f"hook input is for {said!r}, not {event!r}")
+        session = data.get("session_id")
+        if not isinstance(session, str) or not session.strip():
+            raise errors.InvalidArgumentError("hook input has no session_id")
+        return HookInput(
+            event=event,
+            session_id=session,
+            cwd=_str(data, "cwd") or os.getcwd(),
+            prompt=_str(data, "prompt"),
+            transcript_path=_str(data, "transcript_path"),
+        )
+
+
+def _str(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    return value if isinstance(value, str) else ""
+
+
+# -- the bank ----------------------------------------------------------------------------------
+
+
+def project_bank(cwd: str) -> str | None:
+    """The bank name the project at ``cwd`` maps to (module docstring), or None."""
+    here = Path(cwd)
+    root = next((p for p in (here, *here.parents) if (p / ".git").exists()), here)
+    name = _NOT_BANK.sub("-", root.name.lower()).strip("-_")[:64].rstrip("-_")
+    return name or None
+
+
+def bank_for(
+    store: StoreAPI, cwd: str, *, override: str | None, env: Mapping[str, str]
+) -> str | None:
+    """The bank for this session: explicit (must exist), else the project's if it exists,
+    else None (the store's default bank)."""
+    chosen = override or env.get(BANK_ENV) or None
+    if chosen:
+        return chosen
+    name = project_bank(cwd)
+    if name is None:
+        return None
+    return name if name in {b.name for b in store.bank_list().banks} else None
+
+
+# -- the transcript ----------------------------------------------------------------------------
+
+
+def finished_turn(path: str) -> list[Message]:
+    """The last turn of a Claude Code transcript: the newest prompt the user typed and every
+    assistant text after it (tool calls and results, thinking and meta lines left out)."""
+    entries = list(_entries(path))
+    start = None
+    for i, entry in enumerate(entries):
+        if entry[0] == "user":
+            start = i
+    if start is None:
+        return []
+    turn: list[Message] = []
+    for role, text, stamp in entries[start:]:
+        if turn and turn[-1]["role"] == role:  # an answer streamed as several lines
+            turn[-1]["content"] += "\n\n" + text
+            continue
+        msg: Message = {"role": role, "content": text}
+        if stamp:
+            msg["timestamp"] = stamp
+        turn.append(msg)
+    return turn
+
+
+def _entries(path: str) -> Iterator[tuple[str, str, str]]:
+    """(role, text, timestamp) of each transcript line that carries prose."""
+    for line in _tail_lines(path):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line being written as we read
+        if not isinstance(entry, dict) or entry.get("isMeta") or entry.get("isSidechain"):
+            continue
+        message = entry.get("message")
+        if entry.get("type") not in ("user", "assistant") or not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        text = _prose(message.get("content"))
+        if role in ("user", "assistant") and text:
+            yield role, text, _str(entry, "timestamp")
+
+
+def _prose(content: object) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    if not isinstance(content, list):
+        return ""
+    texts = [
+        b["text"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    return "\n".join(texts).strip()
+
+
+def _tail_lines(path: str) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - TRANSCRIPT_TAIL))
+            data = f.read()
+    except OSError as e:
+        raise errors.SourceUnavailableError(f"cannot read the transcript {path}: {e}") from e
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return lines[1:] if size > TRANSCRIPT_TAIL else lines  # the first may be cut
+
+
+def redacted(turn: list[Message]) -> list[Message]:
+    """The turn with every recognised secret replaced before it leaves this process."""
+    from shared.redact import redact
+
+    return [{**m, "content": redact(str(m["content"])).text} for m in turn]
+
+
+# -- the events --------------------------------------------------------------------------------
+
+
+class HookRunner:
+    """One hook event over ``StoreAPI``: returns what to print (or None)."""
+
+    def __init__(self, store: StoreAPI, *, bank: str | None) -> None:
+        self.store = store
+        self.bank = bank
+
+    def run(self, hook: HookInput) -> str | None:
+        handlers: dict[str, Callable[[HookInput], str | None]] = {
+            "SessionStart": self.session_start,
+            "UserPromptSubmit": self.user_prompt,
+            "Stop": self.turn_done,
+            "SessionEnd": self.turn_done,
+        }
+        return handlers[hook.event](hook)
+
+    def _meta(self, hook: HookInput) -> dict[str, Any]:
+        return {"session": {"memory_bank": self.bank}, "cwd": hook.cwd}
+
+    def session_start(self, hook: HookInput) -> str | None:
+        got = self.store.pre_generate(hook.session_id, messages=[], metadata=self._meta(hook))
+        return _context(hook.event, got.system_prompt or "")
+
+    def user_prompt(self, hook: HookInput) -> str | None:
+        if not hook.prompt.strip():
+            return None
+        got = self.store.pre_generate(
+            hook.session_id,
+            messages=[{"role": "user", "content": hook.prompt}],
+            metadata=self._meta(hook),
+        )
+        return _context(hook.event, "\n\n".join(m["content"] for m in got.append_messages))
+
+    def turn_done(self, hook: HookInput) -> str | None:
+        if not hook.transcript_path:
+            raise errors.InvalidArgumentError(f"{hook.event} input has no transcript_path")
+        turn = redacted(finished_turn(hook.transcript_path))
+        if turn:
+            self.store.turn_completed(hook.session_id, messages=turn)
+        return None
+
+
+def _context(event: str, text: str) -> str | None:
+    if not text.strip():
+        return None
+    out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    return json.dumps(out, ensure_ascii=False)
+
+
+# -- the shell: never block the agent ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HookOptions:
+    event: str
+    bank: str | None = None
+    data_dir: str | None = None
+    timeout: float = 10.0
+
+
+def run_hook(
+    opts: HookOptions,
+    *,
+    stdin: TextIO,
+    stdout: TextIO,
+    env: Mapping[str, str],
+    open_store: Callable[[str | None, float], StoreAPI],
+    close_store: Callable[[StoreAPI], None],
+) -> int:
+    """Run one event; always 0. Prints only a complete answer, and only on success."""
+    started = time.perf_counter()
+    store: StoreAPI | None = None
+    try:
+        if opts.event not in EVENTS:
+            raise errors.InvalidArgumentError(f"unknown hook event {opts.event!r}; use {EVENTS}")
+        hook = HookInput.parse(stdin.read(MAX_STDIN), opts.event)
+        with contextlib.redirect_stdout(sys.stderr):  # a library's print never reaches the agent
+            store = open_store(opts.data_dir, opts.timeout)
+            bank = bank_for(store, hook.cwd, override=opts.bank, env=env)
+            answer = HookRunner(store, bank=bank).run(hook)
+    except Exception as e:  # every failure: log it, say nothing to the model, exit 0
+        _log(env, f"{opts.event}: failed: {_why(e)} ({_ms(started)} ms)")
+        return 0
+    finally:
+        if store is not None:
+            with contextlib.suppress(Exception):
+                close_store(store)
+    if answer:
+        stdout.write(answer + "\n")
+        stdout.flush()
+    return 0
+
+
+def _why(e: Exception) -> str:
+    if isinstance(e, errors.MemoryServiceError):
+        return f"{e.category}: {e.message}"
+    return f"unexpected: {type(e).__name__}: {e}"
+
+
+def _ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)
+
+
+def log_path(env: Mapping[str, str]) -> Path:
+    if env.get(LOG_ENV):
+        return Path(env[LOG_ENV])
+    state = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "agent-memory" / "hooks.log"
+
+
+def _log(env: Mapping[str, str], line: str) -> None:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        path = log_path(env)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{stamp} {line}\n")
+    except OSError:
+        sys.stderr.write(f"memory hook: {line}\n")
+
+
+# -- install -----------------------------------------------------------------------------------
+
+
+def claude_code_settings(prefix: str = "memory", suffix: str = "") -> dict[str, Any]:
+    """The ``hooks`` block of Claude Code's settings.json: ``<prefix> hook <Event><suffix>``."""
+    return {
+        "hooks": {
+            event: [{"hooks": [{"type": "command", "command": f"{prefix} hook {event}{suffix}"}]}]
+            for event in EVENTS
+        }
+    }
+
+
+def merge_settings(
+    current: dict[str, Any], prefix: str = "memory", suffix: str = ""
+) -> dict[str, Any]:
+    """``current`` with our hooks added once per event (other hooks and keys kept)."""
+    merged = dict(current)
+    hooks = dict(merged.get("hooks") or {})
+    if not isinstance(current.get("hooks", {}), dict):
+        raise errors.InvalidArgumentError("settings.json: `hooks` is not an object")
+    for event, groups in claude_code_settings(prefix, suffix)["hooks"].items():
+        existing = list(hooks.get(event) or [])
+        ours = groups[0]["hooks"][0]["command"]
+        present = any(
+            isinstance(g, dict)
+            and any(isinstance(h, dict) and h.get("command") == ours for h in g.get("hooks", []))
+            for g in existing
+        )
+        hooks[event] = existing if present else [*existing, *groups]
+    merged["hooks"] = hooks
+    return merged
+
+
+def write_settings(path: Path, prefix: str = "memory", suffix: str = "") -> dict[str, Any]:
+    """Merge our hooks into the settings file at ``path`` (created if missing)."""
+    try:
+        current = json.loads(path.read_text("utf-8")) if path.exists() else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise errors.InvalidArgumentError(f"cannot read {path}: {e}") from e
+    if not isinstance(current, dict):
+        raise errors.InvalidArgumentError(f"{path} does not hold a JSON object")
+    merged = merge_settings(current, prefix, suffix)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(merged, indent=2) + "\n", "utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise errors.storage_error(f"cannot write {path}", e) from e
+    return merged

@@ -1,0 +1,446 @@
+"""``memory mcp``: the memory service as an MCP server (issue 15), on the official SDK (``mcp``).
+
+Tools (each with a JSON schema from its signature, a description an agent can act on, and the
+MCP hints ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint``):
+
+    remember     save a fact; asks first when a near-match exists (shared.nearmatch)
+    recall       the memories that best match a query (explicit search, no turn budget)
+    forget       retire one memory by id (a tombstone: it stays in history)
+    supersede    retire a memory in favour of a live one (a correction)
+    pin          pin or unpin a memory (pinned ones are never touched automatically)
+    list_rules   a bank's rules (human-owned instructions)
+    set_rule     create, replace or remove a rule: only with ``--allow-rule-edits`` (off by
+                 default: rules are human-owned, DESIGN §4)
+
+Resources: ``memory://banks`` (the banks, with each one's rules URI), ``memory://banks/{bank}/
+rules`` (a bank's rules as markdown) and ``memory://banks/{bank}/preview{?query}`` (the rules
+section and the recalled block a turn on ``query`` would be given: ``StoreAPI.preview``).
+
+Errors: a store error is an MCP tool error (``isError``) whose text starts with its category
+(``not_found: no memory 'x'``) and whose structured content is ``{"error": {category, message,
+retryable}}``; arguments the schema refuses are ``invalid_argument`` (``invalid_type`` /
+``invalid_scope`` for those fields); anything unexpected is ``unknown: <type>``, never a
+traceback. Every call reads and writes the store directly, so a remembered fact is recallable
+by the next call, in this server or any other on the same store (read-your-writes).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
+
+from shared import errors
+from shared.api import StoreAPI
+from shared.cli_output import jsonable
+from shared.models import Memory
+from shared.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
+
+SERVER_NAME = "agent-memory"
+RECORDED_BY = "mcp.remember"
+MemoryType = Literal["user", "feedback", "project", "reference"]
+MemoryScope = Literal["global", "project", "session"]
+RecallMode = Literal["hybrid", "lexical", "semantic"]
+# MemoryType / MemoryScope mirror shared.models.MEMORY_TYPES / MEMORY_SCOPES (a test checks).
+
+# Which category a schema refusal of a field belongs to (seeds/002 names these two).
+_FIELD_CATEGORY: dict[str, type[errors.MemoryServiceError]] = {
+    "type": errors.InvalidTypeError,
+    "scope": errors.InvalidScopeError,
+}
+
+
+def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,  # the memory store only, never the outside world
+    )
+
+
+def error_result(e: errors.MemoryServiceError) -> CallToolResult:
+    """A tool error carrying the error's category, message and retryability."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{e.category}: {e.message}")],
+        structured_content={"error": e.to_dict()},
+        is_error=True,
+    )
+
+
+def ok_result(payload: dict[str, Any]) -> CallToolResult:
+    data = jsonable(payload)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
+    )
+
+
+def _brief(mem: Memory) -> dict[str, Any]:
+    """What an agent needs of a memory: no index internals."""
+    return {
+        "id": mem.id,
+        "text": mem.text,
+        "title": mem.title,
+        "type": mem.type,
+        "scope": mem.scope,
+        "tags": list(mem.tags),
+        "pinned": mem.pinned,
+        "status": mem.status,
+    }
+
+
+class MemoryTools:
+    """The tools' behaviour over ``StoreAPI``, without MCP (each returns a JSON-able dict)."""
+
+    def __init__(self, store: StoreAPI, *, allow_rule_edits: bool = False) -> None:
+        self.store = store
+        self.allow_rule_edits = allow_rule_edits
+
+    def remember(
+        self,
+        text: str,
+        *,
+        bank: str | None = None,
+        title: str | None = None,
+        type: str = "user",
+        scope: str = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        update_id: str | None = None,
+        confirm_new: bool = False,
+        threshold: float = NEAR_MATCH,
+    ) -> dict[str, Any]:
+        """Create, reinforce, update ``update_id``, or (near-match found) write nothing and
+        return the candidates for the agent to choose from."""
+        if not text.strip():
+            raise errors.InvalidArgumentError("text is empty: nothing to remember")
+        check_threshold(threshold)
+        if update_id is not None:
+            done = self.store.update(update_id, bank=bank, text=text, title=title)
+            return {"action": "updated", "bank": done.bank, "memory": _brief(done.memory)}
+        if not confirm_new:
+            near, bank_name = near_matches(
+                self.store,
+                text,
+                bank=bank,
+                session_id=session_id,
+                project=project,
+                threshold=threshold,
+                # drafts count as near-matches while ratification is on (as memory.v1's)
+                include_pending=bool(self.store.capabilities()["ratification_supported"]),
+            )
+            if near and not restates(near, text, scope):
+                return {
+                    "action": "needs_confirmation",
+                    "bank": bank_name,
+                    "hint": "a close memory exists: call remember again with update_id=<id> "
+                    "to revise it, or confirm_new=true to save a separate memory",
+                    "candidates": [
+                        {"similarity": round(c.similarity, 3), **_brief(c.memory)} for c in near
+                    ],
+                }
+        saved = self.store.save(
+            text,
+            bank=bank,
+            title=title,
+            type=type,
+            scope=scope,
+            project=project,
+            session_id=session_id,
+            recorded_by=RECORDED_BY,
+        )
+        action = "created" if saved.created else "reinforced"
+        return {"action": action, "bank": saved.bank, "memory": _brief(saved.memory)}
+
+    def recall(
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        limit: int | None = None,
+        mode: str = "hybrid",
+        tag: str | None = None,
+        session_id: str | None = None,
+        project: str | None = None,
+    ) -> dict[str, Any]:
+        if not query.strip():
+            raise errors.InvalidArgumentError("query is empty: recall needs words")
+        found = self.store.recall(
+            query,
+            bank=bank,
+            limit=limit,
+            mode=mode,
+            tag=tag,
+            session_id=session_id,
+            project=project,
+        )
+        return {
+            "bank": found.bank,
+            "memories": [{"score": round(h.score, 4), **_brief(h.memory)} for h in found.memories],
+        }
+
+    def forget(
+        self, id: str, *, bank: str | None = None, reason: str | None = None
+    ) -> dict[str, Any]:
+        current = self.store.get(id, bank=bank).memory
+        if current.invalid_at is not None:  # forgetting twice is not a silent no-op
+            raise errors.NotFoundError(f"no live memory {id!r}: it is already retired")
+        done = self.store.delete(id, bank=bank, reason=reason or "mcp.forget")
+        return {"action": "forgotten", "bank": done.bank, "id": done.memory.id}
+
+    def supersede(
+        self, id: str, by: str, *, bank: str | None = None, reason: str | None = None
+    ) -> dict[str, Any]:
+        done = self.store.supersede(id, by, bank=bank, reason=reason)
+        return jsonable(done)  # type: ignore[no-any-return]
+
+    def pin(self, id: str, *, pinned: bool = True, bank: str | None = None) -> dict[str, Any]:
+        done = self.store.pin(id, pinned, bank=bank)
+        return {"bank": done.bank, "memory": _brief(done.memory)}
+
+    def list_rules(self, *, bank: str | None = None) -> dict[str, Any]:
+        found = self.store.rule_list(bank=bank)
+        rules = [{"name": r.name, "content": r.content, "learned": r.learned} for r in found.rules]
+        return {"bank": found.bank, "rules": rules}
+
+    def set_rule(self, name: str, content: str, *, bank: str | None = None) -> dict[str, Any]:
+        if not self.allow_rule_edits:
+            raise errors.InvalidArgumentError(
+                "rule editing is off: rules are human-owned (start `memory mcp "
+                "--allow-rule-edits` to let agents edit them)"
+            )
+        if not content.strip():
+            self.store.rule_get(name, bank=bank)  # removing a rule that is not there: not_found
+        done = self.store.rule_set(name, content, bank=bank)
+        return jsonable(done)  # type: ignore[no-any-return]
+
+    # -- resources -----------------------------------------------------------------------------
+
+    def banks_text(self) -> str:
+        rows = [
+            {"bank": b.name, "rules": f"memory://banks/{b.name}/rules"}
+            for b in self.store.bank_list().banks
+        ]
+        return json.dumps(rows, indent=2)
+
+    def rules_text(self, bank: str) -> str:
+        found = self.store.rule_list(bank=bank)
+        if not found.rules:
+            return f"(bank {found.bank!r} has no rules)\n"
+        return "".join(f"## {r.name}\n\n{r.content.rstrip()}\n\n" for r in found.rules)
+
+    def preview_text(self, bank: str, query: str) -> str:
+        shown = self.store.preview(query, bank=bank)
+        parts = [shown.system_prompt_section.strip(), (shown.message or "").strip()]
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def _guarded(fn: Callable[..., dict[str, Any]]) -> Callable[..., CallToolResult]:
+    """A tool body whose failures come back as tool errors with their category."""
+
+    def call(**kwargs: Any) -> CallToolResult:
+        try:
+            return ok_result(fn(**kwargs))
+        except errors.MemoryServiceError as e:
+            return error_result(e)
+        except Exception as e:  # the edge: a category and the type, never a traceback
+            return error_result(errors.UnknownError(f"{type(e).__name__}: {e}"))
+
+    return call
+
+
+class _Server(MCPServer[Any]):
+    """``MCPServer`` whose schema refusals carry the error tree's category too."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as e:
+            return error_result(errors.UnknownError(f"{name}: {type(e.__cause__).__name__}"))
+        except ToolError as e:
+            return error_result(_refusal(name, e))
+
+
+def _refusal(name: str, e: ToolError) -> errors.MemoryServiceError:
+    cause = e.__cause__
+    if not isinstance(cause, ValidationError):  # an unknown tool name
+        return errors.InvalidArgumentError(str(e))
+    fields = sorted({str(err["loc"][0]) for err in cause.errors() if err["loc"]})
+    what = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in cause.errors()
+    )
+    cls = next((_FIELD_CATEGORY[f] for f in fields if f in _FIELD_CATEGORY), None)
+    return (cls or errors.InvalidArgumentError)(f"{name}: bad arguments ({what})")
+
+
+def build_server(store: StoreAPI, *, allow_rule_edits: bool = False) -> MCPServer[Any]:
+    """The MCP server over ``store``: tools and resources (module docstring)."""
+    tools = MemoryTools(store, allow_rule_edits=allow_rule_edits)
+    server = _Server(
+        SERVER_NAME,
+        instructions="Durable memory across sessions. Call `recall` before answering when "
+        "past facts may matter; call `remember` for a durable fact the user states; use "
+        "`supersede` for a correction and `forget` only when asked.",
+        log_level="WARNING",
+    )
+    _add_write_tools(server, tools)
+    _add_read_tools(server, tools)
+    _add_resources(server, tools)
+    return server
+
+
+def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
+    def remember(
+        text: str,
+        bank: str | None = None,
+        title: str | None = None,
+        type: MemoryType = "user",
+        scope: MemoryScope = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        update_id: str | None = None,
+        confirm_new: bool = False,
+    ) -> CallToolResult:
+        return _guarded(tools.remember)(**_given(tools.remember, locals()))
+
+    server.add_tool(
+        remember,
+        description="Save one durable fact (a preference, decision or convention) so later "
+        "sessions can recall it. If a close memory already exists nothing is written and "
+        "`action` is `needs_confirmation` with `candidates`: call again with `update_id` set to "
+        "a candidate's id to revise it, or `confirm_new: true` to keep both. Saving the exact "
+        "same fact again reinforces it. `scope: project` needs `project` (a folder path); "
+        "`scope: session` needs `session_id`. Secrets are redacted before anything is stored.",
+        annotations=_hints(read_only=False, idempotent=False),
+    )
+
+    def forget(id: str, bank: str | None = None, reason: str | None = None) -> CallToolResult:
+        return _guarded(tools.forget)(**_given(tools.forget, locals()))
+
+    server.add_tool(
+        forget,
+        description="Retire one memory by id (from `recall`) when the user asks to forget it "
+        "or it is wrong and there is no replacement. It stops being recalled; the history "
+        "keeps it. An unknown or already retired id is `not_found`.",
+        annotations=_hints(read_only=False, destructive=True, idempotent=False),
+    )
+
+    def supersede(
+        id: str, by: str, bank: str | None = None, reason: str | None = None
+    ) -> CallToolResult:
+        return _guarded(tools.supersede)(**_given(tools.supersede, locals()))
+
+    server.add_tool(
+        supersede,
+        description="Record a correction: memory `id` is replaced by the live memory `by` "
+        "(first `remember` the corrected fact, then supersede the old one with its id). The "
+        "old memory stops being recalled but stays in history.",
+        annotations=_hints(read_only=False, destructive=True, idempotent=True),
+    )
+
+    def pin(id: str, pinned: bool = True, bank: str | None = None) -> CallToolResult:
+        return _guarded(tools.pin)(**_given(tools.pin, locals()))
+
+    server.add_tool(
+        pin,
+        description="Pin a memory (`pinned: true`) so automatic consolidation never merges, "
+        "decays or retires it, or unpin it (`pinned: false`).",
+        annotations=_hints(read_only=False, idempotent=True),
+    )
+    if tools.allow_rule_edits:
+
+        def set_rule(name: str, content: str, bank: str | None = None) -> CallToolResult:
+            return _guarded(tools.set_rule)(**_given(tools.set_rule, locals()))
+
+        server.add_tool(
+            set_rule,
+            description="Create or replace the rule `name` (markdown instructions given to "
+            "every session of the bank); empty `content` removes it. Rules are human-owned: "
+            "change one only when the user asks.",
+            annotations=_hints(read_only=False, destructive=True, idempotent=True),
+        )
+
+
+def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
+    def recall(
+        query: str,
+        bank: str | None = None,
+        limit: int | None = None,
+        mode: RecallMode = "hybrid",
+        tag: str | None = None,
+        session_id: str | None = None,
+        project: str | None = None,
+    ) -> CallToolResult:
+        return _guarded(tools.recall)(**_given(tools.recall, locals()))
+
+    server.add_tool(
+        recall,
+        description="Search memory: the memories that best match `query` (words from the "
+        "question or task), best first, each with an `id` to use with forget, supersede or "
+        "pin. Finds what was remembered a moment ago. `limit` caps the count (default 10).",
+        annotations=_hints(read_only=True, idempotent=True),
+    )
+
+    def list_rules(bank: str | None = None) -> CallToolResult:
+        return _guarded(tools.list_rules)(**_given(tools.list_rules, locals()))
+
+    server.add_tool(
+        list_rules,
+        description="List a bank's rules: the standing instructions every session of that "
+        "bank is given. Follow them.",
+        annotations=_hints(read_only=True, idempotent=True),
+    )
+
+
+def _add_resources(server: MCPServer[Any], tools: MemoryTools) -> None:
+    def banks() -> str:
+        return _read(tools.banks_text)
+
+    def rules(bank: str) -> str:
+        return _read(tools.rules_text, bank)
+
+    def preview(bank: str, query: str = "") -> str:
+        return _read(tools.preview_text, bank, query)
+
+    server.resource(
+        "memory://banks",
+        name="banks",
+        description="The memory banks, each with its rules resource URI.",
+        mime_type="application/json",
+    )(banks)
+    server.resource(
+        "memory://banks/{bank}/rules",
+        name="rules",
+        description="A bank's rules (human-owned instructions) as markdown.",
+        mime_type="text/markdown",
+    )(rules)
+    server.resource(
+        "memory://banks/{bank}/preview{?query}",
+        name="preview",
+        description="What a turn on `query` would be given: the rules section and the "
+        "recalled memory block.",
+        mime_type="text/markdown",
+    )(preview)
+
+
+def _read(fn: Callable[..., str], *args: str) -> str:
+    try:
+        return fn(*args)
+    except errors.MemoryServiceError as e:
+        raise ResourceError(f"{e.category}: {e.message}") from None
+
+
+def _given(method: Callable[..., Any], values: dict[str, Any]) -> dict[str, Any]:
+    """A tool's arguments (its ``locals()``) as keyword arguments of the ``MemoryTools``
+    method: the closure's own names (``tools``) are not arguments."""
+    wanted = inspect.signature(method).parameters
+    return {k: v for k, v in values.items() if k in wanted}

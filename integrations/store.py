@@ -1,0 +1,50 @@
+"""Which store an integration talks to: the one function every integration calls.
+
+- ``data_dir`` given (``--data-dir D``, or ``MEMORY_EMBEDDED=1`` with ``MEMORY_DATA_DIR``): the
+  embedded store on D in this process (``shared.cli_store.open_store``). It takes the data dir's
+  lock, so a second process on D gets ``DataDirLockedError`` naming the first (pid, host, since).
+- otherwise: the running ``memory-store`` actor through ``shared.client.StoreClient`` (Ray).
+  Many ``memory mcp`` processes and every hook call share that one store, so no write is lost
+  to another process's RAM (issue 15: several MCP servers on one memory file lose writes).
+
+To switch the running-store path to another transport (a gRPC client to the gateway, once it
+exists: ``shared.grpc_client.GrpcStoreClient``), change ``_running_store`` only; everything
+else is written against ``StoreAPI``.
+"""
+
+from __future__ import annotations
+
+from shared.api import StoreAPI
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def open_store_for(data_dir: str | None, *, timeout: float = DEFAULT_TIMEOUT_S) -> StoreAPI:
+    """The store an integration uses (see the module docstring); close it with ``close``."""
+    if data_dir:
+        from shared.cli_store import open_store
+
+        return open_store(data_dir)
+    return _running_store(timeout)
+
+
+def _running_store(timeout: float) -> StoreAPI:
+    # Imported here: Ray costs ~0.5 s to import (FACTS "Process start-up") and an embedded
+    # caller never needs it.
+    from shared.client import StoreClient, connect
+    from shared.errors import SourceUnavailableError
+
+    try:
+        connect()
+    except SourceUnavailableError as e:
+        raise SourceUnavailableError(
+            f"{e.message} (or pass --data-dir DIR to use a store in this process)", e.retryable
+        ) from e
+    return StoreClient(timeout=timeout)
+
+
+def close(store: StoreAPI) -> None:
+    """Close an embedded store (its log files and its lock); a client has nothing to close."""
+    from shared.cli_store import close_store
+
+    close_store(store)

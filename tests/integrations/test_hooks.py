@@ -1,0 +1,332 @@
+"""``memory hook <event>``: recorded Claude Code hook JSON (golden/hook_*.json) and a recorded
+transcript (golden/transcript.jsonl) in; the agent's output format out; the finished turn in the
+outbox, redacted; nothing printed and exit 0 whenever anything fails."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from integrations.hooks import (
+    EVENTS,
+    HookOptions,
+    bank_for,
+    claude_code_settings,
+    finished_turn,
+    log_path,
+    project_bank,
+    run_hook,
+    write_settings,
+)
+from shared import errors
+from tests.integrations.conftest import GOLDEN
+
+GOLDEN_FILES = {
+    "SessionStart": "hook_session_start.json",
+    "UserPromptSubmit": "hook_user_prompt_submit.json",
+    "Stop": "hook_stop.json",
+    "SessionEnd": "hook_session_end.json",
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git project folder ``Ship-It`` with the recorded transcript beside it."""
+    root = tmp_path / "Ship-It"
+    (root / ".git").mkdir(parents=True)
+    (root / "src").mkdir()
+    transcript = (GOLDEN / "transcript.jsonl").read_text("utf-8")
+    (tmp_path / "transcript.jsonl").write_text(transcript.replace("CWD", str(root)), "utf-8")
+    return root
+
+
+def hook_json(event: str, project: Path) -> str:
+    raw = (GOLDEN / GOLDEN_FILES[event]).read_text("utf-8")
+    transcript = str(project.parent / "transcript.jsonl")
+    return raw.replace("TRANSCRIPT", transcript).replace("CWD", str(project / "src"))
+
+
+def fire(
+    store: Any, event: str, stdin: str, tmp_path: Path, **options: Any
+) -> tuple[int, str, str]:
+    """(exit code, stdout, hook log) of one in-process hook call on ``store``."""
+    out = io.StringIO()
+    env = {"MEMORY_HOOK_LOG": str(tmp_path / "hooks.log"), **options.pop("env", {})}
+    code = run_hook(
+        HookOptions(event=event, **options),
+        stdin=io.StringIO(stdin),
+        stdout=out,
+        env=env,
+        open_store=lambda data_dir, timeout: store,
+        close_store=lambda s: None,
+    )
+    log = tmp_path / "hooks.log"
+    return code, out.getvalue(), log.read_text("utf-8") if log.exists() else ""
+
+
+def context_of(stdout: str, event: str) -> str:
+    answer = json.loads(stdout)
+    assert set(answer) == {"hookSpecificOutput"}
+    assert answer["hookSpecificOutput"]["hookEventName"] == event
+    text = answer["hookSpecificOutput"]["additionalContext"]
+    assert isinstance(text, str)
+    return text
+
+
+# -- each event --------------------------------------------------------------------------------
+
+
+def test_session_start_gives_the_project_banks_rules(
+    embedded: Any, project: Path, tmp_path: Path
+) -> None:
+    # Given a bank named for the project, with a rule
+    embedded.bank_create("ship-it")
+    embedded.rule_set("deploys", "Always deploy with the staging profile first.", bank="ship-it")
+    # When the session starts
+    code, out, log = fire(embedded, "SessionStart", hook_json("SessionStart", project), tmp_path)
+    # Then its rules come back as added context
+    assert code == 0 and log == ""
+    assert "staging profile first" in context_of(out, "SessionStart")
+
+
+def test_user_prompt_gets_the_recalled_block(embedded: Any, project: Path, tmp_path: Path) -> None:
+    embedded.bank_create("ship-it")
+    embedded.save("Staging deploys run tools/ship.sh with --profile staging", bank="ship-it")
+    embedded.save("The user likes short answers", bank="main")  # another bank: not shown
+    stdin = hook_json("UserPromptSubmit", project)
+    code, out, _ = fire(embedded, "UserPromptSubmit", stdin, tmp_path)
+    assert code == 0
+    text = context_of(out, "UserPromptSubmit")
+    assert "tools/ship.sh" in text and 'bank="ship-it"' in text
+    assert "short answers" not in text
+
+
+def test_stop_hands_the_redacted_turn_to_the_outbox_once(
+    embedded: Any, project: Path, tmp_path: Path
+) -> None:
+    # Given a session bound to the project's bank by its first prompt
+    embedded.bank_create("ship-it")
+    fire(embedded, "UserPromptSubmit", hook_json("UserPromptSubmit", project), tmp_path)
+    # When the turn stops, then at session end
+    code, out, log = fire(embedded, "Stop", hook_json("Stop", project), tmp_path)
+    again = fire(embedded, "SessionEnd", hook_json("SessionEnd", project), tmp_path)
+    # Then one job holds the finished turn, in the project's bank, with the token redacted
+    assert (code, out, log) == (0, "", "")
+    assert again[:2] == (0, "")
+    jobs = embedded.outbox_list().jobs
+    assert len(jobs) == 1 and jobs[0].bank == "ship-it" and jobs[0].session_id == "abc123-session"
+    job = embedded.outbox_job(jobs[0].job_id)
+    roles = [m.role for m in job.messages]
+    assert roles == ["user", "assistant"]
+    user, assistant = (m.content for m in job.messages)
+    assert "staging profile" in user and "ghp_" not in user and "[REDACTED:" in user
+    assert "Noted: deploys use the staging profile" in assistant
+    assert "I will not repeat your token." in assistant  # the answer's two lines, joined
+    assert "sub-agent" not in assistant and "tool_use" not in assistant
+
+
+def test_finished_turn_reads_only_the_last_prompt_and_its_answer(project: Path) -> None:
+    turn = finished_turn(str(project.parent / "transcript.jsonl"))
+    assert [m["role"] for m in turn] == ["user", "assistant"]
+    assert turn[0]["content"].startswith("From now on always deploy")
+    assert turn[0]["timestamp"] == "2026-11-30T10:01:00.000Z"
+    assert "Earlier question" not in json.dumps(turn)  # the previous turn is not re-sent
+
+
+# -- never break the agent ---------------------------------------------------------------------
+
+
+class DownStore:
+    def __getattr__(self, name: str) -> Any:
+        raise errors.SourceUnavailableError("no memory store is running")
+
+
+@pytest.mark.parametrize("event", EVENTS)
+def test_store_down_prints_nothing_and_exits_0(event: str, project: Path, tmp_path: Path) -> None:
+    code, out, log = fire(DownStore(), event, hook_json(event, project), tmp_path)
+    assert (code, out) == (0, "")
+    assert f"{event}: failed: source_unavailable: no memory store is running" in log
+
+
+@pytest.mark.parametrize(
+    ("event", "stdin", "why"),
+    [
+        ("UserPromptSubmit", "not json", "not JSON"),
+        ("UserPromptSubmit", "[1, 2]", "JSON object"),
+        ("UserPromptSubmit", '{"prompt": "hi"}', "no session_id"),
+        ("Stop", '{"session_id": "s", "hook_event_name": "SessionStart"}', "is for"),
+        ("Stop", '{"session_id": "s"}', "no transcript_path"),
+        ("PreToolUse", '{"session_id": "s"}', "unknown hook event"),
+    ],
+)
+def test_bad_input_prints_nothing_and_exits_0(
+    embedded: Any, event: str, stdin: str, why: str, tmp_path: Path
+) -> None:
+    code, out, log = fire(embedded, event, stdin, tmp_path)
+    assert (code, out) == (0, "")
+    assert why in log
+
+
+def test_a_missing_transcript_is_logged(embedded: Any, tmp_path: Path) -> None:
+    stdin = json.dumps({"session_id": "s", "transcript_path": str(tmp_path / "gone.jsonl")})
+    code, out, log = fire(embedded, "Stop", stdin, tmp_path)
+    assert (code, out) == (0, "") and "cannot read the transcript" in log
+
+
+def test_the_command_with_the_store_unreachable_exits_0_silently(
+    memory_cmd: list[str], memory_env: dict[str, str], fresh_store: Any, tmp_path: Path
+) -> None:
+    # Given a data dir another store holds (the hook cannot open it)
+    data = tmp_path / "held"
+    fresh_store(data_dir=data)
+    log = tmp_path / "hooks.log"
+    stdin = json.dumps({"session_id": "s", "cwd": str(tmp_path), "prompt": "deploy?"})
+    done = subprocess.run(
+        [*memory_cmd, "--data-dir", str(data), "hook", "UserPromptSubmit"],
+        input=stdin,
+        env={**memory_env, "MEMORY_HOOK_LOG": str(log)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "UserPromptSubmit: failed: source_unavailable:" in log.read_text("utf-8")
+
+
+def test_the_command_answers_in_claude_codes_format(
+    memory_cmd: list[str], memory_env: dict[str, str], fresh_store: Any, project: Path
+) -> None:
+    data = project.parent / "data"
+    store = fresh_store(data_dir=data)
+    store.bank_create("ship-it")
+    store.save("Staging deploys run tools/ship.sh with --profile staging", bank="ship-it")
+    store.close()
+    done = subprocess.run(
+        [*memory_cmd, "--data-dir", str(data), "hook", "UserPromptSubmit"],
+        input=hook_json("UserPromptSubmit", project),
+        env={**memory_env, "MEMORY_HOOK_LOG": str(project.parent / "hooks.log")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tools/ship.sh" in context_of(done.stdout, "UserPromptSubmit")
+
+
+# -- the bank rule -----------------------------------------------------------------------------
+
+
+def test_the_bank_comes_from_the_projects_root_folder(embedded: Any, project: Path) -> None:
+    assert project_bank(str(project / "src")) == "ship-it"  # the .git folder's parent
+    assert project_bank("/") is None
+    # a project bank that does not exist yet: the store's default bank
+    assert bank_for(embedded, str(project / "src"), override=None, env={}) is None
+    embedded.bank_create("ship-it")
+    assert bank_for(embedded, str(project / "src"), override=None, env={}) == "ship-it"
+    # overrides: the flag, then the environment
+    env = {"MEMORY_HOOK_BANK": "ops"}
+    assert bank_for(embedded, str(project), override=None, env=env) == "ops"
+    assert bank_for(embedded, str(project), override="x", env=env) == "x"
+
+
+def test_the_log_lives_under_the_state_dir(tmp_path: Path) -> None:
+    assert log_path({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "agent-memory" / "hooks.log"
+    assert log_path({"MEMORY_HOOK_LOG": "/x/h.log"}) == Path("/x/h.log")
+
+
+# -- install -----------------------------------------------------------------------------------
+
+
+def test_install_prints_the_settings_snippet(
+    memory_cmd: list[str], memory_env: dict[str, str]
+) -> None:
+    done = subprocess.run(
+        [*memory_cmd, "hook", "install", "claude-code", "--bank", "ops"],
+        env=memory_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == claude_code_settings("memory", " --bank ops")
+    hooks = json.loads(done.stdout)["hooks"]
+    assert set(hooks) == set(EVENTS)
+    assert hooks["Stop"][0]["hooks"][0] == {
+        "type": "command",
+        "command": "memory hook Stop --bank ops",
+    }
+
+
+def test_install_write_merges_and_is_idempotent(tmp_path: Path) -> None:
+    # Given settings with a hook of the user's own and another key
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    own = {"hooks": [{"type": "command", "command": "echo mine"}]}
+    path.write_text(json.dumps({"model": "opus", "hooks": {"Stop": [own]}}))
+    # When installed twice
+    write_settings(path)
+    merged = write_settings(path)
+    # Then ours are added once per event and the user's kept
+    assert merged == json.loads(path.read_text())
+    assert merged["model"] == "opus"
+    assert merged["hooks"]["Stop"][0] == own
+    assert [len(merged["hooks"][e]) for e in EVENTS] == [1, 1, 2, 1]
+
+
+def test_install_refuses_settings_it_cannot_read(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("{not json")
+    with pytest.raises(errors.InvalidArgumentError):
+        write_settings(path)
+    assert path.read_text() == "{not json"  # bad input writes nothing
+
+
+def test_the_turn_is_redacted_before_it_leaves_the_hook(
+    embedded: Any, project: Path, tmp_path: Path
+) -> None:
+    sent: list[Any] = []
+
+    class Recording:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(embedded, name)
+
+        def turn_completed(self, session_id: str, **kwargs: Any) -> Any:
+            sent.append(kwargs["messages"])
+            return embedded.turn_completed(session_id, **kwargs)
+
+    code, _, log = fire(Recording(), "Stop", hook_json("Stop", project), tmp_path)
+    assert (code, log) == (0, "")
+    assert "ghp_" not in json.dumps(sent) and "[REDACTED:github_token]" in json.dumps(sent)
+
+
+@pytest.mark.ray
+def test_hooks_on_the_running_store(
+    store_actor: Any, unique_bank: str, project: Path, tmp_path: Path
+) -> None:
+    # Given the running store (the session's actor) with a bank and a rule for the session
+    store_actor.bank_create(unique_bank)
+    store_actor.rule_set("deploys", "Staging before prod.", bank=unique_bank)
+    store_actor.save("Staging deploys run tools/ship.sh", bank=unique_bank)
+    session = f"{unique_bank}-session"
+
+    def event(name: str) -> str:
+        raw = json.loads(hook_json(name, project))
+        return json.dumps({**raw, "session_id": session})
+
+    # When the four events fire through StoreClient
+    start = fire(store_actor, "SessionStart", event("SessionStart"), tmp_path, bank=unique_bank)
+    prompt = fire(
+        store_actor, "UserPromptSubmit", event("UserPromptSubmit"), tmp_path, bank=unique_bank
+    )
+    stop = fire(store_actor, "Stop", event("Stop"), tmp_path, bank=unique_bank)
+    # Then the rules, then the recalled block, then one job in the outbox for that bank
+    assert "Staging before prod." in context_of(start[1], "SessionStart")
+    assert "tools/ship.sh" in context_of(prompt[1], "UserPromptSubmit")
+    assert stop == (0, "", "")
+    mine = [j for j in store_actor.outbox_list().jobs if j.session_id == session]
+    assert [(j.bank, j.messages) for j in mine] == [(unique_bank, 2)]

@@ -1,0 +1,319 @@
+"""``memory mcp`` driven by the MCP SDK's own client: in-process, over stdio, over streamable
+HTTP on loopback, and two servers on one running store (the session's Ray actor)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, get_args
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from integrations.mcp_server import MemoryScope, MemoryType, build_server
+from shared.models import MEMORY_SCOPES, MEMORY_TYPES
+
+Session = Callable[[Client], Awaitable[None]]
+FACT = "The deploy script lives in tools/ship.sh and needs the staging profile"
+
+
+def run(server: Any, body: Session) -> None:
+    async def main() -> None:
+        async with Client(server) as client:
+            await body(client)
+
+    anyio.run(main)
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> tuple[str, str]:
+    """(category, text) of a tool error."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert isinstance(result.structured_content, dict)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "Traceback" not in text
+    category = result.structured_content["error"]["category"]
+    assert text.startswith(f"{category}: ")
+    return category, text
+
+
+async def recall_ids(client: Client, query: str, **extra: Any) -> list[str]:
+    found = await call(client, "recall", query=query, **extra)
+    return [m["id"] for m in found["memories"]]
+
+
+async def remember_recall_forget(client: Client) -> None:
+    """The round trip every transport must pass."""
+    # Given a server with the tools
+    names = {t.name for t in (await client.list_tools()).tools}
+    assert {"remember", "recall", "forget", "supersede", "pin", "list_rules"} <= names
+    # When a fact is remembered, then the next call recalls it (read-your-writes)
+    saved = await call(client, "remember", text=FACT)
+    assert saved["action"] == "created"
+    mid = saved["memory"]["id"]
+    assert mid in await recall_ids(client, "where is the deploy script")
+    # When it is forgotten, then it is gone and a second forget is not_found
+    assert (await call(client, "forget", id=mid))["action"] == "forgotten"
+    assert mid not in await recall_ids(client, "where is the deploy script")
+    assert (await refused(client, "forget", id=mid))[0] == "not_found"
+    # An invalid argument is a tool error carrying its category
+    assert (await refused(client, "remember", text="x", type="opinion"))[0] == "invalid_type"
+    assert (await refused(client, "recall", query="   "))[0] == "invalid_argument"
+
+
+# -- in-process ----------------------------------------------------------------------------------
+
+
+def test_the_literal_types_are_the_stores() -> None:
+    assert set(get_args(MemoryType)) == set(MEMORY_TYPES)
+    assert set(get_args(MemoryScope)) == set(MEMORY_SCOPES)
+
+
+def test_tools_have_schemas_descriptions_and_hints(embedded: Any) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "set_rule" not in tools  # rules are human-owned unless the operator allows
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 40
+            assert tool.input_schema["type"] == "object"
+            assert tool.annotations is not None
+        assert tools["recall"].annotations.read_only_hint is True  # type: ignore[union-attr]
+        assert tools["forget"].annotations.destructive_hint is True  # type: ignore[union-attr]
+        assert tools["remember"].annotations.read_only_hint is False  # type: ignore[union-attr]
+        assert tools["pin"].annotations.idempotent_hint is True  # type: ignore[union-attr]
+        assert tools["remember"].input_schema["required"] == ["text"]
+        type_schema = tools["remember"].input_schema["properties"]["type"]
+        assert set(type_schema["enum"]) == set(MEMORY_TYPES)
+
+    run(build_server(embedded), body)
+
+
+def test_round_trip_in_process(embedded: Any) -> None:
+    run(build_server(embedded), remember_recall_forget)
+
+
+def test_remember_asks_before_a_near_duplicate(embedded: Any) -> None:
+    async def body(client: Client) -> None:
+        # Given a remembered preference
+        first = await call(client, "remember", text="The user prefers tabs over spaces")
+        # When a close paraphrase is remembered, nothing is written and candidates come back
+        asked = await call(client, "remember", text="The user prefers tabs to spaces")
+        assert asked["action"] == "needs_confirmation"
+        assert asked["candidates"][0]["id"] == first["memory"]["id"]
+        assert len(embedded.list().memories) == 1
+        # Then the agent chooses: update that id, or confirm a new one
+        updated = await call(
+            client,
+            "remember",
+            text="The user prefers tabs to spaces",
+            update_id=first["memory"]["id"],
+        )
+        assert updated["action"] == "updated"
+        again = await call(
+            client, "remember", text="The user likes tabs, not spaces", confirm_new=True
+        )
+        assert again["action"] == "created"
+        # And the very same fact again reinforces, without asking
+        same = await call(client, "remember", text="The user likes tabs, not spaces")
+        assert same["action"] == "reinforced"
+
+    run(build_server(embedded), body)
+
+
+def test_supersede_pin_and_rules(embedded: Any) -> None:
+    embedded.rule_set("style", "Answer in British English.")
+
+    async def body(client: Client) -> None:
+        old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
+        new = (await call(client, "remember", text="We moved the office to York"))["memory"]["id"]
+        await call(client, "supersede", id=old, by=new, reason="moved")
+        assert await recall_ids(client, "office") == [new]
+        assert (await call(client, "pin", id=new))["memory"]["pinned"] is True
+        assert (await call(client, "pin", id=new, pinned=False))["memory"]["pinned"] is False
+        rules = await call(client, "list_rules")
+        assert rules["rules"][0]["name"] == "style"
+        assert (await refused(client, "supersede", id=old, by="no-such-id"))[0] in (
+            "not_found",
+            "invalid_argument",
+        )
+
+    run(build_server(embedded), body)
+
+
+def test_rule_editing_only_when_allowed(embedded: Any) -> None:
+    async def body(client: Client) -> None:
+        await call(client, "set_rule", name="tone", content="Be brief.")
+        assert embedded.rule_get("tone").content.strip() == "Be brief."
+        await call(client, "set_rule", name="tone", content="")
+        assert embedded.rule_list().rules == ()
+        assert (await refused(client, "set_rule", name="tone", content=""))[0] == "not_found"
+
+    run(build_server(embedded, allow_rule_edits=True), body)
+
+
+def test_resources_rules_and_preview(embedded: Any) -> None:
+    embedded.rule_set("style", "Answer in British English.")
+    embedded.save("The staging database is called pelican")
+
+    async def body(client: Client) -> None:
+        listed = [str(r.uri) for r in (await client.list_resources()).resources]
+        assert listed == ["memory://banks"]
+        banks = (await client.read_resource("memory://banks")).contents[0]
+        assert "memory://banks/main/rules" in banks.text  # type: ignore[union-attr]
+        rules = (await client.read_resource("memory://banks/main/rules")).contents[0]
+        assert "## style" in rules.text  # type: ignore[union-attr]
+        shown = await client.read_resource("memory://banks/main/preview?query=staging%20database")
+        text = shown.contents[0].text  # type: ignore[union-attr]
+        assert "British English" in text and "pelican" in text
+
+    run(build_server(embedded), body)
+
+
+# -- stdio and HTTP: the `memory mcp` command ------------------------------------------------------
+
+
+def test_stdio_round_trip(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    params = StdioServerParameters(
+        command=memory_cmd[0],
+        args=[*memory_cmd[1:], "mcp", "--data-dir", str(tmp_path / "data")],
+        env=memory_env,
+    )
+    run(params, remember_recall_forget)
+
+
+def test_a_second_server_on_the_data_dir_names_the_first(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    data = str(tmp_path / "data")
+    params = StdioServerParameters(
+        command=memory_cmd[0], args=[*memory_cmd[1:], "mcp", "--data-dir", data], env=memory_env
+    )
+
+    async def body(client: Client) -> None:
+        await call(client, "remember", text=FACT)  # the first server holds the lock
+        second = subprocess.run(
+            [*memory_cmd, "mcp", "--data-dir", data],
+            env=memory_env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
+        first_pid = json.loads((Path(data) / ".lock").read_text())["pid"]
+        assert second.returncode == 2
+        assert second.stderr.startswith(f"error: source_unavailable: data dir {data}")
+        assert f"in use by pid {first_pid} " in second.stderr
+        assert "Drop --data-dir" in second.stderr
+
+    run(params, body)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)  # waiting for another process to bind; nothing to join
+    raise AssertionError("memory mcp --transport http never listened")
+
+
+def test_http_round_trip_with_bearer_token(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    port = _free_port()
+    env = {**memory_env, "MEMORY_MCP_TOKEN": "s3cret-token"}
+    data = str(tmp_path / "data")
+    proc = subprocess.Popen(
+        [*memory_cmd, "mcp", "--transport", "http", "--port", str(port), "--data-dir", data],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_listening(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        # Without the token: refused before any MCP session
+        bare = httpx2.post(url, json={}, headers={"accept": "application/json"})
+        assert bare.status_code == 401
+        assert "bearer token" in bare.text
+
+        async def main() -> None:
+            headers = {"Authorization": "Bearer s3cret-token"}
+            async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    await remember_recall_forget(client)
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+# -- two servers on one running store --------------------------------------------------------------
+
+
+@pytest.mark.ray
+def test_two_servers_on_the_running_store_see_each_others_writes(
+    store_actor: Any,
+    ray_cluster: Any,
+    unique_bank: str,
+    memory_cmd: list[str],
+    memory_env: dict[str, str],
+) -> None:
+    # Given one server in this process and another `memory mcp` process, both on the actor
+    store_actor.bank_create(unique_bank)
+    address = ray_cluster.get_runtime_context().gcs_address
+    env = {**memory_env, "RAY_ADDRESS": address, "RAY_AUTH_MODE": "disabled"}
+    params = StdioServerParameters(command=memory_cmd[0], args=[*memory_cmd[1:], "mcp"], env=env)
+
+    async def main() -> None:
+        async with Client(build_server(store_actor)) as here, Client(params) as there:
+            # When one remembers, the other recalls it at once
+            saved = await call(here, "remember", text=FACT, bank=unique_bank)
+            mid = saved["memory"]["id"]
+            assert mid in await recall_ids(there, "deploy script", bank=unique_bank)
+            # When the other forgets it, the first no longer recalls it
+            await call(there, "forget", id=mid, bank=unique_bank)
+            assert mid not in await recall_ids(here, "deploy script", bank=unique_bank)
+
+    anyio.run(main)
+
+
+def test_a_store_error_never_carries_a_traceback() -> None:
+    class Broken:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError("disk on fire")
+
+    async def body(client: Client) -> None:
+        category, text = await refused(client, "recall", query="anything")
+        assert category == "unknown" and "RuntimeError" in text
+
+    run(build_server(Broken()), body)  # type: ignore[arg-type]

@@ -1,0 +1,179 @@
+"""The memory-tool backend: a test per command, and every way out of /memories refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from integrations.memory_tool import (
+    MemoryFileError,
+    MemoryToolBackend,
+    PathOutsideMemoriesError,
+    parse_path,
+)
+from shared import errors
+
+RULE = "/memories/ops/rules/deploys.md"
+
+
+@pytest.fixture
+def tool(embedded: Any) -> MemoryToolBackend:
+    return MemoryToolBackend(embedded)
+
+
+def run(tool: MemoryToolBackend, command: str, **fields: Any) -> str:
+    return tool.execute({"command": command, **fields})
+
+
+def test_view_lists_banks_folders_and_rules(tool: MemoryToolBackend, embedded: Any) -> None:
+    embedded.bank_create("ops")
+    embedded.rule_set("deploys", "Use staging first.", bank="ops")
+    assert "- ops/" in run(tool, "view", path="/memories")
+    assert run(tool, "view", path="/memories/ops") == (
+        "Directory: /memories/ops\n- rules/\n- memories.md\n"
+    )
+    assert "- deploys.md" in run(tool, "view", path="/memories/ops/rules/")
+    assert run(tool, "view", path=RULE) == "     1\tUse staging first.\n"
+    with pytest.raises(errors.NotFoundError):
+        run(tool, "view", path="/memories/nobank")
+
+
+def test_view_range_and_the_memories_file(tool: MemoryToolBackend, embedded: Any) -> None:
+    embedded.bank_create("ops")
+    embedded.rule_set("deploys", "one\ntwo\nthree\n", bank="ops")
+    assert run(tool, "view", path=RULE, view_range=[2, -1]) == "     2\ttwo\n     3\tthree\n"
+    with pytest.raises(MemoryFileError):
+        run(tool, "view", path=RULE, view_range=[3, 9])
+    saved = embedded.save("Prod deploys need a second reviewer", bank="ops")
+    shown = run(tool, "view", path="/memories/ops/memories.md")
+    assert f"[{saved.memory.id}] Prod deploys need a second reviewer" in shown
+
+
+def test_create_makes_a_rule_and_its_bank(tool: MemoryToolBackend, embedded: Any) -> None:
+    assert run(tool, "create", path=RULE, file_text="Staging first.\n") == f"File created: {RULE}"
+    assert embedded.rule_get("deploys", bank="ops").content.strip() == "Staging first."
+    assert run(tool, "create", path=RULE, file_text="Prod never.\n") == f"File overwritten: {RULE}"
+    with pytest.raises(MemoryFileError):
+        run(tool, "create", path=RULE, file_text="  ")
+    with pytest.raises(MemoryFileError):  # the memories view is not a file to overwrite
+        run(tool, "create", path="/memories/ops/memories.md", file_text="x")
+
+
+def test_create_redacts_secrets(tool: MemoryToolBackend, embedded: Any) -> None:
+    run(tool, "create", path=RULE, file_text="Token ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7C\n")
+    assert "ghp_" not in embedded.rule_get("deploys", bank="ops").content
+
+
+def test_str_replace_needs_exactly_one_match(tool: MemoryToolBackend, embedded: Any) -> None:
+    run(tool, "create", path=RULE, file_text="Use staging. Then staging again.\n")
+    with pytest.raises(MemoryFileError, match="2 times"):
+        run(tool, "str_replace", path=RULE, old_str="staging", new_str="prod")
+    with pytest.raises(MemoryFileError, match="not found"):
+        run(tool, "str_replace", path=RULE, old_str="canary", new_str="prod")
+    assert "File edited" in run(tool, "str_replace", path=RULE, old_str="Then ", new_str="And ")
+    assert embedded.rule_get("deploys", bank="ops").content.strip() == (
+        "Use staging. And staging again."
+    )
+
+
+def test_insert_into_a_rule_and_into_memories(tool: MemoryToolBackend, embedded: Any) -> None:
+    run(tool, "create", path=RULE, file_text="first\nthird\n")
+    run(tool, "insert", path=RULE, insert_line=1, insert_text="second")
+    assert embedded.rule_get("deploys", bank="ops").content == "first\nsecond\nthird\n"
+    with pytest.raises(MemoryFileError):
+        run(tool, "insert", path=RULE, insert_line=9, insert_text="x")
+    # the read-mostly memories view: an insert is a new memory
+    answer = run(
+        tool, "insert", path="/memories/ops/memories.md", insert_line=0, insert_text="Ship Fridays"
+    )
+    assert answer.startswith("Memory saved:")
+    assert [m.text for m in embedded.list(bank="ops").memories] == ["Ship Fridays"]
+
+
+def test_delete_removes_a_rule(tool: MemoryToolBackend, embedded: Any) -> None:
+    run(tool, "create", path=RULE, file_text="x\n")
+    assert run(tool, "delete", path=RULE) == f"File deleted: {RULE}"
+    assert embedded.rule_list(bank="ops").rules == ()
+    with pytest.raises(errors.NotFoundError):
+        run(tool, "delete", path=RULE)
+    with pytest.raises(MemoryFileError):  # memories are not deleted through the file view
+        run(tool, "delete", path="/memories/ops/memories.md")
+
+
+def test_rename_moves_a_rule_even_across_banks(tool: MemoryToolBackend, embedded: Any) -> None:
+    run(tool, "create", path=RULE, file_text="Staging first.\n")
+    run(tool, "create", path="/memories/ops/rules/other.md", file_text="Other.\n")
+    with pytest.raises(MemoryFileError, match="already exists"):
+        run(tool, "rename", old_path=RULE, new_path="/memories/ops/rules/other.md")
+    answer = run(tool, "rename", old_path=RULE, new_path="/memories/web/rules/shipping.md")
+    assert answer == f"File renamed: {RULE} -> /memories/web/rules/shipping.md"
+    assert embedded.rule_get("shipping", bank="web").content.strip() == "Staging first."
+    assert [r.name for r in embedded.rule_list(bank="ops").rules] == ["other"]
+
+
+def test_unknown_command_and_bad_fields(tool: MemoryToolBackend) -> None:
+    with pytest.raises(errors.InvalidArgumentError):
+        tool.execute({"command": "chmod", "path": RULE})
+    with pytest.raises(errors.InvalidArgumentError):
+        run(tool, "create", path=RULE, file_text=None)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "/memoriesX/ops",
+        "memories/ops",
+        "/memories/../etc/passwd",
+        "/memories/ops/../../etc",
+        "/memories/ops/rules/../../../x.md",
+        "/memories/./ops",
+        "/memories//ops",
+        "/memories/ops/rules/..%2f..%2fetc.md",
+        "/memories/ops\\..\\..\\etc",
+        "/memories/ops/rules/a\x00.md",
+        "/memories/ops/rules/a\u202e.md",  # a right-to-left override
+        "/memories/ops/rules/e\u0301.md",  # not NFC
+        "/memories/оps",  # a Cyrillic o: not a bank name
+        "/memories/Ops",
+        "/memories/ops/rules/deploys.txt",
+        "/memories/ops/secrets.md",
+        "/memories/ops/rules/a/b.md",
+        "",
+        "/memories/" + "a" * 600,
+    ],
+)
+def test_every_path_outside_memories_is_refused(
+    tool: MemoryToolBackend, embedded: Any, path: str
+) -> None:
+    with pytest.raises(PathOutsideMemoriesError):
+        run(tool, "create", path=path, file_text="x")
+    with pytest.raises(PathOutsideMemoriesError):
+        run(tool, "view", path=path)
+    assert [b.name for b in embedded.bank_list().banks] == ["main"]  # nothing written
+
+
+def test_rename_out_of_memories_is_refused(tool: MemoryToolBackend, embedded: Any) -> None:
+    run(tool, "create", path=RULE, file_text="x\n")
+    with pytest.raises(PathOutsideMemoriesError):
+        run(tool, "rename", old_path=RULE, new_path="/tmp/x.md")
+    assert embedded.rule_get("deploys", bank="ops").content == "x\n"
+
+
+def test_parse_path_names_what_a_path_is() -> None:
+    assert str(parse_path("/memories/")) == "/memories"
+    assert parse_path(RULE).rule == "deploys"
+    assert parse_path("/memories/ops/memories.md").kind == "memories"
+
+
+def test_tool_result_carries_the_category(tool: MemoryToolBackend) -> None:
+    refused = tool.tool_result({"command": "view", "path": "/memories/../etc"})
+    assert refused["is_error"] is True
+    assert refused["content"].startswith("invalid_argument: path '/memories/../etc'")
+    missing = tool.tool_result({"command": "view", "path": RULE})
+    assert missing["is_error"] is True and missing["content"].startswith("not_found: ")
+    assert tool.tool_result({"command": "view", "path": "/memories"}) == {
+        "content": "Directory: /memories\n- main/\n",  # a fresh store's default bank
+        "is_error": False,
+    }
