@@ -3,13 +3,11 @@
 - ``data_dir`` given (``--data-dir D``, or ``MEMORY_EMBEDDED=1`` with ``MEMORY_DATA_DIR``): the
   embedded store on D in this process (``shared.cli_store.open_store``). It takes the data dir's
   lock, so a second process on D gets ``DataDirLockedError`` naming the first (pid, host, since).
-- otherwise: the running ``memory-store`` actor through ``shared.client.StoreClient`` (Ray).
-  Many ``memory mcp`` processes and every hook call share that one store, so no write is lost
-  to another process's RAM (issue 15: several MCP servers on one memory file lose writes).
-
-To switch the running-store path to another transport (a gRPC client to the gateway, once it
-exists: ``shared.grpc_client.GrpcStoreClient``), change ``_running_store`` only; everything
-else is written against ``StoreAPI``.
+- otherwise: the running store, as the CLI reaches it (``shared.cli_store.running_store``):
+  through the gateway ``memory up`` recorded (``GrpcStoreClient``, no Ray in this process),
+  else the ``memory-store`` actor over Ray. Many ``memory mcp`` processes and every hook call
+  share that one store, so no write is lost to another process's RAM (issue 15: several MCP
+  servers on one memory file lose writes).
 """
 
 from __future__ import annotations
@@ -29,18 +27,17 @@ def open_store_for(data_dir: str | None, *, timeout: float = DEFAULT_TIMEOUT_S) 
 
 
 def _running_store(timeout: float) -> StoreAPI:
-    # Imported here: Ray costs ~0.5 s to import (FACTS "Process start-up") and an embedded
-    # caller never needs it.
-    from shared.client import StoreClient, connect
+    # Imported here: the gateway's client, or Ray (~0.5 s to import, FACTS "Process start-up")
+    # when no gateway is recorded; an embedded caller needs neither.
+    from shared.cli_store import running_store
     from shared.errors import SourceUnavailableError
 
     try:
-        connect()
+        return running_store(timeout)
     except SourceUnavailableError as e:
         raise SourceUnavailableError(
             f"{e.message} (or pass --data-dir DIR to use a store in this process)", e.retryable
         ) from e
-    return StoreClient(timeout=timeout)
 
 
 def close(store: StoreAPI) -> None:

@@ -42,6 +42,7 @@ from shared.cli_store import (
     add_verb,
     close_store,
     open_store,
+    running_store,
 )
 from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 
@@ -94,7 +95,6 @@ class Ctx:
         self.args = args
         self.out = out
         self._store = store
-        self.dashboard_url = ""
         self.launch: lifecycle.Launch | None = None  # `up`: the head it starts, to undo
 
     @property
@@ -110,15 +110,7 @@ class Ctx:
     def _open(self) -> StoreAPI:
         if self.embedded:
             return open_store(self.args.data_dir)
-        gateway = gateway_file.read(gateway_file.default_data_dir())
-        if gateway is not None:  # `memory up`'s gateway: no Ray in this process (issue 13)
-            from shared.grpc_client import GrpcStoreClient
-
-            return GrpcStoreClient(gateway.address, token=gateway.token, timeout=self.args.timeout)
-        from shared.client import StoreClient, connect  # no gateway recorded: over Ray
-
-        self.dashboard_url = connect()["dashboard_url"]
-        return StoreClient(timeout=self.args.timeout)
+        return running_store(self.args.timeout)  # the gateway when recorded, else Ray
 
     def close(self) -> None:
         if self._store is not None:

@@ -76,6 +76,23 @@ def open_store(data_dir: str) -> StoreAPI:
         ) from e
 
 
+def running_store(timeout: float) -> StoreAPI:
+    """The running store: through the gateway ``memory up`` recorded (no Ray in this process,
+    issue 13), else over Ray (``StoreClient``). The CLI, the MCP server and the hooks all reach
+    it this way."""
+    from shared import gateway_file
+
+    gateway = gateway_file.read(gateway_file.default_data_dir())
+    if gateway is not None:
+        from shared.grpc_client import GrpcStoreClient
+
+        return GrpcStoreClient(gateway.address, token=gateway.token, timeout=timeout)
+    from shared.client import StoreClient, connect
+
+    connect()
+    return StoreClient(timeout=timeout)
+
+
 def close_store(store: StoreAPI) -> None:
     """Close an embedded store (its log files) or a gRPC client (its channel); a client over
     Ray has nothing to close."""
