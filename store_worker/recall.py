@@ -278,12 +278,19 @@ def _content_tokens(text: str, window: DateWindow | None) -> list[str]:
 
 
 def date_hits(bank: Bank, window: DateWindow, t: Tuning) -> npt.NDArray[np.float64]:
-    """1 where the record's text names a month inside the window or it was stated inside it;
-    ``w_grace`` where it was stated within the grace days after it; else 0."""
+    """1 where the record's text names a month inside the window or it happened inside it;
+    ``w_grace`` where it was stated within the grace days after it; else 0. A record happened
+    at its ``occurred_at`` when it has one (exact: no grace), else when it was stated (an
+    event is often told a few days later: the grace)."""
     idx = bank.index
     stated = idx.col("stated_at").astype(np.float64)
-    inside = (stated >= window.start_ms) & (stated < window.end_ms)
-    late = (stated >= window.end_ms) & (stated < window.end_ms + t.date_grace_days * DAY_MS)
+    occurred = idx.col("occurred_at").astype(np.float64)
+    known = occurred >= 0
+    when = np.where(known, occurred, stated)
+    inside = (when >= window.start_ms) & (when < window.end_ms)
+    late = (
+        ~known & (stated >= window.end_ms) & (stated < window.end_ms + t.date_grace_days * DAY_MS)
+    )
     named = idx.bm25(list(window.months)) > 0
     hits: npt.NDArray[np.float64] = np.maximum(
         (inside | named).astype(np.float64), t.w_grace * late
