@@ -47,6 +47,7 @@ from typing import Any
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
 from store_worker.embed import Embedder
+from store_worker.recall import Tuning
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_ENV = "MEMORY_LOCOMO_DIR"
@@ -306,6 +307,7 @@ def evaluate(
     *,
     embedder: Callable[[], Embedder] = semantic_embedder,
     protocol: str = "saved",
+    tuning: Tuning | None = None,
 ) -> dict[str, Any]:
     """Every requested mode over every conversation; ``{"modes": {mode: summary}}``."""
     results: dict[str, list[Outcome]] = defaultdict(list)
@@ -320,11 +322,11 @@ def evaluate(
             t0 = time.perf_counter()
             owners = build_store(root, convs, protocol=protocol)
             timings["save_s"] = time.perf_counter() - t0
-            _recall_modes(root, convs, owners, store_modes, results, None, protocol)
+            _recall_modes(root, convs, owners, store_modes, results, None, protocol, tuning)
             if any(m in MODEL_MODES for m in store_modes):
                 t0 = time.perf_counter()
                 model = embedder()
-                _recall_modes(root, convs, owners, store_modes, results, model, protocol)
+                _recall_modes(root, convs, owners, store_modes, results, model, protocol, tuning)
                 timings["model_s"] = time.perf_counter() - t0
     return {
         "modes": {m: summarize(results[m]) for m in MODES if m in results},
@@ -340,11 +342,12 @@ def _recall_modes(
     results: dict[str, list[Outcome]],
     model: Embedder | None,
     protocol: str,
+    tuning: Tuning | None = None,
 ) -> None:
     """The store reopened on ``root`` (with ``model``, every turn is embedded on load, in
     batches) and each of ``modes`` that belongs to it asked every question."""
     clock = FakeClock(start_ms=0, tick=0)
-    store = MemoryStore(root, clock=clock, embedder=model)
+    store = MemoryStore(root, clock=clock, embedder=model, recall_tuning=tuning)
     plan = {"bm25-store": "lexical", "lexical": "hybrid", "hybrid": "hybrid"}
     mine = [m for m in modes if (m in MODEL_MODES) == (model is not None)]
     try:
@@ -399,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     when.add_argument(
         "--occurred", action="store_true", help="pass each turn's session date as occurred_at"
     )
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a recall.Tuning weight"
+    )
     args = ap.parse_args(argv)
     folder = data_dir()
     if not folder.is_dir() or not any(folder.glob("*.json")):
@@ -410,7 +416,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     convs = load(folder)
     t0 = time.perf_counter()
     protocol = "dated" if args.dated else "occurred" if args.occurred else "saved"
-    report = evaluate(convs, modes, protocol=protocol)
+    tuning = None
+    if args.set:
+        from tests.recall_quality.run import tuning_from
+
+        tuning = tuning_from(dict(item.split("=", 1) for item in args.set))
+    report = evaluate(convs, modes, protocol=protocol, tuning=tuning)
     took = time.perf_counter() - t0
     if args.json:
         print(json.dumps(headline(report), indent=1, sort_keys=True))
