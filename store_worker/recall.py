@@ -20,9 +20,10 @@ RELEVANCE_HALF (a solid single-term match) reads as 0.5. Ties break by id so res
 deterministic.
 
 Time (issue 6). A query naming a date ("last May", "in March 2025", "this month"; parsed by
-``shared.text.query_dates`` against the store's clock) matches records stated inside that
-window (plus a short grace: events are often told a few days later) or whose text names a
-month inside it, and switches recency decay off: the caller asked about the past. Supersede
+``shared.text.query_dates`` against the store's clock) matches records that happened inside
+that window (their ``occurred_at``, issue 11; without one, when they were stated, plus a short
+grace: events are often told a few days later) or whose text names a month inside it, and
+switches recency decay off: the caller asked about the past. Supersede
 chains: a query worded like an old statement ("which phone", when only the retired "The
 user's phone is a Pixel 7" says "phone") reaches the statement that replaced it, and with
 ``include_superseded`` a retired record is always ranked just below its live successor, never
