@@ -101,7 +101,7 @@ class Writer:
             recorded_by=v.optional_str(recorded_by, "recorded_by"),
         )
         wanted_id = v.memory_id(id) if id is not None else None
-        when = v.occurred_at(occurred_at, self.clock.now_ms())
+        when = None if occurred_at is None else v.occurred_at(occurred_at, self.clock.now_ms())
         conf = v.confidence(confidence)
         mem_status = self.drafts.status_for(status, conf)  # pending under ratification
         target = self.banks.resolve(bank, create=True)
@@ -238,7 +238,7 @@ class Writer:
         occurred_at: int | None = None,
     ) -> MemoryResponse:
         """Revise a live memory in place: same id, next revision. Type and scope are immutable."""
-        when = v.occurred_at(occurred_at, self.clock.now_ms())
+        when = None if occurred_at is None else v.occurred_at(occurred_at, self.clock.now_ms())
         target = self.banks.resolve(bank)
         current = self._live(target, id)
         if type is not None and type != current.type:
