@@ -59,6 +59,7 @@ bench: install
 eval: install
 	$(BIN)/python -m tests.recall_quality.run
 	$(BIN)/python -m tests.recall_quality.locomo
+	$(BIN)/python -m tests.recall_quality.locomo --occurred  # turns dated by occurred_at
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

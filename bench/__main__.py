@@ -35,6 +35,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--saves", type=int, help="saves timed for throughput (default 1000)")
     p.add_argument("--queries", type=int, help="queries per size (default 300)")
     p.add_argument("--no-ray", action="store_true", help="skip the recall-through-actor bench")
+    p.add_argument("--model-size", type=int, help="recall with the local model (default 10000)")
+    p.add_argument("--no-model", action="store_true", help="skip the local-model recall bench")
     p.add_argument("--out", type=Path, default=OUT_DIR / "results.json")
     p.add_argument("--cache", type=Path, default=OUT_DIR / "cache", help="generated corpora")
     return p.parse_args(argv)
@@ -56,6 +58,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         "write_round": 40 if quick else 400,  # writes per writer per interleaved round
         "write_rounds": 2 if quick else 5,
         "ray": not args.no_ray,
+        "model_size": None if args.no_model else (args.model_size or (2_000 if quick else 10_000)),
         "quick": quick,
     }
 
@@ -66,6 +69,11 @@ def run(cfg: dict[str, Any], cache: Path) -> dict[str, Any]:
     res: dict[str, Any] = {"plan": cfg, "meta": meta()}
     res["recall"] = b.recall_sizes(
         cfg["sizes"], cache, n_queries=cfg["queries"], bm25_queries=cfg["bm25_queries"]
+    )
+    res["model"] = (
+        b.recall_with_model(cfg["model_size"], cache, n_queries=cfg["queries"])
+        if cfg.get("model_size")
+        else {"skipped": "--no-model"}
     )
     res["save"] = b.save_throughput(cfg["saves"], cache)
     res["writes"] = writes.compare(
@@ -124,6 +132,12 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     if "10000" in rec:
         out.append(_target("recall p50 @10k (ms)", rec["10000"]["hybrid"]["p50_ms"], 2, most=True))
+    m = res.get("model", {})
+    if "model" in m and res["plan"].get("model_size") == 10_000:
+        out.append(
+            _target("recall p50 @10k, local model (ms)", m["model"]["p50_ms"], 30, most=True)
+        )
+        out.append(_target("  lexical p50, same store (ms)", m["lexical"]["p50_ms"], 2, most=True))
     if "100000" in rec:
         out.append(
             _target("recall p50 @100k (ms)", rec["100000"]["hybrid"]["p50_ms"], 10, most=True)
@@ -187,6 +201,15 @@ def table(res: dict[str, Any]) -> str:
             f"hybrid, {row['speedup_lexical_vs_rank_bm25_p50']}× lexical  (open {row['open_s']} s, "
             f"rank-bm25 build {row['rank_bm25']['build_s']} s)"
         )
+    m = res.get("model", {})
+    if "model" in m:
+        lines.append(
+            f"recall with the local model @{res['plan']['model_size']:,} ({m['retrieval']}, query "
+            f"embedding included): p50 {m['model']['p50_ms']} ms, p95 {m['model']['p95_ms']} ms; "
+            f"lexical p50 {m['lexical']['p50_ms']} ms (open {m['open_s']} s)"
+        )
+    elif m:
+        lines.append(f"recall with the local model: skipped ({m['skipped']})")
     a = res["actor"]
     if a.get("skipped"):
         lines.append("recall through the Ray actor: skipped (--no-ray)")

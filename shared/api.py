@@ -101,6 +101,7 @@ class StoreAPI(Protocol):
         confidence: str = "stated",
         status: str | None = None,
         reinforce: bool = True,
+        occurred_at: int | None = None,
     ) -> SaveResponse: ...
 
     def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
@@ -119,6 +120,7 @@ class StoreAPI(Protocol):
         pinned: bool | None = None,
         type: str | None = None,
         scope: str | None = None,
+        occurred_at: int | None = None,
     ) -> MemoryResponse: ...
 
     def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse: ...

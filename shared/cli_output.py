@@ -188,6 +188,7 @@ def memory(r: Any) -> str:
         ("entities", ", ".join(m.entities)),
         ("pinned", "yes" if m.pinned else "no"),
         ("stated", date(m.stated_at)),
+        ("occurred", "" if m.occurred_at is None else date(m.occurred_at)),
         ("revision", str(m.revision)),
         ("corroboration", str(m.corroboration)),
     ]

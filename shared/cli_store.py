@@ -21,6 +21,7 @@ from shared import cli_output as show
 from shared.api import StoreAPI
 from shared.errors import DataDirLockedError, InvalidArgumentError
 from shared.models import RecallResponse, SaveResponse
+from shared.text import iso_ms
 
 if TYPE_CHECKING:
     from shared.cli import Ctx
@@ -150,6 +151,7 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--entity", action="append", dest="entities", help="an entity (repeatable)")
     p.add_argument("--pin", action="store_true", help="pin it: never touched automatically")
     p.add_argument("--confidence", default="stated", help="stated | extracted | inferred")
+    p.add_argument("--occurred-at", help="when it happened: ISO date or date-time (UTC if no zone)")
     bank_opt(p)
 
     p = add_verb(
@@ -213,6 +215,7 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--title", help="new title")
     p.add_argument("--tag", action="append", dest="tags", help="replace the tags (repeatable)")
     p.add_argument("--entity", action="append", dest="entities", help="replace the entities")
+    p.add_argument("--occurred-at", help="when it happened: ISO date or date-time (UTC if no zone)")
     pin = p.add_mutually_exclusive_group()
     pin.add_argument("--pin", action="store_true", default=None, dest="pinned", help="pin it")
     pin.add_argument("--unpin", action="store_false", dest="pinned", help="unpin it")
@@ -281,7 +284,12 @@ def _save(ctx: Ctx) -> SaveResponse:
         pinned=a.pin,
         confidence=a.confidence,
         recorded_by="cli",
+        occurred_at=_instant(a.occurred_at),
     )
+
+
+def _instant(value: str | None) -> int | None:
+    return None if value is None else iso_ms(value)
 
 
 def _recall(ctx: Ctx) -> RecallResponse:
@@ -340,6 +348,7 @@ def _update(ctx: Ctx) -> Any:
         tags=a.tags,
         entities=a.entities,
         pinned=a.pinned,
+        occurred_at=_instant(a.occurred_at),
     )
 
 

@@ -325,6 +325,7 @@ class StoreClient(ActorClient):
         confidence: str = "stated",
         status: str | None = None,
         reinforce: bool = True,
+        occurred_at: int | None = None,
     ) -> SaveResponse:
         return self._call(
             SaveResponse,
@@ -345,6 +346,7 @@ class StoreClient(ActorClient):
             confidence=confidence,
             status=status,
             reinforce=reinforce,
+            occurred_at=occurred_at,
         )
 
     @write
@@ -364,6 +366,7 @@ class StoreClient(ActorClient):
         pinned: bool | None = None,
         type: str | None = None,
         scope: str | None = None,
+        occurred_at: int | None = None,
     ) -> MemoryResponse:
         return self._call(
             MemoryResponse,
@@ -377,6 +380,7 @@ class StoreClient(ActorClient):
             pinned=pinned,
             type=type,
             scope=scope,
+            occurred_at=occurred_at,
         )
 
     @write

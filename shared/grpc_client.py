@@ -184,6 +184,7 @@ class GrpcStoreClient:
         confidence: str = "stated",
         status: str | None = None,
         reinforce: bool = True,
+        occurred_at: int | None = None,
     ) -> SaveResponse:
         return self._call(
             SaveResponse,
@@ -204,6 +205,7 @@ class GrpcStoreClient:
             confidence=confidence,
             status=status,
             reinforce=reinforce,
+            occurred_at=occurred_at,
         )
 
     def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
@@ -227,6 +229,7 @@ class GrpcStoreClient:
         pinned: bool | None = None,
         type: str | None = None,
         scope: str | None = None,
+        occurred_at: int | None = None,
     ) -> MemoryResponse:
         return self._call(
             MemoryResponse,
@@ -240,6 +243,7 @@ class GrpcStoreClient:
             pinned=pinned,
             type=type,
             scope=scope,
+            occurred_at=occurred_at,
         )
 
     def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from shared.errors import InvalidArgumentError, UnknownError
 
@@ -64,6 +64,9 @@ class Memory(Frozen):
     created_at: int
     updated_at: int
     stated_at: int
+    # When the remembered thing happened or was said (ms since epoch; issue 11): a dialog
+    # turn's session date, the date an event refers to. None: unknown (``stated_at`` stands in).
+    occurred_at: int | None = None
     revision: int = 0
     invalid_at: int | None = None
     superseded_by: str | None = None
@@ -140,6 +143,7 @@ class SaveRequest(Frozen):
     pinned: bool = False
     confidence: str = "stated"
     status: str | None = None
+    occurred_at: StrictInt | None = None  # ms since epoch; "123", 1.5 and True are refused
 
     @classmethod
     def of(cls, value: object, where: str = "item") -> SaveRequest:

@@ -26,6 +26,8 @@ from itertools import pairwise
 
 import Stemmer
 
+from shared.errors import InvalidArgumentError
+
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 _MASK64 = 0xFFFFFFFFFFFFFFFF
@@ -463,3 +465,15 @@ def query_dates(text: str, now_ms: int) -> DateWindow | None:
         start, end = datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
         return _window(start, end, low[: ym.start()] + " " + low[ym.end() :])
     return None
+
+
+def iso_ms(value: str) -> int:
+    """An ISO-8601 date or date-time ("2023-05-07", "2023-05-07T13:56", "...Z", "+02:00") as
+    ms since epoch; a value without a zone is UTC. Anything else is ``invalid_argument``."""
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except (ValueError, AttributeError) as e:
+        raise InvalidArgumentError(f"{value!r} is not an ISO-8601 date or date-time") from e
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return int(parsed.timestamp() * 1000)

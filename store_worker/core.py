@@ -271,6 +271,7 @@ class MemoryStore:
         confidence: str = "stated",
         status: str | None = None,
         reinforce: bool = True,
+        occurred_at: int | None = None,
     ) -> SaveResponse:
         """Save one memory; the same normalised text re-saved reinforces instead, unless
         ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
@@ -291,6 +292,7 @@ class MemoryStore:
             confidence=confidence,
             status=status,
             reinforce=reinforce,
+            occurred_at=occurred_at,
         )
 
     @_grouped
@@ -321,6 +323,7 @@ class MemoryStore:
         pinned: bool | None = None,
         type: str | None = None,
         scope: str | None = None,
+        occurred_at: int | None = None,
     ) -> MemoryResponse:
         """Revise a live memory in place: same id, next revision. Type and scope are immutable."""
         return self.writer.update(
@@ -333,6 +336,7 @@ class MemoryStore:
             pinned=pinned,
             type=type,
             scope=scope,
+            occurred_at=occurred_at,
         )
 
     @_grouped

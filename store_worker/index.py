@@ -87,6 +87,7 @@ COLUMNS: dict[str, tuple[npt.DTypeLike, float]] = {
     "pinned": (np.float32, 0),
     "corroboration": (np.float32, 0),
     "stated_at": (np.float64, 0),
+    "occurred_at": (np.float64, -1),  # -1: not known (Memory.occurred_at is None)
     "created_at": (np.float64, 0),
     "type": (np.int8, 0),
     "scope": (np.int8, 0),

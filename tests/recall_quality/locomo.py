@@ -18,8 +18,11 @@ only, the memory stays global), which is what lets recall treat neighbouring tur
 (``store_worker/context.py``). As the README's figures were measured, the turns are saved one
 millisecond apart from ``SAVED_AT`` and asked about a day later, so recency plays no part;
 ``--dated`` saves each turn at its session's date instead and asks a day after the last
-session (recency decay then favours later sessions). The model embeds every turn once per
-run, in batches, when the store is reopened with it; nothing is cached.
+session (recency decay then favours later sessions). ``--occurred`` keeps the README's
+protocol (saved at ``SAVED_AT``) and passes each turn's session date as its ``occurred_at``
+(issue 11 item 3: a question naming a time prefers memories from then); ``make eval`` runs both.
+The model embeds every turn once per run, in batches, when the store is reopened with it;
+nothing is cached.
 
 Run ``python -m tests.recall_quality.locomo`` (``make eval``); ``--brief`` prints the overall
 rows only, ``--json`` the headline figures, ``--no-model`` skips the embedding model.
@@ -44,6 +47,7 @@ from typing import Any
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
 from store_worker.embed import Embedder
+from store_worker.recall import Tuning
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_ENV = "MEMORY_LOCOMO_DIR"
@@ -231,11 +235,16 @@ def session_id(conv: Conversation, turn: Turn) -> str:
     return f"{conv.bank}-session-{turn.session}"
 
 
+PROTOCOLS = ("saved", "dated", "occurred")
+
+
 def build_store(
-    root: Path, convs: Sequence[Conversation], *, dated: bool = False
+    root: Path, convs: Sequence[Conversation], *, protocol: str = "saved"
 ) -> dict[str, dict[str, list[str]]]:
     """Every turn saved through ``MemoryStore.save`` (at ``SAVED_AT``, or at its session's
-    date when ``dated``); returns, per bank, memory id → the dia_ids it stands for."""
+    date for ``dated``; ``occurred`` saves at ``SAVED_AT`` with ``occurred_at`` = the session's
+    date); returns, per bank, memory id → the dia_ids it stands for."""
+    dated = protocol == "dated"
     clock = FakeClock(start_ms=0, tick=0)
     store = MemoryStore(root, clock=clock)
     owners: dict[str, dict[str, list[str]]] = {}
@@ -249,6 +258,7 @@ def build_store(
                     bank=conv.bank,
                     id=memory_id(turn),
                     session_id=session_id(conv, turn),
+                    occurred_at=turn.at_ms if protocol == "occurred" else None,
                 )
                 held[saved.memory.id].append(turn.dia_id)
             owners[conv.bank] = dict(held)
@@ -271,9 +281,9 @@ def run_store(
     *,
     mode: str,
     k: int = max(KS),
-    dated: bool = False,
+    protocol: str = "saved",
 ) -> list[Outcome]:
-    clock.ms = asked_at(conv, dated=dated)
+    clock.ms = asked_at(conv, dated=protocol == "dated")
     out = []
     for q in conv.questions:
         t0 = time.perf_counter()
@@ -296,7 +306,8 @@ def evaluate(
     modes: Sequence[str] = MODES,
     *,
     embedder: Callable[[], Embedder] = semantic_embedder,
-    dated: bool = False,
+    protocol: str = "saved",
+    tuning: Tuning | None = None,
 ) -> dict[str, Any]:
     """Every requested mode over every conversation; ``{"modes": {mode: summary}}``."""
     results: dict[str, list[Outcome]] = defaultdict(list)
@@ -309,13 +320,13 @@ def evaluate(
         with tempfile.TemporaryDirectory(prefix="locomo-eval-") as tmp:
             root = Path(tmp) / "store"
             t0 = time.perf_counter()
-            owners = build_store(root, convs, dated=dated)
+            owners = build_store(root, convs, protocol=protocol)
             timings["save_s"] = time.perf_counter() - t0
-            _recall_modes(root, convs, owners, store_modes, results, None, dated)
+            _recall_modes(root, convs, owners, store_modes, results, None, protocol, tuning)
             if any(m in MODEL_MODES for m in store_modes):
                 t0 = time.perf_counter()
                 model = embedder()
-                _recall_modes(root, convs, owners, store_modes, results, model, dated)
+                _recall_modes(root, convs, owners, store_modes, results, model, protocol, tuning)
                 timings["model_s"] = time.perf_counter() - t0
     return {
         "modes": {m: summarize(results[m]) for m in MODES if m in results},
@@ -330,19 +341,22 @@ def _recall_modes(
     modes: Sequence[str],
     results: dict[str, list[Outcome]],
     model: Embedder | None,
-    dated: bool,
+    protocol: str,
+    tuning: Tuning | None = None,
 ) -> None:
     """The store reopened on ``root`` (with ``model``, every turn is embedded on load, in
     batches) and each of ``modes`` that belongs to it asked every question."""
     clock = FakeClock(start_ms=0, tick=0)
-    store = MemoryStore(root, clock=clock, embedder=model)
+    store = MemoryStore(root, clock=clock, embedder=model, recall_tuning=tuning)
     plan = {"bm25-store": "lexical", "lexical": "hybrid", "hybrid": "hybrid"}
     mine = [m for m in modes if (m in MODEL_MODES) == (model is not None)]
     try:
         for conv in convs:
             for mode in mine:
                 results[mode].extend(
-                    run_store(store, clock, conv, owners[conv.bank], mode=plan[mode], dated=dated)
+                    run_store(
+                        store, clock, conv, owners[conv.bank], mode=plan[mode], protocol=protocol
+                    )
                 )
     finally:
         store.close()
@@ -383,7 +397,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-model", action="store_true", help="skip the embedding-model modes")
     ap.add_argument("--brief", action="store_true", help="overall rows only")
     ap.add_argument("--json", action="store_true", help="print the headline JSON")
-    ap.add_argument("--dated", action="store_true", help="save each turn at its session date")
+    when = ap.add_mutually_exclusive_group()
+    when.add_argument("--dated", action="store_true", help="save each turn at its session date")
+    when.add_argument(
+        "--occurred", action="store_true", help="pass each turn's session date as occurred_at"
+    )
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a recall.Tuning weight"
+    )
     args = ap.parse_args(argv)
     folder = data_dir()
     if not folder.is_dir() or not any(folder.glob("*.json")):
@@ -394,7 +415,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         modes = tuple(m for m in modes if m not in MODEL_MODES)
     convs = load(folder)
     t0 = time.perf_counter()
-    report = evaluate(convs, modes, dated=args.dated)
+    protocol = "dated" if args.dated else "occurred" if args.occurred else "saved"
+    tuning = None
+    if args.set:
+        from tests.recall_quality.run import tuning_from
+
+        tuning = tuning_from(dict(item.split("=", 1) for item in args.set))
+    report = evaluate(convs, modes, protocol=protocol, tuning=tuning)
     took = time.perf_counter() - t0
     if args.json:
         print(json.dumps(headline(report), indent=1, sort_keys=True))
@@ -403,8 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_turns = sum(len(c.turns) for c in convs)
     n_q = sum(len(c.questions) for c in convs)
     print(  # after --json, on stderr: stdout stays one JSON document
-        f"(locomo {folder.name}: {len(convs)} conversations, {n_turns} turns, {n_q} questions, "
-        f"{took:.1f} s; {report['timings_s']})",
+        f"(locomo {folder.name}, protocol {protocol}: {len(convs)} conversations, "
+        f"{n_turns} turns, {n_q} questions, {took:.1f} s; {report['timings_s']})",
         file=sys.stderr if args.json else sys.stdout,
     )
     return 0

@@ -164,3 +164,21 @@ def test_main_runs_on_a_data_folder(
     head = json.loads(capsys.readouterr().out)
     assert set(head) == {"bm25", "bm25-store", "lexical"}
     assert head["lexical"]["hit@10"] == 1.0
+
+
+def test_the_occurred_protocol_dates_each_turn_by_its_session(tmp_path: Path) -> None:
+    from store_worker.core import MemoryStore
+
+    conv = L.parse_conversation("t1", tiny_doc())
+    L.build_store(tmp_path / "store", [conv], protocol="occurred")
+    store = MemoryStore(tmp_path / "store")
+    try:
+        got = {m.id: m for m in store.list(bank=conv.bank, page_size=50).memories}
+        assert got["d1-1"].occurred_at == L.parse_session_date("1:56 pm on 8 May, 2023")
+        assert got["d2-3"].occurred_at == L.parse_session_date("10:00 am on 2 June, 2023")
+        assert got["d1-1"].stated_at < got["d2-3"].stated_at < L.SAVED_AT + 100
+        # the question naming a month finds that session's turns first
+        hits = store.recall("what happened in June 2023?", bank=conv.bank, limit=3).memories
+        assert {h.memory.id for h in hits} <= {"d2-1", "d2-2", "d2-3"} and hits
+    finally:
+        store.close()

@@ -154,6 +154,21 @@ def test_update_pin_unpin_delete(cli: Cli) -> None:
     assert cli.json("list", "--include-superseded")["total"] == 1
 
 
+def test_occurred_at_takes_iso_dates_and_datetimes(cli: Cli) -> None:
+    saved = cli.json("save", "Caroline went to a support group", "--occurred-at", "2023-05-07")
+    assert saved["memory"]["occurred_at"] == 1_683_417_600_000
+    mem_id = saved["memory"]["id"]
+    moved = cli.json("update", mem_id, "--occurred-at", "2023-05-08T13:56+02:00")
+    assert moved["memory"]["occurred_at"] == 1_683_546_960_000  # 11:56 UTC
+    code, out, _ = cli("get", mem_id)
+    assert code == 0 and "occurred      2023-05-08" in out
+    code, out, err = cli("save", "x", "--occurred-at", "last tuesday")
+    assert code == 2 and out == "" and err.startswith("error: invalid_argument:")
+    code, _, err = cli("save", "x", "--occurred-at", "1960-01-01")
+    assert code == 2 and "negative" in err
+    assert cli.json("list")["total"] == 1
+
+
 def test_supersede_and_tags(cli: Cli) -> None:
     cli("save", "Standup is at 9", "--id", "old", "--tag", "meetings")
     cli("save", "Standup is at 10", "--id", "new", "--tag", "meetings", "--tag", "team")

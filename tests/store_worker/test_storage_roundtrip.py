@@ -69,6 +69,7 @@ memories = st.builds(
     created_at=st.integers(0, 2**53),
     updated_at=st.integers(0, 2**53),
     stated_at=st.integers(0, 2**53),
+    occurred_at=st.none() | st.integers(0, 2**53),
     revision=st.integers(0, 2**31),
     invalid_at=st.none() | st.integers(0, 2**53),
     superseded_by=st.none() | st.from_regex(r"[a-z0-9]{1,20}", fullmatch=True),
