@@ -23,9 +23,10 @@ from shared import errors
 from shared.api import StoreAPI
 from shared.cli_store import close_store
 from shared.config import StoreSettings
+from shared.sharded import ShardedStoreClient, open_embedded_shards
 from shared.workers import open_embedded_store
 
-BACKENDS = ["embedded", pytest.param("actor", marks=pytest.mark.ray)]
+BACKENDS = ["embedded", "sharded", pytest.param("actor", marks=pytest.mark.ray)]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -33,7 +34,14 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreAPI]:
     if request.param == "actor":
         yield request.getfixturevalue("store_actor")
         return
-    store = open_embedded_store(StoreSettings(data_dir=str(tmp_path / "data")))
+    settings = StoreSettings(data_dir=str(tmp_path / "data"))
+    if request.param == "sharded":  # two in-process shards behind ShardedStoreClient
+        store = open_embedded_shards(settings, 2)
+        assert isinstance(store, ShardedStoreClient) and store.routing.shards == 2
+        yield store
+        close_store(store)
+        return
+    store = open_embedded_store(settings)
     yield store
     close_store(store)
 
