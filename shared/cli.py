@@ -57,10 +57,11 @@ class Ctx:
     def _open(self) -> StoreAPI:
         if self.embedded:
             return open_store(self.args.data_dir)
-        from shared.client import StoreClient, connect
+        from shared.client import connect
+        from shared.sharded import ShardedStoreClient
 
         self.dashboard_url = connect()["dashboard_url"]
-        return StoreClient(timeout=self.args.timeout)
+        return ShardedStoreClient.connect(timeout=self.args.timeout)  # one shard: a StoreClient
 
     def close(self) -> None:
         if self.embedded and self._store is not None:

@@ -108,7 +108,7 @@ class ShardedStoreClient:
         self._claim_from = itertools.count()
 
     @classmethod
-    def connect(cls, *, timeout: float | None = None, freeze_wait_s: float = 30.0) -> Any:
+    def connect(cls, *, timeout: float | None = None, freeze_wait_s: float = 30.0) -> StoreAPI:
         """Over Ray: ``memory-store`` and every ``memory-store-<i>`` running after it. One
         shard answers a plain ``StoreClient`` (no routing at all: today's single store)."""
         import ray
