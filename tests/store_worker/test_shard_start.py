@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from shared.cli import build_parser
@@ -41,3 +44,28 @@ def test_each_shard_asks_for_its_own_resource(
     value: str | None, shard: int, n: int, expected: str | None
 ) -> None:
     assert shard_resource(value, shard, n) == expected
+
+
+def test_the_sharded_manifest_gives_each_shard_its_resource_and_volume() -> None:
+    import yaml
+
+    from shared.shards import shard_dir
+
+    path = Path(__file__).resolve().parents[2] / "deploy" / "raycluster-sharded.yaml"
+    docs = list(yaml.safe_load_all(path.read_text("utf-8")))
+    claims = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+    (ray_cluster,) = [d for d in docs if d["kind"] == "RayCluster"]
+    groups = {g["groupName"]: g for g in ray_cluster["spec"]["workerGroupSpecs"]}
+    stores = sorted(name for name in groups if name.startswith("store-"))
+    assert stores == ["store-0", "store-1"]
+    for i, name in enumerate(stores):
+        group = groups[name]
+        assert group["maxReplicas"] == 1
+        wanted = shard_resource("memory_store", i, len(stores))
+        assert json.loads(json.loads(group["rayStartParams"]["resources"])) == {wanted: 1}
+        pod = group["template"]["spec"]
+        (mount,) = pod["containers"][0]["volumeMounts"]
+        assert Path(mount["mountPath"]) == shard_dir(Path("/data/memory"), i)
+        (volume,) = pod["volumes"]
+        assert volume["persistentVolumeClaim"]["claimName"] in claims
+    assert "memory_store" not in json.dumps(groups["siblings"])  # siblings hold no shard
