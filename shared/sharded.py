@@ -138,14 +138,33 @@ class ShardedStoreClient:
         return self._routing
 
     def refresh(self) -> Routing:
-        """Re-read the slot table from shard 0 (the one owner of the truth)."""
-        self._routing = Routing.parse(self.shards[0].state_get(STATE_OWNER, STATE_KEY))
+        """Re-read the slot table from shard 0 (the one owner of the truth); while shard 0 is
+        unreachable, the newest copy another shard was given (each keeps the last it got)."""
+        try:
+            self._routing = Routing.parse(self.shards[0].state_get(STATE_OWNER, STATE_KEY))
+        except SourceUnavailableError:
+            copies = []
+            for shard in self.shards[1:]:
+                try:
+                    copies.append(Routing.parse(shard.shard_routing()["routing"]))
+                except SourceUnavailableError:
+                    continue
+            if not copies:
+                raise
+            self._routing = max(copies, key=lambda t: t.version)
         return self._routing
 
     @property
     def default_bank(self) -> str:
         if self._default is None:
-            self._default = str(self.shards[0].describe()["default_bank"])
+            for shard in self.shards:  # every shard has the same settings; shard 0 may be down
+                try:
+                    self._default = str(shard.describe()["default_bank"])
+                    break
+                except SourceUnavailableError:
+                    if shard is self.shards[-1]:
+                        raise
+        assert self._default is not None
         return self._default
 
     def owner(self, bank: str | None) -> int:

@@ -232,3 +232,30 @@ def test_bad_imports_are_refused_and_write_nothing(open_shards: Opener) -> None:
         stores[0].bank_release(own0)
     with pytest.raises(errors.ConflictError):
         stores[0].shard_routing(Routing(version=0).dump())  # older than v1
+
+
+class _Down:
+    """A shard whose process is gone: every call is a retryable source_unavailable."""
+
+    def __getattr__(self, name: str) -> object:
+        def call(*_a: object, **_k: object) -> object:
+            raise errors.SourceUnavailableError("store shard 0 is unavailable")
+
+        return call
+
+
+def test_without_shard_zero_the_table_comes_from_the_others(open_shards: Opener) -> None:
+    # Given two shards with a table, and a client that cannot reach shard 0
+    stores = open_shards(2)
+    table = initial_routing(stores)
+    assert table is not None
+    acked = _fill(ShardedStoreClient(stores), BANKS)
+    client = ShardedStoreClient([_Down(), stores[1]])  # type: ignore[list-item]
+    # Then shard 1's banks still serve (from its copy of the table), shard 0's are unavailable
+    assert client.refresh() == table
+    on1 = [b for b in BANKS if table.owner(b) == 1]
+    on0 = [b for b in BANKS if table.owner(b) == 0]
+    assert all({m.id for m in client.list(bank=b).memories} == acked[b] for b in on1)
+    with pytest.raises(errors.SourceUnavailableError) as caught:
+        client.get(next(iter(acked[on0[0]])), bank=on0[0])
+    assert caught.value.retryable
