@@ -132,7 +132,8 @@ def _actor_row(
     import ray
 
     from shared.client import StoreClient
-    from shared.sharded import ShardedStoreClient, initial_routing
+    from shared.rebalance import initial_routing
+    from shared.sharded import ShardedStoreClient
     from shared.shards import shard_dir
     from store_worker.actor import start_shard
 

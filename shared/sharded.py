@@ -18,7 +18,7 @@ call where ``shared.shards`` routes it:
 A shard that no longer owns a bank answers ``[moved]``: the client re-reads the slot table from
 shard 0 and goes to the owner. A bank being moved answers ``[moving]`` to writes: the client
 waits (backing off) and retries for up to ``freeze_wait_s``, then hands the retryable
-``SourceUnavailableError`` on. ``rebalance`` is the mover (``memory shards rebalance``).
+``SourceUnavailableError`` on. ``shared.rebalance`` is the mover (``memory shards rebalance``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import builtins
 import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from shared.api import Message, StoreAPI, Subscriber, Wake
@@ -72,7 +71,6 @@ from shared.shards import (
     STATE_OWNER,
     Routing,
     actor_name,
-    plan_slots,
     shard_count,
     shard_dir,
     slot_of,
@@ -110,7 +108,8 @@ class ShardedStoreClient:
     @classmethod
     def connect(cls, *, timeout: float | None = None, freeze_wait_s: float = 30.0) -> StoreAPI:
         """Over Ray: ``memory-store`` and every ``memory-store-<i>`` running after it. One
-        shard answers a plain ``StoreClient`` (no routing at all: today's single store)."""
+        shard answers a plain ``StoreClient`` (no routing at all: today's single store), and
+        so does a process not joined to a cluster (the client connects lazily, as before)."""
         import ray
 
         from shared.client import DEFAULT_TIMEOUT_S, StoreClient
@@ -118,6 +117,8 @@ class ShardedStoreClient:
 
         wait = DEFAULT_TIMEOUT_S if timeout is None else timeout
         clients = [StoreClient(timeout=wait)]
+        if not ray.is_initialized():  # never start Ray here (get_actor would): one store
+            return clients[0]
         for i in itertools.count(1):
             try:
                 ray.get_actor(actor_name(i), namespace=NAMESPACE)
@@ -632,6 +633,8 @@ class ShardedStoreClient:
     def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
         """Every shard's view; with ``table``, shard 0 (the truth) takes it first, then each."""
         if table is not None:
+            from shared.rebalance import publish
+
             publish(self.shards, Routing.parse(table))
         views = self._all(lambda s: s.shard_routing())
         return {"shard": None, "routing": self.refresh().dump(), "shards": views}
@@ -695,6 +698,7 @@ def _item_bank(item: SaveRequest | dict[str, Any]) -> str | None:
 def open_embedded_shards(settings: StoreSettings, n: int) -> StoreAPI:
     """``n`` in-process store shards on one data dir (``shared.shards.shard_dir``); one shard
     is the plain embedded store. A fresh set of shards gets an even slot table."""
+    from shared.rebalance import initial_routing
     from shared.workers import open_embedded_store
 
     if shard_count(n) == 1:
@@ -708,148 +712,3 @@ def open_embedded_shards(settings: StoreSettings, n: int) -> StoreAPI:
     ]
     initial_routing(stores)
     return ShardedStoreClient(stores)
-
-
-def initial_routing(shards: Sequence[StoreAPI]) -> Routing | None:
-    """Spread the slots evenly when no shard holds a bank and no table was ever written;
-    otherwise leave the table alone (``rebalance`` moves existing banks)."""
-    table = Routing.parse(shards[0].state_get(STATE_OWNER, STATE_KEY))
-    if table.version > 0 or any(_holdings(shards)) or len(shards) == 1:
-        return None
-    fresh = Routing(version=1, slots=plan_slots(table.slots, len(shards)))
-    publish(shards, fresh)
-    return fresh
-
-
-# -- rebalancing -------------------------------------------------------------------------------
-
-
-Step = Callable[[str, int], object]
-"""``step(name, slot)`` before each step of a move: "freeze", "copy", "switch", "release"
-(tests raise there to kill the move at that point)."""
-
-
-@dataclass
-class RebalanceReport:
-    shards: int
-    slots_moved: int = 0
-    banks_moved: builtins.list[str] = field(default_factory=builtins.list)
-    released: builtins.list[str] = field(default_factory=builtins.list)
-    orphans: builtins.list[str] = field(default_factory=builtins.list)
-    version: int = 0
-
-
-def publish(shards: Sequence[StoreAPI], table: Routing, first: int | None = None) -> None:
-    """Shard 0 takes the table first (the commit point), then ``first``, then the rest."""
-    order = [0] + ([first] if first not in (None, 0) else [])
-    order += [i for i in range(len(shards)) if i not in order]
-    for i in order:
-        shards[i].shard_routing(table.dump())
-
-
-def rebalance(
-    shards: Sequence[StoreAPI], n: int | None = None, *, step: Step | None = None
-) -> RebalanceReport:
-    """Move every bank whose owner changes when ``n`` shards (default: all of ``shards``)
-    share the slots; resumes an interrupted run (see ``store_worker.shards``)."""
-    n = len(shards) if n is None else n
-    if n > len(shards):
-        raise InvalidArgumentError(f"{n} shards asked for, {len(shards)} reachable")
-    note = step or (lambda _name, _slot: None)
-    report = RebalanceReport(shards=n)
-    table = Routing.parse(shards[0].state_get(STATE_OWNER, STATE_KEY))
-    publish(shards, table)  # a shard that missed the last switch catches up
-    _release_leftovers(shards, table, report)
-    for slot, target in sorted(table.moving.items()):  # a move a kill interrupted
-        table = _move_slot(shards, table, slot, target, note, report)
-    plan = plan_slots(table.slots, n)
-    moves = {s: plan[s] for s in range(len(plan)) if plan[s] != table.slots[s]}
-    table = _switch_empty(shards, table, moves, report)
-    for slot in sorted(moves):
-        if table.slots[slot] != moves[slot]:
-            table = _move_slot(shards, table, slot, moves[slot], note, report)
-    report.version = table.version
-    return report
-
-
-def _holdings(shards: Sequence[StoreAPI]) -> builtins.list[builtins.list[str]]:
-    return [list(s.shard_routing()["banks"]) for s in shards]
-
-
-def _switch_empty(
-    shards: Sequence[StoreAPI], table: Routing, moves: dict[int, int], report: RebalanceReport
-) -> Routing:
-    """Slots that hold no bank switch together: frozen first (no bank can be created in them
-    meanwhile), checked empty again, then handed over in one table."""
-    held = {slot_of(b) for banks in _holdings(shards) for b in banks}
-    empty = [s for s in moves if s not in held]
-    if not empty:
-        return table
-    frozen = table.model_copy(
-        update={
-            "version": table.version + 1,
-            "moving": {**table.moving, **{s: moves[s] for s in empty}},
-        }
-    )
-    publish(shards, frozen)
-    held = {slot_of(b) for banks in _holdings(shards) for b in banks}
-    slots = list(frozen.slots)
-    for s in empty:
-        if s not in held:
-            slots[s] = moves[s]
-            report.slots_moved += 1
-    done = frozen.model_copy(
-        update={
-            "version": frozen.version + 1,
-            "slots": tuple(slots),
-            "moving": {k: v for k, v in frozen.moving.items() if k not in empty or k in held},
-        }
-    )
-    publish(shards, done)
-    return done
-
-
-def _move_slot(
-    shards: Sequence[StoreAPI],
-    table: Routing,
-    slot: int,
-    target: int,
-    note: Step,
-    report: RebalanceReport,
-) -> Routing:
-    """Freeze the slot on its owner, copy its banks, switch the table, release the old copies."""
-    source = table.slots[slot]
-    if slot not in table.moving:
-        note("freeze", slot)
-        table = table.start_move(slot, target)
-        publish(shards, table, first=source)
-    banks = [b for b in shards[source].shard_routing()["banks"] if slot_of(b) == slot]
-    for bank in banks:
-        note("copy", slot)
-        shards[target].bank_import(bank, shards[source].bank_export(bank))
-    note("switch", slot)
-    table = table.finish_move(slot)
-    publish(shards, table, first=target)
-    report.slots_moved += 1
-    report.banks_moved.extend(banks)
-    for bank in banks:
-        note("release", slot)
-        shards[source].bank_release(bank)
-        report.released.append(bank)
-    return table
-
-
-def _release_leftovers(shards: Sequence[StoreAPI], table: Routing, report: RebalanceReport) -> None:
-    """Copies a kill left behind after a switch: trashed where the owner holds the bank;
-    a copy the owner lacks is reported as an orphan and left alone."""
-    held = _holdings(shards)
-    for i, banks in enumerate(held):
-        for bank in banks:
-            owner = table.owner(bank)
-            if owner == i or slot_of(bank) in table.moving:
-                continue
-            if owner < len(shards) and bank in held[owner]:
-                shards[i].bank_release(bank)
-                report.released.append(bank)
-            else:
-                report.orphans.append(f"{bank}@shard{i}")

@@ -290,7 +290,7 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
         }
         handles.append(start_shard(shard_env, i, n, name=shard_actor(i) if i else name))
     from shared.client import StoreClient
-    from shared.sharded import initial_routing
+    from shared.rebalance import initial_routing
 
     initial_routing([StoreClient(h, actor_name=shard_actor(i)) for i, h in enumerate(handles)])
     return handles[0]

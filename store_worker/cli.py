@@ -86,7 +86,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _rebalance(args: argparse.Namespace) -> int:
-    from shared.sharded import rebalance
+    from shared.rebalance import rebalance
 
     shards = _shards()
     report = rebalance(shards, args.shards)

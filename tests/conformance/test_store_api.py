@@ -42,7 +42,7 @@ def sharded_actors(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -
     """Two store shard actors of their own (not ``memory-store``: the session's single store
     stays what every other test finds) behind ``ShardedStoreClient``, with an even table."""
     from shared.client import StoreClient
-    from shared.sharded import initial_routing
+    from shared.rebalance import initial_routing
     from shared.shards import shard_dir
     from store_worker.actor import start_shard
 

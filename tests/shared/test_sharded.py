@@ -14,7 +14,8 @@ import pytest
 
 from shared import errors
 from shared.config import StoreSettings
-from shared.sharded import ShardedStoreClient, initial_routing, rebalance
+from shared.rebalance import initial_routing, rebalance
+from shared.sharded import ShardedStoreClient
 from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
 from store_worker.core import MemoryStore
 
