@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import redaction, writes
+from bench import redaction, shards, writes
 from bench import store as b
 
 OUT_DIR = b.REPO / ".bench"
@@ -34,6 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--actor-size", type=int, help="recall-through-actor size (default 10000)")
     p.add_argument("--saves", type=int, help="saves timed for throughput (default 1000)")
     p.add_argument("--queries", type=int, help="queries per size (default 300)")
+    p.add_argument("--shard-saves", type=int, help="saves per caller in the shards bench")
     p.add_argument("--no-ray", action="store_true", help="skip the recall-through-actor bench")
     p.add_argument("--model-size", type=int, help="recall with the local model (default 10000)")
     p.add_argument("--no-model", action="store_true", help="skip the local-model recall bench")
@@ -57,6 +58,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         "bm25_queries": min(args.queries or 40, 20 if quick else 40),
         "write_round": 40 if quick else 400,  # writes per writer per interleaved round
         "write_rounds": 2 if quick else 5,
+        "shard_saves": args.shard_saves or (10 if quick else 60),  # per caller, 8 callers
         "ray": not args.no_ray,
         "model_size": None if args.no_model else (args.model_size or (2_000 if quick else 10_000)),
         "quick": quick,
@@ -80,6 +82,7 @@ def run(cfg: dict[str, Any], cache: Path) -> dict[str, Any]:
         cfg["write_round"], cache, rounds=cfg["write_rounds"], use_ray=cfg["ray"]
     )
     res["writes"]["ratios"] = writes.ratios(res["writes"])
+    res["shards"] = shards.compare(cfg["shard_saves"], cache, use_ray=cfg["ray"])
     res["cold_start"] = {str(n): b.cold_start(n, cache) for n in cfg["cold_sizes"]}
     res["actor"] = (
         b.recall_actor(cfg["actor_size"], cache, n_queries=cfg["queries"])
@@ -228,6 +231,7 @@ def table(res: dict[str, Any]) -> str:
         if isinstance(r, dict) and "per_s" in r:
             fs = r.get("fsyncs_per_save")
             lines.append(f"  {name:<24} {r['per_s']:>9}/s  {'' if fs is None else fs}")
+    lines += shard_lines(res.get("shards"))
     for n, c in res["cold_start"].items():
         lines.append(
             f"cold start {int(n):>9,}: {c['seconds']:>7.2f} s wall, {c['cpu_s']:.2f} s CPU "
@@ -249,6 +253,26 @@ def table(res: dict[str, Any]) -> str:
         lines.append(f"  {t['target']:<36} {t['value']!s:>8}  {t['goal']:>7}  {met:>5}")
     lines.append(f"(wall {res['meta']['wall_s']} s; load average at start {res['meta']['load']})")
     return "\n".join(lines)
+
+
+def shard_lines(row: dict[str, Any] | None) -> list[str]:
+    if not row:
+        return []
+    lines = [
+        f"store shards, {row['callers']} concurrent callers over {row['banks']} banks "
+        "(aggregate saves/s; recall p50/p95 ms)"
+    ]
+    for kind in ("actor", "embedded"):
+        for n, r in row[kind].items():
+            if n == "skipped":
+                lines.append(f"  {kind:<9} skipped (--no-ray)")
+                continue
+            label = "single store" if n == "1" else f"{n} shards"
+            lines.append(
+                f"  {kind:<9} {label:<13} {r['saves_per_s']:>8}/s  "
+                f"recall {r['p50_ms']:>7} / {r['p95_ms']} ms"
+            )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

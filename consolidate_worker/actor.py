@@ -72,9 +72,11 @@ class ConsolidatorActor:
 
     def __init__(self, env: dict[str, str] | None = None, store: Any = None) -> None:
         from shared.client import StoreClient
+        from shared.sharded import ShardedStoreClient
 
         settings = ConsolidatorSettings.from_env(dict(env or {}))
-        client = StoreClient(store) if store is not None else StoreClient()
+        # every store shard: bank_list fans out, each bank's pass goes to its owner (issue 16)
+        client = StoreClient(store) if store is not None else ShardedStoreClient.connect()
         self.core = Consolidator(client, settings=settings, judge=judge_from(settings))
         self.metrics = _Metrics()
         self._last: Report | None = None

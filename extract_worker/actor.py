@@ -13,6 +13,7 @@ Metrics (``ray.util.metrics``, ``ray_`` prefix on the node's metrics port): jobs
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import threading
@@ -23,6 +24,7 @@ from typing import Any
 from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.llm import LLM, LiteLLMBackend
 from extract_worker.settings import ExtractorSettings, retired_settings
+from shared.errors import InvalidArgumentError
 from shared.workers import NAMESPACE, WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
@@ -81,13 +83,16 @@ class Wake:
 class ExtractorActor:
     """Create it with ``start()``; ``llm`` replaces the litellm backend (tests, custom)."""
 
-    def __init__(self, env: dict[str, str] | None = None, llm: LLM | None = None) -> None:
-        from shared.client import StoreClient
+    def __init__(
+        self, env: dict[str, str] | None = None, llm: LLM | None = None, name: str = ACTOR_NAME
+    ) -> None:
+        from shared.sharded import ShardedStoreClient
 
+        self.name = name  # a replica's own actor name: its wake-ups come here (issue 16)
         self.settings = ExtractorSettings.from_env(dict(env or {}))
         for line in retired_settings(dict(env or {})):
             log.warning("%s", line)
-        self.store = StoreClient()
+        self.store = ShardedStoreClient.connect()  # claims from every shard's outbox
         self.metrics = _Metrics()
         self.outbox = (0, 0, 0)  # queued, leased, dead at the last drain
         backend = llm if llm is not None else LiteLLMBackend() if self.settings.enabled else None
@@ -103,7 +108,7 @@ class ExtractorActor:
         """Report status and ask for wake-ups; the store may not be up yet (retried)."""
         try:
             self.core.publish_status()
-            self.store.outbox_watch(ACTOR_NAME, Wake(ACTOR_NAME))
+            self.store.outbox_watch(self.name, Wake(self.name))
             return True
         except Exception as e:
             log.info("store not reachable yet (%s); polling", e)
@@ -183,23 +188,76 @@ def start(
     name: str = ACTOR_NAME,
     llm: LLM | None = None,
 ) -> Any:
-    """Start (or find) the named detached extractor actor and wait until it answers."""
-    return start_detached(
-        ExtractorActor,
-        dict(settings_env or {}),
-        llm,
-        name=name,
-        max_restarts=-1,
-        max_task_retries=0,
-        max_concurrency=4,  # notify/stats answer while a drain runs
-        num_cpus=0,
-    )
+    """Start (or find) the named detached extractor and its ``MEMORY_EXTRACTOR_REPLICAS - 1``
+    siblings (``<name>-1`` ...; issue 16): every replica claims from every store shard's
+    outbox, and the store's leases hand each job to one claimer at a time. Returns the first."""
+    env = dict(settings_env or {})
+    replicas = replica_count(env.get("MEMORY_EXTRACTOR_REPLICAS") or 1)
+    handles = [
+        start_detached(
+            ExtractorActor,
+            env,
+            llm,
+            replica_name(name, i),
+            name=replica_name(name, i),
+            max_restarts=-1,
+            max_task_retries=0,
+            max_concurrency=4,  # notify/stats answer while a drain runs
+            num_cpus=0,
+        )
+        for i in range(replicas)
+    ]
+    return handles[0]
+
+
+MAX_REPLICAS = 64
+
+
+def replica_name(name: str, i: int) -> str:
+    return name if i == 0 else f"{name}-{i}"
+
+
+def replica_count(value: object) -> int:
+    try:
+        k = int(str(value))
+    except ValueError:
+        k = 0
+    if not 1 <= k <= MAX_REPLICAS:
+        raise InvalidArgumentError(f"extractor replicas must be 1..{MAX_REPLICAS}, got {value!r}")
+    return k
+
+
+class _Replicas(argparse.Action):
+    """``memory up --extractor-replicas K`` into ``worker_env``."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        try:
+            k = replica_count(values)
+        except InvalidArgumentError as e:
+            parser.error(str(e))
+        env = dict(getattr(namespace, "worker_env", None) or {})
+        env["MEMORY_EXTRACTOR_REPLICAS"] = str(k)
+        namespace.worker_env = env
 
 
 def _add_cli(sub: Any) -> None:
     from extract_worker.chat import add_cli
 
     add_cli(sub)
+    up = sub.choices.get("up")
+    if up is not None:
+        up.add_argument(
+            "--extractor-replicas",
+            metavar="K",
+            action=_Replicas,
+            help="run K extractors (memory-extractor, memory-extractor-1 ...); default 1",
+        )
 
 
 WORKER = WorkerSpec(

@@ -57,9 +57,10 @@ class GatewaySettings(EnvSettings):
 
 def store_client() -> StoreAPI:
     """The ``memory-store`` actor as a ``StoreAPI`` (the gateway's production store)."""
-    from shared.client import StoreClient
+    from shared.sharded import ShardedStoreClient
 
-    return StoreClient()  # implements StoreAPI: the views call public store methods only
+    # implements StoreAPI (the views call public store methods only); routes over the shards
+    return ShardedStoreClient.connect()
 
 
 def server_for(settings: GatewaySettings, store: StoreAPI, *, serialize: bool) -> tuple[Any, int]:

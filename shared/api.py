@@ -30,6 +30,7 @@ from shared.models import (
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
+    BankInfo,
     BankListResponse,
     DanglingResponse,
     DoctorResponse,
@@ -289,3 +290,21 @@ class StoreAPI(Protocol):
     def configure(self, config: dict[str, Any]) -> dict[str, Any]: ...
 
     def reload(self) -> ReloadResponse: ...
+
+    # -- this store as one shard of several (issue 16; shared.shards, shared.sharded) -----
+
+    def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``{"shard", "routing", "banks"}``; with ``table``, take that slot table first."""
+        ...
+
+    def bank_export(self, name: str) -> dict[str, bytes]:
+        """A bank's files by relative path; only a frozen (moving) or foreign bank."""
+        ...
+
+    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
+        """Place and load a bank's files; only a bank this shard does not own yet."""
+        ...
+
+    def bank_release(self, name: str) -> BankDeleteResponse:
+        """Trash this shard's copy of a bank another shard now owns."""
+        ...

@@ -63,10 +63,12 @@ def open_store(data_dir: str) -> StoreAPI:
     ``MEMORY_*`` settings from the environment; opened through the store worker's entry point
     (``shared.workers.open_embedded_store``), so ``shared`` imports no worker."""
     from shared.config import StoreSettings
-    from shared.workers import open_embedded_store
+    from shared.sharded import open_embedded_shards
+    from shared.shards import shard_count
 
+    n = shard_count(os.environ.get("MEMORY_STORE_SHARDS") or 1)  # issue 16: one per shard dir
     try:
-        return open_embedded_store(StoreSettings.from_env(dict(os.environ), data_dir=data_dir))
+        return open_embedded_shards(StoreSettings.from_env(dict(os.environ), data_dir=data_dir), n)
     except DataDirLockedError as e:
         # the running store (or another --data-dir command) owns these files: writing beside
         # it would be lost to its RAM (issue 18), so say what to do instead
@@ -88,10 +90,11 @@ def running_store(timeout: float) -> StoreAPI:
         from shared.grpc_client import GrpcStoreClient
 
         return GrpcStoreClient(gateway.address, token=gateway.token, timeout=timeout)
-    from shared.client import StoreClient, connect
+    from shared.client import connect
+    from shared.sharded import ShardedStoreClient
 
     connect()
-    return StoreClient(timeout=timeout)
+    return ShardedStoreClient.connect(timeout=timeout)  # one shard: a plain StoreClient
 
 
 def close_store(store: StoreAPI) -> None:

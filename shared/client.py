@@ -42,6 +42,7 @@ from shared.models import (
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
+    BankInfo,
     BankListResponse,
     DanglingResponse,
     DoctorResponse,
@@ -695,6 +696,24 @@ class StoreClient(ActorClient):
     @write
     def reload(self) -> ReloadResponse:
         return self._call(ReloadResponse, "reload")
+
+    # -- this store as one shard of several ----------------------------------------------
+
+    @write
+    def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._call(dict[str, Any], "shard_routing", table)
+
+    @read
+    def bank_export(self, name: str) -> dict[str, bytes]:
+        return self._call(dict[str, bytes], "bank_export", name)
+
+    @write
+    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
+        return self._call(BankInfo, "bank_import", name, files)
+
+    @write
+    def bank_release(self, name: str) -> BankDeleteResponse:
+        return self._call(BankDeleteResponse, "bank_release", name)
 
     # -- the memory.v1 views: the gateway calls them until they move into grpc_gateway -----
     # (not in StoreAPI; they go with store_worker/tools.py and provider.py)

@@ -80,6 +80,9 @@ class StoreSettings(EnvSettings):
         DEFAULT_DATA_DIR, description="Root folder of banks (the source of truth)."
     )
     default_bank: str = Field("main", description="Bank used when a call names none.")
+    shard_index: int = Field(
+        0, ge=0, lt=64, description="This store's shard number among several (issue 16)."
+    )
     recall_limit: int = Field(10, ge=1, le=500, description="Default number of recalled memories.")
     recall_budget_tokens: int = Field(
         1500, ge=0, description="Token budget of a turn's recalled block."

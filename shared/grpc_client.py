@@ -37,6 +37,7 @@ from shared.models import (
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
+    BankInfo,
     BankListResponse,
     DanglingResponse,
     DoctorResponse,
@@ -478,6 +479,18 @@ class GrpcStoreClient:
 
     # -- sibling plumbing: events and state ------------------------------------------------
 
+    def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
+        raise _not_served("shard_routing")
+
+    def bank_export(self, name: str) -> dict[str, bytes]:
+        raise _not_served("bank_export")
+
+    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
+        raise _not_served("bank_import")
+
+    def bank_release(self, name: str) -> BankDeleteResponse:
+        raise _not_served("bank_release")
+
     def subscribe(
         self, name: str, callback: Subscriber, banks: Iterable[str] | None = None
     ) -> None:
@@ -521,3 +534,11 @@ class GrpcStoreClient:
 
 if TYPE_CHECKING:  # mypy: a client that does not implement the contract fails here
     _contract: type[StoreAPI] = GrpcStoreClient
+
+
+def _not_served(method: str) -> InvalidArgumentError:
+    """Shard administration runs over Ray, beside the shards (``memory shards rebalance``)."""
+    return InvalidArgumentError(
+        f"{method} is shard administration, not served over gRPC: run `memory shards` "
+        "where the cluster runs"
+    )

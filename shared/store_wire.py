@@ -38,9 +38,12 @@ SERVICE = "memory.store.v1.StoreService"
 ERROR_KEY = "memory-store-error-bin"
 CATEGORY_KEY = "memory-error-category"  # the same key memory.v1 uses
 
-NOT_SERVED = frozenset({"subscribe", "outbox_watch"})
-"""``StoreAPI`` methods whose callback runs in the caller's process: they cannot cross the
-wire (poll ``events_since`` and ``outbox_list`` instead)."""
+NOT_SERVED = frozenset(
+    {"subscribe", "outbox_watch", "shard_routing", "bank_export", "bank_import", "bank_release"}
+)
+"""``StoreAPI`` methods the store service does not carry: those whose callback runs in the
+caller's process (poll ``events_since`` and ``outbox_list`` instead), and the shard
+administration a rebalance does over Ray, next to the shards (``memory shards``)."""
 
 EXTRA = frozenset({"ping"})
 """RPCs that are not ``StoreAPI`` methods: ``ping`` answers ``"pong"`` once the store does."""

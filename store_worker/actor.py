@@ -40,6 +40,8 @@ from shared.client import READ_METHODS
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
 from shared.models import DoctorResponse, Event
+from shared.shards import actor_name as shard_actor
+from shared.shards import shard_count, shard_dir
 from shared.workers import NAMESPACE, WorkerSpec, discover, start_detached
 from store_worker.core import MemoryStore
 
@@ -284,16 +286,49 @@ def _probe_siblings() -> dict[str, bool]:
 
 
 def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME) -> Any:
-    """Start (or find) the named detached store actor and wait until it answers ``ping``.
+    """Start (or find) the store: ``MEMORY_STORE_SHARDS`` shards (default 1), each a named
+    detached actor (``shared.shards.actor_name``) on its own data dir; returns shard 0.
 
     ``settings_env`` holds ``MEMORY_*`` variables; ``MEMORY_DATA_DIR`` should be absolute,
     because the actor's working directory is not the caller's. A running actor is returned
-    as it is (``get_if_exists``): its settings do not change.
+    as it is (``get_if_exists``): its settings do not change. Fresh shards (no bank anywhere,
+    no slot table yet) get an even slot table; otherwise ``memory shards rebalance`` moves.
     """
     env = dict(settings_env or {})
-    # On a multi-node cluster the store must run where its data volume is: that node's group
-    # declares a custom resource (deploy/raycluster.yaml) named by MEMORY_STORE_RESOURCE.
-    node = env.get("MEMORY_STORE_RESOURCE")
+    n = shard_count(env.get("MEMORY_STORE_SHARDS") or 1)
+    if n == 1:
+        return start_shard(env, 0, 1, name=name)
+    root = StoreSettings.from_env(env).data_path
+    handles = []
+    for i in range(n):
+        shard_env = {
+            **env,
+            "MEMORY_DATA_DIR": str(shard_dir(root, i)),
+            "MEMORY_SHARD_INDEX": str(i),
+        }
+        handles.append(start_shard(shard_env, i, n, name=shard_actor(i) if i else name))
+    from shared.client import StoreClient
+    from shared.rebalance import initial_routing
+
+    initial_routing([StoreClient(h, actor_name=shard_actor(i)) for i, h in enumerate(handles)])
+    return handles[0]
+
+
+def shard_resource(value: str | None, shard: int, n: int) -> str | None:
+    """The custom resource a shard asks for (issue 16 §4): ``MEMORY_STORE_RESOURCE`` with
+    ``{i}`` replaced by the shard's number, or with ``_<i>`` appended when there are several
+    shards (``memory_store`` → ``memory_store_0``, ``memory_store_1`` ...)."""
+    if not value:
+        return None
+    if "{i}" in value:
+        return value.replace("{i}", str(shard))
+    return f"{value}_{shard}" if n > 1 else value
+
+
+def start_shard(env: dict[str, str], shard: int, n: int, *, name: str) -> Any:
+    """One store actor; on a multi-node cluster it runs where its data volume is: that node
+    declares the shard's custom resource (deploy/raycluster.yaml), so a restart lands there too."""
+    node = shard_resource(env.get("MEMORY_STORE_RESOURCE"), shard, n)
     return start_detached(
         StoreActor,
         env,
@@ -314,6 +349,17 @@ def open_embedded(settings: StoreSettings) -> StoreAPI:
     return MemoryStore(settings=settings)
 
 
+def _add_cli(sub: Any) -> None:
+    from store_worker.cli import add_cli
+
+    add_cli(sub)
+
+
 WORKER = WorkerSpec(
-    name="store", actor_name=ACTOR_NAME, start=start, order=0, open_embedded=open_embedded
+    name="store",
+    actor_name=ACTOR_NAME,
+    start=start,
+    order=0,
+    open_embedded=open_embedded,
+    add_cli=_add_cli,
 )

@@ -156,6 +156,7 @@ class Bank:
     def __init__(self, root: Path, name: str) -> None:
         self.name = name
         self.files = BankFiles(root, name)
+        self.frozen = False  # its slot is moving to another shard: writes refused (shards.py)
         self.records: dict[str, Memory] = {}
         # fingerprint -> the live canonical id that save reinforces; the same text may live in
         # more than one scope, so the other live holders wait in fp_more to take over

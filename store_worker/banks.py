@@ -20,6 +20,7 @@ from shared import errors
 from shared.clock import Clock
 from shared.config import StoreSettings
 from shared.models import BankInfo
+from shared.shards import frozen_error
 from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.events import EventBus
@@ -27,6 +28,7 @@ from store_worker.files import TRASH_DIR
 
 if TYPE_CHECKING:
     from store_worker.commit import Stage
+    from store_worker.shards import ShardGuard
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ class Banks(Mapping[str, Bank]):
         self.on_load = list(on_load)
         self._banks: dict[str, Bank] = {}
         self.stage: Stage | None = None  # the group commit batch in progress (commit.py)
+        self.guard: ShardGuard | None = None  # this store as one shard of several (shards.py)
 
     # -- the mapping -----------------------------------------------------------------------
 
@@ -102,11 +105,15 @@ class Banks(Mapping[str, Bank]):
     def resolve(self, name: str | None, *, create: bool = False) -> Bank:
         """The bank a call means: the default materializes on first use; writes create."""
         name = v.bank_name(name or self.settings.default_bank)
+        frozen = self.guard.check(name) if self.guard is not None else False
         bank = self._banks.get(name)
         if bank is None:
             if not (create or name == self.settings.default_bank):
                 raise errors.NotFoundError(f"no bank named {name!r}")
+            if frozen:
+                raise frozen_error(name)
             bank = self.create(name, "")[0]
+        bank.frozen = frozen
         if self.stage is not None and bank.stage is not self.stage:
             bank.stage = self.stage  # its log writes join the batch
             self.stage.attached.append(bank)
@@ -128,9 +135,24 @@ class Banks(Mapping[str, Bank]):
         self.events.emit("bank-changed", "created", name, now=self.clock.now_ms())
         return bank, True
 
+    def owned(self) -> list[Bank]:
+        """The loaded banks this store serves (all of them unless it is one shard of several)."""
+        guard = self.guard
+        return [b for _, b in sorted(self._banks.items()) if guard is None or guard.owns(b.name)]
+
+    def writable(self, bank: Bank) -> Bank:
+        """The bank, unless its slot is being moved to another shard (``frozen_error``)."""
+        if bank.frozen:
+            raise frozen_error(bank.name)
+        return bank
+
     def trash(self, name: str) -> Path:
         """Move a bank's folder to ``.trash/<bank>-<ms>/`` and forget it."""
-        bank = self.resolve(v.bank_name(name))
+        bank = self.writable(self.resolve(v.bank_name(name)))
+        return self.discard(bank)
+
+    def discard(self, bank: Bank) -> Path:
+        """Trash a resolved bank's folder and forget it (``trash``; a shard's ``release``)."""
         target = bank.files.trash(self.clock.now_ms())
         del self._banks[bank.name]
         self.events.emit("bank-changed", "trashed", bank.name, now=self.clock.now_ms())

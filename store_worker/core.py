@@ -37,6 +37,7 @@ from shared.models import (
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
+    BankInfo,
     BankListResponse,
     DanglingResponse,
     DoctorResponse,
@@ -65,8 +66,9 @@ from shared.models import (
     TurnCompletedResponse,
 )
 from shared.redact import redact
+from shared.shards import frozen_error
 from shared.tokens import TokenCounter
-from store_worker import links, ops
+from store_worker import links, ops, shards
 from store_worker import lock as dir_lock
 from store_worker import recall as recall_mod
 from store_worker import validate as v
@@ -83,6 +85,7 @@ from store_worker.purge import Purger
 from store_worker.reads import Reader
 from store_worker.rules import Rules
 from store_worker.sessions import Sessions
+from store_worker.shards import ShardGuard
 from store_worker.vectors import Vectors
 from store_worker.writes import Writer
 
@@ -165,6 +168,8 @@ class MemoryStore:
         self.banks = Banks(
             self.root, s, clock=clock, events=self.events, on_load=(Drafts.load, self.vectors.load)
         )
+        self.shard = ShardGuard(self.state, s.shard_index)
+        self.banks.guard = self.shard
         self.writer = Writer(
             s,
             banks=self.banks,
@@ -232,16 +237,21 @@ class MemoryStore:
         name = v.bank_name(name)
         scrubbed = redact(v.optional_str(description, "description", 2000) or "")
         description = scrubbed.text
+        if self.shard.check(name) and name not in self.banks:
+            raise frozen_error(name)
         bank, created = self.banks.create(name, description)
         if not created and description and description != bank.description:
-            bank.files.write_meta(description, bank.created_at)
+            self.banks.writable(self.banks.resolve(name)).files.write_meta(
+                description, bank.created_at
+            )
             bank.description = description
         return BankCreateResponse(bank=Banks.info(bank), created=created, redacted=scrubbed.labels)
 
     @_serialized
     def bank_list(self) -> BankListResponse:
-        self.banks.resolve(None)  # the default bank materializes on first use
-        return BankListResponse(banks=tuple(Banks.info(b) for _, b in sorted(self.banks.items())))
+        if self.shard.owns(self.settings.default_bank):
+            self.banks.resolve(None)  # the default bank materializes on first use
+        return BankListResponse(banks=tuple(Banks.info(b) for b in self.banks.owned()))
 
     @_serialized
     def bank_delete(self, name: str) -> BankDeleteResponse:
@@ -703,6 +713,56 @@ class MemoryStore:
         self._open()
         corrupt = sum(b.stats.corrupt for b in self.banks.values())
         return ReloadResponse(ok=True, banks=tuple(sorted(self.banks)), corrupt_lines=corrupt)
+
+    # -- this store as one shard of several (shards.py; the mover is shared.sharded) ----------
+
+    @_serialized
+    def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
+        """This shard's number, slot table and every bank folder it holds (owned or not);
+        with ``table``, take that slot table first (durably; an older version is refused)."""
+        if table is not None:
+            self.shard.set(table)
+        return {**self.shard.describe(), "banks": sorted(self.banks)}
+
+    @_serialized
+    def bank_export(self, name: str) -> dict[str, bytes]:
+        """A frozen or foreign bank's files, by relative path (a move's copy step)."""
+        name = v.bank_name(name)
+        self.shard.can_export(name)
+        bank = self.banks.get(name)
+        if bank is None:
+            raise errors.NotFoundError(f"no bank named {name!r} on this shard")
+        return shards.export_files(bank.files.dir)
+
+    @_serialized
+    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
+        """Place a bank's files (``bank_export``) here and load them; the bank must not be
+        owned by this shard yet, and an earlier copy of it goes to ``.trash``."""
+        name = v.bank_name(name)
+        self.shard.can_import(name)
+        staged = shards.check_import(files)
+        staging = shards.write_staged(self.root, name, staged)
+        old = self.banks.get(name)
+        if old is not None:
+            self.banks.discard(old)
+        elif (self.root / name).exists():  # a folder no bank was loaded from
+            shutil.rmtree(staging, ignore_errors=True)
+            raise errors.ConflictError(f"{self.root / name} exists and is not a bank")
+        shards.place(staging, self.root / name)
+        self.reader.forget(name)
+        return Banks.info(self.banks.reload(name))
+
+    @_serialized
+    def bank_release(self, name: str) -> BankDeleteResponse:
+        """Trash this shard's copy of a bank another shard now owns (a move's last step)."""
+        name = v.bank_name(name)
+        self.shard.can_release(name)
+        bank = self.banks.get(name)
+        if bank is None:
+            raise errors.NotFoundError(f"no bank named {name!r} on this shard")
+        target = self.banks.discard(bank)
+        self.reader.forget(name)
+        return BankDeleteResponse(ok=True, trashed_to=str(target))
 
     def trash_dir(self) -> Path:
         return self.root / TRASH_DIR

@@ -76,7 +76,11 @@ def _writable(store: MemoryStore) -> str:
 
 
 def _roundtrip(store: MemoryStore) -> str:
-    name = f"doctor-{time.time_ns() // 1000}"
+    stamp = time.time_ns() // 1000
+    name = f"doctor-{stamp}"
+    while not store.shard.owns(name):  # a shard probes with a bank it serves (shards.py)
+        stamp += 1
+        name = f"doctor-{stamp}"
     started = time.perf_counter()
     with store.events.muted(name):  # subscribers hear nothing of the scratch bank
         _probe_bank(store, name)

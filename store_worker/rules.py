@@ -57,7 +57,7 @@ class Rules:
                 f"rule is {len(content)} chars; the limit is {v.MAX_RULE_CHARS}"
             )
         result = redact(content)
-        target = self.banks.resolve(bank, create=bool(content.strip()))
+        target = self.banks.writable(self.banks.resolve(bank, create=bool(content.strip())))
         if not content.strip():
             removed = target.files.remove_rule(name)
             target.rules.pop(name, None)

@@ -33,6 +33,7 @@ def test_corpus_is_deterministic_and_replayable(tmp_path: Path) -> None:
 def test_bench_end_to_end_tiny(tmp_path: Path, capsys: object) -> None:
     out = tmp_path / "results.json"
     argv = ["--sizes", "200", "--cold-sizes", "200", "--saves", "10", "--queries", "10"]
+    argv += ["--shard-saves", "3"]
     argv += ["--no-ray", "--no-model", "--out", str(out), "--cache", str(tmp_path / "cache")]
     assert main(argv) == 0
     res = json.loads(out.read_text())
@@ -56,6 +57,9 @@ def test_bench_end_to_end_tiny(tmp_path: Path, capsys: object) -> None:
     assert {"seconds", "cpu_s", "rss_delta_mb", "rss_per_100k_mb"} <= set(cold)
     assert res["actor"] == {"skipped": True}
     assert res["model"] == {"skipped": "--no-model"}
+    shards = res["shards"]
+    assert set(shards["embedded"]) == {"1", "2", "4"} and shards["actor"] == {"skipped": True}
+    assert all(r["saves"] == 24 and r["n"] == 24 for r in shards["embedded"].values())
     assert {t["target"] for t in res["targets"]} >= {"save / bare fsync append (×)"}
     assert "recall, in-core" in capsys.readouterr().out  # type: ignore[attr-defined]
 

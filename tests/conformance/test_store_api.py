@@ -3,7 +3,10 @@ shared tests are the model): each test runs against
 
 - ``embedded``: the store in this process, opened through the store worker's entry point
   (``shared.workers.open_embedded_store``), as ``memory --data-dir`` opens it;
+- ``sharded``: ``ShardedStoreClient`` over two in-process store shards with an even slot table
+  (issue 16): the tests' banks land on both, and the fan-out calls merge them;
 - ``actor``: ``StoreClient`` over the session's ``memory-store`` actor (marked ``ray``);
+- ``sharded-actors``: ``ShardedStoreClient`` over two store shard actors (marked ``ray``).
 - ``grpc``: ``GrpcStoreClient`` over a real channel to a gateway (``build_server``, as
   ``memory up`` starts it) on an embedded store in this process: memory.store.v1, no Ray.
 
@@ -25,17 +28,52 @@ from shared import errors
 from shared.api import StoreAPI
 from shared.cli_store import close_store
 from shared.config import StoreSettings
+from shared.sharded import ShardedStoreClient, open_embedded_shards
 from shared.workers import open_embedded_store
 
-BACKENDS = ["embedded", pytest.param("actor", marks=pytest.mark.ray), "grpc"]
+BACKENDS = [
+    "embedded",
+    "sharded",
+    pytest.param("actor", marks=pytest.mark.ray),
+    pytest.param("sharded-actors", marks=pytest.mark.ray),
+    "grpc",
+]
+
+
+@pytest.fixture(scope="session")
+def sharded_actors(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Two store shard actors of their own (not ``memory-store``: the session's single store
+    stays what every other test finds) behind ``ShardedStoreClient``, with an even table."""
+    from shared.client import StoreClient
+    from shared.rebalance import initial_routing
+    from shared.shards import shard_dir
+    from store_worker.actor import start_shard
+
+    root = tmp_path_factory.mktemp("sharded-actors-data")
+    clients = []
+    for i in range(2):
+        name = f"memory-conformance-shard-{i}"
+        env = {"MEMORY_DATA_DIR": str(shard_dir(root, i)), "MEMORY_SHARD_INDEX": str(i)}
+        clients.append(StoreClient(start_shard(env, i, 2, name=name), actor_name=name, timeout=60))
+    assert initial_routing(clients) is not None
+    return ShardedStoreClient(clients)
 
 
 @pytest.fixture(params=BACKENDS)
 def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreAPI]:
-    if request.param == "actor":
-        yield request.getfixturevalue("store_actor")
+    if request.param in ("actor", "sharded-actors"):
+        yield request.getfixturevalue(
+            "store_actor" if request.param == "actor" else "sharded_actors"
+        )
         return
-    store = open_embedded_store(StoreSettings(data_dir=str(tmp_path / "data")))
+    settings = StoreSettings(data_dir=str(tmp_path / "data"))
+    if request.param == "sharded":  # two in-process shards behind ShardedStoreClient
+        store = open_embedded_shards(settings, 2)
+        assert isinstance(store, ShardedStoreClient) and store.routing.shards == 2
+        yield store
+        close_store(store)
+        return
+    store = open_embedded_store(settings)
     if request.param == "grpc":
         from grpc_gateway.server import build_server
         from shared.grpc_client import GrpcStoreClient

@@ -1,0 +1,732 @@
+"""``ShardedStoreClient``: ``StoreAPI`` over several store shards, routed by bank (issue 16).
+
+Every caller that takes a ``StoreAPI`` (the CLI, the extractor, the consolidator, the gateway)
+can be handed this client instead of one ``StoreClient``: it holds one ``StoreAPI`` per shard
+(``StoreClient`` per actor over Ray, ``connect()``; or in-process stores in tests) and sends each
+call where ``shared.shards`` routes it:
+
+- a call naming a bank goes to the bank's owner; naming none, to the default bank's owner;
+- the harness seam (``pre_generate``, ``turn_completed``, sessions) goes to the owner of the
+  turn's ``memory_bank`` metadata, else the default bank's owner; ``turn_completed`` follows the
+  shard its session's ``pre_generate`` went to, when this client saw it;
+- calls that span banks fan out and merge: ``bank_list``, ``events_since`` (one cursor packing
+  each shard's: 32 bits per shard), ``doctor`` (checks named ``<check>@shard<i>`` beyond shard 0),
+  ``describe``, ``reload``, ``subscribe``, ``outbox_watch``, ``outbox_claim``/``outbox_list``
+  (a claimed job's later calls go to the shard that holds it), ``state_set``;
+- ``save_many`` must stay on one shard (all or nothing is a single store's promise).
+
+A shard that no longer owns a bank answers ``[moved]``: the client re-reads the slot table from
+shard 0 and goes to the owner. A bank being moved answers ``[moving]`` to writes: the client
+waits (backing off) and retries for up to ``freeze_wait_s``, then hands the retryable
+``SourceUnavailableError`` on. ``shared.rebalance`` is the mover (``memory shards rebalance``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from shared.api import Message, StoreAPI, Subscriber, Wake
+from shared.config import StoreSettings
+from shared.errors import ConflictError, InvalidArgumentError, NotFoundError, SourceUnavailableError
+from shared.models import (
+    BacklinksResponse,
+    BankCreateResponse,
+    BankDeleteResponse,
+    BankInfo,
+    BankListResponse,
+    DanglingResponse,
+    DoctorCheck,
+    DoctorResponse,
+    Event,
+    EventsResponse,
+    InjectResponse,
+    ListResponse,
+    Memory,
+    MemoryResponse,
+    OutboxAckResponse,
+    OutboxJob,
+    OutboxListResponse,
+    PreviewResponse,
+    PurgeResponse,
+    RecallResponse,
+    RejectResponse,
+    ReloadResponse,
+    RescanResponse,
+    Rule,
+    RuleListResponse,
+    RuleSetResponse,
+    SaveManyResponse,
+    SaveRequest,
+    SaveResponse,
+    SupersedeResponse,
+    TagsResponse,
+    TurnCompletedResponse,
+)
+from shared.shards import (
+    FROZEN_MARK,
+    MOVED_MARK,
+    STATE_KEY,
+    STATE_OWNER,
+    Routing,
+    actor_name,
+    shard_count,
+    shard_dir,
+    slot_of,
+)
+
+T = TypeVar("T")
+CURSOR_BITS = 32
+CURSOR_MASK = (1 << CURSOR_BITS) - 1
+PAST_THE_END = 2**62
+MOVED_RETRIES = 3
+BACKOFF_S = (0.02, 1.0)
+
+
+class ShardedStoreClient:
+    """``StoreAPI`` over ``shards[i]`` = store shard ``i`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        shards: Sequence[StoreAPI],
+        *,
+        freeze_wait_s: float = 30.0,
+        sleep: Callable[[float], object] = time.sleep,
+    ) -> None:
+        if not shards:
+            raise InvalidArgumentError("a sharded client needs at least one shard")
+        self.shards = list(shards)
+        self.freeze_wait_s = freeze_wait_s
+        self._sleep = sleep
+        self._routing: Routing | None = None
+        self._default: str | None = None
+        self._jobs: dict[str, int] = {}  # job id → the shard whose outbox holds it
+        self._sessions: dict[str, int] = {}  # session id → the shard its pre_generate used
+        self._claim_from = itertools.count()
+
+    @classmethod
+    def connect(cls, *, timeout: float | None = None, freeze_wait_s: float = 30.0) -> StoreAPI:
+        """Over Ray: ``memory-store`` and every ``memory-store-<i>`` running after it. One
+        shard answers a plain ``StoreClient`` (no routing at all: today's single store), and
+        so does a process not joined to a cluster (the client connects lazily, as before)."""
+        import ray
+
+        from shared.client import DEFAULT_TIMEOUT_S, StoreClient
+        from shared.workers import NAMESPACE
+
+        wait = DEFAULT_TIMEOUT_S if timeout is None else timeout
+        clients = [StoreClient(timeout=wait)]
+        if not ray.is_initialized():  # never start Ray here (get_actor would): one store
+            return clients[0]
+        for i in itertools.count(1):
+            try:
+                ray.get_actor(actor_name(i), namespace=NAMESPACE)
+            except ValueError:
+                break
+            clients.append(StoreClient(actor_name=actor_name(i), timeout=wait))
+        if len(clients) == 1:
+            return clients[0]
+        return cls(clients, freeze_wait_s=freeze_wait_s)
+
+    # -- routing -------------------------------------------------------------------------------
+
+    @property
+    def routing(self) -> Routing:
+        if self._routing is None:
+            self.refresh()
+        assert self._routing is not None
+        return self._routing
+
+    def refresh(self) -> Routing:
+        """Re-read the slot table from shard 0 (the one owner of the truth); while shard 0 is
+        unreachable, the newest copy another shard was given (each keeps the last it got)."""
+        try:
+            self._routing = Routing.parse(self.shards[0].state_get(STATE_OWNER, STATE_KEY))
+        except SourceUnavailableError:
+            copies = []
+            for shard in self.shards[1:]:
+                try:
+                    copies.append(Routing.parse(shard.shard_routing()["routing"]))
+                except SourceUnavailableError:
+                    continue
+            if not copies:
+                raise
+            self._routing = max(copies, key=lambda t: t.version)
+        return self._routing
+
+    @property
+    def default_bank(self) -> str:
+        if self._default is None:
+            for shard in self.shards:  # every shard has the same settings; shard 0 may be down
+                try:
+                    self._default = str(shard.describe()["default_bank"])
+                    break
+                except SourceUnavailableError:
+                    if shard is self.shards[-1]:
+                        raise
+        assert self._default is not None
+        return self._default
+
+    def owner(self, bank: str | None) -> int:
+        owner = self.routing.owner(bank or self.default_bank)
+        if owner >= len(self.shards):
+            raise SourceUnavailableError(
+                f"bank {bank or self.default_bank!r} is on store shard {owner}, which this "
+                f"client does not reach (it knows {len(self.shards)})"
+            )
+        return owner
+
+    def _on(self, bank: str | None, call: Callable[[StoreAPI], T]) -> T:
+        """``call`` on the bank's owner, following moves and waiting out a freeze."""
+        deadline = time.monotonic() + self.freeze_wait_s
+        pause, moved = BACKOFF_S[0], 0
+        while True:
+            try:
+                return call(self.shards[self.owner(bank)])
+            except SourceUnavailableError as e:
+                if MOVED_MARK in e.message and moved < MOVED_RETRIES:
+                    moved += 1
+                elif FROZEN_MARK not in e.message or time.monotonic() + pause > deadline:
+                    raise
+                else:
+                    self._sleep(pause)
+                    pause = min(pause * 2, BACKOFF_S[1])
+                self.refresh()
+
+    def _all(self, call: Callable[[StoreAPI], T]) -> list[T]:
+        return [call(shard) for shard in self.shards]
+
+    def _job(self, job_id: str, call: Callable[[StoreAPI], T]) -> T:
+        shard = self._jobs.get(job_id)
+        if shard is None:
+            shard = self._find_job(job_id)
+        return call(self.shards[shard])
+
+    def _find_job(self, job_id: str) -> int:
+        for i, shard in enumerate(self.shards):
+            try:
+                shard.outbox_job(job_id)
+            except NotFoundError:
+                continue
+            self._jobs[job_id] = i
+            return i
+        return 0  # on no shard: shard 0 answers as a single store would (not_found, missing)
+
+    # -- banks ---------------------------------------------------------------------------------
+
+    def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
+        return self._on(name, lambda s: s.bank_create(name, description))
+
+    def bank_list(self) -> BankListResponse:
+        banks = [b for r in self._all(lambda s: s.bank_list()) for b in r.banks]
+        return BankListResponse(banks=tuple(sorted(banks, key=lambda b: b.name)))
+
+    def bank_delete(self, name: str) -> BankDeleteResponse:
+        return self._on(name, lambda s: s.bank_delete(name))
+
+    # -- memories: writes ----------------------------------------------------------------------
+
+    def save(
+        self,
+        text: str,
+        *,
+        bank: str | None = None,
+        title: str | None = None,
+        id: str | None = None,
+        type: str = "user",
+        scope: str = "global",
+        project: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        recorded_by: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool = False,
+        confidence: str = "stated",
+        status: str | None = None,
+        reinforce: bool = True,
+        occurred_at: int | None = None,
+    ) -> SaveResponse:
+        tags, entities = _once(tags), _once(entities)
+        return self._on(
+            bank,
+            lambda s: s.save(
+                text,
+                bank=bank,
+                title=title,
+                id=id,
+                type=type,
+                scope=scope,
+                project=project,
+                session_id=session_id,
+                turn_id=turn_id,
+                recorded_by=recorded_by,
+                tags=tags,
+                entities=entities,
+                pinned=pinned,
+                confidence=confidence,
+                status=status,
+                reinforce=reinforce,
+                occurred_at=occurred_at,
+            ),
+        )
+
+    def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
+        items = list(items)
+        owners = {self.owner(_item_bank(item)) for item in items}
+        if len(owners) > 1:
+            raise InvalidArgumentError(
+                "save_many items span store shards; all or nothing holds per shard: "
+                "send one call per bank"
+            )
+        first = _item_bank(items[0]) if items else None
+        return self._on(first, lambda s: s.save_many(items))
+
+    def update(
+        self,
+        id: str,
+        *,
+        bank: str | None = None,
+        text: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        entities: Iterable[str] | None = None,
+        pinned: bool | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+        occurred_at: int | None = None,
+    ) -> MemoryResponse:
+        tags, entities = _once(tags), _once(entities)
+        return self._on(
+            bank,
+            lambda s: s.update(
+                id,
+                bank=bank,
+                text=text,
+                title=title,
+                tags=tags,
+                entities=entities,
+                pinned=pinned,
+                type=type,
+                scope=scope,
+                occurred_at=occurred_at,
+            ),
+        )
+
+    def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
+        return self._on(bank, lambda s: s.pin(id, pinned, bank=bank))
+
+    def delete(
+        self, id: str, *, bank: str | None = None, reason: str | None = None
+    ) -> MemoryResponse:
+        return self._on(bank, lambda s: s.delete(id, bank=bank, reason=reason))
+
+    def supersede(
+        self,
+        id: str,
+        superseded_by: str,
+        *,
+        bank: str | None = None,
+        reason: str | None = None,
+        reinforce: bool = False,
+    ) -> SupersedeResponse:
+        return self._on(
+            bank,
+            lambda s: s.supersede(id, superseded_by, bank=bank, reason=reason, reinforce=reinforce),
+        )
+
+    # -- memories: reads -----------------------------------------------------------------------
+
+    def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        return self._on(bank, lambda s: s.get(id, bank=bank))
+
+    def list(
+        self,
+        *,
+        bank: str | None = None,
+        tag: str | None = None,
+        type: str | None = None,
+        scope: str | None = None,
+        status: str | None = None,
+        include_superseded: bool = False,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+    ) -> ListResponse:
+        type_filter, scope_filter = _once(type_filter), _once(scope_filter)
+        return self._on(
+            bank,
+            lambda s: s.list(
+                bank=bank,
+                tag=tag,
+                type=type,
+                scope=scope,
+                status=status,
+                include_superseded=include_superseded,
+                page_size=page_size,
+                page_token=page_token,
+                type_filter=type_filter,
+                scope_filter=scope_filter,
+            ),
+        )
+
+    def tags(self, *, bank: str | None = None) -> TagsResponse:
+        return self._on(bank, lambda s: s.tags(bank=bank))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        limit: int | None = None,
+        tag: str | None = None,
+        mode: str = "hybrid",
+        include_superseded: bool = False,
+        include_pending: bool = False,
+        token_budget: int | None = None,
+        session_id: str | None = None,
+        project: str | None = None,
+        type_filter: Iterable[str] | None = None,
+        scope_filter: Iterable[str] | None = None,
+        hint: str | None = None,
+        model_target: str | None = None,
+        as_of: int | None = None,
+    ) -> RecallResponse:
+        type_filter, scope_filter = _once(type_filter), _once(scope_filter)
+        return self._on(
+            bank,
+            lambda s: s.recall(
+                query,
+                bank=bank,
+                limit=limit,
+                tag=tag,
+                mode=mode,
+                include_superseded=include_superseded,
+                include_pending=include_pending,
+                token_budget=token_budget,
+                session_id=session_id,
+                project=project,
+                type_filter=type_filter,
+                scope_filter=scope_filter,
+                hint=hint,
+                model_target=model_target,
+                as_of=as_of,
+            ),
+        )
+
+    def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
+        return self._on(bank, lambda s: s.backlinks(id, bank=bank))
+
+    def dangling(self, *, bank: str | None = None) -> DanglingResponse:
+        return self._on(bank, lambda s: s.dangling(bank=bank))
+
+    # -- drafts, rules -------------------------------------------------------------------------
+
+    def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
+        """One bank on its owner; every bank on every shard (each rescans what it owns)."""
+        if bank is not None:
+            return self._on(bank, lambda s: s.redact_rescan(bank=bank, purge=purge))
+        found = self._all(lambda s: s.redact_rescan(purge=purge))
+        banks = sorted((b for r in found for b in r.banks), key=lambda b: b.bank)
+        kinds = sorted({k for r in found for k in r.kinds})
+        return RescanResponse(banks=tuple(banks), kinds=tuple(kinds))
+
+    def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
+        return self._on(bank, lambda s: s.purge(id, bank=bank))
+
+    def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
+        return self._on(bank, lambda s: s.approve(id, bank=bank))
+
+    def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
+        return self._on(bank, lambda s: s.reject(id, bank=bank))
+
+    def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
+        return self._on(bank, lambda s: s.drafts(bank=bank))
+
+    def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
+        return self._on(bank, lambda s: s.rule_list(bank=bank))
+
+    def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
+        return self._on(bank, lambda s: s.rule_get(name, bank=bank))
+
+    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
+        return self._on(bank, lambda s: s.rule_set(name, content, bank=bank))
+
+    # -- the harness seam ----------------------------------------------------------------------
+
+    def pre_generate(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        step: int = 0,
+        messages: builtins.list[Message] | None = None,
+        metadata: dict[str, Any] | None = None,
+        parent_session_id: str | None = None,
+    ) -> InjectResponse:
+        wanted = (metadata or {}).get("memory_bank")
+        bank = wanted if isinstance(wanted, str) else None
+        self._sessions[session_id] = self.owner(bank)
+        return self._on(
+            bank,
+            lambda s: s.pre_generate(
+                session_id, turn_id, step, messages, metadata, parent_session_id
+            ),
+        )
+
+    def preview(
+        self, query: str, *, bank: str | None = None, session_id: str | None = None
+    ) -> PreviewResponse:
+        return self._on(bank, lambda s: s.preview(query, bank=bank, session_id=session_id))
+
+    def turn_completed(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        messages: builtins.list[Message] | None = None,
+        status: str = "completed",
+        parent_session_id: str | None = None,
+        *,
+        parent: str | None = None,
+    ) -> TurnCompletedResponse:
+        shard = self.shards[self._sessions.get(session_id, self.owner(None))]
+        return shard.turn_completed(
+            session_id, turn_id, messages, status, parent_session_id, parent=parent
+        )
+
+    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
+        shard = self.shards[self._sessions.get(session_id, self.owner(None))]
+        shard.link_session(session_id, parent_session_id)
+
+    def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
+        shard = self._sessions.get(session_id or "", self.owner(None))
+        return self.shards[shard].session_lineage(session_id)
+
+    # -- the extraction outbox -----------------------------------------------------------------
+
+    def outbox_watch(self, name: str, callback: Wake | None) -> None:
+        self._all(lambda s: s.outbox_watch(name, callback))
+
+    def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
+        """Claim from every shard, starting one further each call (no shard starves)."""
+        start = next(self._claim_from)
+        claimed: builtins.list[OutboxJob] = []
+        for k in range(len(self.shards)):
+            if len(claimed) >= limit:
+                break
+            i = (start + k) % len(self.shards)
+            for job in self.shards[i].outbox_claim(limit - len(claimed)):
+                self._jobs[job.job_id] = i
+                claimed.append(job)
+        return claimed
+
+    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
+        return self._job(job_id, lambda s: s.outbox_note(job_id, reply, lease=lease))
+
+    def outbox_ack(self, job_id: str) -> OutboxAckResponse:
+        done = self._job(job_id, lambda s: s.outbox_ack(job_id))
+        self._jobs.pop(job_id, None)
+        return done
+
+    def outbox_fail(
+        self,
+        job_id: str,
+        error: str,
+        *,
+        retry_after_ms: int | None = None,
+        dead_letter: bool = False,
+    ) -> OutboxAckResponse:
+        return self._job(
+            job_id,
+            lambda s: s.outbox_fail(
+                job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter
+            ),
+        )
+
+    def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
+        return self._job(job_id, lambda s: s.outbox_requeue(job_id, fresh=fresh))
+
+    def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
+        parts = self._all(lambda s: s.outbox_list(include_dead=include_dead, limit=limit))
+        jobs = [j for p in parts for j in p.jobs][:limit]
+        return OutboxListResponse(
+            queued=sum(p.queued for p in parts),
+            leased=sum(p.leased for p in parts),
+            dead=sum(p.dead for p in parts),
+            jobs=tuple(jobs),
+        )
+
+    def outbox_job(self, job_id: str) -> OutboxJob:
+        return self._job(job_id, lambda s: s.outbox_job(job_id))
+
+    # -- events and state ----------------------------------------------------------------------
+
+    def subscribe(
+        self, name: str, callback: Subscriber, banks: Iterable[str] | None = None
+    ) -> None:
+        wanted = _once(banks)
+        self._all(lambda s: s.subscribe(name, callback, wanted))
+
+    def unsubscribe(self, name: str) -> bool:
+        return any(self._all(lambda s: s.unsubscribe(name)))
+
+    def events_since(
+        self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
+    ) -> EventsResponse:
+        """The cursor is a resume token packing each shard's cursor in ``CURSOR_BITS`` bits
+        (shard 0 lowest); each event's ``seq`` is re-stamped as the token just past it, so
+        ``events[-1].seq == cursor`` as on one store. ``cursor >= 2**62`` is past the end on
+        every shard. Every bank: shard by shard; one bank: its owner only."""
+        if not isinstance(cursor, int) or cursor < 0:
+            raise InvalidArgumentError("cursor must be an integer >= 0")
+        cursors = _unpack(cursor, len(self.shards))
+        if bank is not None:
+            owner = self.owner(bank)
+            got = self._on(bank, lambda s: s.events_since(cursors[owner], limit=limit, bank=bank))
+            return _restamped([(owner, got)], cursors)
+        parts = []
+        left = limit
+        for i, shard in enumerate(self.shards):
+            if left <= 0:
+                break
+            got = shard.events_since(cursors[i], limit=left)
+            parts.append((i, got))
+            left -= len(got.events)
+        return _restamped(parts, cursors)
+
+    def state_get(self, owner: str, key: str) -> object | None:
+        return self.shards[0].state_get(owner, key)
+
+    def state_set(self, owner: str, key: str, value: object) -> None:
+        """On every shard: each reads its siblings' status (the extractor's) locally."""
+        if (owner, key) == (STATE_OWNER, STATE_KEY):
+            raise InvalidArgumentError("the slot table changes only through shard_routing")
+        self._all(lambda s: s.state_set(owner, key, value))
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def doctor(self) -> DoctorResponse:
+        checks: builtins.list[DoctorCheck] = []
+        for i, report in enumerate(self._all(lambda s: s.doctor())):
+            for check in report.checks:
+                named = (
+                    check if i == 0 else check.model_copy(update={"name": f"{check.name}@shard{i}"})
+                )
+                checks.append(named)
+        return DoctorResponse(ok=all(c.ok or not c.required for c in checks), checks=tuple(checks))
+
+    def describe(self) -> dict[str, Any]:
+        parts = self._all(lambda s: s.describe())
+        return {
+            **parts[0],
+            "banks": sorted(b.name for b in self.bank_list().banks),
+            "shards": [
+                {"shard": i, "data_dir": p.get("data_dir"), "commits": p.get("commits")}
+                for i, p in enumerate(parts)
+            ],
+            "routing_version": self.refresh().version,
+        }
+
+    def capabilities(self) -> dict[str, Any]:
+        return {**self.shards[0].capabilities(), "shards": len(self.shards)}
+
+    def configure(self, config: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(config, dict) and {"data_dir", "shard_index"} & set(config):
+            raise InvalidArgumentError("data_dir and shard_index are per shard: set them at start")
+        return self._all(lambda s: s.configure(config))[0]
+
+    def reload(self) -> ReloadResponse:
+        parts = self._all(lambda s: s.reload())
+        return ReloadResponse(
+            ok=all(p.ok for p in parts),
+            banks=tuple(sorted({b for p in parts for b in p.banks})),
+            corrupt_lines=sum(p.corrupt_lines for p in parts),
+        )
+
+    # -- shards --------------------------------------------------------------------------------
+
+    def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every shard's view; with ``table``, shard 0 (the truth) takes it first, then each."""
+        if table is not None:
+            from shared.rebalance import publish
+
+            publish(self.shards, Routing.parse(table))
+        views = self._all(lambda s: s.shard_routing())
+        return {"shard": None, "routing": self.refresh().dump(), "shards": views}
+
+    def bank_export(self, name: str) -> dict[str, bytes]:
+        return self.shards[self.owner(name)].bank_export(name)
+
+    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
+        target = self.refresh().moving.get(slot_of(name))
+        if target is None:
+            raise ConflictError(f"bank {name!r} is not moving: nothing to import it into")
+        return self.shards[target].bank_import(name, files)
+
+    def bank_release(self, name: str) -> BankDeleteResponse:
+        owner = self.owner(name)
+        for i, shard in enumerate(self.shards):
+            if i != owner and name in shard.shard_routing()["banks"]:
+                return shard.bank_release(name)
+        raise NotFoundError(f"no store shard holds a copy of {name!r} to release")
+
+
+if TYPE_CHECKING:  # mypy: a client that does not implement the contract fails here
+    _contract: type[StoreAPI] = ShardedStoreClient
+
+
+def _once(values: Iterable[str] | None) -> Iterable[str] | None:
+    """An iterable option as a tuple: a retried call must not find a spent generator."""
+    if values is None or isinstance(values, str):
+        return values
+    return tuple(values)
+
+
+def _unpack(cursor: int, n: int) -> builtins.list[int]:
+    if cursor >= PAST_THE_END:
+        return [PAST_THE_END] * n
+    return [(cursor >> (CURSOR_BITS * i)) & CURSOR_MASK for i in range(n)]
+
+
+def _pack(cursors: Sequence[int]) -> int:
+    return sum(min(c, CURSOR_MASK) << (CURSOR_BITS * i) for i, c in enumerate(cursors))
+
+
+def _restamped(
+    parts: Sequence[tuple[int, EventsResponse]], cursors: builtins.list[int]
+) -> EventsResponse:
+    """Events re-stamped with packed tokens, and the packed cursor after them all."""
+    events: builtins.list[Event] = []
+    for i, got in parts:
+        for event in got.events:
+            cursors[i] = event.seq
+            events.append(event.model_copy(update={"seq": _pack(cursors)}))
+        cursors[i] = got.cursor
+    return EventsResponse(events=tuple(events), cursor=_pack(cursors))
+
+
+def _item_bank(item: SaveRequest | dict[str, Any]) -> str | None:
+    bank = item.bank if isinstance(item, SaveRequest) else item.get("bank")
+    return bank if isinstance(bank, str) else None
+
+
+def open_embedded_shards(settings: StoreSettings, n: int) -> StoreAPI:
+    """``n`` in-process store shards on one data dir (``shared.shards.shard_dir``); one shard
+    is the plain embedded store. A fresh set of shards gets an even slot table."""
+    from shared.rebalance import initial_routing
+    from shared.workers import open_embedded_store
+
+    if shard_count(n) == 1:
+        return open_embedded_store(settings)
+    root = settings.data_path
+    stores = [
+        open_embedded_store(
+            settings.merged({"data_dir": str(shard_dir(root, i)), "shard_index": i})
+        )
+        for i in range(n)
+    ]
+    initial_routing(stores)
+    return ShardedStoreClient(stores)

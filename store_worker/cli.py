@@ -1,0 +1,102 @@
+"""The store worker's verbs (issue 16): ``memory up --store-shards N`` and ``memory shards``.
+
+``--store-shards N`` becomes ``MEMORY_STORE_SHARDS`` for the store's ``start`` (the same
+variable a Ray job or a deployment sets). ``memory shards status`` prints the slot table and
+where each bank lives; ``memory shards rebalance [--shards N]`` moves the banks whose owner
+changes (``shared.sharded.rebalance``: freeze, copy, switch, release; rerun it after a kill).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from typing import Any
+
+from shared.api import StoreAPI
+from shared.errors import MemoryServiceError
+from shared.shards import Routing, shard_count
+
+
+class _Shards(argparse.Action):
+    """``--store-shards N`` into ``worker_env`` (how ``memory up`` hands settings on)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        try:
+            n = shard_count(values)
+        except MemoryServiceError as e:
+            parser.error(str(e))
+        env = dict(getattr(namespace, "worker_env", None) or {})
+        env["MEMORY_STORE_SHARDS"] = str(n)
+        namespace.worker_env = env
+
+
+def add_cli(sub: Any) -> None:
+    up = sub.choices.get("up")
+    if up is not None:
+        up.add_argument(
+            "--store-shards",
+            metavar="N",
+            action=_Shards,
+            help="run N store shards (memory-store, memory-store-1 ...); default 1",
+        )
+    parser = sub.add_parser(
+        "shards",
+        help="store shards: the slot table, and rebalancing banks after N changed",
+        description="Inspect the store shards' slot table, or move the banks whose owner "
+        "changed after the number of shards did (safe to rerun after an interruption).",
+    )
+    verbs = parser.add_subparsers(dest="shards_verb", required=True)
+    status = verbs.add_parser("status", help="the slot table and the banks of each shard")
+    status.add_argument("--json", action="store_true", help="print the result as JSON")
+    status.set_defaults(handler=_status)
+    move = verbs.add_parser("rebalance", help="move the banks whose owner changed")
+    move.add_argument("--shards", type=int, default=None, help="spread over N (default: all)")
+    move.add_argument("--json", action="store_true", help="print the result as JSON")
+    move.set_defaults(handler=_rebalance)
+
+
+def _shards() -> list[StoreAPI]:
+    from shared.client import connect
+    from shared.sharded import ShardedStoreClient
+
+    connect()
+    client = ShardedStoreClient.connect()
+    return list(client.shards) if isinstance(client, ShardedStoreClient) else [client]
+
+
+def _status(args: argparse.Namespace) -> int:
+    views = [s.shard_routing() for s in _shards()]
+    table = Routing.parse(views[0]["routing"])
+    out = {
+        "version": table.version,
+        "slots_per_shard": dict(sorted(Counter(table.slots).items())),
+        "moving": table.moving,
+        "banks": {i: v["banks"] for i, v in enumerate(views)},
+    }
+    _emit(args, out)
+    return 0
+
+
+def _rebalance(args: argparse.Namespace) -> int:
+    from shared.rebalance import rebalance
+
+    shards = _shards()
+    report = rebalance(shards, args.shards)
+    _emit(args, vars(report))
+    return 1 if report.orphans else 0
+
+
+def _emit(args: argparse.Namespace, value: dict[str, Any]) -> None:
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+        return
+    for key, item in value.items():
+        sys.stdout.write(f"{key}: {item}\n")

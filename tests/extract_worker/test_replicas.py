@@ -1,0 +1,19 @@
+"""K extractor replicas (issue 16 §3): their names and how many may run."""
+
+from __future__ import annotations
+
+import pytest
+
+from extract_worker.actor import replica_count, replica_name
+from shared import errors
+
+
+def test_replica_names_and_counts() -> None:
+    assert [replica_name("memory-extractor", i) for i in range(3)] == [
+        "memory-extractor",
+        "memory-extractor-1",
+        "memory-extractor-2",
+    ]
+    assert replica_count("4") == 4
+    with pytest.raises(errors.InvalidArgumentError):
+        replica_count("65")

@@ -1,0 +1,262 @@
+"""``ShardedStoreClient`` and ``rebalance`` over in-process shards (issue 16 §1-2).
+
+The kill tests stop a rebalance at each step (an exception where the step starts), drop every
+store's RAM (close, reopen from the files), run ``rebalance`` again, and require every
+acknowledged write in exactly one live bank: the bank's owner holds it, no other shard serves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from shared import errors
+from shared.config import StoreSettings
+from shared.rebalance import initial_routing, rebalance
+from shared.sharded import ShardedStoreClient
+from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
+from store_worker.core import MemoryStore
+
+Opener = Callable[[int], list[MemoryStore]]
+
+
+@pytest.fixture
+def open_shards(tmp_path: Path) -> Iterator[Opener]:
+    """``open_shards(n)``: n stores on ``tmp_path/data`` as shards 0..n-1 (reopens close the
+    previous set first, as a restart would)."""
+    opened: list[MemoryStore] = []
+
+    def open_(n: int) -> list[MemoryStore]:
+        for store in opened:
+            store.close()
+        opened.clear()
+        root = tmp_path / "data"
+        for i in range(n):
+            settings = StoreSettings(data_dir=str(shard_dir(root, i)), shard_index=i)
+            opened.append(MemoryStore(settings=settings))
+        return list(opened)
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+BANKS = [f"user-{i:02d}" for i in range(30)]
+
+
+def _fill(client: ShardedStoreClient, banks: list[str]) -> dict[str, set[str]]:
+    acked: dict[str, set[str]] = {}
+    for bank in banks:
+        for k in range(2):
+            saved = client.save(f"fact {k} of {bank}", bank=bank)
+            acked.setdefault(bank, set()).add(saved.memory.id)
+    return acked
+
+
+def _assert_exactly_once(stores: list[MemoryStore], acked: dict[str, set[str]]) -> None:
+    client = ShardedStoreClient(stores)
+    table = client.refresh()
+    for bank, ids in acked.items():
+        owner = table.owner(bank)
+        served = [i for i, s in enumerate(stores) if bank in [b.name for b in s.bank_list().banks]]
+        assert served == [owner], bank
+        assert {m.id for m in client.list(bank=bank, page_size=100).memories} == ids, bank
+        for i, store in enumerate(stores):
+            if i != owner:
+                with pytest.raises(errors.SourceUnavailableError, match=r"\[moved\]"):
+                    store.get(next(iter(ids)), bank=bank)
+
+
+def test_one_shard_is_todays_store(open_shards: Opener, tmp_path: Path) -> None:
+    # Given one shard: no table, the data dir itself, every bank owned
+    (store,) = open_shards(1)
+    assert initial_routing([store]) is None
+    store.save("a fact", bank="anything")
+    assert (tmp_path / "data" / "anything" / "memories.jsonl").exists()
+    assert actor_name(0) == "memory-store"
+
+
+def test_fresh_shards_split_the_banks_and_fan_out(open_shards: Opener) -> None:
+    # Given two fresh shards with an even table
+    stores = open_shards(2)
+    assert initial_routing(stores) is not None
+    client = ShardedStoreClient(stores)
+    # When thirty banks are written through the client
+    acked = _fill(client, BANKS)
+    # Then each bank lives on its owner only, and the fan-out calls see all of them
+    owners = {client.owner(b) for b in BANKS}
+    assert owners == {0, 1}
+    _assert_exactly_once(stores, acked)
+    listed = [b.name for b in client.bank_list().banks]
+    assert set(BANKS) <= set(listed) and len(listed) == len(set(listed))
+    events = client.events_since(0, limit=1000)
+    assert {e.bank for e in events.events} >= set(BANKS)
+    assert client.events_since(events.cursor).events == ()
+    assert client.doctor().ok
+    assert set(client.reload().banks) >= set(BANKS)
+
+
+def test_save_many_across_shards_is_refused_and_writes_nothing(open_shards: Opener) -> None:
+    stores = open_shards(2)
+    initial_routing(stores)
+    client = ShardedStoreClient(stores)
+    a, b = (
+        next(x for x in BANKS if client.owner(x) == 0),
+        next(x for x in BANKS if client.owner(x) == 1),
+    )
+    with pytest.raises(errors.InvalidArgumentError, match="span"):
+        client.save_many([{"text": "one", "bank": a}, {"text": "two", "bank": b}])
+    assert a not in [x.name for x in client.bank_list().banks]
+
+
+def test_a_shard_refuses_banks_it_does_not_own(open_shards: Opener) -> None:
+    stores = open_shards(2)
+    initial_routing(stores)
+    foreign = next(
+        x for x in BANKS if Routing.parse(stores[0].shard_routing()["routing"]).owner(x) == 1
+    )
+    with pytest.raises(errors.SourceUnavailableError, match=r"\[moved\]") as caught:
+        stores[0].save("misrouted", bank=foreign)
+    assert caught.value.retryable
+    assert foreign not in stores[0].shard_routing()["banks"]  # nothing was created
+
+
+def test_grow_two_to_three_moves_a_third_and_loses_nothing(open_shards: Opener) -> None:
+    # Given thirty banks on two shards
+    stores = open_shards(2)
+    initial_routing(stores)
+    acked = _fill(ShardedStoreClient(stores), BANKS)
+    before = Routing.parse(stores[0].shard_routing()["routing"])
+    # When a third shard joins and the slots are rebalanced
+    stores = open_shards(3)
+    report = rebalance(stores)
+    # Then about a third of the banks moved, each exactly once, all to the new shard
+    after = Routing.parse(stores[0].shard_routing()["routing"])
+    assert after.slots == plan_slots(before.slots, 3) and after.moving == {}
+    expected = sorted(b for b in BANKS if before.owner(b) != after.owner(b))
+    assert sorted(report.banks_moved) == expected
+    assert 5 <= len(expected) <= 16 and all(after.owner(b) == 2 for b in expected)
+    _assert_exactly_once(stores, acked)
+    trash = [p.name for s in stores for p in s.trash_dir().glob("*")] if expected else []
+    assert len(trash) == len(expected)
+    # And a second run has nothing left to do
+    assert rebalance(stores).banks_moved == []
+
+
+class Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("step", ["freeze", "copy", "switch", "release"])
+@pytest.mark.parametrize("nth", [1, 3])
+def test_a_kill_at_any_step_of_a_move_loses_nothing(
+    open_shards: Opener, step: str, nth: int
+) -> None:
+    # Given thirty banks on two shards, grown to three
+    stores = open_shards(2)
+    initial_routing(stores)
+    acked = _fill(ShardedStoreClient(stores), BANKS)
+    stores = open_shards(3)
+    seen = {"n": 0}
+
+    def kill(name: str, _slot: int) -> None:
+        if name == step:
+            seen["n"] += 1
+            if seen["n"] == nth:
+                raise Killed(name)
+
+    # When the rebalance dies at that step and every store restarts from its files
+    with pytest.raises(Killed):
+        rebalance(stores, step=kill)
+    stores = open_shards(3)
+    # Then reads still find every acknowledged write, and a rerun finishes the job
+    client = ShardedStoreClient(stores, freeze_wait_s=0)
+    for bank, ids in acked.items():
+        assert {m.id for m in client.list(bank=bank, page_size=100).memories} == ids
+    rebalance(stores)
+    _assert_exactly_once(stores, acked)
+    assert Routing.parse(stores[0].shard_routing()["routing"]).moving == {}
+
+
+def test_a_write_to_a_moving_bank_waits_for_the_move(open_shards: Opener) -> None:
+    # Given a bank whose slot is frozen mid-move (the rebalance was killed after the freeze)
+    stores = open_shards(2)
+    initial_routing(stores)
+    acked = _fill(ShardedStoreClient(stores), BANKS)
+    stores = open_shards(3)
+
+    def kill(name: str, _slot: int) -> None:
+        if name == "copy":
+            raise Killed(name)
+
+    with pytest.raises(Killed):
+        rebalance(stores, step=kill)
+    table = Routing.parse(stores[0].shard_routing()["routing"])
+    (slot,) = table.moving
+    bank = next(b for b in BANKS if slot_of(b) == slot)
+    with pytest.raises(errors.SourceUnavailableError, match=r"\[moving\]") as caught:
+        stores[table.slots[slot]].save("direct write", bank=bank)
+    assert caught.value.retryable
+    # When a caller writes through the client and the move finishes while it backs off
+    finished: list[object] = []
+
+    def sleep(_s: float) -> None:
+        if not finished:
+            finished.append(rebalance(stores))
+
+    client = ShardedStoreClient(stores, sleep=sleep)
+    saved = client.save("written during the move", bank=bank)
+    # Then the write landed once, on the new owner, beside everything acknowledged before
+    assert finished and client.owner(bank) == 2
+    acked[bank].add(saved.memory.id)
+    _assert_exactly_once(stores, acked)
+
+
+def test_bad_imports_are_refused_and_write_nothing(open_shards: Opener) -> None:
+    stores = open_shards(2)
+    initial_routing(stores)
+    table = Routing.parse(stores[0].shard_routing()["routing"])
+    own0 = next(b for b in BANKS if table.owner(b) == 0)
+    own1 = next(b for b in BANKS if table.owner(b) == 1)
+    with pytest.raises(errors.ConflictError):
+        stores[0].bank_import(own0, {"bank.yaml": b"description: ''\n"})  # owned: never replaced
+    for bad in ({"../x": b""}, {"/abs": b""}, {}, {"ok": "not bytes"}):
+        with pytest.raises(errors.InvalidArgumentError):
+            stores[0].bank_import(own1, bad)  # type: ignore[arg-type]
+    assert own1 not in stores[0].shard_routing()["banks"]
+    stores[0].save("live", bank=own0)
+    with pytest.raises(errors.ConflictError):
+        stores[0].bank_export(own0)  # live, not frozen: a copy could miss a later write
+    with pytest.raises(errors.ConflictError):
+        stores[0].bank_release(own0)
+    with pytest.raises(errors.ConflictError):
+        stores[0].shard_routing(Routing(version=0).dump())  # older than v1
+
+
+class _Down:
+    """A shard whose process is gone: every call is a retryable source_unavailable."""
+
+    def __getattr__(self, name: str) -> object:
+        def call(*_a: object, **_k: object) -> object:
+            raise errors.SourceUnavailableError("store shard 0 is unavailable")
+
+        return call
+
+
+def test_without_shard_zero_the_table_comes_from_the_others(open_shards: Opener) -> None:
+    # Given two shards with a table, and a client that cannot reach shard 0
+    stores = open_shards(2)
+    table = initial_routing(stores)
+    assert table is not None
+    acked = _fill(ShardedStoreClient(stores), BANKS)
+    client = ShardedStoreClient([_Down(), stores[1]])  # type: ignore[list-item]
+    # Then shard 1's banks still serve (from its copy of the table), shard 0's are unavailable
+    assert client.refresh() == table
+    on1 = [b for b in BANKS if table.owner(b) == 1]
+    on0 = [b for b in BANKS if table.owner(b) == 0]
+    assert all({m.id for m in client.list(bank=b).memories} == acked[b] for b in on1)
+    with pytest.raises(errors.SourceUnavailableError) as caught:
+        client.get(next(iter(acked[on0[0]])), bank=on0[0])
+    assert caught.value.retryable
