@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -211,15 +212,37 @@ def worker_status(specs: Sequence[WorkerSpec]) -> dict[str, bool]:
 
 
 def stop_worker(spec: WorkerSpec) -> bool:
-    """``ray.kill(no_restart=True)``: stops one actor and frees its name, touching no other."""
+    """``ray.kill(no_restart=True)`` of the worker's actor and of its numbered siblings (store
+    shards ``memory-store-<i>``, extractor replicas ``memory-extractor-<i>``, issue 16): frees
+    their names, touching no other actor. Whether any was running."""
     import ray
 
-    try:
-        handle = ray.get_actor(spec.actor_name, namespace=NAMESPACE)
-    except ValueError:
-        return False
-    ray.kill(handle, no_restart=True)
-    return True
+    stopped = False
+    for name in worker_actor_names(spec, ray.util.list_named_actors(all_namespaces=True)):
+        try:
+            handle = ray.get_actor(name, namespace=NAMESPACE)
+        except ValueError:  # gone meanwhile
+            continue
+        ray.kill(handle, no_restart=True)
+        stopped = True
+    return stopped
+
+
+def worker_actor_names(spec: WorkerSpec, named: list[Any]) -> list[str]:
+    """The worker's actor and its numbered siblings among Ray's named actors (``named``: what
+    ``ray.util.list_named_actors(all_namespaces=True)`` returns), shard 0 / replica 0 first."""
+    sibling = re.compile(rf"{re.escape(spec.actor_name)}-(\d+)\Z")
+    found: dict[str, int] = {}
+    for entry in named:
+        name = entry.get("name") if isinstance(entry, dict) else entry
+        space = entry.get("namespace", NAMESPACE) if isinstance(entry, dict) else NAMESPACE
+        if space != NAMESPACE or not isinstance(name, str):
+            continue
+        if name == spec.actor_name:
+            found[name] = 0
+        elif (m := sibling.match(name)) is not None:
+            found[name] = int(m.group(1))
+    return sorted(found, key=lambda n: found[n])
 
 
 def settings_env(environ: dict[str, str] | None = None) -> dict[str, str]:

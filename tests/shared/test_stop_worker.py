@@ -1,0 +1,59 @@
+"""``memory stop <worker>`` stops the worker's actor and its numbered siblings (store shards
+``memory-store-<i>``, extractor replicas ``memory-extractor-<i>``; issue 16), nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shared.cluster import stop_worker, worker_actor_names
+from shared.workers import NAMESPACE, WorkerSpec
+
+
+def spec(actor_name: str) -> WorkerSpec:
+    return WorkerSpec(name="probe", actor_name=actor_name, start=lambda env: None)
+
+
+def test_names_are_the_actor_and_its_numbered_siblings_in_our_namespace() -> None:
+    named = [
+        {"name": "memory-store-2", "namespace": NAMESPACE},
+        {"name": "memory-store", "namespace": NAMESPACE},
+        {"name": "memory-store-1", "namespace": NAMESPACE},
+        {"name": "memory-store-bench", "namespace": NAMESPACE},  # not a shard: a name of its own
+        {"name": "memory-store-1", "namespace": "someone-else"},
+        {"name": "memory-store-10", "namespace": NAMESPACE},
+        {"name": "memory-storeX-1", "namespace": NAMESPACE},
+    ]
+    assert worker_actor_names(spec("memory-store"), named) == [
+        "memory-store",
+        "memory-store-1",
+        "memory-store-2",
+        "memory-store-10",
+    ]
+    assert worker_actor_names(spec("memory-extractor"), named) == []
+
+
+@pytest.mark.ray
+def test_stop_kills_the_worker_and_its_siblings_only(ray_cluster: Any) -> None:
+    ray = ray_cluster
+
+    @ray.remote(num_cpus=0)
+    class Probe:
+        def ping(self) -> str:
+            return "pong"
+
+    names = ["memory-stop-probe", "memory-stop-probe-1", "memory-stop-probe-keep"]
+    handles = [Probe.options(name=n, namespace=NAMESPACE).remote() for n in names]  # type: ignore[attr-defined]
+    ray.get([h.ping.remote() for h in handles])
+    # When the worker is stopped
+    assert stop_worker(spec("memory-stop-probe"))
+    # Then it and its numbered sibling are gone, the other name survives
+    for gone in handles[:2]:  # a killed actor's next call fails (no sleeping for the GCS)
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(gone.ping.remote(), timeout=60)
+    assert ray.get(ray.get_actor(names[2], namespace=NAMESPACE).ping.remote()) == "pong"
+    ray.kill(handles[2], no_restart=True)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(handles[2].ping.remote(), timeout=60)
+    assert not stop_worker(spec("memory-stop-probe"))  # nothing left to stop
