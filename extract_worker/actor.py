@@ -13,7 +13,6 @@ Metrics (``ray.util.metrics``, ``ray_`` prefix on the node's metrics port): jobs
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import threading
@@ -25,7 +24,7 @@ from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.llm import LLM, LiteLLMBackend
 from extract_worker.settings import ExtractorSettings, retired_settings
 from shared.errors import InvalidArgumentError
-from shared.workers import NAMESPACE, WorkerSpec, start_detached
+from shared.workers import NAMESPACE, UpSetting, WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -227,25 +226,6 @@ def replica_count(value: object) -> int:
     return k
 
 
-class _Replicas(argparse.Action):
-    """``memory up --extractor-replicas K`` into ``worker_env``."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        try:
-            k = replica_count(values)
-        except InvalidArgumentError as e:
-            parser.error(str(e))
-        env = dict(getattr(namespace, "worker_env", None) or {})
-        env["MEMORY_EXTRACTOR_REPLICAS"] = str(k)
-        namespace.worker_env = env
-
-
 def _add_cli(sub: Any) -> None:
     from extract_worker.chat import add_cli
 
@@ -255,7 +235,9 @@ def _add_cli(sub: Any) -> None:
         up.add_argument(
             "--extractor-replicas",
             metavar="K",
-            action=_Replicas,
+            action=UpSetting,
+            env="MEMORY_EXTRACTOR_REPLICAS",
+            check=replica_count,
             help="run K extractors (memory-extractor, memory-extractor-1 ...); default 1",
         )
 

@@ -33,7 +33,7 @@ from grpc_gateway.server import DEFAULT_PORT, build_server
 from shared import gateway_file
 from shared.api import StoreAPI
 from shared.config import EnvSettings
-from shared.workers import NAMESPACE, WorkerSpec, start_detached
+from shared.workers import NAMESPACE, UpSetting, WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +207,9 @@ def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
                 dest=dest,
                 metavar=metavar,
                 type=kind,
-                action=_UpSetting,
+                action=UpSetting,
                 env=ENV_PREFIX + env,
+                implies="grpc",
                 help=text + "; implies --grpc",
             )
     parser.add_argument("--grpc-token", nargs="?", action=_RemovedTokenFlag, help=argparse.SUPPRESS)
@@ -239,27 +240,6 @@ class _RemovedTokenFlag(argparse.Action):
             "--grpc-token was removed: a token on the command line shows in `ps` to every "
             f"user; set {ENV_PREFIX}TOKEN or pass --grpc-token-file PATH"
         )
-
-
-class _UpSetting(argparse.Action):
-    """Collects a ``--grpc-*`` flag of ``memory up`` into ``worker_env`` and ``also_start``."""
-
-    def __init__(self, option_strings: list[str], dest: str, *, env: str, **kw: Any) -> None:
-        super().__init__(option_strings, dest, **kw)
-        self.env = env
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        env = dict(getattr(namespace, "worker_env", None) or {})
-        env[self.env] = str(values)
-        namespace.worker_env = env
-        also = list(getattr(namespace, "also_start", None) or [])
-        namespace.also_start = [*also, "grpc"]
 
 
 def env_from_args(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:

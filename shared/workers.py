@@ -50,6 +50,51 @@ class WorkerSpec:
     open_embedded: Callable[[StoreSettings], StoreAPI] | None = field(default=None)
 
 
+class UpSetting(argparse.Action):
+    """A flag a worker adds to ``memory up`` that reaches the workers as a ``MEMORY_*``
+    variable: collected into ``worker_env``, which ``up`` starts the actors with. ``check``
+    turns the value into what is stored (a ``MemoryServiceError`` becomes argparse's usage
+    error, exit 2); ``implies`` names an opt-in worker the flag also starts (``also_start``:
+    ``--grpc-port`` starts the gateway)."""
+
+    def __init__(
+        self,
+        option_strings: list[str],
+        dest: str,
+        *,
+        env: str,
+        check: Callable[[Any], object] | None = None,
+        implies: str | None = None,
+        **kw: Any,
+    ) -> None:
+        super().__init__(option_strings, dest, **kw)
+        self.env = env
+        self.check = check
+        self.implies = implies
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from shared.errors import MemoryServiceError
+
+        value = values
+        if self.check is not None:
+            try:
+                value = self.check(values)
+            except MemoryServiceError as e:
+                parser.error(str(e))
+        env = dict(getattr(namespace, "worker_env", None) or {})
+        env[self.env] = str(value)
+        namespace.worker_env = env
+        if self.implies is not None:
+            also = list(getattr(namespace, "also_start", None) or [])
+            namespace.also_start = [*also, self.implies]
+
+
 @dataclass(frozen=True)
 class CommandSpec:
     """Verbs a package adds to ``memory`` without being a worker (nothing to start)."""

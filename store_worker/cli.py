@@ -15,27 +15,8 @@ from collections import Counter
 from typing import Any
 
 from shared.api import StoreAPI
-from shared.errors import MemoryServiceError
 from shared.shards import Routing, shard_count
-
-
-class _Shards(argparse.Action):
-    """``--store-shards N`` into ``worker_env`` (how ``memory up`` hands settings on)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        try:
-            n = shard_count(values)
-        except MemoryServiceError as e:
-            parser.error(str(e))
-        env = dict(getattr(namespace, "worker_env", None) or {})
-        env["MEMORY_STORE_SHARDS"] = str(n)
-        namespace.worker_env = env
+from shared.workers import UpSetting
 
 
 def add_cli(sub: Any) -> None:
@@ -44,7 +25,9 @@ def add_cli(sub: Any) -> None:
         up.add_argument(
             "--store-shards",
             metavar="N",
-            action=_Shards,
+            action=UpSetting,
+            env="MEMORY_STORE_SHARDS",
+            check=shard_count,
             help="run N store shards (memory-store, memory-store-1 ...); default 1",
         )
     parser = sub.add_parser(
