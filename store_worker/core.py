@@ -209,6 +209,7 @@ class MemoryStore:
         )
         self.purger = Purger(
             banks=self.banks,
+            rules=self.rules,
             vectors=self.vectors,
             events=self.events,
             clock=clock,

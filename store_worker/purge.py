@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from shared import errors
@@ -52,6 +53,7 @@ from store_worker.banks import Banks
 from store_worker.drafts import Drafts, draft_path
 from store_worker.events import EventBus
 from store_worker.files import VECTORS, atomic_write, fsync_dir, torn_path
+from store_worker.rules import Rules
 from store_worker.vectors import Vectors
 from store_worker.writes import derived_links
 
@@ -65,12 +67,14 @@ class Purger:
         self,
         *,
         banks: Banks,
+        rules: Rules,
         vectors: Vectors,
         events: EventBus,
         clock: Clock,
         tokens: TokenCounter,
     ) -> None:
         self.banks = banks
+        self.rules = rules
         self.vectors = vectors
         self.events = events
         self.clock = clock
@@ -190,17 +194,9 @@ class Purger:
             result = redact(content)
             if not result.labels:
                 continue
-            bank.files.write_rule(name, result.text)
-            bank.rules[name] = result.text
+            self.rules.write(bank, name, result.text, result.labels)
             kinds.update(result.labels)
             changed += 1
-            self.events.emit(
-                "bank-changed",
-                "rules-changed",
-                bank.name,
-                now=self.clock.now_ms(),
-                redacted=result.labels,
-            )
         return changed
 
     def _rescan_description(self, bank: Bank, kinds: set[str]) -> bool:
@@ -241,17 +237,13 @@ class Purger:
         return lines, kinds
 
     def _redact_torn(self, bank: Bank, kinds: set[str]) -> None:
-        path = torn_path(bank.files.log.path)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+        data = _read_if_any(torn_path(bank.files.log.path))
+        if data is None:
             return
-        except OSError as e:
-            raise errors.storage_error(f"cannot read {path}", e) from e
         result = redact(data.decode("utf-8", "replace"))
         if result.labels:
             kinds.update(result.labels)
-            atomic_write(path, result.text.encode("utf-8"))
+            atomic_write(torn_path(bank.files.log.path), result.text.encode("utf-8"))
 
     # -- purge ID --------------------------------------------------------------------------
 
@@ -312,12 +304,9 @@ class Purger:
     def _drop_vectors(bank: Bank, ids: set[str]) -> None:
         """The sidecar without the affected ids' lines (nor any line it cannot read)."""
         path = bank.files.dir / VECTORS
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
+        data = _read_if_any(path)
+        if data is None:
             return
-        except OSError as e:
-            raise errors.storage_error(f"cannot read {path}", e) from e
         kept = [raw for raw in data.splitlines() if _vector_id(raw) not in ({None} | ids)]
         atomic_write(path, b"".join(line + b"\n" for line in kept))
 
@@ -370,3 +359,13 @@ def _forget_event(event: Event, bank: str, mem_id: str) -> Event | None:
     if event.bank == bank and event.memory is not None and event.memory.id == mem_id:
         return None
     return event
+
+
+def _read_if_any(path: Path) -> bytes | None:
+    """A derived or side file's bytes; ``None`` when there is none (a read fault is typed)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise errors.storage_error(f"cannot read {path}", e) from e

@@ -15,6 +15,7 @@ from store_worker import validate as v
 
 if TYPE_CHECKING:
     from shared.clock import Clock
+    from store_worker.bank import Bank
     from store_worker.banks import Banks
     from store_worker.events import EventBus
 
@@ -66,15 +67,16 @@ class Rules:
                     "bank-changed", "rules-changed", target.name, now=self.clock.now_ms()
                 )
             return RuleSetResponse(ok=True, exists=False, bank=target.name, name=name)
-        target.files.write_rule(name, result.text)
-        target.rules[name] = result.text
-        self.events.emit(
-            "bank-changed",
-            "rules-changed",
-            target.name,
-            now=self.clock.now_ms(),
-            redacted=result.labels,
-        )
+        self.write(target, name, result.text, result.labels)
         return RuleSetResponse(
             ok=True, exists=True, bank=target.name, name=name, redacted=result.labels
+        )
+
+    def write(self, bank: Bank, name: str, text: str, redacted: tuple[str, ...]) -> None:
+        """Write one (already redacted) rule atomically, then RAM, then ``rules-changed``
+        naming the kinds redacted (``rule_set``, and ``redact_rescan`` in ``purge.py``)."""
+        bank.files.write_rule(name, text)
+        bank.rules[name] = text
+        self.events.emit(
+            "bank-changed", "rules-changed", bank.name, now=self.clock.now_ms(), redacted=redacted
         )
