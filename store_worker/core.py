@@ -216,9 +216,14 @@ class MemoryStore:
             tokens=self.tokens,
         )
         self.banks.open()
-        if hasattr(self, "commits"):  # a reopen: later batches go to the new repository
-            self.commits.banks = self.banks
         self.sessions.prune()
+
+    def _reopen(self) -> None:
+        """Close the banks' logs and build the parts again (the lock is kept); later group
+        commits go to the new repository."""
+        self.banks.close()
+        self._open()
+        self.commits.banks = self.banks
 
     def close(self) -> None:
         self.banks.close()
@@ -687,9 +692,8 @@ class MemoryStore:
         self.settings = new
         self.tokens = TokenCounter(new.token_model)
         if reopen:
-            self.banks.close()
             self.vectors = Vectors(embedder)
-            self._open()
+            self._reopen()
         else:
             self._retune(new)
         return new.model_dump()
@@ -710,8 +714,7 @@ class MemoryStore:
 
     @_serialized
     def reload(self) -> ReloadResponse:
-        self.banks.close()
-        self._open()
+        self._reopen()
         corrupt = sum(b.stats.corrupt for b in self.banks.values())
         return ReloadResponse(ok=True, banks=tuple(sorted(self.banks)), corrupt_lines=corrupt)
 
