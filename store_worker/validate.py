@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import os
@@ -61,13 +62,19 @@ def memory_id(value: object) -> str:
     return value
 
 
+# The same few identifiers (a session, a bank, who records) come with write after write: the
+# check of each is remembered (the catalogue is loaded once per process, so the answer for a
+# value never changes).
+_credential_in = functools.lru_cache(maxsize=4096)(find_credential)
+
+
 def no_credential(value: str | None, what: str) -> str | None:
     """Refuse an identifier that holds a credential (issue 12): an id, a session id, a bank,
     rule or state name is stored as given and shown everywhere, so a secret in one cannot be
     redacted, and silently rewriting a caller's id would be worse. Checked where a write
     takes a new identifier, not on reads (an id that was refused cannot be found anyway)."""
     if value:
-        label = find_credential(value)
+        label = _credential_in(value)
         if label is not None:
             raise InvalidArgumentError(f"{what} looks like a credential ({label}); choose another")
     return value
