@@ -130,7 +130,8 @@ def _hook(args: argparse.Namespace) -> int:
     from integrations.store import close, open_store_for
 
     def opened(data_dir: str | None, timeout: float) -> Any:
-        return open_store_for(data_dir, timeout=timeout)
+        # the hook reads the answers' fields only: views, no pydantic in a per-prompt process
+        return open_store_for(data_dir, timeout=timeout, validate=False)
 
     opts = HookOptions(event=args.event, bank=args.bank, data_dir=args.data_dir)
     return run_hook(

@@ -34,10 +34,12 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from shared import errors
-from shared.api import Message, StoreAPI
+
+if TYPE_CHECKING:  # annotations only: a hook process loads no pydantic (issue 13)
+    from shared.api import Message, StoreAPI
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")

@@ -12,28 +12,35 @@
 
 from __future__ import annotations
 
-from shared.api import StoreAPI
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shared.api import StoreAPI
 
 DEFAULT_TIMEOUT_S = 30.0
 
 
-def open_store_for(data_dir: str | None, *, timeout: float = DEFAULT_TIMEOUT_S) -> StoreAPI:
-    """The store an integration uses (see the module docstring); close it with ``close``."""
+def open_store_for(
+    data_dir: str | None, *, timeout: float = DEFAULT_TIMEOUT_S, validate: bool = True
+) -> StoreAPI:
+    """The store an integration uses (see the module docstring); close it with ``close``.
+    ``validate=False``: a gateway's answers come as ``shared.store_wire.View``s (a caller that
+    only reads fields, such as a hook, loads no pydantic)."""
     if data_dir:
         from shared.cli_store import open_store
 
         return open_store(data_dir)
-    return _running_store(timeout)
+    return _running_store(timeout, validate)
 
 
-def _running_store(timeout: float) -> StoreAPI:
+def _running_store(timeout: float, validate: bool) -> StoreAPI:
     # Imported here: the gateway's client, or Ray (~0.5 s to import, FACTS "Process start-up")
     # when no gateway is recorded; an embedded caller needs neither.
     from shared.cli_store import running_store
     from shared.errors import SourceUnavailableError
 
     try:
-        return running_store(timeout)
+        return running_store(timeout, validate=validate)
     except SourceUnavailableError as e:
         raise SourceUnavailableError(
             f"{e.message} (or pass --data-dir DIR to use a store in this process)", e.retryable

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from shared import cli_output as show
 from shared import gateway_file
-from shared.api import StoreAPI
 from shared.cli_store import (
     STORE_VERBS,
     Render,
@@ -65,6 +64,7 @@ def _lazy(name: str) -> ModuleType:
 
 if TYPE_CHECKING:
     from shared import cluster, lifecycle
+    from shared.api import StoreAPI
     from shared.workers import CommandSpec, WorkerSpec
 else:
     cluster = _lazy("shared.cluster")
@@ -110,7 +110,9 @@ class Ctx:
     def _open(self) -> StoreAPI:
         if self.embedded:
             return open_store(self.args.data_dir)
-        return running_store(self.args.timeout)  # the gateway when recorded, else Ray
+        # the gateway when recorded (answers as views: this process never loads pydantic),
+        # else Ray
+        return running_store(self.args.timeout, validate=False)
 
     def close(self) -> None:
         if self._store is not None:
@@ -139,9 +141,8 @@ def run(
     """Parse and run one command; ``store`` injects a backend (tests)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    # a store verb needs no worker's verbs: skip loading every worker package (issue 13)
-    specs = [] if _store_verb(argv) else discover()
-    args = build_parser(specs).parse_args(list(argv))
+    specs, commands = _plugins_for(_verb(argv))
+    args = build_parser(specs, commands).parse_args(list(argv))
     args.data_dir = _embedded_dir(args)
     ctx = Ctx(args, store=store, out=out)
     try:
@@ -162,9 +163,8 @@ def run(
 _VALUED = frozenset({"--data-dir", "--timeout"})  # global options that take a value
 
 
-def _store_verb(argv: Sequence[str]) -> bool:
-    """Whether the command's verb is one of ``shared.cli_store``'s (the first word that is
-    not a global option or its value)."""
+def _verb(argv: Sequence[str]) -> str | None:
+    """The command's verb: the first word that is not a global option or its value."""
     skip = False
     for word in argv:
         if skip:
@@ -172,8 +172,29 @@ def _store_verb(argv: Sequence[str]) -> bool:
         elif word in _VALUED:
             skip = True
         elif not word.startswith("-"):
-            return word in STORE_VERBS
-    return False
+            return word
+    return None
+
+
+def _plugins_for(verb: str | None) -> tuple[list[WorkerSpec], list[CommandSpec]]:
+    """The worker specs and command plug-ins the parser needs for ``verb``: none for a store
+    verb; only its own plug-in for a plug-in's verb (``memory hook`` runs on every prompt of
+    a coding agent: loading every worker package would cost it ~0.3 s, issue 13); all of them
+    for the cluster verbs, a worker's own verbs and ``--help``."""
+    if verb in STORE_VERBS:
+        return [], []
+    commands = discover_commands()
+    owner = [c for c in commands if verb in _verbs_of(c)]
+    if owner:
+        return [], owner
+    return discover(), commands
+
+
+def _verbs_of(command: CommandSpec) -> set[str]:
+    """The top-level verbs ``command`` adds (it adds them to a throwaway parser)."""
+    sub = argparse.ArgumentParser(add_help=False).add_subparsers()
+    command.add_cli(sub)
+    return set(sub.choices)
 
 
 def _embedded_dir(args: argparse.Namespace) -> str | None:
@@ -241,7 +262,11 @@ class _Parser(argparse.ArgumentParser):
         super()._check_value(action, value)
 
 
-def build_parser(specs: Sequence[WorkerSpec] | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    specs: Sequence[WorkerSpec] | None = None, commands: Sequence[CommandSpec] | None = None
+) -> argparse.ArgumentParser:
+    """The ``memory`` parser with the verbs of ``specs`` and ``commands`` (default: every
+    installed worker and command plug-in)."""
     parser = _Parser(
         prog="memory",
         description="Durable cross-session memory for LLM agents: run the service, "
@@ -264,9 +289,8 @@ def build_parser(specs: Sequence[WorkerSpec] | None = None) -> argparse.Argument
     for spec in discover() if specs is None else specs:
         if spec.add_cli is not None:
             spec.add_cli(sub)
-    if specs is None or specs:  # a store verb (specs == []) loads no plug-in either
-        for command in discover_commands():  # verbs of packages that start no worker
-            command.add_cli(sub)
+    for command in discover_commands() if commands is None else commands:
+        command.add_cli(sub)  # verbs of packages that start no worker
     return parser
 
 
@@ -519,4 +543,4 @@ def _gateway_line(gateway: gateway_file.GatewayInfo | None) -> str:
 
 
 def _banks(ctx: Ctx) -> list[dict[str, Any]]:
-    return [b.model_dump(mode="json") for b in ctx.store.bank_list().banks]
+    return [show.jsonable(b) for b in ctx.store.bank_list().banks]

@@ -1,7 +1,8 @@
 """How the ``memory`` CLI shows results: short human lines, or the response model as JSON.
 
 One function per response (``recall`` prints rank, relevance, id, date, text); each takes
-the pydantic response a store method returned and gives the text to print.
+the response a store method returned and gives the text to print. A response is the pydantic
+model, or (through the gateway) a ``store_wire.View`` of it: renderers read fields only.
 """
 
 from __future__ import annotations
@@ -10,17 +11,22 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel
-
 
 def jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    if hasattr(value, "model_dump"):  # a model (a view from the wire is a dict already)
         return value.model_dump(mode="json")
     if isinstance(value, dict):
         return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
     return value
+
+
+def with_fields(value: Any, **update: Any) -> Any:
+    """``value`` with some fields replaced: a model's ``model_copy``, a view's copy."""
+    if hasattr(value, "model_copy"):
+        return value.model_copy(update=update)
+    return type(value)({**value, **update})
 
 
 def default_render(result: Any) -> str:
@@ -226,12 +232,12 @@ def bank_line(b: dict[str, Any]) -> str:
 
 
 def banks(r: Any) -> str:
-    return "\n".join(bank_line(b.model_dump()) for b in r.banks)
+    return "\n".join(bank_line(jsonable(b)) for b in r.banks)
 
 
 def bank_created(r: Any) -> str:
     verb = "created" if r.created else "exists"
-    return f"{verb}: {bank_line(r.bank.model_dump())}{redacted_note(r)}"
+    return f"{verb}: {bank_line(jsonable(r.bank))}{redacted_note(r)}"
 
 
 def rules(r: Any) -> str:

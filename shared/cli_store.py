@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared import cli_output as show
-from shared.api import StoreAPI
 from shared.errors import DataDirLockedError, InvalidArgumentError
-from shared.models import RecallResponse, SaveResponse
-from shared.text import iso_ms
 
 if TYPE_CHECKING:
+    from shared.api import StoreAPI
     from shared.cli import Ctx
+    from shared.models import RecallResponse, SaveResponse
 
 STORE_VERBS = frozenset(
     {
@@ -79,17 +78,20 @@ def open_store(data_dir: str) -> StoreAPI:
         ) from e
 
 
-def running_store(timeout: float) -> StoreAPI:
+def running_store(timeout: float, *, validate: bool = True) -> StoreAPI:
     """The running store: through the gateway ``memory up`` recorded (no Ray in this process,
     issue 13), else over Ray (``StoreClient``). The CLI, the MCP server and the hooks all reach
-    it this way."""
+    it this way. ``validate=False``: the gateway's answers come as ``store_wire.View``s, not
+    models (a caller that only reads fields, and prints them, skips loading pydantic)."""
     from shared import gateway_file
 
     gateway = gateway_file.read(gateway_file.default_data_dir())
     if gateway is not None:
         from shared.grpc_client import GrpcStoreClient
 
-        return GrpcStoreClient(gateway.address, token=gateway.token, timeout=timeout)
+        return GrpcStoreClient(
+            gateway.address, token=gateway.token, timeout=timeout, validate=validate
+        )
     from shared.client import connect
     from shared.sharded import ShardedStoreClient
 
@@ -292,7 +294,11 @@ def _save(ctx: Ctx) -> SaveResponse:
 
 
 def _instant(value: str | None) -> int | None:
-    return None if value is None else iso_ms(value)
+    if value is None:
+        return None
+    from shared.text import iso_ms  # only a verb given a date pays for the text module
+
+    return iso_ms(value)
 
 
 def _recall(ctx: Ctx) -> RecallResponse:
@@ -338,7 +344,7 @@ def _list(ctx: Ctx) -> Any:
     while page.next_page_token:
         page = ctx.store.list(page_token=page.next_page_token, **kwargs)
         rows += page.memories
-    return page.model_copy(update={"memories": tuple(rows), "next_page_token": None})
+    return show.with_fields(page, memories=tuple(rows), next_page_token=None)
 
 
 def _update(ctx: Ctx) -> Any:

@@ -21,56 +21,54 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 
 from shared import errors, store_wire
-from shared.api import Message, Subscriber, Wake
 from shared.errors import (
     InvalidArgumentError,
     MemoryServiceError,
     SourceUnavailableError,
     UnknownError,
 )
-from shared.models import (
-    BacklinksResponse,
-    BankCreateResponse,
-    BankDeleteResponse,
-    BankInfo,
-    BankListResponse,
-    DanglingResponse,
-    DoctorResponse,
-    EventsResponse,
-    InjectResponse,
-    ListResponse,
-    Memory,
-    MemoryResponse,
-    OutboxAckResponse,
-    OutboxJob,
-    OutboxListResponse,
-    PreviewResponse,
-    PurgeResponse,
-    RecallResponse,
-    RejectResponse,
-    ReloadResponse,
-    RescanResponse,
-    Rule,
-    RuleListResponse,
-    RuleSetResponse,
-    SaveManyResponse,
-    SaveRequest,
-    SaveResponse,
-    SupersedeResponse,
-    TagsResponse,
-    TurnCompletedResponse,
-)
 from shared.store_wire import labels
 
-if TYPE_CHECKING:
-    from shared.api import StoreAPI
+if TYPE_CHECKING:  # annotations only: a CLI process answers with views, never imports pydantic
+    from shared.api import Message, StoreAPI, Subscriber, Wake
+    from shared.models import (
+        BacklinksResponse,
+        BankCreateResponse,
+        BankDeleteResponse,
+        BankInfo,
+        BankListResponse,
+        DanglingResponse,
+        DoctorResponse,
+        EventsResponse,
+        InjectResponse,
+        ListResponse,
+        Memory,
+        MemoryResponse,
+        OutboxAckResponse,
+        OutboxJob,
+        OutboxListResponse,
+        PreviewResponse,
+        PurgeResponse,
+        RecallResponse,
+        RejectResponse,
+        ReloadResponse,
+        RescanResponse,
+        Rule,
+        RuleListResponse,
+        RuleSetResponse,
+        SaveManyResponse,
+        SaveRequest,
+        SaveResponse,
+        SupersedeResponse,
+        TagsResponse,
+        TurnCompletedResponse,
+    )
 
-T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 120.0
 _NO_GATEWAY = (
     grpc.StatusCode.UNAVAILABLE,
@@ -117,9 +115,11 @@ class GrpcStoreClient:
         token: str | None = None,
         timeout: float | None = DEFAULT_TIMEOUT_S,
         channel: grpc.Channel | None = None,
+        validate: bool = True,
     ) -> None:
         self.address = address
         self.timeout = timeout
+        self.validate = validate
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._channel = channel or grpc.insecure_channel(address)
         self._calls: dict[str, Any] = {}
@@ -133,7 +133,7 @@ class GrpcStoreClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, expect: type[T], method: str, /, **kwargs: object) -> T:
+    def _call(self, method: str, /, **kwargs: object) -> Any:
         call = self._calls.get(method)
         if call is None:
             # StoreCall / StoreResult in wire format (shared.store_wire): no protobuf import
@@ -147,22 +147,26 @@ class GrpcStoreClient:
             reply = call(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise error_from(e, self.address) from None
-        return cast(T, store_wire.decode_result(method, reply))
+        if not self.validate:
+            return store_wire.decode_view(method, reply)
+        return store_wire.decode_result(method, reply)
 
     def ping(self) -> str:
         """``"pong"`` once the gateway and the store behind it answer."""
-        return self._call(str, "ping")
+        return cast("str", self._call("ping"))
 
     # -- banks -----------------------------------------------------------------------------
 
     def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
-        return self._call(BankCreateResponse, "bank_create", name=name, description=description)
+        return cast(
+            "BankCreateResponse", self._call("bank_create", name=name, description=description)
+        )
 
     def bank_list(self) -> BankListResponse:
-        return self._call(BankListResponse, "bank_list")
+        return cast("BankListResponse", self._call("bank_list"))
 
     def bank_delete(self, name: str) -> BankDeleteResponse:
-        return self._call(BankDeleteResponse, "bank_delete", name=name)
+        return cast("BankDeleteResponse", self._call("bank_delete", name=name))
 
     # -- memories: writes ------------------------------------------------------------------
 
@@ -187,36 +191,38 @@ class GrpcStoreClient:
         reinforce: bool = True,
         occurred_at: int | None = None,
     ) -> SaveResponse:
-        return self._call(
-            SaveResponse,
-            "save",
-            text=text,
-            bank=bank,
-            title=title,
-            id=id,
-            type=type,
-            scope=scope,
-            project=project,
-            session_id=session_id,
-            turn_id=turn_id,
-            recorded_by=recorded_by,
-            tags=labels(tags),
-            entities=labels(entities),
-            pinned=pinned,
-            confidence=confidence,
-            status=status,
-            reinforce=reinforce,
-            occurred_at=occurred_at,
+        return cast(
+            "SaveResponse",
+            self._call(
+                "save",
+                text=text,
+                bank=bank,
+                title=title,
+                id=id,
+                type=type,
+                scope=scope,
+                project=project,
+                session_id=session_id,
+                turn_id=turn_id,
+                recorded_by=recorded_by,
+                tags=labels(tags),
+                entities=labels(entities),
+                pinned=pinned,
+                confidence=confidence,
+                status=status,
+                reinforce=reinforce,
+                occurred_at=occurred_at,
+            ),
         )
 
     def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
-        return self._call(RescanResponse, "redact_rescan", bank=bank, purge=purge)
+        return cast("RescanResponse", self._call("redact_rescan", bank=bank, purge=purge))
 
     def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
-        return self._call(PurgeResponse, "purge", id=id, bank=bank)
+        return cast("PurgeResponse", self._call("purge", id=id, bank=bank))
 
     def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
-        return self._call(SaveManyResponse, "save_many", items=items)
+        return cast("SaveManyResponse", self._call("save_many", items=items))
 
     def update(
         self,
@@ -232,28 +238,30 @@ class GrpcStoreClient:
         scope: str | None = None,
         occurred_at: int | None = None,
     ) -> MemoryResponse:
-        return self._call(
-            MemoryResponse,
-            "update",
-            id=id,
-            bank=bank,
-            text=text,
-            title=title,
-            tags=labels(tags),
-            entities=labels(entities),
-            pinned=pinned,
-            type=type,
-            scope=scope,
-            occurred_at=occurred_at,
+        return cast(
+            "MemoryResponse",
+            self._call(
+                "update",
+                id=id,
+                bank=bank,
+                text=text,
+                title=title,
+                tags=labels(tags),
+                entities=labels(entities),
+                pinned=pinned,
+                type=type,
+                scope=scope,
+                occurred_at=occurred_at,
+            ),
         )
 
     def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
-        return self._call(MemoryResponse, "pin", id=id, pinned=pinned, bank=bank)
+        return cast("MemoryResponse", self._call("pin", id=id, pinned=pinned, bank=bank))
 
     def delete(
         self, id: str, *, bank: str | None = None, reason: str | None = None
     ) -> MemoryResponse:
-        return self._call(MemoryResponse, "delete", id=id, bank=bank, reason=reason)
+        return cast("MemoryResponse", self._call("delete", id=id, bank=bank, reason=reason))
 
     def supersede(
         self,
@@ -264,20 +272,22 @@ class GrpcStoreClient:
         reason: str | None = None,
         reinforce: bool = False,
     ) -> SupersedeResponse:
-        return self._call(
-            SupersedeResponse,
-            "supersede",
-            id=id,
-            superseded_by=superseded_by,
-            bank=bank,
-            reason=reason,
-            reinforce=reinforce,
+        return cast(
+            "SupersedeResponse",
+            self._call(
+                "supersede",
+                id=id,
+                superseded_by=superseded_by,
+                bank=bank,
+                reason=reason,
+                reinforce=reinforce,
+            ),
         )
 
     # -- memories: reads -------------------------------------------------------------------
 
     def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
-        return self._call(MemoryResponse, "get", id=id, bank=bank)
+        return cast("MemoryResponse", self._call("get", id=id, bank=bank))
 
     def list(
         self,
@@ -293,23 +303,25 @@ class GrpcStoreClient:
         type_filter: Iterable[str] | None = None,
         scope_filter: Iterable[str] | None = None,
     ) -> ListResponse:
-        return self._call(
-            ListResponse,
-            "list",
-            bank=bank,
-            tag=tag,
-            type=type,
-            scope=scope,
-            status=status,
-            include_superseded=include_superseded,
-            page_size=page_size,
-            page_token=page_token,
-            type_filter=labels(type_filter),
-            scope_filter=labels(scope_filter),
+        return cast(
+            "ListResponse",
+            self._call(
+                "list",
+                bank=bank,
+                tag=tag,
+                type=type,
+                scope=scope,
+                status=status,
+                include_superseded=include_superseded,
+                page_size=page_size,
+                page_token=page_token,
+                type_filter=labels(type_filter),
+                scope_filter=labels(scope_filter),
+            ),
         )
 
     def tags(self, *, bank: str | None = None) -> TagsResponse:
-        return self._call(TagsResponse, "tags", bank=bank)
+        return cast("TagsResponse", self._call("tags", bank=bank))
 
     def recall(
         self,
@@ -330,53 +342,57 @@ class GrpcStoreClient:
         model_target: str | None = None,
         as_of: int | None = None,
     ) -> RecallResponse:
-        return self._call(
-            RecallResponse,
-            "recall",
-            query=query,
-            bank=bank,
-            limit=limit,
-            tag=tag,
-            mode=mode,
-            include_superseded=include_superseded,
-            include_pending=include_pending,
-            token_budget=token_budget,
-            session_id=session_id,
-            project=project,
-            type_filter=labels(type_filter),
-            scope_filter=labels(scope_filter),
-            hint=hint,
-            model_target=model_target,
-            as_of=as_of,
+        return cast(
+            "RecallResponse",
+            self._call(
+                "recall",
+                query=query,
+                bank=bank,
+                limit=limit,
+                tag=tag,
+                mode=mode,
+                include_superseded=include_superseded,
+                include_pending=include_pending,
+                token_budget=token_budget,
+                session_id=session_id,
+                project=project,
+                type_filter=labels(type_filter),
+                scope_filter=labels(scope_filter),
+                hint=hint,
+                model_target=model_target,
+                as_of=as_of,
+            ),
         )
 
     def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
-        return self._call(BacklinksResponse, "backlinks", id=id, bank=bank)
+        return cast("BacklinksResponse", self._call("backlinks", id=id, bank=bank))
 
     def dangling(self, *, bank: str | None = None) -> DanglingResponse:
-        return self._call(DanglingResponse, "dangling", bank=bank)
+        return cast("DanglingResponse", self._call("dangling", bank=bank))
 
     # -- drafts (ratification) -------------------------------------------------------------
 
     def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
-        return self._call(MemoryResponse, "approve", id=id, bank=bank)
+        return cast("MemoryResponse", self._call("approve", id=id, bank=bank))
 
     def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
-        return self._call(RejectResponse, "reject", id=id, bank=bank)
+        return cast("RejectResponse", self._call("reject", id=id, bank=bank))
 
     def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
-        return self._call(tuple[Memory, ...], "drafts", bank=bank)
+        return cast("tuple[Memory, ...]", self._call("drafts", bank=bank))
 
     # -- rules -----------------------------------------------------------------------------
 
     def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
-        return self._call(RuleListResponse, "rule_list", bank=bank)
+        return cast("RuleListResponse", self._call("rule_list", bank=bank))
 
     def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
-        return self._call(Rule, "rule_get", name=name, bank=bank)
+        return cast("Rule", self._call("rule_get", name=name, bank=bank))
 
     def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
-        return self._call(RuleSetResponse, "rule_set", name=name, content=content, bank=bank)
+        return cast(
+            "RuleSetResponse", self._call("rule_set", name=name, content=content, bank=bank)
+        )
 
     # -- the harness seam ------------------------------------------------------------------
 
@@ -389,21 +405,25 @@ class GrpcStoreClient:
         metadata: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
     ) -> InjectResponse:
-        return self._call(
-            InjectResponse,
-            "pre_generate",
-            session_id=session_id,
-            turn_id=turn_id,
-            step=step,
-            messages=messages,
-            metadata=metadata,
-            parent_session_id=parent_session_id,
+        return cast(
+            "InjectResponse",
+            self._call(
+                "pre_generate",
+                session_id=session_id,
+                turn_id=turn_id,
+                step=step,
+                messages=messages,
+                metadata=metadata,
+                parent_session_id=parent_session_id,
+            ),
         )
 
     def preview(
         self, query: str, *, bank: str | None = None, session_id: str | None = None
     ) -> PreviewResponse:
-        return self._call(PreviewResponse, "preview", query=query, bank=bank, session_id=session_id)
+        return cast(
+            "PreviewResponse", self._call("preview", query=query, bank=bank, session_id=session_id)
+        )
 
     def turn_completed(
         self,
@@ -415,24 +435,24 @@ class GrpcStoreClient:
         *,
         parent: str | None = None,
     ) -> TurnCompletedResponse:
-        return self._call(
-            TurnCompletedResponse,
-            "turn_completed",
-            session_id=session_id,
-            turn_id=turn_id,
-            messages=messages,
-            status=status,
-            parent_session_id=parent_session_id,
-            parent=parent,
+        return cast(
+            "TurnCompletedResponse",
+            self._call(
+                "turn_completed",
+                session_id=session_id,
+                turn_id=turn_id,
+                messages=messages,
+                status=status,
+                parent_session_id=parent_session_id,
+                parent=parent,
+            ),
         )
 
     def link_session(self, session_id: str, parent_session_id: str | None) -> None:
-        self._call(
-            type(None), "link_session", session_id=session_id, parent_session_id=parent_session_id
-        )
+        self._call("link_session", session_id=session_id, parent_session_id=parent_session_id)
 
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
-        return self._call(tuple[str, ...], "session_lineage", session_id=session_id)
+        return cast("tuple[str, ...]", self._call("session_lineage", session_id=session_id))
 
     # -- sibling plumbing: the extraction outbox -------------------------------------------
 
@@ -443,13 +463,13 @@ class GrpcStoreClient:
         )
 
     def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
-        return self._call(builtins.list[OutboxJob], "outbox_claim", limit=limit)
+        return cast("builtins.list[OutboxJob]", self._call("outbox_claim", limit=limit))
 
     def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
-        return self._call(OutboxJob, "outbox_note", job_id=job_id, reply=reply, lease=lease)
+        return cast("OutboxJob", self._call("outbox_note", job_id=job_id, reply=reply, lease=lease))
 
     def outbox_ack(self, job_id: str) -> OutboxAckResponse:
-        return self._call(OutboxAckResponse, "outbox_ack", job_id=job_id)
+        return cast("OutboxAckResponse", self._call("outbox_ack", job_id=job_id))
 
     def outbox_fail(
         self,
@@ -459,23 +479,27 @@ class GrpcStoreClient:
         retry_after_ms: int | None = None,
         dead_letter: bool = False,
     ) -> OutboxAckResponse:
-        return self._call(
-            OutboxAckResponse,
-            "outbox_fail",
-            job_id=job_id,
-            error=error,
-            retry_after_ms=retry_after_ms,
-            dead_letter=dead_letter,
+        return cast(
+            "OutboxAckResponse",
+            self._call(
+                "outbox_fail",
+                job_id=job_id,
+                error=error,
+                retry_after_ms=retry_after_ms,
+                dead_letter=dead_letter,
+            ),
         )
 
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
-        return self._call(OutboxAckResponse, "outbox_requeue", job_id=job_id, fresh=fresh)
+        return cast("OutboxAckResponse", self._call("outbox_requeue", job_id=job_id, fresh=fresh))
 
     def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
-        return self._call(OutboxListResponse, "outbox_list", include_dead=include_dead, limit=limit)
+        return cast(
+            "OutboxListResponse", self._call("outbox_list", include_dead=include_dead, limit=limit)
+        )
 
     def outbox_job(self, job_id: str) -> OutboxJob:
-        return self._call(OutboxJob, "outbox_job", job_id=job_id)
+        return cast("OutboxJob", self._call("outbox_job", job_id=job_id))
 
     # -- sibling plumbing: events and state ------------------------------------------------
 
@@ -500,36 +524,38 @@ class GrpcStoreClient:
         )
 
     def unsubscribe(self, name: str) -> bool:
-        return self._call(bool, "unsubscribe", name=name)
+        return cast("bool", self._call("unsubscribe", name=name))
 
     def events_since(
         self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
     ) -> EventsResponse:
-        return self._call(EventsResponse, "events_since", cursor=cursor, limit=limit, bank=bank)
+        return cast(
+            "EventsResponse", self._call("events_since", cursor=cursor, limit=limit, bank=bank)
+        )
 
     def state_get(self, owner: str, key: str) -> object | None:
-        return self._call(object, "state_get", owner=owner, key=key)
+        return cast("object", self._call("state_get", owner=owner, key=key))
 
     def state_set(self, owner: str, key: str, value: object) -> None:
         """``value`` crosses as JSON: a value JSON cannot hold is ``InvalidArgumentError``."""
-        self._call(type(None), "state_set", owner=owner, key=key, value=value)
+        self._call("state_set", owner=owner, key=key, value=value)
 
     # -- operations ------------------------------------------------------------------------
 
     def doctor(self) -> DoctorResponse:
-        return self._call(DoctorResponse, "doctor")
+        return cast("DoctorResponse", self._call("doctor"))
 
     def describe(self) -> dict[str, Any]:
-        return self._call(dict[str, Any], "describe")
+        return cast("dict[str, Any]", self._call("describe"))
 
     def capabilities(self) -> dict[str, Any]:
-        return self._call(dict[str, Any], "capabilities")
+        return cast("dict[str, Any]", self._call("capabilities"))
 
     def configure(self, config: dict[str, Any]) -> dict[str, Any]:
-        return self._call(dict[str, Any], "configure", config=config)
+        return cast("dict[str, Any]", self._call("configure", config=config))
 
     def reload(self) -> ReloadResponse:
-        return self._call(ReloadResponse, "reload")
+        return cast("ReloadResponse", self._call("reload"))
 
 
 if TYPE_CHECKING:  # mypy: a client that does not implement the contract fails here

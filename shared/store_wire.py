@@ -27,12 +27,16 @@ import json
 import re
 import types
 import typing
-from typing import Any
-
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
+from typing import TYPE_CHECKING, Any
 
 from shared import errors
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+# pydantic is imported by the functions that validate (the gateway's side, and a validating
+# client's): a client with ``validate=False`` (the CLI) decodes answers to ``View``s and never
+# loads it (~35 ms of a command's ~140, issue 13)
 
 SERVICE = "memory.store.v1.StoreService"
 ERROR_KEY = "memory-store-error-bin"
@@ -83,6 +87,8 @@ def _is_iterable_of_str(hint: Any) -> bool:
 
 @functools.cache
 def _arg_adapters(method: str) -> dict[str, TypeAdapter[Any]]:
+    from pydantic import TypeAdapter
+
     sig, hints = _signature(method)
     out: dict[str, TypeAdapter[Any]] = {}
     for name in sig.parameters:
@@ -106,6 +112,8 @@ def encode_args(kwargs: dict[str, object]) -> str:
 
 
 def _model(value: object) -> object:
+    from pydantic import BaseModel
+
     if isinstance(value, BaseModel):
         return _with_hidden(value, value.model_dump(mode="json"))
     raise TypeError(f"{type(value).__name__} is not JSON")
@@ -128,6 +136,8 @@ def decode_args(method: str, args_json: str) -> dict[str, Any]:
         raise errors.InvalidArgumentError(f"{method}: arguments are not JSON: {e}") from e
     if not isinstance(raw, dict):
         raise errors.InvalidArgumentError(f"{method}: arguments must be a JSON object")
+    from pydantic import ValidationError
+
     sig, _ = _signature(method)
     adapters = _arg_adapters(method)
     unknown = sorted(set(raw) - set(adapters))
@@ -152,6 +162,8 @@ def decode_args(method: str, args_json: str) -> dict[str, Any]:
 
 @functools.cache
 def _result_adapter(method: str) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
     _, hints = _signature(method)
     return TypeAdapter(hints.get("return", Any))
 
@@ -167,6 +179,9 @@ def _with_hidden(value: object, dumped: Any) -> Any:
     """``dumped`` (``value`` in JSON mode) with each model's ``exclude=True`` fields put back.
 
     Such a field is kept out of what a user sees (``--json``, logs), not out of the API."""
+    from pydantic import BaseModel
+    from pydantic_core import to_jsonable_python
+
     if isinstance(value, BaseModel) and isinstance(dumped, dict):
         for name, field in type(value).model_fields.items():
             inner = getattr(value, name)
@@ -184,6 +199,8 @@ def _with_hidden(value: object, dumped: Any) -> Any:
 def decode_result(method: str, result_json: str) -> Any:
     """The client's side: the answer validated as the method's declared type, or
     ``UnknownError`` (a gateway of another version answered something else)."""
+    from pydantic import BaseModel, ValidationError
+
     expect = _signature(method)[1].get("return")
     try:
         if isinstance(expect, type) and issubclass(expect, BaseModel):
@@ -193,6 +210,34 @@ def decode_result(method: str, result_json: str) -> Any:
         raise errors.UnknownError(
             f"the gateway's {method} answer is not the declared response: {e.errors()[0]['msg']}"
         ) from e
+
+
+class View(dict[str, Any]):
+    """An answer as it came over the wire: a JSON object whose fields read as attributes too
+    (``r.memories[0].memory.id``), for a caller that only reads them.
+
+    A ``GrpcStoreClient(validate=False)`` answers these instead of the declared models: the
+    ``memory`` CLI, whose renderers read fields and whose ``--json`` prints them, so a command
+    loads neither pydantic nor the models (issue 13). Lists stay lists, scalars stay JSON
+    scalars; a field's name never shadows a ``dict`` method (``tests/shared/
+    test_store_wire_view.py`` checks every model's fields)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def decode_view(method: str, result_json: str) -> Any:
+    """The answer as ``View``s (objects) and JSON values, unvalidated; a reply that is not
+    JSON is ``UnknownError``."""
+    try:
+        return json.loads(result_json or "null", object_hook=View)
+    except ValueError as e:
+        raise errors.UnknownError(f"the gateway's {method} answer is not JSON: {e}") from e
 
 
 # -- the protobuf wire format of the three messages (client side, no protobuf runtime) -------

@@ -511,17 +511,60 @@ def test_store_verbs_is_every_verb_the_store_adds() -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "store_verb"),
+    ("argv", "workers", "commands"),
     [
-        (["recall", "x"], True),
-        (["--data-dir", "up", "save", "x"], True),  # "up" is the option's value here
-        (["--timeout", "3", "--json", "rule", "list"], True),
-        (["up"], False),
-        (["consolidate", "run"], False),
-        (["--help"], False),
+        (["recall", "x"], False, set()),
+        (["--data-dir", "up", "save", "x"], False, set()),  # "up" is the option's value here
+        (["--timeout", "3", "--json", "rule", "list"], False, set()),
+        (["hook", "UserPromptSubmit"], False, {"integrations"}),  # only its own plug-in
+        (["--json", "mcp"], False, {"integrations"}),
+        (["up"], True, {"integrations"}),
+        (["consolidate", "run"], True, {"integrations"}),
+        (["--help"], True, {"integrations"}),
     ],
 )
-def test_a_store_verb_loads_no_worker_package(argv: list[str], store_verb: bool) -> None:
-    from shared.cli import _store_verb
+def test_a_verb_loads_only_the_packages_it_needs(
+    argv: list[str], workers: bool, commands: set[str]
+) -> None:
+    from shared.cli import _plugins_for, _verb
 
-    assert _store_verb(argv) is store_verb
+    specs, plugins = _plugins_for(_verb(argv))
+    assert bool(specs) is workers
+    assert {c.name for c in plugins} == commands
+
+
+def test_a_hook_process_loads_no_worker_package_nor_pydantic(tmp_path: Path) -> None:
+    """``memory hook`` runs on every prompt of a coding agent: its process imports the
+    integrations package and the gateway's client, never a worker's core or pydantic (the
+    gateway answers as views), even when the hook fails (no gateway: logged, exit 0)."""
+    script = (
+        "import sys\n"
+        "from shared.cli import main\n"
+        "code = main()\n"
+        "heavy = [m for m in ('pydantic', 'ray', 'store_worker', 'consolidate_worker',"
+        " 'extract_worker', 'grpc_gateway') if m in sys.modules]\n"
+        "sys.stderr.write(f'LOADED {heavy}\\n')\n"
+        "raise SystemExit(code)\n"
+    )
+    from shared import gateway_file
+
+    gateway_file.write(tmp_path, "127.0.0.1:1", None)  # recorded, but nothing answers there
+    env = {
+        **os.environ,
+        "MEMORY_DATA_DIR": str(tmp_path),
+        "MEMORY_HOOK_LOG": str(tmp_path / "hooks.log"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, "hook", "UserPromptSubmit"],
+        input='{"session_id": "s", "cwd": "/tmp", "prompt": "hi"}',
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stderr, done.stderr
+    assert "source_unavailable" in (tmp_path / "hooks.log").read_text()

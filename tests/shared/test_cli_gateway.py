@@ -27,6 +27,7 @@ SCRIPT = (
     "from shared.cli import main\n"
     "code = main()\n"
     "sys.stderr.write('RAY-IMPORTED\\n' if 'ray' in sys.modules else '')\n"
+    "sys.stderr.write('PYDANTIC-IMPORTED\\n' if 'pydantic' in sys.modules else '')\n"
     "raise SystemExit(code)\n"
 )
 
@@ -37,7 +38,9 @@ class Cli:
         self.env.pop("MEMORY_EMBEDDED", None)
         self.env.pop("RAY_ADDRESS", None)
 
-    def __call__(self, *argv: str, code: int = 0) -> str:
+    def __call__(self, *argv: str, code: int = 0, lean: bool = True) -> str:
+        """Run ``memory argv``; ``lean``: it must not load pydantic either (the answers come
+        as views, issue 13), only a verb that builds a request model may."""
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, *argv],
             env=self.env,
@@ -47,8 +50,10 @@ class Cli:
             check=False,
         )
         assert "RAY-IMPORTED" not in done.stderr, f"memory {argv[0]} imported ray"
+        if lean:
+            assert "PYDANTIC-IMPORTED" not in done.stderr, f"memory {argv} imported pydantic"
         assert done.returncode == code, (argv, done.returncode, done.stdout, done.stderr)
-        return done.stdout + done.stderr
+        return done.stdout + done.stderr.replace("PYDANTIC-IMPORTED\n", "")
 
 
 @pytest.fixture
@@ -96,3 +101,57 @@ def test_a_wrong_token_and_a_gone_gateway_are_typed_errors(
     gateway_file.write(gone, "127.0.0.1:1", None)
     out = Cli(gone)("--timeout", "3", "recall", "x", code=2)
     assert "error: source_unavailable:" in out and "127.0.0.1:1" in out
+
+
+# read verbs whose output depends only on the store's contents (no clock, no pid)
+PARITY = [
+    ("recall", "tabs"),
+    ("recall", "editor", "--limit", "2"),
+    ("recall", "nothing-matches-this"),
+    ("list",),
+    ("list", "--all", "--page-size", "1"),
+    ("list", "--include-superseded"),
+    ("get", "user-prefers-tabs"),
+    ("get", "user-likes-vim"),
+    ("tags",),
+    ("bank", "list"),
+    ("rule", "list"),
+    ("describe",),
+    ("capabilities",),
+]
+
+
+def test_answers_through_the_gateway_print_as_the_models_do(
+    gateway: tuple[Path, MemoryStore, str | None],
+) -> None:
+    """The CLI reads the gateway's answers as views, not models (no pydantic in its process):
+    every read verb prints, as text and as JSON, what it prints over the models in-process."""
+    import io
+
+    from shared.cli import run
+
+    data_dir, store, _ = gateway
+    store.save("The user prefers tabs", tags=["style"], pinned=True)
+    store.save("The user likes vim as an editor", id="user-likes-vim", tags=["tools"])
+    store.save("The user used emacs as an editor", id="old-editor")
+    store.supersede("old-editor", "user-likes-vim")
+    store.rule_set("style", "Answer briefly.")
+    cli = Cli(data_dir)
+    for argv in PARITY:
+        for shape in ((), ("--json",)):
+            out = io.StringIO()
+            assert run([*shape, *argv], store=store, out=out) == 0, argv
+            got, want = cli(*shape, *argv), out.getvalue()
+            if shape:  # scores decay with the clock between the two calls: compare to 1e-6
+                got, want = _rounded(json.loads(got)), _rounded(json.loads(want))
+            assert got == want, (shape, argv)
+
+
+def _rounded(value: object) -> object:
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
