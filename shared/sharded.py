@@ -7,8 +7,9 @@ call where ``shared.shards`` routes it:
 
 - a call naming a bank goes to the bank's owner; naming none, to the default bank's owner;
 - the harness seam (``pre_generate``, ``turn_completed``, sessions) goes to the owner of the
-  turn's ``memory_bank`` metadata, else the default bank's owner; ``turn_completed`` follows the
-  shard its session's ``pre_generate`` went to, when this client saw it;
+  session's bank (``shared.session_routes``: the turn's ``memory_bank``, the session's, its
+  parent's, else the default bank), kept in shard 0 so that a ``turn_completed`` from another
+  process (a hook, another gateway) reaches the shard its session's ``pre_generate`` went to;
 - calls that span banks fan out and merge: ``bank_list``, ``events_since`` (one cursor packing
   each shard's: 32 bits per shard), ``doctor`` (checks named ``<check>@shard<i>`` beyond shard 0),
   ``describe``, ``reload``, ``subscribe``, ``outbox_watch``, ``outbox_claim``/``outbox_list``
@@ -74,6 +75,7 @@ from shared.models import (
     TagsResponse,
     TurnCompletedResponse,
 )
+from shared.session_routes import SessionRoutes
 from shared.shard_finder import RayShards, ShardFinder
 from shared.shards import (
     FROZEN_MARK,
@@ -120,7 +122,7 @@ class ShardedStoreClient:
         self._routing: Routing | None = None
         self._default: str | None = None
         self._jobs: dict[str, int] = {}  # job id → the shard whose outbox holds it
-        self._sessions: dict[str, int] = {}  # session id → the shard its pre_generate used
+        self.sessions = SessionRoutes(lambda: self.shards[0])  # session → its bank, in shard 0
         self._claim_from = itertools.count()
         # what a new shard must be told too (a following client re-sends it: _resync)
         self._watches: dict[str, Wake | None] = {}
@@ -153,6 +155,14 @@ class ShardedStoreClient:
         if len(clients) == 1 and not follow:
             return clients[0]
         return cls(clients, freeze_wait_s=freeze_wait_s, finder=finder if follow else None)
+
+    def close(self) -> None:
+        """Close each shard that has something to close (embedded shards: their files and
+        data dir locks; ``shared.cli_store.close_store`` calls this)."""
+        for shard in self.shards:
+            close = getattr(shard, "close", None)
+            if callable(close):
+                close()
 
     # -- routing -------------------------------------------------------------------------------
 
@@ -528,15 +538,18 @@ class ShardedStoreClient:
         metadata: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
     ) -> InjectResponse:
-        wanted = (metadata or {}).get("memory_bank")
-        bank = wanted if isinstance(wanted, str) else None
-        self._sessions[session_id] = self.owner(bank)
-        return self._on(
-            bank,
-            lambda s: s.pre_generate(
-                session_id, turn_id, step, messages, metadata, parent_session_id
-            ),
-        )
+        bank, binding = self.sessions.step(session_id, metadata, parent_session_id)
+
+        def call(s: StoreAPI) -> InjectResponse:
+            return s.pre_generate(session_id, turn_id, step, messages, metadata, parent_session_id)
+
+        got = self._on(bank, call)
+        if any(MOVED_MARK in note for note in got.notes):
+            # injection fails open, so a stale table shows only in its notes: re-read, resend
+            self.refresh()
+            got = self._on(bank, call)
+        self.sessions.put(session_id, binding)
+        return got
 
     def preview(
         self, query: str, *, bank: str | None = None, session_id: str | None = None
@@ -553,18 +566,21 @@ class ShardedStoreClient:
         *,
         parent: str | None = None,
     ) -> TurnCompletedResponse:
-        shard = self.shards[self._sessions.get(session_id, self.owner(None))]
-        return shard.turn_completed(
-            session_id, turn_id, messages, status, parent_session_id, parent=parent
+        bank = self.sessions.completed(session_id, parent_session_id or parent)
+        return self._on(
+            bank,
+            lambda s: s.turn_completed(
+                session_id, turn_id, messages, status, parent_session_id, parent=parent
+            ),
         )
 
     def link_session(self, session_id: str, parent_session_id: str | None) -> None:
-        shard = self.shards[self._sessions.get(session_id, self.owner(None))]
-        shard.link_session(session_id, parent_session_id)
+        bank = self.sessions.completed(session_id, parent_session_id)
+        self._on(bank, lambda s: s.link_session(session_id, parent_session_id))
 
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
-        shard = self._sessions.get(session_id or "", self.owner(None))
-        return self.shards[shard].session_lineage(session_id)
+        bank = self.sessions.completed(session_id, None) if session_id else None
+        return self._on(bank, lambda s: s.session_lineage(session_id))
 
     # -- the extraction outbox -----------------------------------------------------------------
 

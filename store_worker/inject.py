@@ -270,6 +270,8 @@ class Injector:
     def _usable_bank(self, name: object) -> tuple[str | None, str]:
         if not isinstance(name, str) or not NAME_RE.match(name):
             return None, f"invalid bank name {name!r}: no memory"
+        if self.banks.guard is not None:  # another shard's bank: the caller's table is stale
+            self.banks.guard.check(name)  # [moved], retryable: the client re-reads and resends
         if name in self.banks or name == self.settings.default_bank:
             return name, ""
         if self.banks.trashed(name):

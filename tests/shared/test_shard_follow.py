@@ -70,6 +70,9 @@ def test_a_sibling_follows_a_new_shard_and_drains_its_outbox(open_shard: Opener)
 
     # Then the sibling reaches the new shard without a restart, and told it what it told shard 0
     on_new = [b for b in banks if b in moved.banks_moved]
+    said = [{"role": "user", "content": "first fact"}]
+    injected = sibling.pre_generate("g", None, 0, said, {"memory_bank": on_new[0]})
+    assert [m.memory.text for m in injected.memories] == [f"first fact of {on_new[0]}"]
     assert {b.name for b in sibling.bank_list().banks} - {"main"} == set(banks)
     assert len(sibling.shards) == 2 and sibling.owner(on_new[0]) == 1
     assert finder.stores[1].state_get("extractor", "status") == {"enabled": True}
