@@ -8,6 +8,7 @@ running; the sibling's extractor then drains the new shard's outbox.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -121,3 +122,48 @@ def test_a_fixed_client_does_not_look_for_shards(open_shard: Opener) -> None:
     stores.append(open_shard(1))
     client.refresh()
     assert len(client.shards) == 1
+
+
+@pytest.mark.ray
+def test_over_ray_a_started_shard_is_found_by_name_and_drained(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """``RayShards``: the same, with shard actors of their own in the session cluster."""
+    from shared.client import StoreClient
+    from shared.shard_finder import RayShards
+    from store_worker.actor import start_shard
+
+    finder = RayShards(base="memory-follow-shard", timeout=60)
+
+    def start(i: int) -> StoreClient:
+        env = {"MEMORY_DATA_DIR": str(shard_dir(tmp_path, i)), "MEMORY_SHARD_INDEX": str(i)}
+        start_shard(env, i, 2, name=finder.name(i))
+        return StoreClient(actor_name=finder.name(i), timeout=60)
+
+    # Given one shard actor, and a sibling's client following the shards by name
+    first = start(0)
+    try:
+        sibling = ShardedStoreClient([first], finder=finder, follow_s=0)
+        extractor = Extractor(
+            sibling, FakeLLM.of(remembers), ExtractorSettings(extraction_model="fake/x")
+        )
+        banks = [f"ray-user-{i:02d}" for i in range(8)]
+        for bank in banks:
+            sibling.save(f"first fact of {bank}", bank=bank)
+        # When a second shard actor starts and a rebalance moves banks to it
+        second = start(1)
+        moved = rebalance([first, second], 2)
+        on_new = [b for b in banks if b in moved.banks_moved]
+        assert on_new
+        harness = ShardedStoreClient([first, second])
+        for k, bank in enumerate(on_new):
+            said = [{"role": "user", "content": f"I like number {k}"}]
+            harness.pre_generate(f"r-{k}", None, 0, said, {"memory_bank": bank})
+            harness.turn_completed(f"r-{k}", None, said)
+        # Then the sibling's extractor finds the new shard and drains its outbox
+        assert extractor.drain().done == len(on_new)
+        assert len(sibling.shards) == 2 and second.outbox_list().queued == 0
+    finally:
+        for i in range(2):
+            with contextlib.suppress(ValueError):
+                ray_cluster.kill(ray_cluster.get_actor(finder.name(i)), no_restart=True)
