@@ -124,6 +124,17 @@ class SessionRoutes:
             return known.last
         return self._inherited(parent)
 
+    def link(self, session_id: str, parent: str | None) -> tuple[str | None, Binding | None]:
+        """The bank a call linking ``session_id`` to ``parent`` routes by, and the binding to
+        record after it (None: nothing to record; a default-bank lineage needs no entry)."""
+        known = self.get(session_id)
+        if not isinstance(parent, str) or not parent:
+            return known.last, None
+        if known != NONE:
+            return known.last, known.model_copy(update={"parent": parent})
+        bank = self._inherited(parent)
+        return bank, Binding(last=bank, parent=parent) if bank is not None else None
+
     def _inherited(self, parent: str | None) -> str | None:
         if not isinstance(parent, str) or not parent:
             return None

@@ -566,17 +566,22 @@ class ShardedStoreClient:
         *,
         parent: str | None = None,
     ) -> TurnCompletedResponse:
-        bank = self.sessions.completed(session_id, parent_session_id or parent)
-        return self._on(
+        bank, binding = self.sessions.link(session_id, parent_session_id or parent)
+        done = self._on(
             bank,
             lambda s: s.turn_completed(
                 session_id, turn_id, messages, status, parent_session_id, parent=parent
             ),
         )
+        if binding is not None:  # the store linked the session to its parent: so do we
+            self.sessions.put(session_id, binding)
+        return done
 
     def link_session(self, session_id: str, parent_session_id: str | None) -> None:
-        bank = self.sessions.completed(session_id, parent_session_id)
+        bank, binding = self.sessions.link(session_id, parent_session_id)
         self._on(bank, lambda s: s.link_session(session_id, parent_session_id))
+        if binding is not None:
+            self.sessions.put(session_id, binding)
 
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
         bank = self.sessions.completed(session_id, None) if session_id else None

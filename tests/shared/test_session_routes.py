@@ -111,3 +111,18 @@ def test_bad_session_ids_are_refused_by_the_store_and_record_nothing(
     with pytest.raises(errors.InvalidArgumentError):
         shards.pre_generate(None, None, 0, [], {"session": {"memory_bank": bank}})  # type: ignore[arg-type]
     assert shards.shards[0].state_get(OWNER, session_key("None")) is None
+
+
+def test_a_linked_sub_session_keeps_its_parents_shard_in_later_processes(
+    shards: ShardedStoreClient,
+) -> None:
+    # Given a parent bound to a bank on shard 1, and a child linked to it in another process
+    bank = bank_on(shards, 1)
+    other_process(shards).pre_generate("boss", None, 0, [], {"session": {"memory_bank": bank}})
+    other_process(shards).link_session("worker", "boss")
+    # When a third process asks for the child's lineage and completes its turn
+    lineage = other_process(shards).session_lineage("worker")
+    other_process(shards).turn_completed("worker", str(ULID()), SAID)
+    # Then both reached shard 1, where the link and the parent's bank are
+    assert lineage == ("worker", "boss")
+    assert jobs_on(shards, 1) == [("worker", bank)]
