@@ -101,7 +101,7 @@ class SessionRoutes:
         self, session_id: str, metadata: Mapping[str, Any] | None, parent: str | None
     ) -> tuple[str | None, Binding]:
         """The bank a ``pre_generate`` routes by, and the session's binding after it."""
-        meta = metadata or {}
+        meta = metadata if isinstance(metadata, Mapping) else {}  # the store refuses bad ones
         known = self.get(session_id)
         session_meta = meta.get("session")
         bank = known.bank

@@ -111,6 +111,9 @@ def test_bad_session_ids_are_refused_by_the_store_and_record_nothing(
     with pytest.raises(errors.InvalidArgumentError):
         shards.pre_generate(None, None, 0, [], {"session": {"memory_bank": bank}})  # type: ignore[arg-type]
     assert shards.shards[0].state_get(OWNER, session_key("None")) is None
+    with pytest.raises(errors.InvalidArgumentError):
+        shards.pre_generate("s-bad-meta", None, 0, [], "not a mapping")  # type: ignore[arg-type]
+    assert shards.shards[0].state_get(OWNER, session_key("s-bad-meta")) is None
 
 
 def test_a_linked_sub_session_keeps_its_parents_shard_in_later_processes(
