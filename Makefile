@@ -54,6 +54,7 @@ lint: install
 bench: install
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.consolidate
+	$(BIN)/python -m bench.shard_passes
 	$(BIN)/python -m bench.cli
 
 eval: install

@@ -1,9 +1,14 @@
 """``memory-consolidator``: the Ray actor around ``Consolidator`` (DESIGN §1, §7; issue 5).
 
-A thin shell. It holds a ``StoreClient`` (the store's public API over Ray), a ``Consolidator``
-and a ``PassScheduler`` (APScheduler 3 ``BackgroundScheduler``; ``schedule.py`` says why a
-threaded actor). The actor keeps no state of its own: the last clean pass lives in the store's
-sibling state, so killing or removing it loses nothing, and a restart catches up by itself.
+A thin shell. It holds a ``ShardedStoreClient`` (the store's public API over Ray, following the
+store shards as they are added or removed), a ``Consolidator`` and a ``PassScheduler``
+(APScheduler 3 ``BackgroundScheduler``; ``schedule.py`` says why a threaded actor). The actor
+keeps no state of its own: the last clean pass lives in the store's sibling state, so killing
+or removing it loses nothing, and a restart catches up by itself.
+
+Over several store shards a pass is one Ray task per shard, run in parallel (``RayShardRunner``;
+``shards.py`` says how they are planned and merged): each task talks only to its own shard, and
+a shard that is down fails only its own task, reported in the merged report.
 
 Each report is logged and exported as ``ray.util.metrics`` (``ray_`` prefix on the node's
 metrics port). Ray is imported lazily: the ``memory`` CLI loads this module through the worker
@@ -14,14 +19,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from consolidate_worker.cli import add_cli
 from consolidate_worker.core import Consolidator
 from consolidate_worker.judge import judge_from
-from consolidate_worker.report import Report
+from consolidate_worker.report import PassError, Report
 from consolidate_worker.schedule import PassScheduler
 from consolidate_worker.settings import ConsolidatorSettings
+from consolidate_worker.shards import ShardJob, failed
+from shared import errors
+from shared.sharded import ShardedStoreClient
 from shared.workers import WorkerSpec, start_detached
 
 log = logging.getLogger(__name__)
@@ -67,17 +76,64 @@ class _Metrics:
             self.last.set(value, tags={"field": name})
 
 
+def shard_pass(
+    settings: ConsolidatorSettings, actor_name: str, job: ShardJob, dry_run: bool
+) -> Report:
+    """The body of one shard's task: a ``Consolidator`` over that shard's actor only."""
+    from shared.client import StoreClient
+
+    core = Consolidator(
+        StoreClient(actor_name=actor_name), settings=settings, judge=judge_from(settings)
+    )
+    return core.run_shard(job.shard, banks=job.banks, dry_run=dry_run, budget=job.budget)
+
+
+class RayShardRunner:
+    """``ShardRunner`` over Ray: one task per shard, all sent before any is awaited.
+
+    The tasks ask for no CPU (``num_cpus=0``, like the extractor replicas): a pass mostly
+    waits on its shard, and a cluster whose CPUs are busy must not queue it behind them.
+    No retries: a shard pass that died is reported, and the next scheduled pass redoes it."""
+
+    def __init__(self, store: ShardedStoreClient, settings: ConsolidatorSettings) -> None:
+        self.store = store
+        self.settings = settings
+
+    def __call__(self, jobs: Sequence[ShardJob], *, dry_run: bool) -> list[Report | PassError]:
+        import ray
+
+        task = ray.remote(num_cpus=0, max_retries=0)(shard_pass)
+        names = [getattr(self.store.shards[job.shard], "actor_name", "") for job in jobs]
+        refs = [
+            task.remote(self.settings, name, job, dry_run)
+            for name, job in zip(names, jobs, strict=True)
+        ]
+        out: list[Report | PassError] = []
+        for job, ref in zip(jobs, refs, strict=True):
+            try:
+                out.append(ray.get(ref))
+            except ray.exceptions.RayTaskError as e:
+                from shared.client import unwrap
+
+                out.append(failed(job, unwrap(e)))
+            except ray.exceptions.RayError as e:  # the task's worker died (its node went)
+                out.append(failed(job, errors.SourceUnavailableError(f"shard pass lost: {e}")))
+        return out
+
+
 class ConsolidatorActor:
     """The Ray shell over ``Consolidator``; create it with ``start()``, never directly."""
 
-    def __init__(self, env: dict[str, str] | None = None, store: Any = None) -> None:
-        from shared.client import StoreClient
-        from shared.sharded import ShardedStoreClient
-
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         settings = ConsolidatorSettings.from_env(dict(env or {}))
-        # every store shard: bank_list fans out, each bank's pass goes to its owner (issue 16)
-        client = StoreClient(store) if store is not None else ShardedStoreClient.connect()
-        self.core = Consolidator(client, settings=settings, judge=judge_from(settings))
+        # every store shard, as they come and go; a pass runs per shard (RayShardRunner)
+        client = ShardedStoreClient.connect(follow=True)
+        runner = (
+            RayShardRunner(client, settings) if isinstance(client, ShardedStoreClient) else None
+        )
+        self.core = Consolidator(
+            client, settings=settings, judge=judge_from(settings), shard_runner=runner
+        )
         self.metrics = _Metrics()
         self._last: Report | None = None
         self.scheduler = PassScheduler(self.core, on_report=self._record)
@@ -144,11 +200,10 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     """
     from shared.client import get_actor
 
-    store = get_actor("memory-store")
+    get_actor("memory-store")  # a missing store fails here, not in the actor
     return start_detached(
         ConsolidatorActor,
         dict(settings_env or {}),
-        store,
         name=name,
         max_restarts=-1,  # a restart re-reads the checkpoint and catches up by itself
         max_task_retries=0,

@@ -5,7 +5,8 @@ so the verb disappears with the package. Where the pass runs:
 
 - ``--data-dir`` (embedded mode): in this process, over a local ``MemoryStore`` on that folder;
 - else the running ``memory-consolidator`` actor runs it (``run_now``);
-- else, when only the store is up, in this process over the Ray ``StoreClient``.
+- else, when only the store is up, in this process over the Ray store client (every shard:
+  one Ray task per shard, as the actor runs it).
 
 Errors are raised as they are (``MemoryServiceError``); the CLI edge turns them into messages
 and exit codes. The exit code is 0 for a clean pass and 1 when the report carries errors.
@@ -22,6 +23,7 @@ from consolidate_worker.core import Consolidator
 from consolidate_worker.judge import judge_from
 from consolidate_worker.report import Report
 from consolidate_worker.settings import ConsolidatorSettings
+from consolidate_worker.shards import ShardRunner, run_in_turn
 from shared import errors
 from shared.api import StoreAPI
 from shared.cli_store import close_store, open_store
@@ -63,27 +65,38 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     return 0 if report.ok else 1
 
 
-def _consolidator(store: StoreAPI) -> Consolidator:
+def _consolidator(store: StoreAPI, runner: ShardRunner | None = None) -> Consolidator:
     """A pass run here reads the same MEMORY_CONSOLIDATE_* settings, judge included, as the
     memory-consolidator actor."""
     settings = ConsolidatorSettings.from_env()
-    return Consolidator(store, settings=settings, judge=judge_from(settings))
+    return Consolidator(store, settings=settings, judge=judge_from(settings), shard_runner=runner)
 
 
 def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
     # The embedded mode opens the folder the way every ``memory --data-dir`` verb does (the
     # other MEMORY_* settings apply), through the store worker's entry point: this package
     # keeps no dependency on the store worker (DESIGN §10).
+    from shared.sharded import ShardedStoreClient
+
     store = open_store(data_dir)
     try:
-        return _consolidator(store).run_pass(banks=banks, dry_run=dry_run)
+        runner = None
+        if isinstance(store, ShardedStoreClient):  # MEMORY_STORE_SHARDS: a pass per shard
+            shards = store.shards
+            runner = run_in_turn(
+                lambda job, dry: _consolidator(shards[job.shard]).run_shard(
+                    job.shard, banks=job.banks, dry_run=dry, budget=job.budget
+                )
+            )
+        return _consolidator(store, runner).run_pass(banks=banks, dry_run=dry_run)
     finally:
         close_store(store)
 
 
 def _remote(banks: list[str] | None, dry_run: bool) -> Report:
-    from consolidate_worker.actor import ACTOR_NAME, ACTOR_READS
-    from shared.client import ActorClient, StoreClient, connect
+    from consolidate_worker.actor import ACTOR_NAME, ACTOR_READS, RayShardRunner
+    from shared.client import ActorClient, connect
+    from shared.sharded import ShardedStoreClient
 
     connect()
     actor = ActorClient(actor_name=ACTOR_NAME, reads=ACTOR_READS, timeout=None)
@@ -91,8 +104,11 @@ def _remote(banks: list[str] | None, dry_run: bool) -> Report:
         actor.handle  # noqa: B018 - looks the actor up; raises when it is not running
     except errors.SourceUnavailableError:
         print("memory-consolidator is not running; running the pass here", file=sys.stderr)
-        core = _consolidator(StoreClient())
-        return core.run_pass(banks=banks, dry_run=dry_run)
+        store = ShardedStoreClient.connect()
+        runner = None
+        if isinstance(store, ShardedStoreClient):
+            runner = RayShardRunner(store, ConsolidatorSettings.from_env())
+        return _consolidator(store, runner).run_pass(banks=banks, dry_run=dry_run)
     report = actor.call("run_now", banks=banks, dry_run=dry_run)
     if not isinstance(report, Report):
         raise errors.UnknownError(f"{ACTOR_NAME}.run_now answered a {type(report).__name__}")
@@ -117,4 +133,5 @@ def print_report(report: Report, *, as_json: bool, out: TextIO) -> None:
     for c in report.capped:
         out.write(f"  capped: [{c.bank}] {c.id} -> {c.survivor}\n")
     for e in report.errors:
-        out.write(f"  error: [{e.bank}] {e.id or '-'}: {e.category}: {e.message}\n")
+        where = f"shard {e.shard}" if e.shard is not None else e.bank
+        out.write(f"  error: [{where}] {e.id or '-'}: {e.category}: {e.message}\n")

@@ -11,6 +11,10 @@ A pass: for each bank, read → candidates → plan (``plan.Planner``) → optio
 Each supersede is atomic in the store, so a pass killed half-way leaves every bank consistent
 and the next pass (which re-reads everything) finishes the job. The checkpoint moves only after
 a full, written pass without errors.
+
+Over several store shards (a ``ShardedStoreClient`` reaching more than one, and a
+``ShardRunner``), a pass is one pass per shard run in parallel, each over the banks its shard
+owns through that shard's own client (``run_shard``); ``shards.py`` plans and merges them.
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ from consolidate_worker.plan import BankPlan, Planner, pair_key
 from consolidate_worker.promote import promote
 from consolidate_worker.report import Change, Group, PassError, Report
 from consolidate_worker.settings import ConsolidatorSettings
+from consolidate_worker.shards import ShardRunner, merge, shard_jobs
 from consolidate_worker.tiers import JudgeTier
 from shared import errors
 from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
 from shared.models import Memory, RecallResponse
+from shared.sharded import ShardedStoreClient
+from shared.shards import Routing
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +68,10 @@ class Consolidator:
         settings: ConsolidatorSettings | None = None,
         clock: Clock | None = None,
         judge: Judge | None = None,
+        shard_runner: ShardRunner | None = None,
     ) -> None:
         self.store = store
+        self.shard_runner = shard_runner
         self.settings = settings or ConsolidatorSettings()
         self.clock = clock or SystemClock()
         self.planner = Planner(self.settings)
@@ -110,22 +119,80 @@ class Consolidator:
         if not self._lock.acquire(blocking=False):
             raise errors.ConflictError("a consolidation pass is already running")
         try:
-            return self._run(banks, dry_run)
+            sharded = self._sharded()
+            if sharded is not None:
+                return self._run_sharded(sharded, banks, dry_run)
+            names = self._bank_names(banks)
+            return self._run(names, named=bool(banks), dry_run=dry_run, checkpoint=not banks)
         finally:
             self._lock.release()
 
-    def _run(self, banks: Sequence[str] | None, dry_run: bool) -> Report:
+    def run_shard(
+        self,
+        shard: int,
+        *,
+        banks: Sequence[str] | None = None,
+        dry_run: bool = False,
+        budget: int | None = None,
+    ) -> Report:
+        """One shard's part of a sharded pass; ``self.store`` is that shard's own client.
+        Over ``banks``, else every bank the shard owns by its copy of the slot table (a
+        leftover copy of a moved bank is not its to change). No checkpoint: the pass that
+        scheduled it moves one when every shard came back clean."""
+        if banks:
+            names = tuple(sorted(set(banks)))
+        else:
+            table = Routing.parse(self.store.shard_routing()["routing"])
+            owned = (b.name for b in self.store.bank_list().banks if table.owner(b.name) == shard)
+            names = tuple(sorted(owned))
+        return self._run(names, named=bool(banks), dry_run=dry_run, checkpoint=False, budget=budget)
+
+    def _sharded(self) -> ShardedStoreClient | None:
+        store = self.store
+        if self.shard_runner is None or not isinstance(store, ShardedStoreClient):
+            return None
+        store.refresh()  # a following client picks up shards started since the last pass
+        return store if len(store.shards) > 1 else None
+
+    def _run_sharded(
+        self, store: ShardedStoreClient, banks: Sequence[str] | None, dry_run: bool
+    ) -> Report:
+        runner = self.shard_runner
+        assert runner is not None
         started = self.clock.now_ms()
         t0 = time.perf_counter()
-        names = self._bank_names(banks)
-        tally = PassTally(self.settings.max_supersedes_per_run, dry_run)
+        named = tuple(banks or self.settings.banks)
+        jobs = shard_jobs(
+            len(store.shards), self.settings.max_supersedes_per_run, named=named, owner=store.owner
+        )
+        parts = runner(jobs, dry_run=dry_run)
+        duration = int((time.perf_counter() - t0) * 1000)
+        report = merge(parts, started=started, duration_ms=duration, dry_run=dry_run)
+        if report.ok and not dry_run and not banks:
+            self._checkpoint(report)
+        log.info("%s", report.summary())
+        return report
+
+    def _run(
+        self,
+        names: tuple[str, ...],
+        *,
+        named: bool,
+        dry_run: bool,
+        checkpoint: bool,
+        budget: int | None = None,
+    ) -> Report:
+        started = self.clock.now_ms()
+        t0 = time.perf_counter()
+        cap = self.settings.max_supersedes_per_run if budget is None else budget
+        tally = PassTally(cap, dry_run)
         if self.judge_tier is not None:
             tally.judge_memo = self._load_judge_memo()
         for name in names:
             try:
                 self._consolidate_bank(name, tally)
             except errors.NotFoundError as e:
-                if banks:  # asked for by name: say so
+                if named:  # asked for by name: say so
                     tally.errors.append(PassError(bank=name, category=e.category, message=str(e)))
                 else:  # listed, then deleted (trashed) during the pass: nothing left to do
                     log.info("bank %s vanished during the pass: %s", name, e)
@@ -134,7 +201,7 @@ class Consolidator:
         if tally.judge_memo_dirty and not dry_run:
             self._save_judge_memo(tally.judge_memo)
         report = _report(tally, names, started, int((time.perf_counter() - t0) * 1000))
-        if report.ok and not dry_run and not banks:
+        if report.ok and not dry_run and checkpoint:
             self._checkpoint(report)
         log.info("%s", report.summary())
         return report

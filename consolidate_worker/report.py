@@ -54,6 +54,7 @@ class Change(Frozen):
 class PassError(Frozen):
     bank: str
     id: str | None = None
+    shard: int | None = None  # a store shard whose whole pass failed (consolidate_worker.shards)
     category: str
     message: str
 
@@ -96,6 +97,7 @@ class Report(Frozen):
     promoted: tuple[Promotion, ...] = ()
     errors: tuple[PassError, ...] = ()
     phases_ms: tuple[tuple[str, int], ...] = ()  # read, candidates, plan, apply, judge, promote
+    shards: int = 1  # store shards the pass ran over, one pass each (consolidate_worker.shards)
 
     @property
     def ok(self) -> bool:
@@ -110,5 +112,6 @@ class Report(Frozen):
             f"capped={len(self.capped)} judged={len(self.judged)} "
             f"judge_memo_hits={self.judge_memo_hits} "
             f"promoted={len(self.promoted)} errors={len(self.errors)} "
+            f"{f'shards={self.shards} ' if self.shards > 1 else ''}"
             f"duration_ms={self.duration_ms}"
         )

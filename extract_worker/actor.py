@@ -91,7 +91,7 @@ class ExtractorActor:
         self.settings = ExtractorSettings.from_env(dict(env or {}))
         for line in retired_settings(dict(env or {})):
             log.warning("%s", line)
-        self.store = ShardedStoreClient.connect()  # claims from every shard's outbox
+        self.store = ShardedStoreClient.connect(follow=True)  # every shard's outbox, as N changes
         self.metrics = _Metrics()
         self.outbox = (0, 0, 0)  # queued, leased, dead at the last drain
         backend = llm if llm is not None else LiteLLMBackend() if self.settings.enabled else None

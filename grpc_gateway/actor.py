@@ -60,7 +60,7 @@ def store_client() -> StoreAPI:
     from shared.sharded import ShardedStoreClient
 
     # implements StoreAPI (the views call public store methods only); routes over the shards
-    return ShardedStoreClient.connect()
+    return ShardedStoreClient.connect(follow=True)  # follows shards added or removed
 
 
 def server_for(settings: GatewaySettings, store: StoreAPI, *, serialize: bool) -> tuple[Any, int]:

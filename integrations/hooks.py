@@ -9,7 +9,9 @@ The agent runs the hook with its JSON on stdin (``session_id``, ``transcript_pat
                        handed to ``turn_completed`` (the extraction outbox); nothing is printed
 
 Both inject events go through ``pre_generate`` with ``metadata.session.memory_bank``, so the
-store binds the session to its bank and ``turn_completed`` later files the turn there.
+store binds the session to its bank and ``turn_completed`` later files the turn there; over
+store shards the client keeps that binding where the next hook process finds it
+(``shared.session_routes``), so the turn reaches the shard that holds the bank.
 
 The bank (``bank_for``): ``--bank``, else ``MEMORY_HOOK_BANK``, else the project's name: the
 nearest folder at or above ``cwd`` holding ``.git`` (else ``cwd`` itself), lower-cased, every

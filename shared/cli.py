@@ -317,8 +317,15 @@ def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keep-cluster", action="store_true", help="stop the workers only; leave Ray running"
     )
-    p = add_verb(sub, "stop", "Stop one worker's actor (ray.kill, no restart).", common, _stop)
-    p.add_argument("worker", help="worker name, e.g. extractor or consolidator")
+    p = add_verb(
+        sub,
+        "stop",
+        "Stop one worker's actor and its numbered siblings: every store shard, every "
+        "extractor replica (ray.kill, no restart).",
+        common,
+        _stop,
+    )
+    p.add_argument("worker", help="worker name, e.g. store, extractor or consolidator")
     add_verb(
         sub, "status", "Show workers, banks with counts, and the dashboard URL.", common, _status
     )
@@ -388,9 +395,17 @@ def _start_workers(
     running = cluster.worker_status(specs)
     # noted before the start: on a failure half-way, each of these that exists is stopped
     started.extend(spec for spec in specs if not running[spec.name])
+    before = {spec.name: cluster.running_actor_names(spec) for spec in specs}
     for spec, _ in cluster.start_workers(specs, env):
-        verb = "already running:" if running[spec.name] else "started"
-        _say(ctx, f"{verb} {spec.name} ({spec.actor_name})")
+        # a running worker may gain numbered siblings (`up --store-shards N+1`, issue 16)
+        new = [n for n in cluster.running_actor_names(spec) if n not in before[spec.name]]
+        old = before[spec.name] or ([] if new else [spec.actor_name])
+        line = "; ".join(
+            f"{verb} {spec.name} ({', '.join(names)})"
+            for verb, names in (("started", new), ("already running:", old))
+            if names
+        )
+        _say(ctx, line)
     from shared.client import StoreClient
 
     return StoreClient(timeout=ctx.args.timeout).describe()
@@ -494,7 +509,12 @@ def _stop(ctx: Ctx) -> int:
     spec = cluster.select_workers([ctx.args.worker])[0]
     connect()
     stopped = cluster.stop_worker(spec)
-    _say(ctx, f"stopped {spec.name}" if stopped else f"{spec.name} was not running")
+    _say(
+        ctx,
+        f"stopped {spec.name} ({', '.join(stopped)})"
+        if stopped
+        else f"{spec.name} was not running",
+    )
     return 0
 
 

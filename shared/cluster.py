@@ -211,21 +211,28 @@ def worker_status(specs: Sequence[WorkerSpec]) -> dict[str, bool]:
     return status
 
 
-def stop_worker(spec: WorkerSpec) -> bool:
+def stop_worker(spec: WorkerSpec) -> list[str]:
     """``ray.kill(no_restart=True)`` of the worker's actor and of its numbered siblings (store
     shards ``memory-store-<i>``, extractor replicas ``memory-extractor-<i>``, issue 16): frees
-    their names, touching no other actor. Whether any was running."""
+    their names, touching no other actor. The names stopped (empty: none was running)."""
     import ray
 
-    stopped = False
-    for name in worker_actor_names(spec, ray.util.list_named_actors(all_namespaces=True)):
+    stopped = []
+    for name in running_actor_names(spec):
         try:
             handle = ray.get_actor(name, namespace=NAMESPACE)
         except ValueError:  # gone meanwhile
             continue
         ray.kill(handle, no_restart=True)
-        stopped = True
+        stopped.append(name)
     return stopped
+
+
+def running_actor_names(spec: WorkerSpec) -> list[str]:
+    """The worker's actor and numbered siblings running now (``worker_actor_names``)."""
+    import ray
+
+    return worker_actor_names(spec, ray.util.list_named_actors(all_namespaces=True))
 
 
 def worker_actor_names(spec: WorkerSpec, named: list[Any]) -> list[str]:

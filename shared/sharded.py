@@ -7,8 +7,9 @@ call where ``shared.shards`` routes it:
 
 - a call naming a bank goes to the bank's owner; naming none, to the default bank's owner;
 - the harness seam (``pre_generate``, ``turn_completed``, sessions) goes to the owner of the
-  turn's ``memory_bank`` metadata, else the default bank's owner; ``turn_completed`` follows the
-  shard its session's ``pre_generate`` went to, when this client saw it;
+  session's bank (``shared.session_routes``: the turn's ``memory_bank``, the session's, its
+  parent's, else the default bank), kept in shard 0 so that a ``turn_completed`` from another
+  process (a hook, another gateway) reaches the shard its session's ``pre_generate`` went to;
 - calls that span banks fan out and merge: ``bank_list``, ``events_since`` (one cursor packing
   each shard's: 32 bits per shard), ``doctor`` (checks named ``<check>@shard<i>`` beyond shard 0),
   ``describe``, ``reload``, ``subscribe``, ``outbox_watch``, ``outbox_claim``/``outbox_list``
@@ -16,15 +17,23 @@ call where ``shared.shards`` routes it:
 - ``save_many`` must stay on one shard (all or nothing is a single store's promise).
 
 A shard that no longer owns a bank answers ``[moved]``: the client re-reads the slot table from
-shard 0 and goes to the owner. A bank being moved answers ``[moving]`` to writes: the client
-waits (backing off) and retries for up to ``freeze_wait_s``, then hands the retryable
-``SourceUnavailableError`` on. ``shared.rebalance`` is the mover (``memory shards rebalance``).
+shard 0 and goes to the owner. A client given a finder (``shared.shard_finder``; ``connect(
+follow=True)``, which the extractor, the consolidator and the gateway use) also follows the
+number of shards: whenever the table's version changes, names a shard it does not reach, or is
+older than ``follow_s`` at a fan-out, it asks the finder how many run now, adds the new ones
+(re-sending them its ``outbox_watch``, ``subscribe`` and ``state_set`` calls) and drops the
+stopped ones, so N can change under a running sibling without restarting it.
+
+A bank being moved answers ``[moving]`` to writes: the client waits (backing off) and retries
+for up to ``freeze_wait_s``, then hands the retryable ``SourceUnavailableError`` on.
+``shared.rebalance`` is the mover (``memory shards rebalance``).
 """
 
 from __future__ import annotations
 
 import builtins
 import itertools
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -66,13 +75,14 @@ from shared.models import (
     TagsResponse,
     TurnCompletedResponse,
 )
+from shared.session_routes import SessionRoutes
+from shared.shard_finder import RayShards, ShardFinder
 from shared.shards import (
     FROZEN_MARK,
     MOVED_MARK,
     STATE_KEY,
     STATE_OWNER,
     Routing,
-    actor_name,
     shard_count,
     shard_dir,
     slot_of,
@@ -84,6 +94,7 @@ CURSOR_MASK = (1 << CURSOR_BITS) - 1
 PAST_THE_END = 2**62
 MOVED_RETRIES = 3
 BACKOFF_S = (0.02, 1.0)
+FOLLOW_S = 5.0  # a following client re-reads the table at a fan-out at most this often
 
 
 class ShardedStoreClient:
@@ -95,41 +106,63 @@ class ShardedStoreClient:
         *,
         freeze_wait_s: float = 30.0,
         sleep: Callable[[float], object] = time.sleep,
+        finder: ShardFinder | None = None,
+        follow_s: float = FOLLOW_S,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if not shards:
             raise InvalidArgumentError("a sharded client needs at least one shard")
         self.shards = list(shards)
         self.freeze_wait_s = freeze_wait_s
+        self.finder = finder
+        self.follow_s = follow_s
         self._sleep = sleep
+        self._monotonic = monotonic
+        self._read_at = -float("inf")
         self._routing: Routing | None = None
         self._default: str | None = None
         self._jobs: dict[str, int] = {}  # job id → the shard whose outbox holds it
-        self._sessions: dict[str, int] = {}  # session id → the shard its pre_generate used
+        self.sessions = SessionRoutes(lambda: self.shards[0])  # session → its bank, in shard 0
         self._claim_from = itertools.count()
+        # what a new shard must be told too (a following client re-sends it: _resync)
+        self._watches: dict[str, Wake | None] = {}
+        self._subscribers: dict[str, tuple[Subscriber, Iterable[str] | None]] = {}
+        self._states: dict[tuple[str, str], object] = {}
+        self._resyncing = threading.Lock()
 
     @classmethod
-    def connect(cls, *, timeout: float | None = None, freeze_wait_s: float = 30.0) -> StoreAPI:
+    def connect(
+        cls,
+        *,
+        timeout: float | None = None,
+        freeze_wait_s: float = 30.0,
+        follow: bool = False,
+    ) -> StoreAPI:
         """Over Ray: ``memory-store`` and every ``memory-store-<i>`` running after it. One
         shard answers a plain ``StoreClient`` (no routing at all: today's single store), and
-        so does a process not joined to a cluster (the client connects lazily, as before)."""
+        so does a process not joined to a cluster (the client connects lazily, as before).
+        ``follow``: a long-lived caller (a sibling, a gateway) always gets this client, which
+        follows shards being added and removed (the module docstring)."""
         import ray
 
         from shared.client import DEFAULT_TIMEOUT_S, StoreClient
-        from shared.workers import NAMESPACE
 
         wait = DEFAULT_TIMEOUT_S if timeout is None else timeout
-        clients = [StoreClient(timeout=wait)]
         if not ray.is_initialized():  # never start Ray here (get_actor would): one store
+            return StoreClient(timeout=wait)
+        finder = RayShards(timeout=wait)
+        clients = [finder.client(i) for i in range(finder.count())]
+        if len(clients) == 1 and not follow:
             return clients[0]
-        for i in itertools.count(1):
-            try:
-                ray.get_actor(actor_name(i), namespace=NAMESPACE)
-            except ValueError:
-                break
-            clients.append(StoreClient(actor_name=actor_name(i), timeout=wait))
-        if len(clients) == 1:
-            return clients[0]
-        return cls(clients, freeze_wait_s=freeze_wait_s)
+        return cls(clients, freeze_wait_s=freeze_wait_s, finder=finder if follow else None)
+
+    def close(self) -> None:
+        """Close each shard that has something to close (embedded shards: their files and
+        data dir locks; ``shared.cli_store.close_store`` calls this)."""
+        for shard in self.shards:
+            close = getattr(shard, "close", None)
+            if callable(close):
+                close()
 
     # -- routing -------------------------------------------------------------------------------
 
@@ -140,11 +173,13 @@ class ShardedStoreClient:
         assert self._routing is not None
         return self._routing
 
-    def refresh(self) -> Routing:
+    def refresh(self, *, recount: bool = False) -> Routing:
         """Re-read the slot table from shard 0 (the one owner of the truth); while shard 0 is
-        unreachable, the newest copy another shard was given (each keeps the last it got)."""
+        unreachable, the newest copy another shard was given (each keeps the last it got).
+        A following client then re-counts the shards when the table changed (or ``recount``)."""
+        before = self._routing
         try:
-            self._routing = Routing.parse(self.shards[0].state_get(STATE_OWNER, STATE_KEY))
+            table = Routing.parse(self.shards[0].state_get(STATE_OWNER, STATE_KEY))
         except SourceUnavailableError:
             copies = []
             for shard in self.shards[1:]:
@@ -154,8 +189,41 @@ class ShardedStoreClient:
                     continue
             if not copies:
                 raise
-            self._routing = max(copies, key=lambda t: t.version)
-        return self._routing
+            table = max(copies, key=lambda t: t.version)
+        self._routing, self._read_at = table, self._monotonic()
+        if self.finder is not None and (
+            recount
+            or before is None
+            or before.version != table.version
+            or _needs(table) > len(self.shards)
+        ):
+            self._resync()
+        return table
+
+    def _fresh(self) -> None:
+        """Before a fan-out: a following client re-reads a table older than ``follow_s`` and
+        re-counts the shards (one stopped without a table change is dropped here)."""
+        if self.finder is not None and self._monotonic() - self._read_at >= self.follow_s:
+            self.refresh(recount=True)
+
+    def _resync(self) -> None:
+        """Take the shards the finder counts now: new ones are told what the others were told
+        (wake-ups, subscriptions, sibling state); stopped ones (the top) are dropped. The list
+        is replaced whole, so a fan-out running in another thread keeps its own."""
+        assert self.finder is not None
+        with self._resyncing:
+            n = max(self.finder.count(), 1)
+            shards = self.shards[:n]
+            for i in range(len(shards), n):
+                shard = self.finder.client(i)
+                for name, wake in list(self._watches.items()):
+                    shard.outbox_watch(name, wake)
+                for name, (callback, banks) in list(self._subscribers.items()):
+                    shard.subscribe(name, callback, banks)
+                for (owner, key), value in list(self._states.items()):
+                    shard.state_set(owner, key, value)
+                shards.append(shard)
+            self.shards = shards
 
     @property
     def default_bank(self) -> str:
@@ -172,6 +240,8 @@ class ShardedStoreClient:
 
     def owner(self, bank: str | None) -> int:
         owner = self.routing.owner(bank or self.default_bank)
+        if owner >= len(self.shards) and self.finder is not None:
+            owner = self.refresh().owner(bank or self.default_bank)  # a shard started since
         if owner >= len(self.shards):
             raise SourceUnavailableError(
                 f"bank {bank or self.default_bank!r} is on store shard {owner}, which this "
@@ -197,11 +267,12 @@ class ShardedStoreClient:
                 self.refresh()
 
     def _all(self, call: Callable[[StoreAPI], T]) -> list[T]:
-        return [call(shard) for shard in self.shards]
+        self._fresh()
+        return [call(shard) for shard in list(self.shards)]
 
     def _job(self, job_id: str, call: Callable[[StoreAPI], T]) -> T:
         shard = self._jobs.get(job_id)
-        if shard is None:
+        if shard is None or shard >= len(self.shards):  # unknown, or on a shard since stopped
             shard = self._find_job(job_id)
         return call(self.shards[shard])
 
@@ -467,15 +538,18 @@ class ShardedStoreClient:
         metadata: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
     ) -> InjectResponse:
-        wanted = (metadata or {}).get("memory_bank")
-        bank = wanted if isinstance(wanted, str) else None
-        self._sessions[session_id] = self.owner(bank)
-        return self._on(
-            bank,
-            lambda s: s.pre_generate(
-                session_id, turn_id, step, messages, metadata, parent_session_id
-            ),
-        )
+        bank, binding = self.sessions.step(session_id, metadata, parent_session_id)
+
+        def call(s: StoreAPI) -> InjectResponse:
+            return s.pre_generate(session_id, turn_id, step, messages, metadata, parent_session_id)
+
+        got = self._on(bank, call)
+        if any(MOVED_MARK in note for note in got.notes):
+            # injection fails open, so a stale table shows only in its notes: re-read, resend
+            self.refresh()
+            got = self._on(bank, call)
+        self.sessions.put(session_id, binding)
+        return got
 
     def preview(
         self, query: str, *, bank: str | None = None, session_id: str | None = None
@@ -492,26 +566,36 @@ class ShardedStoreClient:
         *,
         parent: str | None = None,
     ) -> TurnCompletedResponse:
-        shard = self.shards[self._sessions.get(session_id, self.owner(None))]
-        return shard.turn_completed(
-            session_id, turn_id, messages, status, parent_session_id, parent=parent
+        bank, binding = self.sessions.link(session_id, parent_session_id or parent)
+        done = self._on(
+            bank,
+            lambda s: s.turn_completed(
+                session_id, turn_id, messages, status, parent_session_id, parent=parent
+            ),
         )
+        if binding is not None:  # the store linked the session to its parent: so do we
+            self.sessions.put(session_id, binding)
+        return done
 
     def link_session(self, session_id: str, parent_session_id: str | None) -> None:
-        shard = self.shards[self._sessions.get(session_id, self.owner(None))]
-        shard.link_session(session_id, parent_session_id)
+        bank, binding = self.sessions.link(session_id, parent_session_id)
+        self._on(bank, lambda s: s.link_session(session_id, parent_session_id))
+        if binding is not None:
+            self.sessions.put(session_id, binding)
 
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
-        shard = self._sessions.get(session_id or "", self.owner(None))
-        return self.shards[shard].session_lineage(session_id)
+        bank = self.sessions.completed(session_id, None) if session_id else None
+        return self._on(bank, lambda s: s.session_lineage(session_id))
 
     # -- the extraction outbox -----------------------------------------------------------------
 
     def outbox_watch(self, name: str, callback: Wake | None) -> None:
         self._all(lambda s: s.outbox_watch(name, callback))
+        self._watches[name] = callback
 
     def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
         """Claim from every shard, starting one further each call (no shard starves)."""
+        self._fresh()
         start = next(self._claim_from)
         claimed: builtins.list[OutboxJob] = []
         for k in range(len(self.shards)):
@@ -569,8 +653,10 @@ class ShardedStoreClient:
     ) -> None:
         wanted = _once(banks)
         self._all(lambda s: s.subscribe(name, callback, wanted))
+        self._subscribers[name] = (callback, wanted)
 
     def unsubscribe(self, name: str) -> bool:
+        self._subscribers.pop(name, None)
         return any(self._all(lambda s: s.unsubscribe(name)))
 
     def events_since(
@@ -582,6 +668,7 @@ class ShardedStoreClient:
         every shard. Every bank: shard by shard; one bank: its owner only."""
         if not isinstance(cursor, int) or cursor < 0:
             raise InvalidArgumentError("cursor must be an integer >= 0")
+        self._fresh()
         cursors = _unpack(cursor, len(self.shards))
         if bank is not None:
             owner = self.owner(bank)
@@ -605,6 +692,7 @@ class ShardedStoreClient:
         if (owner, key) == (STATE_OWNER, STATE_KEY):
             raise InvalidArgumentError("the slot table changes only through shard_routing")
         self._all(lambda s: s.state_set(owner, key, value))
+        self._states[(owner, key)] = value
 
     # -- operations ----------------------------------------------------------------------------
 
@@ -634,7 +722,8 @@ class ShardedStoreClient:
         return {**self.shards[0].capabilities(), "shards": len(self.shards)}
 
     def configure(self, config: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(config, dict) and {"data_dir", "shard_index"} & set(config):
+        several = len(self.shards) > 1
+        if several and isinstance(config, dict) and {"data_dir", "shard_index"} & set(config):
             raise InvalidArgumentError("data_dir and shard_index are per shard: set them at start")
         return self._all(lambda s: s.configure(config))[0]
 
@@ -683,6 +772,11 @@ def _once(values: Iterable[str] | None) -> Iterable[str] | None:
     if values is None or isinstance(values, str):
         return values
     return tuple(values)
+
+
+def _needs(table: Routing) -> int:
+    """How many shards the table routes to (owners and move targets)."""
+    return max([table.shards, *(t + 1 for t in table.moving.values())])
 
 
 def _unpack(cursor: int, n: int) -> builtins.list[int]:

@@ -28,7 +28,9 @@ def add_cli(sub: Any) -> None:
             action=UpSetting,
             env="MEMORY_STORE_SHARDS",
             check=shard_count,
-            help="run N store shards (memory-store, memory-store-1 ...); default 1",
+            help="run N store shards (memory-store, memory-store-1 ...); default 1. On a "
+            "running cluster it starts the missing ones; `memory shards rebalance` then moves "
+            "banks to them (the running siblings and gateway follow without a restart)",
         )
     parser = sub.add_parser(
         "shards",

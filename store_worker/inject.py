@@ -148,7 +148,7 @@ class Injector:
         session_meta = meta.get("session")
         if isinstance(session_meta, dict) and "memory_bank" in session_meta:
             st.session_bank = _bank_value(session_meta["memory_bank"])
-        bank, note = self._resolve_bank(session, meta.get("memory_bank"), st)
+        bank, note = self._resolve_bank(session, meta.get("memory_bank"), st, serve=True)
         section = self._current_section(bank)
         appended: list[dict[str, str]] = []
         if not st.started:
@@ -249,27 +249,34 @@ class Injector:
     # -- bank resolution -------------------------------------------------------------------
 
     def _resolve_bank(
-        self, session: str, turn_bank: object, st: SessionState
+        self, session: str, turn_bank: object, st: SessionState, *, serve: bool = False
     ) -> tuple[str | None, str]:
-        """One resolver for injection and extraction (seeds/003 "Bank selection")."""
+        """One resolver for injection and extraction (seeds/003 "Bank selection"). ``serve``:
+        the bank is injected here, so this shard must own it (``_usable_bank``)."""
         if turn_bank is not None:
-            return self._usable_bank(turn_bank)
+            return self._usable_bank(turn_bank, serve=serve)
         if st.session_bank is not None:
-            return self._usable_bank(st.session_bank)
+            return self._usable_bank(st.session_bank, serve=serve)
         for ancestor in self.sessions.lineage(session)[1:]:
             parent = self.state.get(STATE_OWNER, session_key(ancestor))
             if isinstance(parent, dict):  # a sub-agent works in its parent's bank
                 known = SessionState.model_validate(parent)
                 if known.session_bank is not None:
-                    return self._usable_bank(known.session_bank)
+                    return self._usable_bank(known.session_bank, serve=serve)
                 if known.turns:
                     last = list(known.turns.values())[-1]
                     return (last, "") if last is not None else (None, "parent has no memory")
-        return self._usable_bank(self.settings.default_bank)
+        return self._usable_bank(self.settings.default_bank, serve=serve)
 
-    def _usable_bank(self, name: object) -> tuple[str | None, str]:
+    def _usable_bank(self, name: object, *, serve: bool = False) -> tuple[str | None, str]:
         if not isinstance(name, str) or not NAME_RE.match(name):
             return None, f"invalid bank name {name!r}: no memory"
+        if serve and self.banks.guard is not None:
+            # another shard's bank (a moved one is trashed here): the caller's table is stale.
+            # [moved] (retryable) fails this step open; the sharded client sees it in the
+            # notes, re-reads the table and resends. A turn's job may name any bank: the
+            # extractor writes through the client, which routes by bank.
+            self.banks.guard.check(name)
         if name in self.banks or name == self.settings.default_bank:
             return name, ""
         if self.banks.trashed(name):

@@ -18,7 +18,7 @@ from store_worker.files import StateStore
 log = logging.getLogger(__name__)
 
 # Sibling-state owners whose keys are per session (inject.py, outbox.py): safe to forget.
-SESSION_STATE_OWNERS = ("inject", "outbox")
+SESSION_STATE_OWNERS = ("inject", "outbox", "shard-sessions")  # the last: shared.session_routes
 PRUNE_EVERY_S = 86_400.0
 MAX_LINEAGE = 64
 

@@ -330,3 +330,58 @@ def test_hooks_on_the_running_store(
     assert stop == (0, "", "")
     mine = [j for j in store_actor.outbox_list().jobs if j.session_id == session]
     assert [(j.bank, j.messages) for j in mine] == [(unique_bank, 2)]
+
+
+# -- store shards (issue 16) -------------------------------------------------------------------
+
+
+def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
+    memory_cmd: list[str], memory_env: dict[str, str], project: Path
+) -> None:
+    """Each hook event is its own process; the project's bank lives on shard 1 of 2, the
+    default bank on shard 0: the Stop process must still file the turn on shard 1."""
+    from shared.cli_store import close_store, open_store
+    from shared.sharded import ShardedStoreClient
+
+    # Given two embedded shards and the project's bank on shard 1
+    data = project.parent / "data"
+    env = {**memory_env, "MEMORY_STORE_SHARDS": "2", "MEMORY_HOOK_LOG": str(data / "h.log")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMORY_STORE_SHARDS", "2")
+        store = open_store(str(data))
+        assert isinstance(store, ShardedStoreClient)
+        bank = next(f"proj-{i}" for i in range(100) if store.owner(f"proj-{i}") == 1)
+        assert store.owner(None) == 0
+        store.bank_create(bank)
+        store.save("Staging deploys run tools/ship.sh with --profile staging", bank=bank)
+        close_store(store)
+    env["MEMORY_HOOK_BANK"] = bank
+
+    def hook(event: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*memory_cmd, "--data-dir", str(data), "hook", event],
+            input=hook_json(event, project),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    # When the prompt and the stop each run in a process of their own
+    prompt = hook("UserPromptSubmit")
+    stop = hook("Stop")
+    # Then the prompt was given the bank's memories and the turn is queued on shard 1, there
+    assert prompt.returncode == 0 and "tools/ship.sh" in context_of(
+        prompt.stdout, "UserPromptSubmit"
+    )
+    assert stop.returncode == 0 and not (data / "h.log").exists()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMORY_STORE_SHARDS", "2")
+        store = open_store(str(data))
+        assert isinstance(store, ShardedStoreClient)
+        try:
+            on = [[(j.session_id, j.bank) for j in s.outbox_list().jobs] for s in store.shards]
+        finally:
+            close_store(store)
+    assert on == [[], [("abc123-session", bank)]]

@@ -490,6 +490,17 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     driver, workers = json.loads(listed.stdout.strip().splitlines()[-1])
     assert own_cluster.pid_of("ray::StoreActor") in workers and driver not in workers
 
+    # a second store shard joins the running cluster; `stop store` stops every shard (issue 16)
+    grown = memory("up", "store", "--store-shards", "2")
+    assert grown.returncode == 0, grown.stderr
+    assert "started store (memory-store-1); already running: store (memory-store)" in grown.stdout
+    stop = memory("stop", "store")
+    assert "stopped store (memory-store, memory-store-1)" in stop.stdout, stop.stderr
+    assert "store was not running" in memory("stop", "store").stdout
+    back = memory("up", "store")  # one shard again, on the same data dir: nothing was lost
+    assert "started store (memory-store)" in back.stdout, back.stderr
+    assert "cluster test ran" in memory("get", "cluster-test-ran").stdout
+
     with own_cluster.client() as client:  # connected, disconnected, still running
         cluster = set(own_cluster.pids()) - {client.pid}
         down = memory("down")

@@ -47,14 +47,14 @@ def test_stop_kills_the_worker_and_its_siblings_only(ray_cluster: Any) -> None:
     handles = [Probe.options(name=n, namespace=NAMESPACE).remote() for n in names]  # type: ignore[attr-defined]
     ray.get([h.ping.remote() for h in handles])
     # When the worker is stopped
-    assert stop_worker(spec("memory-stop-probe"))
+    assert stop_worker(spec("memory-stop-probe")) == names[:2]
     # Then it and its numbered sibling are gone, the other name survives
     for gone in handles[:2]:
         assert_dies(ray, gone)
     assert ray.get(ray.get_actor(names[2], namespace=NAMESPACE).ping.remote()) == "pong"
     ray.kill(handles[2], no_restart=True)
     assert_dies(ray, handles[2])
-    assert not stop_worker(spec("memory-stop-probe"))  # nothing left to stop
+    assert stop_worker(spec("memory-stop-probe")) == []  # nothing left to stop
 
 
 def assert_dies(ray: Any, handle: Any, calls: int = 2000) -> None:

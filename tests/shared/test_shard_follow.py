@@ -1,0 +1,169 @@
+"""A following ``ShardedStoreClient`` notices shards added and removed (issue 16 "Not built
+yet": siblings and gateways discovered shards only at start).
+
+In-process shards behind ``ListShards`` (the fake finder): the sibling's client is made while
+one shard runs; a second shard starts and a rebalance moves banks to it, with the sibling still
+running; the sibling's extractor then drains the new shard's outbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from extract_worker.core import Extractor
+from extract_worker.llm import FakeLLM
+from extract_worker.settings import ExtractorSettings
+from shared import errors
+from shared.config import StoreSettings
+from shared.rebalance import rebalance
+from shared.shard_finder import ListShards
+from shared.sharded import ShardedStoreClient
+from shared.shards import shard_dir
+from store_worker.core import MemoryStore
+
+Opener = Callable[[int], MemoryStore]
+
+
+@pytest.fixture
+def open_shard(tmp_path: Path) -> Iterator[Opener]:
+    """``open_shard(i)``: store shard ``i`` on ``tmp_path/data`` (closed after the test)."""
+    opened: list[MemoryStore] = []
+
+    def open_(i: int) -> MemoryStore:
+        settings = StoreSettings(data_dir=str(shard_dir(tmp_path / "data", i)), shard_index=i)
+        opened.append(MemoryStore(settings=settings))
+        return opened[-1]
+
+    yield open_
+    for store in opened:
+        store.close()
+
+
+def remembers(messages: list[dict[str, Any]]) -> str:
+    said = str(messages[-1]["content"]).rsplit("number ", 1)[-1].split()[0].strip(".")
+    return json.dumps({"memories": [{"text": f"The user likes number {said}"}], "rules": []})
+
+
+def test_a_sibling_follows_a_new_shard_and_drains_its_outbox(open_shard: Opener) -> None:
+    # Given one shard, a bank on it, and a running sibling whose client follows the shards
+    finder = ListShards([open_shard(0)])
+    sibling = ShardedStoreClient(finder.stores, finder=finder, follow_s=0)
+    extractor = Extractor(
+        sibling, FakeLLM.of(remembers), ExtractorSettings(extraction_model="fake/x")
+    )
+    banks = [f"user-{i:02d}" for i in range(12)]
+    for bank in banks:
+        sibling.save(f"first fact of {bank}", bank=bank)
+    sibling.state_set("extractor", "status", {"enabled": True})
+    assert len(sibling.shards) == 1
+
+    # When a second shard starts and the banks are rebalanced over both, the sibling running
+    finder.stores.append(open_shard(1))
+    moved = rebalance(finder.stores, 2)
+    assert moved.banks_moved  # some banks now live on shard 1
+
+    # Then the sibling reaches the new shard without a restart, and told it what it told shard 0
+    on_new = [b for b in banks if b in moved.banks_moved]
+    said = [{"role": "user", "content": "first fact"}]
+    injected = sibling.pre_generate("g", None, 0, said, {"memory_bank": on_new[0]})
+    assert [m.memory.text for m in injected.memories] == [f"first fact of {on_new[0]}"]
+    assert {b.name for b in sibling.bank_list().banks} - {"main"} == set(banks)
+    assert len(sibling.shards) == 2 and sibling.owner(on_new[0]) == 1
+    assert finder.stores[1].state_get("extractor", "status") == {"enabled": True}
+
+    # And turns completed in a new shard's bank (by another process's client) are extracted
+    harness = ShardedStoreClient(list(finder.stores))
+    for k, bank in enumerate(on_new):
+        session, turn = f"s-{k}", str(ULID())
+        said = [{"role": "user", "content": f"I like number {k}"}]
+        harness.pre_generate(session, turn, 0, said, {"memory_bank": bank})
+        assert harness.turn_completed(session, turn, said).queued
+    assert finder.stores[1].outbox_list().queued == len(on_new)
+    assert extractor.drain().done == len(on_new)
+    assert finder.stores[1].outbox_list().queued == 0
+    for k, bank in enumerate(on_new):
+        texts = {m.text for m in sibling.list(bank=bank).memories}
+        assert f"The user likes number {k}" in texts
+
+
+def test_a_stopped_top_shard_is_dropped_and_its_banks_are_unavailable(
+    open_shard: Opener,
+) -> None:
+    # Given two shards sharing the banks, and a following client over both
+    finder = ListShards([open_shard(0), open_shard(1)])
+    assert rebalance(finder.stores, 2).version > 0
+    client = ShardedStoreClient(finder.stores, finder=finder, follow_s=0)
+    on1 = next(f"b{i}" for i in range(100) if client.owner(f"b{i}") == 1)
+    on0 = next(f"b{i}" for i in range(100) if client.owner(f"b{i}") == 0)
+    client.save("kept", bank=on0)
+    # When shard 1 stops (its actor name is gone, as after `memory stop store`)
+    finder.stores.pop()
+    # Then fan-outs leave it out, shard 0's banks serve, its own banks are retryably refused
+    assert {b.name for b in client.bank_list().banks} - {"main"} == {on0}
+    assert len(client.shards) == 1
+    with pytest.raises(errors.SourceUnavailableError, match="does not reach") as refused:
+        client.save("lost?", bank=on1)
+    assert refused.value.retryable
+
+
+def test_a_fixed_client_does_not_look_for_shards(open_shard: Opener) -> None:
+    # Given a client without a finder (the CLI's: it lives for one command)
+    stores = [open_shard(0)]
+    client = ShardedStoreClient(stores)
+    client.bank_list()
+    # When another shard appears in the list it was made from, it is not picked up
+    stores.append(open_shard(1))
+    client.refresh()
+    assert len(client.shards) == 1
+
+
+@pytest.mark.ray
+def test_over_ray_a_started_shard_is_found_by_name_and_drained(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """``RayShards``: the same, with shard actors of their own in the session cluster."""
+    from shared.client import StoreClient
+    from shared.shard_finder import RayShards
+    from store_worker.actor import start_shard
+
+    finder = RayShards(base="memory-follow-shard", timeout=60)
+
+    def start(i: int) -> StoreClient:
+        env = {"MEMORY_DATA_DIR": str(shard_dir(tmp_path, i)), "MEMORY_SHARD_INDEX": str(i)}
+        start_shard(env, i, 2, name=finder.name(i))
+        return StoreClient(actor_name=finder.name(i), timeout=60)
+
+    # Given one shard actor, and a sibling's client following the shards by name
+    first = start(0)
+    try:
+        sibling = ShardedStoreClient([first], finder=finder, follow_s=0)
+        extractor = Extractor(
+            sibling, FakeLLM.of(remembers), ExtractorSettings(extraction_model="fake/x")
+        )
+        banks = [f"ray-user-{i:02d}" for i in range(8)]
+        for bank in banks:
+            sibling.save(f"first fact of {bank}", bank=bank)
+        # When a second shard actor starts and a rebalance moves banks to it
+        second = start(1)
+        moved = rebalance([first, second], 2)
+        on_new = [b for b in banks if b in moved.banks_moved]
+        assert on_new
+        harness = ShardedStoreClient([first, second])
+        for k, bank in enumerate(on_new):
+            said = [{"role": "user", "content": f"I like number {k}"}]
+            harness.pre_generate(f"r-{k}", None, 0, said, {"memory_bank": bank})
+            harness.turn_completed(f"r-{k}", None, said)
+        # Then the sibling's extractor finds the new shard and drains its outbox
+        assert extractor.drain().done == len(on_new)
+        assert len(sibling.shards) == 2 and second.outbox_list().queued == 0
+    finally:
+        for i in range(2):
+            with contextlib.suppress(ValueError):
+                ray_cluster.kill(ray_cluster.get_actor(finder.name(i)), no_restart=True)
