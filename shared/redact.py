@@ -252,10 +252,22 @@ def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
     """``rules`` (by default the candidates) over the NFKC form of ``text``: the redacted
     normal form when something was redacted, else ``text`` itself, untouched."""
     normal = _nfkc(text)
+    gated = rules is None
     if rules is None:
         rules = _candidates(normal)
     found: set[str] = set()
     redacted = _fixed_point(normal, rules, found) if rules else normal
+    while gated and redacted is not normal:
+        # A marker can make an anchor where the text had none: ``...qshodan api key: x`` has
+        # no word "shodan" until the token glued before it is a marker. The gate is asked
+        # again about what came out; a rule it adds reruns the whole, in catalogue order.
+        more = set(_candidates(redacted)) - set(rules)
+        if not more:
+            break
+        order = engine().rules
+        rules = tuple(sorted({*rules, *more}, key=order.index))
+        found = set()
+        redacted = _fixed_point(normal, rules, found)
     return Redaction(text=redacted, labels=tuple(sorted(found))) if found else Redaction(text, ())
 
 

@@ -291,8 +291,8 @@ def _vendor_hits(engine: Engine, folded: str, hit: set[int]) -> None:
 
 def candidates(text: str) -> tuple[Rule, ...]:
     """The rules that could match ``text``: those with an anchor of every set in it. Later
-    passes only look between markers, at pieces of this same text, so the answer holds for
-    every pass."""
+    passes look between markers, at pieces of this same text, but a marker can turn a glued
+    word into a whole one, so ``redact`` asks again about the text a pass left."""
     current = engine()
     folded = fold(text)
     hit: set[int] = set()
