@@ -96,11 +96,23 @@ StoreMethod = Callable[Concatenate["MemoryStore", P], R]
 
 
 def _serialized(method: StoreMethod[P, R]) -> StoreMethod[P, R]:
-    """Run under the store lock: a read sees no batch half-committed (``commit.py``)."""
+    """Run under the store lock: a read sees no batch half-committed (``commit.py``). A
+    closed store refuses it (it may change files another process now holds)."""
+    return _locked(method, writes=True)
 
+
+def _reading(method: StoreMethod[P, R]) -> StoreMethod[P, R]:
+    """Like ``_serialized`` for a method that changes nothing on disk: a closed store still
+    answers from RAM (what it held when it closed)."""
+    return _locked(method, writes=False)
+
+
+def _locked(method: StoreMethod[P, R], *, writes: bool) -> StoreMethod[P, R]:
     @functools.wraps(method)
     def locked(self: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.lock:
+            if writes:
+                self._refuse_if_closed()
             self._held.depth = getattr(self._held, "depth", 0) + 1
             try:
                 return method(self, *args, **kwargs)
@@ -117,7 +129,13 @@ def _grouped(method: StoreMethod[P, R]) -> StoreMethod[P, R]:
     def committed(self: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
         if getattr(self._held, "depth", 0):  # already inside a locked call (doctor's probe):
             return method(self, *args, **kwargs)  # commit alone rather than wait on itself
-        return self.commits.run(functools.partial(method, self, *args, **kwargs))
+
+        def write() -> R:  # run by the batch's leader under the store lock, as close is
+            self._refuse_if_closed()
+            return method(self, *args, **kwargs)
+
+        self._refuse_if_closed()
+        return self.commits.run(write)
 
     return committed
 
@@ -150,6 +168,7 @@ class MemoryStore:
         self.lock = threading.RLock()  # hold it to read the parts consistently (metrics)
         self._held = threading.local()
         self._dir_lock: dir_lock.DirLock | None = None  # one writer per data dir (lock.py)
+        self._closed = False
         self._open()
         self.commits = GroupCommit(self.lock, banks=self.banks, events=self.events)
 
@@ -226,8 +245,19 @@ class MemoryStore:
         self.commits.banks = self.banks
 
     def close(self) -> None:
-        self.banks.close()
-        dir_lock.release(self._dir_lock)
+        """Close the logs and let go of the data dir: every later call is refused, since
+        another process may now hold the dir (``lock.py``). Closing twice is harmless."""
+        with self.lock:
+            self._closed = True
+            self.banks.close()
+            dir_lock.release(self._dir_lock)
+
+    def _refuse_if_closed(self) -> None:
+        if self._closed:
+            raise errors.SourceUnavailableError(
+                f"this store was closed and no longer holds {self.root}; open it again",
+                retryable=False,
+            )
 
     def now(self) -> int:
         return self.clock.now_ms()
@@ -253,7 +283,7 @@ class MemoryStore:
             bank.description = description
         return BankCreateResponse(bank=Banks.info(bank), created=created, redacted=scrubbed.labels)
 
-    @_serialized
+    @_reading
     def bank_list(self) -> BankListResponse:
         if self.shard.owns(self.settings.default_bank):
             self.banks.resolve(None)  # the default bank materializes on first use
@@ -414,11 +444,11 @@ class MemoryStore:
 
     # -- memories: reads (reads.py) ----------------------------------------------------------
 
-    @_serialized
+    @_reading
     def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
         return self.reader.get(id, bank=bank)
 
-    @_serialized
+    @_reading
     def list(
         self,
         *,
@@ -449,16 +479,16 @@ class MemoryStore:
             scope_filter=scope_filter,
         )
 
-    @_serialized
+    @_reading
     def tags(self, *, bank: str | None = None) -> TagsResponse:
         return self.reader.tags(bank=bank)
 
-    @_serialized
+    @_reading
     def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
         """Every pending draft of a bank, oldest first (the review inbox)."""
         return Drafts.of(self.banks.resolve(bank))
 
-    @_serialized
+    @_reading
     def recall(
         self,
         query: str,
@@ -503,23 +533,23 @@ class MemoryStore:
             as_of=as_of,
         )
 
-    @_serialized
+    @_reading
     def dangling(self, *, bank: str | None = None) -> DanglingResponse:
         """Links of live records that point at no live record (``links.py``)."""
         return links.dangling(self.banks.resolve(bank))
 
-    @_serialized
+    @_reading
     def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
         """Live records whose links name ``id``, newest first (``links.py``)."""
         return links.backlinks(self.banks.resolve(bank), id)
 
     # -- rules (rules.py) ------------------------------------------------------------------
 
-    @_serialized
+    @_reading
     def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
         return self.rules.rule_list(bank=bank)
 
-    @_serialized
+    @_reading
     def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
         return self.rules.rule_get(name, bank=bank)
 
@@ -545,7 +575,7 @@ class MemoryStore:
             session_id, turn_id, step, messages, metadata, parent_session_id
         )
 
-    @_serialized
+    @_reading
     def preview(
         self, query: str, *, bank: str | None = None, session_id: str | None = None
     ) -> PreviewResponse:
@@ -573,7 +603,7 @@ class MemoryStore:
         """Record a sub-session's parent, so it sees its ancestors' session memories."""
         self.sessions.link(session_id, parent_session_id)
 
-    @_serialized
+    @_reading
     def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
         return self.sessions.lineage(session_id)
 
@@ -617,11 +647,11 @@ class MemoryStore:
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
         return self.outbox.requeue(job_id, fresh=fresh)
 
-    @_serialized
+    @_reading
     def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         return self.outbox.listing(include_dead=include_dead, limit=limit)
 
-    @_serialized
+    @_reading
     def outbox_job(self, job_id: str) -> OutboxJob:
         return self.outbox.job(job_id)
 
@@ -637,7 +667,7 @@ class MemoryStore:
     def unsubscribe(self, name: str) -> bool:
         return self.events.unsubscribe(name)
 
-    @_serialized
+    @_reading
     def events_since(
         self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
     ) -> EventsResponse:
@@ -648,7 +678,7 @@ class MemoryStore:
             last = self.events.cursor
         return EventsResponse(events=tuple(found), cursor=last)
 
-    @_serialized
+    @_reading
     def state_get(self, owner: str, key: str) -> object | None:
         return self.state.get(v.rule_name(owner), v.rule_name(key))
 
@@ -661,15 +691,15 @@ class MemoryStore:
 
     # -- operations --------------------------------------------------------------------------
 
-    @_serialized
+    @_serialized  # its write probe
     def doctor(self, siblings: ops.SiblingProbe | None = None) -> DoctorResponse:
         return ops.doctor(self, siblings)
 
-    @_serialized
+    @_reading
     def describe(self) -> dict[str, Any]:
         return ops.describe(self)
 
-    @_serialized
+    @_reading
     def capabilities(self) -> dict[str, Any]:
         return ops.capabilities(self)
 
@@ -720,7 +750,7 @@ class MemoryStore:
 
     # -- this store as one shard of several (shards.py; the mover is shared.sharded) ----------
 
-    @_serialized
+    @_reading
     def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
         """This shard's number, slot table and every bank folder it holds (owned or not);
         with ``table``, take that slot table first (durably; an older version is refused)."""
@@ -728,7 +758,7 @@ class MemoryStore:
             self.shard.set(table)
         return {**self.shard.describe(), "banks": sorted(self.banks)}
 
-    @_serialized
+    @_reading
     def bank_export(self, name: str) -> dict[str, bytes]:
         """A frozen or foreign bank's files, by relative path (a move's copy step)."""
         name = v.bank_name(name)

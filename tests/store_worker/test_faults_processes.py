@@ -217,6 +217,32 @@ def test_a_second_store_in_this_process_is_refused_until_the_first_closes(
     second.close()
 
 
+def test_a_closed_store_refuses_writes_and_writes_nothing(data_dir: Path, clock: FakeClock) -> None:
+    first = MemoryStore(data_dir, clock=clock)
+    kept = first.save("the deploy target is kestrel").memory
+    first.close()
+    second = MemoryStore(data_dir, clock=clock)  # the dir is free: another writer holds it now
+    logs = {p: p.read_bytes() for p in data_dir.rglob("*") if p.is_file() and p.name != ".lock"}
+
+    for write in (
+        lambda: first.save("written past close"),
+        lambda: first.rule_set("default", "no tabs"),
+        lambda: first.bank_create("late"),
+        lambda: first.doctor(),
+    ):
+        with pytest.raises(SourceUnavailableError, match="closed") as refused:
+            write()
+        assert not refused.value.retryable
+
+    # Reads still answer from what it held; the files are as the second store found them.
+    assert first.get(kept.id).memory.id == kept.id
+    assert {p: p.read_bytes() for p in logs} == logs
+    assert not (data_dir / "late").exists()
+    assert second.recall("deploy target").memories[0].memory.id == kept.id
+    first.close()  # twice is harmless
+    second.close()
+
+
 def test_reload_keeps_the_lock(data_dir: Path, clock: FakeClock) -> None:
     store = MemoryStore(data_dir, clock=clock)
     store.reload()
