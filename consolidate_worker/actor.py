@@ -22,20 +22,19 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from consolidate_worker.cli import add_cli
 from consolidate_worker.core import Consolidator
 from consolidate_worker.judge import judge_from
 from consolidate_worker.report import PassError, Report
 from consolidate_worker.schedule import PassScheduler
 from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.shards import ShardJob, failed
+from consolidate_worker.spec import ACTOR_NAME
 from shared import errors
 from shared.sharded import ShardedStoreClient
-from shared.workers import WorkerSpec, start_detached
+from shared.workers import start_detached
 
 log = logging.getLogger(__name__)
 
-ACTOR_NAME = "memory-consolidator"
 # The actor's retry-safe methods (``shared.client.ActorClient`` re-sends them after a restart).
 ACTOR_READS = frozenset({"ping", "status", "wait_boot", "last_report"})
 
@@ -209,8 +208,3 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
         max_task_retries=0,
         max_concurrency=4,  # status answers while a pass runs; the core's lock serialises
     )
-
-
-WORKER = WorkerSpec(
-    name="consolidator", actor_name=ACTOR_NAME, start=start, order=20, add_cli=add_cli
-)

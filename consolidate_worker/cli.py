@@ -1,7 +1,8 @@
 """``memory consolidate --now [--dry-run] [--bank B] [--json]``: the consolidator's CLI verb.
 
-``shared.cli`` calls ``add_cli(subparsers)`` for every installed worker (``WorkerSpec.add_cli``),
-so the verb disappears with the package. Where the pass runs:
+The parser is built by ``consolidate_worker.spec.add_cli`` (the worker's ``WorkerSpec.add_cli``,
+so the verb disappears with the package); this module, with the core, is imported only when the
+verb runs. Where the pass runs:
 
 - ``--data-dir`` (embedded mode): in this process, over a local ``MemoryStore`` on that folder;
 - else the running ``memory-consolidator`` actor runs it (``run_now``);
@@ -17,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from consolidate_worker.core import Consolidator
 from consolidate_worker.judge import judge_from
@@ -27,27 +28,6 @@ from consolidate_worker.shards import ShardRunner, run_in_turn
 from shared import errors
 from shared.api import StoreAPI
 from shared.cli_store import close_store, open_store
-
-HELP = "Run one consolidation pass (dedup and supersede) now and print its report."
-
-
-def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
-    p = subparsers.add_parser("consolidate", help=HELP, description=HELP)
-    p.add_argument("--now", action="store_true", help="run one pass now (required)")
-    p.add_argument("--dry-run", action="store_true", help="plan the pass without writing")
-    p.add_argument(
-        "--bank", action="append", dest="banks", metavar="B", help="only this bank (repeatable)"
-    )
-    # SUPPRESS: never clobber a global --json / --data-dir parsed before the verb.
-    p.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
-    )
-    p.add_argument(
-        "--data-dir",
-        default=argparse.SUPPRESS,
-        help="embedded mode: run over this data dir in-process, without Ray",
-    )
-    p.set_defaults(func=run, handler=run)
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
@@ -94,7 +74,8 @@ def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
 
 
 def _remote(banks: list[str] | None, dry_run: bool) -> Report:
-    from consolidate_worker.actor import ACTOR_NAME, ACTOR_READS, RayShardRunner
+    from consolidate_worker.actor import ACTOR_READS, RayShardRunner
+    from consolidate_worker.spec import ACTOR_NAME
     from shared.client import ActorClient, connect
     from shared.sharded import ShardedStoreClient
 

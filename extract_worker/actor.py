@@ -23,12 +23,11 @@ from typing import Any
 from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.llm import LLM, LiteLLMBackend
 from extract_worker.settings import ExtractorSettings, retired_settings
-from shared.errors import InvalidArgumentError
-from shared.workers import NAMESPACE, UpSetting, WorkerSpec, start_detached
+from extract_worker.spec import ACTOR_NAME, replica_count, replica_name
+from shared.workers import NAMESPACE, start_detached
 
 log = logging.getLogger(__name__)
 
-ACTOR_NAME = "memory-extractor"
 LATENCY_BOUNDARIES_MS = [50.0, 100.0, 250.0, 500.0, 1e3, 2.5e3, 5e3, 1e4, 3e4, 6e4]
 TOKEN_BOUNDARIES = [100.0, 250.0, 500.0, 1e3, 2e3, 4e3, 8e3, 1.6e4]
 
@@ -207,41 +206,3 @@ def start(
         for i in range(replicas)
     ]
     return handles[0]
-
-
-MAX_REPLICAS = 64
-
-
-def replica_name(name: str, i: int) -> str:
-    return name if i == 0 else f"{name}-{i}"
-
-
-def replica_count(value: object) -> int:
-    try:
-        k = int(str(value))
-    except ValueError:
-        k = 0
-    if not 1 <= k <= MAX_REPLICAS:
-        raise InvalidArgumentError(f"extractor replicas must be 1..{MAX_REPLICAS}, got {value!r}")
-    return k
-
-
-def _add_cli(sub: Any) -> None:
-    from extract_worker.chat import add_cli
-
-    add_cli(sub)
-    up = sub.choices.get("up")
-    if up is not None:
-        up.add_argument(
-            "--extractor-replicas",
-            metavar="K",
-            action=UpSetting,
-            env="MEMORY_EXTRACTOR_REPLICAS",
-            check=replica_count,
-            help="run K extractors (memory-extractor, memory-extractor-1 ...); default 1",
-        )
-
-
-WORKER = WorkerSpec(
-    name="extractor", actor_name=ACTOR_NAME, start=start, order=10, add_cli=_add_cli
-)

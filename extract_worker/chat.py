@@ -25,12 +25,14 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ulid import ULID
 
-from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
+
+if TYPE_CHECKING:  # memory --help builds this module's parser: no pydantic for that
+    from shared.api import StoreAPI
 
 BASE_SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 Complete = Callable[[list[dict[str, str]]], str]

@@ -24,21 +24,18 @@ import logging
 import os
 import socket
 import threading
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from grpc_gateway.server import DEFAULT_PORT, build_server
+from grpc_gateway.server import build_server
+from grpc_gateway.spec import ACTOR_NAME, DEFAULT_PORT, ENV_PREFIX
 from shared import gateway_file
 from shared.api import StoreAPI
 from shared.config import EnvSettings
-from shared.workers import NAMESPACE, UpSetting, WorkerSpec, start_detached
+from shared.workers import NAMESPACE, start_detached
 
 log = logging.getLogger(__name__)
-
-ACTOR_NAME = "memory-grpc"
-ENV_PREFIX = "MEMORY_GRPC_"
 
 
 class GatewaySettings(EnvSettings):
@@ -146,102 +143,6 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
 # -- CLI -----------------------------------------------------------------------------------
 
 
-def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """``memory grpc`` (serve in the foreground) and ``memory up --grpc [--grpc-port N]``."""
-    parser = subparsers.add_parser(
-        "grpc",
-        help="serve the memory.v1 gRPC API in the foreground",
-        description=(
-            "Serve the memory.v1 MemoryService (and the memory.remember/forget/search tools) "
-            "over gRPC, forwarding to the running store — or, with --data-dir, to an embedded "
-            "store without Ray. `memory up --grpc` starts the same gateway as a Ray actor."
-        ),
-    )
-    _grpc_flags(parser, on_up=False)
-    parser.add_argument(
-        "--data-dir",
-        default=argparse.SUPPRESS,
-        help="embedded mode: serve a MemoryStore on this data dir in-process, without Ray",
-    )
-    parser.set_defaults(func=serve_from_args)
-    up = subparsers.choices.get("up")
-    if up is not None:
-        up.add_argument(
-            "--grpc",
-            dest="also_start",
-            action="append_const",
-            const="grpc",
-            help="start the gRPC gateway (memory-grpc, 127.0.0.1:50051); on by default, kept "
-            "for compatibility",
-        )
-        _grpc_flags(up, on_up=True)
-
-
-def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
-    """``--grpc-host/--grpc-port/--grpc-token-file/--grpc-bank``; on ``up`` they become
-    ``MEMORY_GRPC_*`` settings for the actor and imply ``--grpc``.
-
-    The token is read from ``MEMORY_GRPC_TOKEN`` or a file, never from a flag's value: a
-    command line shows in ``ps`` to every user of the machine (issue 18)."""
-    flags = (
-        ("host", "HOST", str, "interface to listen on (default 127.0.0.1)"),
-        ("port", "PORT", int, f"port to listen on (default {DEFAULT_PORT})"),
-        (
-            "token-file",
-            "TOKEN",
-            read_token_file,
-            "require the bearer token in this file on every call (or set MEMORY_GRPC_TOKEN)",
-        ),
-        ("bank", "BANK", str, "bank to serve (default: the store's default bank)"),
-    )
-    for field, env, kind, text in flags:
-        dest = f"grpc_{env.lower()}"
-        metavar = "PATH" if field == "token-file" else env
-        if not on_up:
-            parser.add_argument(
-                f"--grpc-{field}", dest=dest, metavar=metavar, type=kind, default=None, help=text
-            )
-        else:
-            parser.add_argument(
-                f"--grpc-{field}",
-                dest=dest,
-                metavar=metavar,
-                type=kind,
-                action=UpSetting,
-                env=ENV_PREFIX + env,
-                implies="grpc",
-                help=text + "; implies --grpc",
-            )
-    parser.add_argument("--grpc-token", nargs="?", action=_RemovedTokenFlag, help=argparse.SUPPRESS)
-
-
-def read_token_file(path: str) -> str:
-    """The bearer token in ``path`` (one line; surrounding whitespace dropped)."""
-    try:
-        token = Path(path).read_text("utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        raise argparse.ArgumentTypeError(f"cannot read the token file {path}: {e}") from e
-    if not token or "\n" in token:
-        raise argparse.ArgumentTypeError(f"the token file {path} must hold one non-empty line")
-    return token
-
-
-class _RemovedTokenFlag(argparse.Action):
-    """``--grpc-token T`` is refused with what to use instead (exit 2, argparse's usage)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        parser.error(
-            "--grpc-token was removed: a token on the command line shows in `ps` to every "
-            f"user; set {ENV_PREFIX}TOKEN or pass --grpc-token-file PATH"
-        )
-
-
 def env_from_args(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
     """``--grpc-*`` flags as ``MEMORY_GRPC_*`` variables (how ``memory up`` passes them on);
     ``--grpc-token-file`` has been read into the token by then."""
@@ -284,13 +185,3 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
         if served:
             gateway_file.remove(served, pid=os.getpid())
     return 0
-
-
-WORKER = WorkerSpec(
-    name="grpc",
-    actor_name=ACTOR_NAME,
-    start=start,
-    default_on=True,  # the CLI reaches the store through it (issue 13)
-    order=30,
-    add_cli=add_cli,
-)

@@ -28,6 +28,7 @@ import grpc
 from grpc_gateway import convert
 from grpc_gateway.auth import BearerAuth
 from grpc_gateway.health import HEALTH_SERVICE, add_citizenship
+from grpc_gateway.spec import DEFAULT_PORT
 from grpc_gateway.store_service import DESCRIPTOR as STORE_DESCRIPTOR
 from grpc_gateway.store_service import StoreServicer, ping
 from grpc_gateway.tools import Tools
@@ -44,7 +45,6 @@ log = logging.getLogger(__name__)
 ERROR_KEY = "memory-error-bin"
 CATEGORY_KEY = "memory-error-category"
 BANK_KEY = "x-memory-bank"
-DEFAULT_PORT = 50051
 RENDER_PAGE = 50
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")  # the same syntax as shared.text.parse_links
 T = TypeVar("T")

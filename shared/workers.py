@@ -50,6 +50,23 @@ class WorkerSpec:
     open_embedded: Callable[[StoreSettings], StoreAPI] | None = field(default=None)
 
 
+def lazy(target: str) -> Callable[..., Any]:
+    """``"package.module:function"`` as a function that imports its module at the first call.
+    A worker's spec module names its ``start``, ``open_embedded`` and ``add_cli`` this way, so
+    loading the entry points (``memory --help``, ``up``, ``status``) imports no worker core,
+    numpy or Ray until a verb needs them."""
+    module, _, name = target.partition(":")
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{target}, imported at the first call (shared.workers.lazy)."
+    return call
+
+
 class UpSetting(argparse.Action):
     """A flag a worker adds to ``memory up`` that reaches the workers as a ``MEMORY_*``
     variable: collected into ``worker_env``, which ``up`` starts the actors with. ``check``

@@ -11,11 +11,10 @@ The shell adds only what needs Ray:
 - the doctor's sibling probe (are the installed siblings' actors alive?);
 - ``ray.util.metrics``: recall latency, writes by method, live memories per bank.
 
-Ray is imported lazily: the ``memory`` CLI loads this module through the worker entry point on
-every run, and the embedded mode (``memory --data-dir``) must not pay for ``import ray``. That
-mode opens the store through this module too: ``WORKER.open_embedded(settings)`` is a plain
-``MemoryStore`` (``shared.workers.open_embedded_store``), typed as ``shared.api.StoreAPI``, so
-mypy checks that the store implements the contract.
+Ray is imported lazily: the embedded mode (``memory --data-dir``) opens the store through this
+module (``store_worker.spec``'s ``WORKER.open_embedded(settings)`` calls ``open_embedded``
+here) and must not pay for ``import ray``. ``open_embedded`` returns a plain ``MemoryStore``
+typed as ``shared.api.StoreAPI``, so mypy checks that the store implements the contract.
 
 Retries (``max_task_retries=0``): a call in flight when the actor dies is *not* re-run after the
 restart. ``save`` is not idempotent (a re-run of an acknowledged-but-unanswered save would
@@ -42,12 +41,12 @@ from shared.errors import MemoryServiceError
 from shared.models import DoctorResponse, Event
 from shared.shards import actor_name as shard_actor
 from shared.shards import shard_count, shard_dir
-from shared.workers import NAMESPACE, WorkerSpec, discover, start_detached
+from shared.workers import NAMESPACE, discover, start_detached
 from store_worker.core import MemoryStore
+from store_worker.spec import ACTOR_NAME
 
 log = logging.getLogger(__name__)
 
-ACTOR_NAME = "memory-store"
 STORE_CONCURRENCY = 32  # calls served at once (threads); writes among them commit together
 
 # Everything public on the core is delegated (DESIGN §3 and what later issues add: approve,
@@ -347,19 +346,3 @@ def open_embedded(settings: StoreSettings) -> StoreAPI:
     """The store in this process, without Ray (``memory --data-dir``, the gateway's embedded
     mode, the chat example); the caller closes it (``MemoryStore.close``)."""
     return MemoryStore(settings=settings)
-
-
-def _add_cli(sub: Any) -> None:
-    from store_worker.cli import add_cli
-
-    add_cli(sub)
-
-
-WORKER = WorkerSpec(
-    name="store",
-    actor_name=ACTOR_NAME,
-    start=start,
-    order=0,
-    open_embedded=open_embedded,
-    add_cli=_add_cli,
-)

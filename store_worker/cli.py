@@ -12,11 +12,12 @@ import argparse
 import json
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shared.api import StoreAPI
-from shared.shards import Routing, shard_count
-from shared.workers import UpSetting
+from shared.workers import UpSetting, lazy
+
+if TYPE_CHECKING:
+    from shared.api import StoreAPI
 
 
 def add_cli(sub: Any) -> None:
@@ -27,7 +28,7 @@ def add_cli(sub: Any) -> None:
             metavar="N",
             action=UpSetting,
             env="MEMORY_STORE_SHARDS",
-            check=shard_count,
+            check=lazy("shared.shards:shard_count"),  # pydantic only once the flag is given
             help="run N store shards (memory-store, memory-store-1 ...); default 1. On a "
             "running cluster it starts the missing ones; `memory shards rebalance` then moves "
             "banks to them (the running siblings and gateway follow without a restart)",
@@ -58,6 +59,8 @@ def _shards() -> list[StoreAPI]:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from shared.shards import Routing
+
     views = [s.shard_routing() for s in _shards()]
     table = Routing.parse(views[0]["routing"])
     out = {

@@ -204,7 +204,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def store_actor(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A ``StoreClient`` over the session's ``memory-store`` actor (its data dir is temp)."""
     from shared.client import StoreClient
-    from store_worker.actor import WORKER
+    from store_worker.spec import WORKER
 
     data_dir = tmp_path_factory.mktemp("store-actor-data")
     handle = WORKER.start({"MEMORY_DATA_DIR": str(data_dir)})

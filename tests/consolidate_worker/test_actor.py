@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from consolidate_worker.actor import ACTOR_NAME, WORKER
 from consolidate_worker.core import LAST_RUN_KEY, OWNER
 from consolidate_worker.report import Report
+from consolidate_worker.spec import ACTOR_NAME, WORKER
 
 HOUR_MS = 3_600_000
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from consolidate_worker.actor import WORKER
+from consolidate_worker.spec import WORKER
 from shared import cli
 from shared.clock import FakeClock
 from shared.workers import discover

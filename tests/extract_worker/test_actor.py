@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from extract_worker.actor import ACTOR_NAME, WORKER, start
+from extract_worker.actor import start
 from extract_worker.llm import FakeLLM
+from extract_worker.spec import ACTOR_NAME, WORKER
 from shared.workers import discover
 
 pytestmark = pytest.mark.ray

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extract_worker.actor import replica_count, replica_name
+from extract_worker.spec import replica_count, replica_name
 from shared import errors
 
 

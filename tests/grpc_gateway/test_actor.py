@@ -7,8 +7,9 @@ from typing import Any
 import grpc
 import pytest
 
-from grpc_gateway.actor import ACTOR_NAME, WORKER, GatewaySettings
+from grpc_gateway.actor import GatewaySettings
 from grpc_gateway.auth import bearer_metadata
+from grpc_gateway.spec import ACTOR_NAME, WORKER
 from shared.errors import InvalidArgumentError
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc

@@ -579,3 +579,53 @@ def test_a_hook_process_loads_no_worker_package_nor_pydantic(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stderr, done.stderr
     assert "source_unavailable" in (tmp_path / "hooks.log").read_text()
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["consolidate", "--help"], ["grpc", "--help"]])
+def test_help_loads_the_worker_specs_but_no_worker_core(argv: list[str]) -> None:
+    """Every worker's entry point is a light spec module (``<package>.spec``): its verbs and
+    ``up`` flags are there, and the core, grpcio, numpy and Ray are imported only when a verb
+    runs (``shared.workers.lazy``)."""
+    script = (
+        "import sys\n"
+        "from shared.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = [m for m in ('pydantic', 'ray', 'grpc', 'numpy', 'store_worker.core',"
+        " 'extract_worker.core', 'consolidate_worker.core', 'grpc_gateway.server')"
+        " if m in sys.modules]\n"
+        "sys.stderr.write(f'LOADED {heavy}\\n')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "LOADED []" in done.stderr, done.stderr
+    assert "usage: memory" in done.stdout or "usage: " in done.stdout, done.stdout
+
+
+def test_up_help_still_offers_every_worker_flag() -> None:
+    from shared.cli import build_parser
+
+    up = build_parser()._subparsers._group_actions[0].choices["up"]  # type: ignore[union-attr]
+    text = up.format_help()
+    for flag in ("--store-shards", "--extractor-replicas", "--grpc-port", "--grpc-token-file"):
+        assert flag in text
+
+
+def test_a_lazy_target_is_imported_at_its_first_call_and_errors_then() -> None:
+    from shared.workers import lazy
+
+    join = lazy("posixpath:join")
+    assert join("a", "b") == "a/b"
+    assert join.__name__ == "join"
+    missing = lazy("no_such_module_here:start")  # naming it costs nothing
+    with pytest.raises(ModuleNotFoundError):
+        missing()

@@ -1,0 +1,49 @@
+"""The extractor's entry point (``agent_memory.workers``: ``extractor``), importing nothing
+heavy: ``start`` (the actor, litellm) is imported at its first call (``shared.workers.lazy``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.errors import InvalidArgumentError
+from shared.workers import UpSetting, WorkerSpec, lazy
+
+ACTOR_NAME = "memory-extractor"
+MAX_REPLICAS = 64
+
+
+def replica_name(name: str, i: int) -> str:
+    return name if i == 0 else f"{name}-{i}"
+
+
+def replica_count(value: object) -> int:
+    try:
+        k = int(str(value))
+    except ValueError:
+        k = 0
+    if not 1 <= k <= MAX_REPLICAS:
+        raise InvalidArgumentError(f"extractor replicas must be 1..{MAX_REPLICAS}, got {value!r}")
+    return k
+
+
+def _add_cli(sub: Any) -> None:
+    lazy("extract_worker.chat:add_cli")(sub)
+    up = sub.choices.get("up")
+    if up is not None:
+        up.add_argument(
+            "--extractor-replicas",
+            metavar="K",
+            action=UpSetting,
+            env="MEMORY_EXTRACTOR_REPLICAS",
+            check=replica_count,
+            help="run K extractors (memory-extractor, memory-extractor-1 ...); default 1",
+        )
+
+
+WORKER = WorkerSpec(
+    name="extractor",
+    actor_name=ACTOR_NAME,
+    start=lazy("extract_worker.actor:start"),
+    order=10,
+    add_cli=_add_cli,
+)
