@@ -6,6 +6,9 @@ Checks the shape of the results, never a timing: benchmarks are reports, not ass
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +89,28 @@ def test_recall_with_the_local_model_times_fresh_queries(tmp_path: Path) -> None
     assert row["model"]["n"] == 8 and row["lexical"]["n"] == 8
     again = recall_with_model(300, tmp_path, n_queries=8)  # the embedded copy is reused
     assert again["open_s"] < row["open_s"]
+
+
+@pytest.mark.ray
+def test_shard_passes_bench_runs_both_ways_and_merges_the_same(tmp_path: Path) -> None:
+    """``python -m bench.shard_passes`` on a tiny corpus, in a process of its own (it starts
+    a throwaway Ray cluster): both ways scan every memory and merge every planted copy."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env.pop("RAY_ADDRESS", None)
+    argv = ["--shards", "2", "--banks", "2", "--per-bank", "20"]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.shard_passes", *argv],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    res = json.loads(done.stdout)
+    assert res["planted"] == 2 * 4
+    for way in ("bank_by_bank", "per_shard_tasks"):
+        assert res[way]["errors"] == 0
+        assert res[way]["scanned"] == 2 * 24
+        assert res[way]["merged"] == res["bank_by_bank"]["merged"] > 0
