@@ -39,7 +39,10 @@ What it covers
       says credential (``DB_PASSWORD=``, ``"token": "..."``, ``clientSecret:``, ``--password
       <pw>``, ``STRIPE_KEY=`` with a key-shaped value), commands that take a password on their
       command line (``mysql -p<pw>``, ``sshpass -p '<pw>'``, ``redis-cli -a``, ``curl -u
-      user:<pw>``), and "my password is <pw>" / "the key is <key-shaped value>".
+      user:<pw>``), and "my password is <pw>" / "the key is <key-shaped value>" — also with
+      no verb ("the secret <v>", "api key <v>", "wifi password <pw>"), where the value must
+      look more like a key (20+ characters mixing digits and both cases, or 32+ hex) or a
+      password (8+, not a plain word).
 
 Decisions on the ambiguous cases
     * A value that names where a secret comes from is not a secret and stays: an empty

@@ -220,8 +220,8 @@ _CLI_FLAG = re.compile(
     re.I,
 )
 _SAID_PASSWORD = re.compile(
-    r"(?<![A-Za-z0-9_])(?i:pass(?:word|phrase|code))[ \t]+(?i:is|was)[ \t]*:?[ \t]+[\"'`]?"
-    r"(?P<secret>[^\s\"'`]*[^\s\"'`.,;:!?)])"
+    r"(?<![A-Za-z0-9_])(?i:pass(?:word|phrase|code))[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?"
+    r"[\"'`]?(?P<secret>[^\s\"'`]*[^\s\"'`.,;:!?)])"
 )
 _STOP = r"\s\"'`,;|<>()\[\]{}"
 
@@ -316,7 +316,7 @@ def _judge_password_value(m: re.Match[str], secret: str) -> str | None:
 
 _SAID_KEY = re.compile(
     r"(?<![A-Za-z0-9_])(?i:(?P<k_api_key>(?:api[ _-]?)?key)|(?P<k_token>token)"
-    r"|(?P<k_secret>secret))s?[ \t]+(?i:is|was)[ \t]*:?[ \t]+[\"'`]?"
+    r"|(?P<k_secret>secret))s?[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?[\"'`]?"
     r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
 _SAID_LABELS = (("k_api_key", "api_key"), ("k_token", "token"), ("k_secret", "secret"))
@@ -326,7 +326,26 @@ def _judge_said_key(m: re.Match[str], secret: str) -> str | None:
     shaped = _DIGIT_RE.search(secret) and _LETTER_RE.search(secret) and not _is_plain(secret)
     if not shaped or entropy_bits(secret) < 3.0:
         return None
+    if m.group("verb") is None and not _keyed_without_verb(secret):
+        return None
     return next(label for group, label in _SAID_LABELS if m.group(group) is not None)
+
+
+def _keyed_without_verb(secret: str) -> bool:
+    """With no "is" between noun and value ("the secret 8fJk2/Lm9...", "aws key AKIA..."),
+    only a value of 20+ characters that mixes digits, lower and upper case (or is 32+ hex)
+    counts: "cache key user-1234-profile" and a lowercase UUID stay."""
+    return len(secret) >= 20 and is_strong(secret) and entropy_bits(secret) >= 3.5
+
+
+def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
+    """A password said as one ("my password is hunter2!"), and with no verb ("the wifi
+    password Xk9#mP2qL") a value of 8+ characters that mixes letters with digits or symbols and is no plain word."""
+    if not looks_like_password(secret) or _is_placeholder(secret):
+        return None
+    if m.group("verb") is None and (len(secret) < 8 or not is_random(secret)):
+        return None
+    return "password"
 
 
 _DIGIT_RE = re.compile(r"\d")
@@ -422,13 +441,14 @@ def _assignment_starts(scan: Scan) -> list[int]:
 
 # "the key is ...", "my password is ...": a match starts at its keyword.
 # What must follow the noun for _SAID_KEY / _SAID_PASSWORD to match, on folded text.
-_SAID_KEY_TAIL = re.compile(r"(?:key|token|secret)s?[ \t]+(?:is|was)")
-_SAID_PASSWORD_TAIL = re.compile(r"pass(?:word|phrase|code)[ \t]+(?:is|was)")
+# With no verb, the value's first character must follow the blanks.
+_SAID_KEY_TAIL = re.compile(r"(?:key|token|secret)s?[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-])")
+_SAID_PASSWORD_TAIL = re.compile(r"pass(?:word|phrase|code)[ \t]+(?:is|was|[^\s])")
 
 
 def _said_key_starts(scan: Scan) -> list[int]:
     """Where "key", "token" or "secret" (and an "api" before "key") starts, followed by
-    "is" or "was"."""
+    "is", "was" or what may be a value."""
     low = scan.folded
     found = [at for at in scan.find("key", "token", "secret") if _SAID_KEY_TAIL.match(low, at)]
     return sorted({start for at in found for start in (at - 4, at - 3, at) if start >= 0})
@@ -468,7 +488,7 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_COMMAND_PASSWORD, _judge_command_password, _command_starts),
     (_CURL_USER, _judge_password_value, _curl_starts),
     (_CLI_FLAG, _judge_cli_flag, _flag_starts),
-    (_SAID_PASSWORD, _fixed("password", looks_like_password), _said_password_starts),
+    (_SAID_PASSWORD, _judge_said_password, _said_password_starts),
     (_SAID_KEY, _judge_said_key, _said_key_starts),
     (_ASSIGNMENT, _judge_assignment, _assignment_starts),
 )

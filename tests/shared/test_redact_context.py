@@ -26,6 +26,7 @@ from shared.redact_catalogue import catalogue
 
 PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
 KEY = "9fQ2xLmZ7bR4kWp1HsN8dYc3"  # fake, 24 random base62 characters
+AWS_SECRET = "8fJk2/Lm9QpR4sTuVwXyZ0aBcDeFgHiJkLmNoPqR"  # fake, shaped like an AWS secret key
 
 # (text, the secret in it, its label)
 CONTEXT = [
@@ -48,6 +49,10 @@ CONTEXT = [
     (f"the Acme API key is {KEY}, keep it safe", KEY, "api_key"),
     (f"the deploy token was {KEY}.", KEY, "token"),
     (f"my password is {PW}", PW, "password"),
+    # no verb between the noun and the value
+    (f"and the secret {AWS_SECRET} for the same user", AWS_SECRET, "secret"),
+    (f"use api key {KEY} for staging", KEY, "api_key"),
+    (f"the wifi password {PW} works", PW, "password"),
 ]
 
 PROSE = [
@@ -68,6 +73,10 @@ PROSE = [
     "the api key is in 1password under Ops",
     "Basic English is a controlled language",
     "pass the --password flag to prompt",
+    "the cache key user-1234-profile-abcdefgh expired",
+    "the secret santa list for 2024",
+    "password reset links expire in 24h",
+    "api key rotation happens monthly",
 ]
 
 
