@@ -19,10 +19,11 @@ Public API
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/credentials.toml`` (251 formats; fields and kinds in
-      shared/redact_catalogue.py): cloud (AWS, Azure, GCP, Alibaba, Tencent, DigitalOcean,
-      Heroku, Cloudflare, Vercel, Netlify, Fly.io, Vault, Doppler, Terraform ...), VCS (GitHub,
-      GitLab, Bitbucket, Atlassian, Sourcegraph), CI (CircleCI, Buildkite, JFrog, SonarQube,
+    * The credential catalogue, ``shared/credentials.toml`` (253 formats; fields and kinds in
+      shared/redact_catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
+      GCP, Alibaba, Tencent, DigitalOcean, Heroku, Cloudflare, Vercel, Netlify, Fly.io,
+      Vault, Doppler, Terraform ...), VCS (GitHub, GitLab, Bitbucket, Atlassian,
+      Sourcegraph), CI (CircleCI, Buildkite, JFrog, SonarQube,
       Harness ...), chat (Slack, Discord bot tokens and webhooks, Telegram, Teams), payments
       (Stripe, Square, Braintree, Plaid ...), LLM/AI APIs (OpenAI, Anthropic, OpenRouter, Groq,
       xAI, Hugging Face, Replicate, LangSmith, Pinecone ...), databases (PlanetScale, Neon,

@@ -144,7 +144,18 @@ def github_checksum_ok(token: str) -> bool:
     return len(body) == 36 and github_checksum(body[:30]) == body[30:]
 
 
+def luhn_ok(value: str) -> bool:
+    """Whether the digits of ``value`` (spaces and hyphens ignored) pass the Luhn check that
+    every payment card number carries (ISO/IEC 7812-1)."""
+    total = 0
+    for i, char in enumerate(reversed([c for c in value if c.isdigit()])):
+        digit = int(char) * (2 if i % 2 else 1)
+        total += digit - 9 if digit > 9 else digit
+    return total % 10 == 0
+
+
 CHECKS: dict[str, Callable[[str], bool]] = {
+    "luhn": luhn_ok,
     "random": is_random,
     "strong": is_strong,
     "password": looks_like_password,

@@ -340,7 +340,8 @@ def _keyed_without_verb(secret: str) -> bool:
 
 def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
     """A password said as one ("my password is hunter2!"), and with no verb ("the wifi
-    password Xk9#mP2qL") a value of 8+ characters that mixes letters with digits or symbols and is no plain word."""
+    password Xk9#mP2qL") a value of 8+ characters that mixes letters with digits or symbols
+    and is no plain word."""
     if not looks_like_password(secret) or _is_placeholder(secret):
         return None
     if m.group("verb") is None and (len(secret) < 8 or not is_random(secret)):
