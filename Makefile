@@ -15,10 +15,11 @@ install: $(DEV_STAMP)
 
 install-run: $(RUN_STAMP)
 
+# -qq on the editable installs: errors still show, setuptools' editable-mode chatter does not.
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[llm]'
+	$(BIN)/python -m pip install --quiet --quiet -e '.[llm]'
 	rm -f $(VENV)/.installed-run-*
 	touch $(RUN_STAMP)
 
@@ -26,7 +27,7 @@ $(RUN_STAMP): pyproject.toml
 # holds on disk; left to sentence-transformers' range, pip pulls a newer multi-GB CUDA build.
 $(DEV_STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --quiet -e '.[dev]'
 	rm -f $(VENV)/.installed-dev-*
 	touch $(DEV_STAMP)
 
