@@ -42,7 +42,7 @@ from shared.models import (
     OutboxMessage,
     TurnCompletedResponse,
 )
-from shared.redact import redact
+from shared.redact import Redaction, redact
 from shared.text import fingerprint
 from store_worker import validate as v
 from store_worker.files import atomic_write, fsync_dir
@@ -68,6 +68,9 @@ DEAD = "dead"
 MAX_TURN_MESSAGES = 200  # a turn is a handful of messages; a whole transcript is cut to its tail
 MAX_MESSAGE_CHARS = 32_000
 MAX_ERROR_CHARS = 500
+# Redaction sees this much past a cut, so a secret the cut would halve is whole when its rule
+# looks (the longest bare value a rule takes is 2 KiB; a cut-off PEM block is caught by shape).
+_CUT_MARGIN = 4_096
 MAX_REPLY_BYTES = 256_000  # a reply holds a few memories and rules of at most 2 kB each
 ROLES = ("user", "assistant")
 TURN_STATUSES = ("completed", "failed", "cancelled")
@@ -226,7 +229,7 @@ class Outbox:
             text = message_text(raw.get("content"))
             if role not in ROLES or not text.strip() or is_memory_block(text):
                 continue  # tool chatter and our own injected blocks are not the conversation
-            scrubbed = redact(v.utf8(text[:MAX_MESSAGE_CHARS], "message"))
+            scrubbed = _redact_then_cut(v.utf8(text[: MAX_MESSAGE_CHARS + _CUT_MARGIN], "message"))
             found.update(scrubbed.labels)
             stamp = message_time(raw.get("timestamp"), default=now)
             out.append(OutboxMessage(role=role, content=scrubbed.text, timestamp=stamp))
@@ -358,7 +361,8 @@ class Outbox:
         self._leases.pop(job_id, None)
         now = self.clock.now_ms()
         attempts = job.attempts + 1
-        message = redact(error[:MAX_ERROR_CHARS]).text  # an error can quote the transcript
+        # an error can quote the transcript
+        message = _redact_then_cut(error[: MAX_ERROR_CHARS + _CUT_MARGIN], MAX_ERROR_CHARS).text
         history = (*job.errors[-9:], message)
         if dead_letter or attempts >= self.settings.outbox_max_attempts:
             dead = job.model_copy(update={"attempts": attempts, "errors": history, "dead_at": now})
@@ -522,3 +526,12 @@ def _state_key(session: str) -> str:
 def _message_key(msg: OutboxMessage) -> str:
     # no timestamp: a harness that sends none gets "now", which differs on every call
     return f"{msg.role}:{fingerprint(msg.content)}"
+
+
+def _redact_then_cut(text: str, limit: int = MAX_MESSAGE_CHARS) -> Redaction:
+    """``text`` redacted, then cut to ``limit`` characters: cutting first would leave the head
+    of a secret no rule knows by its shape any more (20 of a GitHub token's 40 characters)."""
+    scrubbed = redact(text)
+    if len(scrubbed.text) <= limit:
+        return scrubbed
+    return Redaction(scrubbed.text[:limit], scrubbed.labels)

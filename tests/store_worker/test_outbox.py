@@ -52,6 +52,26 @@ def test_turn_completed_writes_one_redacted_job(fresh_store: Factory) -> None:
     assert job.bank == "main" and not job.skip and job.attempts == 1
 
 
+@pytest.mark.parametrize("at", [-20, -1, 0, 1])
+def test_a_secret_across_the_message_cut_is_redacted_whole(fresh_store: Factory, at: int) -> None:
+    """A long message is cut to MAX_MESSAGE_CHARS after redaction, never before: no part of
+    a secret the cut would halve reaches the job file (nor the extractor's prompt)."""
+    from store_worker.outbox import MAX_ERROR_CHARS, MAX_MESSAGE_CHARS
+
+    store = fresh_store()
+    lead = "w" * (MAX_MESSAGE_CHARS + at - 1) + " "
+    res = store.turn_completed("s1", tid(), turn(lead + SECRET + " tail"), "completed")
+
+    assert res.redacted == ("openai_key",)
+    raw = queue_files(store)[0].read_text()
+    assert SECRET[:12] not in raw
+    (job,) = store.outbox_claim(10)
+    assert len(job.messages[0].content) <= MAX_MESSAGE_CHARS
+    # the same holds for an error cut to MAX_ERROR_CHARS
+    store.outbox_fail(job.job_id, "e" * (MAX_ERROR_CHARS + at - 1) + " " + SECRET, dead_letter=True)
+    assert not any(SECRET[:12] in p.read_text() for p in queue_files(store, "dead"))
+
+
 def test_acked_turn_survives_a_store_restart(fresh_store: Factory) -> None:
     store = fresh_store()
     job_id = store.turn_completed("s1", tid(), turn()).job_id
