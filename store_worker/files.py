@@ -30,6 +30,9 @@ from store_worker.validate import is_name
 
 MEMORIES = "memories.jsonl"
 VECTORS = "vectors.jsonl"
+# Memories are private: folders the store makes are 0700 and its files 0600, as every file
+# written through a temporary file (mkstemp) already is; a shared host's other users read none.
+PRIVATE_DIR = 0o700
 BANK_META = "bank.yaml"
 RULES_DIR = "rules"
 TRASH_DIR = ".trash"
@@ -88,7 +91,7 @@ def make_dirs(path: Path) -> list[Path]:
     made: list[Path] = []
     for folder in reversed(missing):
         try:
-            folder.mkdir()
+            folder.mkdir(mode=PRIVATE_DIR)
         except FileExistsError:
             continue
         except OSError:
@@ -133,7 +136,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 def check_writable(root: Path) -> None:
     """Boot-fatal check (DESIGN §2): create the root and prove a file can be written in it."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
         probe = root / f".write-probe-{os.getpid()}"
         with open(probe, "wb") as fh:
             fh.write(b"ok")
@@ -229,7 +232,7 @@ class AppendLog:
             made = make_dirs(self.path.parent)
             existed = self.path.exists()
             try:
-                self._fh = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                self._fh = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             except OSError:
                 remove_dirs(made)
                 raise
@@ -307,7 +310,8 @@ class BankFiles:
         staging = self.root / f"{CREATING_PREFIX}{self.name}-{os.getpid()}"
         try:
             shutil.rmtree(staging, ignore_errors=True)
-            (staging / RULES_DIR).mkdir(parents=True)
+            staging.mkdir(mode=PRIVATE_DIR)
+            (staging / RULES_DIR).mkdir(mode=PRIVATE_DIR)
             atomic_write(staging / BANK_META, _meta_doc(description, created_at))
             fsync_dir(staging)
             with synced_dirs(self.root):

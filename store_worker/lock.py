@@ -78,8 +78,8 @@ def acquire(root: Path) -> DirLock:
     """Take the data dir's lock or raise: ``DataDirLockedError`` when another store holds it
     (nothing in the data dir is changed), ``DataDirUnwritableError`` when it cannot be made."""
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     except OSError as e:
         raise DataDirUnwritableError(
             f"data dir {root} is not writable: cannot open its lock file ({e.strerror or e})"

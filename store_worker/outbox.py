@@ -112,8 +112,8 @@ class Outbox:
     def open(self) -> None:
         """Load the queue from disk; leases never survive a restart (the job is claimable)."""
         self._outbox_dir = self.root / OUTBOX_DIR
-        (self._outbox_dir / QUEUE).mkdir(parents=True, exist_ok=True)
-        (self._outbox_dir / DEAD).mkdir(parents=True, exist_ok=True)
+        for folder in (self._outbox_dir, self._outbox_dir / QUEUE, self._outbox_dir / DEAD):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # turns are private
         self._jobs: dict[str, OutboxJob] = self._read_jobs(QUEUE)
         self._dead: dict[str, OutboxJob] = self._read_jobs(DEAD)
         self._leases: dict[str, _Lease] = {}

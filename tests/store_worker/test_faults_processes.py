@@ -292,3 +292,19 @@ def test_the_holder_record_is_written_while_held(data_dir: Path, clock: FakeCloc
     assert info["pid"] == os.getpid() and info["host"] == socket.gethostname()
     assert isinstance(info["since"], float)
     store.close()
+
+
+def test_what_the_store_writes_only_its_user_can_read(data_dir: Path, clock: FakeClock) -> None:
+    """Memories are private on a shared host: every file the store writes is 0600 and every
+    folder it makes 0700, from the first save (not only after a purge rewrites the log)."""
+    store = MemoryStore(data_dir, clock=clock)
+    store.save("the user lives at 12 Elm Street")
+    store.rule_set("style", "Be brief.")
+    store.turn_completed("s1", None, [{"role": "user", "content": "hello there"}], "completed")
+    store.close()
+
+    made = [p for p in data_dir.rglob("*") if ".write-probe" not in p.name]
+    assert any(p.name == "memories.jsonl" for p in made)
+    loose = {str(p.relative_to(data_dir)): oct(p.stat().st_mode & 0o777) for p in made
+             if p.stat().st_mode & 0o077}  # fmt: skip
+    assert loose == {}
