@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from shared import errors
 from shared.models import Memory
+from shared.redact import redact, strip_placeholders
 from shared.text import fingerprint
 from store_worker import validate as v
 from store_worker.bank import Bank, searchable_text
@@ -145,6 +146,9 @@ class Vectors:
         recalls the same message for ``preview`` and ``pre_generate``; a remote model costs
         a round trip each time)."""
         assert self.embedder is not None
+        # A recall query is a user's raw prompt: a remote embedder is a third party, so what
+        # it is sent (and what the cache keeps) is the redacted text, placeholders blanked.
+        query = strip_placeholders(redact(query).text)
         key = (self.embedder.name, query)
         cache = self._query_vectors
         if key in cache:

@@ -314,3 +314,27 @@ def test_a_hybrid_query_is_always_embedded_as_asked(
     before = embedder.calls
     store.recall(TEXTS["cook"])
     assert embedder.calls == before + 1
+
+
+def test_a_recall_query_reaches_the_embedder_redacted(data_dir: Path) -> None:
+    """A query is a user's raw prompt; a remote embedding model is a third party: what the
+    embedder is sent is the redacted text (through recall, preview and pre_generate)."""
+    token = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+
+    sent: list[str] = []
+
+    class Spy(FakeEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            sent.extend(texts)
+            return super().embed(texts)
+
+    s = MemoryStore(data_dir, clock=FakeClock(), embedder=Spy())
+    s.save("the deploy host is prod-eu-1")
+    s.recall(f"deploy with GITHUB_TOKEN={token}", mode="hybrid")
+    s.preview(f"my token {token} for deploy")
+    prompt = [{"role": "user", "content": f"deploy with {token} please"}]
+    s.pre_generate("sess-q", None, 0, prompt, None)
+    s.close()
+
+    queries = [t for t in sent if "deploy" in t and "prod-eu-1" not in t]
+    assert queries and not any("ghp_" in t for t in sent)
