@@ -23,6 +23,7 @@ re-sends nor drops a section; a window that carries a newer rules update overrid
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared import errors
 from shared.models import InjectedMemory, InjectResponse, Memory, PreviewResponse, RecallResponse
+from shared.redact import redact
 from shared.text import NAME_RE
 from store_worker import validate as v
 from store_worker.messages import is_memory_block, message_text, session_key
@@ -58,6 +60,8 @@ OFF_BANK = "none"
 _UPDATE = re.compile(r'^<memory update="rules"(?: bank="([^"]*)")?>\n(.*)\n</memory>\s*$', re.S)
 _CARRIED = re.compile(r"\(#([a-z0-9][a-z0-9-]{0,79})\)\s*$", re.M)
 _SPACE = re.compile(r"\s+")
+# A memory tag inside a rule or a recalled text would close (or forge) the block it sits in.
+_TAG = re.compile(r"<(/?)(memory)\b", re.I)
 
 
 class Frozen(BaseModel):
@@ -429,7 +433,7 @@ def _fit_rules(ordered: list[tuple[str, str]], budget: int) -> tuple[list[str], 
     truncated = False
     for name, content in ordered:
         head = f"## {name}\n"
-        body = content.strip()
+        body = _safe(content).strip()
         if truncated or remaining < len(head) + 40:
             omitted.append(name)
             continue
@@ -513,7 +517,17 @@ def _carried_ids(window: list[dict[str, Any]]) -> set[str]:
 
 
 def _one_line(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
+    return _SPACE.sub(" ", _safe(text)).strip()
+
+
+@functools.lru_cache(maxsize=1024)
+def _safe(text: str) -> str:
+    """``text`` as it may enter a prompt: redacted (the last line of defence for what never
+    went through a write: a rule or a log line edited by hand, a record stored under an older
+    catalogue) and with any ``<memory``/``</memory`` tag defused, so a stored text can neither
+    close the block it is shown in nor forge one. Rules and memories repeat turn after turn:
+    the answer is cached per text."""
+    return _TAG.sub(r"&lt;\1\2", redact(text).text)
 
 
 def _when(mem: Memory) -> int:
