@@ -213,8 +213,12 @@ class Extractor:
         messages = prompt.build(
             bank=job.bank or "(default)",
             turn=turn,
-            known=[prompt.KnownMemory(m.id, m.text, m.stated_at, m.pinned) for m in known],
-            learned=learned,
+            # redacted again, as the window is: a record edited by hand or stored under an
+            # older catalogue never went through a write's redaction
+            known=[
+                prompt.KnownMemory(m.id, redact(m.text).text, m.stated_at, m.pinned) for m in known
+            ],
+            learned=[redact(line).text for line in learned],
             max_memories=self.settings.max_memories_per_turn,
             rules_enabled=self.settings.rule_learning_enabled,
         )

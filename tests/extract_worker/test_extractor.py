@@ -437,3 +437,27 @@ def test_a_memory_happened_when_its_turn_was_said(fresh_store: Factory) -> None:
     (mem,) = store.list().memories
     assert mem.occurred_at == 1_683_467_760_000  # 2023-05-07 13:56 UTC
     assert mem.stated_at >= 1_767_225_600_000 + 30 * 86_400_000  # saved at extraction time
+
+
+def test_known_memories_and_learned_rules_reach_the_prompt_redacted(fresh_store: Factory) -> None:
+    """What the bank holds reaches the extraction prompt redacted again, as the turn does: a
+    log line or the learned rules edited by hand never went through a write's redaction."""
+    token = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.save("I publish on Tuesdays at noon")
+    line = {"id": "ci-token", "fingerprint": "fp0000000000000001", "tokens": 10,
+            "text": f"I publish with the token {token}", "created_at": clock.ms,
+            "updated_at": clock.ms, "stated_at": clock.ms}  # fmt: skip
+    with (store.root / "main" / "memories.jsonl").open("a") as fh:
+        fh.write(json.dumps(line) + "\n")
+    (store.root / "main" / "rules" / "learned.md").write_text(f"- publish with {token}\n")
+    store.reload()
+    llm = FakeLLM.of(json.dumps({"memories": [], "rules": []}))
+    ex = make(store, llm, clock)
+
+    store.turn_completed("s1", str(ULID()), turn("I publish on Tuesdays"))
+    ex.drain()
+
+    sent = json.dumps(llm.calls)
+    assert "ci-token" in sent and "ghp_" not in sent
