@@ -66,6 +66,27 @@ ANTONYMS = (
     ("prefers", "avoids"),
     ("with", "without"),
 )
+# Words that say the opposite of each other when one text has one where the other has the
+# other (a word the two texts do not share): "min" / "max", "is" / "was" (a fact that was true
+# and may not be now), "earlier" / "later".
+OPPOSED = frozenset(
+    frozenset(pair)
+    for pair in (
+        ("min", "max"), ("minimum", "maximum"), ("earlier", "later"), ("early", "late"),
+        ("higher", "lower"), ("high", "low"), ("above", "below"), ("up", "down"),
+        ("on", "off"), ("open", "closed"), ("start", "stop"), ("first", "last"),
+        ("old", "new"), ("older", "newer"), ("oldest", "newest"), ("larger", "smaller"),
+        ("bigger", "smaller"), ("faster", "slower"), ("public", "private"),
+        ("success", "failure"), ("pass", "fail"), ("passed", "failed"), ("win", "lose"),
+        ("buy", "sell"), ("right", "wrong"), ("good", "bad"), ("better", "worse"),
+        ("best", "worst"), ("hot", "cold"), ("light", "dark"), ("present", "absent"),
+        ("is", "was"), ("are", "were"), ("am", "was"), ("has", "had"), ("have", "had"),
+        ("does", "did"), ("do", "did"), ("will", "did"), ("still", "anymore"),
+        ("now", "then"), ("current", "former"), ("currently", "formerly"),
+    )
+)  # fmt: skip
+# "available" / "unavailable", "agrees" / "disagrees", "trusts" / "distrusts".
+NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "dis", "non", "non-", "mis", "anti")
 NUMBER_WORDS = frozenset(
     """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
     fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
@@ -210,7 +231,35 @@ def _polarity_flip(a: Features, b: Features) -> bool:
         return True
     sa, sb = a.antonyms, b.antonyms
     # A flip: both texts use the same antonym pair, but not the same side(s) of it.
-    return any(sb[i] != sig for i, sig in sa.items() if i in sb)
+    if any(sb[i] != sig for i, sig in sa.items() if i in sb):
+        return True
+    only_a, only_b = a.word_set - b.word_set, b.word_set - a.word_set
+    return any(_opposed(x, y) for x in only_a for y in only_b)
+
+
+def _opposed(x: str, y: str) -> bool:
+    """Whether word ``x`` in one text and ``y`` in the other turn the fact around: an
+    opposed pair, a negating prefix ("unavailable"), or a tense change ("works" / "worked":
+    what was true then may not be now, so neither retires the other)."""
+    if frozenset((x, y)) in OPPOSED:
+        return True
+    short, long = sorted((x, y), key=len)
+    if len(short) >= 3 and any(long == p + short for p in NEGATING_PREFIXES):
+        return True
+    return _past_of(x, y) or _past_of(y, x)
+
+
+def _past_of(present: str, past: str) -> bool:
+    """ "work"/"works" → "worked", "love"/"loves" → "loved", "try"/"tries" → "tried"."""
+    if len(present) < 3 or not past.endswith("ed"):
+        return False
+    bases = {present, present[:-1] if present.endswith("s") else present}
+    if present.endswith("ies"):
+        bases.add(present[:-3] + "y")
+    stems = {past[:-2], past[:-1]}  # "worked" → "work", "loved" → "love"
+    if past.endswith("ied"):
+        stems.add(past[:-3] + "y")
+    return bool(bases & stems)
 
 
 def _entity_veto(a: Features, b: Features) -> str | None:

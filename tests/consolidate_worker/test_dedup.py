@@ -39,6 +39,7 @@ def test_a_subset_is_no_duplicate_although_token_set_says_100() -> None:
         ("Standups are on Mondays", "Standups are on Monday"),  # plural weekday
         ("Never force-push to main", "Don't force-push to main"),  # "never" is a negation
         ("The user never drinks coffee", "The user does not drink coffee"),
+        ("The user prefers dark mode in the editor", "The user prefers dark mode in their editor"),
     ],
 )
 def test_same_meaning_is_not_vetoed(a: str, b: str) -> None:
@@ -51,6 +52,15 @@ def test_same_meaning_is_not_vetoed(a: str, b: str) -> None:
         ("The user never skips code review", "The user never not skips code review", "polarity"),
         ("The user enabled autosave", "The user disabled autosave", "polarity"),
         ("The user likes dark mode", "The user dislikes dark mode", "polarity"),
+        # a negating prefix, an opposed word, a tense change: a correction, not a restatement
+        ("The user is available on weekends", "The user is unavailable on weekends", "polarity"),
+        ("The user agrees with the plan", "The user disagrees with the plan", "polarity"),
+        ("The build uses the min setting", "The build uses the max setting", "polarity"),
+        ("The standup moved earlier", "The standup moved later", "polarity"),
+        ("The user is vegan", "The user was vegan", "polarity"),
+        ("The user has a dog named Rex", "The user had a dog named Rex", "polarity"),
+        ("The user works at Google", "The user worked at Google", "polarity"),
+        ("The user tries the beta", "The user tried the beta", "polarity"),
         ("Backups run at 02:00", "Backups run at 03:00", "numbers-or-dates"),
         ("The budget is 1,000 euros", "The budget is 1,500 euros", "numbers-or-dates"),
         ("Erin asked Frank to review", "Frank asked Erin to review", "role-swap"),
