@@ -154,8 +154,22 @@ def luhn_ok(value: str) -> bool:
     return total % 10 == 0
 
 
+_CARD = re.compile(
+    r"(?:4\d{3}|5[1-5]\d{2}|2[2-7]\d{2}|6011|65\d{2})(?:[ -]?\d{4}){3}"
+    r"|3[47]\d{2}[ -]?\d{6}[ -]?\d{5}"
+)
+
+
+def card_ok(value: str) -> bool:
+    """A payment card number: a brand's prefix and length (Visa, Mastercard, Amex,
+    Discover), grouped as printed or not, and a valid Luhn check digit. The pattern only
+    finds 15-16 digit runs cheaply; this says which are cards."""
+    return _CARD.fullmatch(value) is not None and luhn_ok(value)
+
+
 CHECKS: dict[str, Callable[[str], bool]] = {
     "luhn": luhn_ok,
+    "payment_card": card_ok,
     "random": is_random,
     "strong": is_strong,
     "password": looks_like_password,

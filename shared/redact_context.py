@@ -220,8 +220,22 @@ _CLI_FLAG = re.compile(
     re.I,
 )
 _SAID_PASSWORD = re.compile(
-    r"(?<![A-Za-z0-9_])(?i:pass(?:word|phrase|code))[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?"
-    r"[\"'`]?(?P<secret>[^\s\"'`]*[^\s\"'`.,;:!?)])"
+    # "my password is X", "the password for the router is X", "wifi password X"; a quoted
+    # value is taken whole, spaces and all ("is 'purple monkey dishwasher'").
+    r"(?<![A-Za-z0-9_])(?i:pass(?:word|phrase|code))"
+    r"(?:[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?[ \t]+(?P<verb>(?i:is|was))[ \t]*:?[ \t]+"
+    r"|[ \t]+(?:(?P<verb2>(?i:is|was))[ \t]*:?[ \t]+)?)"
+    r"(?:(?P<q>[\"'`])(?P<secret>[^\n\"'`]{1,200})(?P=q)"
+    r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)]))"
+)
+# A passphrase or a wallet's seed phrase is several words: after "passphrase:" or "seed
+# phrase is", the rest of the sentence goes, not only its first word.
+_PASSPHRASE = re.compile(
+    # (no literal with a space in it: the gate would look at every space of every text)
+    r"(?<![A-Za-z0-9_])(?i:pass[_-]?phrase|(?:seed|recovery)[ \t_-]{1,3}phrase|mnemonic)"
+    r"(?:[ \t]+(?i:for|to|of|on)[ \t]+[^\n:=\"'`]{1,40}?)?"
+    r"[ \t]*(?:[ \t](?i:is|was)[ \t]*:?|:|=)[ \t]*[\"'`]?"
+    r"(?P<secret>[^\n.;,\"'`]{0,300}[^\s.;,:?\"'`])"
 )
 _STOP = r"\s\"'`,;|<>()\[\]{}"
 
@@ -231,7 +245,9 @@ def _bare(stop: str, enders: str) -> str:
     # ("Password=Hunter2!;" in a connection string keeps its "!"): the possessive first branch
     # takes the whole run or nothing. Capped at 2 KiB (an AWS session token fits) so that
     # runs like "password=password=..." stay linear.
-    return rf"(?!=)(?:[^{stop}]{{1,2048}}+(?=[{enders}])|[^{stop}]{{0,2047}}[^{stop}.!?:])"
+    # A closing "!" stays with the value: passwords end in one far more often than a
+    # sentence stated as an assignment does, and redacting one "!" too many costs nothing.
+    return rf"(?!=)(?:[^{stop}]{{1,2048}}+(?=[{enders}])|[^{stop}]{{0,2047}}[^{stop}.?:])"
 
 
 _BARE_IN_QUERY = _bare(_STOP + "&", ";&")
@@ -338,13 +354,37 @@ def _keyed_without_verb(secret: str) -> bool:
     return len(secret) >= 20 and is_strong(secret) and entropy_bits(secret) >= 3.5
 
 
-def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
-    """A password said as one ("my password is hunter2!"), and with no verb ("the wifi
-    password Xk9#mP2qL") a value of 8+ characters that mixes letters with digits or symbols
-    and is no plain word."""
-    if not looks_like_password(secret) or _is_placeholder(secret):
+def _judge_passphrase(m: re.Match[str], secret: str) -> str | None:
+    """Three or more words that read as no sentence, or one password-shaped run: "correct
+    horse battery staple", not "is set in the vault" or "mnemonic: see the docs"."""
+    words = secret.split()
+    if _is_placeholder(secret):
         return None
-    if m.group("verb") is None and (len(secret) < 8 or not is_random(secret)):
+    if len(words) >= 3 and not _PROSE_WORDS.intersection(w.lower() for w in words):
+        return "password"
+    return "password" if len(words) == 1 and looks_like_password(secret) else None
+
+
+# Words a sentence about a passphrase has and a passphrase (diceware, BIP-39) has not.
+_PROSE_WORDS = frozenset(
+    """the a an in into on at to of for with by from is are was were be been it its this that
+    my your our their his her stored saved kept written set required needed same different
+    long short too not no see use used using""".split()
+)
+
+
+def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
+    """A password said as one ("my password is hunter2!", "the password for the router is
+    'purple monkey dishwasher'"), and with no verb ("the wifi password Xk9#mP2qL") a value
+    of 8+ characters that mixes letters with digits or symbols and is no plain word."""
+    if _is_placeholder(secret):
+        return None
+    said = m.group("verb") or m.group("verb2")
+    if m.group("q") is not None:  # quoted: spaces and all
+        return "password" if len(secret.strip()) >= 6 and said else None
+    if not looks_like_password(secret):
+        return None
+    if not said and (len(secret) < 8 or not is_random(secret)):
         return None
     return "password"
 
@@ -443,8 +483,10 @@ def _assignment_starts(scan: Scan) -> list[int]:
 # "the key is ...", "my password is ...": a match starts at its keyword.
 # What must follow the noun for _SAID_KEY / _SAID_PASSWORD to match, on folded text.
 # With no verb, the value's first character must follow the blanks.
-_SAID_KEY_TAIL = re.compile(r"(?:key|token|secret)s?[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-])")
-_SAID_PASSWORD_TAIL = re.compile(r"pass(?:word|phrase|code)[ \t]+(?:is|was|[^\s])")
+_SAID_KEY_TAIL = re.compile(r"(?:key|token|secret)s?[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-]{16})")
+_SAID_PASSWORD_TAIL = re.compile(
+    r"pass(?:word|phrase|code)[ \t]+(?:is|was|for|to|of|on|at|[\"'`]|[^\s]{8})"
+)
 
 
 def _said_key_starts(scan: Scan) -> list[int]:
@@ -453,6 +495,13 @@ def _said_key_starts(scan: Scan) -> list[int]:
     low = scan.folded
     found = [at for at in scan.find("key", "token", "secret") if _SAID_KEY_TAIL.match(low, at)]
     return sorted({start for at in found for start in (at - 4, at - 3, at) if start >= 0})
+
+
+def _passphrase_starts(scan: Scan) -> list[int]:
+    """Up to 12 characters before each "phrase" or "mnemonic" (the keyword's start lies
+    there: "recovery phrase"), so a text that only says "password" costs no search."""
+    found = scan.find("phrase", "mnemonic")
+    return sorted({start for at in found for start in range(max(at - 12, 0), at + 1)})
 
 
 def _said_password_starts(scan: Scan) -> list[int]:
@@ -489,6 +538,7 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_COMMAND_PASSWORD, _judge_command_password, _command_starts),
     (_CURL_USER, _judge_password_value, _curl_starts),
     (_CLI_FLAG, _judge_cli_flag, _flag_starts),
+    (_PASSPHRASE, _judge_passphrase, _passphrase_starts),
     (_SAID_PASSWORD, _judge_said_password, _said_password_starts),
     (_SAID_KEY, _judge_said_key, _said_key_starts),
     (_ASSIGNMENT, _judge_assignment, _assignment_starts),

@@ -53,6 +53,15 @@ CONTEXT = [
     (f"and the secret {AWS_SECRET} for the same user", AWS_SECRET, "secret"),
     (f"use api key {KEY} for staging", KEY, "api_key"),
     (f"the wifi password {PW} works", PW, "password"),
+    (f"my password for the router is {PW}", PW, "password"),
+    ("the password to the wifi was 'blue sky 99 river'", "blue sky 99 river", "password"),
+    ("passphrase: correct horse battery staple", "correct horse battery staple", "password"),
+    (
+        "my wallet seed phrase is abandon ability able about above absent absorb abstract",
+        "abandon ability able about above absent absorb abstract",
+        "password",
+    ),
+    ("pass=Summer2024!", "Summer2024!", "password"),
 ]
 
 PROSE = [
@@ -77,6 +86,10 @@ PROSE = [
     "the secret santa list for 2024",
     "password reset links expire in 24h",
     "api key rotation happens monthly",
+    "the passphrase is set in the vault",
+    "mnemonic: see the docs",
+    "the password for the admin account is in 1password",
+    "Passphrases are long. Use one.",
 ]
 
 
