@@ -134,6 +134,8 @@ def decode_args(method: str, args_json: str) -> dict[str, Any]:
         raw = json.loads(args_json or "{}")
     except ValueError as e:
         raise errors.InvalidArgumentError(f"{method}: arguments are not JSON: {e}") from e
+    except RecursionError as e:  # "[[[[..." nested past the parser's depth
+        raise errors.InvalidArgumentError(f"{method}: arguments are nested too deeply") from e
     if not isinstance(raw, dict):
         raise errors.InvalidArgumentError(f"{method}: arguments must be a JSON object")
     from pydantic import ValidationError

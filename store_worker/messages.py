@@ -5,9 +5,11 @@ injection alike)."""
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import UTC, datetime
 
 from shared import errors
+from store_worker.validate import MAX_FUTURE_MS
 
 
 def session_key(session_id: str) -> str:
@@ -40,13 +42,23 @@ def message_time(value: object, *, default: int) -> int:
     if isinstance(value, bool) or value is None:
         return default
     if isinstance(value, int | float):
-        return int(value * 1000) if value < 100_000_000_000 else int(value)
-    if isinstance(value, str):
+        if not math.isfinite(value):
+            raise errors.InvalidArgumentError("message timestamp must be a finite number")
+        ms = int(value * 1000) if value < 100_000_000_000 else int(value)
+    elif isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as e:
             raise errors.InvalidArgumentError(f"message timestamp {value!r} is not ISO-8601") from e
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=UTC)
-        return int(parsed.timestamp() * 1000)
-    raise errors.InvalidArgumentError("message timestamp must be ms, seconds or ISO-8601")
+        ms = int(parsed.timestamp() * 1000)
+    else:
+        raise errors.InvalidArgumentError("message timestamp must be ms, seconds or ISO-8601")
+    # From 1970 to 100 years past the caller's clock (the bound occurred_at has): a job with a
+    # date no calendar can print would fail every extraction attempt.
+    if not 0 <= ms <= default + MAX_FUTURE_MS:
+        raise errors.InvalidArgumentError(
+            f"message timestamp {value!r} is out of range (1970 to 100 years from now)"
+        )
+    return ms

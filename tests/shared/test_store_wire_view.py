@@ -37,3 +37,11 @@ def test_no_model_field_is_shadowed_by_a_dict_method() -> None:
         if hasattr(dict, field)
     }
     assert not clashes
+
+
+@pytest.mark.parametrize("args", ["[" * 100_000, '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+def test_arguments_nested_past_the_parser_are_an_invalid_argument(args: str) -> None:
+    from shared.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="nested too deeply|arguments"):
+        store_wire.decode_args("save", args)

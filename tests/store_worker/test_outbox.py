@@ -370,3 +370,13 @@ def test_a_note_renews_an_expired_lease_nobody_took_and_is_redacted(
     raw = queue_files(store)[0].read_text()
     assert SECRET not in raw and "[REDACTED:openai_key]" in raw
     assert store.outbox_claim(5) == []
+
+
+@pytest.mark.parametrize("stamp", [float("nan"), float("inf"), -1, 10**40, "9999-01-01T00:00:00"])
+def test_a_message_time_no_calendar_prints_is_refused_and_nothing_queued(
+    fresh_store: Factory, stamp: object
+) -> None:
+    store = fresh_store()
+    with pytest.raises(InvalidArgumentError, match="timestamp"):
+        store.turn_completed("s1", tid(), [{"role": "user", "content": "hi", "timestamp": stamp}])
+    assert queue_files(store) == []
