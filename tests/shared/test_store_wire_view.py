@@ -43,5 +43,5 @@ def test_no_model_field_is_shadowed_by_a_dict_method() -> None:
 def test_arguments_nested_past_the_parser_are_an_invalid_argument(args: str) -> None:
     from shared.errors import InvalidArgumentError
 
-    with pytest.raises(InvalidArgumentError, match="nested too deeply|arguments"):
+    with pytest.raises(InvalidArgumentError, match=r"nested too deeply|arguments"):
         store_wire.decode_args("save", args)
