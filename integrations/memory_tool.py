@@ -7,7 +7,8 @@ durable, redacted and versioned like any rule or memory:
     /memories                         a directory: one folder per bank
     /memories/<bank>                  a directory: rules/ and memories.md
     /memories/<bank>/rules            a directory: one <name>.md per rule
-    /memories/<bank>/rules/<name>.md  a rule, read-write (rule_get / rule_set; delete removes it)
+    /memories/<bank>/rules/<name>.md  a rule: read-only unless ``allow_rule_edits`` (rule_get /
+                                      rule_set; delete removes it; never ``learned.md``)
     /memories/<bank>/memories.md      the bank's live memories, one "- [id] text" line each:
                                       read-mostly: ``insert`` saves the inserted text as a new
                                       memory; every other write is refused
@@ -38,6 +39,7 @@ from shared.api import StoreAPI
 ROOT = "/memories"
 MEMORIES_FILE = "memories.md"
 RULES_DIR = "rules"
+LEARNED_RULE = "learned"  # the extractor's rule (store_worker/rules.py LEARNED)
 MAX_PATH = 512
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _LINES_SHOWN = 2000
@@ -125,10 +127,16 @@ def _name(raw: str, part: str) -> str:
 
 
 class MemoryToolBackend:
-    """The six memory-tool commands over ``StoreAPI``."""
+    """The six memory-tool commands over ``StoreAPI``.
 
-    def __init__(self, store: StoreAPI) -> None:
+    Rules are injected into every later session's system prompt, so they are human-owned, as
+    on every other surface (``memory mcp --allow-rule-edits``): by default the model may read
+    them and add memories, and a write to a rule is refused. ``allow_rule_edits=True`` lets
+    it write rules too, except ``learned.md``, which only the extractor writes."""
+
+    def __init__(self, store: StoreAPI, *, allow_rule_edits: bool = False) -> None:
         self.store = store
+        self.allow_rule_edits = allow_rule_edits
 
     def execute(self, call: Mapping[str, Any]) -> str:
         """Run one tool call (the tool input the model sent) and answer its result text."""
@@ -225,12 +233,20 @@ class MemoryToolBackend:
     # -- helpers -----------------------------------------------------------------------------
 
     def _rule_path(self, raw: object, command: str) -> MemoryPath:
+        """The rule a write names, once the write is allowed (every caller writes)."""
         path = raw if isinstance(raw, MemoryPath) else parse_path(raw)
         if path.kind != "rule":
             what = "read-only (insert adds a memory)" if path.kind == "memories" else "a directory"
             raise MemoryFileError(
                 f"{command}: {path} is {what}; rules are {ROOT}/<bank>/rules/*.md"
             )
+        if not self.allow_rule_edits:
+            raise MemoryFileError(
+                f"{command}: {path} is read-only: rules are human-owned (insert into "
+                f"{ROOT}/<bank>/{MEMORIES_FILE} to remember something)"
+            )
+        if path.rule == LEARNED_RULE:
+            raise MemoryFileError(f"{command}: {path} is written by the extractor only")
         return path
 
     def _listing(self, path: MemoryPath) -> list[str]:
