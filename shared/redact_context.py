@@ -167,14 +167,48 @@ def _is_working_dir(m: re.Match[str], value: str) -> bool:
     return (m.group("k_password") or "").lower() == "pwd" and value[:1] in ("/", "~")
 
 
+# Type names a ``key: Type`` annotation names (Python, TypeScript, pydantic, Go, Rust).
+_TYPE_NAME = re.compile(
+    r"(?:str|bytes|int|float|bool|dict|list|tuple|Any|None|object|SecretStr|SecretBytes"
+    r"|Optional|Union|Literal|string|number|boolean|String|Option|Vec|u8|i32|i64)"
+    r"(?:\[.*\]|\|.*)?"
+)
+_DEFAULT_AFTER = re.compile(r"[ \t]*=(?!=)")
+_WORDS_AFTER = re.compile(r"[ \t]+\w")
+
+
+def _is_declaration(m: re.Match[str], value: str) -> bool:
+    """``api_key: str``, ``token: int = 0``, ``secret: !vault |``, ``token: `gh auth
+    token` ``: a type, a YAML tag or a command, not a literal."""
+    if value.startswith("!") or m.group("q") == "`" or value.startswith("$("):
+        return True
+    sep = m.group("sep").strip()
+    if ":" in sep and "=" in sep:  # annotated: a bare default is a name or a number
+        return not is_random(value)
+    if sep != ":":
+        return False
+    rest = m.string[m.end() : m.end() + 8]
+    return _TYPE_NAME.fullmatch(value) is not None or _DEFAULT_AFTER.match(rest) is not None
+
+
+def _is_prose_after_label(m: re.Match[str], value: str) -> bool:
+    """ "Secret: she is planning a party", "password: see the vault": a plain word that more
+    words follow is a sentence; a lone word ("password: sunshine") is still a value."""
+    return _is_plain(value) and _WORDS_AFTER.match(m.string, m.end()) is not None
+
+
 def _judge_assignment(m: re.Match[str], secret: str) -> str | None:
     if m.group("ref") is not None or _is_placeholder(secret):
         return None
+    if m.group("q") == "`" and (" " in secret or secret.startswith("$")):
+        return None  # token: `gh auth token`: a command substitution
     if m.group("bare") is not None and (
         _is_code(m, secret)
         or _is_loose_prose(m, secret)
         or _is_working_dir(m, secret)
         or _is_next_key(m, "bare")
+        or _is_declaration(m, secret)
+        or _is_prose_after_label(m, secret)
     ):
         return None
     return _keyword_label(m, secret)
@@ -253,7 +287,11 @@ def _bare(stop: str, enders: str) -> str:
 _BARE_IN_QUERY = _bare(_STOP + "&", ";&")
 _BARE = _bare(_STOP, ";")
 _KEY = r"(?P<key>[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"[\"']?)"
-_SEP = r"(?P<sep>[ \t]*(?::=|={1,3}(?!=)|=>|:)[ \t]*)"
+# ``: Type`` before an ``=`` is an annotation: ``api_key: str = "sk-..."`` assigns the literal.
+_SEP = (
+    r"(?P<sep>(?:[ \t]*:[ \t]*[A-Za-z_][\w\[\],. |]{0,40}?(?=[ \t]*=[^=]))?"
+    r"[ \t]*(?::=|={1,3}(?!=)|=>|:)[ \t]*)"
+)
 _KEY_SEP = re.compile(_KEY + _SEP, re.I)
 _ASSIGNMENT = re.compile(
     # In a query string (the key follows ? or &) "&" ends the value; elsewhere it is part of

@@ -62,6 +62,8 @@ CONTEXT = [
         "password",
     ),
     ("pass=Summer2024!", "Summer2024!", "password"),
+    (f'api_key: str = "{KEY}"', KEY, "api_key"),  # an annotation before the literal
+    (f'const token: string = "{KEY}";', KEY, "token"),
 ]
 
 PROSE = [
@@ -90,6 +92,15 @@ PROSE = [
     "mnemonic: see the docs",
     "the password for the admin account is in 1password",
     "Passphrases are long. Use one.",
+    # declarations and tags are code, and a label that a sentence follows is prose
+    "class Settings(BaseSettings):\n    openai_api_key: str\n    auth_token: bytes",
+    'db_password: SecretStr = SecretStr("")',
+    "token: int = 0",
+    "password: Optional[str] = None",
+    "secret: !vault |",
+    "token: `gh auth token`",
+    "Secret: she is planning a surprise party for Mel",
+    "Token: I gave her a token of appreciation",
 ]
 
 
