@@ -228,7 +228,7 @@ def _print(ctx: Ctx, result: Any, render: Render | None) -> None:
         return
     text = render(result) if render else show.default_render(result)
     if text:
-        ctx.out.write(text.rstrip("\n") + "\n")
+        ctx.out.write(show.terminal_safe(text.rstrip("\n")) + "\n")
 
 
 # -- the parser --------------------------------------------------------------------------------

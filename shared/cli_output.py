@@ -8,8 +8,22 @@ model, or (through the gateway) a ``store_wire.View`` of it: renderers read fiel
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
+
+# C0 and C1 controls but tab and newline, DEL, and the bidi embeddings, overrides and isolates:
+# a stored text that holds them could retitle the terminal, clear it, write the clipboard
+# (OSC 52) or reorder what a line shows.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` as a terminal may show it: each control character as a visible escape
+    (``\\x1b``, ``\\u202e``), so a memory's text can never drive the terminal."""
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def jsonable(value: Any) -> Any:

@@ -386,7 +386,11 @@ def _watch(ctx: Ctx) -> int:
     while True:
         found = ctx.store.events_since(cursor, bank=a.bank)
         for event in found.events:
-            line = json.dumps(show.jsonable(event)) if a.json else show.event(event)
+            line = (
+                json.dumps(show.jsonable(event))
+                if a.json
+                else show.terminal_safe(show.event(event))
+            )
             ctx.out.write(line + "\n")
         ctx.out.flush()
         cursor = found.cursor

@@ -4,6 +4,7 @@ embedded mode (``--data-dir``), ``--json``, exit codes, and one real ``up``/``do
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -629,3 +630,21 @@ def test_a_lazy_target_is_imported_at_its_first_call_and_errors_then() -> None:
     missing = lazy("no_such_module_here:start")  # naming it costs nothing
     with pytest.raises(ModuleNotFoundError):
         missing()
+
+
+def test_a_stored_control_sequence_is_shown_escaped_never_sent_to_the_terminal(
+    tmp_path: Path,
+) -> None:
+    """A memory's text can hold what an LLM copied from untrusted tool output: the CLI shows
+    escape sequences, bidi overrides and other controls as visible escapes."""
+    from shared.cli import main
+
+    data = str(tmp_path / "d")
+    evil = "ok \x1b]0;PWNED\x07 title \x1b[2J cleared \x1b]52;c;ZWNobyBoaQ==\x07 \u202erev"
+    assert main(["--data-dir", data, "save", evil]) == 0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["--data-dir", data, "list"]) == 0
+    shown = out.getvalue()
+    assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
+    assert "\\x1b]0;PWNED\\x07" in shown and "\\u202e" in shown
