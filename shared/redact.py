@@ -248,7 +248,14 @@ def _fixed_point(text: str, rules: tuple[Rule, ...], found: set[str]) -> str:
     return text
 
 
+# Invisible characters NFKC keeps (zero-width space, joiners, word joiner, BOM, soft hyphen):
+# one inside a token ("ghp_aBc\u200bDeF...") would hide it from every rule.
+_INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
+
+
 def _nfkc(text: str) -> str:
+    if _INVISIBLE.search(text) is not None:
+        text = _INVISIBLE.sub("", text)
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 

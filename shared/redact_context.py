@@ -271,6 +271,25 @@ _PASSPHRASE = re.compile(
     r"[ \t]*(?:[ \t](?i:is|was)[ \t]*:?|:|=)[ \t]*[\"'`]?"
     r"(?P<secret>[^\n.;,\"'`]{0,300}[^\s.;,:?\"'`])"
 )
+# A JSON document inside a JSON string, as ``aws secretsmanager get-secret-value`` prints its
+# SecretString: {\"username\":\"admin\",\"password\":\"...\"}.
+_ESCAPED_JSON = re.compile(
+    r'\\"[A-Za-z0-9_.-]{0,64}?' + _KEYWORDS + r'\\"[ \t]*:[ \t]*\\"(?P<secret>[^"\\\n]{1,2048})\\"',
+    re.I,
+)
+# <password>...</password>, <ApiKey>...</ApiKey> (XML configs, SOAP, .NET settings).
+_XML_ELEMENT = re.compile(
+    r"<(?P<tag>[A-Za-z0-9_.:-]{0,64}?" + _KEYWORDS + r")>(?P<secret>[^<>\n]{1,2048})</(?P=tag)>",
+    re.I,
+)
+
+
+def _judge_keyword_value(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret) or _is_plain(secret.strip()):
+        return None
+    return _keyword_label(m, secret)
+
+
 _STOP = r"\s\"'`,;|<>()\[\]{}"
 
 
@@ -319,10 +338,13 @@ _VALUE = (
 )
 _COMMAND_PASSWORD = re.compile(
     r"(?<![A-Za-z0-9_./-])(?P<cmd>mysql(?:dump|admin|import|sh)?|mariadb(?:-dump)?|sshpass"
-    r"|redis-cli|mongo(?:sh|dump|restore)?)(?![A-Za-z0-9_-])"
-    r"[^\n|;&]{0,200}?(?<=[ \t])(?P<flag>-p|-a)(?P<gap>[ \t]*)" + _VALUE
+    r"|redis-cli|mongo(?:sh|dump|restore)?|sqlcmd|(?:docker|podman|az)[ \t]+login)"
+    r"(?![A-Za-z0-9_-])"
+    r"[^\n|;&]{0,200}?(?<=[ \t])(?P<flag>-p|-a|-P)(?P<gap>[ \t]*)" + _VALUE
 )
-_FLAG_OF = {"sshpass": "-p", "redis-cli": "-a"}  # every other command: -p
+# The flag that takes the password (every other command: -p). ``docker login`` only: in
+# ``docker run -p 8080:80`` the flag is a port.
+_FLAG_OF = {"sshpass": "-p", "redis-cli": "-a", "sqlcmd": "-P"}
 _CURL_USER = re.compile(
     r"(?<![A-Za-z0-9_./-])(?:curl|https?|xh)(?![A-Za-z0-9_:-])[^\n|;&]{0,300}?(?<=[ \t])"
     r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)?(?P<q>[\"']?)[^\s:\"'@]+:"
@@ -338,7 +360,8 @@ def _aws_secret_starts(scan: Scan) -> list[int]:
 
 def _command_starts(scan: Scan) -> list[int]:
     """Where a command of _COMMAND_PASSWORD starts (the pattern is case-sensitive)."""
-    return find_all(scan.text, ("mysql", "mariadb", "sshpass", "redis-cli", "mongo"))
+    names = ("mysql", "mariadb", "sshpass", "redis-cli", "mongo", "sqlcmd", "docker", "podman")
+    return sorted({*find_all(scan.text, names), *find_all(scan.text, ("az ", "az\t"))})
 
 
 def _curl_starts(scan: Scan) -> list[int]:
@@ -346,7 +369,7 @@ def _curl_starts(scan: Scan) -> list[int]:
 
 
 def _judge_command_password(m: re.Match[str], secret: str) -> str | None:
-    command = m.group("cmd").lower()
+    command = " ".join(m.group("cmd").lower().split())
     if m.group("flag") != _FLAG_OF.get(command, "-p") or _is_placeholder(secret):
         return None
     if not m.group("gap"):
@@ -579,5 +602,7 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_PASSPHRASE, _judge_passphrase, _passphrase_starts),
     (_SAID_PASSWORD, _judge_said_password, _said_password_starts),
     (_SAID_KEY, _judge_said_key, _said_key_starts),
+    (_ESCAPED_JSON, _judge_keyword_value, None),
+    (_XML_ELEMENT, _judge_keyword_value, None),
     (_ASSIGNMENT, _judge_assignment, _assignment_starts),
 )

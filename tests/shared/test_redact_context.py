@@ -26,6 +26,7 @@ from shared.redact_catalogue import catalogue
 
 PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
 KEY = "9fQ2xLmZ7bR4kWp1HsN8dYc3"  # fake, 24 random base62 characters
+SECRET_STRING = '{"SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"' + PW + '\\"}"}'
 AWS_SECRET = "8fJk2/Lm9QpR4sTuVwXyZ0aBcDeFgHiJkLmNoPqR"  # fake, shaped like an AWS secret key
 
 # (text, the secret in it, its label)
@@ -64,6 +65,13 @@ CONTEXT = [
     ("pass=Summer2024!", "Summer2024!", "password"),
     (f'api_key: str = "{KEY}"', KEY, "api_key"),  # an annotation before the literal
     (f'const token: string = "{KEY}";', KEY, "token"),
+    (f"docker login -u bob -p {PW} registry.example.com", PW, "password"),
+    (f"sqlcmd -S db -U sa -P {PW}", PW, "password"),
+    (f"az login -u bob@example.com -p {PW}", PW, "password"),
+    # aws secretsmanager get-secret-value: a JSON document inside a JSON string
+    (SECRET_STRING, PW, "password"),
+    (f"<password>{PW}</password>", PW, "password"),
+    (f"<ApiKey>{KEY}</ApiKey>", KEY, "api_key"),
 ]
 
 PROSE = [
@@ -101,6 +109,8 @@ PROSE = [
     "token: `gh auth token`",
     "Secret: she is planning a surprise party for Mel",
     "Token: I gave her a token of appreciation",
+    "docker run -p 8080:80 nginx",
+    "<password>required</password>",
 ]
 
 
@@ -346,3 +356,11 @@ def test_no_turn_of_the_dev_conversations_changes() -> None:
 
     assert len(turns) > 3000
     assert changed == []
+
+
+def test_an_invisible_character_inside_a_token_does_not_hide_it() -> None:
+    token = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+    for mark in ("\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad"):
+        result = redact(f"ci uses {token[:12]}{mark}{token[12:]} now")
+        assert result.labels == ("github_token",), mark
+        assert "ghp_" not in result.text
