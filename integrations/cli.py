@@ -18,6 +18,9 @@ from typing import Any
 from shared import errors
 from shared.workers import CommandSpec
 
+# How long `memory hook --data-dir D` waits for D's lock (another hook of the same agent).
+HOOK_LOCK_WAIT_S = 5.0
+
 TOKEN_ENVS = ("MEMORY_MCP_TOKEN", "MEMORY_GRPC_TOKEN")  # the gateway's token serves here too
 
 
@@ -131,7 +134,10 @@ def _hook(args: argparse.Namespace) -> int:
 
     def opened(data_dir: str | None, timeout: float) -> Any:
         # the hook reads the answers' fields only: views, no pydantic in a per-prompt process
-        return open_store_for(data_dir, timeout=timeout, validate=False)
+        # an embedded data dir another hook holds is waited for, up to HOOK_LOCK_WAIT_S
+        return open_store_for(
+            data_dir, timeout=timeout, validate=False, lock_wait_s=min(timeout, HOOK_LOCK_WAIT_S)
+        )
 
     opts = HookOptions(event=args.event, bank=args.bank, data_dir=args.data_dir)
     return run_hook(

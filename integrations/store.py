@@ -21,16 +21,36 @@ DEFAULT_TIMEOUT_S = 30.0
 
 
 def open_store_for(
-    data_dir: str | None, *, timeout: float = DEFAULT_TIMEOUT_S, validate: bool = True
+    data_dir: str | None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    validate: bool = True,
+    lock_wait_s: float = 0.0,
 ) -> StoreAPI:
     """The store an integration uses (see the module docstring); close it with ``close``.
     ``validate=False``: a gateway's answers come as ``shared.store_wire.View``s (a caller that
-    only reads fields, such as a hook, loads no pydantic)."""
+    only reads fields, such as a hook, loads no pydantic). ``lock_wait_s``: an embedded store
+    whose data dir another process holds is tried again for that long (two hooks of one
+    agent often overlap by a fraction of a second) before ``DataDirLockedError``."""
     if data_dir:
-        from shared.cli_store import open_store
-
-        return open_store(data_dir)
+        return _embedded(data_dir, lock_wait_s)
     return _running_store(timeout, validate)
+
+
+def _embedded(data_dir: str, lock_wait_s: float) -> StoreAPI:
+    import time
+
+    from shared.cli_store import open_store
+    from shared.errors import DataDirLockedError
+
+    deadline = time.monotonic() + lock_wait_s
+    while True:
+        try:
+            return open_store(data_dir)
+        except DataDirLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _running_store(timeout: float, validate: bool) -> StoreAPI:

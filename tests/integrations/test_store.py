@@ -34,3 +34,19 @@ def test_no_running_store_says_how_to_go_embedded(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(errors.SourceUnavailableError, match="pass --data-dir DIR") as caught:
         open_store_for(None)
     assert caught.value.retryable
+
+
+def test_an_embedded_opener_waits_for_a_lock_that_is_let_go(tmp_path: Path) -> None:
+    """Two hooks of one agent overlap by a moment: the second waits for the data dir's lock
+    (``lock_wait_s``) instead of losing its turn; past the wait it is refused, typed."""
+    import threading
+
+    first = open_store_for(str(tmp_path))
+    with pytest.raises(errors.DataDirLockedError):
+        open_store_for(str(tmp_path), lock_wait_s=0.1)
+    threading.Timer(0.3, close, args=(first,)).start()
+
+    second = open_store_for(str(tmp_path), lock_wait_s=10)
+
+    assert second.save("the second hook's turn").memory.id
+    close(second)
