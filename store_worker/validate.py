@@ -37,6 +37,8 @@ MAX_FUTURE_MS = 100 * 366 * 86_400_000
 # trailing newline, and ``bank create $'main\n'`` made a folder named "main\n" (issue 18).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_STATE_DEPTH = 64
+MAX_STATE_SIZE = 8_000_000  # characters of its strings plus its items (a judge memo: ~1M)
+MAX_PATH_CHARS = 4_096  # PATH_MAX
 
 
 def is_name(name: object) -> TypeGuard[str]:
@@ -169,6 +171,11 @@ def project_path(value: object) -> str:
     """A working directory, normalised so the same project always compares equal."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidScopeError("scope 'project' needs a project (working directory)")
+    if len(value) > MAX_PATH_CHARS or _CONTROL.search(value):
+        # every revision line repeats it: a path no file system allows is a mistake
+        raise InvalidArgumentError(
+            f"project must be a path of at most {MAX_PATH_CHARS} characters, one line"
+        )
     return os.path.normpath(os.path.abspath(os.path.expanduser(value.strip())))
 
 
@@ -239,8 +246,15 @@ def json_value(value: object, what: str) -> object:
     numbers (``json.dumps`` would write NaN, which no JSON reader accepts back). Walked
     without recursion, so a 100k-deep value is refused rather than overflowing the stack."""
     stack: list[tuple[object, int]] = [(value, 1)]
+    size = 0
     while stack:
         item, depth = stack.pop()
+        size += len(item) if isinstance(item, str | dict | list | tuple) else 1
+        if size > MAX_STATE_SIZE:
+            raise InvalidArgumentError(
+                f"{what} is larger than {MAX_STATE_SIZE:,} characters and items: state is a "
+                "checkpoint, not storage"
+            )
         if depth > MAX_STATE_DEPTH:
             raise InvalidArgumentError(f"{what} is nested deeper than {MAX_STATE_DEPTH} levels")
         if isinstance(item, dict):

@@ -308,3 +308,26 @@ def test_what_the_store_writes_only_its_user_can_read(data_dir: Path, clock: Fak
     loose = {str(p.relative_to(data_dir)): oct(p.stat().st_mode & 0o777) for p in made
              if p.stat().st_mode & 0o077}  # fmt: skip
     assert loose == {}
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda s: s.save("x y z", scope="project", project="/" + "a" * 200_000),
+        lambda s: s.save("x y z", scope="project", project="/a\x00b"),
+        lambda s: s.state_set("own", "key", "x" * 9_000_000),
+        lambda s: s.state_set("own", "key", [[1]] * 5_000_000),
+    ],
+    ids=["long-project", "control-project", "big-state-string", "many-state-items"],
+)
+def test_oversized_fields_are_refused_and_write_nothing(
+    data_dir: Path, clock: FakeClock, write: Callable[[MemoryStore], object]
+) -> None:
+    from shared.errors import InvalidArgumentError
+
+    store = MemoryStore(data_dir, clock=clock)
+    before = sorted(p.name for p in data_dir.rglob("*") if p.is_file())
+    with pytest.raises(InvalidArgumentError):
+        write(store)
+    assert sorted(p.name for p in data_dir.rglob("*") if p.is_file()) == before
+    store.close()
