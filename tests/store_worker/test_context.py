@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from shared.clock import FakeClock
-from store_worker.context import chains, named_speakers, with_neighbours
+from store_worker.context import chains, context_coverage, named_speakers, with_neighbours
 from store_worker.core import MemoryStore
 
 DIALOG = [
@@ -147,3 +147,37 @@ def test_a_question_naming_a_speaker_prefers_their_turns(store: MemoryStore) -> 
     assert out[slot["b"]] == out[slot["c"]] == 1.5 and out[slot["a"]] == 1.0
     assert named_speakers(bank, score, cand, "what did rui say?", boost=0.0) is score
     assert named_speakers(bank, score, cand, lake, boost=0.5) is score  # nobody named
+
+
+def test_context_coverage_weighs_the_query_terms_a_turn_and_its_neighbours_hold(
+    store: MemoryStore,
+) -> None:
+    # Given a session of four turns and a query of two terms, one held by x0, one by x2
+    for i, text in enumerate(["Ana: the turtles.", "Rui: so cute.", "Ana: a cake.", "Rui: yes."]):
+        store.save(text, bank="c", id=f"x{i}", session_id="s")
+    bank = store.banks["c"]
+    slot = bank.index.slot_of
+    n = len(bank.index.keys)
+    score = np.ones(n)
+    cand = np.ones(n, dtype=bool)
+    cand[slot["x3"]] = False
+    idf = {t: bank.index.idf(t) for t in ("turtl", "cake")}
+    share = {t: v / sum(idf.values()) for t, v in idf.items()}
+    # When the coverage is applied at weight 2
+    out = context_coverage(bank, score, cand, ["turtl", "cake", "turtl"], weight=2.0)
+    # Then x1 sits between both terms: the whole query; x0 holds one, and so does x2 with its
+    # neighbours (x1, x3 hold neither); x3 is not a candidate and keeps its score
+    assert out[slot["x1"]] == 3.0
+    assert out[slot["x0"]] == 1.0 + 2.0 * share["turtl"]
+    assert out[slot["x2"]] == 1.0 + 2.0 * share["cake"]
+    assert out[slot["x3"]] == 1.0
+    assert context_coverage(bank, score, cand, ["turtl"], weight=0.0) is score
+    assert context_coverage(bank, score, cand, [], weight=2.0) is score
+
+
+def test_context_coverage_is_the_identity_without_chains(store: MemoryStore) -> None:
+    save_dialog(store, session=None)
+    bank = store.banks["talk"]
+    score = np.ones(len(bank.index.keys))
+    cand = np.ones(len(bank.index.keys), dtype=bool)
+    assert context_coverage(bank, score, cand, ["turtl"]) is score
