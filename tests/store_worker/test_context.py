@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from shared.clock import FakeClock
+from store_worker.bank import Bank
 from store_worker.context import chains, context_coverage, named_speakers, with_neighbours
 from store_worker.core import MemoryStore
 
@@ -104,11 +105,15 @@ def test_with_neighbours_is_the_identity_without_chains(store: MemoryStore) -> N
     assert out is score and new is cand
 
 
+def session_bank(store: MemoryStore, bank: str, texts: list[str]) -> tuple[Bank, dict[str, int]]:
+    """``texts`` saved as turns ``x0``, ``x1``... of one session; the bank and its slots."""
+    for i, text in enumerate(texts):
+        store.save(text, bank=bank, id=f"x{i}", session_id="s")
+    return store.banks[bank], store.banks[bank].index.slot_of
+
+
 def test_neighbour_weights(store: MemoryStore) -> None:
-    for i, text in enumerate(["Ana: one.", "Rui: two?", "Ana: three.", "Rui: four."]):
-        store.save(text, bank="w", id=f"x{i}", session_id="s")
-    bank = store.banks["w"]
-    slot = bank.index.slot_of
+    bank, slot = session_bank(store, "w", ["Ana: one.", "Rui: two?", "Ana: three.", "Rui: four."])
     n = len(bank.index.keys)
     score = np.zeros(n)
     cand = np.zeros(n, dtype=bool)
@@ -153,10 +158,8 @@ def test_context_coverage_weighs_the_query_terms_a_turn_and_its_neighbours_hold(
     store: MemoryStore,
 ) -> None:
     # Given a session of four turns and a query of two terms, one held by x0, one by x2
-    for i, text in enumerate(["Ana: the turtles.", "Rui: so cute.", "Ana: a cake.", "Rui: yes."]):
-        store.save(text, bank="c", id=f"x{i}", session_id="s")
-    bank = store.banks["c"]
-    slot = bank.index.slot_of
+    turns = ["Ana: the turtles.", "Rui: so cute.", "Ana: a cake.", "Rui: yes."]
+    bank, slot = session_bank(store, "c", turns)
     n = len(bank.index.keys)
     score = np.ones(n)
     cand = np.ones(n, dtype=bool)
