@@ -10,7 +10,8 @@ hybrid  = lex + 2·best·cosine, best = the query's highest lex (RELEVANCE_HALF 
           dialog turns ("Name: ..." saved with a session) then grow with the share of the
           query they and their neighbours cover, lend each other part of their
           lexical score and a question naming a speaker prefers their turns (context.py), before
-          the cosine is fused; question-frame words leave the query first (query.py; issue 11)
+          the cosine is fused, and the other turns of the best results' sessions rise a little
+          after it; question-frame words leave the query first (query.py; issue 11)
 lexical = plain BM25 over the query's content words (one raw arm, seeds/003 memory::recall)
 semantic = plain cosine (the other raw arm)
 
@@ -68,7 +69,12 @@ from shared.text import (
     words,
 )
 from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
-from store_worker.context import context_coverage, named_speakers, with_neighbours
+from store_worker.context import (
+    context_coverage,
+    named_speakers,
+    session_focus,
+    with_neighbours,
+)
 from store_worker.index import BankIndex
 from store_worker.query import strip_question_frame
 from store_worker.synonyms import SynonymSource
@@ -118,6 +124,7 @@ class Tuning:
     w_cosine_norm: float = 2.0  # the cosine's weight against the best lexical match (``fuse``)
     w_coverage: float = 2.0  # a dialog turn and its neighbours covering the query (§14)
     w_synonym: float = 0.5  # a query word's neighbour in the model's word table (synonyms.py)
+    w_session: float = 0.2  # turns of the best results' sessions (context.session_focus)
 
 
 @dataclass(frozen=True)
@@ -479,6 +486,7 @@ def score_bank(
     score = named_speakers(bank, score, cand, text)
     if cos is not None:
         score = fuse(score, cos, np.flatnonzero(cand), t)
+    score = session_focus(bank, score, cand, weight=t.w_session)
     if p.include_superseded:
         return guard(bank, score, cand, mask)
     return score, cand

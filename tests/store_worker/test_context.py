@@ -8,7 +8,13 @@ import numpy as np
 
 from shared.clock import FakeClock
 from store_worker.bank import Bank
-from store_worker.context import chains, context_coverage, named_speakers, with_neighbours
+from store_worker.context import (
+    chains,
+    context_coverage,
+    named_speakers,
+    session_focus,
+    with_neighbours,
+)
 from store_worker.core import MemoryStore
 
 DIALOG = [
@@ -184,3 +190,38 @@ def test_context_coverage_is_the_identity_without_chains(store: MemoryStore) -> 
     score = np.ones(len(bank.index.keys))
     cand = np.ones(len(bank.index.keys), dtype=bool)
     assert context_coverage(bank, score, cand, ["turtl"]) is score
+
+
+def test_session_focus_lifts_the_other_turns_of_the_best_results_sessions(
+    store: MemoryStore,
+) -> None:
+    # Given two sessions of three turns, and scores where s1's x0 is best
+    for i in range(3):
+        store.save(f"Ana: one {i}.", bank="f", id=f"a{i}", session_id="s1")
+        store.save(f"Rui: two {i}.", bank="f", id=f"b{i}", session_id="s2")
+    bank = store.banks["f"]
+    slot = bank.index.slot_of
+    n = len(bank.index.keys)
+    score = np.zeros(n)
+    for key, value in {"a0": 10.0, "a1": 2.0, "a2": 9.5, "b0": 5.0, "b1": 4.0, "b2": 3.0}.items():
+        score[slot[key]] = value
+    cand = np.ones(n, dtype=bool)
+    cand[slot["b2"]] = False
+    # When the best result alone sets the focus
+    out = session_focus(bank, score, cand, weight=0.2, top=1)
+    # Then the other turns of s1 rise, capped just below the best; s2 stays
+    assert out[slot["a1"]] == 2.4
+    assert out[slot["a0"]] == 10.0 and 9.5 < out[slot["a2"]] < 10.0
+    assert out[slot["b0"]] == 5.0 and out[slot["b2"]] == 3.0
+    # With the top three (a0, a2, b0), s2's other candidate rises too, not the non-candidate
+    out = session_focus(bank, score, cand, weight=0.2, top=3)
+    assert out[slot["b1"]] == 4.8 and out[slot["b2"]] == 3.0 and out[slot["b0"]] == 5.0
+    assert session_focus(bank, score, cand, weight=0.0) is score
+
+
+def test_session_focus_is_the_identity_without_chains(store: MemoryStore) -> None:
+    save_dialog(store, session=None)
+    bank = store.banks["talk"]
+    score = np.arange(len(bank.index.keys), dtype=np.float64)
+    cand = np.ones(len(bank.index.keys), dtype=bool)
+    assert session_focus(bank, score, cand) is score
