@@ -15,6 +15,19 @@ text opens with a speaker label (``entities.speaker_of``: "Caroline: ..."). A ba
 save and an extracted fact ("The user keeps two turtles.", which carries its session too) have
 no neighbours and are scored as before.
 
+``context_coverage``: a short turn is read with its neighbours as context. "Three years now!"
+matches "How long have you had the turtles" on nothing of its own: a candidate dialog turn's
+lexical score is multiplied by ``1 + W_COVERAGE·c``, where ``c`` is the IDF-weighted share of
+the query's distinct terms that the turn or its neighbouring turns (the one before and the one
+after, same session) contain: the passage around the turn answers more of the question. It
+runs before the lending above. Measured variants (HISTORY.md §14): the neighbours alone
+(without the turn), after the lending, short turns only, unweighted shares: all lost.
+
+``session_focus``: the best few results say which conversations the question is about; the
+other candidate turns of those sessions grow by ``W_SESSION`` (capped just below the best
+result, so the first hit stays first). Evidence for one question tends to sit in one or two
+sessions; the cosine arm spreads its scores over all of them (HISTORY.md §14).
+
 ``named_speakers``: a question naming a speaker of those turns ("What did Melanie paint?") is
 about what that speaker said, so their candidate turns' scores grow by ``SPEAKER_BOOST``.
 
@@ -46,6 +59,12 @@ W_QUESTION = 0.8
 QUESTION_DAMP = 0.7
 # A question naming a speaker prefers that speaker's turns by this factor, plus one.
 SPEAKER_BOOST = 0.5
+# The other candidate turns of the sessions of the best FOCUS_TOP results grow by this share.
+W_SESSION = 0.2
+FOCUS_TOP = 3
+# A candidate turn's score grows by this factor times the IDF-weighted share of the query's
+# terms that it and its neighbouring turns hold (HISTORY.md §14).
+W_COVERAGE = 2.0
 
 I64 = npt.NDArray[np.int64]
 
@@ -61,6 +80,8 @@ class _Chains:
     any_link: bool = False
     asks: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
     speaker: dict[str, list[int]] = field(default_factory=dict)  # speaker handle → its slots
+    session: I64 = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # slot → code
+    codes: dict[str, int] = field(default_factory=dict)  # source session → its code
 
 
 _CHAINS: weakref.WeakKeyDictionary[BankIndex, _Chains] = weakref.WeakKeyDictionary()
@@ -97,10 +118,12 @@ def _rebuild(bank: Bank) -> _Chains:
         next=np.full(size, -1, dtype=np.int64),
         asks=asks,
         speaker=speakers,
+        session=np.full(size, -1, dtype=np.int64),
     )
     for session, rows in by_session.items():
         rows.sort()
         slots = [s for _, _, s in rows]
+        chains.session[slots] = chains.codes.setdefault(session, len(chains.codes))
         if len(slots) > 1:
             chains.any_link = True
             chains.prev[slots[1:]] = slots[:-1]
@@ -124,6 +147,8 @@ def _extend(bank: Bank, chains: _Chains) -> bool:
     prev = np.concatenate([chains.prev, np.full(size - chains.seen, -1, dtype=np.int64)])
     nxt = np.concatenate([chains.next, np.full(size - chains.seen, -1, dtype=np.int64)])
     asks = np.concatenate([chains.asks, np.zeros(size - chains.seen, dtype=bool)])
+    sess = np.concatenate([chains.session, np.full(size - chains.seen, -1, dtype=np.int64)])
+    codes = dict(chains.codes)
     tail = dict(chains.tail)
     speakers = {k: list(v) for k, v in chains.speaker.items()}
     for slot in range(chains.seen, size):
@@ -134,6 +159,7 @@ def _extend(bank: Bank, chains: _Chains) -> bool:
             continue
         session, created, mem_id, asks[slot], speaker = found
         speakers.setdefault(entity_norm(speaker), []).append(slot)
+        sess[slot] = codes.setdefault(session, len(codes))
         last = tail.get(session)
         if last is not None:
             if (created, mem_id) < last[:2] or not alive[last[2]]:
@@ -144,6 +170,7 @@ def _extend(bank: Bank, chains: _Chains) -> bool:
         tail[session] = (created, mem_id, slot)
     chains.prev, chains.next, chains.tail, chains.seen = prev, nxt, tail, size
     chains.asks, chains.speaker = asks, speakers
+    chains.session, chains.codes = sess, codes
     return True
 
 
@@ -221,4 +248,80 @@ def named_speakers(
     picked = np.asarray(slots, dtype=np.int64)
     picked = picked[cand[picked]]  # chains() is up to date: every slot is in range
     out[picked] *= 1.0 + boost
+    return out
+
+
+def context_coverage(
+    bank: Bank,
+    score: npt.NDArray[np.float64],
+    cand: npt.NDArray[np.bool_],
+    terms: list[str],
+    *,
+    weight: float = W_COVERAGE,
+) -> npt.NDArray[np.float64]:
+    """Each candidate dialog turn's score times ``1 + weight·c``, ``c`` the IDF-weighted share
+    of the distinct ``terms`` (query tokens) held by the turn or by the turn before or after
+    it in its session. Returns a new array; with no chains, no terms or no weight, ``score``
+    unchanged."""
+    distinct = sorted(set(terms))
+    if weight <= 0 or not distinct:
+        return score
+    ch = chains(bank)
+    if not ch.any_link:
+        return score
+    idx = bank.index
+    size = len(idx.keys)
+    has_prev, has_next = ch.prev >= 0, ch.next >= 0
+    linked = cand & (has_prev | has_next)
+    total = sum(idx.idf(term) for term in distinct)
+    if not linked.any() or total <= 0:
+        return score
+    covered = np.zeros(size, dtype=np.float64)
+    for term in distinct:
+        post = idx.terms.get(term)
+        if post is None:
+            continue
+        holds = np.zeros(size, dtype=bool)
+        holds[post.view()[0]] = True
+        near = holds.copy()
+        near[has_prev] |= holds[ch.prev[has_prev]]
+        near[has_next] |= holds[ch.next[has_next]]
+        covered[near] += idx.idf(term)
+    out = score.copy()
+    out[linked] *= 1.0 + weight * covered[linked] / total
+    return out
+
+
+def session_focus(
+    bank: Bank,
+    score: npt.NDArray[np.float64],
+    cand: npt.NDArray[np.bool_],
+    *,
+    weight: float = W_SESSION,
+    top: int = FOCUS_TOP,
+) -> npt.NDArray[np.float64]:
+    """The other candidate dialog turns of the sessions of the ``top`` best candidates gain
+    ``weight`` of their score, never reaching the best candidate's score. Returns a new array;
+    with no chains or no weight, ``score`` unchanged."""
+    if weight <= 0 or top <= 0:
+        return score
+    ch = chains(bank)
+    if not ch.any_link:
+        return score
+    slots = np.flatnonzero(cand & (ch.session >= 0))
+    if not len(slots):
+        return score
+    every = np.flatnonzero(cand)
+    order = every[np.lexsort((every, -score[every]))]  # best first, ties by slot
+    best = order[:top]
+    sessions = ch.session[best]
+    sessions = sessions[sessions >= 0]
+    if not len(sessions):
+        return score
+    lifted = slots[np.isin(ch.session[slots], sessions) & ~np.isin(slots, best)]
+    if not len(lifted):
+        return score
+    out = score.copy()
+    ceiling = float(np.nextafter(score[order[0]], -np.inf))
+    out[lifted] = np.maximum(score[lifted], np.minimum(score[lifted] * (1.0 + weight), ceiling))
     return out

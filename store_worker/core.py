@@ -28,7 +28,7 @@ import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from shared import errors
 from shared.clock import Clock, SystemClock
@@ -71,6 +71,7 @@ from shared.tokens import TokenCounter
 from store_worker import links, ops, shards
 from store_worker import lock as dir_lock
 from store_worker import recall as recall_mod
+from store_worker import synonyms as synonyms_mod
 from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.banks import Banks
@@ -86,6 +87,7 @@ from store_worker.reads import Reader
 from store_worker.rules import Rules
 from store_worker.sessions import Sessions
 from store_worker.shards import ShardGuard
+from store_worker.synonyms import SynonymSource
 from store_worker.vectors import Vectors
 from store_worker.writes import Writer
 
@@ -154,6 +156,7 @@ class MemoryStore:
         clock: Clock | None = None,
         embedder: Embedder | None = None,
         recall_tuning: recall_mod.Tuning | None = None,
+        synonyms: SynonymSource | Literal["packaged"] | None = "packaged",
     ) -> None:
         base = settings or StoreSettings()
         if data_dir is not None:
@@ -161,6 +164,8 @@ class MemoryStore:
         self.settings = base
         self.clock = clock or SystemClock()
         self.recall_tuning = recall_tuning or recall_mod.Tuning()  # the eval varies it
+        # query words' neighbours: the installed model's word table unless told (synonyms.py)
+        self.synonyms = synonyms_mod.packaged() if synonyms == "packaged" else synonyms
         self.vectors = Vectors(embedder or _embedder_from(base))
         self.tokens = TokenCounter(base.token_model)
         self.events = EventBus(base.event_buffer)
@@ -206,6 +211,7 @@ class MemoryStore:
             clock=clock,
             tokens=self.tokens,
             tuning=self.recall_tuning,
+            synonyms=self.synonyms,
         )
         self.rules = Rules(self.banks, self.events, clock)
         self.injector = Injector(

