@@ -76,9 +76,29 @@ def _token(body: str) -> re.Pattern[str]:
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
+# A literal prefix that ends in "_" or "-" and no word ends in ("ghp_", "sk_live_",
+# "github_pat_", "glpat-"): such a token is a token even glued to a name before it.
+_MARKED_PREFIX = re.compile(r"(?:\(\?:)?(?P<head>[A-Za-z0-9]{2,})(?P<more>(?:_[A-Za-z0-9]+)*)[_-]")
+_PLAIN_HEADS = frozenset({"key", "access", "secret", "api", "pat", "token", "pass"})
+
+
+def _marked(fmt: Format) -> bool:
+    """Whether ``fmt`` is a token with a marked prefix (see ``_MARKED_PREFIX``)."""
+    if fmt.kind not in ("prefix", "checksum") or fmt.has_context:
+        return False
+    found = _MARKED_PREFIX.match(fmt.pattern)
+    if found is None or found.group("head").lower() in _PLAIN_HEADS:
+        return False
+    # "sk_" alone is too short to mark a token, "sk_live_" and "sk_(?:live|test)_" are not
+    more = bool(found.group("more")) or fmt.pattern.startswith("(?:", found.end())
+    return len(found.group("head")) >= 3 or more
+
+
 def _catalogue_judge(fmt: Format) -> Judge:
     check = CHECKS[fmt.check] if fmt.check is not None else None
     whole_token = not fmt.has_context
+    # "key-ghp_...", "old_sk_live_...": a separator before a marked prefix is no word of it
+    glue = "-_" if _marked(fmt) else ""
 
     def judge(m: re.Match[str], secret: str) -> str | None:
         # The start boundary is checked here rather than by a lookbehind at the head of the
@@ -86,15 +106,22 @@ def _catalogue_judge(fmt: Format) -> Judge:
         # literal prefix. Same matches: a match turned down here swallows nothing, so the
         # search still reaches the token's real start.
         start = m.start()
-        if whole_token and start and m.string[start - 1] in _TOKEN_CHARS:
-            return None
+        if whole_token and start:
+            before = m.string[start - 1]
+            if before in _TOKEN_CHARS and before not in glue:
+                return None
         return fmt.label if check is None or check(secret) else None
 
     return judge
 
 
 def _catalogue_rule(fmt: Format) -> Rule:
-    pattern = re.compile(fmt.pattern) if fmt.has_context else _token(fmt.pattern)
+    if fmt.has_context:
+        pattern = re.compile(fmt.pattern)
+    elif _marked(fmt):  # "ghp_..._old": a separator after it is no part of a longer word
+        pattern = re.compile(rf"(?:{fmt.pattern})(?![A-Za-z0-9])")
+    else:
+        pattern = _token(fmt.pattern)
     return Rule(pattern, _catalogue_judge(fmt))
 
 

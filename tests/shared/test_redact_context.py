@@ -364,3 +364,25 @@ def test_an_invisible_character_inside_a_token_does_not_hide_it() -> None:
         result = redact(f"ci uses {token[:12]}{mark}{token[12:]} now")
         assert result.labels == ("github_token",), mark
         assert "ghp_" not in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ci uses key-ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+        "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789_old",
+        "old_sk_live_51HqLyjAbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+        "sk_live_51HqLyjAbCdEfGhIjKlMnOpQrStUvWxYz0123456789-rotated",
+        "rotated-glpat-aB1cD2eF3gH4iJ5kL6mN",
+    ],
+)
+def test_a_token_with_a_marked_prefix_is_a_token_glued_by_a_separator(text: str) -> None:
+    """"key-ghp_...", "old_sk_live_...": a prefix that ends in "_" or "-" marks a token even
+    when a name is glued to it by a separator (a letter or digit glued to it still is a word)."""
+    result = redact(text)
+    assert result.labels and not any(p in result.text for p in ("ghp_", "sk_live_", "glpat-"))
+
+
+def test_a_marked_prefix_inside_a_word_is_left_alone() -> None:
+    assert redact("task_re_abcdefghijklmnopqrstuvwxyz0123").labels == ()
+    assert redact("xghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789").labels == ()
