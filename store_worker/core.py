@@ -34,6 +34,7 @@ from shared import errors
 from shared.clock import Clock, SystemClock
 from shared.config import StoreSettings
 from shared.models import (
+    MAX_SAVE_ITEMS,
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
@@ -89,7 +90,7 @@ from store_worker.shards import ShardGuard
 from store_worker.vectors import Vectors
 from store_worker.writes import Writer
 
-MAX_SAVE_MANY = 1_000
+MAX_SAVE_MANY = MAX_SAVE_ITEMS
 P = ParamSpec("P")
 R = TypeVar("R")
 StoreMethod = Callable[Concatenate["MemoryStore", P], R]
