@@ -174,7 +174,7 @@ def dying_append(self, lines):
     if point == "before-write":
         die()
     if point == "during-fsync":  # the lines reach the file; the fsync never returns
-        files.os.fsync = lambda fd: die()
+        files.os.fsync = files.os.fdatasync = lambda fd: die()
         return append_many(self, lines)
     append_many(self, lines)  # after-fsync: durable, but nobody was answered
     die()
