@@ -37,7 +37,7 @@ from shared.api import Message, Wake
 
 if TYPE_CHECKING:
     from shared.api import StoreAPI
-from shared.coalesce import SaveCoalescer
+from shared.coalesce import LINGER_S, SaveCoalescer
 from shared.errors import MemoryServiceError, SourceUnavailableError, UnknownError
 from shared.models import (
     MAX_SAVE_ITEMS,
@@ -278,11 +278,17 @@ class StoreClient(ActorClient):
         actor_name: str = STORE_ACTOR,
         timeout: float | None = DEFAULT_TIMEOUT_S,
         coalesce: bool = True,
+        linger_s: float = LINGER_S,
     ) -> None:
         super().__init__(handle, actor_name=actor_name, timeout=timeout)
         # concurrent threads' saves go out together as one save_many (shared/coalesce.py)
         self.coalescer = (
-            SaveCoalescer(one=self._save_one, many=self._save_many, max_items=MAX_SAVE_ITEMS)
+            SaveCoalescer(
+                one=self._save_one,
+                many=self._save_many,
+                max_items=MAX_SAVE_ITEMS,
+                linger_s=linger_s,
+            )
             if coalesce
             else None
         )

@@ -89,8 +89,10 @@ def run(
     return out
 
 
-def coalescer(store: FakeStore, in_flight: int = 1) -> SaveCoalescer:
-    return SaveCoalescer(one=store.one, many=store.many, max_items=1000, max_in_flight=in_flight)
+def coalescer(store: FakeStore, in_flight: int = 1, linger_s: float = 0.0005) -> SaveCoalescer:
+    return SaveCoalescer(
+        one=store.one, many=store.many, max_items=1000, max_in_flight=in_flight, linger_s=linger_s
+    )
 
 
 def test_a_lone_save_goes_out_at_once_as_a_plain_save() -> None:
@@ -138,10 +140,10 @@ def test_a_failure_with_unknown_outcome_reaches_every_caller_and_is_never_resent
     assert isinstance(out["first"], SaveResponse)
 
 
-@pytest.mark.parametrize("in_flight", [1, 2])
-def test_many_threads_each_get_their_own_result(in_flight: int) -> None:
+@pytest.mark.parametrize(("in_flight", "linger_s"), [(1, 0.0), (1, 0.0005), (2, 0.0005)])
+def test_many_threads_each_get_their_own_result(in_flight: int, linger_s: float) -> None:
     store = FakeStore(gated=False)
-    co = coalescer(store, in_flight)
+    co = coalescer(store, in_flight, linger_s)
     texts = [f"t{i}" for i in range(400)]
     got: dict[str, str] = {}
     lock = threading.Lock()
