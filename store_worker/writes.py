@@ -74,7 +74,8 @@ class PreparedSave:
 
 
 class Writer:
-    """save, update, delete, supersede, approve and reject over the banks."""
+    """save (prepare_save, then commit_save), update, delete, supersede, approve and reject
+    over the banks."""
 
     def __init__(
         self,
@@ -94,51 +95,6 @@ class Writer:
         self.events = events
         self.clock = clock
         self.tokens = tokens
-
-    def save(
-        self,
-        text: str,
-        *,
-        bank: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        type: str = "user",
-        scope: str = "global",
-        project: str | None = None,
-        session_id: str | None = None,
-        turn_id: str | None = None,
-        recorded_by: str | None = None,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
-        pinned: bool = False,
-        confidence: str = "stated",
-        status: str | None = None,
-        reinforce: bool = True,
-        occurred_at: int | None = None,
-    ) -> SaveResponse:
-        """Save one memory; the same normalised text re-saved reinforces instead, unless
-        ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
-        return self.commit_save(
-            self.prepare_save(
-                text,
-                bank=bank,
-                title=title,
-                id=id,
-                type=type,
-                scope=scope,
-                project=project,
-                session_id=session_id,
-                turn_id=turn_id,
-                recorded_by=recorded_by,
-                tags=tags,
-                entities=entities,
-                pinned=pinned,
-                confidence=confidence,
-                status=status,
-                reinforce=reinforce,
-                occurred_at=occurred_at,
-            )
-        )
 
     def prepare_save(
         self,
@@ -204,7 +160,9 @@ class Writer:
 
     def commit_save(self, p: PreparedSave) -> SaveResponse:
         """The part of a save that reads and changes the store (under its lock, in a group
-        commit): reinforce or create, a free id, the append."""
+        commit): reinforce or create, a free id, the append. The same normalised text re-saved
+        reinforces instead, unless ``reinforce`` was False (memory.v1 Record always creates,
+        seeds/001)."""
         mem_status = self.drafts.status_for(p.status, p.confidence)  # pending under ratification
         target = self.banks.resolve(p.bank, create=True)
         clean = p.clean
