@@ -37,8 +37,10 @@ from shared.api import Message, Wake
 
 if TYPE_CHECKING:
     from shared.api import StoreAPI
+from shared.coalesce import LINGER_S, SaveCoalescer
 from shared.errors import MemoryServiceError, SourceUnavailableError, UnknownError
 from shared.models import (
+    MAX_SAVE_ITEMS,
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
@@ -275,8 +277,21 @@ class StoreClient(ActorClient):
         *,
         actor_name: str = STORE_ACTOR,
         timeout: float | None = DEFAULT_TIMEOUT_S,
+        coalesce: bool = True,
+        linger_s: float = LINGER_S,
     ) -> None:
         super().__init__(handle, actor_name=actor_name, timeout=timeout)
+        # concurrent threads' saves go out together as one save_many (shared/coalesce.py)
+        self.coalescer = (
+            SaveCoalescer(
+                one=self._save_one,
+                many=self._save_many,
+                max_items=MAX_SAVE_ITEMS,
+                linger_s=linger_s,
+            )
+            if coalesce
+            else None
+        )
 
     def retry_safe(self, method: str) -> bool:
         return method in READ_METHODS
@@ -328,27 +343,37 @@ class StoreClient(ActorClient):
         reinforce: bool = True,
         occurred_at: int | None = None,
     ) -> SaveResponse:
-        return self._call(
-            SaveResponse,
-            "save",
-            text,
-            bank=bank,
-            title=title,
-            id=id,
-            type=type,
-            scope=scope,
-            project=project,
-            session_id=session_id,
-            turn_id=turn_id,
-            recorded_by=recorded_by,
-            tags=_seq(tags),
-            entities=_seq(entities),
-            pinned=pinned,
-            confidence=confidence,
-            status=status,
-            reinforce=reinforce,
-            occurred_at=occurred_at,
-        )
+        # only what differs from save's defaults crosses the wire (less to pickle per save)
+        given = {
+            "bank": bank,
+            "title": title,
+            "id": id,
+            "type": type,
+            "scope": scope,
+            "project": project,
+            "session_id": session_id,
+            "turn_id": turn_id,
+            "recorded_by": recorded_by,
+            "tags": _seq(tags),
+            "entities": _seq(entities),
+            "pinned": pinned,
+            "confidence": confidence,
+            "status": status,
+            "occurred_at": occurred_at,
+        }
+        item: dict[str, Any] = {"text": text}
+        item.update((k, v) for k, v in given.items() if v != _SAVE_DEFAULTS[k])
+        if not reinforce:  # save_many always reinforces: a create-only save goes alone
+            return self._call(SaveResponse, "save", reinforce=False, **item)
+        if self.coalescer is None:
+            return self._save_one(item)
+        return self.coalescer.save(item)
+
+    def _save_one(self, item: dict[str, Any]) -> SaveResponse:
+        return self._call(SaveResponse, "save", **item)
+
+    def _save_many(self, items: builtins.list[dict[str, Any]]) -> SaveManyResponse:
+        return self._call(SaveManyResponse, "save_many", items)
 
     @write
     def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
@@ -717,6 +742,26 @@ class StoreClient(ActorClient):
 
     # -- the memory.v1 views: the gateway calls them until they move into grpc_gateway -----
     # (not in StoreAPI; they go with store_worker/tools.py and provider.py)
+
+
+# save's defaults (StoreAPI.save): an option equal to its default is not sent
+_SAVE_DEFAULTS: dict[str, object] = {
+    "bank": None,
+    "title": None,
+    "id": None,
+    "type": "user",
+    "scope": "global",
+    "project": None,
+    "session_id": None,
+    "turn_id": None,
+    "recorded_by": None,
+    "tags": None,
+    "entities": None,
+    "pinned": False,
+    "confidence": "stated",
+    "status": None,
+    "occurred_at": None,
+}
 
 
 def _seq(values: Iterable[str] | None) -> Iterable[str] | None:

@@ -124,6 +124,9 @@ class SaveResponse(Frozen):
     redacted: tuple[str, ...] = ()
 
 
+MAX_SAVE_ITEMS = 1_000  # save_many's items per call (the store refuses more)
+
+
 class SaveRequest(Frozen):
     """One ``save``'s arguments, as ``save_many`` takes them (the store validates each value
     exactly as ``save`` does; this model only checks the shape)."""

@@ -38,7 +38,7 @@ from shared.api import StoreAPI
 from shared.client import READ_METHODS
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
-from shared.models import DoctorResponse, Event
+from shared.models import DoctorResponse, Event, SaveManyResponse
 from shared.shards import actor_name as shard_actor
 from shared.shards import shard_count, shard_dir
 from shared.workers import NAMESPACE, discover, start_detached
@@ -54,6 +54,8 @@ STORE_CONCURRENCY = 32  # calls served at once (threads); writes among them comm
 # counted as a write unless shared.client declares it @read.
 NOT_DELEGATED = frozenset({"close", "now", "purge_trash", "trash_dir"})
 WRITES_EXCEPT = READ_METHODS | {"doctor"}  # doctor's scratch bank is not a user's write
+# Writes that change one bank's memories and nothing of the outbox (their gauge: refresh_bank)
+MEMORY_WRITES = frozenset({"save", "update", "pin", "delete", "supersede", "approve", "reject"})
 
 
 def _public_methods() -> list[str]:
@@ -109,6 +111,13 @@ class _Metrics:
             self.live.set(live, tags={"bank": name})
         for state, jobs in depth.items():
             self.outbox.set(jobs, tags={"state": state})
+
+    def refresh_bank(self, store: MemoryStore, bank: str) -> None:
+        """After a memory write: only its bank's gauge, read without the store lock (an int,
+        at most one batch old), so the caller's answer never waits for the next group
+        commit (issue 14: the lock is held through a batch's fsync)."""
+        found = store.banks.get(bank)
+        self.live.set(found.index.live_count if found else 0, tags={"bank": bank})
 
 
 class _Push:
@@ -197,7 +206,13 @@ class StoreActor:
         if name not in WRITES_EXCEPT:
             self.metrics.writes.inc(tags={"method": name})
             bank = getattr(result, "bank", None)
-            self.metrics.refresh(self.store, bank if isinstance(bank, str) else None)
+            if name in MEMORY_WRITES and isinstance(bank, str):
+                self.metrics.refresh_bank(self.store, bank)
+            elif isinstance(result, SaveManyResponse):
+                for each in sorted({r.bank for r in result.results}):
+                    self.metrics.refresh_bank(self.store, each)
+            else:  # the outbox, banks, rules, a reload...: every gauge, between commits
+                self.metrics.refresh(self.store, bank if isinstance(bank, str) else None)
         return result
 
     def ping(self) -> str:

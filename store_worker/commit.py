@@ -88,6 +88,8 @@ class GroupCommit:
         self._leader: threading.Thread | None = None  # the thread committing a batch now
         self.batches = 0  # commits so far (for benchmarks and tests: fsyncs per write)
         self.writes = 0
+        self.fsyncs = 0  # log appends (one write + one fsync each) and the lines they carried
+        self.lines = 0
 
     def run(self, fn: Callable[[], T]) -> T:
         """Run one write as part of the next batch; return once it is durable.
@@ -139,6 +141,9 @@ class GroupCommit:
                 bank.stage = None
             self.events.hold(None)
         for bank, rows in stage.lines.items():
+            if rows:
+                self.fsyncs += 1
+                self.lines += len(rows)
             self._flush(bank, rows, dirty)
         for bank in dirty:
             banks.reload(bank.name)

@@ -34,6 +34,7 @@ from shared import errors
 from shared.clock import Clock, SystemClock
 from shared.config import StoreSettings
 from shared.models import (
+    MAX_SAVE_ITEMS,
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
@@ -89,9 +90,9 @@ from store_worker.sessions import Sessions
 from store_worker.shards import ShardGuard
 from store_worker.synonyms import SynonymSource
 from store_worker.vectors import Vectors
-from store_worker.writes import Writer
+from store_worker.writes import PreparedSave, Writer
 
-MAX_SAVE_MANY = 1_000
+MAX_SAVE_MANY = MAX_SAVE_ITEMS
 P = ParamSpec("P")
 R = TypeVar("R")
 StoreMethod = Callable[Concatenate["MemoryStore", P], R]
@@ -303,7 +304,6 @@ class MemoryStore:
 
     # -- memories: writes (writes.py) --------------------------------------------------------
 
-    @_grouped
     def save(
         self,
         text: str,
@@ -327,7 +327,8 @@ class MemoryStore:
     ) -> SaveResponse:
         """Save one memory; the same normalised text re-saved reinforces instead, unless
         ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
-        return self.writer.save(
+        # validation, redaction and derivations outside the lock (while a commit fsyncs)
+        prepared = self.writer.prepare_save(
             text,
             bank=bank,
             title=title,
@@ -346,8 +347,8 @@ class MemoryStore:
             reinforce=reinforce,
             occurred_at=occurred_at,
         )
+        return self._commit_saves([prepared])[0]
 
-    @_grouped
     def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
         """Save several memories as one all-or-nothing write: one fsync per bank for all of
         them, and nothing written when any item is refused (the extractor's and the
@@ -357,10 +358,16 @@ class MemoryStore:
                 f"items must be a list of at most {MAX_SAVE_MANY} save requests"
             )
         requests = [SaveRequest.of(item, f"item {i}") for i, item in enumerate(items)]
-        results = tuple(
-            self.writer.save(r.text, **r.model_dump(exclude={"text"})) for r in requests
-        )
+        prepared = [
+            self.writer.prepare_save(r.text, **r.model_dump(exclude={"text"})) for r in requests
+        ]
+        results = tuple(self._commit_saves(prepared))
         return SaveManyResponse(results=results, created=sum(r.created for r in results))
+
+    @_grouped
+    def _commit_saves(self, prepared: builtins.list[PreparedSave]) -> builtins.list[SaveResponse]:
+        """Commit prepared saves as one unit of the next group commit."""
+        return [self.writer.commit_save(p) for p in prepared]
 
     @_grouped
     def update(

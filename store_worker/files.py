@@ -167,6 +167,15 @@ class ReplayStats:
     corrupt_at: list[int] = field(default_factory=list)
 
 
+def _datasync(fd: int) -> None:
+    """Make an append durable: ``fdatasync`` flushes the data and the metadata needed to read
+    it back (the new file size), skipping timestamp-only inode writes, as SQLite does on Linux
+    (issue 14: ~10 % more appends per second here, interleaved); ``fsync`` where there is no
+    ``fdatasync`` (macOS)."""
+    sync = getattr(os, "fdatasync", None) or os.fsync
+    sync(fd)
+
+
 class AppendLog:
     """An append-only JSONL file with fsync per line and torn-tail repair on open."""
 
@@ -261,7 +270,7 @@ class AppendLog:
             written = os.write(fd, payload)
             while written < len(payload):
                 written += os.write(fd, payload[written:])
-            os.fsync(fd)
+            _datasync(fd)
             self._tail_ok = True
             self._created = False
         except OSError as e:

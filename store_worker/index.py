@@ -26,6 +26,7 @@ rank-bm25 with the same IDF.
 from __future__ import annotations
 
 import sys
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain, islice
@@ -42,25 +43,57 @@ I32 = npt.NDArray[np.int32]
 
 
 class _Postings:
-    """A growable (slot, tf) array pair."""
+    """A (slot, tf) array pair: numpy arrays (what a bulk build or a snapshot made, and what
+    earlier appends were folded into) plus a tail of recent appends in plain ``array.array``s.
 
-    __slots__ = ("n", "slots", "tfs")
+    A live write appends ~20 postings; a numpy scalar store costs ~10x a Python ``array``
+    append (issue 14 profile: postings were a fifth of a save's CPU). The tail is folded into
+    the numpy arrays (capacity doubling, so O(1) amortised) the next time a query reads them.
+    """
+
+    __slots__ = ("n", "slots", "tail_slots", "tail_tfs", "tfs")
 
     def __init__(self) -> None:
-        self.slots = np.empty(4, dtype=np.int32)
-        self.tfs = np.empty(4, dtype=np.float32)
+        self.slots = np.empty(0, dtype=np.int32)
+        self.tfs = np.empty(0, dtype=np.float32)
         self.n = 0
+        self.tail_slots: array[int] | None = None
+        self.tail_tfs: array[float] | None = None
+
+    @classmethod
+    def of(cls, slots: I32, tfs: npt.NDArray[np.float32]) -> _Postings:
+        """Postings over whole arrays (a bulk build, a snapshot)."""
+        post = cls.__new__(cls)
+        post.slots, post.tfs, post.n = slots, tfs, len(slots)
+        post.tail_slots = post.tail_tfs = None
+        return post
 
     def append(self, slot: int, tf: float) -> None:
-        if self.n == len(self.slots):
-            self.slots = np.resize(self.slots, self.n * 2)
-            self.tfs = np.resize(self.tfs, self.n * 2)
-        self.slots[self.n] = slot
-        self.tfs[self.n] = tf
+        tail = self.tail_slots
+        if tail is None:
+            self.tail_slots = array("i", (slot,))  # C int: int32 on every platform numpy runs
+            self.tail_tfs = array("f", (tf,))
+        else:
+            tail.append(slot)
+            self.tail_tfs.append(tf)  # type: ignore[union-attr]  # set with tail_slots
         self.n += 1
 
     def view(self) -> tuple[I32, npt.NDArray[np.float32]]:
+        if self.tail_slots is not None:
+            self._fold()
         return self.slots[: self.n], self.tfs[: self.n]
+
+    def _fold(self) -> None:
+        tail_s, tail_t = self.tail_slots, self.tail_tfs
+        assert tail_s is not None and tail_t is not None
+        start = self.n - len(tail_s)
+        if self.n > len(self.slots):
+            size = max(self.n, 2 * len(self.slots), 4)
+            self.slots = np.resize(self.slots[:start], size)
+            self.tfs = np.resize(self.tfs[:start], size)
+        self.slots[start : self.n] = np.frombuffer(tail_s, dtype=np.intc)
+        self.tfs[start : self.n] = np.frombuffer(tail_t, dtype=np.float32)
+        self.tail_slots = self.tail_tfs = None
 
 
 class _Column:
@@ -110,6 +143,7 @@ class BankIndex:
         self.keys: list[str] = []
         self.slot_of: dict[str, int] = {}
         self.cols = {name: _Column(dt, fill) for name, (dt, fill) in COLUMNS.items()}
+        self._room = 0  # slots every column has room for (0: not known yet, upsert checks)
         self.terms: dict[str, _Postings] = {}
         self.entities: dict[str, _Postings] = {}
         self.tags: dict[str, _Postings] = {}
@@ -164,36 +198,40 @@ class BankIndex:
         slot = len(self.keys)
         self.keys.append(key)
         self.slot_of[key] = slot
-        for name, column in self.cols.items():
-            column.ensure(slot + 1, COLUMNS[name][1])
-        tf = Counter(sys.intern(t) for t in tokens)
-        self.doc_terms.append(tuple(tf))
+        cols = self.cols
+        if slot >= self._room:  # columns grow together; check their room once, not each
+            for name, column in cols.items():
+                column.ensure(slot + 1, COLUMNS[name][1])
+            self._room = min(len(column.data) for column in cols.values())
+        tf = Counter(map(sys.intern, tokens))
+        terms = tuple(tf)
+        self.doc_terms.append(terms)
+        postings = self.terms
         for term, count in tf.items():
-            post = self.terms.get(term)
+            post = postings.get(term)
             if post is None:
-                post = self.terms[term] = _Postings()
+                post = postings[term] = _Postings()
             post.append(slot, count)
         for ent in set(entities):
             self.entities.setdefault(ent, _Postings()).append(slot, 1)
         for tag in set(tags):
             self.tags.setdefault(tag, _Postings()).append(slot, 1)
-        data = {name: column.data for name, column in self.cols.items()}
-        data["alive"][slot] = True
-        data["dl"][slot] = len(tokens)
+        cols["alive"].data[slot] = True
+        cols["dl"].data[slot] = len(tokens)
         for name, value in (attrs or {}).items():
-            data[name][slot] = value
+            cols[name].data[slot] = value
         if counted:
-            self._count(slot, tuple(tf), +1)
+            self._count(slot, terms, +1)
         return slot
 
     def remove(self, key: str) -> None:
         slot = self.slot_of.pop(key, None)
         if slot is None:
             return
-        data = {name: column.data for name, column in self.cols.items()}
-        if data["counted"][slot]:
+        cols = self.cols
+        if cols["counted"].data[slot]:
             self._count(slot, self._terms_of(slot), -1)
-        data["alive"][slot] = False
+        cols["alive"].data[slot] = False
         self.doc_terms[slot] = None
         self.dead += 1
 
@@ -266,9 +304,7 @@ class BankIndex:
         ends = [*bounds.tolist(), len(pair_tids)] if len(pair_tids) else []
         tf32 = tfs.astype(np.float32)
         for tid, a, b in zip(pair_tids[starts].tolist(), starts, ends, strict=True):
-            post = _Postings.__new__(_Postings)
-            post.slots, post.tfs, post.n = pair_slots[a:b], tf32[a:b], b - a
-            self.terms[self._bulk_terms[tid]] = post
+            self.terms[self._bulk_terms[tid]] = _Postings.of(pair_slots[a:b], tf32[a:b])
         # distinct term ids per slot (CSR), for remove() to take a record out of df
         by_slot = np.argsort(pair_slots, kind="stable")
         self._bulk_tids = pair_tids[by_slot]
@@ -282,11 +318,8 @@ class BankIndex:
             for label in set(labels):
                 grouped.setdefault(label, []).append(slot)
         for label, slots in grouped.items():
-            post = _Postings.__new__(_Postings)
-            post.slots = np.asarray(slots, dtype=np.int32)
-            post.tfs = np.ones(len(slots), dtype=np.float32)
-            post.n = len(slots)
-            table[label] = post
+            ones = np.ones(len(slots), dtype=np.float32)
+            table[label] = _Postings.of(np.asarray(slots, dtype=np.int32), ones)
 
     def _bulk_count(self, counted: npt.NDArray[np.bool_], lengths: npt.NDArray[np.int64]) -> None:
         n = len(lengths)
@@ -316,10 +349,16 @@ class BankIndex:
         counted[slot] = sign > 0
         self.n_counted += sign
         self.total_len += sign * float(self.cols["dl"].data[slot])
+        df = self.df
+        if sign > 0:
+            df.update(tf)  # C-counted; tf holds each term once
+            return
         for term in tf:
-            self.df[term] += sign
-            if self.df[term] <= 0:
-                del self.df[term]
+            left = df[term] + sign
+            if left > 0:
+                df[term] = left
+            else:
+                df.pop(term, None)
 
     def set_vector(self, slot: int, vector: Sequence[float]) -> None:
         """Attach a unit embedding to a slot (the semantic arm's matrix, aligned by slot)."""

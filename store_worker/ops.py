@@ -225,8 +225,13 @@ def describe(store: MemoryStore) -> dict[str, Any]:
         "data_dir": str(store.root),
         "banks": sorted(store.banks),
         "default_bank": store.settings.default_bank,
-        # group commit (commit.py): batches / writes is the fsyncs paid per memory write
-        "commits": {"batches": store.commits.batches, "writes": store.commits.writes},
+        # group commit (commit.py): batches per write call, and log fsyncs per line appended
+        "commits": {
+            "batches": store.commits.batches,
+            "writes": store.commits.writes,
+            "fsyncs": store.commits.fsyncs,
+            "lines": store.commits.lines,
+        },
     }
 
 

@@ -437,7 +437,6 @@ def _postings(
         raise ValueError("snapshot postings name a slot that does not exist")
     table: dict[str, _Postings] = {}
     for label, (lo, hi) in zip(labels, pairwise(bounds), strict=True):
-        post = _Postings.__new__(_Postings)
-        post.slots, post.tfs, post.n = slots[lo:hi], tfs[lo:hi], hi - lo
+        post = _Postings.of(slots[lo:hi], tfs[lo:hi])
         table[label] = post
     return table

@@ -20,6 +20,7 @@ are not redacted but refused when they hold a credential (``validate.no_credenti
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,8 +50,32 @@ from store_worker.events import EventBus
 from store_worker.vectors import Vectors
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedSave:
+    """A save's validated, redacted input and what derives from it alone (``prepare_save``)."""
+
+    bank: str | None
+    clean: dict[str, Any]
+    type: str
+    scope: str
+    project: str | None
+    session: str | None
+    provenance: Provenance
+    wanted_id: str  # the author's id, or the slug of the title or text (before suffixing)
+    occurred_at: int | None
+    confidence: str
+    status: str | None
+    pinned: bool
+    reinforce: bool
+    fingerprint: str
+    entities: tuple[str, ...]
+    links: tuple[str, ...]
+    tokens: int
+
+
 class Writer:
-    """save, update, delete, supersede, approve and reject over the banks."""
+    """save (prepare_save, then commit_save), update, delete, supersede, approve and reject
+    over the banks."""
 
     def __init__(
         self,
@@ -71,7 +96,7 @@ class Writer:
         self.clock = clock
         self.tokens = tokens
 
-    def save(
+    def prepare_save(
         self,
         text: str,
         *,
@@ -91,9 +116,11 @@ class Writer:
         status: str | None = None,
         reinforce: bool = True,
         occurred_at: int | None = None,
-    ) -> SaveResponse:
-        """Save one memory; the same normalised text re-saved reinforces instead, unless
-        ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
+    ) -> PreparedSave:
+        """Everything of a save that reads no store state: validation, redaction and what is
+        derived from the redacted text. It runs outside the store lock, in the caller's
+        thread, so concurrent callers do it while a group commit's fsync is under way
+        (``commit.py``); a refused input raises here, before anything is queued."""
         clean = self._clean_fields(text=text, title=title, tags=tags, entities=entities)
         mem_type = v.memory_type(type)
         mem_scope = v.memory_scope(scope)
@@ -110,16 +137,44 @@ class Writer:
         wanted_id = v.no_credential(v.memory_id(id), "id") if id is not None else None
         when = None if occurred_at is None else v.occurred_at(occurred_at, self.clock.now_ms())
         conf = v.confidence(confidence)
-        mem_status = self.drafts.status_for(status, conf)  # pending under ratification
-        target = self.banks.resolve(bank, create=True)
-        fp = fingerprint(clean["text"])
-        existing = _same_fact(target, fp, mem_scope, project_dir, session) if reinforce else None
+        body = clean["text"]
+        return PreparedSave(
+            bank=bank,
+            clean=clean,
+            type=mem_type,
+            scope=mem_scope,
+            project=project_dir,
+            session=session,
+            provenance=provenance,
+            wanted_id=wanted_id or derived_slug(clean["title"] or body),
+            occurred_at=when,
+            confidence=conf,
+            status=status,
+            pinned=bool(pinned),
+            reinforce=reinforce,
+            fingerprint=fingerprint(body),
+            entities=clean["entities"] or derived_entities(body),
+            links=derived_links(body),
+            tokens=self.tokens.count(body),
+        )
+
+    def commit_save(self, p: PreparedSave) -> SaveResponse:
+        """The part of a save that reads and changes the store (under its lock, in a group
+        commit): reinforce or create, a free id, the append. The same normalised text re-saved
+        reinforces instead, unless ``reinforce`` was False (memory.v1 Record always creates,
+        seeds/001)."""
+        mem_status = self.drafts.status_for(p.status, p.confidence)  # pending under ratification
+        target = self.banks.resolve(p.bank, create=True)
+        clean = p.clean
+        fp = p.fingerprint
+        existing = _same_fact(target, fp, p.scope, p.project, p.session) if p.reinforce else None
         if existing is not None:
-            return self._reinforce(target, existing, clean, pinned, provenance.source_turn_id, when)
-        turn = provenance.source_turn_id
+            turn_id = p.provenance.source_turn_id
+            return self._reinforce(target, existing, clean, p.pinned, turn_id, p.occurred_at)
+        turn = p.provenance.source_turn_id
         draft = (
-            _draft_of_turn(target, fp, turn, mem_scope, project_dir, session)
-            if (reinforce and mem_status == "pending" and turn is not None)
+            _draft_of_turn(target, fp, turn, p.scope, p.project, p.session)
+            if (p.reinforce and mem_status == "pending" and turn is not None)
             else None
         )
         if draft is not None:  # this turn's draft of the fact, saved before a replay
@@ -128,26 +183,26 @@ class Writer:
             )
         now = self.clock.now_ms()
         mem = Memory(
-            id=self._free_id(target, wanted_id or derived_slug(clean["title"] or clean["text"])),
+            id=self._free_id(target, p.wanted_id),
             fingerprint=fp,
-            type=mem_type,
-            scope=mem_scope,
-            project=project_dir,
-            session_id=session if mem_scope == "session" else None,
+            type=p.type,
+            scope=p.scope,
+            project=p.project,
+            session_id=p.session if p.scope == "session" else None,
             title=clean["title"],
             text=clean["text"],
             tags=clean["tags"],
-            entities=clean["entities"] or derived_entities(clean["text"]),
-            links=derived_links(clean["text"]),
-            pinned=bool(pinned),
-            confidence=conf,
+            entities=p.entities,
+            links=p.links,
+            pinned=p.pinned,
+            confidence=p.confidence,
             status=mem_status,
-            provenance=provenance,
+            provenance=p.provenance,
             created_at=now,
             updated_at=now,
             stated_at=now,
-            occurred_at=when,
-            tokens=self.tokens.count(clean["text"]),
+            occurred_at=p.occurred_at,
+            tokens=p.tokens,
         )
         self.drafts.commit(target, mem)  # a pending draft stays out of the log
         self.vectors.embed_one(target, mem)

@@ -130,6 +130,37 @@ def test_save_get_and_reinforce(api: StoreAPI, bank: str) -> None:
     assert again.memory.tags == ("style", "editor")  # merged: the old first
 
 
+def test_concurrent_saves_each_get_their_own_answer(api: StoreAPI, bank: str) -> None:
+    """Eight threads saving at once (a client may send them together, shared/coalesce.py):
+    each caller gets its own memory, a refused save its own error, a re-save reinforces."""
+    import threading
+
+    texts = [f"concurrent fact {n} about pears" for n in range(40)]
+    got: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def work(mine: list[str]) -> None:
+        for text in mine:
+            try:
+                res: Any = api.save(text, bank=bank, type="nonsense" if "13" in text else "user")
+            except errors.MemoryServiceError as e:
+                res = e
+            with lock:
+                got[text] = res
+
+    threads = [threading.Thread(target=work, args=(texts[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert isinstance(got.pop("concurrent fact 13 about pears"), errors.InvalidTypeError)
+    assert {text: r.memory.text for text, r in got.items()} == {t: t for t in got}
+    assert len({r.memory.id for r in got.values()}) == 39
+    assert api.list(bank=bank, page_size=100).total == 39
+    again = api.save("concurrent fact 7 about pears", bank=bank)
+    assert not again.created and again.memory.corroboration == 1
+
+
 def test_list_pages_newest_first_with_filters(api: StoreAPI, bank: str) -> None:
     for n in range(5):
         api.save(f"fact number {n} about apples", bank=bank, tags=["odd" if n % 2 else "even"])

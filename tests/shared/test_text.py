@@ -63,6 +63,12 @@ def test_fingerprint_shape_and_equivalence() -> None:
 
 
 @given(st.text())
+def test_fingerprint_hash_equals_the_python_reference(text: str) -> None:
+    # fingerprints are stored: the C hash must give exactly the reference's values
+    assert fingerprint(text) == f"fp{fnv1a64(normalize(text).encode('utf-8')):016x}"
+
+
+@given(st.text())
 def test_fingerprint_is_stable_under_normalisation(text: str) -> None:
     assert fingerprint(text) == fingerprint(normalize(text))
     assert re.fullmatch(r"fp[0-9a-f]{16}", fingerprint(text))

@@ -74,7 +74,17 @@ class FailingFS:
             return False
 
     def _install(self) -> None:
-        names = ("open", "mkdir", "replace", "rename", "unlink", "rmdir", "write", "fsync")
+        names = (
+            "open",
+            "mkdir",
+            "replace",
+            "rename",
+            "unlink",
+            "rmdir",
+            "write",
+            "fsync",
+            "fdatasync",
+        )
         real = {n: getattr(os, n) for n in names}
         code = self.code
         read_only = code in READ_ONLY_ERRNOS
@@ -108,7 +118,7 @@ class FailingFS:
         self._mp.setattr(os, "open", fake_open)
         for name in ("mkdir", "replace", "rename", "unlink", "rmdir"):
             self._mp.setattr(os, name, guarded(name))
-        for name in ("write", "fsync"):
+        for name in ("write", "fsync", "fdatasync"):
             self._mp.setattr(os, name, fd_data(name))
 
 

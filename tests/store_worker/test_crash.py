@@ -140,3 +140,140 @@ def test_every_acknowledged_group_committed_save_survives_sigkill(
         assert store.doctor().ok
         store.save(f"written after group crash {round_}")
         store.close()
+
+
+# A SIGKILL at each boundary of a group commit (issue 14 §3): eight writers (seven saving one
+# by one, one with save_many bursts) share fsyncs; after `after` groups, the next group of
+# several lines dies just before its write, between its write and the end of its fsync, or
+# right after its fsync (before anyone is answered). An id is printed only after the call
+# that saved it returned. Before the kill the child prints the log's size, where the dying
+# group begins.
+POINT_CHILD = """
+import os, signal, sys, threading
+from store_worker import files
+from store_worker.core import MemoryStore
+
+data_dir, point, after = sys.argv[1], sys.argv[2], int(sys.argv[3])
+store = MemoryStore(data_dir)
+groups = [0]
+out = threading.Lock()
+append_many = files.AppendLog.append_many
+
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def dying_append(self, lines):
+    if self.path.name != "memories.jsonl" or len(lines) < 2:
+        return append_many(self, lines)
+    groups[0] += 1
+    if groups[0] <= after:
+        return append_many(self, lines)
+    with out:
+        sys.stdout.write(f"group-at {self.path.stat().st_size}\\n")
+        sys.stdout.flush()
+    if point == "before-write":
+        die()
+    if point == "during-fsync":  # the lines reach the file; the fsync never returns
+        files.os.fsync = files.os.fdatasync = lambda fd: die()
+        return append_many(self, lines)
+    append_many(self, lines)  # after-fsync: durable, but nobody was answered
+    die()
+
+files.AppendLog.append_many = dying_append
+pad = " lorem ipsum dolor sit amet" * 20
+
+def ack(ids):
+    with out:
+        sys.stdout.write("".join(f"{i}\\n" for i in ids))
+        sys.stdout.flush()
+
+def single(t):
+    for i in range(100_000):
+        n = t * 1_000_000 + i
+        ack([store.save(f"point memory {n}{pad}", id=f"p{n:08d}").memory.id])
+
+def burst():
+    for i in range(100_000):
+        n = 9_000_000 + 3 * i
+        items = [{"text": f"burst memory {n + k}{pad}", "id": f"b{n + k:08d}"} for k in range(3)]
+        ack([r.memory.id for r in store.save_many(items).results])
+
+threads = [threading.Thread(target=single, args=(t,)) for t in range(7)]
+threads.append(threading.Thread(target=burst))
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def run_until_killed(data_dir: Path, point: str, after: int) -> tuple[list[str], int]:
+    """(ids acknowledged before the kill, the log size where the dying group began)."""
+    import subprocess
+    import sys
+
+    child = subprocess.run(
+        [sys.executable, "-c", POINT_CHILD, str(data_dir), point, str(after)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == -9, child.stderr
+    lines = child.stdout.splitlines()
+    starts = [int(x.split()[1]) for x in lines if x.startswith("group-at ")]
+    assert len(starts) == 1, child.stdout[-500:]
+    return [x for x in lines if x and not x.startswith("group-at ")], starts[0]
+
+
+@pytest.mark.parametrize("point", ["before-write", "during-fsync", "after-fsync"])
+def test_a_kill_at_each_group_boundary_loses_no_acknowledged_write(
+    tmp_path: Path, point: str
+) -> None:
+    data_dir = tmp_path / "data"
+    # Given eight writers killed at one boundary of a group of several lines
+    acked, group_at = run_until_killed(data_dir, point, after=30)
+    log = data_dir / "main" / "memories.jsonl"
+    size = log.stat().st_size
+    # Then the dying group is on disk only when its write ran, and nobody was answered for it
+    if point == "before-write":
+        assert size == group_at
+    else:
+        assert size > group_at
+    # When the store opens on what the kill left
+    store = MemoryStore(data_dir, clock=FakeClock())
+    # Then every acknowledged id is there, and nothing is corrupt or torn
+    assert len(acked) > 30
+    missing = [i for i in acked if not has(store, i)]
+    assert not missing, f"{len(missing)} acknowledged writes lost, e.g. {missing[:3]}"
+    bank = store.banks["main"]
+    assert bank.stats.corrupt == 0 and bank.stats.torn == 0
+    assert store.doctor().ok
+    store.close()
+
+
+def test_a_torn_group_tail_is_cut_and_every_acknowledged_write_kept(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    # Given a group whose write reached the file but whose fsync never returned, and a power
+    # cut that kept only part of it (the disk may keep any prefix of unsynced bytes)
+    acked, group_at = run_until_killed(data_dir, "during-fsync", after=20)
+    log = data_dir / "main" / "memories.jsonl"
+    data = log.read_bytes()
+    second = data.index(b"\n", group_at) + 1  # the group's second line: cut it in half
+    cut = second + (data.index(b"\n", second) - second) // 2
+    log.write_bytes(data[:cut])
+    # When the store opens on it
+    store = MemoryStore(data_dir, clock=FakeClock())
+    # Then the torn line is cut (set aside), the group's whole lines stay (never acknowledged,
+    # harmless), and every acknowledged write is there
+    bank = store.banks["main"]
+    assert bank.stats.torn == 1 and bank.stats.corrupt == 0
+    assert log.read_bytes().endswith(b"\n")
+    missing = [i for i in acked if not has(store, i)]
+    assert not missing, f"{len(missing)} acknowledged writes lost, e.g. {missing[:3]}"
+    assert store.doctor().ok
+    after = store.save("written after the torn group").memory
+    store.close()
+    reopened = MemoryStore(data_dir, clock=FakeClock())
+    assert reopened.get(after.id).memory == after
+    assert reopened.banks["main"].stats.torn == 0
+    reopened.close()

@@ -266,6 +266,7 @@ def test_read_your_writes_through_many_revisions(
 ) -> None:
     # Durability is not under test here, speed is: skip the 1,200 fsyncs.
     monkeypatch.setattr(os, "fsync", lambda fd: None)
+    monkeypatch.setattr(os, "fdatasync", lambda fd: None)
     store.save("unrelated counter neighbour")
     m = store.save("counter value 0").memory
     # enough dead slots (> 1024, and over half) to trigger the index's compaction on the way
