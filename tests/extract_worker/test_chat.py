@@ -45,7 +45,7 @@ class ScriptedModel:
 
     @staticmethod
     def extract(prompt: str) -> dict[str, Any]:
-        turn = prompt.split("The turn (each message with its date, UTC):", 1)[1]
+        turn = prompt.split("The turn (each message with its date", 1)[1]
         said = " ".join(re.findall(r"\] user: (.*)", turn)).lower()
         if "tuesdays" in said:
             return {"memories": [{"text": TUE, "entities": ["user"], "tags": ["blog"]}]}
