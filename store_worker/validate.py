@@ -161,6 +161,14 @@ def memory_scope(value: object) -> str:
     return str(value)
 
 
+def flag(value: object, what: str) -> bool:
+    """A yes/no option: ``True`` or ``False`` only. ``bool("false")`` is True, so a JSON or
+    YAML caller's string would silently pin a memory for good."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{what} must be true or false, not {value!r}")
+    return value
+
+
 def confidence(value: object) -> str:
     if value not in CONFIDENCES:
         raise InvalidArgumentError(f"unknown confidence {value!r}; use one of {CONFIDENCES}")

@@ -150,8 +150,8 @@ class Writer:
             occurred_at=when,
             confidence=conf,
             status=status,
-            pinned=bool(pinned),
-            reinforce=reinforce,
+            pinned=v.flag(pinned, "pinned"),
+            reinforce=v.flag(reinforce, "reinforce"),
             fingerprint=fingerprint(body),
             entities=clean["entities"] or derived_entities(body),
             links=derived_links(body),
@@ -336,7 +336,7 @@ class Writer:
         if entities is not None:
             changes["entities"] = clean["entities"]
         if pinned is not None:
-            changes["pinned"] = bool(pinned)
+            changes["pinned"] = v.flag(pinned, "pinned")
         if when is not None:
             changes["occurred_at"] = when
         mem = self.drafts.commit(target, current.model_copy(update=changes))

@@ -331,3 +331,21 @@ def test_oversized_fields_are_refused_and_write_nothing(
         write(store)
     assert sorted(p.name for p in data_dir.rglob("*") if p.is_file()) == before
     store.close()
+
+
+@pytest.mark.parametrize("value", ["false", "no", 0, 1])
+def test_a_flag_is_true_or_false_never_a_truthy_string(
+    data_dir: Path, clock: FakeClock, value: object
+) -> None:
+    """``pin(id, "false")`` pinned the memory for good (``bool("false")`` is True)."""
+    from shared.errors import InvalidArgumentError
+
+    store = MemoryStore(data_dir, clock=clock)
+    mem = store.save("a plain fact").memory
+    with pytest.raises(InvalidArgumentError, match="true or false"):
+        store.pin(mem.id, value)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="true or false"):
+        store.save("another fact", pinned=value)  # type: ignore[arg-type]
+    assert not store.get(mem.id).memory.pinned
+    assert [m.text for m in store.list().memories] == ["a plain fact"]
+    store.close()
