@@ -80,3 +80,32 @@ def test_the_packaged_table_knows_near_words(minilm: Synonyms) -> None:
     assert "kid" not in words  # the same stem: stemming already matches it
     assert minilm.near("zzzqx") == ()  # not in the vocabulary
     assert minilm.near("kids") is minilm.near("kids")  # cached
+
+
+def test_the_table_is_cached_for_the_next_process_and_rebuilt_for_another_model(
+    minilm: Synonyms, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot `memory recall` reads the table from the user's cache (memory-mapped),
+    built by the first process; the cache is keyed by the model file, so a changed model
+    is never read from an old one."""
+    from store_worker import synonyms
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    synonyms._table.cache_clear()
+    built = synonyms._table(minilm.folder)  # builds, and writes the cache
+    words_path, vectors_path = synonyms._cache_paths(minilm.folder) or (None, None)
+    assert words_path is not None and words_path.is_file() and vectors_path.is_file()
+
+    synonyms._table.cache_clear()
+    monkeypatch.setattr(synonyms, "_built", lambda folder: pytest.fail("rebuilt"))
+    cached = synonyms._table(minilm.folder)  # a later process: from the cache
+    assert cached.words == built.words
+    assert isinstance(cached.vectors, np.memmap)
+    assert np.array_equal(np.asarray(cached.vectors[:5]), built.vectors[:5])
+
+    vectors_path.write_bytes(b"not a numpy file")  # damaged: built again, not trusted
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    synonyms._table.cache_clear()
+    assert synonyms._table(minilm.folder).words == built.words
+    synonyms._table.cache_clear()
