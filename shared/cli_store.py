@@ -62,12 +62,17 @@ def open_store(data_dir: str) -> StoreAPI:
     ``MEMORY_*`` settings from the environment; opened through the store worker's entry point
     (``shared.workers.open_embedded_store``), so ``shared`` imports no worker."""
     from shared.config import StoreSettings
-    from shared.sharded import open_embedded_shards
     from shared.shards import shard_count
+    from shared.workers import open_embedded_store
 
     n = shard_count(os.environ.get("MEMORY_STORE_SHARDS") or 1)  # issue 16: one per shard dir
+    settings = StoreSettings.from_env(dict(os.environ), data_dir=data_dir)
     try:
-        return open_embedded_shards(StoreSettings.from_env(dict(os.environ), data_dir=data_dir), n)
+        if n == 1:  # the plain embedded store: no sharding client to import (~13 ms)
+            return open_embedded_store(settings)
+        from shared.sharded import open_embedded_shards
+
+        return open_embedded_shards(settings, n)
     except DataDirLockedError as e:
         # the running store (or another --data-dir command) owns these files: writing beside
         # it would be lost to its RAM (issue 18), so say what to do instead

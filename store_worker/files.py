@@ -17,13 +17,13 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from shared.errors import DataDirUnwritableError, SourceUnavailableError, reason, storage_error
 from store_worker.validate import is_name
@@ -410,8 +410,42 @@ def _remove_staging(staging: Path) -> None:
 
 
 def _meta_doc(description: str, created_at: int) -> bytes:
-    doc = yaml.safe_dump({"description": description, "created_at": created_at}, allow_unicode=True)
+    doc: str = _yaml().safe_dump(
+        {"description": description, "created_at": created_at}, allow_unicode=True
+    )
     return doc.encode("utf-8")
+
+
+def _yaml() -> Any:
+    """PyYAML, imported when a ``bank.yaml`` needs it (~10 ms a one-shot process skips)."""
+    import yaml
+
+    return yaml
+
+
+def yaml_load(text: str) -> Any:
+    return _yaml().safe_load(text)
+
+
+# What ``safe_dump`` writes for a plain description: read without the YAML parser.
+_PLAIN_META = re.compile(
+    rb"created_at: (?P<at>[0-9]{1,16})\n"
+    rb"description: (?:''|(?P<text>[A-Za-z][A-Za-z0-9 ,.()_-]*[A-Za-z0-9.)]|[A-Za-z]))\n"
+)
+# Plain words YAML 1.1 reads as a bool or null, not as the text.
+_YAML_WORDS = frozenset("y n yes no true false on off null".split())
+
+
+def _plain_meta(raw: bytes) -> dict[str, Any] | None:
+    """``bank.yaml`` as the store writes it for a description of plain words (the common
+    case), or None for anything else, which the YAML parser reads."""
+    found = _PLAIN_META.fullmatch(raw)
+    if found is None:
+        return None
+    text = found.group("text")
+    if text is not None and text.lower() in _YAML_WORDS:
+        return None
+    return {"created_at": int(found.group("at")), "description": text.decode() if text else ""}
 
 
 def meta_problem(path: Path) -> tuple[str, int, str | None]:
@@ -425,10 +459,10 @@ def meta_problem(path: Path) -> tuple[str, int, str | None]:
     except OSError as e:
         return "", 0, f"{path}: unreadable ({e.strerror or e})"
     try:
-        meta = yaml.safe_load(raw.decode("utf-8")) or {}
+        meta = _plain_meta(raw) or yaml_load(raw.decode("utf-8")) or {}
     except UnicodeDecodeError as e:
         return "", 0, f"{path}: not UTF-8 (byte {e.start})"
-    except (yaml.YAMLError, RecursionError) as e:
+    except (_yaml().YAMLError, RecursionError) as e:
         where = getattr(e, "problem_mark", None)
         line = f" line {where.line + 1}" if where is not None else ""
         why = getattr(e, "problem", None) or reason(e)  # "could not find expected ':'"

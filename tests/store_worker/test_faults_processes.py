@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from shared.clock import FakeClock
 from shared.errors import DataDirLockedError, SourceUnavailableError
@@ -349,3 +351,22 @@ def test_a_flag_is_true_or_false_never_a_truthy_string(
     assert not store.get(mem.id).memory.pinned
     assert [m.text for m in store.list().memories] == ["a plain fact"]
     store.close()
+
+
+@given(st.text(max_size=60), st.integers(min_value=0, max_value=2**53))
+@example("", 0)
+@example("bench corpus", 1767225600000)
+@example("Deploy notes (v2).", 1)
+@example("yes", 1)
+def test_bank_meta_read_without_yaml_is_what_yaml_reads(description: str, at: int) -> None:
+    """``bank.yaml`` as the store writes it is read by a fast path when the description is
+    plain words; whatever the fast path answers, the YAML parser answers the same."""
+    import yaml
+
+    from store_worker.files import _meta_doc, _plain_meta
+
+    raw = _meta_doc(description, at)
+    fast = _plain_meta(raw)
+    assert fast is None or fast == yaml.safe_load(raw.decode("utf-8"))
+    if description in ("", "bench corpus", "Deploy notes (v2)."):
+        assert fast == {"created_at": at, "description": description}
