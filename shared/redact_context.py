@@ -284,10 +284,72 @@ _XML_ELEMENT = re.compile(
 )
 
 
+# A YAML key whose value is on the next, indented line: a block scalar (``password: |``) or a
+# plain value wrapped by a formatter (``token:`` then ``  Zx9Qm...``).
+_YAML_NEXT_LINE = re.compile(
+    r"(?m:^)[ \t]*(?:- )?[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"[\"']?:"
+    r"[ \t]*(?:[|>][-+0-9]{0,2})?[ \t]*\r?\n[ \t]+[\"']?(?P<secret>[^\s\"'#][^\n\"'#]{0,2047}?)"
+    r"[\"']?[ \t]*(?=\r?\n|$)",
+    re.I,
+)
+# A table row whose first cell names a credential: Markdown (``| DB_PASSWORD | x |``) and CSV
+# (``api_key,x``), as a coding assistant lists environment variables.
+_TABLE_ROW = re.compile(
+    r"(?m:^)(?:\|[ \t]*`?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"`?[ \t]*\|[ \t]*`?"
+    r"(?P<secret>[^|`\n]*[^|`\s])`?[ \t]*\|"
+    r"|[A-Za-z0-9_.-]{0,64}?(?P<c_key>(?:password|passwd|secret|token|api[_.-]?key|[_.-]key))"
+    r",[ \t]*(?P<bare>[^,\s][^,\n]{0,2047}?)[ \t]*(?=\r?\n|$))",
+    re.I,
+)
+
+
 def _judge_keyword_value(m: re.Match[str], secret: str) -> str | None:
     if _is_placeholder(secret) or _is_plain(secret.strip()):
         return None
     return _keyword_label(m, secret)
+
+
+def _judge_next_line(m: re.Match[str], secret: str) -> str | None:
+    """The value on the next line, unless that line is a key of its own (a nested mapping:
+    ``password:`` then ``  file: /etc/pw``), a placeholder, code or a sentence."""
+    if _KEY_LINE.match(secret) or (" " in secret.strip() and not _is_random_line(secret)):
+        return None
+    return _judge_keyword_value(m, secret.strip())
+
+
+_KEY_LINE = re.compile(r"[A-Za-z0-9_.-]+:(?:\s|$)")
+
+
+def _is_random_line(value: str) -> bool:
+    """A diceware-like phrase or a key with spaces is rare; a value with spaces on its own
+    line is kept only when it looks like a key (digits and letters, no sentence)."""
+    return is_random(value) and not _WORDS_AFTER.search(value)
+
+
+# Lines a YAML key with its value on the next line could start (a line ending in ":" or in a
+# block indicator), and lines a table row could start ("|...", or a first CSV cell with no
+# space in it): the two rules are tried only there, so prose costs them one scan.
+_KEY_ALONE = re.compile(r"(?m)^(?=[^\n]{1,90}:[ \t]*(?:[|>][-+0-9]{0,2})?[ \t]*\r?\n[ \t])")
+_ROW_START = re.compile(r"(?m)^(?:\||[A-Za-z0-9_.-]{1,80},)")
+
+
+def _yaml_starts(scan: Scan) -> list[int]:
+    return [m.start() for m in _KEY_ALONE.finditer(scan.text)]
+
+
+def _row_starts(scan: Scan) -> list[int]:
+    return [m.start() for m in _ROW_START.finditer(scan.text)]
+
+
+def _judge_table_row(m: re.Match[str], secret: str) -> str | None:
+    if m.group("c_key") is not None:  # CSV: the label from the column name
+        if _is_placeholder(secret) or _is_plain(secret) or " " in secret:
+            return None
+        key = m.group("c_key").lower()
+        return "password" if key.startswith("pass") else "api_key" if "key" in key else key
+    if " " in secret.strip() and not _is_random_line(secret):
+        return None  # "| Token | see the vault |": a note, not a value
+    return _judge_keyword_value(m, secret)
 
 
 _STOP = r"\s\"'`,;|<>()\[\]{}"
@@ -604,5 +666,7 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_SAID_KEY, _judge_said_key, _said_key_starts),
     (_ESCAPED_JSON, _judge_keyword_value, None),
     (_XML_ELEMENT, _judge_keyword_value, None),
+    (_YAML_NEXT_LINE, _judge_next_line, _yaml_starts),
+    (_TABLE_ROW, _judge_table_row, _row_starts),
     (_ASSIGNMENT, _judge_assignment, _assignment_starts),
 )

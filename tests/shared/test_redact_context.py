@@ -72,6 +72,11 @@ CONTEXT = [
     (SECRET_STRING, PW, "password"),
     (f"<password>{PW}</password>", PW, "password"),
     (f"<ApiKey>{KEY}</ApiKey>", KEY, "api_key"),
+    # the value on the next line, or in a table
+    (f"password: |\n  {PW}\n", PW, "password"),
+    (f"config:\n  token:\n    {KEY}\n", KEY, "token"),
+    (f"| Name | Value |\n|---|---|\n| DB_PASSWORD | {PW} |", PW, "password"),
+    (f"name,value\napi_key,{KEY}", KEY, "api_key"),
 ]
 
 PROSE = [
@@ -111,6 +116,11 @@ PROSE = [
     "Token: I gave her a token of appreciation",
     "docker run -p 8080:80 nginx",
     "<password>required</password>",
+    "password:\n  file: /etc/pw\n",
+    "token:\n  The token is rotated monthly.\n",
+    "| password | required |",
+    "| Token | see the vault |",
+    "password,required",
 ]
 
 
