@@ -276,6 +276,9 @@ def rescan(r: Any) -> str:
         how = f"; log purged ({b.log_lines} lines rewritten)" if b.purged else ""
         kinds = f"; kinds: {', '.join(b.kinds)}" if b.kinds else "; nothing to redact"
         lines.append(f"bank {b.bank}: redacted {what}{kinds}{how}")
+    jobs = getattr(r, "outbox_jobs", 0)
+    if jobs:
+        lines.append(f"extraction queue: {jobs} job(s) held a secret and were rewritten")
     return "\n".join(lines) or "no banks"
 
 

@@ -274,10 +274,12 @@ class BankRescan(Frozen):
 
 
 class RescanResponse(Frozen):
-    """``redact_rescan``: one entry per bank scanned, and every kind found in any of them."""
+    """``redact_rescan``: one entry per bank scanned, every kind found in any of them, and
+    how many extraction jobs (queued or dead-lettered turns) were rewritten."""
 
     banks: tuple[BankRescan, ...]
     kinds: tuple[str, ...] = ()
+    outbox_jobs: int = 0
 
 
 class PurgeResponse(Frozen):

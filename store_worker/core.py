@@ -439,13 +439,20 @@ class MemoryStore:
     @_serialized
     def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
         """Apply today's redaction catalogue to stored memories, rules and descriptions (of
-        ``bank``, or every bank). Without ``purge`` a record that held a secret gets a new,
-        redacted revision; with it the log is rewritten so no line holds the secret."""
+        ``bank``, or every bank) and to the turns queued or dead-lettered for extraction.
+        Without ``purge`` a record that held a secret gets a new, redacted revision; with it
+        the log is rewritten so no line holds the secret."""
         bank = v.optional_bank(bank)
         try:
-            return self.purger.redact_rescan(bank=bank, purge=purge)
+            done = self.purger.redact_rescan(bank=bank, purge=purge)
         finally:
             self.reader.forget(bank)
+        # the turns waiting for (or refused by) extraction hold what was said, too
+        jobs, kinds = self.outbox.rescan(None if bank is None else self.banks.resolve(bank).name)
+        if not jobs:
+            return done
+        every = tuple(sorted({*done.kinds, *kinds}))
+        return done.model_copy(update={"outbox_jobs": jobs, "kinds": every})
 
     @_serialized
     def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:

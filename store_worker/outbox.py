@@ -137,6 +137,37 @@ class Outbox:
             out[job.job_id] = job
         return out
 
+    def rescan(self, bank: str | None) -> tuple[int, set[str]]:
+        """Today's catalogue over the queued and dead-lettered jobs (of ``bank``'s turns, or
+        all): a job whose messages, errors or recorded reply held a secret is rewritten in
+        place (atomically). Answers how many jobs were rewritten and the kinds found."""
+        rewritten, kinds = 0, set[str]()
+        for sub, jobs in ((QUEUE, self._jobs), (DEAD, self._dead)):
+            for job_id, job in list(jobs.items()):
+                if bank is not None and (job.bank or bank) != bank:
+                    continue
+                found: set[str] = set()
+                messages = tuple(
+                    m.model_copy(update={"content": _rescrub(m.content, found)})
+                    for m in job.messages
+                )
+                errors_ = tuple(_rescrub(e, found) for e in job.errors)
+                reply = _scrub_json(job.reply, found) if job.reply is not None else None
+                if not found:
+                    continue
+                update = {
+                    "messages": messages,
+                    "errors": errors_,
+                    "reply": reply,
+                    "redacted": tuple(sorted({*job.redacted, *found})),
+                }
+                fresh = job.model_copy(update=update)
+                self._write_job(sub, fresh)
+                jobs[job_id] = fresh
+                rewritten += 1
+                kinds |= found
+        return rewritten, kinds
+
     def _write_job(self, sub: str, job: OutboxJob) -> None:
         atomic_write(self._outbox_dir / sub / f"{job.job_id}.json", job.model_dump_json().encode())
 
@@ -535,3 +566,20 @@ def _redact_then_cut(text: str, limit: int = MAX_MESSAGE_CHARS) -> Redaction:
     if len(scrubbed.text) <= limit:
         return scrubbed
     return Redaction(scrubbed.text[:limit], scrubbed.labels)
+
+
+def _rescrub(text: str, found: set[str]) -> str:
+    result = redact(text)
+    found.update(result.labels)
+    return result.text
+
+
+def _scrub_json(value: Any, found: set[str]) -> Any:
+    """Every string in a JSON value redacted (a recorded reply quotes the turn)."""
+    if isinstance(value, str):
+        return _rescrub(value, found)
+    if isinstance(value, list):
+        return [_scrub_json(x, found) for x in value]
+    if isinstance(value, dict):
+        return {k: _scrub_json(x, found) for k, x in value.items()}
+    return value

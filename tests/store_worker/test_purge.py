@@ -491,3 +491,28 @@ def test_purge_drops_the_vectors_even_with_no_embedder_configured(
     store.purge(gone)
     # Then its vector went with it, and the others stayed
     assert {json.loads(x)["id"] for x in lines(sidecar)} == {kept}
+
+
+def test_rescan_rewrites_queued_and_dead_lettered_turns(fresh_store: Factory) -> None:
+    """Turns waiting for extraction (or dead-lettered) hold what was said: a secret an older
+    catalogue let into a job file is redacted there too, and reported."""
+    import store_worker.outbox as outbox_mod
+    from store_worker.outbox import OUTBOX_DIR
+
+    store = fresh_store()
+    said = [{"role": "user", "content": f"run {SSHPASS} tonight"}]
+    with pytest.MonkeyPatch.context() as older:  # an older catalogue: nothing redacted
+        older.setattr(outbox_mod, "redact", lambda text: outbox_mod.Redaction(text, ()))
+        queued = store.turn_completed("s1", None, said).job_id
+        dead = store.turn_completed("s2", None, said).job_id
+        store.outbox_claim(10)
+        store.outbox_fail(dead, f"boom {SSHPASS}", dead_letter=True)
+    files = list((store.root / OUTBOX_DIR).rglob("*.json"))
+    assert sum(PASSWORD in p.read_text() for p in files) == 2
+
+    done = store.redact_rescan()
+
+    assert done.outbox_jobs == 2 and "password" in done.kinds
+    assert not any(PASSWORD in p.read_text() for p in (store.root / OUTBOX_DIR).rglob("*.json"))
+    job = store.outbox_job(queued)  # as the extractor will read it
+    assert PASSWORD not in job.messages[0].content and "password" in job.redacted
