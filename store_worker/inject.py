@@ -520,8 +520,20 @@ def _one_line(text: str) -> str:
     return _SPACE.sub(" ", _safe(text)).strip()
 
 
-@functools.lru_cache(maxsize=1024)
 def _safe(text: str) -> str:
+    # a rule may hold 256k characters: only texts of a memory's size are kept in the cache
+    return _safe_cached(text) if len(text) <= _CACHED_CHARS else _safe_text(text)
+
+
+_CACHED_CHARS = 16_000
+
+
+@functools.lru_cache(maxsize=1024)
+def _safe_cached(text: str) -> str:
+    return _safe_text(text)
+
+
+def _safe_text(text: str) -> str:
     """``text`` as it may enter a prompt: redacted (the last line of defence for what never
     went through a write: a rule or a log line edited by hand, a record stored under an older
     catalogue) and with any ``<memory``/``</memory`` tag defused, so a stored text can neither
