@@ -11,13 +11,13 @@ constant-time (``hmac``). ``open_services`` names services that need no token
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from typing import Any
 
 import grpc
 
 from shared import errors
+from shared.bearer import bearer_matches
 
 HEADER = "authorization"
 
@@ -30,7 +30,7 @@ class BearerAuth(grpc.ServerInterceptor):
     ) -> None:
         if not token:
             raise errors.InvalidArgumentError("a bearer token must be non-empty")
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
         self._abort = abort
         self._open = tuple(f"/{name}/" for name in open_services)
 
@@ -49,7 +49,7 @@ class BearerAuth(grpc.ServerInterceptor):
         for key, value in details.invocation_metadata or ():
             if key == HEADER and isinstance(value, str):
                 got = value
-        if hmac.compare_digest(got.encode(), self._expected):
+        if bearer_matches(got, self._token):
             return continuation(details)
         return self._deny
 

@@ -8,12 +8,12 @@ session sees it.
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from shared.api import StoreAPI
+from shared.bearer import bearer_matches
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -60,7 +60,7 @@ class BearerGate:
 
     def __init__(self, app: App, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -70,7 +70,7 @@ class BearerGate:
         for key, value in scope.get("headers") or ():
             if key.lower() == b"authorization":
                 got = value
-        if hmac.compare_digest(got, self._expected):
+        if bearer_matches(got, self._token):
             await self.app(scope, receive, send)
             return
         body = json.dumps(

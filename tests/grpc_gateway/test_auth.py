@@ -52,6 +52,9 @@ def test_right_bearer_token_passes(make_gateway: Any) -> None:
     gw = make_gateway(token="secret-token")
     ok = gw.memory.Describe(pb.DescribeRequest(), metadata=bearer_metadata("secret-token"))
     assert ok.producer.name == "memory-store"
+    # the scheme is case-insensitive (RFC 7235 §2.1)
+    lower = (("authorization", "bearer secret-token"),)
+    assert gw.memory.Describe(pb.DescribeRequest(), metadata=lower).producer.name
 
 
 def test_no_token_configured_needs_no_metadata(gw: Any) -> None:
