@@ -148,11 +148,10 @@ class Outbox:
                     continue
                 found: set[str] = set()
                 messages = tuple(
-                    m.model_copy(update={"content": _rescrub(m.content, found)})
-                    for m in job.messages
+                    m.model_copy(update={"content": _scrub(m.content, found)}) for m in job.messages
                 )
-                errors_ = tuple(_rescrub(e, found) for e in job.errors)
-                reply = _scrub_json(job.reply, found) if job.reply is not None else None
+                errors_ = tuple(_scrub(e, found) for e in job.errors)
+                reply = _scrub(job.reply, found) if job.reply is not None else None
                 if not found:
                     continue
                 update = {
@@ -502,15 +501,20 @@ def _reply(value: object) -> dict[str, Any]:
     return clean
 
 
-def _scrub(value: Any) -> Any:
+def _scrub(value: Any, found: set[str] | None = None) -> Any:
+    """Every string in a JSON value redacted (a reply quotes the turn); the kinds found go
+    into ``found`` when one is given."""
     if isinstance(value, str):
-        return redact(value).text
+        result = redact(value)
+        if found is not None:
+            found.update(result.labels)
+        return result.text
     if isinstance(value, dict):
         if not all(isinstance(k, str) for k in value):
             raise errors.InvalidArgumentError("reply keys must be strings")
-        return {k: _scrub(x) for k, x in value.items()}
+        return {k: _scrub(x, found) for k, x in value.items()}
     if isinstance(value, list | tuple):
-        return [_scrub(x) for x in value]
+        return [_scrub(x, found) for x in value]
     return value
 
 
@@ -566,20 +570,3 @@ def _redact_then_cut(text: str, limit: int = MAX_MESSAGE_CHARS) -> Redaction:
     if len(scrubbed.text) <= limit:
         return scrubbed
     return Redaction(scrubbed.text[:limit], scrubbed.labels)
-
-
-def _rescrub(text: str, found: set[str]) -> str:
-    result = redact(text)
-    found.update(result.labels)
-    return result.text
-
-
-def _scrub_json(value: Any, found: set[str]) -> Any:
-    """Every string in a JSON value redacted (a recorded reply quotes the turn)."""
-    if isinstance(value, str):
-        return _rescrub(value, found)
-    if isinstance(value, list):
-        return [_scrub_json(x, found) for x in value]
-    if isinstance(value, dict):
-        return {k: _scrub_json(x, found) for k, x in value.items()}
-    return value
