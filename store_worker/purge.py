@@ -84,8 +84,7 @@ class Purger:
 
     def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
         """Today's catalogue over stored memories, rules and descriptions (module doc)."""
-        if not isinstance(purge, bool):
-            raise errors.InvalidArgumentError("purge must be true or false")
+        v.flag(purge, "purge")
         names = [self.banks.resolve(bank).name] if bank is not None else sorted(self.banks)
         done = tuple(self._rescan_bank(self.banks[name], purge) for name in names)
         kinds = tuple(sorted({k for d in done for k in d.kinds}))
