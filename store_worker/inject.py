@@ -521,7 +521,8 @@ def _one_line(text: str) -> str:
 
 
 def _safe(text: str) -> str:
-    # a rule may hold 256k characters: only texts of a memory's size are kept in the cache
+    """``_safe_text``, cached per text: rules and memories repeat turn after turn. A rule may
+    hold 256k characters, so only texts of a memory's size are kept in the cache."""
     return _safe_cached(text) if len(text) <= _CACHED_CHARS else _safe_text(text)
 
 
@@ -537,8 +538,7 @@ def _safe_text(text: str) -> str:
     """``text`` as it may enter a prompt: redacted (the last line of defence for what never
     went through a write: a rule or a log line edited by hand, a record stored under an older
     catalogue) and with any ``<memory``/``</memory`` tag defused, so a stored text can neither
-    close the block it is shown in nor forge one. Rules and memories repeat turn after turn:
-    the answer is cached per text."""
+    close the block it is shown in nor forge one."""
     return _TAG.sub(r"&lt;\1\2", redact(text).text)
 
 
