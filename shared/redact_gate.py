@@ -94,11 +94,11 @@ def _marked(fmt: Format) -> bool:
     return len(found.group("head")) >= 3 or more
 
 
-def _catalogue_judge(fmt: Format) -> Judge:
+def _catalogue_judge(fmt: Format, *, marked: bool) -> Judge:
     check = CHECKS[fmt.check] if fmt.check is not None else None
     whole_token = not fmt.has_context
     # "key-ghp_...", "old_sk_live_...": a separator before a marked prefix is no word of it
-    glue = "-_" if _marked(fmt) else ""
+    glue = "-_" if marked else ""
 
     def judge(m: re.Match[str], secret: str) -> str | None:
         # The start boundary is checked here rather than by a lookbehind at the head of the
@@ -116,13 +116,14 @@ def _catalogue_judge(fmt: Format) -> Judge:
 
 
 def _catalogue_rule(fmt: Format) -> Rule:
+    marked = _marked(fmt)
     if fmt.has_context:
         pattern = re.compile(fmt.pattern)
-    elif _marked(fmt):  # "ghp_..._old": a separator after it is no part of a longer word
+    elif marked:  # "ghp_..._old": a separator after it is no part of a longer word
         pattern = re.compile(rf"(?:{fmt.pattern})(?![A-Za-z0-9])")
     else:
         pattern = _token(fmt.pattern)
-    return Rule(pattern, _catalogue_judge(fmt))
+    return Rule(pattern, _catalogue_judge(fmt, marked=marked))
 
 
 def _ordered_formats() -> tuple[Format, ...]:

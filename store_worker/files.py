@@ -423,10 +423,6 @@ def _yaml() -> Any:
     return yaml
 
 
-def yaml_load(text: str) -> Any:
-    return _yaml().safe_load(text)
-
-
 # What ``safe_dump`` writes for a plain description: read without the YAML parser.
 _PLAIN_META = re.compile(
     rb"created_at: (?P<at>[0-9]{1,16})\n"
@@ -459,7 +455,7 @@ def meta_problem(path: Path) -> tuple[str, int, str | None]:
     except OSError as e:
         return "", 0, f"{path}: unreadable ({e.strerror or e})"
     try:
-        meta = _plain_meta(raw) or yaml_load(raw.decode("utf-8")) or {}
+        meta = _plain_meta(raw) or _yaml().safe_load(raw.decode("utf-8")) or {}
     except UnicodeDecodeError as e:
         return "", 0, f"{path}: not UTF-8 (byte {e.start})"
     except (_yaml().YAMLError, RecursionError) as e:
