@@ -252,8 +252,9 @@ class MemoryStore:
         self.commits.banks = self.banks
 
     def close(self) -> None:
-        """Close the logs and let go of the data dir: every later call is refused, since
-        another process may now hold the dir (``lock.py``). Closing twice is harmless."""
+        """Close the logs and let go of the data dir: every later write is refused, since
+        another process may now hold the dir (``lock.py``); reads answer from RAM. Closing
+        twice is harmless."""
         with self.lock:
             self._closed = True
             self.banks.close()
