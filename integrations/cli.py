@@ -136,7 +136,11 @@ def _hook(args: argparse.Namespace) -> int:
         # the hook reads the answers' fields only: views, no pydantic in a per-prompt process
         # an embedded data dir another hook holds is waited for, up to HOOK_LOCK_WAIT_S
         return open_store_for(
-            data_dir, timeout=timeout, validate=False, lock_wait_s=min(timeout, HOOK_LOCK_WAIT_S)
+            data_dir,
+            timeout=timeout,
+            validate=False,
+            lock_wait_s=min(timeout, HOOK_LOCK_WAIT_S),
+            one_shot=True,
         )
 
     opts = HookOptions(event=args.event, bank=args.bank, data_dir=args.data_dir)

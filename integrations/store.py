@@ -26,18 +26,21 @@ def open_store_for(
     timeout: float = DEFAULT_TIMEOUT_S,
     validate: bool = True,
     lock_wait_s: float = 0.0,
+    one_shot: bool = False,
 ) -> StoreAPI:
     """The store an integration uses (see the module docstring); close it with ``close``.
     ``validate=False``: a gateway's answers come as ``shared.store_wire.View``s (a caller that
     only reads fields, such as a hook, loads no pydantic). ``lock_wait_s``: an embedded store
     whose data dir another process holds is tried again for that long (two hooks of one
-    agent often overlap by a fraction of a second) before ``DataDirLockedError``."""
+    agent often overlap by a fraction of a second) before ``DataDirLockedError``.
+    ``one_shot``: this single-threaded process runs one command and ends (a hook), so an
+    embedded store may boot lazily (``shared.cli_store.open_store``)."""
     if data_dir:
-        return _embedded(data_dir, lock_wait_s)
+        return _embedded(data_dir, lock_wait_s, one_shot)
     return _running_store(timeout, validate)
 
 
-def _embedded(data_dir: str, lock_wait_s: float) -> StoreAPI:
+def _embedded(data_dir: str, lock_wait_s: float, one_shot: bool) -> StoreAPI:
     import time
 
     from shared.cli_store import open_store
@@ -46,7 +49,7 @@ def _embedded(data_dir: str, lock_wait_s: float) -> StoreAPI:
     deadline = time.monotonic() + lock_wait_s
     while True:
         try:
-            return open_store(data_dir)
+            return open_store(data_dir, one_shot=one_shot)
         except DataDirLockedError:
             if time.monotonic() >= deadline:
                 raise

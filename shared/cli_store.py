@@ -57,10 +57,11 @@ Verb = Callable[["Ctx"], Any]
 Render = Callable[[Any], str]
 
 
-def open_store(data_dir: str) -> StoreAPI:
+def open_store(data_dir: str, *, one_shot: bool = False) -> StoreAPI:
     """The store on ``data_dir`` in this process (the embedded mode, no Ray), with the other
     ``MEMORY_*`` settings from the environment; opened through the store worker's entry point
-    (``shared.workers.open_embedded_store``), so ``shared`` imports no worker."""
+    (``shared.workers.open_embedded_store``), so ``shared`` imports no worker. ``one_shot``:
+    this single-threaded process runs one command (the CLI), so the store may boot lazily."""
     from shared.config import StoreSettings
     from shared.shards import shard_count
     from shared.workers import open_embedded_store
@@ -69,10 +70,10 @@ def open_store(data_dir: str) -> StoreAPI:
     settings = StoreSettings.from_env(dict(os.environ), data_dir=data_dir)
     try:
         if n == 1:  # the plain embedded store: no sharding client to import (~13 ms)
-            return open_embedded_store(settings)
+            return open_embedded_store(settings, one_shot=one_shot)
         from shared.sharded import open_embedded_shards
 
-        return open_embedded_shards(settings, n)
+        return open_embedded_shards(settings, n, one_shot=one_shot)
     except DataDirLockedError as e:
         # the running store (or another --data-dir command) owns these files: writing beside
         # it would be lost to its RAM (issue 18), so say what to do instead

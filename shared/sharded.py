@@ -807,18 +807,20 @@ def _item_bank(item: SaveRequest | dict[str, Any]) -> str | None:
     return bank if isinstance(bank, str) else None
 
 
-def open_embedded_shards(settings: StoreSettings, n: int) -> StoreAPI:
+def open_embedded_shards(settings: StoreSettings, n: int, *, one_shot: bool = False) -> StoreAPI:
     """``n`` in-process store shards on one data dir (``shared.shards.shard_dir``); one shard
-    is the plain embedded store. A fresh set of shards gets an even slot table."""
+    is the plain embedded store. A fresh set of shards gets an even slot table. ``one_shot``
+    as for ``shared.workers.open_embedded_store``."""
     from shared.rebalance import initial_routing
     from shared.workers import open_embedded_store
 
     if shard_count(n) == 1:
-        return open_embedded_store(settings)
+        return open_embedded_store(settings, one_shot=one_shot)
     root = settings.data_path
     stores = [
         open_embedded_store(
-            settings.merged({"data_dir": str(shard_dir(root, i)), "shard_index": i})
+            settings.merged({"data_dir": str(shard_dir(root, i)), "shard_index": i}),
+            one_shot=one_shot,
         )
         for i in range(n)
     ]

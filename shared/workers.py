@@ -47,7 +47,9 @@ class WorkerSpec:
     order: int = 50  # start order (the store first)
     add_cli: Callable[[argparse._SubParsersAction[Any]], None] | None = field(default=None)
     # The store worker only: the store in this process, without Ray (the embedded mode).
-    open_embedded: Callable[[StoreSettings], StoreAPI] | None = field(default=None)
+    # ``open_embedded(settings, one_shot=False)``; ``one_shot``: a single-threaded caller that
+    # runs one command and ends (the CLI), which the store may boot for lazily.
+    open_embedded: Callable[..., StoreAPI] | None = field(default=None)
 
 
 def lazy(target: str) -> Callable[..., Any]:
@@ -142,7 +144,7 @@ def _load(group: str) -> list[object]:
     return found
 
 
-def open_embedded_store(settings: StoreSettings) -> StoreAPI:
+def open_embedded_store(settings: StoreSettings, *, one_shot: bool = False) -> StoreAPI:
     """The store on ``settings.data_dir`` in this process, from the installed store worker.
 
     Entry points load one at a time, ``store`` first: the embedded CLI imports the store
@@ -155,7 +157,7 @@ def open_embedded_store(settings: StoreSettings) -> StoreAPI:
             log.warning("worker entry point %s failed to load: %s", ep.name, e)
             continue
         if isinstance(spec, WorkerSpec) and spec.open_embedded is not None:
-            return spec.open_embedded(settings)
+            return spec.open_embedded(settings, one_shot=one_shot)
     from shared.errors import SourceUnavailableError
 
     raise SourceUnavailableError(

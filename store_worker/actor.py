@@ -357,7 +357,9 @@ def start_shard(env: dict[str, str], shard: int, n: int, *, name: str) -> Any:
     )
 
 
-def open_embedded(settings: StoreSettings) -> StoreAPI:
+def open_embedded(settings: StoreSettings, *, one_shot: bool = False) -> StoreAPI:
     """The store in this process, without Ray (``memory --data-dir``, the gateway's embedded
-    mode, the chat example); the caller closes it (``MemoryStore.close``)."""
-    return MemoryStore(settings=settings)
+    mode, the chat example); the caller closes it (``MemoryStore.close``). ``one_shot``: a
+    single-threaded caller that runs one command and ends (the CLI) gets the lazy boot
+    (``store_worker/records.py``)."""
+    return MemoryStore(settings=settings, lazy_records=one_shot)

@@ -13,9 +13,8 @@ import gc
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,8 +23,10 @@ import numpy as np
 from shared.models import MEMORY_SCOPES, MEMORY_TYPES, Memory, Provenance
 from shared.text import tokenize
 from store_worker import snapshot
+from store_worker.entities import turn_of
 from store_worker.files import BankFiles, ReplayStats
 from store_worker.index import BankIndex
+from store_worker.records import Records
 from store_worker.validate import stored_record_problem
 
 if TYPE_CHECKING:
@@ -153,8 +154,10 @@ def searchable_text(mem: Memory) -> str:
 
 
 class Bank:
-    def __init__(self, root: Path, name: str) -> None:
+    def __init__(self, root: Path, name: str, *, lazy_records: bool = False) -> None:
         self.name = name
+        # boot from a snapshot without decoding the lines it covers (records.py)
+        self.lazy_records = lazy_records
         self.files = BankFiles(root, name)
         self.frozen = False  # its slot is moving to another shard: writes refused (shards.py)
         self.records: dict[str, Memory] = {}
@@ -178,6 +181,10 @@ class Bank:
         self.snapshot_min_lines = SNAPSHOT_MIN_LINES
         self.snapshot_writer: threading.Thread | None = None
         self.stage: Stage | None = None  # set while a group commit batch uses this bank
+        # a lazy boot's dialog-turn facts per snapshot slot (turn_at); None otherwise
+        self.turns: list[tuple[str, bool, str] | None] | None = None
+        # a lazy boot's fingerprints per snapshot slot, until the replay's maps are made
+        self.slot_fingerprints: list[str] | None = None
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -194,24 +201,48 @@ class Bank:
         """Replay the log. With a valid snapshot (``store_worker/snapshot.py``) the lines it
         covers only fill ``records`` and the index comes from the snapshot; the lines after
         it go through the per-record path a live write takes. Either way ``records`` is the
-        full replay: last wins by revision, a later line wins a tie."""
+        full replay: last wins by revision, a later line wins a tie. A lazy boot
+        (``lazy_records``) leaves the covered lines undecoded until used (``records.py``)."""
         data = self.files.log.read_bytes()
         path = self.files.dir / snapshot.SNAPSHOT
         header = snapshot.read_header(path) if data else None
         covered = int(header["covered"]) if header and header["covered"] <= len(data) else 0
-        lines = data.split(b"\n")
-        n_prefix = data.count(b"\n", 0, covered)
         share = _Sharer()
-        records: dict[str, Memory] = {}
-        with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL
-            checked = pool.submit(_check_snapshot, path, header, data, covered)
-            self._replay_lines(lines, 0, n_prefix, records, share)
-            loaded, end_sha = checked.result()
-        self.records = records
-        restored = loaded is not None and self._restore(loaded)
+        # where each record's line starts, noted when this replay may write a snapshot
+        starts: dict[str, int] | None = {} if data.count(b"\n") >= self.snapshot_min_lines else None
+        restored = False
+        if self.lazy_records and header is not None and header.get("lazy"):
+            loaded, end_sha = _check_snapshot(path, header, data, covered)
+            restored = loaded is not None and self._restore_lazy(loaded, data, share, starts)
+        if restored:
+            n_prefix = data.count(b"\n", 0, covered)
+            lines = data[covered:].split(b"\n")
+            tail = (lines, 0, len(lines), n_prefix)
+        else:
+            lines = data.split(b"\n")
+            n_prefix = data.count(b"\n", 0, covered)
+            records: dict[str, Memory] = {}
+            with ThreadPoolExecutor(max_workers=1) as pool:  # hashing releases the GIL
+                checked = pool.submit(_check_snapshot, path, header, data, covered)
+                self._replay_lines(lines, 0, n_prefix, records, share, starts=starts)
+                loaded, end_sha = checked.result()
+            self.records = records
+            restored = loaded is not None and self._restore(loaded)
+            tail = (lines, n_prefix, len(lines), 0)
         before = self.stats.lines if restored else 0
-        self._replay_lines(lines, n_prefix, len(lines), records, share, reflect=restored)
-        del lines
+        lines, first, stop, skipped = tail
+        self._replay_lines(
+            lines,
+            first,
+            stop,
+            self.records,
+            share,
+            reflect=restored,
+            pos=covered,
+            line_no=skipped,
+            starts=starts,
+        )
+        del lines, tail
         self._repair()
         if restored:
             self.booted_from = "snapshot"
@@ -224,7 +255,54 @@ class Bank:
         # the log now ends at its last newline: the torn fragment was cut, or there was none
         ends = self.stats.torn > 0 or data.endswith(b"\n")
         if ends and self.records and self.stats.lines - before >= self.snapshot_min_lines:
-            self._write_snapshot(data.rfind(b"\n") + 1, end_sha)
+            self._write_snapshot(data.rfind(b"\n") + 1, end_sha, starts)
+
+    def _restore_lazy(
+        self,
+        loaded: snapshot.Loaded,
+        data: bytes,
+        share: _Sharer,
+        starts: dict[str, int] | None,
+    ) -> bool:
+        """Take the index, the fingerprint maps and the counts of the covered lines from the
+        snapshot; the live records stay lines of ``data`` until used (``records.py``).
+        ``starts``, when given, learns where each of them starts."""
+        try:
+            parts = snapshot.lazy_parts(loaded)
+            if parts is None:
+                return False
+            index = snapshot.restore(loaded, None)
+            live = np.flatnonzero(index.col("alive"))
+            at = parts.starts[live]
+            covered = int(loaded.header["covered"])
+            if len(at) and (int(at.min()) < 0 or int(at.max()) >= covered):
+                raise ValueError("a live slot's line is outside the covered log")
+            keys = [index.keys[i] for i in live.tolist()]
+            pending = dict(zip(keys, at.tolist(), strict=True))
+            if len(pending) != len(keys):
+                raise ValueError("two live slots hold one id")
+            turns: list[tuple[str, bool, str] | None] = [
+                (session, bool(asks), speaker) if session else None
+                for session, asks, speaker in zip(
+                    parts.sessions, parts.asks.tolist(), parts.speakers, strict=True
+                )
+            ]
+            stats = parts.stats
+            lines, corrupt = int(stats["lines"]), int(stats["corrupt"])
+            corrupt_at = [int(x) for x in stats["corrupt_at"]]
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            log.warning("bank %s: ignoring the index snapshot: %r", self.name, e)
+            return False
+        self.index = index
+        self.turns = turns
+        if starts is not None:
+            starts.update(pending)
+        self.records = Records(data, pending, lambda raw: share(_decode(raw)))
+        self.slot_fingerprints = parts.fingerprints
+        self.stats.lines += lines
+        self.stats.corrupt += corrupt
+        self.stats.corrupt_at.extend(corrupt_at)
+        return True
 
     def _replay_lines(
         self,
@@ -235,13 +313,20 @@ class Bank:
         share: _Sharer,
         *,
         reflect: bool = False,
+        pos: int = 0,
+        line_no: int = 0,
+        starts: dict[str, int] | None = None,
     ) -> None:
         """Replay ``lines[start:stop]`` into ``records``; with ``reflect``, each winner also
-        goes into the index and the fingerprint maps, as a live write would."""
+        goes into the index and the fingerprint maps, as a live write would. ``pos`` is where
+        ``lines[start]`` starts in the log, ``line_no`` how many lines come before ``lines``;
+        ``starts`` collects where each winner's line starts."""
         stats = self.stats
         last = len(lines) - 1
         for i in range(start, stop):
             raw = lines[i]
+            at = pos
+            pos += len(raw) + 1
             if not raw or raw.isspace():
                 continue
             stats.lines += 1
@@ -255,10 +340,12 @@ class Bank:
                     stats.torn += 1
                 else:
                     stats.corrupt += 1
-                    stats.corrupt_at.append(i + 1)
+                    stats.corrupt_at.append(line_no + i + 1)
                 continue
             prev = records.get(mem.id)
             if prev is None or mem.revision >= prev.revision:
+                if starts is not None:
+                    starts[mem.id] = at
                 if reflect:
                     self._reflect(share(mem))
                 else:
@@ -289,32 +376,70 @@ class Bank:
         the last live canonical record in (created_at, id) order holds a print, so here the
         greatest (created_at, id) does and the others wait. A boot's maps then depend on the
         log alone, not on where the snapshot ended (the tail's own updates follow live-write
-        order, which a rebuild does not)."""
-        best: dict[str, Memory] = {}
+        order, which a rebuild does not). After a lazy boot the snapshot's slots answer from
+        its fingerprints and the index's columns, so no record is decoded."""
+        known = self.slot_fingerprints
+        if known is None:
+            self._hold_fingerprints(
+                (m.created_at, m.id, m.fingerprint)
+                for m in self.records.values()
+                if m.invalid_at is None and m.status == "canonical"
+            )
+            return
+        self.slot_fingerprints = None
+        index = self.index
+        keys, created = index.keys, index.col("created_at").tolist()
+        counted = np.flatnonzero(
+            index.col("counted").astype(bool) & index.col("alive").astype(bool)
+        ).tolist()
+        n = len(known)
+        self._hold_fingerprints(
+            (created[s], keys[s], known[s] if s < n else self.records[keys[s]].fingerprint)
+            for s in counted
+        )
+
+    def _hold_fingerprints(self, holders: Iterable[tuple[float, str, str]]) -> None:
+        """The maps for these live canonical (created_at, id, fingerprint) holders."""
+        best: dict[str, tuple[float, str]] = {}
         fp_more: dict[str, set[str]] = {}
         claim = best.setdefault
-        for m in self.records.values():
-            if m.invalid_at is None and m.status == "canonical":
-                held = claim(m.fingerprint, m)
-                if held is not m:  # a second holder: the greater (created_at, id) holds
-                    if (m.created_at, m.id) < (held.created_at, held.id):
-                        held, m = m, held
-                    fp_more.setdefault(m.fingerprint, set()).add(held.id)
-                    best[m.fingerprint] = m
-        self.by_fp = dict(zip(best, map(attrgetter("id"), best.values()), strict=True))
+        for created, id, fp in holders:
+            mine = (created, id)
+            held = claim(fp, mine)
+            if held is not mine:  # a second holder: the greater (created_at, id) holds
+                if mine < held:
+                    held, mine = mine, held
+                fp_more.setdefault(fp, set()).add(held[1])
+                best[fp] = mine
+        self.by_fp = {fp: held[1] for fp, held in best.items()}
         self.fp_more = fp_more
 
-    def _write_snapshot(self, size: int, log_sha256: str) -> None:
+    def _write_snapshot(self, size: int, log_sha256: str, starts: dict[str, int] | None) -> None:
         """Capture the index as the replay left it (before drafts join it) and write it in
-        the background (``store_worker/snapshot.py``)."""
+        the background (``store_worker/snapshot.py``); with where every live record's line
+        starts (noted by the replay), the snapshot serves a lazy boot too."""
         snapshot.remove_stale_temps(self.files.dir)
-        cap = snapshot.capture(self.index, covered=size, log_sha256=log_sha256)
+        lines = None
+        if starts is not None:
+            stats = self.stats  # every line up to ``size``: a torn fragment after it is cut
+            lines = snapshot.Lines(
+                starts=starts,
+                fingerprints={k: m.fingerprint for k, m in self.records.items()},
+                turns={k: turn_of(m) for k, m in self.records.items()},
+                stats={
+                    "lines": stats.lines - stats.torn,
+                    "corrupt": stats.corrupt,
+                    "corrupt_at": list(stats.corrupt_at),
+                },
+            )
+        cap = snapshot.capture(self.index, covered=size, log_sha256=log_sha256, lines=lines)
         self.snapshot_writer = snapshot.write_in_background(self.files.dir / snapshot.SNAPSHOT, cap)
 
     def reindex(self) -> None:
         """Rebuild the index from ``records`` in one bulk pass (boot, reload, compaction):
         the same slots, in (created_at, id) order, as ``_index`` of each record in turn."""
         mems = sorted(self.records.values(), key=lambda m: (m.created_at, m.id))
+        self.turns = None  # the slots change
         index = BankIndex()
         intern = index.intern
         ids: list[str] = []
@@ -479,6 +604,16 @@ class Bank:
         )
 
     # -- views -----------------------------------------------------------------------------
+
+    def turn_at(self, slot: int) -> tuple[str, bool, str] | None:
+        """(source session, asks, speaker) when the live record in ``slot`` is a dialog
+        turn (``entities.turn_of``); a lazy boot answers for the snapshot's slots without
+        decoding them (a slot never changes record: a new revision takes a new slot)."""
+        turns = self.turns
+        if turns is not None and slot < len(turns):
+            return turns[slot]
+        mem = self.records.get(self.index.keys[slot])
+        return None if mem is None else turn_of(mem)
 
     def live(self) -> list[Memory]:
         return [m for m in self.records.values() if m.invalid_at is None]

@@ -46,8 +46,10 @@ class Banks(Mapping[str, Bank]):
         clock: Clock,
         events: EventBus,
         on_load: Sequence[BankHook] = (),
+        lazy_records: bool = False,
     ) -> None:
         self.root = root
+        self.lazy_records = lazy_records  # boots decode snapshot-covered lines on use
         self.settings = settings
         self.clock = clock
         self.events = events
@@ -82,7 +84,7 @@ class Banks(Mapping[str, Bank]):
                 self._load(path.name)
 
     def _load(self, name: str) -> Bank:
-        bank = Bank(self.root, name)
+        bank = Bank(self.root, name, lazy_records=self.lazy_records)
         bank.load()
         self._banks[name] = bank
         for hook in self.on_load:

@@ -47,7 +47,6 @@ import numpy.typing as npt
 
 from shared.text import entity_norm, words
 from store_worker.bank import Bank
-from store_worker.entities import speaker_of
 from store_worker.index import BankIndex
 
 # The share of a neighbour's score a turn gains: from the turn before it and the turn after it
@@ -88,15 +87,12 @@ _CHAINS: weakref.WeakKeyDictionary[BankIndex, _Chains] = weakref.WeakKeyDictiona
 
 
 def _session_order(bank: Bank, slot: int) -> tuple[str, float, str, bool, str] | None:
-    key = bank.index.keys[slot]
-    mem = bank.records.get(key)
-    if mem is None or mem.invalid_at is not None or mem.provenance.source_session_id is None:
+    found = bank.turn_at(slot)
+    if found is None:
         return None
-    speaker = speaker_of(mem.text)
-    if speaker is None:  # not a dialog turn (an extracted fact, a note)
-        return None
-    asks = mem.text.rstrip().endswith("?")
-    return mem.provenance.source_session_id, float(mem.created_at), mem.id, asks, speaker
+    session, asks, speaker = found
+    idx = bank.index
+    return session, float(idx.col("created_at")[slot]), idx.keys[slot], asks, speaker
 
 
 def _rebuild(bank: Bank) -> _Chains:

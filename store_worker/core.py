@@ -158,6 +158,7 @@ class MemoryStore:
         embedder: Embedder | None = None,
         recall_tuning: recall_mod.Tuning | None = None,
         synonyms: SynonymSource | Literal["packaged"] | None = "packaged",
+        lazy_records: bool = False,
     ) -> None:
         base = settings or StoreSettings()
         if data_dir is not None:
@@ -175,6 +176,9 @@ class MemoryStore:
         self._held = threading.local()
         self._dir_lock: dir_lock.DirLock | None = None  # one writer per data dir (lock.py)
         self._closed = False
+        # a one-shot process decodes a snapshot-covered record when it first uses it
+        # (store_worker/records.py); not for a store shared between threads
+        self.lazy_records = lazy_records
         self._open()
         self.commits = GroupCommit(self.lock, banks=self.banks, events=self.events)
 
@@ -191,7 +195,12 @@ class MemoryStore:
         self.sessions = Sessions(self.state, s)
         self.ratification = Drafts(s)
         self.banks = Banks(
-            self.root, s, clock=clock, events=self.events, on_load=(Drafts.load, self.vectors.load)
+            self.root,
+            s,
+            clock=clock,
+            events=self.events,
+            on_load=(Drafts.load, self.vectors.load),
+            lazy_records=self.lazy_records,
         )
         self.shard = ShardGuard(self.state, s.shard_index)
         self.banks.guard = self.shard

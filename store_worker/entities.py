@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from shared.models import Memory
 from shared.text import STOPWORDS, entity_norm
 
 MAX_DERIVED = 8
@@ -203,3 +204,16 @@ def derive_entities(text: str, *, limit: int = MAX_DERIVED) -> tuple[str, ...]:
     # A name already inside a longer handle ("ana" in "ana-lopes") adds nothing.
     kept = [h for h in handles if not any(h != o and h in o.split("-") for o in handles)]
     return tuple(kept[:limit])
+
+
+def turn_of(mem: Memory) -> tuple[str, bool, str] | None:
+    """(source session, whether it asks, speaker) of a live dialog turn: a memory with a
+    source session whose text opens with a speaker label (``store_worker/context.py``), or
+    None for anything else."""
+    session = mem.provenance.source_session_id
+    if mem.invalid_at is not None or session is None:
+        return None
+    speaker = speaker_of(mem.text)
+    if speaker is None:  # not a dialog turn (an extracted fact, a note)
+        return None
+    return session, mem.text.rstrip().endswith("?"), speaker

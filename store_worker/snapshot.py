@@ -35,6 +35,13 @@ Measured (bench corpus, 1,019,612 lines, 418 MB log): boot 46-54 s before, 38-44
 has to rebuild (and write the 236 MB snapshot, in ~2 s off the boot), 11 s from the snapshot;
 100k records: 4.3-4.6 s, 3.5 s, 1.0 s.
 
+For a lazy boot (``store_worker/records.py``: a one-shot CLI or hook process) the snapshot also
+holds, per slot, where the live record's line starts in the log, its fingerprint and its
+dialog-turn facts (``entities.turn_of``), and in the header the replay's counts of the covered
+lines (lines, corrupt ones and where): such a boot takes the fingerprint maps, the context
+chains and what ``doctor`` reports from here and decodes a covered record only when it is
+used (a 10k-record bank opens in ~65 ms instead of ~140).
+
 File: ``MAGIC`` | u64 header length | JSON header | arrays, each at a 64-byte boundary.
 """
 
@@ -73,8 +80,17 @@ FORMAT = 1
 ALIGN = 64
 TABLES = ("terms", "entities", "tags")
 U16_TERMS = 1 << 16  # up to this many terms, a term id is stored in 2 bytes (44 MB less at 1M)
-# The modules whose code decides what the index holds for a given log.
-SOURCES = ("shared.text", "shared.models", "store_worker.index", "store_worker.bank", __name__)
+# The modules whose code decides what the index holds for a given log (``validate``: which
+# lines are records at all, which a lazy boot relies on without checking them again).
+SOURCES = (
+    "shared.text",
+    "shared.models",
+    "store_worker.index",
+    "store_worker.bank",
+    "store_worker.validate",
+    "store_worker.entities",
+    __name__,
+)
 DISTRIBUTIONS = ("PyStemmer", "pydantic_core")
 
 Array = npt.NDArray[Any]
@@ -142,10 +158,36 @@ class Capture:
     bulk_terms: list[str]
     interned: list[str]
     scalars: dict[str, float] = field(default_factory=dict)
+    # For a lazy boot (``records.py``): where each slot's line starts in the log (-1: a dead
+    # slot), each slot's fingerprint ("" for a dead one) and the replay's counts of the lines
+    # covered, which that boot does not read.
+    line_starts: list[int] | None = None
+    fingerprints: list[str] | None = None
+    turns: list[tuple[str, bool, str] | None] | None = None
+    covered_stats: dict[str, Any] | None = None
 
 
-def capture(index: BankIndex, *, covered: int, log_sha256: str) -> Capture:
+def capture(
+    index: BankIndex,
+    *,
+    covered: int,
+    log_sha256: str,
+    lines: Lines | None = None,
+) -> Capture:
+    """What ``write`` encodes; with ``lines``, what a lazy boot needs too."""
+    extra: dict[str, Any] = {}
+    if lines is not None:
+        alive = index.col("alive").tolist()
+        starts, fps, turns = lines.starts, lines.fingerprints, lines.turns
+        slots = list(zip(index.keys, alive, strict=True))
+        extra = {
+            "line_starts": [starts[k] if a else -1 for k, a in slots],
+            "fingerprints": [fps[k] if a else "" for k, a in slots],
+            "turns": [turns[k] if a else None for k, a in slots],
+            "covered_stats": lines.stats,
+        }
     return Capture(
+        **extra,
         covered=covered,
         log_sha256=log_sha256,
         keys=list(index.keys),
@@ -219,6 +261,18 @@ def _encode(cap: Capture) -> tuple[dict[str, Any], dict[str, Array]]:
     arrays["doc.ptr"], tids = _doc_terms_csr(cap, vocab)
     arrays["doc.tids"] = tids.astype(np.uint16) if len(vocab) <= U16_TERMS else tids
     arrays["interned"], arrays["interned.off"] = _pack(cap.interned)
+    lazy = cap.line_starts is not None and cap.fingerprints is not None
+    if lazy:
+        arrays["line.starts"] = np.array(cap.line_starts, dtype=np.int64).reshape(-1)
+        arrays["fp"], arrays["fp.off"] = _pack(cap.fingerprints or [])
+        turns = cap.turns or []
+        arrays["turn.session"], arrays["turn.session.off"] = _pack(
+            [t[0] if t else "" for t in turns]
+        )
+        arrays["turn.speaker"], arrays["turn.speaker.off"] = _pack(
+            [t[2] if t else "" for t in turns]
+        )
+        arrays["turn.asks"] = np.array([bool(t and t[1]) for t in turns], dtype=np.bool_)
     header = {
         "format": FORMAT,
         "derivation": derivation(),
@@ -226,6 +280,8 @@ def _encode(cap: Capture) -> tuple[dict[str, Any], dict[str, Array]]:
         "log_sha256": cap.log_sha256,
         "n": len(cap.keys),
         "scalars": cap.scalars,
+        "lazy": lazy,
+        "covered_stats": cap.covered_stats if lazy else None,
     }
     return header, arrays
 
@@ -386,13 +442,15 @@ def prefix_ok(header: dict[str, Any], data: bytes, prefix_sha256: str) -> bool:
 # -- restore ---------------------------------------------------------------------------------
 
 
-def restore(snap: Loaded, canonical: dict[str, str]) -> BankIndex:
+def restore(snap: Loaded, canonical: dict[str, str] | None) -> BankIndex:
     """Rebuild a ``BankIndex`` from the arrays. ``canonical`` maps each replayed id to its
     own string object, so the index shares the records' key strings (and proves every slot's
-    key was replayed: a missing one raises ``KeyError``)."""
+    key was replayed: a missing one raises ``KeyError``); ``None`` for a lazy boot, whose
+    records take their keys from the index."""
     a, n = snap.arrays, int(snap.header["n"])
     index = BankIndex()
-    index.keys = list(map(canonical.__getitem__, _unpack(a["keys"], a["keys.off"])))
+    keys = _unpack(a["keys"], a["keys.off"])
+    index.keys = keys if canonical is None else list(map(canonical.__getitem__, keys))
     if len(index.keys) != n:
         raise ValueError("snapshot key count differs from its header")
     for name, (dtype, _) in COLUMNS.items():
@@ -425,6 +483,47 @@ def restore(snap: Loaded, canonical: dict[str, str]) -> BankIndex:
     index.total_len = float(scalars["total_len"])
     index.dead = int(scalars["dead"])
     return index
+
+
+@dataclass
+class Lines:
+    """What ``capture`` needs for a lazy boot: where each live record's line starts, its
+    fingerprint, and the replay's counts of the lines the snapshot covers."""
+
+    starts: dict[str, int]
+    fingerprints: dict[str, str]
+    turns: dict[str, tuple[str, bool, str] | None]  # entities.turn_of
+    stats: dict[str, Any]
+
+
+@dataclass
+class LazyParts:
+    """A lazy boot's view of a snapshot (``lazy_parts``)."""
+
+    starts: Array  # per slot: where its line starts in the log, -1 for a dead slot
+    fingerprints: list[str]  # per slot; "" for a dead one
+    sessions: list[str]  # per slot: a dialog turn's source session, else ""
+    speakers: list[str]  # per slot: a dialog turn's speaker, else ""
+    asks: Array  # per slot: a dialog turn that asks
+    stats: dict[str, Any]  # the covered lines' replay counts (lines, corrupt, corrupt_at)
+
+
+def lazy_parts(snap: Loaded) -> LazyParts | None:
+    """The per-slot line starts and fingerprints, when the snapshot has them and they fit."""
+    a, n = snap.arrays, int(snap.header["n"])
+    stats = snap.header.get("covered_stats")
+    if not snap.header.get("lazy") or not isinstance(stats, dict) or "line.starts" not in a:
+        return None
+    starts = a["line.starts"]
+    fps = _unpack(a["fp"], a["fp.off"])
+    sessions = _unpack(a["turn.session"], a["turn.session.off"])
+    speakers = _unpack(a["turn.speaker"], a["turn.speaker.off"])
+    asks = a["turn.asks"]
+    if len(starts) != n or starts.dtype != np.int64 or len(fps) != n:
+        raise ValueError("snapshot line starts do not match the slots")
+    if len(sessions) != n or len(speakers) != n or len(asks) != n:
+        raise ValueError("snapshot dialog turns do not match the slots")
+    return LazyParts(starts, fps, sessions, speakers, asks, stats)
 
 
 def _postings(
