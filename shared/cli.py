@@ -127,7 +127,8 @@ class Ctx:
 
 # verbs that answer once and end (a coding agent runs them on every prompt): ``console`` runs
 # them without the cyclic collector and ends their process without Python's teardown
-ONE_SHOT = STORE_VERBS | {"hook"}
+# (``watch`` follows until it is stopped: it keeps the collector)
+ONE_SHOT = (STORE_VERBS - {"watch"}) | {"hook"}
 
 
 def console() -> NoReturn:
@@ -151,16 +152,21 @@ def console() -> NoReturn:
 
 
 def _end(code: int) -> NoReturn:
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    shutdown = getattr(threading, "_shutdown", None)  # what the interpreter calls at exit:
+    if shutdown is not None and threading.current_thread() is threading.main_thread():
+        shutdown()  # threading's own exit hooks (executors stop), then every thread joined
+    else:
+        current = threading.current_thread()
+        for thread in threading.enumerate():
+            if thread is not current and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (BrokenPipeError, ValueError):  # a reader that went away: as Python reports it
-        code = code or 120
+    for stream in (sys.stdout, sys.stderr):  # None when the descriptor was closed at start
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a reader that went away: as Python reports it
+            code = code or 120
     os._exit(code)
 
 

@@ -106,19 +106,15 @@ read and compiled on the first call, once per process.
 from __future__ import annotations
 
 import bisect
+import importlib
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-# FOLD, anchors and occurs keep their old names here for tests/shared/test_redact.py, which
-# checks the shortcut through this module.
-from shared.redact_anchors import FOLD as _FOLD  # noqa: F401
-from shared.redact_anchors import anchors as _anchors  # noqa: F401
-from shared.redact_anchors import folded as _folded  # noqa: F401
-from shared.redact_anchors import occurs as _occurs  # noqa: F401
-from shared.redact_context import MARKER, Scan
-from shared.redact_gate import Rule, candidates, engine
+if TYPE_CHECKING:
+    from shared.redact_context import Scan
+    from shared.redact_gate import Rule
 
 __all__ = [
     "PLACEHOLDER",
@@ -140,17 +136,31 @@ class Redaction:
     labels: tuple[str, ...]
 
 
+# The rules' modules (their patterns, the contextual judges, the gate) are imported on the first
+# call: a process that never redacts (a CLI recall, issue 13) does not compile ~40 patterns
+# (~13 ms). Each function below imports what it uses; after the first call that is a lookup.
+# Names tests/shared/test_redact.py reaches through this module, resolved on first use.
+_LAZY = {
+    "_FOLD": ("shared.redact_anchors", "FOLD"),
+    "_anchors": ("shared.redact_anchors", "anchors"),
+    "_folded": ("shared.redact_anchors", "folded"),
+    "_occurs": ("shared.redact_anchors", "occurs"),
+    "_candidates": ("shared.redact_gate", "candidates"),
+}
+
+
 def __getattr__(name: str) -> Any:
     """``_RULES`` and ``_GATE``, built on first use (PEP 562): importing this module reads no
-    file."""
-    if name == "_RULES":
-        return engine().rules
-    if name == "_GATE":
-        return engine().gate
+    file and compiles no rule; the names in ``_LAZY`` import their module then. (Any other
+    name, such as the ``__path__`` an import statement asks about, imports nothing.)"""
+    if name in ("_RULES", "_GATE"):
+        from shared.redact_gate import engine
+
+        return engine().rules if name == "_RULES" else engine().gate
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-_candidates = candidates  # the name tests/shared/test_redact.py knows
 
 
 # --- engine ---------------------------------------------------------------------------------------
@@ -166,6 +176,8 @@ def _secret_span(m: re.Match[str]) -> tuple[int, int]:
 
 def _gaps(text: str) -> list[tuple[int, int]]:
     """The spans of ``text`` outside existing markers: the only places rules look."""
+    from shared.redact_context import MARKER
+
     bounds = [0]
     for marker in MARKER.finditer(text):
         bounds += marker.span()
@@ -226,6 +238,8 @@ def _one_pass(text: str, found: set[str], rules: tuple[Rule, ...], until: int) -
     """Every rule once, in order; the text and the index of the last rule that changed it
     (-1 for none). Past ``until``, a pass that has changed nothing stops: those rules saw
     this very text in the previous pass and changed nothing, and they are pure."""
+    from shared.redact_context import Scan
+
     scan, gaps = Scan(text), _gaps(text)
     changed_at = -1
     for i, rule in enumerate(rules):
@@ -262,17 +276,19 @@ def _nfkc(text: str) -> str:
 def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
     """``rules`` (by default the candidates) over the NFKC form of ``text``: the redacted
     normal form when something was redacted, else ``text`` itself, untouched."""
+    from shared.redact_gate import candidates, engine
+
     normal = _nfkc(text)
     gated = rules is None
     if rules is None:
-        rules = _candidates(normal)
+        rules = candidates(normal)
     found: set[str] = set()
     redacted = _fixed_point(normal, rules, found) if rules else normal
     while gated and redacted is not normal:
         # A marker can make an anchor where the text had none: ``...qshodan api key: x`` has
         # no word "shodan" until the token glued before it is a marker. The gate is asked
         # again about what came out; a rule it adds reruns the whole, in catalogue order.
-        more = set(_candidates(redacted)) - set(rules)
+        more = set(candidates(redacted)) - set(rules)
         if not more:
             break
         order = engine().rules
@@ -312,10 +328,12 @@ def find_credential(value: str) -> str | None:
     each separator in turn taken for a space; and a token whose own shape has that separator
     (``note-xoxb-123-456-abc``: a Slack token is hyphenated) is read from each place a
     separator starts a new part."""
+    from shared.redact_gate import candidates
+
     spaced = (value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)
     # A tail's anchors are all in the whole value, so with no candidate rule for the whole
     # there is none for a tail: an ordinary id (a UUID session id) costs no extra calls.
-    glued = bool(_candidates(_nfkc(value)))
+    glued = bool(candidates(_nfkc(value)))
     tails = (value[i + 1 :] for i, ch in enumerate(value) if glued and ch in _ID_SEPARATORS)
     for text in (value, *spaced, *tails):
         labels = redact(text).labels

@@ -229,6 +229,9 @@ class Bank:
             self.records = records
             restored = loaded is not None and self._restore(loaded)
             tail = (lines, n_prefix, len(lines), 0)
+            # where lines[n_prefix] starts: ``covered`` itself unless a hand edit moved the
+            # newlines and the snapshot was refused
+            covered = data.rfind(b"\n", 0, covered) + 1
         before = self.stats.lines if restored else 0
         lines, first, stop, skipped = tail
         self._replay_lines(

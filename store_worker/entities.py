@@ -211,7 +211,7 @@ def turn_of(mem: Memory) -> tuple[str, bool, str] | None:
     source session whose text opens with a speaker label (``store_worker/context.py``), or
     None for anything else."""
     session = mem.provenance.source_session_id
-    if mem.invalid_at is not None or session is None:
+    if mem.invalid_at is not None or not session:  # "" names no session either
         return None
     speaker = speaker_of(mem.text)
     if speaker is None:  # not a dialog turn (an extracted fact, a note)

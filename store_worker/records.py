@@ -129,6 +129,26 @@ class Records(dict[str, Memory]):
         self.materialize()
         return dict.__eq__(self, other)
 
+    def __ne__(self, other: object) -> bool:
+        self.materialize()
+        return dict.__ne__(self, other)
+
+    def __or__(self, other: Any) -> Any:
+        self.materialize()
+        return dict.__or__(self, other)
+
+    def __ror__(self, other: Any) -> Any:
+        self.materialize()
+        return dict.__ror__(self, other)
+
+    def __ior__(self, other: Any) -> Any:
+        self.update(other)
+        return self
+
+    def __reversed__(self) -> Iterator[str]:
+        self.materialize()
+        return dict.__reversed__(self)
+
     __hash__ = None
 
     def __repr__(self) -> str:

@@ -612,6 +612,40 @@ def test_help_loads_the_worker_specs_but_no_worker_core(argv: list[str]) -> None
     assert "usage: memory" in done.stdout or "usage: " in done.stdout, done.stdout
 
 
+def test_an_embedded_recall_compiles_no_redaction_rule_and_a_save_does(tmp_path: Path) -> None:
+    """A read verb on an embedded data dir never redacts: the rules' modules (~40 patterns,
+    ~13 ms to compile) are not imported; a save imports them and redacts as ever."""
+    script = (
+        "import sys\n"
+        "from shared.cli import main\n"
+        "code = main()\n"
+        "heavy = [m for m in ('shared.redact_context', 'shared.redact_gate',"
+        " 'shared.redact_catalogue') if m in sys.modules]\n"
+        "sys.stderr.write(f'LOADED {heavy}\\n')\n"
+        "raise SystemExit(code)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    data = str(tmp_path / "d")
+
+    def memory(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, "--data-dir", data, *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    saved = memory("save", "the deploy key is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
+    assert saved.returncode == 0, saved.stderr
+    assert "LOADED ['shared.redact_context'" in saved.stderr, saved.stderr
+    found = memory("recall", "deploy key")
+    assert found.returncode == 0, found.stderr
+    assert "LOADED []" in found.stderr, found.stderr
+    assert "[REDACTED:" in found.stdout and "ghp_a1B2" not in found.stdout
+
+
 def test_up_help_still_offers_every_worker_flag() -> None:
     from shared.cli import build_parser
 
