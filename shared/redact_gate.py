@@ -1,13 +1,29 @@
 """Which redaction rules can match a text (shared/redact.py): the rules, compiled from the
 catalogue (shared/credentials.toml) and the context rules (shared/redact_context.py), and the
 gate that names the few of them whose anchors occur in a text.
+
+The plan (``shared/redact_plan.json``, shipped): deriving every rule's anchors and compiling
+every pattern took ~0.2 s of the first redaction in a process — what a one-shot
+``memory --data-dir D save`` or an embedded hook pays every time (issue 13). The plan holds
+what that derivation gives (the catalogue's formats in rule order and every rule's anchor
+sets) under a key over its inputs (the catalogue, the code of these modules, the Python
+version). When the key matches, ``engine`` takes the anchors from it and each rule compiles
+its pattern the first time the gate names it; otherwise everything is derived as before. It is
+regenerated with ``python -m shared.redact_gate``; ``tests/shared/test_redact_plan.py`` fails
+while the shipped plan is not the derivation's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from dataclasses import dataclass, field
-from functools import cache
+import sys
+from dataclasses import asdict, dataclass, field
+from functools import cache, cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
 
 from shared.redact_anchors import (
     Anchor,
@@ -29,21 +45,30 @@ __all__ = ["Engine", "Rule", "candidates", "engine"]
 
 @dataclass(frozen=True)
 class Rule:
-    """A pattern, the judge that names a match's label (or turns it down), and optionally a
-    seek that names where a match can start."""
+    """A pattern (or its text, compiled on first use), the judge that names a match's label
+    (or turns it down), and optionally a seek that names where a match can start."""
 
-    pattern: re.Pattern[str]
+    source: re.Pattern[str] | str
     judge: Judge
     seek: Seek | None = None
+    # the anchors the plan gives; False: derive them from the pattern
+    known: tuple[Strings, ...] | Literal[False] | None = field(
+        default=False, compare=False, repr=False
+    )
     # Sets of strings such that every match holds one string of each set, the most selective
     # set first (shared/redact_anchors.py); None when none could be derived.
     anchors: tuple[Strings, ...] | None = field(init=False)
     probes: tuple[Probe, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        anchors = derive_anchors(self.pattern)
+        anchors = derive_anchors(self.pattern) if self.known is False else self.known
         object.__setattr__(self, "anchors", anchors)
         object.__setattr__(self, "probes", tuple(map(_probe, anchors or ())))
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        source = self.source
+        return source if isinstance(source, re.Pattern) else re.compile(source)
 
     def may_match(self, text: str, folded: str, seen: dict[int, bool] | None = None) -> bool:
         """False only when the text lacks every string of some anchor set. ``seen`` remembers
@@ -67,10 +92,10 @@ def _probe(anchors: Strings) -> Probe:
 # --- the catalogue, compiled --------------------------------------------------------------------
 
 
-def _token(body: str) -> re.Pattern[str]:
+def _token(body: str) -> str:
     """A token that is a whole word: nothing token-like glued to its end, and (checked by the
     judge, see ``_catalogue_judge``) nothing glued to its start."""
-    return re.compile(rf"(?:{body})(?![A-Za-z0-9_-])")
+    return rf"(?:{body})(?![A-Za-z0-9_-])"
 
 
 _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -115,15 +140,15 @@ def _catalogue_judge(fmt: Format, *, marked: bool) -> Judge:
     return judge
 
 
-def _catalogue_rule(fmt: Format) -> Rule:
+def _catalogue_rule(fmt: Format, known: tuple[Strings, ...] | Literal[False] | None) -> Rule:
     marked = _marked(fmt)
     if fmt.has_context:
-        pattern = re.compile(fmt.pattern)
+        pattern = fmt.pattern
     elif marked:  # "ghp_..._old": a separator after it is no part of a longer word
-        pattern = re.compile(rf"(?:{fmt.pattern})(?![A-Za-z0-9])")
+        pattern = rf"(?:{fmt.pattern})(?![A-Za-z0-9])"
     else:
         pattern = _token(fmt.pattern)
-    return Rule(pattern, _catalogue_judge(fmt, marked=marked))
+    return Rule(pattern, _catalogue_judge(fmt, marked=marked), known=known)
 
 
 def _ordered_formats() -> tuple[Format, ...]:
@@ -133,12 +158,104 @@ def _ordered_formats() -> tuple[Format, ...]:
     return tuple(sorted(catalogue(), key=lambda f: not f.has_context))
 
 
-def _build_rules(formats: tuple[Format, ...]) -> tuple[Rule, ...]:
+def _build_rules(
+    formats: tuple[Format, ...], known: list[tuple[Strings, ...] | None] | None = None
+) -> tuple[Rule, ...]:
+    """The rules in order; ``known``: every rule's anchors, from the plan."""
+    contextual = [*BEFORE_CATALOGUE, None, *AFTER_CATALOGUE]
+    sets: list[Any] = list(known) if known is not None else [False] * (len(contextual) - 1)
+    before = [
+        Rule(p, judge, seek, known=k)
+        for (p, judge, seek), k in zip(BEFORE_CATALOGUE, sets, strict=False)
+    ]
+    rest = sets[len(BEFORE_CATALOGUE) :] if known is not None else None
+    catalogue_sets = rest[: len(formats)] if rest is not None else [False] * len(formats)
+    after_sets = rest[len(formats) :] if rest is not None else [False] * len(AFTER_CATALOGUE)
     return (
-        *(Rule(p, judge, seek) for p, judge, seek in BEFORE_CATALOGUE),
-        *map(_catalogue_rule, formats),
-        *(Rule(p, judge, seek) for p, judge, seek in AFTER_CATALOGUE),
+        *before,
+        *(_catalogue_rule(f, k) for f, k in zip(formats, catalogue_sets, strict=True)),
+        *(
+            Rule(p, judge, seek, known=k)
+            for (p, judge, seek), k in zip(AFTER_CATALOGUE, after_sets, strict=True)
+        ),
     )
+
+
+# --- the plan: the derivation, shipped -----------------------------------------------------------
+
+PLAN = "redact_plan.json"
+# What the plan is derived from: the catalogue and the code that turns it into rules and anchors.
+_PLAN_INPUTS = (
+    "credentials.toml",
+    "redact_anchors.py",
+    "redact_catalogue.py",
+    "redact_context.py",
+    "redact_gate.py",
+)
+
+
+def plan_key() -> str:
+    """A key over the plan's inputs and the Python version (its regex parser)."""
+    h = hashlib.sha256(f"python={sys.version_info[0]}.{sys.version_info[1]}".encode())
+    folder = resources.files("shared")
+    for name in _PLAN_INPUTS:
+        h.update(name.encode() + b"\0" + folder.joinpath(name).read_bytes())
+    return h.hexdigest()
+
+
+def _encode_sets(sets: tuple[Strings, ...] | None) -> list[list[list[Any]]] | None:
+    return None if sets is None else [sorted([text, icase] for text, icase in s) for s in sets]
+
+
+def _decode_sets(raw: Any) -> tuple[Strings, ...] | None:
+    if raw is None:
+        return None
+    return tuple(frozenset((str(text), bool(icase)) for text, icase in s) for s in raw)
+
+
+def build_plan() -> dict[str, Any]:
+    """The derivation the plan ships (slow: every pattern parsed and compiled)."""
+    formats = _ordered_formats()
+    rules = _build_rules(formats)
+    return {
+        "key": plan_key(),
+        "formats": [asdict(f) for f in formats],
+        "anchors": [_encode_sets(r.anchors) for r in rules],
+    }
+
+
+@cache
+def _shipped() -> tuple[tuple[Format, ...], list[tuple[Strings, ...] | None]] | None:
+    """The shipped plan's formats and anchors when its key is this code's; else None."""
+    try:
+        raw = json.loads(resources.files("shared").joinpath(PLAN).read_text(encoding="utf-8"))
+        if raw.get("key") != plan_key():
+            return None
+        formats = tuple(
+            Format(**{**f, "vendor_words": tuple(f["vendor_words"])}) for f in raw["formats"]
+        )
+        anchors = [_decode_sets(a) for a in raw["anchors"]]
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    if len(anchors) != len(BEFORE_CATALOGUE) + len(formats) + len(AFTER_CATALOGUE):
+        return None
+    return formats, anchors
+
+
+def write_plan(path: Path | None = None) -> Path:
+    """Write ``build_plan()`` where the package reads it (or to ``path``)."""
+    target = path or Path(__file__).with_name(PLAN)
+    plan = build_plan()
+
+    def rows(items: list[Any]) -> str:  # one format or rule per line: readable diffs
+        return ",\n".join(json.dumps(x, sort_keys=True, ensure_ascii=False) for x in items)
+
+    text = (
+        f'{{"key": {json.dumps(plan["key"])},\n"formats": [\n{rows(plan["formats"])}\n],\n'
+        f'"anchors": [\n{rows(plan["anchors"])}\n]}}\n'
+    )
+    target.write_text(text, encoding="utf-8")
+    return target
 
 
 # --- the gate: which rules can match a text -------------------------------------------------------
@@ -253,8 +370,13 @@ def _rules_by_anchor(
 
 @cache
 def engine() -> Engine:
-    formats = _ordered_formats()
-    rules = _build_rules(formats)
+    shipped = _shipped()
+    if shipped is not None:
+        formats, known = shipped
+        rules = _build_rules(formats, known)
+    else:  # the catalogue or this code changed since the plan was written: derive it all
+        formats = _ordered_formats()
+        rules = _build_rules(formats)
     first = len(BEFORE_CATALOGUE)
     vendors: dict[str, list[int]] = {}
     for i, fmt in enumerate(formats, start=first):
@@ -340,3 +462,7 @@ def candidates(text: str) -> tuple[Rule, ...]:
         for i in sorted(hit)
         if i in proven or rules[i].seek is not None or rules[i].may_match(text, folded, seen)
     )
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_plan()}")

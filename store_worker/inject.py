@@ -29,6 +29,7 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared import errors
@@ -37,6 +38,7 @@ from shared.redact import redact
 from shared.text import NAME_RE
 from store_worker import validate as v
 from store_worker.messages import is_memory_block, message_text, session_key
+from store_worker.recall import visible
 from store_worker.rules import LEARNED
 
 if TYPE_CHECKING:
@@ -390,21 +392,36 @@ class Injector:
     def _ambient(
         self, bank: Bank, session: str | None, project: str | None
     ) -> list[tuple[Memory, float]]:
-        """The bank's strongest visible memories: pinned, corroborated, recently stated."""
-        lineage = set(self.sessions.lineage(session))
-        visible = [
-            m
-            for m in bank.records.values()
-            if m.invalid_at is None
-            and m.status == "canonical"
-            and (
-                m.scope == "global"
-                or (m.scope == "session" and m.session_id in lineage)
-                or (m.scope == "project" and project is not None and m.project == project)
+        """The bank's strongest visible memories: pinned, corroborated, recently stated.
+
+        Chosen on the index's columns (live canonical = ``counted``, scope, pinned,
+        corroboration, stated_at), so only the records returned are read: a hook's process
+        decodes a handful of a lazily booted bank's records, not all of them (issue 13)."""
+        idx = bank.index
+        lineage = frozenset(self.sessions.lineage(session))
+        mask = idx.col("alive").astype(bool) & idx.col("counted").astype(bool)
+        slots = np.flatnonzero(mask & visible(bank, session_ids=lineage, project=project))
+        want = self.settings.ambient_floor + 64
+        pinned = idx.col("pinned")[slots].astype(np.float64) > 0
+        corroboration = idx.col("corroboration")[slots].astype(np.float64)
+        stated = idx.col("stated_at")[slots].astype(np.float64)
+        order = np.lexsort((-stated, -corroboration, ~pinned))  # the last key sorts first
+        if len(order) > want:  # the first ``want`` and every slot tied with the last of them
+            last = order[want - 1]
+            tied = (
+                (pinned == pinned[last])
+                & (corroboration == corroboration[last])
+                & (stated == stated[last])
             )
-        ]
-        visible.sort(key=lambda m: (not m.pinned, -m.corroboration, -m.stated_at, m.id))
-        return [(m, 0.0) for m in visible[: self.settings.ambient_floor + 64]]
+            keep = np.zeros(len(order), dtype=bool)
+            keep[order[:want]] = True
+            order = np.flatnonzero(keep | tied)
+        keys = idx.keys
+        rows = sorted(
+            (not pinned[i], -float(corroboration[i]), -float(stated[i]), keys[slots[i]])
+            for i in order.tolist()
+        )
+        return [(bank.records[row[3]], 0.0) for row in rows[:want]]
 
     # -- per-session state -----------------------------------------------------------------
 

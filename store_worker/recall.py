@@ -279,6 +279,13 @@ def filter_mask(bank: Bank, p: RecallParams) -> npt.NDArray[np.bool_]:
     return mask & _visible(bank, p)
 
 
+def visible(
+    bank: Bank, *, session_ids: frozenset[str], project: str | None
+) -> npt.NDArray[np.bool_]:
+    """Per slot: whether a caller in these sessions and this project may see it (scope)."""
+    return _visible(bank, RecallParams(query="", session_ids=session_ids, project=project))
+
+
 def _visible(bank: Bank, p: RecallParams) -> npt.NDArray[np.bool_]:
     """Scope visibility (seeds/000 MemoryScope): global everywhere; project only for the
     same working directory; session only in that session and its descendants."""

@@ -45,7 +45,7 @@ def test_the_catalogue_ships_as_package_data() -> None:
     text = resources.files("shared").joinpath("credentials.toml").read_text(encoding="utf-8")
     assert parse_catalogue(text) == FORMATS
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
-    assert 'shared = ["credentials.toml"]' in pyproject
+    assert 'shared = ["credentials.toml", "redact_plan.json"]' in pyproject  # with its plan
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.id)

@@ -216,6 +216,61 @@ def test_ambient_floor_tops_up_with_the_strongest(fresh_store: Factory) -> None:
     assert step(none, "s1", [user("zzz qqq")]).append_messages == ()
 
 
+def test_ambient_is_chosen_on_columns_exactly_as_over_the_records(fresh_store: Factory) -> None:
+    """``_ambient`` picks on the index's columns; the answer is the definition over the
+    records: live canonical, visible to the session's lineage and project, ordered by
+    (not pinned, -corroboration, -stated_at, id) — ties on the first three included, and a
+    cut that falls inside a run of ties."""
+    import random
+
+    from store_worker.bank import Bank
+
+    clock = FakeClock(start_ms=1_800_000_000_000, tick=0)  # one instant: stated_at ties
+    store = fresh_store(ambient_floor=3, clock=clock)
+    rng = random.Random(5)
+    ids = []
+    for i in range(140):
+        if i % 40 == 0:
+            clock.advance(ms=1000)
+        scope = rng.choice(["global", "global", "project", "session"])
+        ids.append(
+            store.save(
+                f"fact {i} w{rng.randrange(9)}",
+                scope=scope,
+                project=rng.choice(["/a", "/b"]) if scope == "project" else None,
+                session_id=rng.choice(["s1", "s2", "child"]) if scope == "session" else None,
+                pinned=rng.random() < 0.1,
+            ).memory.id
+        )
+    for i in rng.sample(range(140), 30):  # reinforced: corroboration grows
+        store.update(ids[i], text=store.get(ids[i]).memory.text + " again")
+        store.save(store.get(ids[i]).memory.text)
+    for gone in rng.sample(ids, 20):
+        store.delete(gone)
+
+    def reference(bank: Bank, lineage: set[str], project: str | None) -> list[str]:
+        seen = [
+            m
+            for m in bank.records.values()
+            if m.invalid_at is None
+            and m.status == "canonical"
+            and (
+                m.scope == "global"
+                or (m.scope == "session" and m.session_id in lineage)
+                or (m.scope == "project" and project is not None and m.project == project)
+            )
+        ]
+        seen.sort(key=lambda m: (not m.pinned, -m.corroboration, -m.stated_at, m.id))
+        return [m.id for m in seen[: 3 + 64]]
+
+    bank = store.banks["main"]
+    for session, project in [("s1", "/a"), ("s2", None), ("nobody", "/b"), (None, None)]:
+        got = [m.id for m, _ in store.injector._ambient(bank, session, project)]
+        lineage = set(store.sessions.lineage(session))
+        assert got == reference(bank, lineage, project), (session, project)
+        assert len(got) == 67
+
+
 def test_recall_limit_and_token_budget(fresh_store: Factory) -> None:
     store = fresh_store(recall_limit=2, ambient_floor=0)
     for i in range(5):
