@@ -3,6 +3,12 @@
 The log is the truth; this class is a cache of it. ``load`` replays ``memories.jsonl``
 (last-wins by revision, a line later in the file wins a tie), ``apply`` appends a fsynced line
 and only then changes RAM.
+
+Inside a group commit (``commit.py``) a write's records and fingerprint maps change at once
+(the next write of the batch reads them: ids stay unique, a re-save reinforces), while its
+index update waits in ``_unindexed`` so the batch's leader can make it while the batch's
+fsync is under way. ``index`` and ``unembedded`` bring it up to date before anyone reads
+them, so no reader, in the batch or after it, sees an index behind the records.
 """
 
 from __future__ import annotations
@@ -169,13 +175,15 @@ class Bank:
         self.description = ""
         self.created_at = 0
         self.stats = ReplayStats()
-        self.index = BankIndex()
+        self._idx = BankIndex()
+        # revisions in ``records`` whose index update a group commit has put off (``settle``)
+        self._unindexed: list[Memory] = []
         # id -> (fingerprint the vector was computed for, unit vector); sidecar-backed
         self.vectors: dict[str, tuple[str, list[float]]] = {}
         self.vector_model: str | None = None
         # Live ids without a fresh vector, kept as records are indexed (once an embedder has
         # set vector_model), so a recall finds what to embed without a scan of every record.
-        self.unembedded: set[str] = set()
+        self._unembedded: set[str] = set()
         # how the last load got its index ("snapshot" or "rebuilt") and the snapshot it wrote
         self.booted_from = ""
         self.snapshot_min_lines = SNAPSHOT_MIN_LINES
@@ -185,6 +193,24 @@ class Bank:
         self.turns: list[tuple[str, bool, str] | None] | None = None
         # a lazy boot's fingerprints per snapshot slot, until the replay's maps are made
         self.slot_fingerprints: list[str] | None = None
+
+    @property
+    def index(self) -> BankIndex:
+        """The recall index, with every reflected revision in it (``settle``)."""
+        if self._unindexed:
+            self.settle()
+        return self._idx
+
+    @index.setter
+    def index(self, index: BankIndex) -> None:
+        self._idx = index
+
+    @property
+    def unembedded(self) -> set[str]:
+        """Live ids without a fresh vector (kept as records are indexed, ``on_indexed``)."""
+        if self._unindexed:
+            self.settle()
+        return self._unembedded
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -440,8 +466,9 @@ class Bank:
 
     def reindex(self) -> None:
         """Rebuild the index from ``records`` in one bulk pass (boot, reload, compaction):
-        the same slots, in (created_at, id) order, as ``_index`` of each record in turn."""
+        the same slots, in (created_at, id) order, as ``_index_one`` of each record in turn."""
         mems = sorted(self.records.values(), key=lambda m: (m.created_at, m.id))
+        self._unindexed = []  # the rebuild covers them: it indexes ``records`` as they are now
         self.turns = None  # the slots change
         index = BankIndex()
         intern = index.intern
@@ -454,7 +481,7 @@ class Bank:
         # one visit per record (at 1M records each visit is a cache miss, so passes are merged)
         for m in mems:
             counted = m.invalid_at is None and m.status == "canonical"
-            if counted:  # last live canonical record per fingerprint wins, as in _index
+            if counted:  # last live canonical record per fingerprint wins, as in _hold_print
                 held = by_fp.get(m.fingerprint)
                 if held is not None:
                     fp_more.setdefault(m.fingerprint, set()).add(held)
@@ -462,7 +489,7 @@ class Bank:
             ids.append(m.id)
             entities.append(m.entities)
             tags.append(m.tags)
-            rows.append(  # ROW order; project then session interned as _index does
+            rows.append(  # ROW order; project then session interned as _index_one does
                 (
                     counted,
                     m.invalid_at is not None,
@@ -506,31 +533,53 @@ class Bank:
 
     def apply_many(self, mems: list[Memory]) -> None:
         """Append revisions in one fsynced write, then reflect them in RAM. Inside a group
-        commit (``commit.py``) the lines are staged instead and the batch appends them."""
+        commit (``commit.py``) the lines are staged instead and the batch appends them; the
+        index update waits for the batch's leader (``settle``), which makes it during the
+        batch's fsync."""
         lines = [m.to_line() for m in mems]
         if self.stage is not None:
             self.stage.add(self, lines)
-        else:
-            self.files.log.append_many(lines)
+            for mem in mems:
+                self._reflect(mem, defer_index=True)
+            return
+        self.files.log.append_many(lines)
         for mem in mems:
             self._reflect(mem)
-        if self.index.needs_compaction():
+        self._compact_if_needed()
+
+    def settle(self) -> None:
+        """Make the index updates a group commit put off, in write order (then compact, as
+        ``apply_many`` does after its own)."""
+        todo, self._unindexed = self._unindexed, []
+        for mem in todo:
+            self._index_one(mem)
+            self.on_indexed(mem)
+        self._compact_if_needed()
+
+    def _compact_if_needed(self) -> None:
+        if self._idx.needs_compaction():
             self.reindex()
 
     def add_unlogged(self, mem: Memory) -> None:
         """Put a record that lives outside the log (a pending draft, ``drafts.py``) into RAM
         and the index, one by one: a reindex here would throw away a snapshot boot's index."""
         self.records[mem.id] = mem
-        self._index(mem)
+        self._hold_print(mem)
+        self._index_one(mem)
         self.on_indexed(mem)
 
-    def _reflect(self, mem: Memory) -> None:
-        """Put one appended revision into RAM: records, fingerprint maps, index."""
+    def _reflect(self, mem: Memory, *, defer_index: bool = False) -> None:
+        """Put one appended revision into RAM: records, fingerprint maps, index (or, with
+        ``defer_index``, into the updates ``settle`` makes)."""
         prev = self.records.get(mem.id)
         if prev is not None:  # a text edit must not leave the old print behind
             self.release_fp(prev.fingerprint, mem.id)
         self.records[mem.id] = mem
-        self._index(mem)
+        self._hold_print(mem)
+        if defer_index:
+            self._unindexed.append(mem)
+            return
+        self._index_one(mem)
         self.on_indexed(mem)
 
     def hold_fp(self, fp: str, id: str) -> None:
@@ -577,13 +626,16 @@ class Bank:
         else:
             self.unembedded.discard(mem.id)
 
-    def _index(self, mem: Memory) -> None:
-        live = mem.invalid_at is None
-        if live and mem.status == "canonical":
+    def _hold_print(self, mem: Memory) -> None:
+        """The fingerprint maps for this revision: a live canonical record holds its print."""
+        if mem.invalid_at is None and mem.status == "canonical":
             self.hold_fp(mem.fingerprint, mem.id)
         else:
             self.release_fp(mem.fingerprint, mem.id)
-        index = self.index
+
+    def _index_one(self, mem: Memory) -> None:
+        live = mem.invalid_at is None
+        index = self.index  # after the updates put off before this one (``settle``)
         index.upsert(
             mem.id,
             tokenize(searchable_text(mem)),

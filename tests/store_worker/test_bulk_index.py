@@ -56,12 +56,14 @@ def make_records(seed: int, n: int = 400) -> dict[str, Memory]:
 
 
 def incremental(bank: Bank) -> BankIndex:
-    """The pre-bulk reindex: ``_index`` of every record in (created_at, id) order."""
+    """The pre-bulk reindex: each record's fingerprint maps and index update in
+    (created_at, id) order."""
     bank.index = BankIndex()
     bank.by_fp = {}
     bank.fp_more = {}
     for mem in sorted(bank.records.values(), key=lambda m: (m.created_at, m.id)):
-        bank._index(mem)
+        bank._hold_print(mem)
+        bank._index_one(mem)
     return bank.index
 
 
@@ -106,7 +108,8 @@ def test_writes_after_a_bulk_build_match_incremental(
             new = mem.model_copy(update={"text": mem.text + " w5 w5", "revision": 1})
         for bank in (a, b):
             bank.records[new.id] = new
-            bank._index(new)
+            bank._hold_print(new)
+            bank._index_one(new)
     a.index.remove("m3")
     b.index.remove("m3")
     assert_same_index(a.index, b.index)
