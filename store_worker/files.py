@@ -20,7 +20,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,11 +252,15 @@ class AppendLog:
         """Append one line and fsync it; on failure cut back and raise source_unavailable."""
         self.append_many([line])
 
-    def append_many(self, lines: list[str]) -> None:
+    def append_many(
+        self, lines: list[str], *, on_written: Callable[[], None] | None = None
+    ) -> None:
         """Append lines in one write and one fsync (a supersede's retire + merge pair).
 
-        A refused append leaves the file as it was: cut back to its old size, or removed
-        when this append created it."""
+        ``on_written`` is called once the lines are written and just before the sync starts
+        (a group commit's leader goes back to work then, ``commit.py``). A refused append
+        leaves the file as it was: cut back to its old size, or removed when this append
+        created it."""
         payload = "".join(line + "\n" for line in lines).encode("utf-8")
         try:
             fd = self._open()
@@ -270,6 +274,8 @@ class AppendLog:
             written = os.write(fd, payload)
             while written < len(payload):
                 written += os.write(fd, payload[written:])
+            if on_written is not None:
+                on_written()
             _datasync(fd)
             self._tail_ok = True
             self._created = False

@@ -162,12 +162,12 @@ append_many = files.AppendLog.append_many
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
 
-def dying_append(self, lines):
+def dying_append(self, lines, **kw):
     if self.path.name != "memories.jsonl" or len(lines) < 2:
-        return append_many(self, lines)
+        return append_many(self, lines, **kw)
     groups[0] += 1
     if groups[0] <= after:
-        return append_many(self, lines)
+        return append_many(self, lines, **kw)
     with out:
         sys.stdout.write(f"group-at {self.path.stat().st_size}\\n")
         sys.stdout.flush()
@@ -175,8 +175,8 @@ def dying_append(self, lines):
         die()
     if point == "during-fsync":  # the lines reach the file; the fsync never returns
         files.os.fsync = files.os.fdatasync = lambda fd: die()
-        return append_many(self, lines)
-    append_many(self, lines)  # after-fsync: durable, but nobody was answered
+        return append_many(self, lines, **kw)
+    append_many(self, lines, **kw)  # after-fsync: durable, but nobody was answered
     die()
 
 files.AppendLog.append_many = dying_append

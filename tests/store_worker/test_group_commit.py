@@ -39,11 +39,11 @@ class HeldFsync:
         real = AppendLog.append_many
         held = self
 
-        def append_many(log: AppendLog, lines: list[str]) -> None:
+        def append_many(log: AppendLog, lines: list[str], **kw: Any) -> None:
             if not held.calls:
                 held.wait_for_queue(WRITERS - 1)
             held.calls.append(len(lines))
-            real(log, lines)
+            real(log, lines, **kw)
 
         monkeypatch.setattr(AppendLog, "append_many", append_many)
 
