@@ -6,14 +6,18 @@ commits it as one batch while the others wait:
 
 1. under the store lock, each queued write runs in turn (``fn``: validate → redact → build the
    revision → ``Bank.apply_many``). A bank resolved during the batch stages its lines in the
-   batch's ``Stage`` instead of appending them, and reflects them in RAM so the next write in
-   the batch sees them (ids stay unique, a re-save reinforces). Events are held back.
-2. each touched bank's staged lines go out in one ``write`` + one ``fsync``;
+   batch's ``Stage`` instead of appending them, and reflects them in its records and
+   fingerprint maps so the next write in the batch sees them (ids stay unique, a re-save
+   reinforces); their index updates wait (``Bank.settle``). Events are held back.
+2. each touched bank's staged lines go out in one ``write`` + one ``fsync``; while the first
+   fsync runs (it releases the GIL) the ``Indexer`` thread makes the banks' waiting index
+   updates, and the leader, still holding the store lock, joins it after the fsyncs;
 3. only then are the callers answered and their events emitted. A write that failed (a bad
    argument: nothing of it is flushed) or a bank whose flush failed (a full disk: the log is
    cut back to where the batch began) leaves RAM that no longer matches the files: those banks
    are reloaded from their files, so RAM is exactly what is on disk, and every caller whose
-   lines did not reach the disk gets the error.
+   lines did not reach the disk gets the error. A bank whose index update failed is reloaded
+   too; its callers' lines are on disk, so they are answered.
 
 So "acknowledged = on disk" and read-your-writes hold as with one fsync per write: nobody can
 read RAM mid-batch (reads take the same store lock; a read waits for at most one batch), and
@@ -23,6 +27,7 @@ writes as one all-or-nothing unit (``save_many``).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from shared.errors import MemoryServiceError, SourceUnavailableError
 from shared.shards import frozen_error
+from store_worker.indexer import Indexer, Job
 
 if TYPE_CHECKING:
     from store_worker.bank import Bank
@@ -37,6 +43,8 @@ if TYPE_CHECKING:
     from store_worker.events import EventBus
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -86,6 +94,7 @@ class GroupCommit:
         self._queue: list[Ticket[Any]] = []
         self._leading = False
         self._leader: threading.Thread | None = None  # the thread committing a batch now
+        self.indexer = Indexer()
         self.batches = 0  # commits so far (for benchmarks and tests: fsyncs per write)
         self.writes = 0
         self.fsyncs = 0  # log appends (one write + one fsync each) and the lines they carried
@@ -140,11 +149,7 @@ class GroupCommit:
             for bank in stage.attached:
                 bank.stage = None
             self.events.hold(None)
-        for bank, rows in stage.lines.items():
-            if rows:
-                self.fsyncs += 1
-                self.lines += len(rows)
-            self._flush(bank, rows, dirty)
+        self._flush_and_settle(stage, dirty)
         for bank in dirty:
             banks.reload(bank.name)
         self.batches += 1
@@ -165,12 +170,58 @@ class GroupCommit:
             ticket.error = e
             dirty |= stage.drop(ticket)
 
+    def _flush_and_settle(self, stage: Stage, dirty: set[Bank]) -> None:
+        """Append each bank's staged lines while the indexer thread makes the banks' index
+        updates (``indexer.py``); return once both are done. Banks whose flush or update
+        failed join ``dirty``."""
+        pending = [(bank, rows) for bank, rows in stage.lines.items() if rows]
+        settle = [bank for bank in stage.lines if bank not in dirty]
+        self.fsyncs += len(pending)
+        self.lines += sum(len(rows) for _, rows in pending)
+        broken: set[Bank] = set()  # the indexer's, read once it is joined
+        job: Job | None = None
+
+        def start_indexing() -> None:  # the first lines are written; their fsync starts now
+            nonlocal job
+            if job is None and settle:
+                job = self.indexer.start(lambda: self._settle(settle, broken))
+
+        try:
+            for bank, rows in pending:
+                self._flush(bank, rows, dirty, on_written=start_indexing)
+        finally:
+            if job is None:  # nothing was written: no fsync to overlap
+                self._settle(settle, broken)
+            else:
+                job.join()
+            dirty |= broken
+
     @staticmethod
-    def _flush(bank: Bank, rows: list[tuple[Ticket[Any], str]], dirty: set[Bank]) -> None:
+    def _settle(banks: list[Bank], broken: set[Bank]) -> None:
+        for bank in banks:
+            try:
+                bank.settle()
+            except Exception:  # its lines are flushed (or cut back): reload it from the file
+                log.exception("bank %s: index update failed; reloading it", bank.name)
+                broken.add(bank)
+
+    def close(self) -> None:
+        """End the indexer thread (a later commit starts it again)."""
+        self.indexer.close()
+
+    @staticmethod
+    def _flush(
+        bank: Bank,
+        rows: list[tuple[Ticket[Any], str]],
+        dirty: set[Bank],
+        *,
+        on_written: Callable[[], None] | None = None,
+    ) -> None:
         if not rows:
             return
         try:
-            bank.files.log.append_many([line for _, line in rows])  # one write, one fsync
+            lines = [line for _, line in rows]
+            bank.files.log.append_many(lines, on_written=on_written)  # one write, one fsync
         except MemoryServiceError as e:  # cut back by AppendLog: nothing of it is on disk
             dirty.add(bank)
             for ticket, _ in rows:

@@ -267,6 +267,7 @@ class MemoryStore:
         with self.lock:
             self._closed = True
             self.banks.close()
+            self.commits.close()
             dir_lock.release(self._dir_lock)
 
     def _refuse_if_closed(self) -> None:
