@@ -19,6 +19,7 @@ import hashlib
 import json
 import re
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
 from importlib import resources
@@ -195,12 +196,20 @@ _PLAN_INPUTS = (
 
 
 def plan_key() -> str:
-    """A key over the plan's inputs and the Python version (its regex parser)."""
+    """A key over the plan's inputs as they are on disk now and the Python version (its regex
+    parser)."""
     h = hashlib.sha256(f"python={sys.version_info[0]}.{sys.version_info[1]}".encode())
     folder = resources.files("shared")
     for name in _PLAN_INPUTS:
         h.update(name.encode() + b"\0" + folder.joinpath(name).read_bytes())
     return h.hexdigest()
+
+
+def _code_key() -> str | None:
+    try:
+        return plan_key()
+    except OSError:  # a source not readable as a file: the plan is not used
+        return None
 
 
 def _encode_sets(sets: tuple[Strings, ...] | None) -> list[list[list[Any]]] | None:
@@ -229,7 +238,7 @@ def _shipped() -> tuple[tuple[Format, ...], list[tuple[Strings, ...] | None]] | 
     """The shipped plan's formats and anchors when its key is this code's; else None."""
     try:
         raw = json.loads(resources.files("shared").joinpath(PLAN).read_text(encoding="utf-8"))
-        if raw.get("key") != plan_key():
+        if CODE_KEY is None or raw.get("key") != CODE_KEY:
             return None
         formats = tuple(
             Format(**{**f, "vendor_words": tuple(f["vendor_words"])}) for f in raw["formats"]
@@ -368,8 +377,18 @@ def _rules_by_anchor(
     return [(g, tuple(i for i, first in firsts.items() if g in first)) for g in sorted(every)]
 
 
-@cache
+_ENGINE_LOCK = threading.Lock()
+
+
 def engine() -> Engine:
+    """The rules and the gate, built once per process (the first caller builds them while
+    any other waits: two engines' rules must never meet in one redaction)."""
+    with _ENGINE_LOCK:
+        return _engine()
+
+
+@cache
+def _engine() -> Engine:
     shipped = _shipped()
     if shipped is not None:
         formats, known = shipped
@@ -462,6 +481,12 @@ def candidates(text: str) -> tuple[Rule, ...]:
         for i in sorted(hit)
         if i in proven or rules[i].seek is not None or rules[i].may_match(text, folded, seen)
     )
+
+
+# The key of the code this process runs, taken when this module is imported (its inputs are
+# imported just before): a release installed over a running process must not lend its plan to
+# the rules already in memory. Reading the five files costs ~1 ms.
+CODE_KEY = _code_key()
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ class _Metrics:
         at most one batch old), so the caller's answer never waits for the next group
         commit (issue 14: the lock is held through a batch's fsync)."""
         found = store.banks.get(bank)
-        self.live.set(found.index.live_count if found else 0, tags={"bank": bank})
+        self.live.set(found.index_as_is.live_count if found else 0, tags={"bank": bank})
 
 
 class _Push:
@@ -171,7 +171,7 @@ class StoreActor:
         if self.boot_error is not None:
             return f"StoreActor(not serving: {self.boot_error.message})"
         banks = list(self.store.banks.values())  # a snapshot: no lock, repr must not wait
-        live = sum(b.index.live_count for b in banks)
+        live = sum(b.index_as_is.live_count for b in banks)
         return f"StoreActor({self.store.root}: {live} live memories in {len(banks)} banks)"
 
     def _warm_embedder(self) -> None:

@@ -549,12 +549,35 @@ class Bank:
 
     def settle(self) -> None:
         """Make the index updates a group commit put off, in write order (then compact, as
-        ``apply_many`` does after its own)."""
+        ``apply_many`` does after its own). Only the thread that holds the store lock settles
+        (the batch's leader, or its indexer while the leader waits for it).
+
+        An update that fails leaves the index behind ``records``, which already hold every
+        revision reflected so far (the ones put off included, acknowledged or about to be):
+        the index is rebuilt from them, so a write whose update failed is still recalled,
+        whoever's read ran the update (a later write of the batch reading the index).
+        Only when the rebuild fails too does the error go on, with the updates put back."""
         todo, self._unindexed = self._unindexed, []
-        for mem in todo:
-            self._index_one(mem)
-            self.on_indexed(mem)
+        try:
+            for mem in todo:
+                self._index_one(mem)
+                self.on_indexed(mem)
+        except Exception:
+            log.exception("bank %s: an index update failed; rebuilding the index", self.name)
+            try:
+                self.reindex()
+            except Exception:
+                self._unindexed = todo + self._unindexed
+                raise
+            return
         self._compact_if_needed()
+
+    @property
+    def index_as_is(self) -> BankIndex:
+        """The index without the updates a batch has put off: for lock-free gauges (a count
+        at most one batch old). Reading ``index`` would run those updates on the reader's
+        thread, beside the batch's leader."""
+        return self._idx
 
     def _compact_if_needed(self) -> None:
         if self._idx.needs_compaction():

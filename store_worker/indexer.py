@@ -77,10 +77,14 @@ class Indexer:
         job = Job(work)
         with self._mutex:
             if self._thread is None:
-                self._thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._loop, name="memory-store-indexer", daemon=True
                 )
-                self._thread.start()
+                try:
+                    thread.start()
+                except RuntimeError:  # no thread to be had (a process limit): the leader
+                    return job  # runs the job itself when it joins it
+                self._thread = thread
             self._jobs.put(job)
         return job
 

@@ -6,8 +6,14 @@ the gate names it."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -15,14 +21,16 @@ import shared.redact_gate as gate
 from shared.redact import redact
 from shared.redact_catalogue import catalogue
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 @pytest.fixture
 def fresh_engine() -> Iterator[None]:
     """Each test builds its own engine; the process's cached one comes back afterwards."""
-    gate.engine.cache_clear()
+    gate._engine.cache_clear()
     gate._shipped.cache_clear()
     yield
-    gate.engine.cache_clear()
+    gate._engine.cache_clear()
     gate._shipped.cache_clear()
 
 
@@ -47,7 +55,7 @@ def test_an_engine_from_the_plan_redacts_as_a_derived_one(
     assert gate._shipped() is not None
     planned = gate.engine()
     from_plan = {t: redact(t) for t in texts()}
-    gate.engine.cache_clear()
+    gate._engine.cache_clear()
     monkeypatch.setattr(gate, "_shipped", lambda: None)
     derived = gate.engine()
     assert derived is not planned
@@ -65,7 +73,7 @@ def test_an_engine_from_the_plan_redacts_as_a_derived_one(
 def test_a_plan_for_other_code_is_not_used(
     fresh_engine: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(gate, "plan_key", lambda: "a key of some other code")
+    monkeypatch.setattr(gate, "CODE_KEY", "a key of some other code")
     assert gate._shipped() is None
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     assert redact(f"the token {token}").text == "the token [REDACTED:github_token]"
@@ -81,3 +89,95 @@ def test_a_rule_from_the_plan_compiles_when_the_gate_names_it(fresh_engine: None
     assert redact("key AKIA" + "IOSFODNN7EXAMPLE here").labels
     compiled = [r for r in catalogued if "pattern" in r.__dict__]
     assert 0 < len(compiled) < 10
+
+
+# -- 4. the plan's key describes the files on disk, not the code that is running ------------
+
+_RUNNING = """
+import sys
+import shared.redact, shared.redact_gate, shared.redact_context  # a store that has only read
+print("ready", flush=True)
+sys.stdin.readline()  # meanwhile the package on disk is upgraded
+from shared.redact import redact
+print(redact(
+    "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey="
+    "x7Y2kQ9LmN4pR8sT1uV6wZ3aB5cD0eF2gH7jK9mN1pQ4rS6tU8vW0xY2zA4bC6dE8fG0hJ2kL4mN6pQ8rS0tU2vW4x=="
+).text, flush=True)
+"""
+
+
+def test_a_plan_written_for_other_code_than_the_running_one_is_not_used(tmp_path: Path) -> None:
+    """A long-running process (the store actor, a gateway) whose package is upgraded in
+    place must keep redacting with its own rules: the plan's key is taken when the rules'
+    modules are imported (``CODE_KEY``), so a newer release's plan on disk (here it swaps two
+    context rules, and gates the Azure key rule on the AWS rule's anchors) is not used."""
+    pkg = tmp_path / "site"
+    shutil.copytree(REPO / "shared", pkg / "shared", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(pkg), "PYTHONDONTWRITEBYTECODE": "1"}
+    running = subprocess.Popen(
+        [sys.executable, "-c", _RUNNING],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    try:
+        assert running.stdout is not None and running.stdin is not None
+        assert running.stdout.readline().strip() == "ready"
+        # the upgrade: a release that reorders two context rules and ships its plan
+        context = pkg / "shared" / "redact_context.py"
+        aws = '    (_AWS_SECRET, _fixed("aws_secret_key"), _aws_secret_starts),\n'
+        azure = '    (_AZURE_KEY, _fixed("azure_key"), None),\n'
+        text = context.read_text(encoding="utf-8")
+        assert aws + azure in text
+        context.write_text(text.replace(aws + azure, azure + aws), encoding="utf-8")
+        subprocess.run(
+            [sys.executable, "-m", "shared.redact_gate"],
+            check=True,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            timeout=120,
+        )
+        out, err = running.communicate("go\n", timeout=60)
+    finally:
+        if running.poll() is None:
+            running.kill()
+    assert running.returncode == 0, err[-3000:]
+    assert out.strip() == (
+        "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=[REDACTED:azure_key]"
+    )
+
+
+# -- concurrent first redactions ------------------------------------------------------------
+
+
+def test_concurrent_first_redactions_all_succeed() -> None:
+    """Threads that redact before the engine is built wait for one engine: the rules of two
+    engines never compare equal (each has its own judge closures), and one redaction mixing
+    them (``candidates`` from one, ``order`` from the other) raised ValueError."""
+    texts = [f"see {f.sample} there" for f in catalogue()]
+    errors: list[str] = []
+    interval = sys.getswitchinterval()
+    gate._engine.cache_clear()
+    sys.setswitchinterval(1e-6)
+    try:
+
+        def work() -> None:
+            try:
+                for text in texts:
+                    redact(text)
+            except Exception as e:
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=work) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+        gate._engine.cache_clear()
+    assert errors == []
