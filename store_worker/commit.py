@@ -65,12 +65,20 @@ class Stage:
         self.current: Ticket[Any] | None = None
         self.attached: list[Bank] = []  # banks resolved during the batch (Banks.resolve)
         self.lines: dict[Bank, list[tuple[Ticket[Any], str]]] = {}
+        # what a write leaves for after its lines are on disk (a draft file's removal)
+        self.after: list[tuple[Bank, Ticket[Any], Callable[[], None]]] = []
 
     def add(self, bank: Bank, lines: Sequence[str]) -> None:
         assert self.current is not None, "a bank staged a line outside a ticket"
         if bank.frozen:  # its slot is moving to another shard (store_worker/shards.py)
             raise frozen_error(bank.name)
         self.lines.setdefault(bank, []).extend((self.current, line) for line in lines)
+
+    def after_flush(self, bank: Bank, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the current write's lines in ``bank`` are durable; never when
+        that write or the bank's flush fails."""
+        assert self.current is not None, "a bank deferred work outside a ticket"
+        self.after.append((bank, self.current, fn))
 
     def drop(self, ticket: Ticket[Any]) -> set[Bank]:
         """Forget a failed ticket's lines; returns the banks whose RAM it had changed."""
@@ -150,6 +158,12 @@ class GroupCommit:
                 bank.stage = None
             self.events.hold(None)
         self._flush_and_settle(stage, dirty)
+        for bank, ticket, fn in stage.after:
+            if bank not in dirty and ticket.error is None:
+                try:
+                    fn()
+                except Exception:  # its line is on disk: what is left over heals at load
+                    log.warning("bank %s: after-flush step failed", bank.name, exc_info=True)
         for bank in dirty:
             banks.reload(bank.name)
         self.batches += 1

@@ -119,9 +119,15 @@ class Drafts:
     @staticmethod
     def approved(bank: Bank, mem: Memory) -> Memory:
         """Append the approved record to the log, then drop its draft file (a crash in
-        between is healed at load: the log wins over a leftover draft)."""
+        between is healed at load: the log wins over a leftover draft). In a group commit
+        the file goes only once the batch's fsync has made the line durable: a flush that
+        fails (a full disk) leaves the draft pending, not lost."""
         bank.apply(mem)
-        _unlink(draft_path(bank, mem.id))
+        path = draft_path(bank, mem.id)
+        if bank.stage is not None:
+            bank.stage.after_flush(bank, lambda: _unlink(path))
+        else:
+            _unlink(path)
         return mem
 
     @staticmethod

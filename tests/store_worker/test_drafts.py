@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,3 +220,22 @@ def test_ratification_cannot_go_off_while_drafts_wait(
     ratifying_store.reject(draft.id)
     ratifying_store.configure({"ratification": False})
     assert ratifying_store.settings.ratification is False
+
+
+def test_an_approve_the_disk_refuses_leaves_the_draft_pending(
+    ratifying_store: MemoryStore, failing_fs: Any
+) -> None:
+    """The draft file goes only once the approved line is durable: a full disk refuses the
+    approve and the draft stays pending, in RAM, on disk and after a reload."""
+    draft = ratifying_store.save("The user runs marathons", confidence="extracted").memory
+    folder = ratifying_store.root / "main"
+    fs = failing_fs(ratifying_store.root, errno.ENOSPC)
+    with pytest.raises(errors.SourceUnavailableError):
+        ratifying_store.approve(draft.id)
+    fs.stop()
+    assert len(draft_files(folder)) == 1
+    assert ratifying_store.get(draft.id).memory.status == "pending"
+    ratifying_store.reload()
+    assert ratifying_store.get(draft.id).memory.status == "pending"
+    assert ratifying_store.approve(draft.id).memory.status == "canonical"
+    assert draft_files(folder) == []
