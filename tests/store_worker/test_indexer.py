@@ -173,10 +173,8 @@ def test_a_flush_that_fails_while_the_index_updates_leaves_ram_equal_to_the_file
     assert_ram_matches_files(warm_store, data_dir)
 
 
-def test_an_index_update_that_fails_reloads_the_bank_and_answers_the_caller(
-    warm_store: MemoryStore, data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given an index update that breaks once (its line is flushed beside it)
+def break_first_upsert(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Makes the next index update fail once; returns the keys it failed for."""
     real_upsert = BankIndex.upsert
     broke: list[str] = []
 
@@ -187,10 +185,18 @@ def test_an_index_update_that_fails_reloads_the_bank_and_answers_the_caller(
         return real_upsert(index, key, *args, **kw)
 
     monkeypatch.setattr(BankIndex, "upsert", upsert)
+    return broke
+
+
+def test_an_index_update_that_fails_rebuilds_the_index_and_answers_the_caller(
+    warm_store: MemoryStore, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an index update that breaks once (its line is flushed beside it)
+    broke = break_first_upsert(monkeypatch)
     # When a save commits
     mem = warm_store.save("The user prefers green tea").memory
     monkeypatch.undo()
-    # Then the line is on disk, so the caller was answered; the bank came back from its file
+    # Then the line is on disk, so the caller was answered; the index was rebuilt from RAM
     assert broke == [mem.id]
     assert warm_store.recall("green tea").memories[0].memory.id == mem.id
     assert_ram_matches_files(warm_store, data_dir)

@@ -19,7 +19,7 @@ from shared.clock import FakeClock
 from shared.config import StoreSettings
 from store_worker.bank import Bank
 from store_worker.core import MemoryStore
-from store_worker.index import BankIndex
+from tests.store_worker.test_indexer import break_first_upsert
 
 REPO = Path(__file__).resolve().parents[2]
 TURN = "01HZX3V7K2M4N6P8Q9R0S1T2V3"  # a ULID
@@ -78,21 +78,6 @@ class Batch:
             t.join(WAIT_S)
 
 
-def _break_first_upsert(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Forces one index update to fail (as tests/store_worker/test_indexer.py does)."""
-    real = BankIndex.upsert
-    broke: list[str] = []
-
-    def upsert(index: BankIndex, key: str, *args: Any, **kw: Any) -> int:
-        if not broke:
-            broke.append(key)
-            raise RuntimeError("index update failed")
-        return real(index, key, *args, **kw)
-
-    monkeypatch.setattr(BankIndex, "upsert", upsert)
-    return broke
-
-
 def _index_problems(store: MemoryStore) -> list[str]:
     (check,) = [c for c in store.doctor().checks if c.name == "index_consistent"]
     return [] if check.ok else [check.detail]
@@ -114,7 +99,7 @@ def test_in_batch_index_read_that_fails_does_not_lose_an_acknowledged_write(
         "z",
         lambda: ratified.save("The user moved to Lyon", confidence="extracted", turn_id=TURN),
     )
-    broke = _break_first_upsert(monkeypatch)
+    broke = break_first_upsert(monkeypatch)
     batch.release()
     monkeypatch.undo()
     y = batch.out["y"]
@@ -200,7 +185,7 @@ def test_lockless_gauge_refresh_cannot_drop_a_batchs_index_update(
     leader = threading.Thread(target=lead, name="leader")
     leader.start()
     assert staged.wait(WAIT_S)
-    broke = _break_first_upsert(monkeypatch)
+    broke = break_first_upsert(monkeypatch)
     try:
         _gauge_reader().refresh_bank(store, "main")
     except RuntimeError as e:
