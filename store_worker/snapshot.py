@@ -69,6 +69,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from shared.models import Memory
+from store_worker.entities import turn_of
 from store_worker.files import fsync_dir
 from store_worker.index import COLUMNS, BankIndex, _Column, _Postings
 
@@ -158,13 +160,10 @@ class Capture:
     bulk_terms: list[str]
     interned: list[str]
     scalars: dict[str, float] = field(default_factory=dict)
-    # For a lazy boot (``records.py``): where each slot's line starts in the log (-1: a dead
-    # slot), each slot's fingerprint ("" for a dead one) and the replay's counts of the lines
-    # covered, which that boot does not read.
-    line_starts: list[int] | None = None
-    fingerprints: list[str] | None = None
-    turns: list[tuple[str, bool, str] | None] | None = None
-    covered_stats: dict[str, Any] | None = None
+    # For a lazy boot (``records.py``): where each live record's line starts, the records
+    # themselves (immutable; their fingerprints and dialog-turn facts are read off them in
+    # the writer thread, not on the boot's path) and the replay's counts of the covered lines.
+    lines: Lines | None = None
 
 
 def capture(
@@ -175,19 +174,8 @@ def capture(
     lines: Lines | None = None,
 ) -> Capture:
     """What ``write`` encodes; with ``lines``, what a lazy boot needs too."""
-    extra: dict[str, Any] = {}
-    if lines is not None:
-        alive = index.col("alive").tolist()
-        starts, fps, turns = lines.starts, lines.fingerprints, lines.turns
-        slots = list(zip(index.keys, alive, strict=True))
-        extra = {
-            "line_starts": [starts[k] if a else -1 for k, a in slots],
-            "fingerprints": [fps[k] if a else "" for k, a in slots],
-            "turns": [turns[k] if a else None for k, a in slots],
-            "covered_stats": lines.stats,
-        }
     return Capture(
-        **extra,
+        lines=lines,
         covered=covered,
         log_sha256=log_sha256,
         keys=list(index.keys),
@@ -261,11 +249,18 @@ def _encode(cap: Capture) -> tuple[dict[str, Any], dict[str, Array]]:
     arrays["doc.ptr"], tids = _doc_terms_csr(cap, vocab)
     arrays["doc.tids"] = tids.astype(np.uint16) if len(vocab) <= U16_TERMS else tids
     arrays["interned"], arrays["interned.off"] = _pack(cap.interned)
-    lazy = cap.line_starts is not None and cap.fingerprints is not None
-    if lazy:
-        arrays["line.starts"] = np.array(cap.line_starts, dtype=np.int64).reshape(-1)
-        arrays["fp"], arrays["fp.off"] = _pack(cap.fingerprints or [])
-        turns = cap.turns or []
+    lines = cap.lines
+    if lines is not None:
+        alive = cap.cols["alive"][: len(cap.keys)].tolist()
+        slots = [
+            (k, lines.records[k]) if a else (k, None) for k, a in zip(cap.keys, alive, strict=True)
+        ]
+        starts = lines.starts
+        arrays["line.starts"] = np.array(
+            [starts[k] if m is not None else -1 for k, m in slots], dtype=np.int64
+        ).reshape(-1)
+        arrays["fp"], arrays["fp.off"] = _pack([m.fingerprint if m else "" for _, m in slots])
+        turns = [turn_of(m) if m is not None else None for _, m in slots]
         arrays["turn.session"], arrays["turn.session.off"] = _pack(
             [t[0] if t else "" for t in turns]
         )
@@ -280,8 +275,8 @@ def _encode(cap: Capture) -> tuple[dict[str, Any], dict[str, Array]]:
         "log_sha256": cap.log_sha256,
         "n": len(cap.keys),
         "scalars": cap.scalars,
-        "lazy": lazy,
-        "covered_stats": cap.covered_stats if lazy else None,
+        "lazy": lines is not None,
+        "covered_stats": lines.stats if lines is not None else None,
     }
     return header, arrays
 
@@ -487,12 +482,12 @@ def restore(snap: Loaded, canonical: dict[str, str] | None) -> BankIndex:
 
 @dataclass
 class Lines:
-    """What ``capture`` needs for a lazy boot: where each live record's line starts, its
-    fingerprint, and the replay's counts of the lines the snapshot covers."""
+    """What ``capture`` needs for a lazy boot: where each live record's line starts, the
+    records (a copy of the mapping: the writer thread reads their fingerprints and
+    ``entities.turn_of``), and the replay's counts of the lines the snapshot covers."""
 
     starts: dict[str, int]
-    fingerprints: dict[str, str]
-    turns: dict[str, tuple[str, bool, str] | None]  # entities.turn_of
+    records: dict[str, Memory]
     stats: dict[str, Any]
 
 

@@ -156,6 +156,9 @@ def test_an_old_snapshot_without_line_starts_boots_eagerly(
     lazy = booted(root, lazy=True)
     assert lazy.booted_from == "snapshot" and pending(lazy) == 0  # the eager snapshot boot
     assert_equivalent(lazy, booted(root, lazy=False))
+    again = booted(root, lazy=True)  # that boot wrote the snapshot again, with line starts
+    assert again.booted_from == "snapshot" and pending(again) == len(again.records) > 0
+    assert_equivalent(again, booted(root, lazy=False))
 
 
 def dialog_store(root: Path, *, lazy: bool) -> MemoryStore:
