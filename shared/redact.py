@@ -304,6 +304,8 @@ def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
 def redact(text: str) -> Redaction:
     """Replace every recognised secret in ``text`` with ``[REDACTED:<label>]``. Matching runs
     on the NFKC form; see "Unicode" in the module docstring for what comes back."""
+    if not text:  # a save's absent title: no rule can match nothing (~25 µs of a save)
+        return Redaction(text, ())
     return _redact_with(text)
 
 
