@@ -86,13 +86,16 @@ class _Chains:
 _CHAINS: weakref.WeakKeyDictionary[BankIndex, _Chains] = weakref.WeakKeyDictionary()
 
 
-def _session_order(bank: Bank, slot: int) -> tuple[str, float, str, bool, str] | None:
+def _session_order(
+    bank: Bank, slot: int, created_at: float
+) -> tuple[str, float, str, bool, str] | None:
+    """(session, created_at, id, asks, speaker) of the dialog turn in ``slot`` (the caller
+    reads ``created_at`` off the index's column, once per pass)."""
     found = bank.turn_at(slot)
     if found is None:
         return None
     session, asks, speaker = found
-    idx = bank.index
-    return session, float(idx.col("created_at")[slot]), idx.keys[slot], asks, speaker
+    return session, created_at, bank.index.keys[slot], asks, speaker
 
 
 def _rebuild(bank: Bank) -> _Chains:
@@ -102,8 +105,9 @@ def _rebuild(bank: Bank) -> _Chains:
     by_session: dict[str, list[tuple[float, str, int]]] = {}
     asks = np.zeros(size, dtype=bool)
     speakers: dict[str, list[int]] = {}
+    created_col = idx.col("created_at").tolist()
     for slot in np.flatnonzero(alive).tolist():
-        found = _session_order(bank, slot)
+        found = _session_order(bank, slot, created_col[slot])
         if found is not None:
             by_session.setdefault(found[0], []).append((found[1], found[2], slot))
             asks[slot] = found[3]
@@ -147,10 +151,11 @@ def _extend(bank: Bank, chains: _Chains) -> bool:
     codes = dict(chains.codes)
     tail = dict(chains.tail)
     speakers = {k: list(v) for k, v in chains.speaker.items()}
+    created_col = idx.col("created_at")
     for slot in range(chains.seen, size):
         if not alive[slot]:
             continue
-        found = _session_order(bank, slot)
+        found = _session_order(bank, slot, float(created_col[slot]))
         if found is None:
             continue
         session, created, mem_id, asks[slot], speaker = found
