@@ -20,6 +20,7 @@ import json
 import re
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from functools import cache, cached_property
 from importlib import resources
@@ -162,23 +163,13 @@ def _ordered_formats() -> tuple[Format, ...]:
 def _build_rules(
     formats: tuple[Format, ...], known: list[tuple[Strings, ...] | None] | None = None
 ) -> tuple[Rule, ...]:
-    """The rules in order; ``known``: every rule's anchors, from the plan."""
-    contextual = [*BEFORE_CATALOGUE, None, *AFTER_CATALOGUE]
-    sets: list[Any] = list(known) if known is not None else [False] * (len(contextual) - 1)
-    before = [
-        Rule(p, judge, seek, known=k)
-        for (p, judge, seek), k in zip(BEFORE_CATALOGUE, sets, strict=False)
-    ]
-    rest = sets[len(BEFORE_CATALOGUE) :] if known is not None else None
-    catalogue_sets = rest[: len(formats)] if rest is not None else [False] * len(formats)
-    after_sets = rest[len(formats) :] if rest is not None else [False] * len(AFTER_CATALOGUE)
-    return (
-        *before,
-        *(_catalogue_rule(f, k) for f, k in zip(formats, catalogue_sets, strict=True)),
-        *(
-            Rule(p, judge, seek, known=k)
-            for (p, judge, seek), k in zip(AFTER_CATALOGUE, after_sets, strict=True)
-        ),
+    """The rules in order; ``known``: every rule's anchors in that order, from the plan."""
+    count = len(BEFORE_CATALOGUE) + len(formats) + len(AFTER_CATALOGUE)
+    sets: Iterator[Any] = iter(known if known is not None else [False] * count)
+    return (  # each part takes its anchor sets from ``sets`` in turn, left to right
+        *(Rule(p, judge, seek, known=next(sets)) for p, judge, seek in BEFORE_CATALOGUE),
+        *(_catalogue_rule(f, next(sets)) for f in formats),
+        *(Rule(p, judge, seek, known=next(sets)) for p, judge, seek in AFTER_CATALOGUE),
     )
 
 

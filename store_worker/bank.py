@@ -246,7 +246,7 @@ class Bank:
         enough = n_prefix + n_tail >= self.snapshot_min_lines
         starts: dict[str, int] | None = {} if may_write and enough else None
         restored = False
-        if self.lazy_records and header is not None and header.get("lazy"):
+        if self.lazy_records and lazy_ready:
             loaded, end_sha = _check_snapshot(path, header, data, covered)
             restored = loaded is not None and self._restore_lazy(loaded, data, share, starts)
         if restored:
