@@ -38,7 +38,7 @@ from consolidate_worker.tiers import JudgeTier
 from shared import errors
 from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
-from shared.models import Memory, RecallResponse
+from shared.models import MAX_SAVE_ITEMS, Memory, RecallResponse
 from shared.sharded import ShardedStoreClient
 from shared.shards import Routing
 
@@ -258,8 +258,7 @@ class Consolidator:
         tally.vetoed.update(plan.vetoed)
         tally.groups.extend(plan.groups)
         with tally.phase("apply"):
-            for group in plan.groups:
-                self._apply_group(group, tally)
+            self._apply_groups(plan.groups, tally)
         if self.judge_tier is not None:
             with tally.phase("judge"):
                 by_id = {m.id: m for m in memories}
@@ -338,30 +337,69 @@ class Consolidator:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _apply_group(self, group: Group, tally: PassTally) -> None:
-        top = max((s.combined for s in group.scores), default=100.0)
-        reason = f"consolidator: {group.reason} of {group.survivor} (score {top:g})"
-        for pinned in group.pinned_kept:
-            tally.skipped_pinned.append(
-                Change(bank=group.bank, id=pinned, survivor=group.survivor, reason="pinned")
+    def _apply_groups(self, groups: Sequence[Group], tally: PassTally) -> None:
+        """Every planned merge of a bank, sent as few ``supersede_many`` calls: a pass's
+        hundreds of merges are one store call and one fsync each, not one of each per merge
+        (issue 14). A refused call wrote nothing; its merges go again one by one, so each gets
+        its own answer, as ``_supersede`` gives it."""
+        changes: list[Change] = []
+        for group in groups:
+            top = max((s.combined for s in group.scores), default=100.0)
+            reason = f"consolidator: {group.reason} of {group.survivor} (score {top:g})"
+            for pinned in group.pinned_kept:
+                tally.skipped_pinned.append(
+                    Change(bank=group.bank, id=pinned, survivor=group.survivor, reason="pinned")
+                )
+            for loser in group.retire:
+                change = Change(bank=group.bank, id=loser, survivor=group.survivor, reason=reason)
+                if self._admit(tally, change):
+                    changes.append(change)
+        for start in range(0, len(changes), MAX_SAVE_ITEMS):
+            self._supersede_together(tally, changes[start : start + MAX_SAVE_ITEMS])
+
+    def _supersede_together(self, tally: PassTally, changes: list[Change]) -> None:
+        items = [
+            {
+                "id": c.id,
+                "superseded_by": c.survivor,
+                "bank": c.bank,
+                "reason": c.reason,
+                "reinforce": True,
+            }
+            for c in changes
+        ]
+        try:
+            self.store.supersede_many(items)
+        except errors.REFUSALS:  # nothing was written: each merge alone gets its own answer
+            for change in changes:
+                self._supersede_one(tally, change, reinforce=True)
+            return
+        except errors.MemoryServiceError as e:  # an outcome nobody knows: never re-sent
+            tally.errors.extend(
+                PassError(bank=c.bank, id=c.id, category=e.category, message=e.message)
+                for c in changes
             )
-        for loser in group.retire:
-            self._supersede(
-                tally,
-                Change(bank=group.bank, id=loser, survivor=group.survivor, reason=reason),
-                reinforce=True,
-            )
+            return
+        tally.merged.extend(changes)
+
+    @staticmethod
+    def _admit(tally: PassTally, change: Change) -> bool:
+        """Whether ``change`` is to be written now: not retired already, within the pass's cap
+        (a capped one is reported), and not a dry run."""
+        if (change.bank, change.id) in tally.retired:
+            return False
+        if not tally.take_budget():
+            tally.capped.append(change)
+            return False
+        tally.retired.add((change.bank, change.id))
+        return not tally.dry_run
 
     def _supersede(self, tally: PassTally, change: Change, *, reinforce: bool) -> None:
         """One supersede through the store, within the pass's cap; errors are reported."""
-        if (change.bank, change.id) in tally.retired:
-            return
-        if not tally.take_budget():
-            tally.capped.append(change)
-            return
-        tally.retired.add((change.bank, change.id))
-        if tally.dry_run:
-            return
+        if self._admit(tally, change):
+            self._supersede_one(tally, change, reinforce=reinforce)
+
+    def _supersede_one(self, tally: PassTally, change: Change, *, reinforce: bool) -> None:
         try:
             self.store.supersede(
                 change.id,

@@ -294,26 +294,39 @@ class Extractor:
     ) -> None:
         keep = reply.memories[: self.settings.max_memories_per_turn]
         result.dropped += len(reply.memories) - len(keep)
+        # every save of the reply goes to the store as one save_many (issue 14), then the
+        # corrections retire what they replace
+        saves: list[tuple[ExtractedMemory, str, bool]] = []  # item, text, re-saves a memory
         for item in keep:
-            self._apply_memory(job, item, known, result)
+            if item.reinforces and item.reinforces != item.supersedes:
+                old = self._live(job, item.reinforces, known)
+                if old is not None:
+                    if not old.pinned:  # pinned: no automatic path touches it
+                        saves.append((item, old.text, True))
+                    continue
+            saves.append((item, item.text, False))
+        answers = self._save_all(job, [(text, item) for item, text, _ in saves])
+        for (item, _, resaved), saved in zip(saves, answers, strict=True):
+            if resaved:
+                result.reinforced += 1
+                continue
+            if saved.created:
+                result.saved += 1
+            else:
+                result.reinforced += 1
+            self._correct(job, item, saved, known, result)
         if self.settings.rule_learning_enabled and reply.rules:
             result.rules_added = self._learn_rules(job.bank, reply.rules)
 
-    def _apply_memory(
-        self, job: OutboxJob, item: ExtractedMemory, known: dict[str, Memory], result: JobResult
+    def _correct(
+        self,
+        job: OutboxJob,
+        item: ExtractedMemory,
+        saved: SaveResponse,
+        known: dict[str, Memory],
+        result: JobResult,
     ) -> None:
-        if item.reinforces and item.reinforces != item.supersedes:
-            old = self._live(job, item.reinforces, known)
-            if old is not None:
-                if not old.pinned:  # pinned: no automatic path touches it
-                    self._save(job, old.text, item)
-                    result.reinforced += 1
-                return
-        saved = self._save(job, item.text, item)
-        if not saved.created:
-            result.reinforced += 1
-        else:
-            result.saved += 1
+        """Retire what ``item`` says it corrects, in favour of its saved memory."""
         old = self._live(job, item.supersedes, known) if item.supersedes else None
         new = saved.memory
         if old is None or old.pinned or old.id == new.id or new.status != "canonical":
@@ -337,24 +350,38 @@ class Extractor:
                 return None  # an id the model made up: the item is a plain save
         return mem if mem.invalid_at is None else None
 
-    def _save(self, job: OutboxJob, text: str, item: ExtractedMemory) -> SaveResponse:
+    def _save_all(
+        self, job: OutboxJob, saves: list[tuple[str, ExtractedMemory]]
+    ) -> list[SaveResponse]:
+        """The reply's saves as one ``save_many`` (one store call, one fsync). A refused call
+        wrote nothing: the saves go again one by one, in order, so the good ones are kept
+        and the first refused one fails the job, as it did before they were batched."""
+        requests = [self._request(job, text, item) for text, item in saves]
+        if not requests:
+            return []
+        try:
+            return list(self.store.save_many(requests).results)
+        except errors.REFUSALS:
+            return [self.store.save(**request) for request in requests]
+
+    def _request(self, job: OutboxJob, text: str, item: ExtractedMemory) -> dict[str, Any]:
         entities = list(item.entities)
         if text.lower().startswith(("the user ", "the user's ")) and "user" not in entities:
             entities = ["user", *entities][:8]  # first-person questions reach it (seeds/003)
-        return self.store.save(
-            text,
-            bank=job.bank,
-            type=item.type,
-            tags=list(item.tags),
-            entities=entities,
-            confidence=item.confidence,
-            session_id=job.session_id,
+        return {
+            "text": text,
+            "bank": job.bank,
+            "type": item.type,
+            "tags": list(item.tags),
+            "entities": entities,
+            "confidence": item.confidence,
+            "session_id": job.session_id,
             # the replay key: one turn corroborates a fact once; a turn the harness sent
             # without an id is known by its job's (a ULID too)
-            turn_id=job.turn_id or job.job_id,
-            recorded_by=RECORDED_BY,
-            occurred_at=said_at(job),
-        )
+            "turn_id": job.turn_id or job.job_id,
+            "recorded_by": RECORDED_BY,
+            "occurred_at": said_at(job),
+        }
 
     # -- rules -----------------------------------------------------------------------------
 

@@ -55,6 +55,8 @@ from shared.models import (
     SaveManyResponse,
     SaveRequest,
     SaveResponse,
+    SupersedeManyResponse,
+    SupersedeRequest,
     SupersedeResponse,
     TagsResponse,
     TurnCompletedResponse,
@@ -139,6 +141,12 @@ class StoreAPI(Protocol):
         reason: str | None = None,
         reinforce: bool = False,
     ) -> SupersedeResponse: ...
+
+    def supersede_many(
+        self, items: Sequence[SupersedeRequest | dict[str, Any]]
+    ) -> SupersedeManyResponse:
+        """Several supersedes committed together, all or nothing (one fsync per bank)."""
+        ...
 
     # -- memories: reads -------------------------------------------------------------------
 

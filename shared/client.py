@@ -68,6 +68,8 @@ from shared.models import (
     SaveManyResponse,
     SaveRequest,
     SaveResponse,
+    SupersedeManyResponse,
+    SupersedeRequest,
     SupersedeResponse,
     TagsResponse,
     TurnCompletedResponse,
@@ -440,6 +442,12 @@ class StoreClient(ActorClient):
         )
 
     # -- memories: reads -------------------------------------------------------------------
+
+    @write
+    def supersede_many(
+        self, items: Sequence[SupersedeRequest | dict[str, Any]]
+    ) -> SupersedeManyResponse:
+        return self._call(SupersedeManyResponse, "supersede_many", list(items))
 
     @read
     def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:

@@ -196,3 +196,16 @@ def reason(e: BaseException) -> str:
         text = str(e)
     first = text.strip().splitlines()[0].strip() if text.strip() else ""
     return first or "failed without saying why"
+
+
+# What the store raises for a call's *input*: a refused ``save_many`` or ``supersede_many``
+# wrote nothing, so its items may be sent again one by one (``shared/coalesce.py``, the
+# extractor and the consolidator). Any other failure is an outcome the caller cannot know.
+REFUSALS: tuple[type[MemoryServiceError], ...] = (
+    InvalidArgumentError,
+    InvalidTypeError,
+    InvalidScopeError,
+    NotFoundError,
+    RatificationUnsupportedError,
+    BudgetExceededError,
+)

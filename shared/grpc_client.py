@@ -64,6 +64,8 @@ if TYPE_CHECKING:  # annotations only: a CLI process answers with views, never i
         SaveManyResponse,
         SaveRequest,
         SaveResponse,
+        SupersedeManyResponse,
+        SupersedeRequest,
         SupersedeResponse,
         TagsResponse,
         TurnCompletedResponse,
@@ -285,6 +287,11 @@ class GrpcStoreClient:
         )
 
     # -- memories: reads -------------------------------------------------------------------
+
+    def supersede_many(
+        self, items: Sequence[SupersedeRequest | dict[str, Any]]
+    ) -> SupersedeManyResponse:
+        return cast("SupersedeManyResponse", self._call("supersede_many", items=items))
 
     def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
         return cast("MemoryResponse", self._call("get", id=id, bank=bank))

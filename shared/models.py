@@ -6,7 +6,7 @@ All models are immutable values (``frozen=True, extra="forbid"``). ``Memory`` is
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
@@ -127,6 +127,24 @@ class SaveResponse(Frozen):
 MAX_SAVE_ITEMS = 1_000  # save_many's items per call (the store refuses more)
 
 
+RequestT = TypeVar("RequestT", bound=Frozen)
+
+
+def _request(cls: type[RequestT], value: object, where: str, verb: str) -> RequestT:
+    """One item of a ``*_many`` call as its request model: the model itself, or a mapping of
+    the verb's arguments; anything else, or a bad shape, is ``invalid_argument``."""
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, dict):
+        raise InvalidArgumentError(f"{where} must be a mapping of {verb} arguments")
+    try:
+        return cls.model_validate(value)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "item"
+        raise InvalidArgumentError(f"{where}: {field}: {err['msg']}") from e
+
+
 class SaveRequest(Frozen):
     """One ``save``'s arguments, as ``save_many`` takes them (the store validates each value
     exactly as ``save`` does; this model only checks the shape)."""
@@ -151,16 +169,7 @@ class SaveRequest(Frozen):
     @classmethod
     def of(cls, value: object, where: str = "item") -> SaveRequest:
         """A request from a model or a mapping; anything else is ``invalid_argument``."""
-        if isinstance(value, SaveRequest):
-            return value
-        if not isinstance(value, dict):
-            raise InvalidArgumentError(f"{where} must be a mapping of save arguments")
-        try:
-            return cls.model_validate(value)
-        except ValidationError as e:
-            err = e.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "item"
-            raise InvalidArgumentError(f"{where}: {field}: {err['msg']}") from e
+        return _request(cls, value, where, "save")
 
 
 class SaveManyResponse(Frozen):
@@ -182,6 +191,29 @@ class SupersedeResponse(Frozen):
     reinforced: bool
     bank: str
     redacted: tuple[str, ...] = ()  # what kinds the reason held
+
+
+class SupersedeRequest(Frozen):
+    """One ``supersede``'s arguments, as ``supersede_many`` takes them (the store validates
+    each value exactly as ``supersede`` does; this model only checks the shape)."""
+
+    id: str
+    superseded_by: str
+    bank: str | None = None
+    reason: str | None = None
+    reinforce: bool = False
+
+    @classmethod
+    def of(cls, value: object, where: str = "item") -> SupersedeRequest:
+        """A request from a model or a mapping; anything else is ``invalid_argument``."""
+        return _request(cls, value, where, "supersede")
+
+
+class SupersedeManyResponse(Frozen):
+    """``supersede_many``: one ``SupersedeResponse`` per item, in order (all were committed
+    together)."""
+
+    results: tuple[SupersedeResponse, ...]
 
 
 class ListResponse(Frozen):

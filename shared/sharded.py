@@ -71,6 +71,8 @@ from shared.models import (
     SaveManyResponse,
     SaveRequest,
     SaveResponse,
+    SupersedeManyResponse,
+    SupersedeRequest,
     SupersedeResponse,
     TagsResponse,
     TurnCompletedResponse,
@@ -346,15 +348,7 @@ class ShardedStoreClient:
         )
 
     def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
-        items = list(items)
-        owners = {self.owner(_item_bank(item)) for item in items}
-        if len(owners) > 1:
-            raise InvalidArgumentError(
-                "save_many items span store shards; all or nothing holds per shard: "
-                "send one call per bank"
-            )
-        first = _item_bank(items[0]) if items else None
-        return self._on(first, lambda s: s.save_many(items))
+        return self._on(_one_shard(self, items, "save_many"), lambda s: s.save_many(items))
 
     def update(
         self,
@@ -407,6 +401,13 @@ class ShardedStoreClient:
         return self._on(
             bank,
             lambda s: s.supersede(id, superseded_by, bank=bank, reason=reason, reinforce=reinforce),
+        )
+
+    def supersede_many(
+        self, items: Sequence[SupersedeRequest | dict[str, Any]]
+    ) -> SupersedeManyResponse:
+        return self._on(
+            _one_shard(self, items, "supersede_many"), lambda s: s.supersede_many(items)
         )
 
     # -- memories: reads -----------------------------------------------------------------------
@@ -802,9 +803,20 @@ def _restamped(
     return EventsResponse(events=tuple(events), cursor=_pack(cursors))
 
 
-def _item_bank(item: SaveRequest | dict[str, Any]) -> str | None:
-    bank = item.bank if isinstance(item, SaveRequest) else item.get("bank")
+def _item_bank(item: object) -> str | None:
+    bank = item.get("bank") if isinstance(item, dict) else getattr(item, "bank", None)
     return bank if isinstance(bank, str) else None
+
+
+def _one_shard(store: ShardedStoreClient, items: Sequence[object], verb: str) -> str | None:
+    """The bank that routes a ``*_many`` call: its items must all live on one shard (all or
+    nothing is a single store's promise)."""
+    if len({store.owner(_item_bank(item)) for item in items}) > 1:
+        raise InvalidArgumentError(
+            f"{verb} items span store shards; all or nothing holds per shard: "
+            "send one call per bank"
+        )
+    return _item_bank(items[0]) if items else None
 
 
 def open_embedded_shards(settings: StoreSettings, n: int, *, one_shot: bool = False) -> StoreAPI:

@@ -38,7 +38,7 @@ from shared.api import StoreAPI
 from shared.client import READ_METHODS
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
-from shared.models import DoctorResponse, Event, SaveManyResponse
+from shared.models import DoctorResponse, Event, SaveManyResponse, SupersedeManyResponse
 from shared.shards import actor_name as shard_actor
 from shared.shards import shard_count, shard_dir
 from shared.workers import NAMESPACE, discover, start_detached
@@ -208,7 +208,7 @@ class StoreActor:
             bank = getattr(result, "bank", None)
             if name in MEMORY_WRITES and isinstance(bank, str):
                 self.metrics.refresh_bank(self.store, bank)
-            elif isinstance(result, SaveManyResponse):
+            elif isinstance(result, SaveManyResponse | SupersedeManyResponse):
                 for each in sorted({r.bank for r in result.results}):
                     self.metrics.refresh_bank(self.store, each)
             else:  # the outbox, banks, rules, a reload...: every gauge, between commits

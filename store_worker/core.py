@@ -62,6 +62,8 @@ from shared.models import (
     SaveManyResponse,
     SaveRequest,
     SaveResponse,
+    SupersedeManyResponse,
+    SupersedeRequest,
     SupersedeResponse,
     TagsResponse,
     TurnCompletedResponse,
@@ -141,6 +143,15 @@ def _grouped(method: StoreMethod[P, R]) -> StoreMethod[P, R]:
         return self.commits.run(write)
 
     return committed
+
+
+def _items(items: object, verb: str) -> Sequence[object]:
+    """A ``*_many`` call's items: a list or tuple of at most ``MAX_SAVE_MANY``."""
+    if not isinstance(items, list | tuple) or len(items) > MAX_SAVE_MANY:
+        raise errors.InvalidArgumentError(
+            f"items must be a list of at most {MAX_SAVE_MANY} {verb} requests"
+        )
+    return items
 
 
 class MemoryStore:
@@ -364,11 +375,9 @@ class MemoryStore:
         """Save several memories as one all-or-nothing write: one fsync per bank for all of
         them, and nothing written when any item is refused (the extractor's and the
         consolidator's bursts)."""
-        if not isinstance(items, list | tuple) or len(items) > MAX_SAVE_MANY:
-            raise errors.InvalidArgumentError(
-                f"items must be a list of at most {MAX_SAVE_MANY} save requests"
-            )
-        requests = [SaveRequest.of(item, f"item {i}") for i, item in enumerate(items)]
+        requests = [
+            SaveRequest.of(item, f"item {i}") for i, item in enumerate(_items(items, "save"))
+        ]
         prepared = [
             self.writer.prepare_save(r.text, **r.model_dump(exclude={"text"})) for r in requests
         ]
@@ -434,6 +443,30 @@ class MemoryStore:
         return self.writer.supersede(
             id, superseded_by, bank=bank, reason=reason, reinforce=reinforce
         )
+
+    def supersede_many(
+        self, items: Sequence[SupersedeRequest | dict[str, Any]]
+    ) -> SupersedeManyResponse:
+        """Several supersedes committed together, all or nothing (one fsync per bank): a
+        consolidation pass's merges. Each item is checked as ``supersede`` checks it, in
+        order, and sees the ones before it; when any is refused, none is written."""
+        requests = [
+            SupersedeRequest.of(item, f"item {i}")
+            for i, item in enumerate(_items(items, "supersede"))
+        ]
+        return SupersedeManyResponse(results=tuple(self._commit_supersedes(requests)))
+
+    @_grouped
+    def _commit_supersedes(
+        self, requests: builtins.list[SupersedeRequest]
+    ) -> builtins.list[SupersedeResponse]:
+        """Commit supersedes as one unit of the next group commit."""
+        return [
+            self.writer.supersede(
+                r.id, r.superseded_by, **r.model_dump(exclude={"id", "superseded_by"})
+            )
+            for r in requests
+        ]
 
     @_grouped
     def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:

@@ -90,26 +90,49 @@ def test_the_checkpoint_moves_only_after_a_clean_full_pass(
 
 class PinBeforeSupersede:
     """A store whose records get pinned by "someone else" just before the consolidator's
-    supersede reaches them (a race with a user): the store refuses with ConflictError."""
+    supersede reaches them (a race with a user): the store refuses with ConflictError. It
+    notes each write call and how many merges it carried."""
 
     def __init__(self, store: MemoryStore, victim: str) -> None:
         self.store = store
         self.victim = victim
+        self.calls: list[tuple[str, int]] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
     def supersede(self, id: str, superseded_by: str, **kw: Any) -> Any:
+        self.calls.append(("supersede", 1))
         if id == self.victim:
             self.store.pin(id, True)
         return self.store.supersede(id, superseded_by, **kw)
+
+    def supersede_many(self, items: list[dict[str, Any]]) -> Any:
+        self.calls.append(("supersede_many", len(items)))
+        if any(item["id"] == self.victim for item in items):
+            self.store.pin(self.victim, True)
+        return self.store.supersede_many(items)
+
+
+def test_a_pass_sends_its_merges_together(store: MemoryStore) -> None:
+    # Given six duplicate pairs in a bank
+    seed_pairs(store)
+    watched = PinBeforeSupersede(store, victim="none")
+    fsyncs = store.commits.fsyncs
+    # When a pass runs
+    report = Consolidator(watched).run_pass()  # type: ignore[arg-type]
+    # Then its six merges went to the store as one call, made durable by one fsync
+    assert len(report.merged) == 6 and report.ok
+    assert watched.calls == [("supersede_many", 6)]
+    assert store.commits.fsyncs == fsyncs + 1
 
 
 def test_a_refused_supersede_is_reported_and_holds_the_checkpoint(store: MemoryStore) -> None:
     # Given a duplicate that a user pins while the pass runs
     pairs = seed_pairs(store)
     victim = pairs[0][0]
-    consolidator = Consolidator(PinBeforeSupersede(store, victim))  # type: ignore[arg-type]
+    watched = PinBeforeSupersede(store, victim)
+    consolidator = Consolidator(watched)  # type: ignore[arg-type]
     # When the pass runs
     report = consolidator.run_pass()
     # Then the pinned record stays, the others merged, and the error keeps the checkpoint
@@ -117,10 +140,13 @@ def test_a_refused_supersede_is_reported_and_holds_the_checkpoint(store: MemoryS
     assert len(report.merged) == 5
     assert store.get(victim).memory.live
     assert consolidator.last_run() is None
+    # The refused call wrote nothing; its merges went again one by one, each with its answer
+    assert watched.calls == [("supersede_many", 6)] + [("supersede", 1)] * 6
 
 
 class CrashAfter:
-    """Kills the pass (a non-service exception) after ``k`` supersedes, like a stopped actor."""
+    """Kills the pass (a non-service exception) after ``k`` calls that write, like a stopped
+    actor: the ``k + 1``-th never reaches the store."""
 
     def __init__(self, store: MemoryStore, k: int) -> None:
         self.store = store
@@ -130,11 +156,18 @@ class CrashAfter:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
 
-    def supersede(self, *args: Any, **kw: Any) -> Any:
+    def _count(self) -> None:
         if self.done == self.k:
             raise RuntimeError("consolidator stopped")
         self.done += 1
+
+    def supersede(self, *args: Any, **kw: Any) -> Any:
+        self._count()
         return self.store.supersede(*args, **kw)
+
+    def supersede_many(self, items: list[dict[str, Any]]) -> Any:
+        self._count()
+        return self.store.supersede_many(items)
 
 
 def assert_consistent(store: MemoryStore, bank: str = "main") -> None:
@@ -152,27 +185,30 @@ def assert_consistent(store: MemoryStore, bank: str = "main") -> None:
 def test_a_pass_stopped_midway_leaves_banks_consistent_and_the_next_finishes(
     store: MemoryStore, data_dir: Path, clock: FakeClock, tmp_path: Path
 ) -> None:
-    # Given duplicates, and a copy of the data for an uninterrupted reference run
-    seed_pairs(store)
+    # Given duplicates in two banks, and a copy of the data for an uninterrupted reference run
+    seed_pairs(store, "alpha")
+    seed_pairs(store, "beta")
     shutil.copytree(data_dir, tmp_path / "copy")
-    # When the pass is killed after three supersedes
+    # When the pass is killed after its first bank's merges (one call per bank)
     with pytest.raises(RuntimeError):
-        Consolidator(CrashAfter(store, 3), clock=clock).run_pass()  # type: ignore[arg-type]
-    # Then, replayed from disk, the bank is consistent and the checkpoint did not move
+        Consolidator(CrashAfter(store, 1), clock=clock).run_pass()  # type: ignore[arg-type]
+    # Then, replayed from disk, the banks are consistent and the checkpoint did not move
     store.close()
     reopened = MemoryStore(data_dir, clock=clock)
-    assert_consistent(reopened)
-    assert len(live_ids(reopened)) == 13 - 3
+    for bank in ("alpha", "beta"):
+        assert_consistent(reopened, bank)
+    assert (len(live_ids(reopened, "alpha")), len(live_ids(reopened, "beta"))) == (7, 13)
     fresh = Consolidator(reopened, clock=clock)
     assert fresh.last_run() is None
     # When the next pass runs, it finishes the job
     report = fresh.run_pass()
-    assert report.ok and len(report.merged) == 3
-    # Then the bank equals an uninterrupted pass over the same data
+    assert report.ok and len(report.merged) == 6
+    # Then the banks equal an uninterrupted pass over the same data
     reference = MemoryStore(tmp_path / "copy", clock=FakeClock())
     Consolidator(reference).run_pass()
-    assert live_ids(reopened) == live_ids(reference)
-    assert_consistent(reopened)
+    for bank in ("alpha", "beta"):
+        assert live_ids(reopened, bank) == live_ids(reference, bank)
+        assert_consistent(reopened, bank)
     reopened.close()
     reference.close()
 

@@ -86,7 +86,7 @@ class Dying:
     """The store, as seen by an extractor that dies before its ``writes``-th write returns
     (``outbox_note`` does not count: the reply is recorded before any write)."""
 
-    WRITES = ("save", "supersede", "rule_set", "outbox_ack")
+    WRITES = ("save", "save_many", "supersede", "supersede_many", "rule_set", "outbox_ack")
 
     def __init__(self, store: MemoryStore, writes: int) -> None:
         self.store, self.left = store, writes
@@ -106,7 +106,7 @@ class Dying:
 
 
 # Every kind of write: a correction (save + supersede), a reinforcement, a new fact twice, a
-# rule, then the ack: seven writes, so crash points 0..6.
+# rule, then the ack. The four saves go as one save_many: four writes, so crash points 0..3.
 MIXED = {
     "memories": [
         {"text": "The user publishes on Wednesdays.", "supersedes": "tue"},
@@ -130,7 +130,7 @@ def state(store: MemoryStore) -> list[tuple[Any, ...]]:
     return sorted(rows) + [(r.name, r.content) for r in store.rule_list().rules]
 
 
-@pytest.mark.parametrize("crash_after", range(7))
+@pytest.mark.parametrize("crash_after", range(4))
 def test_a_job_killed_mid_apply_is_replayed_exactly_once(
     fresh_store: Factory, crash_after: int
 ) -> None:
@@ -171,6 +171,77 @@ def die_after_the_save_then_replay(store: MemoryStore, clock: FakeClock) -> None
         doomed.drain()
     clock.advance(ms=store.settings.outbox_lease_ms + 1)
     assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+
+
+class Calls:
+    """The store, noting each write call by name (and how many saves a ``save_many`` held)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.store, name)
+        if name not in Dying.WRITES:
+            return method
+
+        def write(*args: Any, **kwargs: Any) -> Any:
+            held = len(args[0]) if name.endswith("_many") else None
+            self.calls.append(name if held is None else f"{name}:{held}")
+            return method(*args, **kwargs)
+
+        return write
+
+
+def test_a_replys_saves_go_to_the_store_as_one_call(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    seeded(store)
+    ex = make(store, FakeLLM.of(json.dumps(MIXED)), clock)
+    watched = Calls(store)
+    ex.store = watched  # type: ignore[assignment]
+    result = ex.drain().results[0]
+    assert watched.calls == ["save_many:4", "supersede", "rule_set", "outbox_ack"]
+    assert (result.saved, result.reinforced, result.superseded) == (2, 2, 1)
+
+
+class Refusing(Calls):
+    """A store that refuses one text for its input, alone or inside a ``save_many`` (which
+    then writes nothing), as it refuses an argument it cannot take."""
+
+    BAD = "The user collects stamps."
+
+    def __getattr__(self, name: str) -> Any:
+        write = super().__getattr__(name)
+        if name not in ("save", "save_many"):
+            return write
+
+        def refusing(*args: Any, **kwargs: Any) -> Any:
+            texts = [i["text"] for i in args[0]] if name == "save_many" else [kwargs["text"]]
+            if self.BAD in texts:
+                self.calls.append(f"{name}:{len(texts)}" if name == "save_many" else name)
+                raise InvalidArgumentError("refused for its input")
+            return write(*args, **kwargs)
+
+        return refusing
+
+
+def test_a_refused_item_keeps_the_good_ones_and_fails_the_job(fresh_store: Factory) -> None:
+    # Given a reply whose second memory the store refuses
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    texts = ["The user lives in Lisbon.", Refusing.BAD, "The user drinks oolong."]
+    reply = {"memories": [{"text": t} for t in texts]}
+    ex = make(store, FakeLLM.of(json.dumps(reply)), clock)
+    watched = Refusing(store)
+    ex.store = watched  # type: ignore[assignment]
+    store.turn_completed("s1", str(ULID()), turn())
+    # When it is applied, the refused call wrote nothing and its saves went again one by one
+    stats = ex.drain()
+    assert watched.calls == ["save_many:3", "save", "save"]
+    # Then the memory before the refused one is kept, and the job fails as before batching
+    assert live_texts(store) == ["The user lives in Lisbon."]
+    assert stats.done == 0 and store.outbox_list().jobs[0].attempts == 1
 
 
 def test_a_turn_without_an_id_replays_by_its_job_id(fresh_store: Factory) -> None:

@@ -102,6 +102,24 @@ def test_bad_arguments_are_invalid_argument_and_write_nothing(
     assert store.list().total == 0 and store.describe()["data_dir"] != "/elsewhere"
 
 
+def test_batched_writes_cross_the_wire_as_typed_answers(serve: Serve) -> None:
+    address, store = serve()
+    client = GrpcStoreClient(address)
+    try:
+        saved = client.save_many([{"text": "The API runs on port 8080"}, {"text": "Port 9090"}])
+        old, new = (r.memory.id for r in saved.results)
+        merged = client.supersede_many([{"id": old, "superseded_by": new, "reinforce": True}])
+        assert merged.results[0].memory.superseded_by == new
+        survivor = merged.results[0].survivor
+        assert merged.results[0].reinforced
+        assert survivor.revision == saved.results[1].memory.revision + 1
+        with pytest.raises(errors.NotFoundError):
+            client.supersede_many([{"id": new, "superseded_by": "no-such-memory"}])
+        assert [m.id for m in store.list().memories] == [new]
+    finally:
+        client.close()
+
+
 def test_errors_keep_the_leaf_and_a_dead_gateway_is_source_unavailable(serve: Serve) -> None:
     address, _ = serve()
     client = GrpcStoreClient(address, timeout=10)

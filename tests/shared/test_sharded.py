@@ -98,7 +98,7 @@ def test_fresh_shards_split_the_banks_and_fan_out(open_shards: Opener) -> None:
     assert set(client.reload().banks) >= set(BANKS)
 
 
-def test_save_many_across_shards_is_refused_and_writes_nothing(open_shards: Opener) -> None:
+def test_many_calls_across_shards_are_refused_and_write_nothing(open_shards: Opener) -> None:
     stores = open_shards(2)
     initial_routing(stores)
     client = ShardedStoreClient(stores)
@@ -109,6 +109,18 @@ def test_save_many_across_shards_is_refused_and_writes_nothing(open_shards: Open
     with pytest.raises(errors.InvalidArgumentError, match="span"):
         client.save_many([{"text": "one", "bank": a}, {"text": "two", "bank": b}])
     assert a not in [x.name for x in client.bank_list().banks]
+    one, two = (client.save(t, bank=a).memory.id for t in ("first", "second"))
+    three = client.save("third", bank=b).memory.id
+    with pytest.raises(errors.InvalidArgumentError, match="supersede_many items span"):
+        client.supersede_many(
+            [
+                {"id": one, "superseded_by": two, "bank": a},
+                {"id": three, "superseded_by": three, "bank": b},
+            ]
+        )
+    assert client.get(one, bank=a).memory.invalid_at is None
+    done = client.supersede_many([{"id": one, "superseded_by": two, "bank": a}])
+    assert done.results[0].survivor.id == two
 
 
 def test_a_shard_refuses_banks_it_does_not_own(open_shards: Opener) -> None:

@@ -85,6 +85,31 @@ def test_save_then_recall_through_the_named_actor(
     assert named.ping() == "pong"
 
 
+def test_batched_saves_and_supersedes_through_the_actor(
+    store_actor: StoreClient, unique_bank: str
+) -> None:
+    # Given a burst of saves sent as one call, then their merges as one call
+    saved = store_actor.save_many(
+        [{"text": f"The build uses cache layer {n}", "bank": unique_bank} for n in range(3)]
+    )
+    a, b, c = (r.memory.id for r in saved.results)
+    merged = store_actor.supersede_many(
+        [
+            {"id": a, "superseded_by": c, "bank": unique_bank, "reinforce": True},
+            {"id": b, "superseded_by": c, "bank": unique_bank},
+        ]
+    )
+    # Then each answer is typed and in order, and the very next read sees both merges
+    assert [r.memory.superseded_by for r in merged.results] == [c, c]
+    assert [m.id for m in store_actor.list(bank=unique_bank).memories] == [c]
+    # And a refused item refuses the call, by its class, and writes nothing
+    with pytest.raises(NotFoundError):
+        store_actor.supersede_many(
+            [{"id": c, "superseded_by": "no-such-memory", "bank": unique_bank}]
+        )
+    assert store_actor.get(c, bank=unique_bank).memory.invalid_at is None
+
+
 def test_typed_errors_reach_the_caller_by_class(
     ray_cluster: Any, store_actor: StoreClient, unique_bank: str
 ) -> None:

@@ -13,8 +13,13 @@ from typing import Any
 import pytest
 
 from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError, InvalidTypeError, SourceUnavailableError
-from shared.models import SaveRequest
+from shared.errors import (
+    InvalidArgumentError,
+    InvalidTypeError,
+    NotFoundError,
+    SourceUnavailableError,
+)
+from shared.models import SaveRequest, SupersedeRequest
 from store_worker.core import MemoryStore
 from store_worker.files import AppendLog
 
@@ -235,6 +240,56 @@ def test_save_many_refuses_bad_shapes(data_dir: Path, items: Any) -> None:
     with pytest.raises(InvalidArgumentError):
         store.save_many(items)
     assert live_ids(store) == set()
+
+
+def test_supersede_many_commits_all_or_nothing_in_one_batch(data_dir: Path) -> None:
+    store = reopen(data_dir)
+    tea, green, lyon = (
+        store.save(t).memory.id
+        for t in ("The user likes tea", "The user likes green tea", "The user lives in Lyon")
+    )
+    old, new = (store.save(t, bank="notes").memory.id for t in ("Draft one", "Draft two"))
+    # Given a batch whose last item is refused (its survivor does not exist)
+    bad = [{"id": tea, "superseded_by": green}, {"id": lyon, "superseded_by": "no-such-memory"}]
+    with pytest.raises(NotFoundError):
+        store.supersede_many(bad)
+    # Then nothing of it was written: the first item's retirement is gone too
+    assert live_ids(store) == {tea, green, lyon}
+    # When a good batch goes through: two banks, an item that sees the one before it
+    batches, fsyncs = store.commits.batches, store.commits.fsyncs
+    res = store.supersede_many(
+        [
+            SupersedeRequest(id=tea, superseded_by=green, reinforce=True),
+            {"id": green, "superseded_by": lyon, "reason": "token ghp_" + "a" * 36},
+            {"id": old, "superseded_by": new, "bank": "notes"},
+        ]
+    )
+    # Then each item has its answer, in order, from one batch: one fsync per bank
+    got = [(r.memory.id, r.survivor.id, r.bank) for r in res.results]
+    assert got == [(tea, green, "main"), (green, lyon, "main"), (old, new, "notes")]
+    assert res.results[0].reinforced and not res.results[1].reinforced
+    assert res.results[1].redacted == ("github_token",)
+    assert (store.commits.batches, store.commits.fsyncs) == (batches + 1, fsyncs + 2)
+    store.close()
+    again = reopen(data_dir)
+    assert live_ids(again) == {lyon} and live_ids(again, "notes") == {new}
+    assert again.get(green).memory.superseded_by == lyon
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        "not a list",
+        [5],
+        [{"id": "a"}],
+        [{"id": "a", "superseded_by": "b", "unknown_field": 1}],
+        [{"id": "a", "superseded_by": "b"}] * 1001,
+    ],
+)
+def test_supersede_many_refuses_bad_shapes(data_dir: Path, items: Any) -> None:
+    store = reopen(data_dir)
+    with pytest.raises(InvalidArgumentError):
+        store.supersede_many(items)
 
 
 def test_a_subscriber_that_saves_does_not_deadlock_the_commit(data_dir: Path) -> None:

@@ -84,6 +84,11 @@ class StoreServiceStub:
                 request_serializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreCall.SerializeToString,
                 response_deserializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreResult.FromString,
                 _registered_method=True)
+        self.SupersedeMany = channel.unary_unary(
+                '/memory.store.v1.StoreService/SupersedeMany',
+                request_serializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreCall.SerializeToString,
+                response_deserializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreResult.FromString,
+                _registered_method=True)
         self.Get = channel.unary_unary(
                 '/memory.store.v1.StoreService/Get',
                 request_serializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreCall.SerializeToString,
@@ -322,6 +327,12 @@ class StoreServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Supersede(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SupersedeMany(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -595,6 +606,11 @@ def add_StoreServiceServicer_to_server(servicer, server):
             ),
             'Supersede': grpc.unary_unary_rpc_method_handler(
                     servicer.Supersede,
+                    request_deserializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreCall.FromString,
+                    response_serializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreResult.SerializeToString,
+            ),
+            'SupersedeMany': grpc.unary_unary_rpc_method_handler(
+                    servicer.SupersedeMany,
                     request_deserializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreCall.FromString,
                     response_serializer=shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreResult.SerializeToString,
             ),
@@ -1042,6 +1058,33 @@ class StoreService:
             request,
             target,
             '/memory.store.v1.StoreService/Supersede',
+            shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreCall.SerializeToString,
+            shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreResult.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SupersedeMany(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/memory.store.v1.StoreService/SupersedeMany',
             shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreCall.SerializeToString,
             shared_dot_proto_dot_memory_dot_store_dot_v1_dot_store__pb2.StoreResult.FromString,
             options,
