@@ -572,9 +572,13 @@ _ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key")
 # _ASSIGNMENT_WORDS ends at most 20 characters on. Possessive and bounded, so a run of 30,000
 # key characters costs each keyword found in it a short look, not a scan to its end.
 _KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+[\"']?" + _SEP, re.I)
-_KEYWORD_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,24}+[\"']?" + _SEP, re.I)
 # How a value of _ASSIGNMENT can begin: a quote, ``{{``, or a character a bare value takes.
-_VALUE_HEAD = re.compile(r"[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=]")
+# Inside the pattern, so that a separator read as ``: Type =`` and followed by no value
+# (``password: UXo3I3ZMcDIhZVI=`` then a newline: a padded base64 value, as a Kubernetes
+# Secret's ``data:`` holds) gives way to the plain ``:`` as it does in _ASSIGNMENT.
+_KEYWORD_THEN_SEP = re.compile(
+    r"[A-Za-z0-9_.-]{0,24}+[\"']?" + _SEP + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=])", re.I
+)
 
 
 def _ends_in_separator(text: str, at: int, *, keyword: bool = False) -> bool:
@@ -583,8 +587,7 @@ def _ends_in_separator(text: str, at: int, *, keyword: bool = False) -> bool:
     separator, and for a keyword by something a value can start with: what every key of
     _KEY_SEP is, since none of those is a key character, so its keyword ends where the run
     does."""
-    m = (_KEYWORD_THEN_SEP if keyword else _KEY_THEN_SEP).match(text, at)
-    return m is not None and (not keyword or _VALUE_HEAD.match(text, m.end()) is not None)
+    return (_KEYWORD_THEN_SEP if keyword else _KEY_THEN_SEP).match(text, at) is not None
 
 
 def _assignment_starts(scan: Scan) -> list[int]:

@@ -28,6 +28,14 @@ PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
 KEY = "9fQ2xLmZ7bR4kWp1HsN8dYc3"  # fake, 24 random base62 characters
 SECRET_STRING = '{"SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"' + PW + '\\"}"}'
 AWS_SECRET = "8fJk2/Lm9QpR4sTuVwXyZ0aBcDeFgHiJkLmNoPqR"  # fake, shaped like an AWS secret key
+# fakes: base64 of a made-up PEM key and docker config, a Telegram bot token, a Feishu hook
+B64_PEM = (
+    "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUZha2VGYWtlRmFrZUZha2VGYWtlRmFr"
+    "ZUZha2VGYWtlRmFrZQo="
+)
+B64_DOCKER = "eyJhdXRocyI6eyJnaGNyLmlvIjp7ImF1dGgiOiJZMms2Wm1GclpWQmhjM04zYjNKa01USXoifX19"
+TG = "5512983347:AAHq9_Zt4LmN8pRx2VsBw7CyKd3EfGhJ0kL"
+FEISHU = "https://open.larksuite.com/open-apis/bot/v2/hook/0f3b2c1d-9e8a-4b7c-a6d5-e4f3a2b1c0d9"
 
 # (text, the secret in it, its label)
 CONTEXT = [
@@ -77,6 +85,18 @@ CONTEXT = [
     (f"config:\n  token:\n    {KEY}\n", KEY, "token"),
     (f"| Name | Value |\n|---|---|\n| DB_PASSWORD | {PW} |", PW, "password"),
     (f"name,value\napi_key,{KEY}", KEY, "api_key"),
+    # a padded base64 value followed by more text (a Kubernetes Secret's data:)
+    ("kind: Secret\ndata:\n  password: UXo3I3ZMcDIhZVI=\n  user: YWRtaW4=\n",
+     "UXo3I3ZMcDIhZVI=", "password"),
+    ("data:\n  api-token: c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=\n",
+     "c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=", "token"),
+    ("DB_PASSWORD=cGFzc3dvcmQxMjM0NQ== # from the vault", "cGFzc3dvcmQxMjM0NQ==", "password"),
+    # base64 of a PEM private key or of a docker config (tls.key, .dockerconfigjson)
+    (f"  tls.key: {B64_PEM}\n", B64_PEM, "private_key"),
+    (f"data:\n  .dockerconfigjson: {B64_DOCKER}\n", B64_DOCKER, "docker_config"),
+    # webhook and bot URLs whose secret is a path segment or glued to a word
+    (f"curl https://api.telegram.org/bot{TG}/sendMessage -d text=hi", TG, "telegram_bot_token"),
+    (f"alerts: {FEISHU}", FEISHU, "chat_webhook"),
 ]
 
 PROSE = [
