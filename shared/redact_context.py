@@ -130,6 +130,7 @@ _KEYWORD_LABELS = (
     ("k_secret", "secret"),
     ("k_token", "token"),
     ("k_key", "api_key"),
+    ("k_credential", "credential"),
 )
 
 
@@ -137,7 +138,7 @@ def _keyword_label(m: re.Match[str], value: str) -> str | None:
     """The label the key's name gives, or None when the name is only ``*_key`` (a cache key,
     a sort key, a file) and the value does not look like a key of 12+ random characters."""
     group = next(g for g, _ in _KEYWORD_LABELS if m.group(g) is not None)
-    if group == "k_key" and not (len(value) >= 12 and is_strong(value)):
+    if group in ("k_key", "k_credential") and not (len(value) >= 12 and is_strong(value)):
         return None
     return dict(_KEYWORD_LABELS)[group]
 
@@ -149,11 +150,13 @@ def _judge_cli_flag(m: re.Match[str], secret: str) -> str | None:
 
 
 def _is_code(m: re.Match[str], value: str) -> bool:
-    """A call, a subscript, an attribute read, a null, or ``f(api_key=api_key)``."""
+    """A call, a subscript, an attribute read, a null, ``f(api_key=api_key)`` or
+    ``self.api_key = api_key``."""
     after = m.string[m.end() : m.end() + 1]
     if after == "(" or (after == "[" and not MARKER.match(m.string, m.end())):
         return True
-    key = m.group("key").strip("\"'-")
+    # ``self.token = token``, ``this.apiKey = apiKey``: the attribute set from its namesake
+    key = m.group("key").strip("\"'-").rsplit(".", 1)[-1].lstrip("_")
     return _CODE_VALUE.fullmatch(value) is not None or value.lower() == key.lower()
 
 
@@ -241,13 +244,22 @@ _CREDENTIAL_URL = re.compile(
     r"[^\s:@/?#]{0,256}:(?P<secret>[^\s@]{1,256})@"
 )
 
+# ``k_key`` and ``k_credential`` name things that are only sometimes secret (a cache key, a
+# session id, ``bot_auth = oauth2``): their value must look like a key (see _keyword_label).
+# A keyword may end in a word that says how the value is written (Rails' ``SECRET_KEY_BASE``,
+# ``TOKEN_VALUE``, ``API_KEY_B64``).
 _KEYWORDS = (
-    r"(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pass)"
+    r"(?:(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pw"
+    r"|(?<![A-Za-z0-9])pass)"
     r"|(?P<k_private_key>private[_.-]?key)"
     r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
     r"|(?P<k_secret>secret(?:[_.-]?key)?|(?:signing|encryption|master)[_.-]?key)"
     r"|(?P<k_token>token)"
-    r"|(?P<k_key>[_.-]key))"
+    r"|(?P<k_key>[_.-]key)"
+    # (spelled so that "author", "credit", "cookies" and "session" in prose hold none of them)
+    r"|(?P<k_credential>auth[_.-]?key|credentials?|creds|session[_.-]?id"
+    r"|[_.-](?:auth|cookie|session)))"
+    r"(?:[_.-](?:base(?:64)?|b64|hex|value|raw|plain(?:text)?|str(?:ing)?))?)"
 )
 _CLI_FLAG = re.compile(
     r"(?<!\S)--?(?:[A-Za-z0-9]+-){0,4}" + _KEYWORDS + r"[ \t]+[\"'`]?(?P<secret>(?!-)[^\s\"'`]+)",
@@ -565,7 +577,7 @@ class Scan:
 
 # Every keyword of _KEYWORDS holds one of these (``private_key`` and the like hold ``key``;
 # the walk back from it reaches the key's start all the same).
-_ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key")
+_ASSIGNMENT_WORDS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "session")
 
 
 # A key is at most a quote, 64 characters and a keyword of up to 20; a keyword found by

@@ -97,6 +97,23 @@ CONTEXT = [
     # webhook and bot URLs whose secret is a path segment or glued to a word
     (f"curl https://api.telegram.org/bot{TG}/sendMessage -d text=hi", TG, "telegram_bot_token"),
     (f"alerts: {FEISHU}", FEISHU, "chat_webhook"),
+    # a PHP array or Perl hash: the "=>" separator
+    (f"'password' => '{PW}',", PW, "password"),
+    ("$cfg = ['db_pass' => 'n0t-Real!pw'];", "n0t-Real!pw", "password"),
+    # keywords: "pw", a keyword with a suffix saying how the value is written, and names that
+    # are only sometimes secret (auth, credentials, cookie, session) with a key-shaped value
+    (f"wifi_pw: {PW}", PW, "password"),
+    (f"user: bob / pw: {PW}", PW, "password"),
+    (f"heroku config:set SECRET_KEY_BASE={'5e2f' * 16}", "5e2f" * 16, "secret"),
+    (f"TOKEN_VALUE={KEY}", KEY, "token"),
+    (f"api_key_b64: {KEY}", KEY, "api_key"),
+    (f"DB_CREDENTIALS=admin:{PW}", f"admin:{PW}", "credential"),
+    (f'credentials = "{KEY}"', KEY, "credential"),
+    (f"authkey={KEY}", KEY, "credential"),
+    (f"bot_auth = '{KEY}'", KEY, "credential"),
+    (f"session_cookie={KEY}", KEY, "credential"),
+    (f"Cookie: sessionid={KEY}; theme=dark", KEY, "credential"),
+    (f"--auth {KEY}", KEY, "credential"),
 ]
 
 PROSE = [
@@ -141,6 +158,21 @@ PROSE = [
     "| password | required |",
     "| Token | see the vault |",
     "password,required",
+    # an attribute set from its namesake, and names that are only sometimes secret
+    "self.token = token",
+    "this.apiKey = apiKey;",
+    "self._password = password",
+    "auth: required",
+    "auth: oauth2",
+    "credentials: see the wiki",
+    "session: 42",
+    "session_id: abc-123",
+    "cookie: chocolate chip",
+    "auth_method: oauth",
+    "session_timeout=3600",
+    "the author=Tolkien field",
+    "credentials_file: ~/.aws/credentials",
+    "pw: see above",
 ]
 
 
