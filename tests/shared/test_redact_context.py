@@ -114,6 +114,42 @@ CONTEXT = [
     (f"session_cookie={KEY}", KEY, "credential"),
     (f"Cookie: sessionid={KEY}; theme=dark", KEY, "credential"),
     (f"--auth {KEY}", KEY, "credential"),
+    # said in other ways: "password's", set/changed ... to, a numeric password, Italian "è"
+    (f"my password's {PW}", PW, "password"),
+    (f"I changed my password to {PW} yesterday", PW, "password"),
+    ("we reset the router password to Kiwi-7733 last night", "Kiwi-7733", "password"),
+    ("the passcode is 739104", "739104", "password"),
+    ("my password is 58213467", "58213467", "password"),
+    (f"la password è {PW}", PW, "password"),
+    # a PIN or a lock's code, said or labelled
+    ("my PIN is 4821.", "4821", "pin"),
+    ("Bank card PIN: 90317", "90317", "pin"),
+    ("the garage code is 7391#", "7391#", "pin"),
+    ("PIN=2468", "2468", "pin"),
+    ("the pin number was 660412", "660412", "pin"),
+    # a password named in another language, in any case
+    (f"Passwort: {PW}", PW, "password"),
+    ("mein Passwort ist sonne123", "sonne123", "password"),
+    (f"mot de passe : {PW}", PW, "password"),
+    ('La contraseña es "Perro2020"', "Perro2020", "password"),
+    (f"a senha é {PW}", PW, "password"),
+    (f"wachtwoord: {PW}", PW, "password"),
+    (f"Lösenord: {PW}", PW, "password"),
+    (f"HASŁO: {PW}", PW, "password"),
+    (f"Пароль: {PW}", PW, "password"),
+    (f"мой пароль {PW}", PW, "password"),
+    (f"密码是{PW}", PW, "password"),
+    (f"パスワード: {PW}", PW, "password"),
+    (f"비밀번호는 {PW}", PW, "password"),
+    (f"Şifre: {PW}", PW, "password"),
+    (f"salasana on {PW}", PW, "password"),
+    (f"passordet er {PW}", PW, "password"),
+    # Markdown labels and a key's label with a colon
+    (f"**Password:** {PW}", PW, "password"),
+    (f"- **Token**: {KEY}", KEY, "token"),
+    (f"- **API key**: {KEY}", KEY, "api_key"),
+    (f"encryption key: {KEY}Zq=", f"{KEY}Zq=", "api_key"),
+    (f"client_secret {AWS_SECRET}", AWS_SECRET, "secret"),
 ]
 
 PROSE = [
@@ -173,6 +209,21 @@ PROSE = [
     "the author=Tolkien field",
     "credentials_file: ~/.aws/credentials",
     "pw: see above",
+    # a PIN, a code, a password word in prose or in another language, with no value
+    "the LED pin is 13",
+    "pin 4821 of the header",
+    "ping: 4821 ms",
+    "My PIN is secret.",
+    "the door code changed last week",
+    "error code is 404 and the zip code is 94107",
+    "Mein Passwort ist zu kurz.",
+    "Le mot de passe est dans le coffre.",
+    "La contraseña es muy larga.",
+    "I moved my password to 1Password",
+    "**Token:** see the vault",
+    "primary key: user_id_2024_v2_final",
+    "cache key: user-1234-profile-abcdefgh",
+    "the S3 key is uploads/2024/IMG_1234.jpg",
 ]
 
 
