@@ -687,7 +687,8 @@ _KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+(?:[\"']|\*\*)?" + _SEP, re.I)
 # (``password: UXo3I3ZMcDIhZVI=`` then a newline: a padded base64 value, as a Kubernetes
 # Secret's ``data:`` holds) gives way to the plain ``:`` as it does in _ASSIGNMENT.
 _KEYWORD_THEN_SEP = re.compile(
-    r"[A-Za-z0-9_.-]{0,24}+(?:[\"']|\*\*)?" + _SEP + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=])", re.I
+    r"[A-Za-z0-9_.-]{0,24}+(?:[\"']|\*\*)?" + _SEP + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=])",
+    re.I,
 )
 
 
@@ -723,7 +724,8 @@ _SAID_KEY_TAIL = re.compile(
     r"(?:key|token|secret)s?(?:\*\*)?(?:[ \t]*:|[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-]{16}))"
 )
 _SAID_PASSWORD_TAIL = re.compile(
-    r"pass(?:word|phrase|code)(?:[ \t]+(?:is|was|è|for|to|of|on|at|[\"'`]|[^\s]{8})|['\u2019]s[ \t])"
+    r"pass(?:word|phrase|code)"
+    r"(?:[ \t]+(?:is|was|è|for|to|of|on|at|[\"'`]|[^\s]{8})|['\u2019]s[ \t])"
 )
 
 
