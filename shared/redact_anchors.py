@@ -226,9 +226,14 @@ def pivot_rank(char: str, at: int, icase: bool) -> int:
 
 
 def is_word(anchor: Anchor) -> bool:
-    """Letters only, none of them a capital to pivot on: found with ``in``."""
+    """Letters only, none of them a capital to pivot on: found with ``in``. Non-ASCII ones
+    too: a case-insensitive "пароль" or "şifre" pivoted on its first letter would be looked
+    for in lowercase only, and miss "Пароль"; ``in`` on the folded text finds every case.
+    And letters without case ("密码", "パスワード"): as pivots they would put non-ASCII
+    characters into the gate's regex, whose search then skips ahead more slowly on every
+    text; ``in`` returns at once on a text with no character that wide."""
     text, icase = anchor
-    return text.isascii() and text.isalpha() and (icase or text.islower())
+    return text.isalpha() and (icase or text.islower() or text.lower() == text.upper())
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,7 @@ _KEYWORD_LABELS = (
     ("k_secret", "secret"),
     ("k_token", "token"),
     ("k_key", "api_key"),
+    ("k_credential", "credential"),
 )
 
 
@@ -137,7 +138,7 @@ def _keyword_label(m: re.Match[str], value: str) -> str | None:
     """The label the key's name gives, or None when the name is only ``*_key`` (a cache key,
     a sort key, a file) and the value does not look like a key of 12+ random characters."""
     group = next(g for g, _ in _KEYWORD_LABELS if m.group(g) is not None)
-    if group == "k_key" and not (len(value) >= 12 and is_strong(value)):
+    if group in ("k_key", "k_credential") and not (len(value) >= 12 and is_strong(value)):
         return None
     return dict(_KEYWORD_LABELS)[group]
 
@@ -149,11 +150,13 @@ def _judge_cli_flag(m: re.Match[str], secret: str) -> str | None:
 
 
 def _is_code(m: re.Match[str], value: str) -> bool:
-    """A call, a subscript, an attribute read, a null, or ``f(api_key=api_key)``."""
+    """A call, a subscript, an attribute read, a null, ``f(api_key=api_key)`` or
+    ``self.api_key = api_key``."""
     after = m.string[m.end() : m.end() + 1]
     if after == "(" or (after == "[" and not MARKER.match(m.string, m.end())):
         return True
-    key = m.group("key").strip("\"'-")
+    # ``self.token = token``, ``this.apiKey = apiKey``: the attribute set from its namesake
+    key = m.group("key").strip("\"'-").rsplit(".", 1)[-1].lstrip("_")
     return _CODE_VALUE.fullmatch(value) is not None or value.lower() == key.lower()
 
 
@@ -241,13 +244,22 @@ _CREDENTIAL_URL = re.compile(
     r"[^\s:@/?#]{0,256}:(?P<secret>[^\s@]{1,256})@"
 )
 
+# ``k_key`` and ``k_credential`` name things that are only sometimes secret (a cache key, a
+# session id, ``bot_auth = oauth2``): their value must look like a key (see _keyword_label).
+# A keyword may end in a word that says how the value is written (Rails' ``SECRET_KEY_BASE``,
+# ``TOKEN_VALUE``, ``API_KEY_B64``).
 _KEYWORDS = (
-    r"(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pass)"
+    r"(?:(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pw"
+    r"|(?<![A-Za-z0-9])pass)"
     r"|(?P<k_private_key>private[_.-]?key)"
     r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
     r"|(?P<k_secret>secret(?:[_.-]?key)?|(?:signing|encryption|master)[_.-]?key)"
     r"|(?P<k_token>token)"
-    r"|(?P<k_key>[_.-]key))"
+    r"|(?P<k_key>[_.-]key)"
+    # (spelled so that "author", "credit", "cookies" and "session" in prose hold none of them)
+    r"|(?P<k_credential>auth[_.-]?key|credentials?|creds|session[_.-]?id"
+    r"|[_.-](?:auth|cookie|session)))"
+    r"(?:[_.-](?:base(?:64)?|b64|hex|value|raw|plain(?:text)?|str(?:ing)?))?)"
 )
 _CLI_FLAG = re.compile(
     r"(?<!\S)--?(?:[A-Za-z0-9]+-){0,4}" + _KEYWORDS + r"[ \t]+[\"'`]?(?P<secret>(?!-)[^\s\"'`]+)",
@@ -256,12 +268,93 @@ _CLI_FLAG = re.compile(
 _SAID_PASSWORD = re.compile(
     # "my password is X", "the password for the router is X", "wifi password X"; a quoted
     # value is taken whole, spaces and all ("is 'purple monkey dishwasher'").
+    # "password's X"; "I changed my password to X" (a "to" counts only after set/change/reset).
     r"(?<![A-Za-z0-9_])(?i:pass(?:word|phrase|code))"
     r"(?:[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?[ \t]+(?P<verb>(?i:is|was))[ \t]*:?[ \t]+"
-    r"|[ \t]+(?:(?P<verb2>(?i:is|was))[ \t]*:?[ \t]+)?)"
+    r"|(?:[ \t]+|(?=['\u2019]s[ \t]))(?:(?P<verb2>(?i:is|was|to|è|['\u2019]s))[ \t]*:?[ \t]+)?)"
     r"(?:(?P<q>[\"'`])(?P<secret>[^\n\"'`]{1,200})(?P=q)"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)]))"
 )
+# A PIN or a lock's code, said or labelled: "my PIN is 4821", "door code: 7391#", "PIN=2468".
+_PIN_NOUN = (
+    # (no literal with a space in it: the gate would look at every space of every text)
+    r"(?:pin(?:(?:[ \t]+|-)(?:code|number))?|(?:door|gate|alarm|garage|safe|lock|keypad)[ \t]+code)"
+)
+_PIN = re.compile(
+    r"(?<![^\W\d_])(?i:" + _PIN_NOUN + r"(?:[ \t]*[:=]|[ \t]+(?:is|was)(?![\w])))"
+    r"[ \t]*:?[ \t]*(?P<secret>\d{4,8}#?)(?![\w#])"
+)
+# "pin" and "code" are in "shopping", "opinion" and every text about code: the rule is tried
+# only where the noun is followed by a separator or "is"/"was" (on the folded text).
+_PIN_AT = re.compile(_PIN_NOUN + r"(?:[ \t]*[:=]|[ \t]+(?:is|was)(?![\w]))")
+
+
+def _pin_starts(scan: Scan) -> list[int]:
+    text, low = scan.text, scan.folded
+    starts = [at for at in scan.find("pin") if _PIN_AT.match(low, at)]
+    for at in scan.find("code"):
+        head = at - 1
+        while head > 0 and text[head - 1].isalpha():
+            head -= 1
+        if head < at - 1 and _PIN_AT.match(low, head):
+            starts.append(head)
+    return sorted(starts)
+
+
+# A password named in another language ("Passwort: X", "mot de passe : X", "la contraseña es
+# X", "пароль: X", "密码是X", "비밀번호는 X"): the noun, a separator or the language's "is",
+# then the value, judged as in English. The nouns are the common words for "password" in
+# the languages most users write in (as password managers' and routers' localised UIs label
+# the field); a language missing here is a known gap.
+# Two rules, so that a text that only says "password" or "passed" costs one look at the
+# places "pass" occurs (already found for the English rules), not a search for every noun.
+_FOREIGN_PASS_NOUN = r"(?:passw(?:o|ö)rt(?:e?s)?|mot[ \t]+de[ \t]+passe|passord(?:et)?)"
+_FOREIGN_NOUN = (
+    r"(?:contrase(?:ñ|n)as?|senhas?|wachtwoord(?:en)?|l(?:ö|o)senord(?:et)?|has(?:ł|l)o"
+    r"|пароль|парол(?:я|ем)|密码|密碼|パスワード|비밀번호|(?:ş|s)ifre(?:m|n|si)?"
+    r"|salasana(?:ni|si)?|adgangskode(?:n)?|kodeord(?:et)?|jelsz(?:ó|o)(?:m)?|heslo)"
+)
+_FOREIGN_VALUE = (
+    r"(?:는|은|は|이|가)?"
+    r"(?:[ \t]*(?P<sep>[:=])[ \t]*"
+    r"|[ \t]*(?P<verb>是|为|為|は)[ \t]*"
+    r"|[ \t]+(?P<verb2>(?i:is|ist|war|est|était|es|era|é|è|er|var|är|on|oli|jest|to|je|van"
+    r"|—|-))[ \t]*:?[ \t]+"
+    r"|[ \t]+)"
+    r"(?:(?P<q>[\"'`«“„])(?P<secret>[^\n\"'`«»“”„]{1,200})[\"'`»”“]"
+    r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)!。，、]))"
+)
+_FOREIGN_PASSWORD = re.compile(r"(?<![^\W\d_])(?i:" + _FOREIGN_NOUN + ")" + _FOREIGN_VALUE)
+_FOREIGN_PASSWORD_PASS = re.compile(
+    r"(?<![^\W\d_])(?i:" + _FOREIGN_PASS_NOUN + ")" + _FOREIGN_VALUE
+)
+_FOREIGN_PASS_AT = re.compile(r"passw(?:o|ö)rt|passe|passord")
+
+
+def _foreign_pass_starts(scan: Scan) -> list[int]:
+    """Where "passwort" or "passord" starts, or the "mot de" before a "passe"."""
+    starts = []
+    for at in scan.find("pass"):
+        if _FOREIGN_PASS_AT.match(scan.folded, at):
+            starts.append(scan.folded.rfind("mot", max(0, at - 12), at) if at >= 7 else at)
+            starts.append(at)
+    return sorted({at for at in starts if at >= 0})
+
+
+def _judge_foreign_password(m: re.Match[str], secret: str) -> str | None:
+    """As _judge_said_password reads one in English: said (a separator or "is"), a value
+    like a password or 4+ digits; with neither, only a key-like value of 8+."""
+    said = m.group("sep") or m.group("verb") or m.group("verb2")
+    if _is_placeholder(secret) or (m.group("bare") is not None and _is_next_key(m, "bare")):
+        return None
+    if m.group("q") is not None:
+        return "password" if said and len(secret.strip()) >= 6 else None
+    if said and (_DIGITS.fullmatch(secret) or looks_like_password(secret)):
+        return "password"
+    random = len(secret) >= 8 and is_random(secret) and looks_like_password(secret)
+    return "password" if random else None
+
+
 # A passphrase or a wallet's seed phrase is several words: after "passphrase:" or "seed
 # phrase is", the rest of the sentence goes, not only its first word.
 _PASSPHRASE = re.compile(
@@ -367,11 +460,12 @@ def _bare(stop: str, enders: str) -> str:
 
 _BARE_IN_QUERY = _bare(_STOP + "&", ";&")
 _BARE = _bare(_STOP, ";")
-_KEY = r"(?P<key>[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"[\"']?)"
+# A Markdown label in bold ("**Password**: x", "**Password:** x") is a key like any other.
+_KEY = r"(?P<key>[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"(?:[\"']|\*\*)?)"
 # ``: Type`` before an ``=`` is an annotation: ``api_key: str = "sk-..."`` assigns the literal.
 _SEP = (
     r"(?P<sep>(?:[ \t]*:[ \t]*[A-Za-z_][\w\[\],. |]{0,40}?(?=[ \t]*=[^=]))?"
-    r"[ \t]*(?::=|={1,3}(?!=)|=>|:)[ \t]*)"
+    r"[ \t]*(?::=|={1,3}(?!=)|=>|:(?:\*\*(?=[ \t]))?)[ \t]*)"
 )
 _KEY_SEP = re.compile(_KEY + _SEP, re.I)
 _ASSIGNMENT = re.compile(
@@ -454,10 +548,14 @@ def _judge_password_value(m: re.Match[str], secret: str) -> str | None:
 # they know it; this catches the rest.
 
 _SAID_KEY = re.compile(
-    r"(?<![A-Za-z0-9_])(?i:(?P<k_api_key>(?:api[ _-]?)?key)|(?P<k_token>token)"
-    r"|(?P<k_secret>secret))s?[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?[\"'`]?"
+    # also labelled ("API key: ...", "**Encryption key:** ...") and glued to a name by "_"
+    # ("client_secret 8fJk..."); the value's shape decides, as after "is"
+    r"(?<![A-Za-z0-9])(?i:(?P<k_api_key>(?:api[ _-]?)?key)|(?P<k_token>token)"
+    r"|(?P<k_secret>secret))s?(?:\*\*)?"
+    r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*|[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?)[\"'`]?"
     r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
+_FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{1,4}$")
 _SAID_LABELS = (("k_api_key", "api_key"), ("k_token", "token"), ("k_secret", "secret"))
 
 
@@ -465,6 +563,10 @@ def _judge_said_key(m: re.Match[str], secret: str) -> str | None:
     shaped = _DIGIT_RE.search(secret) and _LETTER_RE.search(secret) and not _is_plain(secret)
     if not shaped or entropy_bits(secret) < 3.0:
         return None
+    if _FILE_NAME.search(secret):
+        return None  # "the S3 key is uploads/2024/IMG_1234.jpg": an object's name
+    # After a bare label ("API key: ...") as with no verb: a cache key or a sort key is
+    # labelled so too, and only a value shaped like a key counts.
     if m.group("verb") is None and not _keyed_without_verb(secret):
         return None
     return next(label for group, label in _SAID_LABELS if m.group(group) is not None)
@@ -498,13 +600,18 @@ _PROSE_WORDS = frozenset(
 
 def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
     """A password said as one ("my password is hunter2!", "the password for the router is
-    'purple monkey dishwasher'"), and with no verb ("the wifi password Xk9#mP2qL") a value
-    of 8+ characters that mixes letters with digits or symbols and is no plain word."""
+    'purple monkey dishwasher'", "the passcode is 739104", "I set the password to X"), and
+    with no verb ("the wifi password Xk9#mP2qL") a value of 8+ characters that mixes
+    letters with digits or symbols and is no plain word."""
     if _is_placeholder(secret):
         return None
     said = m.group("verb") or m.group("verb2")
+    if (said or "").lower() == "to" and _SET_BEFORE.search(_line_lead(m)[-60:]) is None:
+        return None  # "I moved my password to 1Password"
     if m.group("q") is not None:  # quoted: spaces and all
         return "password" if len(secret.strip()) >= 6 and said else None
+    if said and _DIGITS.fullmatch(secret):
+        return "password"  # a numeric password or passcode, said as one
     if not looks_like_password(secret):
         return None
     if not said and (len(secret) < 8 or not is_random(secret)):
@@ -512,6 +619,9 @@ def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
     return "password"
 
 
+# "I set / changed / reset my password to X": what makes "to" say the value.
+_SET_BEFORE = re.compile(r"(?i)\b(?:set|chang(?:e|ed|ing)|reset|updat(?:e|ed|ing)|rotated)\b")
+_DIGITS = re.compile(r"\d{4,12}")
 _DIGIT_RE = re.compile(r"\d")
 _LETTER_RE = re.compile(r"[A-Za-z]")
 
@@ -565,16 +675,21 @@ class Scan:
 
 # Every keyword of _KEYWORDS holds one of these (``private_key`` and the like hold ``key``;
 # the walk back from it reaches the key's start all the same).
-_ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key")
+_ASSIGNMENT_WORDS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "session")
 
 
 # A key is at most a quote, 64 characters and a keyword of up to 20; a keyword found by
 # _ASSIGNMENT_WORDS ends at most 20 characters on. Possessive and bounded, so a run of 30,000
 # key characters costs each keyword found in it a short look, not a scan to its end.
-_KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+[\"']?" + _SEP, re.I)
-_KEYWORD_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,24}+[\"']?" + _SEP, re.I)
+_KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+(?:[\"']|\*\*)?" + _SEP, re.I)
 # How a value of _ASSIGNMENT can begin: a quote, ``{{``, or a character a bare value takes.
-_VALUE_HEAD = re.compile(r"[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=]")
+# Inside the pattern, so that a separator read as ``: Type =`` and followed by no value
+# (``password: UXo3I3ZMcDIhZVI=`` then a newline: a padded base64 value, as a Kubernetes
+# Secret's ``data:`` holds) gives way to the plain ``:`` as it does in _ASSIGNMENT.
+_KEYWORD_THEN_SEP = re.compile(
+    r"[A-Za-z0-9_.-]{0,24}+(?:[\"']|\*\*)?" + _SEP + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=])",
+    re.I,
+)
 
 
 def _ends_in_separator(text: str, at: int, *, keyword: bool = False) -> bool:
@@ -583,8 +698,7 @@ def _ends_in_separator(text: str, at: int, *, keyword: bool = False) -> bool:
     separator, and for a keyword by something a value can start with: what every key of
     _KEY_SEP is, since none of those is a key character, so its keyword ends where the run
     does."""
-    m = (_KEYWORD_THEN_SEP if keyword else _KEY_THEN_SEP).match(text, at)
-    return m is not None and (not keyword or _VALUE_HEAD.match(text, m.end()) is not None)
+    return (_KEYWORD_THEN_SEP if keyword else _KEY_THEN_SEP).match(text, at) is not None
 
 
 def _assignment_starts(scan: Scan) -> list[int]:
@@ -606,9 +720,12 @@ def _assignment_starts(scan: Scan) -> list[int]:
 # "the key is ...", "my password is ...": a match starts at its keyword.
 # What must follow the noun for _SAID_KEY / _SAID_PASSWORD to match, on folded text.
 # With no verb, the value's first character must follow the blanks.
-_SAID_KEY_TAIL = re.compile(r"(?:key|token|secret)s?[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-]{16})")
+_SAID_KEY_TAIL = re.compile(
+    r"(?:key|token|secret)s?(?:\*\*)?(?:[ \t]*:|[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-]{16}))"
+)
 _SAID_PASSWORD_TAIL = re.compile(
-    r"pass(?:word|phrase|code)[ \t]+(?:is|was|for|to|of|on|at|[\"'`]|[^\s]{8})"
+    r"pass(?:word|phrase|code)"
+    r"(?:[ \t]+(?:is|was|è|for|to|of|on|at|[\"'`]|[^\s]{8})|['\u2019]s[ \t])"
 )
 
 
@@ -663,6 +780,9 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_CLI_FLAG, _judge_cli_flag, _flag_starts),
     (_PASSPHRASE, _judge_passphrase, _passphrase_starts),
     (_SAID_PASSWORD, _judge_said_password, _said_password_starts),
+    (_PIN, _fixed("pin"), _pin_starts),
+    (_FOREIGN_PASSWORD_PASS, _judge_foreign_password, _foreign_pass_starts),
+    (_FOREIGN_PASSWORD, _judge_foreign_password, None),
     (_SAID_KEY, _judge_said_key, _said_key_starts),
     (_ESCAPED_JSON, _judge_keyword_value, None),
     (_XML_ELEMENT, _judge_keyword_value, None),

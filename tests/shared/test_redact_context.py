@@ -28,6 +28,14 @@ PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
 KEY = "9fQ2xLmZ7bR4kWp1HsN8dYc3"  # fake, 24 random base62 characters
 SECRET_STRING = '{"SecretString": "{\\"username\\":\\"admin\\",\\"password\\":\\"' + PW + '\\"}"}'
 AWS_SECRET = "8fJk2/Lm9QpR4sTuVwXyZ0aBcDeFgHiJkLmNoPqR"  # fake, shaped like an AWS secret key
+# fakes: base64 of a made-up PEM key and docker config, a Telegram bot token, a Feishu hook
+B64_PEM = (
+    "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCk1IY0NBUUVFSUZha2VGYWtlRmFrZUZha2VGYWtlRmFr"
+    "ZUZha2VGYWtlRmFrZQo="
+)
+B64_DOCKER = "eyJhdXRocyI6eyJnaGNyLmlvIjp7ImF1dGgiOiJZMms2Wm1GclpWQmhjM04zYjNKa01USXoifX19"
+TG = "5512983347:AAHq9_Zt4LmN8pRx2VsBw7CyKd3EfGhJ0kL"
+FEISHU = "https://open.larksuite.com/open-apis/bot/v2/hook/0f3b2c1d-9e8a-4b7c-a6d5-e4f3a2b1c0d9"
 
 # (text, the secret in it, its label)
 CONTEXT = [
@@ -77,6 +85,71 @@ CONTEXT = [
     (f"config:\n  token:\n    {KEY}\n", KEY, "token"),
     (f"| Name | Value |\n|---|---|\n| DB_PASSWORD | {PW} |", PW, "password"),
     (f"name,value\napi_key,{KEY}", KEY, "api_key"),
+    # a padded base64 value followed by more text (a Kubernetes Secret's data:)
+    ("kind: Secret\ndata:\n  password: UXo3I3ZMcDIhZVI=\n  user: YWRtaW4=\n",
+     "UXo3I3ZMcDIhZVI=", "password"),
+    ("data:\n  api-token: c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=\n",
+     "c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=", "token"),
+    ("DB_PASSWORD=cGFzc3dvcmQxMjM0NQ== # from the vault", "cGFzc3dvcmQxMjM0NQ==", "password"),
+    # base64 of a PEM private key or of a docker config (tls.key, .dockerconfigjson)
+    (f"  tls.key: {B64_PEM}\n", B64_PEM, "private_key"),
+    (f"data:\n  .dockerconfigjson: {B64_DOCKER}\n", B64_DOCKER, "docker_config"),
+    # webhook and bot URLs whose secret is a path segment or glued to a word
+    (f"curl https://api.telegram.org/bot{TG}/sendMessage -d text=hi", TG, "telegram_bot_token"),
+    (f"alerts: {FEISHU}", FEISHU, "chat_webhook"),
+    # a PHP array or Perl hash: the "=>" separator
+    (f"'password' => '{PW}',", PW, "password"),
+    ("$cfg = ['db_pass' => 'n0t-Real!pw'];", "n0t-Real!pw", "password"),
+    # keywords: "pw", a keyword with a suffix saying how the value is written, and names that
+    # are only sometimes secret (auth, credentials, cookie, session) with a key-shaped value
+    (f"wifi_pw: {PW}", PW, "password"),
+    (f"user: bob / pw: {PW}", PW, "password"),
+    (f"heroku config:set SECRET_KEY_BASE={'5e2f' * 16}", "5e2f" * 16, "secret"),
+    (f"TOKEN_VALUE={KEY}", KEY, "token"),
+    (f"api_key_b64: {KEY}", KEY, "api_key"),
+    (f"DB_CREDENTIALS=admin:{PW}", f"admin:{PW}", "credential"),
+    (f'credentials = "{KEY}"', KEY, "credential"),
+    (f"authkey={KEY}", KEY, "credential"),
+    (f"bot_auth = '{KEY}'", KEY, "credential"),
+    (f"session_cookie={KEY}", KEY, "credential"),
+    (f"Cookie: sessionid={KEY}; theme=dark", KEY, "credential"),
+    (f"--auth {KEY}", KEY, "credential"),
+    # said in other ways: "password's", set/changed ... to, a numeric password, Italian "è"
+    (f"my password's {PW}", PW, "password"),
+    (f"I changed my password to {PW} yesterday", PW, "password"),
+    ("we reset the router password to Kiwi-7733 last night", "Kiwi-7733", "password"),
+    ("the passcode is 739104", "739104", "password"),
+    ("my password is 58213467", "58213467", "password"),
+    (f"la password è {PW}", PW, "password"),
+    # a PIN or a lock's code, said or labelled
+    ("my PIN is 4821.", "4821", "pin"),
+    ("Bank card PIN: 90317", "90317", "pin"),
+    ("the garage code is 7391#", "7391#", "pin"),
+    ("PIN=2468", "2468", "pin"),
+    ("the pin number was 660412", "660412", "pin"),
+    # a password named in another language, in any case
+    (f"Passwort: {PW}", PW, "password"),
+    ("mein Passwort ist sonne123", "sonne123", "password"),
+    (f"mot de passe : {PW}", PW, "password"),
+    ('La contraseña es "Perro2020"', "Perro2020", "password"),
+    (f"a senha é {PW}", PW, "password"),
+    (f"wachtwoord: {PW}", PW, "password"),
+    (f"Lösenord: {PW}", PW, "password"),
+    (f"HASŁO: {PW}", PW, "password"),
+    (f"Пароль: {PW}", PW, "password"),
+    (f"мой пароль {PW}", PW, "password"),
+    (f"密码是{PW}", PW, "password"),
+    (f"パスワード: {PW}", PW, "password"),
+    (f"비밀번호는 {PW}", PW, "password"),
+    (f"Şifre: {PW}", PW, "password"),
+    (f"salasana on {PW}", PW, "password"),
+    (f"passordet er {PW}", PW, "password"),
+    # Markdown labels and a key's label with a colon
+    (f"**Password:** {PW}", PW, "password"),
+    (f"- **Token**: {KEY}", KEY, "token"),
+    (f"- **API key**: {KEY}", KEY, "api_key"),
+    (f"encryption key: {KEY}Zq=", f"{KEY}Zq=", "api_key"),
+    (f"client_secret {AWS_SECRET}", AWS_SECRET, "secret"),
 ]
 
 PROSE = [
@@ -121,6 +194,36 @@ PROSE = [
     "| password | required |",
     "| Token | see the vault |",
     "password,required",
+    # an attribute set from its namesake, and names that are only sometimes secret
+    "self.token = token",
+    "this.apiKey = apiKey;",
+    "self._password = password",
+    "auth: required",
+    "auth: oauth2",
+    "credentials: see the wiki",
+    "session: 42",
+    "session_id: abc-123",
+    "cookie: chocolate chip",
+    "auth_method: oauth",
+    "session_timeout=3600",
+    "the author=Tolkien field",
+    "credentials_file: ~/.aws/credentials",
+    "pw: see above",
+    # a PIN, a code, a password word in prose or in another language, with no value
+    "the LED pin is 13",
+    "pin 4821 of the header",
+    "ping: 4821 ms",
+    "My PIN is secret.",
+    "the door code changed last week",
+    "error code is 404 and the zip code is 94107",
+    "Mein Passwort ist zu kurz.",
+    "Le mot de passe est dans le coffre.",
+    "La contraseña es muy larga.",
+    "I moved my password to 1Password",
+    "**Token:** see the vault",
+    "primary key: user_id_2024_v2_final",
+    "cache key: user-1234-profile-abcdefgh",
+    "the S3 key is uploads/2024/IMG_1234.jpg",
 ]
 
 
