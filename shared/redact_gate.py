@@ -34,7 +34,6 @@ from shared.redact_anchors import (
     implies,
     is_word,
     minimal,
-    occurs,
     pivot_rank,
 )
 from shared.redact_anchors import anchors as derive_anchors
@@ -459,8 +458,8 @@ def candidates(text: str) -> tuple[Rule, ...]:
     _pivot_hits(current, text, hit)
     # A rule with one anchor set, one of whose anchors was just found, needs no more proof.
     proven = hit & current.one_set
-    for root, ids in current.words:
-        if occurs(root, text, folded):
+    for (word, icase), ids in current.words:  # ``occurs``, inlined: ~50 roots a text
+        if word in (folded if icase else text):
             hit.update(ids)
     _vendor_hits(current, folded, hit)
     if not hit:
