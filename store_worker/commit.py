@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -91,6 +91,19 @@ class Stage:
         return touched
 
 
+def _answer_all(batch: list[Ticket[Any]]) -> None:
+    """Answer every ticket of a batch: a commit that broke off before answering one (an
+    interrupt in the leader) must not leave its caller waiting forever, nor acknowledge it."""
+    for ticket in batch:
+        if not ticket.done:
+            if ticket.error is None:
+                ticket.error = SourceUnavailableError(
+                    "the group commit carrying this write broke off; it was not acknowledged"
+                )
+            ticket.held_events = []
+            ticket.done = True
+
+
 class GroupCommit:
     """Leader/follower batching of log writes (see the module docstring)."""
 
@@ -142,6 +155,7 @@ class GroupCommit:
                 finally:
                     self._cv.acquire()
                     self._leading = False
+                    _answer_all(batch)
                     self._cv.notify_all()
 
     def _commit(self, batch: list[Ticket[Any]]) -> None:
@@ -157,15 +171,18 @@ class GroupCommit:
             for bank in stage.attached:
                 bank.stage = None
             self.events.hold(None)
-        self._flush_and_settle(stage, dirty)
+        try:
+            self._flush_and_settle(stage, dirty)
+        except BaseException:  # broke off (an interrupt): whose lines are on disk is unknown
+            self._reload_all(stage.lines.keys() | dirty)
+            raise
         for bank, ticket, fn in stage.after:
             if bank not in dirty and ticket.error is None:
                 try:
                     fn()
                 except Exception:  # its line is on disk: what is left over heals at load
                     log.warning("bank %s: after-flush step failed", bank.name, exc_info=True)
-        for bank in dirty:
-            banks.reload(bank.name)
+        self._reload_all(dirty)
         self.batches += 1
         self.writes += len(batch)
         for ticket in batch:
@@ -210,6 +227,16 @@ class GroupCommit:
                 job.join()
             dirty |= broken
 
+    def _reload_all(self, banks: Iterable[Bank]) -> None:
+        """Read these banks back from their files. One that cannot be read (an I/O error)
+        stays out of RAM until its next use loads it (``Banks.resolve``): its callers whose
+        lines did not reach the disk already have their error, the others' lines are on it."""
+        for bank in banks:
+            try:
+                self.banks.reload(bank.name)
+            except Exception:
+                log.exception("bank %s: cannot read it back; loaded at its next use", bank.name)
+
     @staticmethod
     def _settle(banks: list[Bank], broken: set[Bank]) -> None:
         for bank in banks:
@@ -241,9 +268,10 @@ class GroupCommit:
             for ticket, _ in rows:
                 if ticket.error is None:
                     ticket.error = e
-        except OSError as e:  # defensive: AppendLog maps OS errors itself
+        except Exception as e:  # an OSError AppendLog did not map, a fault in ``on_written``
+            log.exception("bank %s: append failed", bank.name)  # (cut back all the same)
             dirty.add(bank)
-            err = SourceUnavailableError(f"cannot append to bank {bank.name}: {e}")
+            err = SourceUnavailableError(f"cannot append to bank {bank.name}: {e!r}")
             for ticket, _ in rows:
                 if ticket.error is None:
                     ticket.error = err
