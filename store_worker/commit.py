@@ -217,15 +217,53 @@ class GroupCommit:
             if job is None and settle:
                 job = self.indexer.start(lambda: self._settle(settle, broken))
 
+        flushed: dict[Bank, tuple[int, list[tuple[Ticket[Any], str]]]] = {}
         try:
             for bank, rows in pending:
-                self._flush(bank, rows, dirty, on_written=start_indexing)
+                kept = [row for row in rows if row[0].error is None]
+                if len(kept) != len(rows):  # a write that failed in another bank: RAM has it
+                    dirty.add(bank)
+                if not kept:
+                    continue
+                start = self._flush(bank, kept, dirty, on_written=start_indexing)
+                if start is None:
+                    self._take_back(flushed, dirty)
+                else:
+                    flushed[bank] = (start, kept)
         finally:
             if job is None:  # nothing was written: no fsync to overlap
                 self._settle(settle, broken)
             else:
                 job.join()
             dirty |= broken
+
+    @staticmethod
+    def _take_back(
+        flushed: dict[Bank, tuple[int, list[tuple[Ticket[Any], str]]]], dirty: set[Bank]
+    ) -> None:
+        """After a bank's flush failed: cut back every bank already flushed in this batch
+        that carries a line of a failed write (an all-or-nothing ``save_many`` over several
+        banks must leave nothing of itself in the others), and fail the writes it carried
+        with it, until no flushed bank holds a failed write's line. Nobody has been answered
+        yet, so a write whose lines are taken back was never acknowledged."""
+        again = True
+        while again:
+            again = False
+            for bank, (start, rows) in list(flushed.items()):
+                if all(ticket.error is None for ticket, _ in rows):
+                    continue
+                del flushed[bank]
+                dirty.add(bank)
+                again = True
+                try:
+                    bank.files.log.take_back(start)
+                    why = "another bank of the same batch failed; its lines were taken back"
+                except MemoryServiceError as e:
+                    why = f"another bank of the same batch failed ({e.message})"
+                err = SourceUnavailableError(f"cannot append to bank {bank.name}: {why}")
+                for ticket, _ in rows:
+                    if ticket.error is None:
+                        ticket.error = err
 
     def _reload_all(self, banks: Iterable[Bank]) -> None:
         """Read these banks back from their files. One that cannot be read (an I/O error)
@@ -257,12 +295,12 @@ class GroupCommit:
         dirty: set[Bank],
         *,
         on_written: Callable[[], None] | None = None,
-    ) -> None:
-        if not rows:
-            return
+    ) -> int | None:
+        """Append ``rows`` in one write and one fsync; where they begin in the log, or
+        ``None`` when refused (their writes fail, the bank joins ``dirty``)."""
         try:
             lines = [line for _, line in rows]
-            bank.files.log.append_many(lines, on_written=on_written)  # one write, one fsync
+            return bank.files.log.append_many(lines, on_written=on_written)
         except MemoryServiceError as e:  # cut back by AppendLog: nothing of it is on disk
             dirty.add(bank)
             for ticket, _ in rows:
@@ -275,3 +313,4 @@ class GroupCommit:
             for ticket, _ in rows:
                 if ticket.error is None:
                     ticket.error = err
+        return None

@@ -283,10 +283,9 @@ class AppendLog:
         """Append one line and fsync it; on failure cut back and raise source_unavailable."""
         self.append_many([line])
 
-    def append_many(
-        self, lines: list[str], *, on_written: Callable[[], None] | None = None
-    ) -> None:
-        """Append lines in one write and one fsync (a supersede's retire + merge pair).
+    def append_many(self, lines: list[str], *, on_written: Callable[[], None] | None = None) -> int:
+        """Append lines in one write and one fsync (a supersede's retire + merge pair);
+        returns where they begin (``take_back`` cuts them off again).
 
         ``on_written`` is called once the lines are written and just before the sync starts
         (a group commit's leader goes back to work then, ``commit.py``). A refused append
@@ -314,12 +313,28 @@ class AppendLog:
             self._tail_ok = True
             self._created = False
             self._end = start + len(payload)
+            return start
         except BaseException as e:  # an OSError, or a fault in ``on_written``: nothing stays
             if start is not None:  # else nothing was written (and 0 would cut the whole log)
                 self._cut_back(fd, start)
             if isinstance(e, OSError):
                 raise storage_error(f"cannot append to {self.path}", e) from e
             raise
+
+    def take_back(self, start: int) -> None:
+        """Cut off what was appended since ``start`` (durable or not): a group commit takes
+        back an all-or-nothing write whose lines in another bank were refused. Raises
+        ``SourceUnavailableError`` when the cut cannot be made (``good_size`` then hides
+        and later cuts those lines)."""
+        try:
+            fd = self._open()
+        except OSError as e:
+            self.good_size = start if self.good_size is None else min(start, self.good_size)
+            raise storage_error(f"cannot cut {self.path} back", e) from e
+        self._created = False  # the file holds lines from before ``start``: never removed
+        self._cut_back(fd, start)
+        if self.good_size is not None:
+            raise SourceUnavailableError(f"cannot cut {self.path} back to {start} bytes")
 
     def _cut_back(self, fd: int, start: int) -> None:
         """Take a refused append back: cut the file to ``start`` and sync the cut (a failed

@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,105 @@ def test_a_bank_that_cannot_be_read_back_is_loaded_at_its_next_use(
     assert store.get(kept.id, bank="home").memory == kept
     assert texts(store, "home") == {kept.text}
     store.close()
+
+
+def _fail_sync_in(bank: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = files._datasync
+
+    def sync(fd: int) -> None:
+        if f"/{bank}/" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd)
+
+    monkeypatch.setattr(files, "_datasync", sync)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors via /proc")
+def test_save_many_over_two_banks_is_all_or_nothing_when_one_bank_fails(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two banks, the second on a disk that is full
+    store = reopen(data_dir)
+    a = store.save("seed of alpha", bank="alpha").memory
+    b = store.save("seed of beta", bank="beta").memory
+    before = {name: log_of(data_dir, name).read_bytes() for name in ("alpha", "beta")}
+    _fail_sync_in("beta", monkeypatch)
+    # When one save_many writes into both
+    with pytest.raises(SourceUnavailableError):
+        store.save_many(
+            [
+                {"text": "one item for alpha", "bank": "alpha"},
+                {"text": "one item for beta", "bank": "beta"},
+            ]
+        )
+    monkeypatch.undo()
+    # Then nothing of it is anywhere: not in alpha's file (flushed first), not in RAM
+    assert {name: log_of(data_dir, name).read_bytes() for name in before} == before
+    assert texts(store, "alpha") == {a.text}
+    assert texts(store, "beta") == {b.text}
+    store.close()
+    again = reopen(data_dir)
+    assert texts(again, "alpha") == {a.text}
+    again.close()
+
+
+def test_eight_writers_under_failing_syncs_and_cuts_leave_exactly_what_was_acknowledged(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a disk where every 4th sync fails with EIO and every 5th cut-back is refused
+    store = reopen(data_dir)
+    real_sync, real_cut = files._datasync, os.ftruncate
+    calls = itertools.count()
+    guard = threading.Lock()
+
+    def nth() -> int:
+        with guard:
+            return next(calls)
+
+    def sync(fd: int) -> None:
+        if nth() % 4 == 3:
+            raise OSError(errno.EIO, "Input/output error")
+        real_sync(fd)
+
+    def cut(fd: int, size: int) -> None:
+        if nth() % 5 == 0:
+            raise OSError(errno.EROFS, "Read-only file system")
+        real_cut(fd, size)
+
+    monkeypatch.setattr(files, "_datasync", sync)
+    monkeypatch.setattr(os, "ftruncate", cut)
+    acked: set[str] = set()
+
+    def writer(i: int) -> None:
+        for j in range(12):
+            try:
+                if j % 3 == 0:  # all-or-nothing over two banks
+                    done = store.save_many(
+                        [
+                            {"text": f"writer {i} burst {j} for alpha", "bank": "alpha"},
+                            {"text": f"writer {i} burst {j} for beta", "bank": "beta"},
+                        ]
+                    )
+                    acked.update(r.memory.text for r in done.results)
+                else:
+                    bank = "alpha" if j % 2 else "beta"
+                    acked.add(store.save(f"writer {i} fact {j} in {bank}", bank=bank).memory.text)
+            except SourceUnavailableError:
+                pass
+
+    # When eight writers save at once
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    monkeypatch.undo()
+    # Then RAM holds exactly the acknowledged writes, and so do the files after a reopen
+    assert texts(store, "alpha") | texts(store, "beta") == acked
+    store.save("a write once the disk is well", bank="alpha")  # cuts what is left over
+    store.save("a write once the disk is well", bank="beta")
+    store.close()
+    again = reopen(data_dir)
+    on_disk = texts(again, "alpha") | texts(again, "beta")
+    assert on_disk - {"a write once the disk is well"} == acked
+    again.close()
