@@ -181,6 +181,7 @@ class AppendLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._name = os.fspath(path)  # what ``_still_named`` stats (no Path conversion)
         self._fh: int | None = None
         self._tail_ok = False  # the file is known to end with a newline (or be empty)
         self._created = False  # this object created the file and nothing is in it yet
@@ -272,7 +273,7 @@ class AppendLog:
         same): a descriptor kept on the old inode would append acknowledged lines to a file
         nobody reads again. One ``stat`` per append (~1 µs of a ~0.3 ms fsync)."""
         try:
-            st = os.stat(self.path)
+            st = os.stat(self._name)
         except FileNotFoundError:
             return False
         except OSError:  # cannot tell: the append itself reports a real fault
