@@ -24,7 +24,7 @@ from shared.shards import frozen_error
 from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.events import EventBus
-from store_worker.files import TRASH_DIR
+from store_worker.files import TRASH_DIR, AppendLog
 
 if TYPE_CHECKING:
     from store_worker.commit import Stage
@@ -55,6 +55,12 @@ class Banks(Mapping[str, Bank]):
         self.events = events
         self.on_load = list(on_load)
         self._banks: dict[str, Bank] = {}
+        # Banks a reload took out of RAM and could not read back (an I/O error): the next
+        # call that means one loads it again (``resolve``) and fails typed while it cannot,
+        # never answering ``not_found`` or from a RAM the files no longer match. Each keeps
+        # its log object: what it knows about a refused append that could not be cut back
+        # (``AppendLog.good_size``) outlives the reload.
+        self._unloaded: dict[str, AppendLog] = {}
         self.stage: Stage | None = None  # the group commit batch in progress (commit.py)
         self.guard: ShardGuard | None = None  # this store as one shard of several (shards.py)
 
@@ -71,9 +77,17 @@ class Banks(Mapping[str, Bank]):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def open(self) -> None:
-        """Load every folder under the data dir that has a valid bank name."""
+    def open(self, *, carry: Banks | None = None) -> None:
+        """Load every folder under the data dir that has a valid bank name; ``carry``, the
+        repository this one replaces, lends its banks' log objects (``_unloaded``)."""
         self._banks = {}
+        if carry is not None:
+            self._unloaded = {
+                name: log
+                for name, log in carry.logs().items()
+                if log.path.parent.parent == self.root
+            }
+        carried = set(self._unloaded)
         for path in sorted(self.root.iterdir()):
             if path.is_dir() and not path.name.startswith("."):
                 try:
@@ -81,14 +95,30 @@ class Banks(Mapping[str, Bank]):
                 except errors.InvalidArgumentError:
                     log.warning("ignoring folder %s: not a valid bank name", path)
                     continue
+                carried.discard(path.name)
                 self._load(path.name)
+        for name in carried:  # its folder is gone: nothing to load it from
+            del self._unloaded[name]
 
     def _load(self, name: str) -> Bank:
+        """Load one bank; a bank that cannot be read stays out of RAM (``_unloaded``) and the
+        error is typed (``source_unavailable``)."""
         bank = Bank(self.root, name, lazy_records=self.lazy_records)
-        bank.load()
-        self._banks[name] = bank
-        for hook in self.on_load:
-            hook(bank)
+        carried = self._unloaded.pop(name, None)
+        if carried is not None:
+            bank.files.log = carried
+        try:
+            bank.load()
+            self._banks[name] = bank
+            for hook in self.on_load:
+                hook(bank)
+        except BaseException as e:
+            if self._banks.get(name) is bank:
+                del self._banks[name]
+            self._unloaded[name] = bank.files.log
+            if isinstance(e, OSError):
+                raise errors.storage_error(f"cannot load bank {name}", e) from e
+            raise
         return bank
 
     def reload(self, name: str) -> Bank:
@@ -96,7 +126,14 @@ class Banks(Mapping[str, Bank]):
         old = self._banks.pop(name, None)
         if old is not None:
             old.files.log.close()
+            self._unloaded[name] = old.files.log
         return self._load(name)
+
+    def logs(self) -> dict[str, AppendLog]:
+        """Every bank's log object, loaded or waiting to be (``open(carry=...)``)."""
+        out = dict(self._unloaded)
+        out.update((name, bank.files.log) for name, bank in self._banks.items())
+        return out
 
     def close(self) -> None:
         for bank in self._banks.values():
@@ -109,6 +146,8 @@ class Banks(Mapping[str, Bank]):
         name = v.bank_name(name or self.settings.default_bank)
         frozen = self.guard.check(name) if self.guard is not None else False
         bank = self._banks.get(name)
+        if bank is None and name in self._unloaded:  # a reload could not read it back
+            bank = self._load(name)
         if bank is None:
             if not (create or name == self.settings.default_bank):
                 raise errors.NotFoundError(f"no bank named {name!r}")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -91,6 +91,19 @@ class Stage:
         return touched
 
 
+def _answer_all(batch: list[Ticket[Any]]) -> None:
+    """Answer every ticket of a batch: a commit that broke off before answering one (an
+    interrupt in the leader) must not leave its caller waiting forever, nor acknowledge it."""
+    for ticket in batch:
+        if not ticket.done:
+            if ticket.error is None:
+                ticket.error = SourceUnavailableError(
+                    "the group commit carrying this write broke off; it was not acknowledged"
+                )
+            ticket.held_events = []
+            ticket.done = True
+
+
 class GroupCommit:
     """Leader/follower batching of log writes (see the module docstring)."""
 
@@ -142,6 +155,7 @@ class GroupCommit:
                 finally:
                     self._cv.acquire()
                     self._leading = False
+                    _answer_all(batch)
                     self._cv.notify_all()
 
     def _commit(self, batch: list[Ticket[Any]]) -> None:
@@ -157,15 +171,18 @@ class GroupCommit:
             for bank in stage.attached:
                 bank.stage = None
             self.events.hold(None)
-        self._flush_and_settle(stage, dirty)
+        try:
+            self._flush_and_settle(stage, dirty)
+        except BaseException:  # broke off (an interrupt): whose lines are on disk is unknown
+            self._reload_all(stage.lines.keys() | dirty)
+            raise
         for bank, ticket, fn in stage.after:
             if bank not in dirty and ticket.error is None:
                 try:
                     fn()
                 except Exception:  # its line is on disk: what is left over heals at load
                     log.warning("bank %s: after-flush step failed", bank.name, exc_info=True)
-        for bank in dirty:
-            banks.reload(bank.name)
+        self._reload_all(dirty)
         self.batches += 1
         self.writes += len(batch)
         for ticket in batch:
@@ -200,15 +217,63 @@ class GroupCommit:
             if job is None and settle:
                 job = self.indexer.start(lambda: self._settle(settle, broken))
 
+        flushed: dict[Bank, tuple[int, list[tuple[Ticket[Any], str]]]] = {}
         try:
             for bank, rows in pending:
-                self._flush(bank, rows, dirty, on_written=start_indexing)
+                kept = [row for row in rows if row[0].error is None]
+                if len(kept) != len(rows):  # a write that failed in another bank: RAM has it
+                    dirty.add(bank)
+                if not kept:
+                    continue
+                start = self._flush(bank, kept, dirty, on_written=start_indexing)
+                if start is None:
+                    self._take_back(flushed, dirty)
+                else:
+                    flushed[bank] = (start, kept)
         finally:
             if job is None:  # nothing was written: no fsync to overlap
                 self._settle(settle, broken)
             else:
                 job.join()
             dirty |= broken
+
+    @staticmethod
+    def _take_back(
+        flushed: dict[Bank, tuple[int, list[tuple[Ticket[Any], str]]]], dirty: set[Bank]
+    ) -> None:
+        """After a bank's flush failed: cut back every bank already flushed in this batch
+        that carries a line of a failed write (an all-or-nothing ``save_many`` over several
+        banks must leave nothing of itself in the others), and fail the writes it carried
+        with it, until no flushed bank holds a failed write's line. Nobody has been answered
+        yet, so a write whose lines are taken back was never acknowledged."""
+        again = True
+        while again:
+            again = False
+            for bank, (start, rows) in list(flushed.items()):
+                if all(ticket.error is None for ticket, _ in rows):
+                    continue
+                del flushed[bank]
+                dirty.add(bank)
+                again = True
+                try:
+                    bank.files.log.take_back(start)
+                    why = "another bank of the same batch failed; its lines were taken back"
+                except MemoryServiceError as e:
+                    why = f"another bank of the same batch failed ({e.message})"
+                err = SourceUnavailableError(f"cannot append to bank {bank.name}: {why}")
+                for ticket, _ in rows:
+                    if ticket.error is None:
+                        ticket.error = err
+
+    def _reload_all(self, banks: Iterable[Bank]) -> None:
+        """Read these banks back from their files. One that cannot be read (an I/O error)
+        stays out of RAM until its next use loads it (``Banks.resolve``): its callers whose
+        lines did not reach the disk already have their error, the others' lines are on it."""
+        for bank in banks:
+            try:
+                self.banks.reload(bank.name)
+            except Exception:
+                log.exception("bank %s: cannot read it back; loaded at its next use", bank.name)
 
     @staticmethod
     def _settle(banks: list[Bank], broken: set[Bank]) -> None:
@@ -230,20 +295,22 @@ class GroupCommit:
         dirty: set[Bank],
         *,
         on_written: Callable[[], None] | None = None,
-    ) -> None:
-        if not rows:
-            return
+    ) -> int | None:
+        """Append ``rows`` in one write and one fsync; where they begin in the log, or
+        ``None`` when refused (their writes fail, the bank joins ``dirty``)."""
         try:
             lines = [line for _, line in rows]
-            bank.files.log.append_many(lines, on_written=on_written)  # one write, one fsync
+            return bank.files.log.append_many(lines, on_written=on_written)
         except MemoryServiceError as e:  # cut back by AppendLog: nothing of it is on disk
             dirty.add(bank)
             for ticket, _ in rows:
                 if ticket.error is None:
                     ticket.error = e
-        except OSError as e:  # defensive: AppendLog maps OS errors itself
+        except Exception as e:  # an OSError AppendLog did not map, a fault in ``on_written``
+            log.exception("bank %s: append failed", bank.name)  # (cut back all the same)
             dirty.add(bank)
-            err = SourceUnavailableError(f"cannot append to bank {bank.name}: {e}")
+            err = SourceUnavailableError(f"cannot append to bank {bank.name}: {e!r}")
             for ticket, _ in rows:
                 if ticket.error is None:
                     ticket.error = err
+        return None

@@ -195,8 +195,9 @@ class MemoryStore:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def _open(self) -> None:
-        """Build the parts on the data dir and load every bank (replay or snapshot)."""
+    def _open(self, *, carry: Banks | None = None) -> None:
+        """Build the parts on the data dir and load every bank (replay or snapshot);
+        ``carry``, the repository being replaced, lends its log objects (``Banks.open``)."""
         s, clock = self.settings, self.clock
         self.root = s.data_path
         self._dir_lock = dir_lock.hold(self.root, self._dir_lock)  # one writer per data dir
@@ -261,14 +262,15 @@ class MemoryStore:
             clock=clock,
             tokens=self.tokens,
         )
-        self.banks.open()
+        self.banks.open(carry=carry)
         self.sessions.prune()
 
     def _reopen(self) -> None:
         """Close the banks' logs and build the parts again (the lock is kept); later group
         commits go to the new repository."""
-        self.banks.close()
-        self._open()
+        old = self.banks
+        old.close()
+        self._open(carry=old)
         self.commits.banks = self.banks
 
     def close(self) -> None:

@@ -181,16 +181,25 @@ class AppendLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._name = os.fspath(path)  # what ``_still_named`` stats (no Path conversion)
         self._fh: int | None = None
         self._tail_ok = False  # the file is known to end with a newline (or be empty)
         self._created = False  # this object created the file and nothing is in it yet
+        self._ident: tuple[int, int] | None = None  # (st_dev, st_ino) of the open file
+        self._end = -1  # where the last append left the file's end (-1: not known)
+        # Set when a refused append could not be cut back: the bytes past it are lines no
+        # caller was acknowledged for (maybe only in the page cache after a failed sync), so
+        # nothing reads them and nothing appends after them until they are cut (``_heal``).
+        self.good_size: int | None = None
 
     def read_bytes(self) -> bytes:
-        """The whole file (empty when it does not exist yet)."""
+        """The whole file (empty when it does not exist yet); after a refused append that
+        could not be cut back, only the bytes before it (``good_size``)."""
         try:
-            return self.path.read_bytes()
+            data = self.path.read_bytes()
         except FileNotFoundError:
             return b""
+        return data if self.good_size is None else data[: self.good_size]
 
     def read_lines(self) -> Iterator[tuple[int, bytes, bool]]:
         """Yield (line number, raw line, is_last_unterminated) for each non-empty line."""
@@ -211,6 +220,8 @@ class AppendLog:
         another writer is in the middle of. The sidecar is fsynced before the cut, so the
         bytes are never only in RAM; a failure cuts nothing (the next append starts a fresh
         line after the fragment, ``_unglue``)."""
+        if self.good_size is not None:  # the next append cuts the file there first
+            return 0
         try:
             with open(self.path, "rb") as fh:
                 data = fh.read()
@@ -237,25 +248,45 @@ class AppendLog:
         return 1
 
     def _open(self) -> int:
+        if self._fh is not None and not self._still_named():
+            self.close()  # replaced or removed by hand: append to what the path names now
         if self._fh is None:
             made = make_dirs(self.path.parent)
             existed = self.path.exists()
             try:
-                self._fh = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             except OSError:
                 remove_dirs(made)
                 raise
+            try:
+                st = os.fstat(fd)
+            except OSError:
+                os.close(fd)
+                raise
+            self._fh, self._ident = fd, (st.st_dev, st.st_ino)
             self._created = not existed
         return self._fh
+
+    def _still_named(self) -> bool:
+        """Whether the open descriptor is still the file the path names. An editor saves by
+        writing a new file and renaming it over the log (and a purge or a restore may do the
+        same): a descriptor kept on the old inode would append acknowledged lines to a file
+        nobody reads again. One ``stat`` per append (~1 µs of a ~0.3 ms fsync)."""
+        try:
+            st = os.stat(self._name)
+        except FileNotFoundError:
+            return False
+        except OSError:  # cannot tell: the append itself reports a real fault
+            return True
+        return (st.st_dev, st.st_ino) == self._ident
 
     def append(self, line: str) -> None:
         """Append one line and fsync it; on failure cut back and raise source_unavailable."""
         self.append_many([line])
 
-    def append_many(
-        self, lines: list[str], *, on_written: Callable[[], None] | None = None
-    ) -> None:
-        """Append lines in one write and one fsync (a supersede's retire + merge pair).
+    def append_many(self, lines: list[str], *, on_written: Callable[[], None] | None = None) -> int:
+        """Append lines in one write and one fsync (a supersede's retire + merge pair);
+        returns where they begin (``take_back`` cuts them off again).
 
         ``on_written`` is called once the lines are written and just before the sync starts
         (a group commit's leader goes back to work then, ``commit.py``). A refused append
@@ -264,11 +295,14 @@ class AppendLog:
         payload = "".join(line + "\n" for line in lines).encode("utf-8")
         try:
             fd = self._open()
+            self._heal(fd)
         except OSError as e:
             raise storage_error(f"cannot open {self.path}", e) from e
-        start = 0
+        start: int | None = None
         try:
             start = os.lseek(fd, 0, os.SEEK_END)
+            if start != self._end:  # changed since our last append (a hand edit in place)
+                self._tail_ok = False
             if start and not self._tail_ok:
                 payload = self._unglue(start) + payload
             written = os.write(fd, payload)
@@ -279,14 +313,60 @@ class AppendLog:
             _datasync(fd)
             self._tail_ok = True
             self._created = False
+            self._end = start + len(payload)
+            return start
+        except BaseException as e:  # an OSError, or a fault in ``on_written``: nothing stays
+            if start is not None:  # else nothing was written (and 0 would cut the whole log)
+                self._cut_back(fd, start)
+            if isinstance(e, OSError):
+                raise storage_error(f"cannot append to {self.path}", e) from e
+            raise
+
+    def take_back(self, start: int) -> None:
+        """Cut off what was appended since ``start`` (durable or not): a group commit takes
+        back an all-or-nothing write whose lines in another bank were refused. Raises
+        ``SourceUnavailableError`` when the cut cannot be made (``good_size`` then hides
+        and later cuts those lines)."""
+        try:
+            fd = self._open()
         except OSError as e:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, start)
+            self.good_size = start if self.good_size is None else min(start, self.good_size)
+            raise storage_error(f"cannot cut {self.path} back", e) from e
+        self._created = False  # the file holds lines from before ``start``: never removed
+        self._cut_back(fd, start)
+        if self.good_size is not None:
+            raise SourceUnavailableError(f"cannot cut {self.path} back to {start} bytes")
+
+    def _cut_back(self, fd: int, start: int) -> None:
+        """Take a refused append back: cut the file to ``start`` and sync the cut (a failed
+        sync may have left the lines in the page cache only, where a later sync would not
+        cover them and a reload would read them: fsyncgate). When the cut cannot be made,
+        ``good_size`` hides and later cuts what lies past ``start``. The descriptor is
+        closed either way: the next append opens the file afresh."""
+        self._end = -1
+        try:
             if self._created and start == 0:
                 self.close()
-                with contextlib.suppress(OSError):
-                    self.path.unlink()
-            raise storage_error(f"cannot append to {self.path}", e) from e
+                self.path.unlink()
+            else:
+                os.ftruncate(fd, start)
+                _datasync(fd)
+        except OSError as e:
+            log.warning("cannot cut %s back to %d bytes: %s", self.path, start, e)
+            if self.good_size is None or start < self.good_size:
+                self.good_size = start
+        self.close()
+
+    def _heal(self, fd: int) -> None:
+        """Cut what a refused append left past ``good_size`` before appending again; raises
+        ``OSError`` (the append is refused) while the cut still cannot be made."""
+        if self.good_size is None:
+            return
+        if os.fstat(fd).st_size > self.good_size:  # never grow a file cut meanwhile
+            os.ftruncate(fd, self.good_size)
+            _datasync(fd)
+        self.good_size = None
+        self._end = -1
 
     def _unglue(self, size: int) -> bytes:
         """A newline first when the file ends mid-line (a hand edit saved without a final

@@ -13,6 +13,12 @@ releases the lock when the holder's last descriptor closes, so a crashed (SIGKIL
 frees it at once and nothing ever decides a lock is stale. A file system without ``flock``
 refuses to open (typed), rather than running unlocked.
 
+The lock is taken on the data dir itself as well as on ``.lock``: a lock file removed or
+replaced by hand (a cleanup of dot-files, a restore) would otherwise let a second opener lock
+a new inode while the holder still locks the old one, and two stores would write one dir. The
+folder cannot be swapped under a running store without moving its data too, so its ``flock``
+is what decides; ``.lock`` carries the holder record the refusal names.
+
 The lock also keeps the torn-tail repair (``AppendLog.repair_tail``) safe: it cuts the log
 only in the process holding the lock, so it can never cut another process's line.
 """
@@ -37,16 +43,18 @@ _BUSY = frozenset({errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES})
 
 @dataclass
 class DirLock:
-    """A held lock: the open descriptor is the lock; closing it releases it."""
+    """A held lock: the open descriptors are the lock; closing them releases it."""
 
     root: Path
-    fd: int
+    fd: int  # ``.lock``, holding the holder record
+    dir_fd: int = -1  # the data dir itself
 
     def release(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)  # closing the descriptor drops the flock
-            self.fd = -1
+        for fd in (self.fd, self.dir_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)  # closing the descriptor drops the flock
+        self.fd = self.dir_fd = -1
 
     @property
     def held(self) -> bool:
@@ -64,7 +72,7 @@ def holder(root: Path) -> dict[str, object] | None:
 
 def describe_holder(info: dict[str, object] | None) -> str:
     if not info:
-        return "another process (it has not written its pid yet)"
+        return "another process (it has not written its pid yet, or its .lock was removed)"
     since = info.get("since")
     when = (
         time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
@@ -79,15 +87,37 @@ def acquire(root: Path) -> DirLock:
     (nothing in the data dir is changed), ``DataDirUnwritableError`` when it cannot be made."""
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
         raise DataDirUnwritableError(
-            f"data dir {root} is not writable: cannot open its lock file ({e.strerror or e})"
+            f"data dir {root} is not writable: cannot open it ({e.strerror or e})"
         ) from e
+    taken = DirLock(root=root, fd=-1, dir_fd=dir_fd)
+    try:
+        _flock(root, dir_fd)  # first: decides even when ``.lock`` was removed by hand
+        try:
+            taken.fd = os.open(root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            raise DataDirUnwritableError(
+                f"data dir {root} is not writable: cannot open its lock file ({e.strerror or e})"
+            ) from e
+        _flock(root, taken.fd)  # what a store that locks only ``.lock`` checks
+        try:
+            _write_holder(taken.fd)
+        except OSError as e:
+            raise DataDirUnwritableError(
+                f"cannot write the lock file of data dir {root} ({e.strerror or e})"
+            ) from e
+    except BaseException:
+        taken.release()
+        raise
+    return taken
+
+
+def _flock(root: Path, fd: int) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as e:
-        os.close(fd)
         if e.errno in _BUSY:
             raise DataDirLockedError(
                 f"data dir {root} is in use by {describe_holder(holder(root))}"
@@ -95,14 +125,6 @@ def acquire(root: Path) -> DirLock:
         raise DataDirUnwritableError(
             f"cannot lock data dir {root} ({e.strerror or e}); the store will not run unlocked"
         ) from e
-    try:
-        _write_holder(fd)
-    except OSError as e:
-        os.close(fd)
-        raise DataDirUnwritableError(
-            f"cannot write the lock file of data dir {root} ({e.strerror or e})"
-        ) from e
-    return DirLock(root=root, fd=fd)
 
 
 def _write_holder(fd: int) -> None:

@@ -370,3 +370,25 @@ def test_bank_meta_read_without_yaml_is_what_yaml_reads(description: str, at: in
     assert fast is None or fast == yaml.safe_load(raw.decode("utf-8"))
     if description in ("", "bench corpus", "Deploy notes (v2)."):
         assert fast == {"created_at": at, "description": description}
+
+
+@pytest.mark.parametrize("edit", ["removed", "replaced"])
+def test_a_lock_file_removed_or_replaced_by_hand_still_keeps_a_second_store_out(
+    data_dir: Path, clock: FakeClock, edit: str
+) -> None:
+    # Given a running store, and its .lock removed or replaced by hand (a dot-file cleanup)
+    first = MemoryStore(data_dir, clock=clock)
+    kept = first.save("the boiler is serviced in october").memory
+    lock = data_dir / ".lock"
+    lock.unlink()
+    if edit == "replaced":
+        lock.write_text("{}\n")
+    # When a second store opens the same data dir
+    with pytest.raises(DataDirLockedError, match="in use"):
+        MemoryStore(data_dir, clock=clock)
+    # Then the first is still the only writer, and once it closes the dir opens again
+    assert first.save("the chimney is swept in november").created
+    first.close()
+    second = MemoryStore(data_dir, clock=clock)
+    assert kept.id in {m.id for m in second.list(page_size=50).memories}
+    second.close()

@@ -1,0 +1,298 @@
+"""Fault suite: the memory log under faults the write path does not name (session 7 review).
+
+- a log replaced or removed by hand while the store runs (an editor's save-by-rename): the
+  next acknowledged write must land in the file the path names, not in the old inode;
+- a refused append whose cut-back also fails (a failed ``fdatasync`` then an ``ftruncate``
+  on a file system gone read-only): the lines past the cut were acknowledged to nobody and
+  may live only in the page cache (fsyncgate), so nothing reads them and nothing is appended
+  after them until they are cut;
+- a fault between the write and the sync that is not an ``OSError`` (the indexer's start):
+  the lines are cut back, the caller gets a typed error, nobody waits forever;
+- a bank that cannot be read back after a failed flush: its calls fail typed, never
+  ``not_found``, and it is loaded again at its next use.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from shared.clock import FakeClock
+from shared.errors import SourceUnavailableError
+from store_worker import files
+from store_worker.bank import Bank
+from store_worker.core import MemoryStore
+from store_worker.indexer import Indexer
+
+
+def reopen(data_dir: Path) -> MemoryStore:
+    return MemoryStore(data_dir, clock=FakeClock())
+
+
+def texts(store: MemoryStore, bank: str | None = None) -> set[str]:
+    return {m.text for m in store.list(bank=bank, page_size=500).memories}
+
+
+def log_of(data_dir: Path, bank: str = "main") -> Path:
+    return data_dir / bank / files.MEMORIES
+
+
+def fail(code: int) -> object:
+    def failing(*_: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    return failing
+
+
+@pytest.mark.parametrize("edit", ["replaced", "removed"])
+def test_a_log_replaced_by_hand_while_running_gets_the_next_write(
+    data_dir: Path, edit: str
+) -> None:
+    # Given a running store whose log an editor saves over (write a copy, rename it in)
+    store = reopen(data_dir)
+    first = store.save("the user keeps the lanterns in the shed").memory
+    log = log_of(data_dir)
+    if edit == "replaced":
+        copy = log.with_name("edited.jsonl")
+        copy.write_bytes(log.read_bytes())
+        os.replace(copy, log)
+    else:
+        log.unlink()
+    # When the store acknowledges another write
+    second = store.save("the user waters the ferns on sundays").memory
+    store.close()
+    # Then that write is in the file the path names, and survives a reopen
+    assert second.id in log.read_text()
+    again = reopen(data_dir)
+    expected = {first.text, second.text} if edit == "replaced" else {second.text}
+    assert texts(again) == expected
+    again.close()
+
+
+def test_a_line_appended_by_hand_without_a_newline_while_running_is_not_glued_to(
+    data_dir: Path,
+) -> None:
+    # Given a running store, and a hand edit that appends a line without its final newline
+    store = reopen(data_dir)
+    store.save("the user prefers green tea")
+    hand = store.get(store.list().memories[0].id).memory.model_copy(
+        update={"id": "by-hand", "revision": 1}
+    )
+    with open(log_of(data_dir), "ab") as fh:
+        fh.write(hand.to_line().encode())
+    # When the store appends its next line
+    store.save("the user drinks it without sugar")
+    store.close()
+    # Then both lines replay: the store started its own on a fresh line
+    again = reopen(data_dir)
+    assert {m.id for m in again.list(page_size=50).memories} >= {"by-hand"}
+    assert len(again.list(page_size=50).memories) == 3
+    assert again.reload().corrupt_lines == 0
+    again.close()
+
+
+def test_a_refused_append_that_cannot_be_cut_back_is_never_read_nor_built_on(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a store with one acknowledged memory
+    store = reopen(data_dir)
+    kept = store.save("acknowledged before the disk failed").memory
+    log = log_of(data_dir)
+    before = log.read_bytes()
+    # When the sync fails and the file system refuses the cut-back too (remounted read-only)
+    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
+    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused: its sync failed")
+    # Then the refused line, still in the file, is not in RAM
+    assert log.read_bytes() != before  # the cut could not be made
+    assert texts(store) == {kept.text}
+    assert all(r.memory.id == kept.id for r in store.recall("refused sync").memories)
+    # and while the cut still cannot be made, nothing is appended after it
+    monkeypatch.setattr(files, "_datasync", os.fsync)
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused: the failed lines are still there")
+    # When the disk recovers, the next write cuts them first
+    monkeypatch.undo()
+    after = store.save("acknowledged after the disk recovered").memory
+    assert texts(store) == {kept.text, after.text}
+    assert log.read_bytes().startswith(before)
+    assert b"refused" not in log.read_bytes()
+    store.close()
+    assert texts(reopen(data_dir)) == {kept.text, after.text}
+
+
+def test_a_failed_cut_back_is_remembered_across_a_reload(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a refused append that could not be cut back
+    store = reopen(data_dir)
+    kept = store.save("acknowledged before the disk failed").memory
+    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
+    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused: its sync failed")
+    monkeypatch.undo()
+    # When the store is reloaded (reading every bank from its files again)
+    store.reload()
+    # Then the refused line is still not read
+    assert texts(store) == {kept.text}
+    store.close()
+
+
+def test_a_fault_between_write_and_sync_cuts_the_lines_back(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a store whose indexer cannot be started (a fault that is not an OSError)
+    store = reopen(data_dir)
+    kept = store.save("acknowledged before the fault").memory
+    log = log_of(data_dir)
+    before = log.read_bytes()
+
+    def broken(self: Indexer, work: object) -> object:
+        raise ValueError("no indexer")
+
+    monkeypatch.setattr(Indexer, "start", broken)
+    # When a write reaches the point between its write and its sync
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused between write and sync")
+    # Then its lines are cut back and RAM matches the files
+    assert log.read_bytes() == before
+    assert texts(store) == {kept.text}
+    monkeypatch.undo()
+    assert store.save("written once the fault is gone").created
+    store.close()
+
+
+def test_a_bank_that_cannot_be_read_back_is_loaded_at_its_next_use(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a memory acknowledged in a second bank
+    store = reopen(data_dir)
+    kept = store.save("the garden gate sticks in winter", bank="home").memory
+    real_load = Bank.load
+
+    def unreadable(self: Bank) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    # When a flush fails and reading the bank back fails too
+    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
+    monkeypatch.setattr(Bank, "load", unreadable)
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused: its sync failed", bank="home")
+    monkeypatch.setattr(files, "_datasync", os.fsync)
+    # Then, while it still cannot be read, its calls fail typed (not "no such bank")
+    with pytest.raises(SourceUnavailableError):
+        store.get(kept.id, bank="home")
+    # and once it can, the next call loads it and answers from the files
+    monkeypatch.setattr(Bank, "load", real_load)
+    assert store.get(kept.id, bank="home").memory == kept
+    assert texts(store, "home") == {kept.text}
+    store.close()
+
+
+def _fail_sync_in(bank: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = files._datasync
+
+    def sync(fd: int) -> None:
+        if f"/{bank}/" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd)
+
+    monkeypatch.setattr(files, "_datasync", sync)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors via /proc")
+def test_save_many_over_two_banks_is_all_or_nothing_when_one_bank_fails(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two banks, the second on a disk that is full
+    store = reopen(data_dir)
+    a = store.save("seed of alpha", bank="alpha").memory
+    b = store.save("seed of beta", bank="beta").memory
+    before = {name: log_of(data_dir, name).read_bytes() for name in ("alpha", "beta")}
+    _fail_sync_in("beta", monkeypatch)
+    # When one save_many writes into both
+    with pytest.raises(SourceUnavailableError):
+        store.save_many(
+            [
+                {"text": "one item for alpha", "bank": "alpha"},
+                {"text": "one item for beta", "bank": "beta"},
+            ]
+        )
+    monkeypatch.undo()
+    # Then nothing of it is anywhere: not in alpha's file (flushed first), not in RAM
+    assert {name: log_of(data_dir, name).read_bytes() for name in before} == before
+    assert texts(store, "alpha") == {a.text}
+    assert texts(store, "beta") == {b.text}
+    store.close()
+    again = reopen(data_dir)
+    assert texts(again, "alpha") == {a.text}
+    again.close()
+
+
+def test_eight_writers_under_failing_syncs_and_cuts_leave_exactly_what_was_acknowledged(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a disk where every 4th sync fails with EIO and every 5th cut-back is refused
+    store = reopen(data_dir)
+    real_sync, real_cut = files._datasync, os.ftruncate
+    calls = itertools.count()
+    guard = threading.Lock()
+
+    def nth() -> int:
+        with guard:
+            return next(calls)
+
+    def sync(fd: int) -> None:
+        if nth() % 4 == 3:
+            raise OSError(errno.EIO, "Input/output error")
+        real_sync(fd)
+
+    def cut(fd: int, size: int) -> None:
+        if nth() % 5 == 0:
+            raise OSError(errno.EROFS, "Read-only file system")
+        real_cut(fd, size)
+
+    monkeypatch.setattr(files, "_datasync", sync)
+    monkeypatch.setattr(os, "ftruncate", cut)
+    acked: set[str] = set()
+
+    def writer(i: int) -> None:
+        for j in range(12):
+            try:
+                if j % 3 == 0:  # all-or-nothing over two banks
+                    done = store.save_many(
+                        [
+                            {"text": f"writer {i} burst {j} for alpha", "bank": "alpha"},
+                            {"text": f"writer {i} burst {j} for beta", "bank": "beta"},
+                        ]
+                    )
+                    acked.update(r.memory.text for r in done.results)
+                else:
+                    bank = "alpha" if j % 2 else "beta"
+                    acked.add(store.save(f"writer {i} fact {j} in {bank}", bank=bank).memory.text)
+            except SourceUnavailableError:
+                pass
+
+    # When eight writers save at once
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    monkeypatch.undo()
+    # Then RAM holds exactly the acknowledged writes, and so do the files after a reopen
+    assert texts(store, "alpha") | texts(store, "beta") == acked
+    store.save("a write once the disk is well", bank="alpha")  # cuts what is left over
+    store.save("a write once the disk is well", bank="beta")
+    store.close()
+    again = reopen(data_dir)
+    on_disk = texts(again, "alpha") | texts(again, "beta")
+    assert on_disk - {"a write once the disk is well"} == acked
+    again.close()
