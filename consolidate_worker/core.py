@@ -1,14 +1,17 @@
 """``Consolidator``: one consolidation pass over the store's public API (DESIGN §7, issue 5).
 
 The consolidator never opens the data dir. It reads through ``bank_list``, ``list`` and
-``recall(mode=lexical|semantic)``, writes only through ``supersede`` (and ``rule_set`` for the
-optional promote-to-rule path), and keeps its checkpoint in the store's sibling state
-(``state_get/state_set("consolidator", "last-run")``), so the worker itself is stateless.
+``recall(mode=lexical|semantic)``, writes only through ``supersede_many`` (a bank's planned
+merges as one call; a refused call is sent again merge by merge), ``supersede`` (the judge's
+verdicts, one at a time) and ``rule_set`` (the optional promote-to-rule path), and keeps
+its checkpoint in the store's sibling state (``state_get/state_set("consolidator",
+"last-run")``), so the worker itself is stateless.
 It is written against ``shared.api.StoreAPI`` and so runs over the embedded store or the Ray
 ``StoreClient`` alike.
 
 A pass: for each bank, read → candidates → plan (``plan.Planner``) → optional judge → apply.
-Each supersede is atomic in the store, so a pass killed half-way leaves every bank consistent
+Each supersede (and each ``supersede_many``) is atomic in the store, so a pass killed half-way
+leaves every bank consistent
 and the next pass (which re-reads everything) finishes the job. The checkpoint moves only after
 a full, written pass without errors.
 

@@ -9,10 +9,13 @@ One job = one finished turn:
     claim → window (newest ``extraction_window`` user/assistant messages, redacted again)
           → known memories (recall over the turn) + learned rules → one LLM call
           → parse (pydantic) → note the reply in the job (``outbox_note``)
-          → apply through save / supersede / rule_set → ack
+          → apply through save_many / supersede / rule_set → ack
 
-Apply (seeds/003 "One LLM call per turn", "Rules learn from corrections"):
-- a plain memory is ``save``d; the same normalised text reinforces by fingerprint (store);
+Apply (seeds/003 "One LLM call per turn", "Rules learn from corrections"): the reply's saves
+go to the store as one ``save_many`` (one call, one fsync; a refused call wrote nothing and is
+sent again save by save, so the ones before a refused save are kept), then the corrections
+retire what they replace:
+- a plain memory is saved; the same normalised text reinforces by fingerprint (store);
 - ``reinforces: id`` re-saves that memory's own text, so a close rewording bumps its
   corroboration instead of duplicating it;
 - ``supersedes: id`` saves the corrected memory, then ``supersede(old, new, reason=...)``;
