@@ -6,6 +6,8 @@ on a shared machine; the figure is the median of the rounds' rates.
 
 - the store, embedded: ``MemoryStore.save`` from 1 thread, and from 8 threads at once (group
   commit: concurrent saves share fsyncs);
+- the store, embedded and through the actor, from 1 caller sending ``save_many`` calls of 8
+  (a caller with many writes at hand: an extractor's reply, an import);
 - the store through the Ray actor (``StoreClient``) from 1 caller and from 8 concurrent callers
   (threads sharing one client, whose concurrent saves go out together as ``save_many`` calls,
   ``shared/coalesce.py``), and the 8 callers again with coalescing off, when Ray is enabled;
@@ -55,6 +57,14 @@ def _threads(fn: Callable[[str], Any], texts: Sequence[str], n: int) -> None:
         raise errors[0]
 
 
+def _batches(
+    save_many: Callable[[list[dict[str, str]]], Any], texts: Sequence[str], n: int
+) -> None:
+    """One caller sending ``texts`` as ``save_many`` calls of ``n`` saves each."""
+    for i in range(0, len(texts), n):
+        save_many([{"text": t} for t in texts[i : i + n]])
+
+
 def _sqlite(path: Path) -> tuple[sqlite3.Connection, threading.Lock]:
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
@@ -91,6 +101,11 @@ def writers(root: Path, *, ray_handle: Any = None) -> dict[str, tuple[Writer, Ca
     out: dict[str, tuple[Writer, Callable[[], Any]]] = {
         "store_embedded_1": (lambda ts: [store.save(t) for t in ts] and None, store.describe),
         "store_embedded_8": (lambda ts: _threads(store.save, ts, CALLERS), store.describe),
+        # one caller with many writes at hand: save_many of 8 (the extractor's replies)
+        "store_embedded_batch8": (
+            lambda ts: _batches(store.save_many, ts, CALLERS),
+            store.describe,
+        ),
         "sqlite_full_1": (
             lambda ts: [_sqlite_insert(db, db_lock, t, counter) for t in ts] and None,
             lambda: None,
@@ -116,6 +131,10 @@ def writers(root: Path, *, ray_handle: Any = None) -> dict[str, tuple[Writer, Ca
 
         out["store_actor_1"] = (lambda ts: [client.save(t) for t in ts] and None, actor_stats)
         out["store_actor_8"] = (lambda ts: _threads(client.save, ts, CALLERS), actor_stats)
+        out["store_actor_batch8"] = (
+            lambda ts: _batches(client.save_many, ts, CALLERS),
+            actor_stats,
+        )
         # the same 8 callers, each save its own call (group commit in the actor only)
         out["store_actor_8_uncoalesced"] = (
             lambda ts: _threads(plain.save, ts, CALLERS),
