@@ -39,9 +39,15 @@ from shared.redact_anchors import (
 from shared.redact_anchors import anchors as derive_anchors
 from shared.redact_anchors import folded as fold
 from shared.redact_catalogue import CHECKS, Format, catalogue
-from shared.redact_context import AFTER_CATALOGUE, BEFORE_CATALOGUE, Judge, Seek, find_all
+from shared.redact_commands import COMMANDS
+from shared.redact_context import AFTER_CATALOGUE, BEFORE_CATALOGUE, Judge, RuleSpec, Seek, find_all
 
 __all__ = ["Engine", "Rule", "candidates", "engine"]
+
+# The rules after the catalogue, in order: the command lines of shared/redact_commands.py
+# (each tied to its tool's name) before the context rules, whose generic flags and
+# assignments would otherwise take a tool's arguments first.
+_AFTER: tuple[RuleSpec, ...] = (*COMMANDS, *AFTER_CATALOGUE)
 
 
 @dataclass(frozen=True)
@@ -163,12 +169,12 @@ def _build_rules(
     formats: tuple[Format, ...], known: list[tuple[Strings, ...] | None] | None = None
 ) -> tuple[Rule, ...]:
     """The rules in order; ``known``: every rule's anchors in that order, from the plan."""
-    count = len(BEFORE_CATALOGUE) + len(formats) + len(AFTER_CATALOGUE)
+    count = len(BEFORE_CATALOGUE) + len(formats) + len(_AFTER)
     sets: Iterator[Any] = iter(known if known is not None else [False] * count)
     return (  # each part takes its anchor sets from ``sets`` in turn, left to right
         *(Rule(p, judge, seek, known=next(sets)) for p, judge, seek in BEFORE_CATALOGUE),
         *(_catalogue_rule(f, next(sets)) for f in formats),
-        *(Rule(p, judge, seek, known=next(sets)) for p, judge, seek in AFTER_CATALOGUE),
+        *(Rule(p, judge, seek, known=next(sets)) for p, judge, seek in _AFTER),
     )
 
 
@@ -180,6 +186,7 @@ _PLAN_INPUTS = (
     "credentials.toml",
     "redact_anchors.py",
     "redact_catalogue.py",
+    "redact_commands.py",
     "redact_context.py",
     "redact_gate.py",
 )
@@ -236,7 +243,7 @@ def _shipped() -> tuple[tuple[Format, ...], list[tuple[Strings, ...] | None]] | 
         anchors = [_decode_sets(a) for a in raw["anchors"]]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    if len(anchors) != len(BEFORE_CATALOGUE) + len(formats) + len(AFTER_CATALOGUE):
+    if len(anchors) != len(BEFORE_CATALOGUE) + len(formats) + len(_AFTER):
         return None
     return formats, anchors
 

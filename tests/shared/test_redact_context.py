@@ -499,3 +499,64 @@ def test_a_token_with_a_marked_prefix_is_a_token_glued_by_a_separator(text: str)
 def test_a_marked_prefix_inside_a_word_is_left_alone() -> None:
     assert redact("task_re_abcdefghijklmnopqrstuvwxyz0123").labels == ()
     assert redact("xghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789").labels == ()
+
+
+# --- passwords on other tools' command lines (shared/redact_commands.py) -----------------------
+
+PW2 = "q8!Zr2vLw#4n"  # fake
+COMMAND_LINES = [
+    (f"htpasswd -b /etc/nginx/.htpasswd admin {PW}", PW),
+    (f"htpasswd -bc .htpasswd bob '{PW2}'", PW2),
+    (f"htpasswd -nb deploy {PW2}", PW2),
+    (f"openssl enc -aes-256-cbc -salt -in a.txt -out a.enc -k {PW}", PW),
+    (f"openssl enc -d -aes-256-cbc -in a.enc -k '{PW2}'", PW2),
+    (f"zip -r -P {PW} backup.zip docs/", PW),
+    (f"zip -P '{PW2}' notes.zip notes.txt", PW2),
+    (f"7z a -p{PW} -mhe=on backup.7z docs/", PW),
+    (f"7za x -p{PW2} backup.7z", PW2),
+    (f"unrar x -p{PW} old.rar", PW),
+    (f"ldapsearch -x -H ldap://dc1 -D cn=admin,dc=ex,dc=com -w {PW} -b dc=ex,dc=com", PW),
+    (f"ldapmodify -h dc1 -p 389 -D cn=admin -w '{PW2}' -f change.ldif", PW2),
+    (f"smbclient //fs01/share -U alice%{PW}", PW),
+    (f"rpcclient -U 'CORP\\bob%{PW2}' 10.0.0.9", PW2),
+    (f"sqlplus scott/{PW}@orcl", PW),
+    (f"sqlplus -s system/{PW2}@//db.internal:1521/XEPDB1 @report.sql", PW2),
+    (f"expdp hr/{PW} directory=dump dumpfile=hr.dmp", PW),
+    (f"net use \\\\fs01\\share {PW} /user:CORP\\alice", PW),
+    (f"NET USE Z: \\\\fs01\\finance /user:bob {PW2} /persistent:no", PW2),
+    (f"net user backup_admin {PW} /add", PW),
+    (f"setx DB_PASSWORD {PW}", PW),
+    (f'setx /M SERVICE_TOKEN "{KEY}"', KEY),
+]
+COMMAND_PROSE = [
+    "use zip -P to set a password",
+    "zip -P is weak encryption; prefer 7z -p",
+    "7z a -p archive.7z docs/",
+    "openssl enc -aes-256-cbc -in a.txt -k",
+    "ldapsearch -x -W -h host -p 389 -b dc=ex,dc=com",
+    "smbclient -L //fs01 -U alice",
+    "htpasswd -c .htpasswd bob",
+    "htpasswd -b file user password",
+    "sqlplus /nolog",
+    "sqlplus / as sysdba",
+    "sqlplus username/password@db",
+    "net use Z: \\\\fs01\\share /persistent:yes",
+    "net use \\\\fs01\\ipc$ * /user:bob",
+    "the net user count grew this quarter",
+    "net user bob /domain",
+    "setx PATH %PATH%;C:\\tools",
+    "setx API_KEY %API_KEY%",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), COMMAND_LINES, ids=[c[0][:30] for c in COMMAND_LINES])
+def test_a_password_on_a_tools_command_line_is_redacted(text: str, secret: str) -> None:
+    result = redact(text)
+
+    assert secret not in result.text
+    assert result.text == text.replace(secret, f"[REDACTED:{result.labels[0]}]", 1)
+
+
+@pytest.mark.parametrize("text", COMMAND_PROSE)
+def test_a_tools_flag_without_a_password_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
