@@ -560,3 +560,47 @@ def test_a_password_on_a_tools_command_line_is_redacted(text: str, secret: str) 
 @pytest.mark.parametrize("text", COMMAND_PROSE)
 def test_a_tools_flag_without_a_password_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- XML attributes and URLs -------------------------------------------------------------------
+
+HEX40 = "3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c"  # fake, a classic 40-hex token's shape
+XML_AND_URLS = [
+    (f'<add key="ApiKey" value="{KEY}"/>', KEY, "api_key"),
+    (f'<add key="SmtpPassword" value="{PW}" />', PW, "password"),
+    (f"<property name='hibernate.connection.password' value='{PW2}'/>", PW2, "password"),
+    (f'<param name="apiToken" value="{KEY}"/>', KEY, "token"),
+    (f'<entry key="db.password">{PW}</entry>', PW, "password"),
+    (f'<setting name="ClientSecret" serializeAs="String">\n<value>{KEY}</value>', KEY, "secret"),
+    (f"git remote add origin https://{HEX40}@github.com/org/repo.git", HEX40, "credential_url"),
+    (f"git clone https://{KEY}@gitlab.example.com/g/p.git", KEY, "credential_url"),
+    (f"https://maps.example.com/api/js?key={KEY}&callback=init", KEY, "api_key"),
+    (f"wss://push.example.com/feed?auth={KEY}Qz", f"{KEY}Qz", "token"),
+    (f"https://x.example.com/f?expires=1700000000&signature={HEX40}", HEX40, "url_signature"),
+]
+XML_AND_URL_PROSE = [
+    '<add key="PageSize" value="20"/>',
+    '<add key="RequirePassword" value="true"/>',
+    '<property name="url" value="jdbc:mysql://db/shop"/>',
+    '<property name="passwordEncoder" ref="bcryptEncoder"/>',
+    '<entry key="timeout">30</entry>',
+    '<param name="token" value="${token}"/>',
+    "https://bob@bitbucket.org/team/repo.git",
+    "ssh://git@github.com/org/repo.git",
+    "https://firstname.lastname.example@host.example.com/",
+    "https://maps.example.com/api?key=value&q=paris",
+    "https://s3.example.com/b?key=uploads/2024/IMG_1234Photo.jpg",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), XML_AND_URLS, ids=[c[0][:30] for c in XML_AND_URLS])
+def test_a_secret_in_an_xml_attribute_or_a_url_is_redacted(text: str, secret: str, label: str) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]", 1)
+
+
+@pytest.mark.parametrize("text", XML_AND_URL_PROSE)
+def test_xml_and_urls_without_a_secret_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
