@@ -604,3 +604,51 @@ def test_a_secret_in_an_xml_attribute_or_a_url_is_redacted(text: str, secret: st
 @pytest.mark.parametrize("text", XML_AND_URL_PROSE)
 def test_xml_and_urls_without_a_secret_survive(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- odd spaces and look-alike letters ---------------------------------------------------------
+
+GHP = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"  # fake
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u2009", "\u202f", "\u3000", "\u2002"])
+def test_an_odd_space_inside_a_token_does_not_hide_it(space: str) -> None:
+    for token, label in ((GHP, "github_token"), (f"sk-proj-{KEY}{KEY}", "openai_key")):
+        result = redact(f"ci uses {token[:14]}{space}{token[14:]} now")
+        assert result.labels == (label,), (space, token)
+        assert token[14:] not in result.text
+
+
+def test_an_odd_space_between_words_is_no_token() -> None:
+    # Given a key, and no-break spaces that join a number to its unit, digits in groups and
+    # a name's two parts
+    text = f"deploy key is {GHP}: 10\u00a0km, 1\u202f000\u202f000 for Jean\u00a0Dupont"
+
+    # When it is redacted, the NFKC form comes back, with its spaces
+    result = redact(text)
+
+    # Then only the key is gone
+    assert result.text == "deploy key is [REDACTED:github_token]: 10 km, 1 000 000 for Jean Dupont"
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        (f"\u0440\u0430ssword: {PW}", "password"),  # Cyrillic р, а
+        (f"t\u043eken: {KEY}", "token"),  # Cyrillic о
+        (f"s\u0435cret={KEY}", "secret"),  # Cyrillic е
+        (f"my p\u0430ssword is {PW}", "password"),
+        (f"\u0391PI_K\u0395Y={KEY}", "api_key"),  # Greek Α, Ε
+        (f"DB_PASSW\u039fRD={PW2}", "password"),  # Greek Ο
+    ],
+)
+def test_look_alike_letters_in_a_keyword_do_not_hide_the_value(text: str, label: str) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert PW not in result.text and KEY not in result.text and PW2 not in result.text
+
+
+@pytest.mark.parametrize("text", ["мой пароль слишком короткий", "токен: см. хранилище", "ΑΒΓ 123"])
+def test_words_in_one_script_keep_their_letters(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
