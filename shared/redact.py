@@ -44,6 +44,10 @@ What it covers
       no verb ("the secret <v>", "api key <v>", "wifi password <pw>"), where the value must
       look more like a key (20+ characters mixing digits and both cases, or 32+ hex) or a
       password (8+, not a plain word).
+    * Other tools' command lines, in shared/redact_commands.py (``zip -P``, ``7z -p``,
+      ``openssl -k``, ``ldapsearch -w``, ``smbclient -U user%<pw>``, ``htpasswd -b``,
+      ``sqlplus user/<pw>@db``, ``net use``, ``setx``), and codes said as such, in
+      shared/redact_codes.py (one-time codes, backup code lists, TOTP seeds, seed words).
 
 Decisions on the ambiguous cases
     * A value that names where a secret comes from is not a secret and stays: an empty

@@ -39,15 +39,17 @@ from shared.redact_anchors import (
 from shared.redact_anchors import anchors as derive_anchors
 from shared.redact_anchors import folded as fold
 from shared.redact_catalogue import CHECKS, Format, catalogue
+from shared.redact_codes import CODES
 from shared.redact_commands import COMMANDS
 from shared.redact_context import AFTER_CATALOGUE, BEFORE_CATALOGUE, Judge, RuleSpec, Seek, find_all
 
 __all__ = ["Engine", "Rule", "candidates", "engine"]
 
 # The rules after the catalogue, in order: the command lines of shared/redact_commands.py
-# (each tied to its tool's name) before the context rules, whose generic flags and
-# assignments would otherwise take a tool's arguments first.
-_AFTER: tuple[RuleSpec, ...] = (*COMMANDS, *AFTER_CATALOGUE)
+# (each tied to its tool's name) and the codes of shared/redact_codes.py (each after its own
+# noun) before the context rules, whose generic flags, PINs and assignments would otherwise
+# take them first.
+_AFTER: tuple[RuleSpec, ...] = (*COMMANDS, *CODES, *AFTER_CATALOGUE)
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,7 @@ _PLAN_INPUTS = (
     "credentials.toml",
     "redact_anchors.py",
     "redact_catalogue.py",
+    "redact_codes.py",
     "redact_commands.py",
     "redact_context.py",
     "redact_gate.py",

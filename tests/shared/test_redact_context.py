@@ -652,3 +652,66 @@ def test_look_alike_letters_in_a_keyword_do_not_hide_the_value(text: str, label:
 @pytest.mark.parametrize("text", ["мой пароль слишком короткий", "токен: см. хранилище", "ΑΒΓ 123"])
 def test_words_in_one_script_keep_their_letters(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- one-time codes, backup codes, TOTP seeds, seed words (shared/redact_codes.py) -------------
+
+SEED_12 = "witch collapse practice feed shame open despair creek road again ice least"  # fake
+SEED_24 = (
+    "cabin orbit velvet harsh lunar tiger meadow quote spider rally ocean frost "
+    "glide nephew pistol random salad thumb umbrella vivid walnut yellow zebra anchor"
+)  # fake
+CODES = [
+    ("your verification code is 482913", "482913", "one_time_code"),
+    ("Your Google verification code is G-730155.", "G-730155", "one_time_code"),
+    ("2FA code: 551203", "551203", "one_time_code"),
+    ("the OTP is 739201, valid for 5 minutes", "739201", "one_time_code"),
+    ("sign-in code: 804 112", "804 112", "one_time_code"),
+    ("Your one-time passcode is 55102918", "55102918", "one_time_code"),
+    ("backup codes: 1234-5678 2345-6789 3456-7890", "1234-5678 2345-6789 3456-7890", "one_time_code"),
+    (
+        "My GitHub recovery codes are 3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
+        "3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
+        "one_time_code",
+    ),
+    ("Google backup codes:\n4829 1038\n5729 3018", "4829 1038\n5729 3018", "one_time_code"),
+    ("TOTP seed: JBSW Y3DP EHPK 3PXP GEZD GNBV", "JBSW Y3DP EHPK 3PXP GEZD GNBV", "totp_seed"),
+    ("authenticator key: mfrg gzdf mztw q2lk", "mfrg gzdf mztw q2lk", "totp_seed"),
+    ("MFA secret: GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", "totp_seed"),
+    (f"my 12 words are: {SEED_12}", SEED_12, "seed_phrase"),
+    (f"seed words: {SEED_24}", SEED_24, "seed_phrase"),
+    (f"the 24-word recovery phrase is {SEED_24}. Keep it offline", SEED_24, "password"),
+    (f"12 words: {SEED_12.replace(' ', ', ')}.", SEED_12.replace(" ", ", "), "seed_phrase"),
+]
+CODE_PROSE = [
+    "the code is 404",
+    "error code 500 again",
+    "the zip code is 94107",
+    "my verification code expired, send another",
+    "the OTP is sent by SMS",
+    "security code is on the back",
+    "backup codes are stored offline in the safe",
+    "recovery codes: see the vault",
+    "2FA key: this will come soon",
+    "MFA is 100% required",
+    "my twelve words of advice are: be kind",
+    "my 12 words are: always be kind to others and yourself",
+    "in other words, it was 2024",
+    "the 24 words are the keys to the wallet",
+    "the seed words are in my drawer",
+    "550e8400-e29b-41d4-a716-446655440000",
+    "commit 3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c fixed it",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), CODES, ids=[c[0][:30] for c in CODES])
+def test_a_code_said_as_one_is_redacted(text: str, secret: str, label: str) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]", 1)
+
+
+@pytest.mark.parametrize("text", CODE_PROSE)
+def test_a_code_or_words_in_prose_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
