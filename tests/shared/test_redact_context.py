@@ -715,3 +715,43 @@ def test_a_code_said_as_one_is_redacted(text: str, secret: str, label: str) -> N
 @pytest.mark.parametrize("text", CODE_PROSE)
 def test_a_code_or_words_in_prose_survive(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- a vendor-shaped id written with its secret -------------------------------------------------
+
+TWILIO_SID = "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # fakes
+# (text, the id that stays, the secret that goes, its label)
+ID_SECRET_PAIRS = [
+    (f"{TWILIO_SID}:7c6b5a49382716f5e4d3c2b1a0f9e8d7", TWILIO_SID,
+     "7c6b5a49382716f5e4d3c2b1a0f9e8d7", "twilio_key"),
+    (f"account {TWILIO_SID}, 'a1b2c3d4e5f60718293a4b5c6d7e8f90'", TWILIO_SID,
+     "a1b2c3d4e5f60718293a4b5c6d7e8f90", "twilio_key"),
+    (f"use {TWILIO_SID} / Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga", TWILIO_SID,
+     "Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga", "twilio_key"),
+    ("Iv1.8a61f9b3a7aba766:0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6", "Iv1.8a61f9b3a7aba766",
+     "0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6", "github_oauth_secret"),
+    ("GITHUB_APP=Iv23liQw3Er5Ty7Ui9Op / 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
+     "Iv23liQw3Er5Ty7Ui9Op", "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d", "github_oauth_secret"),
+]
+
+
+@pytest.mark.parametrize(("text", "ident", "secret", "label"), ID_SECRET_PAIRS)
+def test_a_secret_written_after_its_vendor_shaped_id_is_redacted(
+    text: str, ident: str, secret: str, label: str
+) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]")
+    assert ident in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0 is the account SID",
+        "client id Iv1.8a61f9b3a7aba766, see the app settings",
+    ],
+)
+def test_a_vendor_shaped_id_alone_stays(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
