@@ -431,6 +431,13 @@ ADVERSARIAL_UNITS = {
     "sshpass": "sshpass -p ",
     "pivots": "sk-_-.AKIA:",
     "keys": "DB_PASSWORD_KEY_TOKEN",
+    "net-use": "net use \\\\a\\b ",
+    "setx": "setx PASSWORD ",
+    "sqlplus": "sqlplus a/",
+    "otp": "otp is 1234 ",
+    "code-list": "backup codes: 1234 ",
+    "seed-words": "seed words: abcd ",
+    "xml-attribute": "<a key='password' ",
 }
 
 
