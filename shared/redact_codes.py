@@ -17,19 +17,27 @@ from shared.redact_context import RuleSpec, Scan, Seek, _fixed
 __all__ = ["CODES"]
 
 
-def _starts_before(*nouns: str, reach: int) -> Seek:
+def _starts_before(*nouns: str, reach: int, tail: re.Pattern[str] | None = None) -> Seek:
     """Every word start up to ``reach`` characters before one of ``nouns`` (the qualifier
-    before the noun starts the match: "verification code", "backup codes", "12 words")."""
+    before the noun starts the match: "verification code", "backup codes", "12 words").
+    With ``tail``, only before a noun that a blank, "_" or "-" follows a word to ("seed
+    words", "24-word", not "password" or "keyword") and that ``tail`` matches at, on the
+    folded text (the separator after the noun: most mentions of "key" have none)."""
 
     def seek(scan: Scan) -> list[int]:
-        text, starts = scan.text, set()
+        text, low, starts = scan.text, scan.folded, set()
         for at in scan.find(*nouns):
+            if tail is not None and (text[at - 1 : at] not in _JOINS or not tail.match(low, at)):
+                continue
             for start in range(max(at - reach, 0), at + 1):
                 if text[start].isalnum() and (not start or not text[start - 1].isalnum()):
                     starts.add(start)
         return sorted(starts)
 
     return seek
+
+
+_JOINS = frozenset(" \t_-")
 
 
 # --- one-time codes -----------------------------------------------------------------------------
@@ -71,8 +79,10 @@ def _judge_code_list(m: re.Match[str], secret: str) -> str | None:
 
 # --- TOTP seeds -------------------------------------------------------------------------------
 
+# The noun ends in "secret", "seed" or "key" (words the gate already looks for, but "seed"):
+# "TOTP seed", "2FA secret", "authenticator key", "setup key".
 _TOTP_SEED = re.compile(
-    r"(?<![^\W_])(?i:(?:t?otp|2fa|mfa|authenticator)(?:[ \t_-]*(?:secret|seed|key|setup[ \t]+key))?)"
+    r"(?<![^\W_])(?i:(?:t?otp|2fa|mfa|authenticator|setup)[ \t_-]*(?:secret|seed|key))"
     r"(?:[ \t]*[:=]|[ \t]+(?i:is|was))[ \t]*:?[ \t]*[\"'`]?"
     r"(?P<secret>[A-Za-z2-7]{4}(?:[ -]?[A-Za-z2-7]{4}){3,15}[A-Za-z2-7]{0,3}=*)(?![A-Za-z0-9])"
 )
@@ -108,9 +118,12 @@ _SEED_WORDS = re.compile(
 )
 
 
+# What follows a noun the rules above can match: a separator, or a verb ("words are").
+_SAID = re.compile(r"[a-z]{1,8}(?:[ \t]+[a-z]{1,8})?[ \t]*(?:[:=]|[ \t](?:is|are|was|were)\b)")
+
 CODES: tuple[RuleSpec, ...] = (
     (_ONE_TIME_CODE, _fixed("one_time_code"), _starts_before("code", "otp", reach=14)),
     (_CODE_LIST, _judge_code_list, _starts_before("codes", reach=14)),
-    (_TOTP_SEED, _judge_totp_seed, _starts_before("otp", "2fa", "mfa", "authenticator", reach=1)),
-    (_SEED_WORDS, _fixed("seed_phrase"), _starts_before("word", reach=24)),
+    (_TOTP_SEED, _judge_totp_seed, _starts_before("secret", "seed", "key", reach=16, tail=_SAID)),
+    (_SEED_WORDS, _fixed("seed_phrase"), _starts_before("word", reach=24, tail=_SAID)),
 )
