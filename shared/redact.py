@@ -280,19 +280,15 @@ _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 # characters mixing letter cases or digits); "10\u00a0km", "Jean\u00a0Dupont" and a
 # French "mot\u00a0:" keep theirs.
 _ODD_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
-_SPLIT_RUN = re.compile(
-    "[\\w+/=.-]+(?:[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000][\\w+/=.-]+)+"
-)
+_SPLIT_RUN = re.compile("[\\w+/=.-]+(?:[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000][\\w+/=.-]+)+")
 # Cyrillic and Greek letters drawn as Latin ones (the single-letter mappings of Unicode's
 # confusables.txt, UTS #39): a word that mixes them with Latin letters ("раssword" with a
 # Cyrillic р and а, "tоken" with a Cyrillic о) is spelled to slip past a filter, and its
 # look-alikes are read as the letters they imitate. A word in one script ("пароль", "токен",
 # "ΑΒΓ") is left as written.
 _CONFUSABLE = str.maketrans(
-    "аеорсухѕіјԁԛԝһүвкмнтАВЕКМНОРСТХУЅІЈ"
-    "αονικυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxsijdqwhyBkmHTABEKMHOPCTXYSIJ"
-    "aovikuxeABEZHIKMNOPTYX",
+    "аеорсухѕіјԁԛԝһүвкмнтАВЕКМНОРСТХУЅІЈαονικυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxsijdqwhyBkmHTABEKMHOPCTXYSIJaovikuxeABEZHIKMNOPTYX",
 )
 _MIXED = re.compile("[A-Za-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][A-Za-z]")
 _LETTERS = re.compile(r"[^\W\d_]{2,}")

@@ -75,7 +75,8 @@ def _judge_tool_flag(m: re.Match[str], secret: str) -> str | None:
 
 # smbclient //host/share -U user%<pw> (also --user=user%<pw>).
 _SMB_USER = re.compile(
-    _HEAD + r"smbclient"
+    _HEAD
+    + r"smbclient"
     + _ARGS
     + r"(?:-U|--user(?:name)?=?)[ \t]*(?P<q>[\"']?)[^\s%\"']+%(?P<secret>[^\s\"']+)(?P=q)"
 )
@@ -98,9 +99,7 @@ def _judge_htpasswd(m: re.Match[str], secret: str) -> str | None:
 # sqlplus scott/<pw>@orcl (Oracle's "username/password@connect_identifier"; "sqlplus /nolog"
 # and "/ as sysdba" have no user).
 _ORACLE_LOGIN = re.compile(
-    _HEAD + r"sqlplus"
-    + _ARGS
-    + r"(?:userid=)?[\"']?[A-Za-z][A-Za-z0-9_$#.]{0,63}/"
+    _HEAD + r"sqlplus" + _ARGS + r"(?:userid=)?[\"']?[A-Za-z][A-Za-z0-9_$#.]{0,63}/"
     r"(?P<secret>[^\s@/\"']{1,256})(?=[@\"' \t\n]|$)"
 )
 

@@ -86,10 +86,16 @@ CONTEXT = [
     (f"| Name | Value |\n|---|---|\n| DB_PASSWORD | {PW} |", PW, "password"),
     (f"name,value\napi_key,{KEY}", KEY, "api_key"),
     # a padded base64 value followed by more text (a Kubernetes Secret's data:)
-    ("kind: Secret\ndata:\n  password: UXo3I3ZMcDIhZVI=\n  user: YWRtaW4=\n",
-     "UXo3I3ZMcDIhZVI=", "password"),
-    ("data:\n  api-token: c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=\n",
-     "c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=", "token"),
+    (
+        "kind: Secret\ndata:\n  password: UXo3I3ZMcDIhZVI=\n  user: YWRtaW4=\n",
+        "UXo3I3ZMcDIhZVI=",
+        "password",
+    ),
+    (
+        "data:\n  api-token: c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=\n",
+        "c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=",
+        "token",
+    ),
     ("DB_PASSWORD=cGFzc3dvcmQxMjM0NQ== # from the vault", "cGFzc3dvcmQxMjM0NQ==", "password"),
     # base64 of a PEM private key or of a docker config (tls.key, .dockerconfigjson)
     (f"  tls.key: {B64_PEM}\n", B64_PEM, "private_key"),
@@ -497,7 +503,7 @@ def test_an_invisible_character_inside_a_token_does_not_hide_it() -> None:
     ],
 )
 def test_a_token_with_a_marked_prefix_is_a_token_glued_by_a_separator(text: str) -> None:
-    """"key-ghp_...", "old_sk_live_...": a prefix that ends in "_" or "-" marks a token even
+    """ "key-ghp_...", "old_sk_live_...": a prefix that ends in "_" or "-" marks a token even
     when a name is glued to it by a separator (a letter or digit glued to it still is a word)."""
     result = redact(text)
     assert result.labels and not any(p in result.text for p in ("ghp_", "sk_live_", "glpat-"))
@@ -600,8 +606,12 @@ XML_AND_URL_PROSE = [
 ]
 
 
-@pytest.mark.parametrize(("text", "secret", "label"), XML_AND_URLS, ids=[c[0][:30] for c in XML_AND_URLS])
-def test_a_secret_in_an_xml_attribute_or_a_url_is_redacted(text: str, secret: str, label: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "secret", "label"), XML_AND_URLS, ids=[c[0][:30] for c in XML_AND_URLS]
+)
+def test_a_secret_in_an_xml_attribute_or_a_url_is_redacted(
+    text: str, secret: str, label: str
+) -> None:
     result = redact(text)
 
     assert result.labels == (label,)
@@ -675,7 +685,11 @@ CODES = [
     ("the OTP is 739201, valid for 5 minutes", "739201", "one_time_code"),
     ("sign-in code: 804 112", "804 112", "one_time_code"),
     ("Your one-time passcode is 55102918", "55102918", "one_time_code"),
-    ("backup codes: 1234-5678 2345-6789 3456-7890", "1234-5678 2345-6789 3456-7890", "one_time_code"),
+    (
+        "backup codes: 1234-5678 2345-6789 3456-7890",
+        "1234-5678 2345-6789 3456-7890",
+        "one_time_code",
+    ),
     (
         "My GitHub recovery codes are 3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
         "3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
@@ -684,7 +698,11 @@ CODES = [
     ("Google backup codes:\n4829 1038\n5729 3018", "4829 1038\n5729 3018", "one_time_code"),
     ("TOTP seed: JBSW Y3DP EHPK 3PXP GEZD GNBV", "JBSW Y3DP EHPK 3PXP GEZD GNBV", "totp_seed"),
     ("authenticator key: mfrg gzdf mztw q2lk", "mfrg gzdf mztw q2lk", "totp_seed"),
-    ("MFA secret: GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", "totp_seed"),
+    (
+        "MFA secret: GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ",
+        "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ",
+        "totp_seed",
+    ),
     (f"my 12 words are: {SEED_12}", SEED_12, "seed_phrase"),
     (f"seed words: {SEED_24}", SEED_24, "seed_phrase"),
     (f"the 24-word recovery phrase is {SEED_24}. Keep it offline", SEED_24, "password"),
@@ -729,16 +747,36 @@ def test_a_code_or_words_in_prose_survive(text: str) -> None:
 TWILIO_SID = "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # fakes
 # (text, the id that stays, the secret that goes, its label)
 ID_SECRET_PAIRS = [
-    (f"{TWILIO_SID}:7c6b5a49382716f5e4d3c2b1a0f9e8d7", TWILIO_SID,
-     "7c6b5a49382716f5e4d3c2b1a0f9e8d7", "twilio_key"),
-    (f"account {TWILIO_SID}, 'a1b2c3d4e5f60718293a4b5c6d7e8f90'", TWILIO_SID,
-     "a1b2c3d4e5f60718293a4b5c6d7e8f90", "twilio_key"),
-    (f"use {TWILIO_SID} / Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga", TWILIO_SID,
-     "Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga", "twilio_key"),
-    ("Iv1.8a61f9b3a7aba766:0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6", "Iv1.8a61f9b3a7aba766",
-     "0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6", "github_oauth_secret"),
-    ("GITHUB_APP=Iv23liQw3Er5Ty7Ui9Op / 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
-     "Iv23liQw3Er5Ty7Ui9Op", "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d", "github_oauth_secret"),
+    (
+        f"{TWILIO_SID}:7c6b5a49382716f5e4d3c2b1a0f9e8d7",
+        TWILIO_SID,
+        "7c6b5a49382716f5e4d3c2b1a0f9e8d7",
+        "twilio_key",
+    ),
+    (
+        f"account {TWILIO_SID}, 'a1b2c3d4e5f60718293a4b5c6d7e8f90'",
+        TWILIO_SID,
+        "a1b2c3d4e5f60718293a4b5c6d7e8f90",
+        "twilio_key",
+    ),
+    (
+        f"use {TWILIO_SID} / Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga",
+        TWILIO_SID,
+        "Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga",
+        "twilio_key",
+    ),
+    (
+        "Iv1.8a61f9b3a7aba766:0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6",
+        "Iv1.8a61f9b3a7aba766",
+        "0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6",
+        "github_oauth_secret",
+    ),
+    (
+        "GITHUB_APP=Iv23liQw3Er5Ty7Ui9Op / 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
+        "Iv23liQw3Er5Ty7Ui9Op",
+        "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
+        "github_oauth_secret",
+    ),
 ]
 
 
