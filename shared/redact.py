@@ -19,7 +19,7 @@ Public API
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/credentials.toml`` (253 formats; fields and kinds in
+    * The credential catalogue, ``shared/credentials.toml`` (260 formats; fields and kinds in
       shared/redact_catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
       GCP, Alibaba, Tencent, DigitalOcean, Heroku, Cloudflare, Vercel, Netlify, Fly.io,
       Vault, Doppler, Terraform ...), VCS (GitHub, GitLab, Bitbucket, Atlassian,
@@ -44,6 +44,10 @@ What it covers
       no verb ("the secret <v>", "api key <v>", "wifi password <pw>"), where the value must
       look more like a key (20+ characters mixing digits and both cases, or 32+ hex) or a
       password (8+, not a plain word).
+    * Other tools' command lines, in shared/redact_commands.py (``zip -P``, ``7z -p``,
+      ``openssl -k``, ``ldapsearch -w``, ``smbclient -U user%<pw>``, ``htpasswd -b``,
+      ``sqlplus user/<pw>@db``, ``net use``, ``setx``), and codes said as such, in
+      shared/redact_codes.py (one-time codes, backup code lists, TOTP seeds, seed words).
 
 Decisions on the ambiguous cases
     * A value that names where a secret comes from is not a secret and stays: an empty
@@ -74,7 +78,10 @@ Decisions on the ambiguous cases
       A checksum *gates* a match only where the shape alone is weak: Bitcoin WIF keys
       (base58check) next to a wallet keyword.
     * Unicode: the text is NFKC-normalised before matching, so a key typed in full-width or
-      other compatibility characters is found. When something is redacted the result is the
+      other compatibility characters is found; an odd space (no-break, thin, ideographic)
+      inside a run that reads as a key is dropped, and Cyrillic or Greek look-alike letters in
+      a word that mixes them with Latin ones ("раssword") are read as Latin (words in one
+      script, "пароль", keep theirs). When something is redacted the result is the
       normalised text with the markers in it, so it holds no secret in any normal form; when
       nothing is, the caller's text comes back untouched.
 
@@ -267,10 +274,53 @@ def _fixed_point(text: str, rules: tuple[Rule, ...], found: set[str]) -> str:
 _INVISIBLE = re.compile("[\u00ad\u200b-\u200d\u2060\ufeff]")
 
 
+# Spaces other than ASCII's (no-break, the typographic widths, ideographic): NFKC makes each a
+# space, so one typed inside a token ("ghp_aBcDeFgHiJ\u00a0kLmNo...") splits it in two. One
+# between runs of token characters is dropped when the runs, joined, read as a key (16+
+# characters mixing letter cases or digits); "10\u00a0km", "Jean\u00a0Dupont" and a
+# French "mot\u00a0:" keep theirs.
+_ODD_SPACE = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
+_SPLIT_RUN = re.compile("[\\w+/=.-]+(?:[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000][\\w+/=.-]+)+")
+# Cyrillic and Greek letters drawn as Latin ones (the single-letter mappings of Unicode's
+# confusables.txt, UTS #39): a word that mixes them with Latin letters ("раssword" with a
+# Cyrillic р and а, "tоken" with a Cyrillic о) is spelled to slip past a filter, and its
+# look-alikes are read as the letters they imitate. A word in one script ("пароль", "токен",
+# "ΑΒΓ") is left as written.
+_CONFUSABLE = str.maketrans(
+    "аеорсухѕіјԁԛԝһүвкмнтАВЕКМНОРСТХУЅІЈαονικυχεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxsijdqwhyBkmHTABEKMHOPCTXYSIJaovikuxeABEZHIKMNOPTYX",
+)
+_MIXED = re.compile("[A-Za-z][\u0370-\u03ff\u0400-\u04ff]|[\u0370-\u03ff\u0400-\u04ff][A-Za-z]")
+_LETTERS = re.compile(r"[^\W\d_]{2,}")
+
+
+def _glue(run: re.Match[str]) -> str:
+    from shared.redact_catalogue import is_random
+
+    joined = _ODD_SPACE.sub("", run.group())
+    key = unicodedata.normalize("NFKC", joined)
+    return joined if len(key) >= 16 and is_random(key) else run.group()
+
+
+def _unmix(word: re.Match[str]) -> str:
+    text = word.group()
+    return text.translate(_CONFUSABLE) if _MIXED.search(text) is not None else text
+
+
 def _nfkc(text: str) -> str:
+    """The form rules see: no invisible characters, no odd space inside a key, NFKC, and
+    look-alike letters in a word of mixed scripts read as Latin."""
+    if text.isascii():
+        return text
     if _INVISIBLE.search(text) is not None:
         text = _INVISIBLE.sub("", text)
-    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+    if _ODD_SPACE.search(text) is not None:
+        text = _SPLIT_RUN.sub(_glue, text)
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    if _MIXED.search(text) is not None:
+        text = _LETTERS.sub(_unmix, text)
+    return text
 
 
 def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:

@@ -119,6 +119,8 @@ _PORT_THEN_PATH = re.compile(r"\d*/")
 def _judge_url(m: re.Match[str], secret: str) -> str | None:
     if _PORT_THEN_PATH.match(secret):
         return None  # https://registry.npmjs.org:443/@scope/pkg: a port and a path
+    if m.group("bare") is not None and not _keyed_without_verb(secret):
+        return None  # a user's name, not a token
     return "connection_string" if m.group("scheme").lower() in _DB_SCHEMES else "credential_url"
 
 
@@ -235,13 +237,20 @@ _AZURE_KEY = re.compile(
     r"(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"
 )
 _URL_SIGNATURE = re.compile(
-    r"(?<=[?&])(?:sig|Signature|X-Amz-Signature)=(?P<secret>[A-Za-z0-9%+/=_-]{16,})"
+    r"(?<=[?&])(?:sig|[Ss]ignature|X-Amz-Signature|X-Goog-Signature)"
+    r"=(?P<secret>[A-Za-z0-9%+/=_-]{16,})"
 )
-# RFC 3986 §3.2.1: userinfo is "user:password" before "@"; the user may be empty (redis).
+# ``?key=<key>`` (Google's and many APIs' query key), ``&auth=<token>``: a name that is only
+# sometimes secret, so the value must look like a key (as "api key <value>" with no verb).
+_URL_KEY = re.compile(r"(?<=[?&])(?:key|auth)=(?P<secret>[A-Za-z0-9_~.%+-]{20,}=*)(?![^\s&#\"'])")
+# RFC 3986 §3.2.1: userinfo is "user:password" before "@"; the user may be empty (redis). A
+# token alone is also sent as the user (``https://<token>@github.com/org/repo.git``, as
+# GitHub's and GitLab's docs show for HTTPS clones): a user of 20+ characters shaped like a
+# key, never a name ("https://bob@bitbucket.org/...").
 # Bounded so "a://b:a://b:..." without an "@" stays linear.
 _CREDENTIAL_URL = re.compile(
     r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{1,30})://"
-    r"[^\s:@/?#]{0,256}:(?P<secret>[^\s@]{1,256})@"
+    r"(?:[^\s:@/?#]{0,256}:(?P<secret>[^\s@]{1,256})|(?P<bare>[A-Za-z0-9_.~+-]{20,256}))@"
 )
 
 # ``k_key`` and ``k_credential`` name things that are only sometimes secret (a cache key, a
@@ -368,6 +377,18 @@ _PASSPHRASE = re.compile(
 # SecretString: {\"username\":\"admin\",\"password\":\"...\"}.
 _ESCAPED_JSON = re.compile(
     r'\\"[A-Za-z0-9_.-]{0,64}?' + _KEYWORDS + r'\\"[ \t]*:[ \t]*\\"(?P<secret>[^"\\\n]{1,2048})\\"',
+    re.I,
+)
+# <add key="ApiKey" value="..."/>, <property name="db.password" value="..."/>, <param
+# name="apiToken" value="..."/> (.NET appSettings, Spring and Hibernate configs, Ant, log4j):
+# the key attribute names a credential, the value attribute holds it; <entry
+# key="password">...</entry> (Java's properties XML) and <setting name="ClientSecret"
+# ...><value>...</value> (.NET user settings) hold it as the element's text.
+_XML_ATTRIBUTE = re.compile(
+    r"<[A-Za-z][A-Za-z0-9_.:-]{0,64}[ \t][^<>]{0,200}?(?<=[ \t])(?:key|name)[ \t]*=[ \t]*"
+    r"(?P<kq>[\"'])[A-Za-z0-9_.:-]{0,64}?" + _KEYWORDS + r"(?P=kq)"
+    r"(?:[^<>]{0,200}?(?<=[ \t])value[ \t]*=[ \t]*(?P<q>[\"'])(?P<secret>[^\"'<>\n]{1,2048})(?P=q)"
+    r"|[^<>]{0,200}>\s{0,40}(?:<value>)?(?P<bare>[^<>\s][^<>\n]{0,2047})<)",
     re.I,
 )
 # <password>...</password>, <ApiKey>...</ApiKey> (XML configs, SOAP, .NET settings).
@@ -570,6 +591,12 @@ def _judge_said_key(m: re.Match[str], secret: str) -> str | None:
     if m.group("verb") is None and not _keyed_without_verb(secret):
         return None
     return next(label for group, label in _SAID_LABELS if m.group(group) is not None)
+
+
+def _judge_url_key(m: re.Match[str], secret: str) -> str | None:
+    if not _keyed_without_verb(secret) or _FILE_NAME.search(secret):
+        return None  # ?key=uploads/2024/IMG_1234.jpg: an object's name
+    return "api_key" if m.string[m.start() : m.start() + 3] == "key" else "token"
 
 
 def _keyed_without_verb(secret: str) -> bool:
@@ -775,6 +802,7 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_AWS_SECRET, _fixed("aws_secret_key"), _aws_secret_starts),
     (_AZURE_KEY, _fixed("azure_key"), None),
     (_URL_SIGNATURE, _fixed("url_signature"), None),
+    (_URL_KEY, _judge_url_key, None),
     (_COMMAND_PASSWORD, _judge_command_password, _command_starts),
     (_CURL_USER, _judge_password_value, _curl_starts),
     (_CLI_FLAG, _judge_cli_flag, _flag_starts),
@@ -785,6 +813,7 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_FOREIGN_PASSWORD, _judge_foreign_password, None),
     (_SAID_KEY, _judge_said_key, _said_key_starts),
     (_ESCAPED_JSON, _judge_keyword_value, None),
+    (_XML_ATTRIBUTE, _judge_keyword_value, None),
     (_XML_ELEMENT, _judge_keyword_value, None),
     (_YAML_NEXT_LINE, _judge_next_line, _yaml_starts),
     (_TABLE_ROW, _judge_table_row, _row_starts),

@@ -86,10 +86,16 @@ CONTEXT = [
     (f"| Name | Value |\n|---|---|\n| DB_PASSWORD | {PW} |", PW, "password"),
     (f"name,value\napi_key,{KEY}", KEY, "api_key"),
     # a padded base64 value followed by more text (a Kubernetes Secret's data:)
-    ("kind: Secret\ndata:\n  password: UXo3I3ZMcDIhZVI=\n  user: YWRtaW4=\n",
-     "UXo3I3ZMcDIhZVI=", "password"),
-    ("data:\n  api-token: c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=\n",
-     "c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=", "token"),
+    (
+        "kind: Secret\ndata:\n  password: UXo3I3ZMcDIhZVI=\n  user: YWRtaW4=\n",
+        "UXo3I3ZMcDIhZVI=",
+        "password",
+    ),
+    (
+        "data:\n  api-token: c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=\n",
+        "c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=",
+        "token",
+    ),
     ("DB_PASSWORD=cGFzc3dvcmQxMjM0NQ== # from the vault", "cGFzc3dvcmQxMjM0NQ==", "password"),
     # base64 of a PEM private key or of a docker config (tls.key, .dockerconfigjson)
     (f"  tls.key: {B64_PEM}\n", B64_PEM, "private_key"),
@@ -431,6 +437,13 @@ ADVERSARIAL_UNITS = {
     "sshpass": "sshpass -p ",
     "pivots": "sk-_-.AKIA:",
     "keys": "DB_PASSWORD_KEY_TOKEN",
+    "net-use": "net use \\\\a\\b ",
+    "setx": "setx PASSWORD ",
+    "sqlplus": "sqlplus a/",
+    "otp": "otp is 1234 ",
+    "code-list": "backup codes: 1234 ",
+    "seed-words": "seed words: abcd ",
+    "xml-attribute": "<a key='password' ",
 }
 
 
@@ -490,7 +503,7 @@ def test_an_invisible_character_inside_a_token_does_not_hide_it() -> None:
     ],
 )
 def test_a_token_with_a_marked_prefix_is_a_token_glued_by_a_separator(text: str) -> None:
-    """"key-ghp_...", "old_sk_live_...": a prefix that ends in "_" or "-" marks a token even
+    """ "key-ghp_...", "old_sk_live_...": a prefix that ends in "_" or "-" marks a token even
     when a name is glued to it by a separator (a letter or digit glued to it still is a word)."""
     result = redact(text)
     assert result.labels and not any(p in result.text for p in ("ghp_", "sk_live_", "glpat-"))
@@ -499,3 +512,291 @@ def test_a_token_with_a_marked_prefix_is_a_token_glued_by_a_separator(text: str)
 def test_a_marked_prefix_inside_a_word_is_left_alone() -> None:
     assert redact("task_re_abcdefghijklmnopqrstuvwxyz0123").labels == ()
     assert redact("xghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789").labels == ()
+
+
+# --- passwords on other tools' command lines (shared/redact_commands.py) -----------------------
+
+PW2 = "q8!Zr2vLw#4n"  # fake
+COMMAND_LINES = [
+    (f"htpasswd -b /etc/nginx/.htpasswd admin {PW}", PW),
+    (f"htpasswd -bc .htpasswd bob '{PW2}'", PW2),
+    (f"htpasswd -nb deploy {PW2}", PW2),
+    (f"openssl enc -aes-256-cbc -salt -in a.txt -out a.enc -k {PW}", PW),
+    (f"openssl enc -d -aes-256-cbc -in a.enc -k '{PW2}'", PW2),
+    (f"zip -r -P {PW} backup.zip docs/", PW),
+    (f"zip -P '{PW2}' notes.zip notes.txt", PW2),
+    (f"7z a -p{PW} -mhe=on backup.7z docs/", PW),
+    (f"7za x -p{PW2} backup.7z", PW2),
+    (f"unrar x -p{PW} old.rar", PW),
+    (f"ldapsearch -x -H ldap://dc1 -D cn=admin,dc=ex,dc=com -w {PW} -b dc=ex,dc=com", PW),
+    (f"ldapmodify -h dc1 -p 389 -D cn=admin -w '{PW2}' -f change.ldif", PW2),
+    (f"smbclient //fs01/share -U alice%{PW}", PW),
+    (f"smbclient '\\\\fs01\\it' --user='CORP\\bob%{PW2}'", PW2),
+    (f"sqlplus scott/{PW}@orcl", PW),
+    (f"sqlplus -s system/{PW2}@//db.internal:1521/XEPDB1 @report.sql", PW2),
+    (f'sqlplus "hr/{PW}@db.internal:1521/hr" @load.sql', PW),
+    (f"net use \\\\fs01\\share {PW} /user:CORP\\alice", PW),
+    (f"NET USE Z: \\\\fs01\\finance /user:bob {PW2} /persistent:no", PW2),
+    (f"net user backup_admin {PW} /add", PW),
+    (f"setx DB_PASSWORD {PW}", PW),
+    (f'setx /M SERVICE_TOKEN "{KEY}"', KEY),
+]
+COMMAND_PROSE = [
+    "use zip -P to set a password",
+    "zip -P is weak encryption; prefer 7z -p",
+    "7z a -p archive.7z docs/",
+    "openssl enc -aes-256-cbc -in a.txt -k",
+    "ldapsearch -x -W -h host -p 389 -b dc=ex,dc=com",
+    "smbclient -L //fs01 -U alice",
+    "htpasswd -c .htpasswd bob",
+    "htpasswd -b file user password",
+    "sqlplus /nolog",
+    "sqlplus / as sysdba",
+    "sqlplus username/password@db",
+    "net use Z: \\\\fs01\\share /persistent:yes",
+    "net use \\\\fs01\\ipc$ * /user:bob",
+    "the net user count grew this quarter",
+    "net user bob /domain",
+    "setx PATH %PATH%;C:\\tools",
+    "setx API_KEY %API_KEY%",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), COMMAND_LINES, ids=[c[0][:30] for c in COMMAND_LINES])
+def test_a_password_on_a_tools_command_line_is_redacted(text: str, secret: str) -> None:
+    result = redact(text)
+
+    assert secret not in result.text
+    assert result.text == text.replace(secret, f"[REDACTED:{result.labels[0]}]", 1)
+
+
+@pytest.mark.parametrize("text", COMMAND_PROSE)
+def test_a_tools_flag_without_a_password_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- XML attributes and URLs -------------------------------------------------------------------
+
+HEX40 = "3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c"  # fake, a classic 40-hex token's shape
+XML_AND_URLS = [
+    (f'<add key="ApiKey" value="{KEY}"/>', KEY, "api_key"),
+    (f'<add key="SmtpPassword" value="{PW}" />', PW, "password"),
+    (f"<property name='hibernate.connection.password' value='{PW2}'/>", PW2, "password"),
+    (f'<param name="apiToken" value="{KEY}"/>', KEY, "token"),
+    (f'<entry key="db.password">{PW}</entry>', PW, "password"),
+    (f'<setting name="ClientSecret" serializeAs="String">\n<value>{KEY}</value>', KEY, "secret"),
+    (f"git remote add origin https://{HEX40}@github.com/org/repo.git", HEX40, "credential_url"),
+    (f"git clone https://{KEY}@gitlab.example.com/g/p.git", KEY, "credential_url"),
+    (f"https://maps.example.com/api/js?key={KEY}&callback=init", KEY, "api_key"),
+    (f"wss://push.example.com/feed?auth={KEY}Qz", f"{KEY}Qz", "token"),
+    (f"https://x.example.com/f?expires=1700000000&signature={HEX40}", HEX40, "url_signature"),
+]
+XML_AND_URL_PROSE = [
+    '<add key="PageSize" value="20"/>',
+    '<add key="RequirePassword" value="true"/>',
+    '<property name="url" value="jdbc:mysql://db/shop"/>',
+    '<property name="passwordEncoder" ref="bcryptEncoder"/>',
+    '<entry key="timeout">30</entry>',
+    '<param name="token" value="${token}"/>',
+    "https://bob@bitbucket.org/team/repo.git",
+    "ssh://git@github.com/org/repo.git",
+    "https://firstname.lastname.example@host.example.com/",
+    "https://maps.example.com/api?key=value&q=paris",
+    "https://s3.example.com/b?key=uploads/2024/IMG_1234Photo.jpg",
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "label"), XML_AND_URLS, ids=[c[0][:30] for c in XML_AND_URLS]
+)
+def test_a_secret_in_an_xml_attribute_or_a_url_is_redacted(
+    text: str, secret: str, label: str
+) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]", 1)
+
+
+@pytest.mark.parametrize("text", XML_AND_URL_PROSE)
+def test_xml_and_urls_without_a_secret_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- odd spaces and look-alike letters ---------------------------------------------------------
+
+GHP = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"  # fake
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u2009", "\u202f", "\u3000", "\u2002"])
+def test_an_odd_space_inside_a_token_does_not_hide_it(space: str) -> None:
+    for token, label in ((GHP, "github_token"), (f"sk-proj-{KEY}{KEY}", "openai_key")):
+        result = redact(f"ci uses {token[:14]}{space}{token[14:]} now")
+        assert result.labels == (label,), (space, token)
+        assert token[14:] not in result.text
+
+
+def test_an_odd_space_between_words_is_no_token() -> None:
+    # Given a key, and no-break spaces that join a number to its unit, digits in groups and
+    # a name's two parts
+    text = f"deploy key is {GHP}: 10\u00a0km, 1\u202f000\u202f000 for Jean\u00a0Dupont"
+
+    # When it is redacted, the NFKC form comes back, with its spaces
+    result = redact(text)
+
+    # Then only the key is gone
+    assert result.text == "deploy key is [REDACTED:github_token]: 10 km, 1 000 000 for Jean Dupont"
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        (f"\u0440\u0430ssword: {PW}", "password"),  # Cyrillic р, а
+        (f"t\u043eken: {KEY}", "token"),  # Cyrillic о
+        (f"s\u0435cret={KEY}", "secret"),  # Cyrillic е
+        (f"my p\u0430ssword is {PW}", "password"),
+        (f"\u0391PI_K\u0395Y={KEY}", "api_key"),  # Greek Α, Ε
+        (f"DB_PASSW\u039fRD={PW2}", "password"),  # Greek Ο
+    ],
+)
+def test_look_alike_letters_in_a_keyword_do_not_hide_the_value(text: str, label: str) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert PW not in result.text and KEY not in result.text and PW2 not in result.text
+
+
+@pytest.mark.parametrize("text", ["мой пароль слишком короткий", "токен: см. хранилище", "ΑΒΓ 123"])
+def test_words_in_one_script_keep_their_letters(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- one-time codes, backup codes, TOTP seeds, seed words (shared/redact_codes.py) -------------
+
+SEED_12 = "witch collapse practice feed shame open despair creek road again ice least"  # fake
+SEED_24 = (
+    "cabin orbit velvet harsh lunar tiger meadow quote spider rally ocean frost "
+    "glide nephew pistol random salad thumb umbrella vivid walnut yellow zebra anchor"
+)  # fake
+CODES = [
+    ("your verification code is 482913", "482913", "one_time_code"),
+    ("Your Google verification code is G-730155.", "G-730155", "one_time_code"),
+    ("2FA code: 551203", "551203", "one_time_code"),
+    ("the OTP is 739201, valid for 5 minutes", "739201", "one_time_code"),
+    ("sign-in code: 804 112", "804 112", "one_time_code"),
+    ("Your one-time passcode is 55102918", "55102918", "one_time_code"),
+    (
+        "backup codes: 1234-5678 2345-6789 3456-7890",
+        "1234-5678 2345-6789 3456-7890",
+        "one_time_code",
+    ),
+    (
+        "My GitHub recovery codes are 3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
+        "3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
+        "one_time_code",
+    ),
+    ("Google backup codes:\n4829 1038\n5729 3018", "4829 1038\n5729 3018", "one_time_code"),
+    ("TOTP seed: JBSW Y3DP EHPK 3PXP GEZD GNBV", "JBSW Y3DP EHPK 3PXP GEZD GNBV", "totp_seed"),
+    ("authenticator key: mfrg gzdf mztw q2lk", "mfrg gzdf mztw q2lk", "totp_seed"),
+    (
+        "MFA secret: GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ",
+        "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ",
+        "totp_seed",
+    ),
+    (f"my 12 words are: {SEED_12}", SEED_12, "seed_phrase"),
+    (f"seed words: {SEED_24}", SEED_24, "seed_phrase"),
+    (f"the 24-word recovery phrase is {SEED_24}. Keep it offline", SEED_24, "password"),
+    (f"12 words: {SEED_12.replace(' ', ', ')}.", SEED_12.replace(" ", ", "), "seed_phrase"),
+]
+CODE_PROSE = [
+    "the code is 404",
+    "error code 500 again",
+    "the zip code is 94107",
+    "my verification code expired, send another",
+    "the OTP is sent by SMS",
+    "security code is on the back",
+    "backup codes are stored offline in the safe",
+    "recovery codes: see the vault",
+    "2FA key: this will come soon",
+    "MFA is 100% required",
+    "my twelve words of advice are: be kind",
+    "my 12 words are: always be kind to others and yourself",
+    "in other words, it was 2024",
+    "the 24 words are the keys to the wallet",
+    "the seed words are in my drawer",
+    "550e8400-e29b-41d4-a716-446655440000",
+    "commit 3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c fixed it",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), CODES, ids=[c[0][:30] for c in CODES])
+def test_a_code_said_as_one_is_redacted(text: str, secret: str, label: str) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]", 1)
+
+
+@pytest.mark.parametrize("text", CODE_PROSE)
+def test_a_code_or_words_in_prose_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- a vendor-shaped id written with its secret -------------------------------------------------
+
+TWILIO_SID = "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # fakes
+# (text, the id that stays, the secret that goes, its label)
+ID_SECRET_PAIRS = [
+    (
+        f"{TWILIO_SID}:7c6b5a49382716f5e4d3c2b1a0f9e8d7",
+        TWILIO_SID,
+        "7c6b5a49382716f5e4d3c2b1a0f9e8d7",
+        "twilio_key",
+    ),
+    (
+        f"account {TWILIO_SID}, 'a1b2c3d4e5f60718293a4b5c6d7e8f90'",
+        TWILIO_SID,
+        "a1b2c3d4e5f60718293a4b5c6d7e8f90",
+        "twilio_key",
+    ),
+    (
+        f"use {TWILIO_SID} / Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga",
+        TWILIO_SID,
+        "Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga",
+        "twilio_key",
+    ),
+    (
+        "Iv1.8a61f9b3a7aba766:0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6",
+        "Iv1.8a61f9b3a7aba766",
+        "0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6",
+        "github_oauth_secret",
+    ),
+    (
+        "GITHUB_APP=Iv23liQw3Er5Ty7Ui9Op / 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
+        "Iv23liQw3Er5Ty7Ui9Op",
+        "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
+        "github_oauth_secret",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "ident", "secret", "label"), ID_SECRET_PAIRS)
+def test_a_secret_written_after_its_vendor_shaped_id_is_redacted(
+    text: str, ident: str, secret: str, label: str
+) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]")
+    assert ident in result.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0 is the account SID",
+        "client id Iv1.8a61f9b3a7aba766, see the app settings",
+    ],
+)
+def test_a_vendor_shaped_id_alone_stays(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())

@@ -1,0 +1,129 @@
+"""Codes that unlock an account and are said as such: one-time verification codes ("your
+verification code is 482913", "the OTP is 739201"), lists of backup or recovery codes, TOTP
+seeds (RFC 6238 shared secrets, base32 per RFC 4648, which authenticator apps show in groups
+of four: "jbsw y3dp ehpk 3pxp"), and a wallet's seed words (BIP-39 mnemonics: 12 to 24
+lowercase words) after a label that says so ("my 12 words are: ...", "seed words: ...").
+
+Each needs its noun: "the code is 404", "error code 500", "my twelve words of advice" and a
+number in prose stay. What is redacted is the value (the whole list, the whole phrase).
+"""
+
+from __future__ import annotations
+
+import re
+
+from shared.redact_context import RuleSpec, Scan, Seek, _fixed
+
+__all__ = ["CODES"]
+
+
+def _starts_before(*nouns: str, reach: int, tail: re.Pattern[str] | None = None) -> Seek:
+    """Every word start up to ``reach`` characters before one of ``nouns`` (the qualifier
+    before the noun starts the match: "verification code", "backup codes", "12 words").
+    With ``tail``, only before a noun that a blank, "_" or "-" follows a word to ("seed
+    words", "24-word", not "password" or "keyword") and that ``tail`` matches at, on the
+    folded text (the separator after the noun: most mentions of "key" have none)."""
+
+    def seek(scan: Scan) -> list[int]:
+        text, low, starts = scan.text, scan.folded, set()
+        for at in scan.find(*nouns):
+            if tail is not None and (text[at - 1 : at] not in _JOINS or not tail.match(low, at)):
+                continue
+            for start in range(max(at - reach, 0), at + 1):
+                if text[start].isalnum() and (not start or not text[start - 1].isalnum()):
+                    starts.add(start)
+        return sorted(starts)
+
+    return seek
+
+
+_JOINS = frozenset(" \t_-")
+
+
+# --- one-time codes -----------------------------------------------------------------------------
+
+# The nouns apps and SMS messages use for a one-time code. ("security code" is also a card's
+# CVV, which is as secret.)
+_CODE_NOUN = (
+    r"(?:(?:verification|confirmation|security|login|sign-?in|one-time|2fa|mfa|otp|sms"
+    r"|auth(?:entication)?|access|backup|recovery|reset|2-step|two-factor)[ \t]+code"
+    r"|t?otp|one-time[ \t]+(?:password|passcode|pin))"
+)
+_ONE_TIME_CODE = re.compile(
+    r"(?<![^\W_])(?i:" + _CODE_NOUN + r")(?:[ \t]*[:=]|[ \t]+(?i:is|was))[ \t]*:?[ \t]*"
+    # Google's "G-482913"; a code read in two halves "804 112"
+    r"(?P<secret>(?:[A-Z]{1,3}-)?\d{4,8}|\d{3}[ -]\d{3})(?![\w#-])"
+)
+
+
+# --- lists of backup or recovery codes ---------------------------------------------------------
+
+_LIST_CODE = r"(?:(?:[-*\u2022]|\d{1,2}[.)])[ \t]*)?[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12})?"
+_CODE_LIST = re.compile(
+    r"(?<![^\W_])(?i:(?:backup|recovery|scratch|emergency|2fa|mfa|one-time|verification)"
+    r"[ \t_-]{1,3}codes)"
+    r"(?:[ \t]*:|[ \t]+(?i:are|were)[ \t]*:?)\s*"
+    r"(?P<secret>" + _LIST_CODE + r"(?:[ \t]*,?\s{1,4}" + _LIST_CODE + r"){1,31})"
+)
+_CODE_DIGIT = re.compile(r"\d")
+_LIST_ITEM = re.compile(r"[A-Za-z0-9]{4,12}(?:-[A-Za-z0-9]{4,12})?")
+
+
+def _judge_code_list(m: re.Match[str], secret: str) -> str | None:
+    """Two or more codes, most of them with a digit: "backup codes: 1234-5678 2345-6789",
+    not "backup codes are stored offline"."""
+    codes = _LIST_ITEM.findall(secret)
+    with_digit = sum(_CODE_DIGIT.search(code) is not None for code in codes)
+    return "one_time_code" if len(codes) >= 2 and with_digit * 3 >= len(codes) * 2 else None
+
+
+# --- TOTP seeds -------------------------------------------------------------------------------
+
+# The noun ends in "secret", "seed" or "key" (words the gate already looks for, but "seed"):
+# "TOTP seed", "2FA secret", "authenticator key", "setup key".
+_TOTP_SEED = re.compile(
+    r"(?<![^\W_])(?i:(?:t?otp|2fa|mfa|authenticator|setup)[ \t_-]*(?:secret|seed|key))"
+    r"(?:[ \t]*[:=]|[ \t]+(?i:is|was))[ \t]*:?[ \t]*[\"'`]?"
+    r"(?P<secret>[A-Za-z2-7]{4}(?:[ -]?[A-Za-z2-7]{4}){3,15}[A-Za-z2-7]{0,3}=*)(?![A-Za-z0-9])"
+)
+_BASE32_DIGIT = re.compile(r"[2-7]")
+
+
+def _judge_totp_seed(m: re.Match[str], secret: str) -> str | None:
+    """16+ base32 characters in one case with a digit: "jbsw y3dp ehpk 3pxp", not "this will
+    come soon" (four-letter words have no digit)."""
+    joined = secret.replace(" ", "").replace("-", "").rstrip("=")
+    one_case = joined.upper() == joined or joined.lower() == joined
+    return "totp_seed" if one_case and _BASE32_DIGIT.search(joined) else None
+
+
+# --- a wallet's seed words ---------------------------------------------------------------------
+
+# Words a sentence has and a BIP-39 mnemonic has not (none of these is in the BIP-39 English
+# list): a run of seed words stops at one.
+_STOP = (
+    "the|and|for|with|are|was|were|this|that|from|into|you|your|our|their|his|her|its|not|but"
+    "|have|has|had|them|they|then|just|here|there|what|which|when|would|should|could|than"
+    "|very|some|been|being|she|him|who|how|why|too|out|will|can|did|does|let|got|get"
+)
+_SEED_WORD = r"(?:\d{1,2}[.)][ \t]*)?(?!(?:" + _STOP + r")\b)[a-z]{3,8}\b"
+_SEED_WORDS = re.compile(
+    r"(?<![^\W_])(?i:(?:seed|recovery|backup|wallet|secret|mnemonic)[ \t_-]{1,3}words?"
+    r"|(?:12|15|18|21|24|twelve|twenty[ -]four)[ \t-]+"
+    r"(?:(?:seed|recovery|secret|backup)[ \t]+)?words?(?:[ \t]+(?:seed|phrase))?)"
+    r"(?:[ \t]*:|[ \t]+(?i:is|are|was|were)[ \t]*:?)\s*"
+    r"(?P<secret>" + _SEED_WORD + r"(?:(?:[ \t]*,?\s{1,3}" + _SEED_WORD + r"){23}"
+    r"|(?:[ \t]*,?\s{1,3}" + _SEED_WORD + r"){20}|(?:[ \t]*,?\s{1,3}" + _SEED_WORD + r"){17}"
+    r"|(?:[ \t]*,?\s{1,3}" + _SEED_WORD + r"){14}|(?:[ \t]*,?\s{1,3}" + _SEED_WORD + r"){11}))"
+)
+
+
+# What follows a noun the rules above can match: a separator, or a verb ("words are").
+_SAID = re.compile(r"[a-z]{1,8}(?:[ \t]+[a-z]{1,8})?[ \t]*(?:[:=]|[ \t](?:is|are|was|were)\b)")
+
+CODES: tuple[RuleSpec, ...] = (
+    (_ONE_TIME_CODE, _fixed("one_time_code"), _starts_before("code", "otp", reach=14)),
+    (_CODE_LIST, _judge_code_list, _starts_before("codes", reach=14)),
+    (_TOTP_SEED, _judge_totp_seed, _starts_before("secret", "seed", "key", reach=16, tail=_SAID)),
+    (_SEED_WORDS, _fixed("seed_phrase"), _starts_before("word", reach=24, tail=_SAID)),
+)
