@@ -10,6 +10,7 @@ materializes on first use, writes may create others, and any other unknown name 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -170,11 +171,27 @@ class Banks(Mapping[str, Bank]):
             bank = self._load(name)
         else:
             bank = Bank(self.root, name)
-            bank.files.create(description, self.clock.now_ms())
+            try:
+                bank.files.create(description, self.clock.now_ms())
+            except errors.MemoryServiceError:
+                self._follow_folder(name)
+                raise
             bank.description, bank.created_at = bank.files.read_meta()
             self._banks[name] = bank
         self.events.emit("bank-changed", "created", name, now=self.clock.now_ms())
         return bank, True
+
+    def _follow_folder(self, name: str) -> None:
+        """After a refused creation or trashing, RAM takes what the data dir shows: a failure
+        past the rename (the folders' fsync) leaves the bank made or moved, and the next boot
+        would see it so (the caller was told it failed: it may not be durable)."""
+        folder = self.root / name
+        if not folder.is_dir():
+            self._banks.pop(name, None)
+            self._unloaded.pop(name, None)
+        elif name not in self._banks:
+            with contextlib.suppress(errors.MemoryServiceError):
+                self._load(name)
 
     def owned(self) -> list[Bank]:
         """The loaded banks this store serves (all of them unless it is one shard of several)."""
@@ -194,7 +211,11 @@ class Banks(Mapping[str, Bank]):
 
     def discard(self, bank: Bank) -> Path:
         """Trash a resolved bank's folder and forget it (``trash``; a shard's ``release``)."""
-        target = bank.files.trash(self.clock.now_ms())
+        try:
+            target = bank.files.trash(self.clock.now_ms())
+        except errors.MemoryServiceError:
+            self._follow_folder(bank.name)
+            raise
         del self._banks[bank.name]
         self.events.emit("bank-changed", "trashed", bank.name, now=self.clock.now_ms())
         return target

@@ -70,7 +70,15 @@ class Drafts:
         if mem.invalid_at is not None:
             discard(bank, mem.id)
             return mem
-        atomic_write(draft_path(bank, mem.id), (mem.to_line() + "\n").encode("utf-8"))
+        path = draft_path(bank, mem.id)
+        try:
+            atomic_write(path, (mem.to_line() + "\n").encode("utf-8"))
+        except errors.MemoryServiceError:
+            # Refused past the rename (the folder's fsync): the file holds the new draft, the
+            # next boot reads it, so RAM takes it too (the caller was told it failed).
+            if _read_draft(path, quiet=True) == mem:
+                bank.add_unlogged(mem)
+            raise
         bank.add_unlogged(mem)
         return mem
 
@@ -139,7 +147,18 @@ class Drafts:
 
 def discard(bank: Bank, id: str) -> None:
     """Remove a draft entirely: its file, its record, its vector, its index slot."""
-    _unlink(draft_path(bank, id))
+    path = draft_path(bank, id)
+    try:
+        _unlink(path)
+    except errors.MemoryServiceError:
+        if path.exists():
+            raise
+        _forget(bank, id)  # gone, but its removal may not be durable: RAM follows the file
+        raise
+    _forget(bank, id)
+
+
+def _forget(bank: Bank, id: str) -> None:
     bank.records.pop(id, None)
     bank.vectors.pop(id, None)
     bank.index.remove(id)
@@ -153,11 +172,12 @@ def draft_path(bank: Bank, id: str) -> Path:
     return _drafts_dir(bank) / f"{id}.json"
 
 
-def _read_draft(path: Path) -> Memory | None:
+def _read_draft(path: Path, *, quiet: bool = False) -> Memory | None:
     try:
         mem = Memory.model_validate_json(path.read_bytes())
     except (OSError, ValidationError) as e:
-        log.warning("skipping unreadable draft %s: %s", path, e)
+        if not quiet:
+            log.warning("skipping unreadable draft %s: %s", path, e)
         return None
     if mem.id != path.stem or mem.status != "pending" or v.stored_record_problem(mem):
         log.warning("skipping draft %s: id or status does not match its file", path)

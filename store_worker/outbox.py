@@ -45,11 +45,11 @@ from shared.models import (
 from shared.redact import Redaction, redact
 from shared.text import fingerprint
 from store_worker import validate as v
-from store_worker.files import atomic_write, fsync_dir
+from store_worker.files import atomic_write, fsync_dir, synced_dirs
 from store_worker.messages import is_memory_block, message_text, message_time, session_key
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from shared.clock import Clock
     from shared.config import StoreSettings
@@ -117,6 +117,20 @@ class Outbox:
         self._jobs: dict[str, OutboxJob] = self._read_jobs(QUEUE)
         self._dead: dict[str, OutboxJob] = self._read_jobs(DEAD)
         self._leases: dict[str, _Lease] = {}
+        self._finish_moves()
+
+    def _finish_moves(self) -> None:
+        """A job's content says where it belongs (``dead_at``): a dead-lettering or a requeue
+        stopped between rewriting the file and renaming it (``_move_job``) is finished here."""
+        for src, dst, jobs, others, dead in (
+            (QUEUE, DEAD, self._jobs, self._dead, True),
+            (DEAD, QUEUE, self._dead, self._jobs, False),
+        ):
+            for job_id, job in list(jobs.items()):
+                if (job.dead_at is not None) is dead:
+                    with contextlib.suppress(OSError):
+                        os.replace(self._job_path(src, job_id), self._job_path(dst, job_id))
+                    others[job_id] = jobs.pop(job_id)
 
     def _read_jobs(self, sub: str) -> dict[str, OutboxJob]:
         out: dict[str, OutboxJob] = {}
@@ -161,24 +175,70 @@ class Outbox:
                     "redacted": tuple(sorted({*job.redacted, *found})),
                 }
                 fresh = job.model_copy(update=update)
-                self._write_job(sub, fresh)
+                with self._following(job_id):
+                    self._write_job(sub, fresh)
                 jobs[job_id] = fresh
                 rewritten += 1
                 kinds |= found
         return rewritten, kinds
 
-    def _write_job(self, sub: str, job: OutboxJob) -> None:
-        atomic_write(self._outbox_dir / sub / f"{job.job_id}.json", job.model_dump_json().encode())
+    def _job_path(self, sub: str, job_id: str) -> Path:
+        return self._outbox_dir / sub / f"{job_id}.json"
 
-    def _remove_job(self, sub: str, job_id: str) -> None:
-        path = self._outbox_dir / sub / f"{job_id}.json"
+    def _write_job(self, sub: str, job: OutboxJob) -> None:
+        atomic_write(self._job_path(sub, job.job_id), job.model_dump_json().encode())
+
+    def _move_job(self, src: str, dst: str, job: OutboxJob) -> None:
+        """Rewrite a job where it is, then rename it into the other folder: one file at every
+        step, whose content (``dead_at``) says where it belongs (``_finish_moves``)."""
+        self._write_job(src, job)
+        path = self._job_path(src, job.job_id)
         try:
-            path.unlink()
-            fsync_dir(path.parent)
-        except FileNotFoundError:
-            pass
+            with synced_dirs(path.parent, self._outbox_dir / dst):
+                os.replace(path, self._job_path(dst, job.job_id))
         except OSError as e:
-            raise errors.SourceUnavailableError(f"cannot remove {path}: {e.strerror}") from e
+            raise errors.storage_error(f"cannot move {path} to {dst}", e) from e
+
+    def _remove_job(self, job_id: str) -> None:
+        for sub in (QUEUE, DEAD):
+            path = self._job_path(sub, job_id)
+            try:
+                path.unlink()
+                fsync_dir(path.parent)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                raise errors.storage_error(f"cannot remove {path}", e) from e
+
+    @contextlib.contextmanager
+    def _following(self, job_id: str) -> Iterator[None]:
+        """A refused change of a job's file: RAM takes what the files say (a failure past
+        a rename or an unlink, the folder's fsync, leaves the change in place, and the next
+        boot reads it so); the caller is told it failed."""
+        try:
+            yield
+        except errors.MemoryServiceError:
+            self._follow_files(job_id)
+            raise
+
+    def _follow_files(self, job_id: str) -> None:
+        found: OutboxJob | None = None
+        for sub in (QUEUE, DEAD):
+            try:
+                found = OutboxJob.model_validate_json(self._job_path(sub, job_id).read_bytes())
+            except FileNotFoundError:
+                continue
+            except (OSError, ValidationError):
+                return  # cannot tell: RAM stays as it was
+            break
+        self._jobs.pop(job_id, None)
+        self._dead.pop(job_id, None)
+        if found is None:
+            self._leases.pop(job_id, None)
+        elif found.dead_at is None:
+            self._jobs[job_id] = found
+        else:
+            self._dead[job_id] = found
 
     # -- the harness seam ------------------------------------------------------------------
 
@@ -227,7 +287,8 @@ class Outbox:
             enqueued_at=self.clock.now_ms(),
             redacted=labels,
         )
-        self._write_job(QUEUE, job)  # fsynced: from here on the turn survives a crash
+        with self._following(job.job_id):
+            self._write_job(QUEUE, job)  # fsynced: from here on the turn survives a crash
         self._jobs[job.job_id] = job
         self._remember_queued(session, clean)
         self._wake_watchers()
@@ -353,7 +414,8 @@ class Outbox:
         if job.reply is not None:
             raise errors.ConflictError(f"outbox job {job_id!r} already has a recorded reply")
         noted = job.model_copy(update={"reply": body})
-        self._write_job(QUEUE, noted)  # fsynced before the caller applies anything
+        with self._following(job_id):
+            self._write_job(QUEUE, noted)  # fsynced before the caller applies anything
         self._jobs[job_id] = noted
         self._leases[job_id] = _Lease(
             self.clock.now_ms() + self.settings.outbox_lease_ms, held.token
@@ -363,10 +425,13 @@ class Outbox:
     def ack(self, job_id: str) -> OutboxAckResponse:
         """The job is done: remove it. Acking an unknown id is harmless (a re-run's ack)."""
         job_id = _job_id(job_id)
-        self._leases.pop(job_id, None)
-        if self._jobs.pop(job_id, None) is None:
+        if job_id not in self._jobs:
+            self._leases.pop(job_id, None)
             return OutboxAckResponse(ok=True, job_id=job_id, state="missing")
-        self._remove_job(QUEUE, job_id)
+        with self._following(job_id):
+            self._remove_job(job_id)
+        self._leases.pop(job_id, None)
+        del self._jobs[job_id]
         return OutboxAckResponse(ok=True, job_id=job_id, state="acked")
 
     def fail(
@@ -396,8 +461,8 @@ class Outbox:
         history = (*job.errors[-9:], message)
         if dead_letter or attempts >= self.settings.outbox_max_attempts:
             dead = job.model_copy(update={"attempts": attempts, "errors": history, "dead_at": now})
-            self._write_job(DEAD, dead)
-            self._remove_job(QUEUE, job_id)
+            with self._following(job_id):
+                self._move_job(QUEUE, DEAD, dead)
             del self._jobs[job_id]
             self._dead[job_id] = dead
             log.warning("outbox: job %s dead-lettered after %d attempts", job_id, attempts)
@@ -406,7 +471,8 @@ class Outbox:
         retry = job.model_copy(
             update={"attempts": attempts, "errors": history, "next_attempt_at": now + delay}
         )
-        self._write_job(QUEUE, retry)
+        with self._following(job_id):
+            self._write_job(QUEUE, retry)
         self._jobs[job_id] = retry
         return OutboxAckResponse(
             ok=True,
@@ -436,8 +502,8 @@ class Outbox:
         if fresh:
             reset["reply"] = None
         job = dead.model_copy(update=reset)
-        self._write_job(QUEUE, job)
-        self._remove_job(DEAD, job_id)
+        with self._following(job_id):
+            self._move_job(DEAD, QUEUE, job)
         del self._dead[job_id]
         self._jobs[job_id] = job
         self._wake_watchers()

@@ -36,6 +36,7 @@ The ``.torn`` sidecar (a torn final line moved aside at load) is rewritten redac
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ from store_worker.vectors import Vectors
 from store_worker.writes import derived_links
 
 Found = tuple[Memory, tuple[str, ...]]
+
+log = logging.getLogger(__name__)
 
 
 class Purger:
@@ -267,6 +270,7 @@ class Purger:
                 path.unlink(missing_ok=True)
                 fsync_dir(path.parent)
             except OSError as e:
+                self._follow_files(target.name)
                 raise errors.storage_error(f"cannot remove draft {path}", e) from e
         revisions = self._rewrite(target, drop_line, {mem_id})
         self.events.rewrite(lambda e: _forget_event(e, target.name, mem_id))
@@ -292,12 +296,27 @@ class Purger:
             if new is not None:
                 out.append(new)
         if changed:
-            _remove_snapshot(bank)
-            self._drop_vectors(bank, ids)
-            bank.files.log.close()  # its descriptor would keep appending to the old file
-            atomic_write(bank.files.log.path, b"".join(line + b"\n" for line in out))
+            try:
+                _remove_snapshot(bank)
+                self._drop_vectors(bank, ids)
+                bank.files.log.close()  # its descriptor would keep appending to the old file
+                atomic_write(bank.files.log.path, b"".join(line + b"\n" for line in out))
+            except BaseException:
+                self._follow_files(bank.name)
+                raise
         self.banks.reload(bank.name)
         return changed
+
+    def _follow_files(self, name: str) -> None:
+        """After a refused step of a rewrite, read the bank again from its files: a failure
+        past a rename or an unlink (the folder's fsync) leaves the new file in place, and RAM
+        must never keep a record the files no longer hold (a later revision of it would
+        append the purged text again). A bank that cannot be read back waits, unloaded, for
+        its next use (``Banks.resolve``: ``source_unavailable`` until it can be)."""
+        try:
+            self.banks.reload(name)
+        except errors.MemoryServiceError as e:
+            log.warning("bank %s: cannot read it back after a refused rewrite: %s", name, e)
 
     @staticmethod
     def _drop_vectors(bank: Bank, ids: set[str]) -> None:

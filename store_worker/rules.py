@@ -60,7 +60,11 @@ class Rules:
         result = redact(content)
         target = self.banks.writable(self.banks.resolve(bank, create=bool(content.strip())))
         if not content.strip():
-            removed = target.files.remove_rule(name)
+            try:
+                removed = target.files.remove_rule(name)
+            except errors.MemoryServiceError:
+                _follow_file(target, name)
+                raise
             target.rules.pop(name, None)
             if removed:
                 self.events.emit(
@@ -75,8 +79,23 @@ class Rules:
     def write(self, bank: Bank, name: str, text: str, redacted: tuple[str, ...]) -> None:
         """Write one (already redacted) rule atomically, then RAM, then ``rules-changed``
         naming the kinds redacted (``rule_set``, and ``redact_rescan`` in ``purge.py``)."""
-        bank.files.write_rule(name, text)
+        try:
+            bank.files.write_rule(name, text)
+        except errors.MemoryServiceError:
+            _follow_file(bank, name)
+            raise
         bank.rules[name] = text
         self.events.emit(
             "bank-changed", "rules-changed", bank.name, now=self.clock.now_ms(), redacted=redacted
         )
+
+
+def _follow_file(bank: Bank, name: str) -> None:
+    """After a refused write or removal, RAM takes what the rule's file says: a failure
+    past the rename or the unlink (the folder's fsync) leaves the change in place, and the
+    next boot would read it (the caller was told it failed: it may not be durable)."""
+    content = bank.files.read_rules().get(name)
+    if content is None:
+        bank.rules.pop(name, None)
+    else:
+        bank.rules[name] = content
