@@ -167,6 +167,15 @@ class ReplayStats:
     corrupt_at: list[int] = field(default_factory=list)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file ``path`` names, or None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _datasync(fd: int) -> None:
     """Make an append durable: ``fdatasync`` flushes the data and the metadata needed to read
     it back (the new file size), skipping timestamp-only inode writes, as SQLite does on Linux
@@ -321,6 +330,20 @@ class AppendLog:
             if isinstance(e, OSError):
                 raise storage_error(f"cannot append to {self.path}", e) from e
             raise
+
+    def rewrite(self, data: bytes) -> None:
+        """Replace the whole log with ``data`` (``atomic_write``: purge's rewrite). ``data``
+        was read through ``read_bytes``, so it holds nothing ``good_size`` hid: once the new
+        file is in place (even when the folder's sync then failed), the mark belonged to the
+        old file and goes; kept, it would cut a longer new log at the old length."""
+        before = _identity(self.path)
+        self.close()  # its descriptor would keep appending to the old file
+        try:
+            atomic_write(self.path, data)
+        finally:
+            if _identity(self.path) != before:
+                self.good_size = None
+                self._end = -1
 
     def take_back(self, start: int) -> None:
         """Cut off what was appended since ``start`` (durable or not): a group commit takes

@@ -299,8 +299,7 @@ class Purger:
             try:
                 _remove_snapshot(bank)
                 self._drop_vectors(bank, ids)
-                bank.files.log.close()  # its descriptor would keep appending to the old file
-                atomic_write(bank.files.log.path, b"".join(line + b"\n" for line in out))
+                bank.files.log.rewrite(b"".join(line + b"\n" for line in out))
             except BaseException:
                 self._follow_files(bank.name)
                 raise

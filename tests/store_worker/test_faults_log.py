@@ -24,7 +24,8 @@ import pytest
 
 from shared.clock import FakeClock
 from shared.errors import SourceUnavailableError
-from store_worker import files
+from shared.redact import Redaction
+from store_worker import files, writes
 from store_worker.bank import Bank
 from store_worker.core import MemoryStore
 from store_worker.indexer import Indexer
@@ -295,4 +296,32 @@ def test_eight_writers_under_failing_syncs_and_cuts_leave_exactly_what_was_ackno
     again = reopen(data_dir)
     on_disk = texts(again, "alpha") | texts(again, "beta")
     assert on_disk - {"a write once the disk is well"} == acked
+    again.close()
+
+
+def test_a_purge_rewrite_after_an_uncut_refused_append_loses_nothing(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a memory stored with a secret the catalogue of its day missed (redaction off)
+    store = reopen(data_dir)
+    kept = store.save("acknowledged before everything").memory
+    monkeypatch.setattr(writes, "redact", lambda text: Redaction(text, ()))
+    leaked = store.save("the wifi password is hunter22").memory
+    monkeypatch.undo()
+    # And a refused append that could not be cut back (its mark hides the bytes past it)
+    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
+    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused: its sync failed")
+    monkeypatch.undo()
+    # When the log is rewritten with the secret redacted: a longer line than the secret's
+    report = store.redact_rescan(purge=True)
+    assert report.banks and store.get(leaked.id).memory.text.endswith("[REDACTED:password]")
+    # Then the rewritten log is read whole, and the next save cuts nothing of it
+    after = store.save("acknowledged after the rewrite").memory
+    want = {kept.text, store.get(leaked.id).memory.text, after.text}
+    assert texts(store) == want
+    store.close()
+    again = reopen(data_dir)
+    assert texts(again) == want and again.reload().corrupt_lines == 0
     again.close()
