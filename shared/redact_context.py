@@ -391,6 +391,15 @@ _XML_ATTRIBUTE = re.compile(
     r"|[^<>]{0,200}>\s{0,40}(?:<value>)?(?P<bare>[^<>\s][^<>\n]{0,2047})<)",
     re.I,
 )
+# The same attributes the other way round: <add value="..." key="DbPassword"/>, <property
+# value="..." name="apiToken"/> (attribute order means nothing in XML, and tools write both).
+_XML_ATTRIBUTE_REVERSED = re.compile(
+    r"<[A-Za-z][A-Za-z0-9_.:-]{0,64}[ \t][^<>]{0,200}?(?<=[ \t])value[ \t]*=[ \t]*"
+    r"(?P<q>[\"'])(?P<secret>[^\"'<>\n]{1,2048})(?P=q)"
+    r"[^<>]{0,200}?(?<=[ \t])(?:key|name)[ \t]*=[ \t]*"
+    r"(?P<kq>[\"'])[A-Za-z0-9_.:-]{0,64}?" + _KEYWORDS + r"(?P=kq)",
+    re.I,
+)
 # <password>...</password>, <ApiKey>...</ApiKey> (XML configs, SOAP, .NET settings).
 _XML_ELEMENT = re.compile(
     r"<(?P<tag>[A-Za-z0-9_.:-]{0,64}?" + _KEYWORDS + r")>(?P<secret>[^<>\n]{1,2048})</(?P=tag)>",
@@ -814,6 +823,7 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_SAID_KEY, _judge_said_key, _said_key_starts),
     (_ESCAPED_JSON, _judge_keyword_value, None),
     (_XML_ATTRIBUTE, _judge_keyword_value, None),
+    (_XML_ATTRIBUTE_REVERSED, _judge_keyword_value, None),
     (_XML_ELEMENT, _judge_keyword_value, None),
     (_YAML_NEXT_LINE, _judge_next_line, _yaml_starts),
     (_TABLE_ROW, _judge_table_row, _row_starts),

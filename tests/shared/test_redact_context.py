@@ -800,3 +800,55 @@ def test_a_secret_written_after_its_vendor_shaped_id_is_redacted(
 )
 def test_a_vendor_shaped_id_alone_stays(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- XML attributes the other way round: the value before the key ------------------------------
+
+PW2 = "Qz7#vLp2!eR"  # fakes
+TOKEN2 = "tk9aZ2mQ8xLw4Rp7"
+
+XML_REVERSED = [
+    (f'<add value="{PW2}" key="DbPassword"/>', PW2, "password"),
+    (f'<property value="{TOKEN2}" name="apiToken"/>', TOKEN2, "token"),
+    (f"<add value='{PW2}' key='ConnectionPassword' />", PW2, "password"),
+    (f'<param value="{KEY}" type="string" name="client.secret"/>', KEY, "secret"),
+    (f'<setting value="{KEY}" name="ApiKey"></setting>', KEY, "api_key"),
+    (
+        f'<appSettings>\n  <add value="{PW2}" key="Smtp.Password" />\n</appSettings>',
+        PW2,
+        "password",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), XML_REVERSED, ids=range(len(XML_REVERSED)))
+def test_an_xml_value_before_the_key_naming_a_credential_is_redacted(
+    text: str, secret: str, label: str
+) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]")
+
+
+def test_both_attribute_orders_redact_alike() -> None:
+    forward = redact(f'<add key="DbPassword" value="{PW2}"/>')
+    reversed_ = redact(f'<add value="{PW2}" key="DbPassword"/>')
+
+    assert forward.labels == reversed_.labels == ("password",)
+    assert PW2 not in forward.text and PW2 not in reversed_.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<add value="true" key="EnableLogging"/>',
+        '<property value="localhost" name="db.host"/>',
+        '<add value="${DB_PASSWORD}" key="DbPassword"/>',
+        '<add value="" key="DbPassword"/>',
+        '<add value="changeme" key="PasswordPolicy"/>',
+        '<input value="Sign in" name="submit"/> <label>Password</label>',
+    ],
+)
+def test_xml_without_a_secret_stays(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
