@@ -43,7 +43,9 @@ What it covers
       user:<pw>``), and "my password is <pw>" / "the key is <key-shaped value>" — also with
       no verb ("the secret <v>", "api key <v>", "wifi password <pw>"), where the value must
       look more like a key (20+ characters mixing digits and both cases, or 32+ hex) or a
-      password (8+, not a plain word).
+      password (8+, not a plain word); XML ``key``/``name`` and ``value`` attributes in either
+      order; the cells of a pipe table's column whose header names a credential (``| user |
+      password |``), the other columns kept.
     * Other tools' command lines, in shared/redact_commands.py (``zip -P``, ``7z -p``,
       ``openssl -k``, ``ldapsearch -w``, ``smbclient -U user%<pw>``, ``htpasswd -b``,
       ``sqlplus user/<pw>@db``, ``net use``, ``setx``), and codes said as such, in

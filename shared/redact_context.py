@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TypeAlias
 
 from shared.redact_anchors import folded
@@ -17,6 +18,7 @@ __all__ = [
     "AFTER_CATALOGUE",
     "BEFORE_CATALOGUE",
     "MARKER",
+    "TEXT_ANCHORS",
     "Judge",
     "RuleSpec",
     "Scan",
@@ -391,6 +393,15 @@ _XML_ATTRIBUTE = re.compile(
     r"|[^<>]{0,200}>\s{0,40}(?:<value>)?(?P<bare>[^<>\s][^<>\n]{0,2047})<)",
     re.I,
 )
+# The same attributes the other way round: <add value="..." key="DbPassword"/>, <property
+# value="..." name="apiToken"/> (attribute order means nothing in XML, and tools write both).
+_XML_ATTRIBUTE_REVERSED = re.compile(
+    r"<[A-Za-z][A-Za-z0-9_.:-]{0,64}[ \t][^<>]{0,200}?(?<=[ \t])value[ \t]*=[ \t]*"
+    r"(?P<q>[\"'])(?P<secret>[^\"'<>\n]{1,2048})(?P=q)"
+    r"[^<>]{0,200}?(?<=[ \t])(?:key|name)[ \t]*=[ \t]*"
+    r"(?P<kq>[\"'])[A-Za-z0-9_.:-]{0,64}?" + _KEYWORDS + r"(?P=kq)",
+    re.I,
+)
 # <password>...</password>, <ApiKey>...</ApiKey> (XML configs, SOAP, .NET settings).
 _XML_ELEMENT = re.compile(
     r"<(?P<tag>[A-Za-z0-9_.:-]{0,64}?" + _KEYWORDS + r")>(?P<secret>[^<>\n]{1,2048})</(?P=tag)>",
@@ -415,6 +426,118 @@ _TABLE_ROW = re.compile(
     r",[ \t]*(?P<bare>[^,\s][^,\n]{0,2047}?)[ \t]*(?=\r?\n|$))",
     re.I,
 )
+
+
+# A column of a pipe table whose header names a credential (``| user | password |``, a
+# separator line, then one row per account): each cell below that header, not the others. A
+# cell match starts at the "|" before it, or at the line's start for a first cell written
+# without one (then it ends at the "|" after it). Which cells sit under such a header is
+# worked out once per text (_credential_cells) and the judge turns down every other cell.
+# The header is outside the match, so the gate also needs one of its nouns in the text
+# (TEXT_ANCHORS): a text with a "|" and none of them runs no table rule.
+_TABLE_CELL = re.compile(
+    r"\|[ \t]*(?P<secret>[^|\s](?:[^|\n]*[^|\s])?)"
+    r"|(?m:^)[ \t]*(?P<bare>[^|\s](?:[^|\n]*[^|\s])?)[ \t]*\|"
+)
+# A header cell that names a credential, read as words (``DB_PASSWORD``, ``apiKey`` and
+# ``**Client Secret**`` as "db password", "api key", "client secret"): up to three words
+# before the noun ("initial admin password", "GitHub token"), none after it, so "password
+# policy", "token count" and "max tokens" name no credential.
+_CREDENTIAL_HEADER = re.compile(
+    r"(?:[a-z0-9]+ ){0,3}(?:(?P<password>password|passwd|pwd|pass ?phrase)"
+    r"|(?P<private_key>private key)|(?P<api_key>api ?key|access key)"
+    r"|(?P<secret>secret(?: key)?)|(?P<token>token))"
+)
+_TABLE_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)*[ \t]*:?-+:?[ \t]*\|?[ \t]*\r?")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_HEADER_JUNK = re.compile(r"\([^)]*\)|[^A-Za-z0-9]+")
+# What a credential column holds when it holds none: a dash, "n/a", a yes/no.
+_NO_VALUE = frozenset(
+    """- -- --- — – n/a na none null nil tbd todo ? yes no y n true false ok required optional
+    same unset hidden unknown empty default set changed reset expired revoked""".split()
+)
+# One of these (case-insensitive) is in every header _CREDENTIAL_HEADER reads as a credential.
+_HEADER_WORDS = ("pass", "pwd", "secret", "token", "key")
+
+
+def _cells(line: str) -> list[tuple[int, str]]:
+    """The cells of a table line: (offset of the match start in the line, the cell's text).
+    A cell's match starts at the "|" before it, or at 0 for a first cell with none."""
+    pipes = [i for i, ch in enumerate(line) if ch == "|"]
+    lead = line[: pipes[0]].strip() == "" if pipes else False
+    bounds = pipes if lead else [0, *pipes]
+    cells = []
+    for k, start in enumerate(bounds):
+        end = bounds[k + 1] if k + 1 < len(bounds) else len(line)
+        cells.append((start, line[start + (1 if lead or k else 0) : end]))
+    if cells and not cells[-1][1].strip() and len(cells) > 1:
+        cells.pop()  # the trailing "|"
+    return cells
+
+
+def _header_label(cell: str) -> str | None:
+    words = _HEADER_JUNK.sub(" ", _CAMEL.sub(" ", cell)).lower().split()
+    found = _CREDENTIAL_HEADER.fullmatch(" ".join(words))
+    if found is None:
+        return None
+    return next(name for name, value in found.groupdict().items() if value is not None)
+
+
+@lru_cache(maxsize=8)
+def _credential_cells(text: str) -> dict[int, str]:
+    """Where each cell under a credential header starts in ``text`` (see _TABLE_CELL), and
+    the label its header gives. A table is a header line, a separator line (``|---|---|``)
+    and the rows that follow it, each with a "|"; without a separator line, the header and
+    every row must have the same number of cells."""
+    lines, at = [], 0
+    for line in text.split("\n"):
+        lines.append((at, line))
+        at += len(line) + 1
+    found: dict[int, str] = {}
+    i = 0
+    while i < len(lines) - 1:
+        header = lines[i][1]
+        cells = _cells(header) if "|" in header else []
+        labels = {k: label for k, (_, cell) in enumerate(cells) if (label := _header_label(cell))}
+        if not labels or len(cells) < 2:
+            i += 1
+            continue
+        j = i + 1
+        ruled = "-" in lines[j][1] and _TABLE_SEPARATOR.fullmatch(lines[j][1]) is not None
+        j += ruled
+        while j < len(lines) and "|" in lines[j][1]:
+            row_at, row = lines[j]
+            row_cells = _cells(row)
+            if not ruled and len(row_cells) != len(cells):
+                break
+            for k, label in labels.items():
+                if k < len(row_cells):
+                    found[row_at + row_cells[k][0]] = label
+            j += 1
+        i = max(j, i + 1)
+    return found
+
+
+_CELL_END = re.compile(r"[ \t]*(?:\||\r?\n|$)")
+
+
+def _judge_table_cell(m: re.Match[str], secret: str) -> str | None:
+    label = _credential_cells(m.string).get(m.start())
+    if label is None:
+        return None
+    end = m.end("secret") if m.group("secret") is not None else m.end("bare")
+    if _CELL_END.match(m.string, end) is None:
+        return None  # cut short by a marker: what is left of the cell is another rule's
+    value = secret.strip("`*").strip()
+    if _is_placeholder(value) or value.lower() in _NO_VALUE:
+        return None
+    if " " in value and not _is_random_line(value):
+        return None  # "at least 12 characters", "same as staging": a note, not a value
+    if label == "password":
+        return label  # any one word under "password" is one, "sunshine" too
+    if _is_plain(value) or value.isdigit() or len(value) < 6:
+        return None  # "| hello | 15339 |" under "token": a tokenizer's id, not a credential
+    return label if is_random(value) or looks_like_password(value) else None
 
 
 def _judge_keyword_value(m: re.Match[str], secret: str) -> str | None:
@@ -814,8 +937,14 @@ AFTER_CATALOGUE: tuple[RuleSpec, ...] = (
     (_SAID_KEY, _judge_said_key, _said_key_starts),
     (_ESCAPED_JSON, _judge_keyword_value, None),
     (_XML_ATTRIBUTE, _judge_keyword_value, None),
+    (_XML_ATTRIBUTE_REVERSED, _judge_keyword_value, None),
     (_XML_ELEMENT, _judge_keyword_value, None),
     (_YAML_NEXT_LINE, _judge_next_line, _yaml_starts),
     (_TABLE_ROW, _judge_table_row, _row_starts),
+    (_TABLE_CELL, _judge_table_cell, None),
     (_ASSIGNMENT, _judge_assignment, _assignment_starts),
 )
+# Anchors that hold for the text rather than the match, for a rule whose judge reads past its
+# match: the gate skips the rule when the text has none of them, as it does for an anchor set
+# read off the pattern.
+TEXT_ANCHORS: dict[re.Pattern[str], tuple[str, ...]] = {_TABLE_CELL: _HEADER_WORDS}

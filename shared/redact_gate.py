@@ -41,7 +41,15 @@ from shared.redact_anchors import folded as fold
 from shared.redact_catalogue import CHECKS, Format, catalogue
 from shared.redact_codes import CODES
 from shared.redact_commands import COMMANDS
-from shared.redact_context import AFTER_CATALOGUE, BEFORE_CATALOGUE, Judge, RuleSpec, Seek, find_all
+from shared.redact_context import (
+    AFTER_CATALOGUE,
+    BEFORE_CATALOGUE,
+    TEXT_ANCHORS,
+    Judge,
+    RuleSpec,
+    Seek,
+    find_all,
+)
 
 __all__ = ["Engine", "Rule", "candidates", "engine"]
 
@@ -64,15 +72,25 @@ class Rule:
     known: tuple[Strings, ...] | Literal[False] | None = field(
         default=False, compare=False, repr=False
     )
+    # A set one of which the *text* holds whenever the rule redacts anything, for a judge
+    # that reads past its match (redact_context.TEXT_ANCHORS); empty for the others.
+    text_anchors: Strings = field(default=frozenset(), compare=False, repr=False)
     # Sets of strings such that every match holds one string of each set, the most selective
-    # set first (shared/redact_anchors.py); None when none could be derived.
+    # set first (shared/redact_anchors.py), after ``text_anchors`` when there are any; None
+    # when none could be derived.
     anchors: tuple[Strings, ...] | None = field(init=False)
     probes: tuple[Probe, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         anchors = derive_anchors(self.pattern) if self.known is False else self.known
+        if self.known is False and anchors and self.text_anchors:
+            # first: the gate finds a rule by its first set, and a "|" is no rarer in prose
+            anchors = (self.text_anchors, *anchors)
         object.__setattr__(self, "anchors", anchors)
-        object.__setattr__(self, "probes", tuple(map(_probe, anchors or ())))
+        sets = anchors or ()
+        if self.text_anchors and sets and sets[0] == self.text_anchors:
+            sets = (*sets[1:], sets[0])  # the gate found that one; the pattern's go first
+        object.__setattr__(self, "probes", tuple(map(_probe, sets)))
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -176,8 +194,15 @@ def _build_rules(
     return (  # each part takes its anchor sets from ``sets`` in turn, left to right
         *(Rule(p, judge, seek, known=next(sets)) for p, judge, seek in BEFORE_CATALOGUE),
         *(_catalogue_rule(f, next(sets)) for f in formats),
-        *(Rule(p, judge, seek, known=next(sets)) for p, judge, seek in _AFTER),
+        *(
+            Rule(p, judge, seek, known=next(sets), text_anchors=_text_anchors(p))
+            for p, judge, seek in _AFTER
+        ),
     )
+
+
+def _text_anchors(pattern: re.Pattern[str]) -> Strings:
+    return frozenset((word, True) for word in TEXT_ANCHORS.get(pattern, ()))
 
 
 # --- the plan: the derivation, shipped -----------------------------------------------------------

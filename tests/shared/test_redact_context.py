@@ -800,3 +800,131 @@ def test_a_secret_written_after_its_vendor_shaped_id_is_redacted(
 )
 def test_a_vendor_shaped_id_alone_stays(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- XML attributes the other way round: the value before the key ------------------------------
+
+PW2 = "Qz7#vLp2!eR"  # fakes
+TOKEN2 = "tk9aZ2mQ8xLw4Rp7"
+
+XML_REVERSED = [
+    (f'<add value="{PW2}" key="DbPassword"/>', PW2, "password"),
+    (f'<property value="{TOKEN2}" name="apiToken"/>', TOKEN2, "token"),
+    (f"<add value='{PW2}' key='ConnectionPassword' />", PW2, "password"),
+    (f'<param value="{KEY}" type="string" name="client.secret"/>', KEY, "secret"),
+    (f'<setting value="{KEY}" name="ApiKey"></setting>', KEY, "api_key"),
+    (
+        f'<appSettings>\n  <add value="{PW2}" key="Smtp.Password" />\n</appSettings>',
+        PW2,
+        "password",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), XML_REVERSED, ids=range(len(XML_REVERSED)))
+def test_an_xml_value_before_the_key_naming_a_credential_is_redacted(
+    text: str, secret: str, label: str
+) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]")
+
+
+def test_both_attribute_orders_redact_alike() -> None:
+    forward = redact(f'<add key="DbPassword" value="{PW2}"/>')
+    reversed_ = redact(f'<add value="{PW2}" key="DbPassword"/>')
+
+    assert forward.labels == reversed_.labels == ("password",)
+    assert PW2 not in forward.text and PW2 not in reversed_.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<add value="true" key="EnableLogging"/>',
+        '<property value="localhost" name="db.host"/>',
+        '<add value="${DB_PASSWORD}" key="DbPassword"/>',
+        '<add value="" key="DbPassword"/>',
+        '<add value="changeme" key="PasswordPolicy"/>',
+        '<input value="Sign in" name="submit"/> <label>Password</label>',
+    ],
+)
+def test_xml_without_a_secret_stays(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- a credential column of a pipe table -------------------------------------------------------
+
+# (text, the secrets that go, in order, their labels)
+TABLE_SECRETS = [
+    (f"| user | password |\n|---|---|\n| alice | {PW2} |", [PW2], "password"),
+    (  # several rows, a plain word under "password" too
+        f"| user | password |\n| --- | --- |\n| alice | {PW2} |\n| bob | sunshine |\n"
+        f"| carol | {PW} |",
+        [PW2, "sunshine", PW],
+        "password",
+    ),
+    (f"user | password\n---|---\nalice | {PW2}\nbob | {PW}", [PW2, PW], "password"),  # no outer |
+    (f"password | user\n---|---\n{PW2} | alice", [PW2], "password"),  # the first column
+    (f"| Login | Passwd |\r\n|:-|:-:|\r\n| root | {PW2} |\r\n", [PW2], "password"),
+    (f"| Account | PWD | Notes |\n|--|--|--|\n| db | {PW2} | prod |", [PW2], "password"),
+    (f"| Wallet | Passphrase |\n|---|---|\n| main | {PW2} |", [PW2], "password"),
+    (f"| **User** | **DB_PASSWORD** |\n|---|---|\n| app | `{PW2}` |", [f"`{PW2}`"], "password"),
+    (f"| Service | API Key |\n|---|---|\n| maps | {KEY} |", [KEY], "api_key"),
+    (f"| service | api_key |\n|---|---|\n| maps | {KEY} |", [KEY], "api_key"),
+    (f"| service | apiKey |\n|---|---|\n| maps | {KEY} |", [KEY], "api_key"),
+    (f"| app | Client Secret |\n|---|---|\n| web | {KEY} |", [KEY], "secret"),
+    (f"| bot | Token |\n|---|---|\n| ci | {TOKEN2} |", [TOKEN2], "token"),
+    (f"| host | private key |\n|---|---|\n| web1 | {KEY} |", [KEY], "private_key"),
+    (f"name | secret\nweb | {KEY}\napi | {TOKEN2}", [KEY, TOKEN2], "secret"),  # no separator
+]
+
+
+@pytest.mark.parametrize(("text", "secrets", "label"), TABLE_SECRETS, ids=range(len(TABLE_SECRETS)))
+def test_a_cell_under_a_header_naming_a_credential_is_redacted(
+    text: str, secrets: list[str], label: str
+) -> None:
+    result = redact(text)
+
+    assert result.labels == (label,)
+    expected = text
+    for secret in secrets:
+        expected = expected.replace(secret, f"[REDACTED:{label}]", 1)
+    assert result.text == expected
+    assert redact(result.text) == Redaction(result.text, ())
+
+
+def test_only_the_credential_column_goes_and_the_other_cells_stay() -> None:
+    text = (
+        f"| user | password | role |\n|---|---|---|\n| alice | {PW2} | admin |\n"
+        f"| bob | {PW} | dev |"
+    )
+
+    result = redact(text).text
+
+    for kept in ("| user | password | role |", "| alice |", "| admin |", "| bob |", "| dev |"):
+        assert kept in result
+    assert PW2 not in result and PW not in result
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Name | Age |\n|---|---|\n| Alice | 30 |\n| Bob | 41 |",
+        "| user | password |\n|---|---|\n| alice |  |\n| bob | - |\n| carol | n/a |\n"
+        "| dan | *** |\n| eve | <your-password> |\n| fay | N/A |\n| gus | ${DB_PASSWORD} |",
+        # a column about passwords, not of them
+        "| System | Password policy |\n|---|---|\n| AD | at least 12 characters |\n"
+        "| VPN | 8chars+1digit |",
+        "| user | password |\n|---|---|\n| alice | same as staging |\n| bob | yes |",
+        "| Model | Max tokens | Token count |\n|---|---|---|\n| gpt | 8192 | 1500 |",
+        "| word | token |\n|---|---|\n| hello | 15339 |\n| world | 1917 |",  # a tokenizer's ids
+        "| Character | Secret |\n|---|---|\n| Anna | she was adopted |",
+        "| key | value |\n|---|---|\n| colour | blue |",
+        "ps aux | grep token\nsort -u | head",
+        "| password |\n|---|\n",  # a header with no rows
+    ],
+)
+def test_a_table_without_a_credential_in_a_credential_column_stays(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
