@@ -61,11 +61,12 @@ def test_an_engine_from_the_plan_redacts_as_a_derived_one(
     assert derived is not planned
     assert [r.anchors for r in derived.rules] == [r.anchors for r in planned.rules]
     assert [r.pattern.pattern for r in derived.rules] == [r.pattern.pattern for r in planned.rules]
-    assert (derived.gate.pattern, derived.words, derived.vendors) == (
-        planned.gate.pattern,
-        planned.words,
-        planned.vendors,
-    )
+    assert (
+        derived.gate.pattern,
+        derived.folded_words,
+        derived.exact_words,
+        derived.vendors,
+    ) == (planned.gate.pattern, planned.folded_words, planned.exact_words, planned.vendors)
     assert {t: redact(t) for t in texts()} == from_plan
     assert sum(bool(r.labels) for r in from_plan.values()) > len(catalogue())
 
