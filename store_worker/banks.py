@@ -10,7 +10,6 @@ materializes on first use, writes may create others, and any other unknown name 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -130,6 +129,16 @@ class Banks(Mapping[str, Bank]):
             self._unloaded[name] = old.files.log
         return self._load(name)
 
+    def reread(self, name: str) -> None:
+        """Read one bank again from its files after a refused or broken write, so RAM holds
+        what they say. One that cannot be read (an I/O error) stays out of RAM until its next
+        use loads it (``resolve``: ``source_unavailable`` while it cannot be); the failure is
+        logged, and the caller's own error stands."""
+        try:
+            self.reload(name)
+        except Exception:
+            log.exception("bank %s: cannot read it back; loaded at its next use", name)
+
     def logs(self) -> dict[str, AppendLog]:
         """Every bank's log object, loaded or waiting to be (``open(carry=...)``)."""
         out = dict(self._unloaded)
@@ -190,8 +199,7 @@ class Banks(Mapping[str, Bank]):
             self._banks.pop(name, None)
             self._unloaded.pop(name, None)
         elif name not in self._banks:
-            with contextlib.suppress(errors.MemoryServiceError):
-                self._load(name)
+            self.reread(name)
 
     def owned(self) -> list[Bank]:
         """The loaded banks this store serves (all of them unless it is one shard of several)."""

@@ -266,14 +266,10 @@ class GroupCommit:
                         ticket.error = err
 
     def _reload_all(self, banks: Iterable[Bank]) -> None:
-        """Read these banks back from their files. One that cannot be read (an I/O error)
-        stays out of RAM until its next use loads it (``Banks.resolve``): its callers whose
-        lines did not reach the disk already have their error, the others' lines are on it."""
+        """Read these banks back from their files (``Banks.reread``): the callers whose lines
+        did not reach the disk already have their error, the others' lines are on it."""
         for bank in banks:
-            try:
-                self.banks.reload(bank.name)
-            except Exception:
-                log.exception("bank %s: cannot read it back; loaded at its next use", bank.name)
+            self.banks.reread(bank.name)
 
     @staticmethod
     def _settle(banks: list[Bank], broken: set[Bank]) -> None:

@@ -36,7 +36,6 @@ The ``.torn`` sidecar (a torn final line moved aside at load) is rewritten redac
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,8 +58,6 @@ from store_worker.vectors import Vectors
 from store_worker.writes import derived_links
 
 Found = tuple[Memory, tuple[str, ...]]
-
-log = logging.getLogger(__name__)
 
 
 class Purger:
@@ -307,15 +304,11 @@ class Purger:
         return changed
 
     def _follow_files(self, name: str) -> None:
-        """After a refused step of a rewrite, read the bank again from its files: a failure
-        past a rename or an unlink (the folder's fsync) leaves the new file in place, and RAM
-        must never keep a record the files no longer hold (a later revision of it would
-        append the purged text again). A bank that cannot be read back waits, unloaded, for
-        its next use (``Banks.resolve``: ``source_unavailable`` until it can be)."""
-        try:
-            self.banks.reload(name)
-        except errors.MemoryServiceError as e:
-            log.warning("bank %s: cannot read it back after a refused rewrite: %s", name, e)
+        """After a refused step of a rewrite, read the bank again from its files
+        (``Banks.reread``): a failure past a rename or an unlink (the folder's fsync) leaves
+        the new file in place, and RAM must never keep a record the files no longer hold (a
+        later revision of it would append the purged text again)."""
+        self.banks.reread(name)
 
     @staticmethod
     def _drop_vectors(bank: Bank, ids: set[str]) -> None:
