@@ -58,7 +58,7 @@ MODES = ("bm25", "bm25-store", "lexical", "hybrid")
 MODEL_MODES = ("hybrid",)
 DAY_MS = 86_400_000
 SAVED_AT = 1_700_000_000_000  # 2023-11-14, after every session of the data set
-_DIA = re.compile(r"D\d+:\d+")
+_DIA = re.compile(r"D:?(\d+):(\d+)")  # "D:11:26" and "D30:05" occur for D11:26, D30:5
 _WORD = re.compile(r"\w+")
 _SESSION = re.compile(r"session_(\d+)")
 
@@ -111,12 +111,20 @@ def parse_session_date(raw: str) -> int:
     return int(stamp.timestamp() * 1000)
 
 
+def dia_id(raw: object) -> str:
+    """A turn's dia_id as the turns write it: ``D<session>:<turn>``, numbers without leading
+    zeros; a typo'd evidence entry ("D:11:26", "D30:05") is read as the turn it names."""
+    m = _DIA.fullmatch(str(raw).strip())
+    return f"D{int(m.group(1))}:{int(m.group(2))}" if m else str(raw)
+
+
 def parse_evidence(raw: Iterable[object]) -> tuple[str, ...]:
-    """Evidence dia_ids, deduplicated in order; a few entries hold several ids ("D8:6; D9:17")."""
+    """Evidence dia_ids, deduplicated in order; a few entries hold several ids ("D8:6; D9:17")
+    or are typo'd (``dia_id``)."""
     out: dict[str, None] = {}
     for item in raw:
-        for dia in _DIA.findall(str(item)):
-            out[dia] = None
+        for m in _DIA.finditer(str(item)):
+            out[dia_id(m.group(0))] = None
     return tuple(out)
 
 
@@ -128,7 +136,7 @@ def parse_conversation(name: str, doc: dict[str, Any]) -> Conversation:
     for n in sessions:
         at = parse_session_date(doc[f"session_{n}_date_time"])
         for t in doc[f"session_{n}"]:
-            turns.append(Turn(str(t["dia_id"]), str(t["speaker"]), str(t["text"]), n, at))
+            turns.append(Turn(dia_id(t["dia_id"]), str(t["speaker"]), str(t["text"]), n, at))
     questions = tuple(
         Question(name, str(q["question"]), int(q["category"]), parse_evidence(q["evidence"]))
         for q in doc["qa"]
@@ -137,6 +145,16 @@ def parse_conversation(name: str, doc: dict[str, Any]) -> Conversation:
     return Conversation(
         name, (str(doc["speaker_a"]), str(doc["speaker_b"])), tuple(turns), questions
     )
+
+
+def unknown_evidence(convs: Sequence[Conversation]) -> int:
+    """Evidence ids that name no turn of their conversation (a data error: such an id counts
+    as a miss in every mode alike)."""
+    out = 0
+    for conv in convs:
+        known = {t.dia_id for t in conv.turns}
+        out += sum(1 for q in conv.questions for d in q.evidence if d not in known)
+    return out
 
 
 def load(folder: Path) -> list[Conversation]:
@@ -431,7 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_q = sum(len(c.questions) for c in convs)
     print(  # after --json, on stderr: stdout stays one JSON document
         f"(locomo {folder.name}, protocol {protocol}: {len(convs)} conversations, "
-        f"{n_turns} turns, {n_q} questions, {took:.1f} s; {report['timings_s']})",
+        f"{n_turns} turns, {n_q} questions, {unknown_evidence(convs)} evidence ids naming no "
+        f"turn, {took:.1f} s; {report['timings_s']})",
         file=sys.stderr if args.json else sys.stdout,
     )
     return 0

@@ -82,6 +82,13 @@ def test_parse_evidence_splits_and_dedupes() -> None:
     assert L.parse_evidence(["not an id"]) == ()
 
 
+def test_parse_evidence_reads_typod_ids_as_the_turns_they_name() -> None:
+    # both forms occur in the data set's evidence lists ("D:11:26" in conversation 43)
+    assert L.parse_evidence(["D:11:26", "D30:05", "D", "D11:26"]) == ("D11:26", "D30:5")
+    assert L.dia_id("D3:07") == "D3:7"
+    assert L.dia_id(" D12:3 ") == "D12:3"
+
+
 def test_score_counts_the_share_of_evidence_in_each_cutoff() -> None:
     ranking = [("D1:1",), ("D1:5",), ("D1:2", "D1:9"), *[(f"D3:{i}",) for i in range(10)]]
     got = L.score(ranking, ("D1:2", "D1:9", "D4:4"))
@@ -182,3 +189,11 @@ def test_the_occurred_protocol_dates_each_turn_by_its_session(tmp_path: Path) ->
         assert {h.memory.id for h in hits} <= {"d2-1", "d2-2", "d2-3"} and hits
     finally:
         store.close()
+
+
+def test_evidence_naming_no_turn_is_counted() -> None:
+    turn = L.Turn("D1:1", "Ann", "hello", 1, 0)
+    conv = L.Conversation(
+        "x", ("Ann", "Bo"), (turn,), (L.Question("x", "hi?", 4, ("D1:1", "D9:9")),)
+    )
+    assert L.unknown_evidence([conv]) == 1
