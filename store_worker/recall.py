@@ -76,7 +76,7 @@ from store_worker.context import (
     with_neighbours,
 )
 from store_worker.index import BankIndex
-from store_worker.query import strip_question_frame
+from store_worker.query import W_WHEN, prefer_timed, strip_question_frame
 from store_worker.synonyms import SynonymSource
 
 W_ENTITY = 0.6
@@ -125,6 +125,7 @@ class Tuning:
     w_coverage: float = 2.0  # a dialog turn and its neighbours covering the query (§14)
     w_synonym: float = 0.5  # a query word's neighbour in the model's word table (synonyms.py)
     w_session: float = 0.2  # turns of the best results' sessions (context.session_focus)
+    w_when: float = W_WHEN  # a "when" question's memories that name a time (query.py)
 
 
 @dataclass(frozen=True)
@@ -491,6 +492,7 @@ def score_bank(
     score = context_coverage(bank, score, mask & matched, terms, weight=t.w_coverage)
     score, cand = with_neighbours(bank, score, mask & matched, mask)  # context.py
     score = named_speakers(bank, score, cand, text)
+    score = prefer_timed(bank, score, cand, p.query, weight=t.w_when)
     if cos is not None:
         score = fuse(score, cos, np.flatnonzero(cand), t)
     score = session_focus(bank, score, cand, weight=t.w_session)

@@ -1,11 +1,17 @@
-"""Question-frame words dropped from the lexical query (store_worker/query.py, issue 11)."""
+"""Question-frame words dropped from the lexical query, and "when" questions preferring
+memories that say when (store_worker/query.py, issue 11)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from shared.clock import FakeClock
 from shared.text import query_tokens
-from store_worker.query import strip_question_frame
+from store_worker.core import MemoryStore
+from store_worker.query import asks_when, names_a_time, strip_question_frame
+from store_worker.recall import Tuning
 
 
 @pytest.mark.parametrize(
@@ -39,3 +45,87 @@ def test_frame_words_go_and_the_subject_stays(
 )
 def test_unchanged(text: str) -> None:
     assert strip_question_frame(text) == text
+
+
+# -- "when" questions ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When did Caroline go to the support group?",
+        "when is the dentist appointment",
+        "What year did Nate start gaming?",
+        "In which month did Jon open the studio?",
+        "How long ago did Maria adopt the dog?",
+        "Do you remember when did we meet Tim?",
+    ],
+)
+def test_asks_when(question: str) -> None:
+    assert asks_when(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What did Caroline paint?",
+        "Where does Jon live?",
+        "How long is the hike?",  # a length, not a time
+        "Who was there when the power went out?",  # "when" not asking
+    ],
+)
+def test_does_not_ask_when(question: str) -> None:
+    assert not asks_when(question)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I went to a support group yesterday.",
+        "We moved to Berlin in 2019.",
+        "It happened last week, on a Tuesday.",
+        "I adopted her three years ago",
+        "The recital is on March 12th",
+        "Since the 4th of May I have been running",
+        "I have been painting for 5 years",
+        "See you next summer!",
+    ],
+)
+def test_names_a_time(text: str) -> None:
+    assert names_a_time(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I may go to the gym",  # "may" the verb
+        "They march on the capital",
+        "Jan said the soup was great",  # a name, not January
+        "I love painting sunsets",
+        "The code is 404",
+    ],
+)
+def test_names_no_time(text: str) -> None:
+    assert not names_a_time(text)
+
+
+def test_a_when_question_prefers_the_memory_that_says_when(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    store = MemoryStore(root, clock=FakeClock(start_ms=1_700_000_000_000))
+    store.save("Caroline: the support group was lovely, I will go again")
+    store.save("Caroline: I went to the support group yesterday, it was lovely and calm")
+    store.close()
+    question = "When did Caroline go to the support group?"
+
+    def first(query: str, tuning: Tuning) -> str:
+        clock = FakeClock(start_ms=1_700_000_000_000)
+        store = MemoryStore(root, clock=clock, recall_tuning=tuning)
+        try:
+            return store.recall(query, limit=2, mode="hybrid").memories[0].memory.text
+        finally:
+            store.close()
+
+    assert "yesterday" not in first(question, Tuning(w_when=0.0))  # the longer text scores less
+    assert "yesterday" in first(question, Tuning())
+    # a question that does not ask when keeps the word match's order
+    assert "yesterday" not in first("Did Caroline go to the support group?", Tuning())
