@@ -17,8 +17,13 @@ pieces "##ing", digits and punctuation are left out); a neighbour sharing the qu
 installed: recall then runs without synonyms). The table loads on the first lookup
 (read-only, shared by every store of the process that names the same folder): built from the
 model's tensor once (~0.15 s) and cached per user as a memory-mapped ``.npy`` that later
-processes open in milliseconds. Each word's neighbours are cached. ``FakeSynonyms`` is the
-test double.
+processes open in milliseconds. Each word's neighbours are cached. A lookup first ranks the
+table in a 96-dimension projection of it (its principal axes, cached beside it: a quarter of
+the memory to read) and computes the exact similarity for the best ``PREFILTER`` only: ~4x
+faster than the full product (~0.4 against ~1.6 ms a new word on a busy 2-core machine), and
+over 1,500 random words it found every neighbour of similarity ≥ 0.55 the full product finds
+(``test_the_prefilter_finds_what_the_full_product_finds``). ``FakeSynonyms`` is the test
+double.
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ TENSOR = "embeddings.word_embeddings.weight"
 NEIGHBOURS = 2
 MIN_SIMILARITY = 0.55
 _CACHED_WORDS = 8192
+# The projection a lookup ranks the table in first, and how many of its best it scores exactly.
+REDUCED_DIMS = 96
+PREFILTER = 128
 
 
 class SynonymSource(Protocol):
@@ -57,11 +65,18 @@ class SynonymSource(Protocol):
 
 
 class _Table:
-    """Whole words and their unit-length input embeddings."""
+    """Whole words, their unit-length input embeddings, and those projected on the
+    embeddings' first ``REDUCED_DIMS`` principal axes (``reduced``: the lookup's first pass)."""
 
-    def __init__(self, words: list[str], vectors: npt.NDArray[np.float32]) -> None:
+    def __init__(
+        self,
+        words: list[str],
+        vectors: npt.NDArray[np.float32],
+        reduced: npt.NDArray[np.float32],
+    ) -> None:
         self.words = words
         self.vectors = vectors
+        self.reduced = reduced
         self.row = {w: i for i, w in enumerate(words)}
 
 
@@ -79,9 +94,11 @@ def _table(folder: Path) -> _Table:
     if cached is not None and all(p.is_file() for p in cached):
         try:
             words = cached[0].read_text(encoding="utf-8").split("\n")
-            vectors = np.load(cached[1], mmap_mode="r")
-            if len(words) == len(vectors):
-                return _Table(words, vectors)
+            # plain views of the maps: a memmap's own indexing costs ~30 us a lookup
+            vectors = np.asarray(np.load(cached[1], mmap_mode="r"))
+            reduced = np.asarray(np.load(cached[2], mmap_mode="r"))
+            if len(words) == len(vectors) == len(reduced):
+                return _Table(words, vectors, reduced)
         except (OSError, ValueError):
             pass  # a cache another process is writing or a damaged one: build it again
     table = _built(folder)
@@ -99,10 +116,19 @@ def _built(folder: Path) -> _Table:
     rows = [i for i, tok in enumerate(vocab[: len(weights)]) if _keeps(tok)]
     vectors = np.asarray(weights[rows], dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return _Table([vocab[i] for i in rows], vectors)
+    return _Table([vocab[i] for i in rows], vectors, _reduce(vectors))
 
 
-def _cache_paths(folder: Path) -> tuple[Path, Path] | None:
+def _reduce(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """The vectors on their first ``REDUCED_DIMS`` principal axes (found on every fourth row:
+    ~50 ms, once per model)."""
+    sample = vectors[::4]
+    _, _, axes = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
+    projection = np.ascontiguousarray(axes[:REDUCED_DIMS].T, dtype=np.float32)
+    return np.ascontiguousarray(vectors @ projection, dtype=np.float32)
+
+
+def _cache_paths(folder: Path) -> tuple[Path, Path, Path] | None:
     """Where this model's table is cached: ``$XDG_CACHE_HOME/agent-memory`` (else
     ``~/.cache/agent-memory``), named by the model file's path, size and mtime, so a changed
     model is never read from an old cache. None when there is no home to cache in."""
@@ -111,19 +137,20 @@ def _cache_paths(folder: Path) -> tuple[Path, Path] | None:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     except (OSError, RuntimeError):
         return None
-    key = f"{folder.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{TENSOR}|v1"
+    key = f"{folder.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{TENSOR}|{REDUCED_DIMS}|v2"
     name = "synonyms-" + hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
     root = base / "agent-memory"
-    return root / f"{name}.words", root / f"{name}.npy"
+    return root / f"{name}.words", root / f"{name}.npy", root / f"{name}.reduced.npy"
 
 
-def _store(table: _Table, words_path: Path, vectors_path: Path) -> None:
+def _store(table: _Table, words_path: Path, vectors_path: Path, reduced_path: Path) -> None:
     """Write the cache atomically (a temporary name, then rename); a failure only costs the
     next process the build."""
     try:
         words_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         for path, write in (
             (vectors_path, lambda fh: np.save(fh, np.asarray(table.vectors))),
+            (reduced_path, lambda fh: np.save(fh, np.asarray(table.reduced))),
             (words_path, lambda fh: fh.write("\n".join(table.words).encode("utf-8"))),
         ):
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -162,13 +189,15 @@ class Synonyms:
         row = table.row.get(word)
         if row is None:
             return ()
-        sims = table.vectors @ table.vectors[row]
-        sims[row] = -1.0
-        best = np.argpartition(-sims, 4 * self.k)[: 4 * self.k]
+        approx = table.reduced @ table.reduced[row]
+        approx[row] = -np.inf
+        size = min(PREFILTER, len(approx) - 1)
+        pool = np.argpartition(-approx, size)[:size]
+        sims = table.vectors[pool] @ table.vectors[row]  # exact, for the pool only
         stem = query_tokens(word)
         out: list[tuple[str, float]] = []
-        for i in sorted(best.tolist(), key=lambda j: (-float(sims[j]), j)):
-            sim = float(sims[i])
+        for j in np.lexsort((pool, -sims)).tolist():  # best first, ties by row
+            i, sim = int(pool[j]), float(sims[j])
             if sim < self.min_similarity or len(out) == self.k:
                 break
             if query_tokens(table.words[i]) != stem:

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from shared.text import query_tokens
 from store_worker.core import MemoryStore
 from store_worker.recall import Tuning, synonym_scores
 from store_worker.synonyms import FakeSynonyms, Synonyms, packaged
@@ -93,15 +94,17 @@ def test_the_table_is_cached_for_the_next_process_and_rebuilt_for_another_model(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     synonyms._table.cache_clear()
     built = synonyms._table(minilm.folder)  # builds, and writes the cache
-    words_path, vectors_path = synonyms._cache_paths(minilm.folder) or (None, None)
+    words_path, vectors_path, reduced_path = synonyms._cache_paths(minilm.folder) or (None,) * 3
     assert words_path is not None and words_path.is_file() and vectors_path.is_file()
+    assert reduced_path is not None and reduced_path.is_file()
 
     synonyms._table.cache_clear()
     monkeypatch.setattr(synonyms, "_built", lambda folder: pytest.fail("rebuilt"))
     cached = synonyms._table(minilm.folder)  # a later process: from the cache
     assert cached.words == built.words
-    assert isinstance(cached.vectors, np.memmap)
+    assert isinstance(cached.vectors.base, np.memmap) and isinstance(cached.reduced.base, np.memmap)
     assert np.array_equal(np.asarray(cached.vectors[:5]), built.vectors[:5])
+    assert np.array_equal(np.asarray(cached.reduced[:5]), built.reduced[:5])
 
     vectors_path.write_bytes(b"not a numpy file")  # damaged: built again, not trusted
     monkeypatch.undo()
@@ -109,3 +112,34 @@ def test_the_table_is_cached_for_the_next_process_and_rebuilt_for_another_model(
     synonyms._table.cache_clear()
     assert synonyms._table(minilm.folder).words == built.words
     synonyms._table.cache_clear()
+
+
+def test_the_prefilter_finds_what_the_full_product_finds(minilm: Synonyms) -> None:
+    """A lookup ranks the table in its 96-dimension projection first and scores the best 128
+    exactly; for 300 words (every 70th of the table) it must keep every neighbour the full
+    product over all 384 dimensions keeps, with the same similarity."""
+    from store_worker import synonyms
+
+    table = synonyms._table(minilm.folder)
+    vectors = np.asarray(table.vectors)
+
+    def exact(word: str) -> tuple[tuple[str, float], ...]:
+        row = table.row[word]
+        sims = vectors @ vectors[row]
+        sims[row] = -1.0
+        stem = query_tokens(word)
+        out: list[tuple[str, float]] = []
+        for i in np.argsort(-sims, kind="stable")[:50].tolist():
+            if sims[i] < minilm.min_similarity or len(out) == minilm.k:
+                break
+            if query_tokens(table.words[i]) != stem:
+                out.append((table.words[i], round(float(sims[i]), 4)))
+        return tuple(out)
+
+    words = table.words[::70]
+    found = 0
+    for word in words:
+        want = exact(word)
+        assert Synonyms(minilm.folder).near(word) == want, word
+        found += len(want)
+    assert found > 50  # the sample holds words with neighbours, not only lonely ones
