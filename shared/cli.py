@@ -512,7 +512,18 @@ def _say(ctx: Ctx, line: str) -> None:
     stream.flush()
 
 
+def _cluster_only(ctx: Ctx, verb: str) -> None:
+    """``down`` and ``stop`` act on the running cluster; the embedded mode (``--data-dir``, or
+    ``MEMORY_EMBEDDED=1``) has none, and must not stop one serving another data dir."""
+    if ctx.embedded:
+        raise InvalidArgumentError(
+            f"`{verb}` stops the running cluster; the embedded mode (--data-dir, "
+            "MEMORY_EMBEDDED) has nothing to stop: drop it"
+        )
+
+
 def _down(ctx: Ctx) -> int:
+    _cluster_only(ctx, "down")
     import ray
 
     from shared.client import connect
@@ -552,6 +563,7 @@ def _down_unreachable(ctx: Ctx) -> int:
 
 
 def _stop(ctx: Ctx) -> int:
+    _cluster_only(ctx, "stop")
     from shared.client import connect
 
     spec = cluster.select_workers([ctx.args.worker])[0]

@@ -320,6 +320,20 @@ def test_unexpected_failures_exit_1(tmp_path: Path) -> None:
     assert err.getvalue() == "error: unexpected: RuntimeError: disk on fire\n"
 
 
+@pytest.mark.parametrize("argv", [("down",), ("stop", "extractor")])
+def test_down_and_stop_in_the_embedded_mode_are_refused_and_touch_no_cluster(
+    cli: Cli, argv: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `memory --data-dir D down` stopped the running cluster, which serves another data dir
+    def no_cluster() -> Any:
+        raise AssertionError("the embedded mode reached for the running cluster")
+
+    monkeypatch.setattr("shared.client.connect", no_cluster)
+    code, out, err = cli(*argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: invalid_argument: `{argv[0]}` stops the running cluster")
+
+
 def test_usage_errors_exit_2(cli: Cli) -> None:
     with pytest.raises(SystemExit) as exited:
         cli("supersede", "a")  # --by is required
