@@ -403,6 +403,26 @@ def test_save_scope_project_defaults_to_cwd(
     assert saved["memory"]["project"] == str(tmp_path.resolve())
 
 
+def test_recall_sees_the_project_memories_of_the_cwd_it_saved_them_from(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a project memory saved from its folder
+    project, elsewhere = tmp_path / "ship-it", tmp_path / "other"
+    project.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(project)
+    cli("save", "The ship-it repo deploys with make ship", "--scope", "project")
+    # When it is recalled from the same folder, then it is found (it was not: recall asked
+    # for no project, so every project memory was invisible to it)
+    found = cli.json("recall", "how does it deploy")["memories"]
+    assert [m["memory"]["text"] for m in found] == ["The ship-it repo deploys with make ship"]
+    # and from another folder it is not, unless that folder is named
+    monkeypatch.chdir(elsewhere)
+    assert cli.json("recall", "how does it deploy")["memories"] == []
+    named = cli.json("recall", "how does it deploy", "--project", str(project))["memories"]
+    assert len(named) == 1
+
+
 # -- through the installed entry point -------------------------------------------------------
 
 
