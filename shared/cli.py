@@ -591,6 +591,10 @@ def _status(ctx: Ctx) -> Any:
     workers = {s.name: lifecycle.worker_answers(s.actor_name, NAMESPACE) for s in discover()}
     banks = _banks(ctx) if workers.get("store") else []
     gateway = gateway_file.read(gateway_file.default_data_dir())
+    if gateway is None and workers.get("store"):
+        # run from another folder than `up`'s: the gateway is recorded in the data dir the
+        # store serves (it said "not running" while memory-grpc was up)
+        gateway = gateway_file.read(ctx.store.describe()["data_dir"])
     return {
         "mode": "ray",
         "gateway": gateway.address if gateway else None,

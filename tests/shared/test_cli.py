@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -421,6 +422,35 @@ def test_recall_sees_the_project_memories_of_the_cwd_it_saved_them_from(
     assert cli.json("recall", "how does it deploy")["memories"] == []
     named = cli.json("recall", "how does it deploy", "--project", str(project))["memories"]
     assert len(named) == 1
+
+
+def test_status_finds_the_gateway_from_another_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shared import gateway_file
+    from shared.workers import WorkerSpec
+
+    # Given a running store on a data dir whose gateway is recorded there, as `up` leaves it
+    store = MemoryStore(tmp_path / "data")
+    gateway_file.write(store.root, "127.0.0.1:50999", None)  # this process: a live pid
+    monkeypatch.setattr("shared.client.connect", lambda: {"dashboard_url": None})
+    spec = WorkerSpec(name="store", actor_name="memory-store", start=lambda env: None)
+    monkeypatch.setattr("shared.cli.discover", lambda: [spec])
+    lifecycle = importlib.import_module("shared.lifecycle")  # shared.cli loads it lazily
+    monkeypatch.setattr(lifecycle, "worker_answers", lambda name, ns: True)
+    monkeypatch.setattr(lifecycle, "dashboard_answers", lambda url: False)
+    # When `memory status` runs in another folder (no ./data/memory there)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
+    monkeypatch.delenv("MEMORY_EMBEDDED", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = run(["--json", "status"], store=store, out=out, err=err)
+    finally:
+        store.close()
+    # Then it names the gateway the store's data dir records, not "not running"
+    assert code == 0, err.getvalue()
+    assert json.loads(out.getvalue())["gateway"] == "127.0.0.1:50999"
 
 
 # -- through the installed entry point -------------------------------------------------------
