@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from shared import gateway_file
 from shared.cli import build_parser, run
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
@@ -427,7 +428,6 @@ def test_recall_sees_the_project_memories_of_the_cwd_it_saved_them_from(
 def test_status_finds_the_gateway_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shared import gateway_file
     from shared.workers import WorkerSpec
 
     # Given a running store on a data dir whose gateway is recorded there, as `up` leaves it
@@ -573,6 +573,8 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
         assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
         assert own_cluster.wait_gone(cluster) == set()
         assert client.poll() is None  # `down` never signals a user's process
+    # the gateway's record (it holds the token) goes with it
+    assert not gateway_file.path(env["MEMORY_DATA_DIR"]).exists()
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
 
