@@ -86,6 +86,8 @@ def test_every_command_is_listed() -> None:
 def test_every_command_has_help(path: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
     help_text, parser = next((h, p) for c, h, p in COMMANDS if c == path)
     assert help_text and help_text.strip(), f"`memory {' '.join(path)}` has no help"
+    # one sentence, as `memory --help` lists them all together
+    assert help_text[0].isupper() and help_text.endswith("."), help_text
     if parser.get_default("verb") is not None:  # our own verbs: every option explained too
         for action in parser._actions:
             assert action.help, f"`memory {' '.join(path)}` {action.dest} has no help"
