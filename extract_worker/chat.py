@@ -13,8 +13,9 @@ the embedded mode (``--data-dir``), the chat runs an ``Extractor`` in-process af
 when an extraction model is configured. ``--show-memory`` prints what was injected.
 
 It lives with the extractor (it runs one in the embedded mode), not in ``shared``, which
-imports no worker (DESIGN §10). The store is a ``shared.api.StoreAPI``: the Ray
-``StoreClient``, or the embedded store opened through the store worker's entry point.
+imports no worker (DESIGN §10). The store is a ``shared.api.StoreAPI``: the running store as
+the CLI reaches it (the gateway, else Ray), or the embedded store opened through the store
+worker's entry point.
 """
 
 from __future__ import annotations
@@ -193,10 +194,11 @@ def _open_store(args: argparse.Namespace) -> StoreAPI:
         from shared.cli_store import open_store
 
         return open_store(args.data_dir)
-    from shared.client import StoreClient, connect
+    # as every store verb reaches it: the gateway when recorded, else Ray (a Ray driver made
+    # `memory outbox` take ~1.5 s where the gateway answers in ~0.1 s)
+    from shared.cli_store import running_store
 
-    connect()
-    return StoreClient(timeout=getattr(args, "timeout", 120.0))
+    return running_store(getattr(args, "timeout", 120.0))
 
 
 def _embedded_extractor(args: argparse.Namespace, store: StoreAPI) -> Callable[[], Any] | None:
@@ -230,14 +232,16 @@ def _chat_cmd(args: argparse.Namespace) -> int:
         sys.stdout.write(f"session {session.session_id} — /quit to leave\n")
         run_chat(session, _stdin_lines(), sys.stdout, show_memory=args.show_memory)
     finally:
-        _close_embedded(args, store)
+        _close_store(store)
     return 0
 
 
-def _close_embedded(args: argparse.Namespace, store: Any) -> None:
-    """An embedded store holds its data dir's lock (store_worker/lock.py) until closed."""
-    if getattr(args, "data_dir", None):
-        store.close()
+def _close_store(store: StoreAPI) -> None:
+    """An embedded store holds its data dir's lock (store_worker/lock.py) until closed; a
+    gateway client holds a channel."""
+    from shared.cli_store import close_store
+
+    close_store(store)
 
 
 def _stdin_lines() -> Iterable[str]:
@@ -258,7 +262,7 @@ def _outbox_cmd(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         return _outbox_show(args, store, out or sys.stdout)
     finally:
-        _close_embedded(args, store)
+        _close_store(store)
 
 
 def _outbox_show(args: argparse.Namespace, store: Any, out: TextIO) -> int:

@@ -89,6 +89,14 @@ class GatewayActor:
     def ping(self) -> str:
         return "pong"
 
+    def __repr__(self) -> str:
+        """What Ray shows in the dashboard's Actors page (Repr) and log prefixes (it was
+        empty: the other actors say what they serve, the gateway did not say where)."""
+        if "data_dir" not in vars(self):
+            return "GatewayActor(starting)"
+        auth = "bearer token" if self.settings.token else "no token"
+        return f"GatewayActor({self.address()}, {auth}; {self.data_dir or 'the running store'})"
+
     def address(self) -> str:
         """Where a local client dials it (``host:port``; any-interface as loopback)."""
         return gateway_file.dial_address(self.settings.host, self.port)

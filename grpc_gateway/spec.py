@@ -19,7 +19,7 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
     """``memory grpc`` (serve in the foreground) and ``memory up --grpc [--grpc-port N]``."""
     parser = subparsers.add_parser(
         "grpc",
-        help="serve the memory.v1 gRPC API in the foreground",
+        help="Serve the memory.v1 gRPC API in the foreground.",
         description=(
             "Serve the memory.v1 MemoryService (and the memory.remember/forget/search tools) "
             "over gRPC, forwarding to the running store — or, with --data-dir, to an embedded "

@@ -132,7 +132,7 @@ class ProtocolViews:
         try:
             found = self.store.get(id, bank=bank)
         except errors.InvalidArgumentError as e:  # a malformed id names no record
-            raise errors.NotFoundError(f"no record {id!r}: {e.message}") from e
+            raise errors.NotFoundError(f"no such record: {e.message}") from e  # it quotes the id
         mem = found.memory
         if mem.invalid_at is not None:
             raise errors.NotFoundError(f"no record {id!r} in bank {found.bank!r} (retired)")

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,7 @@ def _install(args: argparse.Namespace) -> int:
 
     if args.target != "claude-code":
         raise errors.InvalidArgumentError("usage: memory hook install claude-code [--write]")
-    prefix = "memory" + (f" --data-dir {shlex.quote(args.data_dir)}" if args.data_dir else "")
+    prefix = _program() + (f" --data-dir {shlex.quote(args.data_dir)}" if args.data_dir else "")
     suffix = f" --bank {shlex.quote(args.bank)}" if args.bank else ""
     if args.write:
         write_settings(Path(args.settings), prefix, suffix)
@@ -167,6 +168,20 @@ def _install(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(json.dumps(claude_code_settings(prefix, suffix), indent=2) + "\n")
     return 0
+
+
+def _program() -> str:
+    """How the agent is to run this ``memory``: by name when its PATH finds this very program,
+    else by absolute path. The README runs ``.venv/bin/memory`` without activating the venv,
+    and an agent started elsewhere finds no ``memory`` on its PATH: every hook then failed with
+    "command not found"."""
+    me = Path(sys.argv[0])
+    if me.name != "memory" or not me.is_file():  # not the console script (``python -c``)
+        return "memory"
+    found = shutil.which("memory")
+    if found is not None and Path(found).resolve() == me.resolve():
+        return "memory"
+    return shlex.quote(str(me.resolve()))
 
 
 COMMANDS = CommandSpec(name="integrations", add_cli=add_cli)

@@ -96,6 +96,13 @@ def _brief(mem: Memory) -> dict[str, Any]:
     }
 
 
+def _redacted(kinds: tuple[str, ...]) -> dict[str, Any]:
+    """``{"redacted": [kinds]}`` when the store redacted something (README "Secrets": every
+    response that redacted names the kinds), so the agent knows the text it sent was changed
+    and does not retry it or work around the redaction."""
+    return {"redacted": list(kinds)} if kinds else {}
+
+
 class MemoryTools:
     """The tools' behaviour over ``StoreAPI``, without MCP (each returns a JSON-able dict)."""
 
@@ -124,7 +131,12 @@ class MemoryTools:
         check_threshold(threshold)
         if update_id is not None:
             done = self.store.update(update_id, bank=bank, text=text, title=title)
-            return {"action": "updated", "bank": done.bank, "memory": _brief(done.memory)}
+            return {
+                "action": "updated",
+                "bank": done.bank,
+                "memory": _brief(done.memory),
+                **_redacted(done.redacted),
+            }
         if not confirm_new:
             near, bank_name = near_matches(
                 self.store,
@@ -157,7 +169,12 @@ class MemoryTools:
             recorded_by=RECORDED_BY,
         )
         action = "created" if saved.created else "reinforced"
-        return {"action": action, "bank": saved.bank, "memory": _brief(saved.memory)}
+        return {
+            "action": action,
+            "bank": saved.bank,
+            "memory": _brief(saved.memory),
+            **_redacted(saved.redacted),
+        }
 
     def recall(
         self,
@@ -199,7 +216,13 @@ class MemoryTools:
         self, id: str, by: str, *, bank: str | None = None, reason: str | None = None
     ) -> dict[str, Any]:
         done = self.store.supersede(id, by, bank=bank, reason=reason)
-        return jsonable(done)  # type: ignore[no-any-return]
+        return {  # the brief form every tool answers with, not two whole records
+            "action": "superseded",
+            "bank": done.bank,
+            "memory": _brief(done.memory),
+            "by": _brief(done.survivor),
+            **_redacted(done.redacted),
+        }
 
     def pin(self, id: str, *, pinned: bool = True, bank: str | None = None) -> dict[str, Any]:
         done = self.store.pin(id, pinned, bank=bank)
@@ -319,7 +342,8 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         "`action` is `needs_confirmation` with `candidates`: call again with `update_id` set to "
         "a candidate's id to revise it, or `confirm_new: true` to keep both. Saving the exact "
         "same fact again reinforces it. `scope: project` needs `project` (a folder path); "
-        "`scope: session` needs `session_id`. Secrets are redacted before anything is stored.",
+        "`scope: session` needs `session_id`. Secrets are redacted before anything is stored "
+        "(`redacted` then names their kinds).",
         annotations=_hints(read_only=False, idempotent=False),
     )
 

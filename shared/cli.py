@@ -512,7 +512,18 @@ def _say(ctx: Ctx, line: str) -> None:
     stream.flush()
 
 
+def _cluster_only(ctx: Ctx, verb: str) -> None:
+    """``down`` and ``stop`` act on the running cluster; the embedded mode (``--data-dir``, or
+    ``MEMORY_EMBEDDED=1``) has none, and must not stop one serving another data dir."""
+    if ctx.embedded:
+        raise InvalidArgumentError(
+            f"`{verb}` stops the running cluster; the embedded mode (--data-dir, "
+            "MEMORY_EMBEDDED) has nothing to stop: drop it"
+        )
+
+
 def _down(ctx: Ctx) -> int:
+    _cluster_only(ctx, "down")
     import ray
 
     from shared.client import connect
@@ -521,20 +532,42 @@ def _down(ctx: Ctx) -> int:
         connect()
     except SourceUnavailableError:
         return _down_unreachable(ctx)
+    gateway = _recorded_gateway(ctx)  # asked before the store stops
     for spec in reversed(discover()):
         if cluster.stop_worker(spec):
             _say(ctx, f"stopped {spec.name}")
     marker = lifecycle.Marker.read(cluster.session_dir())
     if ctx.args.keep_cluster or marker is None:
         why = "" if ctx.args.keep_cluster else " (not started by `memory up`)"
+        _forget_gateway(gateway)
         _say(ctx, f"ray cluster left running{why}")
         return 0
     workers = lifecycle.ray_worker_pids()  # Ray's own list, while it still answers
     ray.shutdown()
     count = lifecycle.stop_marked(marker, workers)
     cluster.forget_address(marker.address)
+    _forget_gateway(gateway)
     _say(ctx, f"ray cluster stopped ({count} processes)")
     return 0
+
+
+def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo] | None:
+    """The running store's data dir and the gateway recorded there, if any."""
+    from shared.client import StoreClient
+
+    try:
+        data_dir = str(StoreClient(timeout=ctx.args.timeout).describe()["data_dir"])
+    except MemoryServiceError:  # no store running: nothing recorded by this cluster to find
+        return None
+    info = gateway_file.read(data_dir)
+    return (data_dir, info) if info is not None else None
+
+
+def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo] | None) -> None:
+    """``down`` stopped the gateway with ``ray.kill``, which skips its own clean-up: remove
+    its ``gateway.json`` (which holds the token) once its process is gone."""
+    if gateway is not None:
+        gateway_file.forget(*gateway)
 
 
 def _down_unreachable(ctx: Ctx) -> int:
@@ -552,6 +585,7 @@ def _down_unreachable(ctx: Ctx) -> int:
 
 
 def _stop(ctx: Ctx) -> int:
+    _cluster_only(ctx, "stop")
     from shared.client import connect
 
     spec = cluster.select_workers([ctx.args.worker])[0]
@@ -579,6 +613,10 @@ def _status(ctx: Ctx) -> Any:
     workers = {s.name: lifecycle.worker_answers(s.actor_name, NAMESPACE) for s in discover()}
     banks = _banks(ctx) if workers.get("store") else []
     gateway = gateway_file.read(gateway_file.default_data_dir())
+    if gateway is None and workers.get("store"):
+        # run from another folder than `up`'s: the gateway is recorded in the data dir the
+        # store serves (it said "not running" while memory-grpc was up)
+        gateway = gateway_file.read(ctx.store.describe()["data_dir"])
     return {
         "mode": "ray",
         "gateway": gateway.address if gateway else None,

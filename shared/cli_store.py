@@ -180,7 +180,11 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=int, help="token budget of the answer")
     p.add_argument("--type", action="append", dest="types", help="only this type (repeatable)")
     p.add_argument("--scope", action="append", dest="scopes", help="only this scope (repeatable)")
-    p.add_argument("--project", help="the project folder a project-scoped memory must match")
+    p.add_argument(
+        "--project",
+        help="the project folder whose project-scoped memories are visible (default: cwd, "
+        "as `save --scope project` and the hooks use)",
+    )
     p.add_argument("--session-id", help="the session whose session memories are visible")
     p.add_argument("--include-superseded", action="store_true", help="history view: retired too")
     bank_opt(p)
@@ -318,7 +322,9 @@ def _recall(ctx: Ctx) -> RecallResponse:
         include_superseded=a.include_superseded,
         token_budget=a.budget,
         session_id=a.session_id,
-        project=a.project,
+        # what a session in this folder sees: `save --scope project` files a memory under the
+        # cwd, and a hook's turn recalls with its cwd (store_worker/inject.py `_project`)
+        project=a.project or os.getcwd(),
         type_filter=a.types,
         scope_filter=a.scopes,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -80,6 +81,20 @@ def remove(data_dir: str | os.PathLike[str], *, pid: int | None = None) -> None:
         if pid is not None and int(json.loads(target.read_text("utf-8"))["pid"]) != pid:
             return
         target.unlink()
+
+
+def forget(data_dir: str | os.PathLike[str], info: GatewayInfo, *, wait_s: float = 10.0) -> bool:
+    """Remove the record of the gateway ``info`` once its process has ended (``memory down``
+    stopped it with ``ray.kill``, which is asynchronous and never runs the actor's own clean-up):
+    a stale record left the token on disk and could name a reused pid. False if it still runs
+    after ``wait_s``."""
+    deadline = time.monotonic() + wait_s
+    while _alive(info.pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)  # a process ending: nothing to wait on but its pid
+    remove(data_dir, pid=info.pid)
+    return True
 
 
 def _alive(pid: int) -> bool:

@@ -160,7 +160,7 @@ class Banks(Mapping[str, Bank]):
             bank = self._load(name)
         if bank is None:
             if not (create or name == self.settings.default_bank):
-                raise errors.NotFoundError(f"no bank named {name!r}")
+                raise errors.NotFoundError(f"no bank named {v.quoted(name)}")
             if frozen:
                 raise frozen_error(name)
             bank = self.create(name, "")[0]

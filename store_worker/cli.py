@@ -35,15 +35,15 @@ def add_cli(sub: Any) -> None:
         )
     parser = sub.add_parser(
         "shards",
-        help="store shards: the slot table, and rebalancing banks after N changed",
+        help="Store shards: show the slot table, rebalance banks after N changed.",
         description="Inspect the store shards' slot table, or move the banks whose owner "
         "changed after the number of shards did (safe to rerun after an interruption).",
     )
     verbs = parser.add_subparsers(dest="shards_verb", required=True)
-    status = verbs.add_parser("status", help="the slot table and the banks of each shard")
+    status = verbs.add_parser("status", help="Show the slot table and the banks of each shard.")
     status.add_argument("--json", action="store_true", help="print the result as JSON")
     status.set_defaults(handler=_status)
-    move = verbs.add_parser("rebalance", help="move the banks whose owner changed")
+    move = verbs.add_parser("rebalance", help="Move the banks whose owner changed.")
     move.add_argument("--shards", type=int, default=None, help="spread over N (default: all)")
     move.add_argument("--json", action="store_true", help="print the result as JSON")
     move.set_defaults(handler=_rebalance)

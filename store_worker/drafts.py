@@ -119,7 +119,7 @@ class Drafts:
             )
         mem = bank.records.get(v.memory_id(id))
         if mem is None or mem.invalid_at is not None:
-            raise errors.NotFoundError(f"no record {id!r} in bank {bank.name!r}")
+            raise errors.NotFoundError(f"no record {v.quoted(id)} in bank {bank.name!r}")
         if mem.status != "pending":
             raise errors.ConflictError(f"{id!r} is already canonical; only drafts are ratified")
         return mem

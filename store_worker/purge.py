@@ -251,7 +251,7 @@ class Purger:
         mem_id = v.memory_id(id)
         target = self.banks.resolve(bank)
         if mem_id not in target.records:
-            raise errors.NotFoundError(f"no memory {mem_id!r} in bank {target.name!r}")
+            raise errors.NotFoundError(f"no memory {v.quoted(mem_id)} in bank {target.name!r}")
         draft = target.records[mem_id].status == "pending"
         needle = json.dumps({"id": mem_id}, separators=(",", ":"))[:-1].encode()  # {"id":"x"
 

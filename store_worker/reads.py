@@ -74,7 +74,7 @@ class Reader:
         target = self.banks.resolve(bank)
         mem = target.records.get(v.memory_id(id))
         if mem is None:
-            raise errors.NotFoundError(f"no memory {id!r} in bank {target.name!r}")
+            raise errors.NotFoundError(f"no memory {v.quoted(id)} in bank {target.name!r}")
         return MemoryResponse(memory=mem, bank=target.name)
 
     def list(

@@ -42,7 +42,7 @@ class Rules:
         target = self.banks.resolve(bank)
         content = target.rules.get(v.rule_name(name))
         if content is None:
-            raise errors.NotFoundError(f"no rule {name!r} in bank {target.name!r}")
+            raise errors.NotFoundError(f"no rule {v.quoted(name)} in bank {target.name!r}")
         return Rule(name=name, content=content, chars=len(content), learned=name == LEARNED)
 
     def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:

@@ -48,19 +48,25 @@ def is_name(name: object) -> TypeGuard[str]:
 
 def bank_name(name: object) -> str:
     if not is_name(name):
-        raise InvalidArgumentError(f"invalid bank name {name!r}: use [a-z0-9][a-z0-9_-]{{0,63}}")
+        raise InvalidArgumentError(
+            f"invalid bank name {quoted(name)}: use [a-z0-9][a-z0-9_-]{{0,63}}"
+        )
     return name
 
 
 def rule_name(name: object) -> str:
     if not is_name(name):
-        raise InvalidArgumentError(f"invalid rule name {name!r}: use [a-z0-9][a-z0-9_-]{{0,63}}")
+        raise InvalidArgumentError(
+            f"invalid rule name {quoted(name)}: use [a-z0-9][a-z0-9_-]{{0,63}}"
+        )
     return name
 
 
 def memory_id(value: object) -> str:
     if not isinstance(value, str) or SLUG_RE.fullmatch(value) is None:
-        raise InvalidArgumentError(f"invalid memory id {value!r}: use [a-z0-9][a-z0-9-]{{0,79}}")
+        raise InvalidArgumentError(
+            f"invalid memory id {quoted(value)}: use [a-z0-9][a-z0-9-]{{0,79}}"
+        )
     return value
 
 
@@ -68,6 +74,17 @@ def memory_id(value: object) -> str:
 # check of each is remembered (the catalogue is loaded once per process, so the answer for a
 # value never changes).
 _credential_in = functools.lru_cache(maxsize=4096)(find_credential)
+
+
+def quoted(value: object) -> str:
+    """An identifier as an error quotes it: ``repr``, unless it holds a credential (an agent
+    that passes a token where an id goes). An error reaches terminals, an agent's transcript
+    and gRPC metadata, none of which redacts (issue 12); only the kind is named then."""
+    if isinstance(value, str) and value:
+        label = _credential_in(value)
+        if label is not None:
+            return f"<a value that looks like a credential ({label})>"
+    return repr(value)
 
 
 def no_credential(value: str | None, what: str) -> str | None:

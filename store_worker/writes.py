@@ -446,7 +446,7 @@ class Writer:
     def _live(self, bank: Bank, id: str, *, role: str = "memory") -> Memory:
         mem = bank.records.get(v.memory_id(id))
         if mem is None:
-            raise errors.NotFoundError(f"no {role} {id!r} in bank {bank.name!r}")
+            raise errors.NotFoundError(f"no {role} {v.quoted(id)} in bank {bank.name!r}")
         if mem.invalid_at is not None:
             how = f"superseded by {mem.superseded_by}" if mem.superseded_by else "deleted"
             raise errors.ConflictError(f"{role} {id!r} is retired ({how})")

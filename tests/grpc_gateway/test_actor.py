@@ -50,6 +50,26 @@ def test_gateway_actor_forwards_to_the_store_actor(
         ray_cluster.get_actor(ACTOR_NAME, namespace="memory")
 
 
+def test_the_gateway_actor_says_where_it_serves_in_its_repr(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    from grpc_gateway import actor as gateway_actor
+    from store_worker.core import MemoryStore
+
+    # Given the gateway's Ray shell over an embedded store (the actor's class without Ray)
+    store = MemoryStore(tmp_path / "data")
+    monkeypatch.setattr(gateway_actor, "store_client", lambda: store)
+    env = {"MEMORY_GRPC_PORT": "0", "MEMORY_DATA_DIR": str(tmp_path / "data")}
+    shell = gateway_actor.GatewayActor(env)
+    try:
+        # Then its repr, the dashboard's Actors page Repr column, names its address and folder
+        assert repr(shell) == (f"GatewayActor({shell.address()}, no token; {tmp_path / 'data'})")
+        assert not shell.address().endswith(":0")
+    finally:
+        shell.stop()
+        store.close()
+
+
 def test_gateway_settings_come_from_memory_grpc_variables() -> None:
     settings = GatewaySettings.from_env({"MEMORY_GRPC_PORT": "50999", "MEMORY_GRPC_BANK": "work"})
     assert (settings.host, settings.port, settings.bank, settings.token) == (

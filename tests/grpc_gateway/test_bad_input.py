@@ -162,3 +162,19 @@ def test_every_rpc_with_input_has_a_bad_input_case() -> None:
     names |= {m.name for m in pb.DESCRIPTOR.services_by_name["MemoryTools"].methods}
     no_input = {"GetCapabilities", "Describe"}  # empty requests: nothing can be malformed
     assert names - no_input == {c[1] for c in CASES}
+
+
+@pytest.mark.parametrize("rpc", ["GetRecord", "DeleteRecord"])
+def test_a_token_given_as_an_id_is_never_quoted_back(
+    make_gateway: Any, rpc_error: Any, rpc: str
+) -> None:
+    # Given an agent that sends a GitHub token where a record id goes
+    gw = make_gateway()
+    token = "ghp_" + "aB3" * 12
+    request = getattr(pb, f"{rpc}Request")(id=token)
+    # When the gateway refuses it, then the error names the kind, never the value (gRPC
+    # metadata and the agent's transcript are not redacted)
+    failure = rpc_error(getattr(gw.memory, rpc), request)
+    assert failure.category_name == "not_found"
+    assert token not in failure.error.message and token not in str(failure.details)
+    assert "looks like a credential (github_token)" in failure.error.message

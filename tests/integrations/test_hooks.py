@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +262,32 @@ def test_install_prints_the_settings_snippet(
         "type": "command",
         "command": "memory hook Stop --bank ops",
     }
+
+
+def test_install_names_the_program_by_path_when_the_agents_path_would_not_find_it(
+    memory_env: dict[str, str],
+) -> None:
+    # Given the venv's `memory`, run by its path as the README does (venv not activated)
+    program = Path(sys.executable).with_name("memory")
+    bare_path = os.pathsep.join(
+        p for p in memory_env.get("PATH", "").split(os.pathsep) if Path(p) != program.parent
+    )
+
+    def installed(path: str) -> str:
+        done = subprocess.run(
+            [str(program), "hook", "install", "claude-code"],
+            env={**memory_env, "PATH": path},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return str(json.loads(done.stdout)["hooks"]["Stop"][0]["hooks"][0]["command"])
+
+    # When the PATH does not lead to it, then the hooks call it by its absolute path
+    assert installed(bare_path) == f"{program.resolve()} hook Stop"
+    # and by name when it does
+    assert installed(os.pathsep.join([str(program.parent), bare_path])) == "memory hook Stop"
 
 
 def test_install_write_merges_and_is_idempotent(tmp_path: Path) -> None:

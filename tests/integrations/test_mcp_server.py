@@ -135,6 +135,43 @@ def test_remember_asks_before_a_near_duplicate(embedded: Any) -> None:
     run(build_server(embedded), body)
 
 
+def test_remember_says_what_kinds_it_redacted(embedded: Any) -> None:
+    async def body(client: Client) -> None:
+        # When a fact holding a token and a password is remembered
+        token = "ghp_" + "aB3" * 12
+        saved = await call(
+            client, "remember", text=f"CI uses {token}; my password is hunter2x! on staging"
+        )
+        # Then the answer names the kinds (as `memory save` does), and no value
+        assert saved["action"] == "created"
+        assert saved["redacted"] == ["github_token", "password"]
+        assert token not in json.dumps(saved) and "hunter2x" not in json.dumps(saved)
+        # and an update that redacts says so too; a clean save carries no `redacted` at all
+        updated = await call(
+            client, "remember", text=f"CI now uses {token}", update_id=saved["memory"]["id"]
+        )
+        assert updated["redacted"] == ["github_token"]
+        clean = await call(client, "remember", text="The user prefers dark mode")
+        assert "redacted" not in clean
+
+    run(build_server(embedded), body)
+
+
+def test_supersede_answers_with_the_brief_form(embedded: Any) -> None:
+    async def body(client: Client) -> None:
+        old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
+        new = (await call(client, "remember", text="We moved the office to York"))["memory"]["id"]
+        done = await call(client, "supersede", id=old, by=new, reason="moved")
+        # the same memory shape as remember/recall/pin, no index internals
+        assert done["action"] == "superseded" and done["bank"] == "main"
+        assert done["memory"]["id"] == old and done["by"]["id"] == new
+        assert set(done["memory"]) == set(done["by"]) == {
+            "id", "text", "title", "type", "scope", "tags", "pinned", "status"
+        }  # fmt: skip
+
+    run(build_server(embedded), body)
+
+
 def test_supersede_pin_and_rules(embedded: Any) -> None:
     embedded.rule_set("style", "Answer in British English.")
 

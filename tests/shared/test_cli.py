@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from shared import gateway_file
 from shared.cli import build_parser, run
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
@@ -84,6 +86,8 @@ def test_every_command_is_listed() -> None:
 def test_every_command_has_help(path: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
     help_text, parser = next((h, p) for c, h, p in COMMANDS if c == path)
     assert help_text and help_text.strip(), f"`memory {' '.join(path)}` has no help"
+    # one sentence, as `memory --help` lists them all together
+    assert help_text[0].isupper() and help_text.endswith("."), help_text
     if parser.get_default("verb") is not None:  # our own verbs: every option explained too
         for action in parser._actions:
             assert action.help, f"`memory {' '.join(path)}` {action.dest} has no help"
@@ -320,6 +324,20 @@ def test_unexpected_failures_exit_1(tmp_path: Path) -> None:
     assert err.getvalue() == "error: unexpected: RuntimeError: disk on fire\n"
 
 
+@pytest.mark.parametrize("argv", [("down",), ("stop", "extractor")])
+def test_down_and_stop_in_the_embedded_mode_are_refused_and_touch_no_cluster(
+    cli: Cli, argv: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `memory --data-dir D down` stopped the running cluster, which serves another data dir
+    def no_cluster() -> Any:
+        raise AssertionError("the embedded mode reached for the running cluster")
+
+    monkeypatch.setattr("shared.client.connect", no_cluster)
+    code, out, err = cli(*argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"error: invalid_argument: `{argv[0]}` stops the running cluster")
+
+
 def test_usage_errors_exit_2(cli: Cli) -> None:
     with pytest.raises(SystemExit) as exited:
         cli("supersede", "a")  # --by is required
@@ -387,6 +405,54 @@ def test_save_scope_project_defaults_to_cwd(
     monkeypatch.chdir(tmp_path)
     saved = cli.json("save", "project fact", "--scope", "project", "--type", "project")
     assert saved["memory"]["project"] == str(tmp_path.resolve())
+
+
+def test_recall_sees_the_project_memories_of_the_cwd_it_saved_them_from(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a project memory saved from its folder
+    project, elsewhere = tmp_path / "ship-it", tmp_path / "other"
+    project.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(project)
+    cli("save", "The ship-it repo deploys with make ship", "--scope", "project")
+    # When it is recalled from the same folder, then it is found (it was not: recall asked
+    # for no project, so every project memory was invisible to it)
+    found = cli.json("recall", "how does it deploy")["memories"]
+    assert [m["memory"]["text"] for m in found] == ["The ship-it repo deploys with make ship"]
+    # and from another folder it is not, unless that folder is named
+    monkeypatch.chdir(elsewhere)
+    assert cli.json("recall", "how does it deploy")["memories"] == []
+    named = cli.json("recall", "how does it deploy", "--project", str(project))["memories"]
+    assert len(named) == 1
+
+
+def test_status_finds_the_gateway_from_another_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from shared.workers import WorkerSpec
+
+    # Given a running store on a data dir whose gateway is recorded there, as `up` leaves it
+    store = MemoryStore(tmp_path / "data")
+    gateway_file.write(store.root, "127.0.0.1:50999", None)  # this process: a live pid
+    monkeypatch.setattr("shared.client.connect", lambda: {"dashboard_url": None})
+    spec = WorkerSpec(name="store", actor_name="memory-store", start=lambda env: None)
+    monkeypatch.setattr("shared.cli.discover", lambda: [spec])
+    lifecycle = importlib.import_module("shared.lifecycle")  # shared.cli loads it lazily
+    monkeypatch.setattr(lifecycle, "worker_answers", lambda name, ns: True)
+    monkeypatch.setattr(lifecycle, "dashboard_answers", lambda url: False)
+    # When `memory status` runs in another folder (no ./data/memory there)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
+    monkeypatch.delenv("MEMORY_EMBEDDED", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = run(["--json", "status"], store=store, out=out, err=err)
+    finally:
+        store.close()
+    # Then it names the gateway the store's data dir records, not "not running"
+    assert code == 0, err.getvalue()
+    assert json.loads(out.getvalue())["gateway"] == "127.0.0.1:50999"
 
 
 # -- through the installed entry point -------------------------------------------------------
@@ -509,6 +575,8 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
         assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
         assert own_cluster.wait_gone(cluster) == set()
         assert client.poll() is None  # `down` never signals a user's process
+    # the gateway's record (it holds the token) goes with it
+    assert not gateway_file.path(env["MEMORY_DATA_DIR"]).exists()
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
 

@@ -88,6 +88,19 @@ def test_verbs_go_through_the_gateway_without_ray(
     assert store.list().total == 0
 
 
+def test_the_outbox_verb_goes_through_the_gateway_without_ray(
+    gateway: tuple[Path, MemoryStore, str | None],
+) -> None:
+    # Given a finished turn waiting in the outbox
+    data_dir, store, _ = gateway
+    store.turn_completed("s1", messages=[{"role": "user", "content": "I use tabs"}])
+    # When `memory outbox` runs, then it answers through the gateway (it started a Ray
+    # driver: ~1.5 s a call)
+    shown = Cli(data_dir)("outbox", lean=False)
+    assert shown.startswith("queued 1, leased 0, dead 0\n") and "session s1" in shown
+    assert json.loads(Cli(data_dir)("outbox", "--json", lean=False))["queued"] == 1
+
+
 def test_a_wrong_token_and_a_gone_gateway_are_typed_errors(
     gateway: tuple[Path, MemoryStore, str | None], tmp_path: Path
 ) -> None:

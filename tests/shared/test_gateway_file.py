@@ -26,6 +26,27 @@ def test_written_0600_read_back_and_forgotten(tmp_path: Path) -> None:
     assert gateway_file.read(tmp_path) is None and not written.exists()
 
 
+def test_forget_removes_a_killed_gateways_record_once_its_process_is_gone(tmp_path: Path) -> None:
+    # Given a record written by a gateway process that `down` then kills (ray.kill runs none of
+    # the actor's clean-up, so the record, with its token, stayed behind)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        gateway_file.write(tmp_path, "127.0.0.1:50123", "tok")
+        path = gateway_file.path(tmp_path)
+        path.write_text(path.read_text().replace(str(os.getpid()), str(child.pid)))
+        info = gateway_file.GatewayInfo("127.0.0.1:50123", "tok", child.pid)
+        # While it runs, the record stays
+        assert gateway_file.forget(tmp_path, info, wait_s=0) is False and path.exists()
+        # When it is killed, then forget waits for it to end and removes the record
+        child.kill()
+        child.wait()
+        assert gateway_file.forget(tmp_path, info) is True
+        assert not path.exists()
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_dead_writer_or_a_broken_file_is_no_gateway(tmp_path: Path) -> None:
     child = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
-from shared.errors import InvalidArgumentError
+from shared.errors import InvalidArgumentError, MemoryServiceError
 from shared.models import Event, Memory
 from shared.redact import is_placeholder, redact
 from store_worker.core import MemoryStore
@@ -221,6 +221,36 @@ def data_dir_bytes(
         return {k: v for k, v in got.items() if not k.startswith(".lock")}
 
     return read
+
+
+GITHUB = "ghp_" + "aB3" * 12  # not a slug nor a name: refused by its shape first
+ECHOES: dict[str, Callable[[MemoryStore], object]] = {
+    "get, not a slug": lambda s: s.get(GITHUB),
+    "get, a slug": lambda s: s.get(SLACK),
+    "save id, not a slug": lambda s: s.save("plain", id=GITHUB),
+    "delete": lambda s: s.delete(SLACK),
+    "supersede survivor": lambda s: s.supersede("something-before", GITHUB),
+    "purge": lambda s: s.purge(SLACK),
+    "recall bank, not a name": lambda s: s.recall("x", bank=GITHUB),
+    "recall bank, a name": lambda s: s.recall("x", bank=SLACK),
+    "rule_get": lambda s: s.rule_get(SLACK),
+    "rule_set, not a name": lambda s: s.rule_set(GITHUB, "Be brief."),
+}
+
+
+@pytest.mark.parametrize("call", list(ECHOES), ids=list(ECHOES))
+def test_an_error_never_quotes_a_credential_given_as_an_identifier(
+    store: MemoryStore, call: str
+) -> None:
+    # Given an agent that passes a token where an id or a name goes
+    store.save("something before")
+    # When the store refuses it, then the error names the kind, never the value (an error
+    # reaches the terminal, the agent's transcript and gRPC metadata unredacted)
+    with pytest.raises(MemoryServiceError) as refused:
+        ECHOES[call](store)
+    message = refused.value.message
+    assert GITHUB not in message and SLACK not in message and "xoxb-" not in message
+    assert "looks like a credential" in message
 
 
 def test_ordinary_identifiers_pass(store: MemoryStore) -> None:
