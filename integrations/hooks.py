@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from shared import errors
+from shared import errors, gateway_file
 
 if TYPE_CHECKING:  # annotations only: a hook process loads no pydantic (issue 13)
     from shared.api import Message, StoreAPI
@@ -299,8 +299,7 @@ def _ms(started: float) -> int:
 def log_path(env: Mapping[str, str]) -> Path:
     if env.get(LOG_ENV):
         return Path(env[LOG_ENV])
-    state = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(state) / "agent-memory" / "hooks.log"
+    return gateway_file.state_dir(env) / "hooks.log"
 
 
 def _log(env: Mapping[str, str], line: str) -> None:

@@ -422,6 +422,8 @@ def _up(ctx: Ctx) -> int:
         _undo(ctx, launch, started)  # a failed `up` leaves nothing of its own behind
         raise
     gateway = gateway_file.read(described["data_dir"])
+    if gateway is not None:  # a hook or an MCP server in any folder of this user finds it
+        gateway_file.point(described["data_dir"])
     info["gateway"] = gateway.address if gateway else None
     _say(ctx, f"gateway:   {_gateway_line(gateway)}")
     _say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
@@ -551,7 +553,7 @@ def _down(ctx: Ctx) -> int:
     return 0
 
 
-def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo] | None:
+def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo | None] | None:
     """The running store's data dir and the gateway recorded there, if any."""
     from shared.client import StoreClient
 
@@ -559,15 +561,19 @@ def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo] | None:
         data_dir = str(StoreClient(timeout=ctx.args.timeout).describe()["data_dir"])
     except MemoryServiceError:  # no store running: nothing recorded by this cluster to find
         return None
-    info = gateway_file.read(data_dir)
-    return (data_dir, info) if info is not None else None
+    return data_dir, gateway_file.read(data_dir)
 
 
-def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo] | None) -> None:
+def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo | None] | None) -> None:
     """``down`` stopped the gateway with ``ray.kill``, which skips its own clean-up: remove
-    its ``gateway.json`` (which holds the token) once its process is gone."""
-    if gateway is not None:
-        gateway_file.forget(*gateway)
+    its ``gateway.json`` (which holds the token) once its process is gone, and the user's
+    pointer to that data dir."""
+    if gateway is None:
+        return
+    data_dir, info = gateway
+    if info is not None:
+        gateway_file.forget(data_dir, info)
+    gateway_file.unpoint(data_dir)
 
 
 def _down_unreachable(ctx: Ctx) -> int:
@@ -612,7 +618,8 @@ def _status(ctx: Ctx) -> Any:
 
     workers = {s.name: lifecycle.worker_answers(s.actor_name, NAMESPACE) for s in discover()}
     banks = _banks(ctx) if workers.get("store") else []
-    gateway = gateway_file.read(gateway_file.default_data_dir())
+    found = gateway_file.discover()
+    gateway = found[1] if found is not None else None
     if gateway is None and workers.get("store"):
         # run from another folder than `up`'s: the gateway is recorded in the data dir the
         # store serves (it said "not running" while memory-grpc was up)

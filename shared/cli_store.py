@@ -86,13 +86,15 @@ def open_store(data_dir: str, *, one_shot: bool = False) -> StoreAPI:
 
 def running_store(timeout: float, *, validate: bool = True) -> StoreAPI:
     """The running store: through the gateway ``memory up`` recorded (no Ray in this process,
-    issue 13), else over Ray (``StoreClient``). The CLI, the MCP server and the hooks all reach
-    it this way. ``validate=False``: the gateway's answers come as ``store_wire.View``s, not
-    models (a caller that only reads fields, and prints them, skips loading pydantic)."""
+    issue 13; found from any folder by ``shared.gateway_file.discover``), else over Ray
+    (``StoreClient``). The CLI, the MCP server and the hooks all reach it this way.
+    ``validate=False``: the gateway's answers come as ``store_wire.View``s, not models (a
+    caller that only reads fields, and prints them, skips loading pydantic)."""
     from shared import gateway_file
 
-    gateway = gateway_file.read(gateway_file.default_data_dir())
-    if gateway is not None:
+    found = gateway_file.discover()  # MEMORY_DATA_DIR, ./data/memory, the user's pointer
+    if found is not None:
+        gateway = found[1]
         from shared.grpc_client import GrpcStoreClient
 
         return GrpcStoreClient(

@@ -7,6 +7,19 @@ store's identity (the same ``MEMORY_DATA_DIR`` / ``./data/memory`` resolution as
 CLI pointed at the same data dir finds the same gateway. The file names the serving process:
 once that process is gone the file is stale and ignored (``down``, a crash, a reboot).
 
+A command run from another folder (a coding agent's hooks and MCP server run in the user's
+project) has no ``./data/memory``: ``memory up`` also leaves a per-user pointer,
+``$XDG_STATE_HOME/agent-memory/gateway.json`` (else ``~/.local/state/agent-memory/``), naming
+the data dir it serves. It holds that path only, never the token, and leads nowhere unless
+the data dir's own record names a live gateway (a gateway restarted by Ray on a new port
+rewrites that record, and the pointer still leads to it). ``discover`` is the precedence the
+CLI, the hooks and the MCP server share (``--data-dir`` is the embedded mode, no gateway):
+
+1. ``MEMORY_DATA_DIR``: that data dir's record, and nothing else;
+2. ``./data/memory``'s record (the folder ``memory up`` ran in);
+3. the data dir the user's pointer names;
+4. none: the caller goes over Ray.
+
 Standard library only: the CLI reads this before it imports anything else.
 """
 
@@ -16,6 +29,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -55,13 +69,18 @@ def write(data_dir: str | os.PathLike[str], address: str, token: str | None) -> 
     """Record this process as the data dir's gateway (0600 from creation: the token)."""
     target = path(data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    body = json.dumps({"address": address, "token": token, "pid": os.getpid()})
-    tmp = target.with_name(f".{NAME}.{os.getpid()}.tmp")
+    _write_private(target, {"address": address, "token": token, "pid": os.getpid()})
+    return target
+
+
+def _write_private(target: Path, body: dict[str, object]) -> None:
+    """``body`` as JSON at ``target``, atomically (temp file, rename), mode 0600 from creation:
+    a reader sees the old file or the new one, never a part, and no other user ever can."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(body)
+        f.write(json.dumps(body))
     os.replace(tmp, target)
-    return target
 
 
 def read(data_dir: str | os.PathLike[str]) -> GatewayInfo | None:
@@ -95,6 +114,62 @@ def forget(data_dir: str | os.PathLike[str], info: GatewayInfo, *, wait_s: float
         time.sleep(0.05)  # a process ending: nothing to wait on but its pid
     remove(data_dir, pid=info.pid)
     return True
+
+
+def discover() -> tuple[Path, GatewayInfo] | None:
+    """The gateway a command reaches and the data dir it serves, by the precedence of the
+    module docstring, or ``None`` (go over Ray)."""
+    candidates = [default_data_dir()]  # MEMORY_DATA_DIR, else ./data/memory
+    if not os.environ.get("MEMORY_DATA_DIR"):
+        candidates += [found] if (found := pointed()) is not None else []
+    for data_dir in candidates:
+        info = read(data_dir)
+        if info is not None:
+            return data_dir, info
+    return None
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """This user's state folder for the memory service (XDG Base Directory:
+    ``$XDG_STATE_HOME``, a relative value ignored, else ``~/.local/state``); the hooks' log
+    lives there too."""
+    state = (os.environ if environ is None else environ).get("XDG_STATE_HOME", "")
+    if not os.path.isabs(state):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state) / "agent-memory"
+
+
+def pointer_path() -> Path:
+    return state_dir() / NAME
+
+
+def point(data_dir: str | os.PathLike[str]) -> Path:
+    """Make ``data_dir`` the one this user's commands find from any folder (``memory up``):
+    the folder 0700 and the file 0600, written atomically; the path only, never the token."""
+    target = pointer_path()
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _write_private(target, {"data_dir": str(Path(data_dir).resolve())})
+    return target
+
+
+def pointed() -> Path | None:
+    """The data dir this user's pointer names, or ``None``: no pointer, an unreadable one, or
+    one this user does not own (a shared ``XDG_STATE_HOME``: another user's data dir)."""
+    target = pointer_path()
+    try:
+        if target.stat().st_uid != os.getuid():
+            return None
+        return Path(str(json.loads(target.read_text("utf-8"))["data_dir"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def unpoint(data_dir: str | os.PathLike[str]) -> None:
+    """Remove this user's pointer if it names ``data_dir`` (``memory down``); a pointer to
+    another data dir stays."""
+    if pointed() == Path(data_dir).resolve():
+        with contextlib.suppress(OSError):
+            pointer_path().unlink()
 
 
 def _alive(pid: int) -> bool:

@@ -8,6 +8,9 @@
   slot (the bulk build, the snapshot boot and the incremental path must agree).
 - ``fresh_store``: a factory of plain ``MemoryStore`` objects on ``tmp_path`` with a ``FakeClock``
   (no Ray): ``store = fresh_store(recall_limit=5)``; ``store.clock.advance(days=3)``.
+- ``user_state`` (autouse, session): ``XDG_STATE_HOME`` in a temp folder, so nothing a test
+  runs (``memory up``, a hook's log, the gateway pointer ``shared.gateway_file.point``) reads
+  or writes the state folder of the user running the tests.
 - ``ray_cluster``: one Ray cluster for the whole session (FACTS "Ray": a cluster per module
   costs 5 s each; reuse actors instead). Isolated from any developer cluster: its own temp dir
   (so ``address="auto"`` never finds it), a temporary ``HOME`` and ``RAY_AUTH_MODE=disabled``
@@ -45,6 +48,18 @@ _banks = itertools.count(1)
 # Tests never touch the network: litellm would fetch its model price map at import otherwise.
 # (The Makefile exports it too; this covers a bare `pytest`.)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    saved = os.environ.get("XDG_STATE_HOME")
+    state = tmp_path_factory.mktemp("xdg-state")
+    os.environ["XDG_STATE_HOME"] = str(state)
+    yield state
+    if saved is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = saved
 
 
 @pytest.fixture

@@ -36,6 +36,14 @@ GOLDEN_FILES = {
 }
 
 
+# ``memory`` that says on stderr whether Ray got imported (a hook through the gateway must not)
+MAIN_SAYS_RAY = (
+    "import sys\nfrom shared.cli import main\ncode = main()\n"
+    "sys.stderr.write('RAY-IMPORTED\\n' if 'ray' in sys.modules else '')\n"
+    "sys.exit(code)\n"
+)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git project folder ``Ship-It`` with the recorded transcript beside it."""
@@ -218,6 +226,44 @@ def test_the_command_answers_in_claude_codes_format(
     )
     assert done.returncode == 0, done.stderr
     assert "tools/ship.sh" in context_of(done.stdout, "UserPromptSubmit")
+
+
+def test_a_hook_in_the_project_folder_finds_the_gateway_through_the_users_pointer(
+    memory_env: dict[str, str], fresh_store: Any, project: Path, tmp_path: Path
+) -> None:
+    """Claude Code runs hooks in the project folder, where no ./data/memory records the
+    gateway: each hook went over Ray (1.4-2.2 s a prompt) unless MEMORY_DATA_DIR was set."""
+    from grpc_gateway.server import build_server
+    from shared import gateway_file
+
+    # Given the gateway `memory up` started on its data dir, and up's pointer in the user's
+    # state folder
+    data = tmp_path / "served"
+    store = fresh_store(data_dir=data)
+    store.save("Staging deploys run tools/ship.sh with --profile staging")
+    server, port = build_server(store, port=0)
+    server.start()
+    gateway_file.write(data, f"127.0.0.1:{port}", None)
+    state = tmp_path / "state"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(state))
+        gateway_file.point(data)
+    env = {**memory_env, "XDG_STATE_HOME": str(state), "MEMORY_HOOK_LOG": str(tmp_path / "h.log")}
+    env.pop("MEMORY_DATA_DIR", None)
+    try:
+        # When the agent's prompt hook runs in the project folder
+        done = subprocess.run(
+            [sys.executable, "-c", MAIN_SAYS_RAY, "hook", "UserPromptSubmit"],
+            input=hook_json("UserPromptSubmit", project),
+            env=env, cwd=project / "src", capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        server.stop(None)
+    # Then it answers from the running store, through the gateway, without Ray
+    assert done.returncode == 0, done.stderr
+    assert "tools/ship.sh" in context_of(done.stdout, "UserPromptSubmit")
+    assert "RAY-IMPORTED" not in done.stderr
+    assert not (tmp_path / "h.log").exists()
 
 
 # -- the bank rule -----------------------------------------------------------------------------

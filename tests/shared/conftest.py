@@ -29,6 +29,7 @@ MEMORY = str(Path(sys.executable).with_name("memory"))
 
 def isolated_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "MEMORY_"))}
+    env.pop("XDG_STATE_HOME", None)  # the gateway pointer `up` writes: in this HOME
     env.update(HOME=str(tmp / "home"), TMPDIR=str(tmp), LITELLM_LOCAL_MODEL_COST_MAP="True")
     (tmp / "home").mkdir(exist_ok=True)
     return env

@@ -530,6 +530,23 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     # token auth stays on: up made a token in the (temporary) HOME
     assert (Path(env["HOME"]) / ".ray" / "auth_token").exists()
 
+    # and pointed to in the user's state folder: a command in any folder finds it (a coding
+    # agent's hooks run in the user's project, where no ./data/memory records it)
+    pointer = Path(env["HOME"]) / ".local" / "state" / "agent-memory" / "gateway.json"
+    assert json.loads(pointer.read_text()) == {"data_dir": env["MEMORY_DATA_DIR"]}
+    elsewhere = own_cluster.tmp / "project"
+    elsewhere.mkdir()
+    anywhere = {k: v for k, v in env.items() if k != "MEMORY_DATA_DIR"}
+    said = (
+        "import sys; from shared.cli import main; code = main(); "
+        "print('ray' in sys.modules, file=sys.stderr); sys.exit(code)"
+    )
+    tags_there = subprocess.run(
+        [sys.executable, "-c", said, "tags"], env={**anywhere, "PYTHONPATH": os.getcwd()},
+        cwd=elsewhere, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert tags_there.returncode == 0 and tags_there.stderr == "False\n", tags_there.stderr
+
     assert memory("save", "The cluster test ran", "--tag", "slow").returncode == 0
     recall = memory("--json", "recall", "cluster test")
     assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
@@ -575,8 +592,9 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
         assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
         assert own_cluster.wait_gone(cluster) == set()
         assert client.poll() is None  # `down` never signals a user's process
-    # the gateway's record (it holds the token) goes with it
+    # the gateway's record (it holds the token) goes with it, and the user's pointer to it
     assert not gateway_file.path(env["MEMORY_DATA_DIR"]).exists()
+    assert not pointer.exists()
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
 

@@ -33,10 +33,22 @@ SCRIPT = (
 
 
 class Cli:
-    def __init__(self, data_dir: Path) -> None:
-        self.env = {**os.environ, "MEMORY_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    """``memory`` in its own process, on ``data_dir`` (``MEMORY_DATA_DIR``), or with none, in
+    the folder ``cwd`` as a user ``state`` (``XDG_STATE_HOME``: where the pointer is)."""
+
+    def __init__(
+        self, data_dir: Path | None, *, cwd: Path | None = None, state: Path | None = None
+    ) -> None:
+        self.env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if data_dir is not None:
+            self.env["MEMORY_DATA_DIR"] = str(data_dir)
+        else:
+            self.env.pop("MEMORY_DATA_DIR", None)
+        if state is not None:
+            self.env["XDG_STATE_HOME"] = str(state)
         self.env.pop("MEMORY_EMBEDDED", None)
         self.env.pop("RAY_ADDRESS", None)
+        self.cwd = cwd
 
     def __call__(self, *argv: str, code: int = 0, lean: bool = True) -> str:
         """Run ``memory argv``; ``lean``: it must not load pydantic either (the answers come
@@ -44,6 +56,7 @@ class Cli:
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, *argv],
             env=self.env,
+            cwd=self.cwd,
             capture_output=True,
             text=True,
             timeout=60,
@@ -114,6 +127,34 @@ def test_a_wrong_token_and_a_gone_gateway_are_typed_errors(
     gateway_file.write(gone, "127.0.0.1:1", None)
     out = Cli(gone)("--timeout", "3", "recall", "x", code=2)
     assert "error: source_unavailable:" in out and "127.0.0.1:1" in out
+
+
+def test_a_command_in_any_folder_finds_the_gateway_through_the_users_pointer(
+    gateway: tuple[Path, MemoryStore, str | None],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the gateway `memory up` started, pointed to in the user's state folder (as `up`
+    # does), and a project folder elsewhere with no ./data/memory and no MEMORY_DATA_DIR
+    data_dir, store, _ = gateway
+    state, project = tmp_path / "state", tmp_path / "project"
+    project.mkdir()
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    gateway_file.point(data_dir)
+    cli = Cli(None, cwd=project, state=state)
+    # When a command runs there, then it reaches the store through the gateway, without Ray
+    assert "saved user-uses-zsh in bank main" in cli("save", "The user uses zsh")
+    assert store.get("user-uses-zsh").memory.text == "The user uses zsh"
+    # Another user (another state folder, no pointer) does not: it goes over Ray, which is
+    # down here
+    other = Cli(None, cwd=project, state=tmp_path / "other-state")
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "--timeout", "5", "tags"],
+        env={**other.env, "TMPDIR": str(tmp_path)},  # no Ray cluster to join in this TMPDIR
+        cwd=project, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "no memory store is running" in done.stderr
+    assert "RAY-IMPORTED" in done.stderr
 
 
 # read verbs whose output depends only on the store's contents (no clock, no pid)

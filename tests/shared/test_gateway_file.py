@@ -86,3 +86,100 @@ def test_the_default_data_dir_is_the_store_settings_one(
     assert gateway_file.default_data_dir() == StoreSettings().data_path
     monkeypatch.setenv("MEMORY_DATA_DIR", str(tmp_path / "d"))
     assert gateway_file.default_data_dir() == StoreSettings.from_env(dict(os.environ)).data_path
+
+
+# -- the per-user pointer and the discovery precedence ----------------------------------------
+
+
+@pytest.fixture
+def user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user's state folder and a project folder with no ``./data/memory``, as the cwd."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    return tmp_path / "state"
+
+
+def test_the_pointer_is_private_holds_no_token_and_goes_with_its_data_dir(
+    user: Path, tmp_path: Path
+) -> None:
+    # Given a gateway recorded in a data dir (with a token), and `up`'s pointer to that dir
+    served = tmp_path / "served"
+    gateway_file.write(served, "127.0.0.1:50123", "tok")
+    pointer = gateway_file.point(served)
+    # Then the pointer is this user's, private, and names the data dir only
+    assert pointer == user / "agent-memory" / "gateway.json"
+    assert stat.S_IMODE(pointer.stat().st_mode) == 0o600
+    assert stat.S_IMODE(pointer.parent.stat().st_mode) == 0o700
+    assert "tok" not in pointer.read_text() and not list(pointer.parent.glob(".*.tmp"))
+    # and a command in another folder finds the gateway through it
+    assert gateway_file.discover() == (served, gateway_file.read(served))
+    # When `down` removes another data dir's pointer, it stays; its own goes
+    gateway_file.unpoint(tmp_path / "elsewhere")
+    assert gateway_file.pointed() == served
+    gateway_file.unpoint(served)
+    assert not pointer.exists() and gateway_file.discover() is None
+
+
+def test_the_pointer_leads_only_to_a_live_gateway_of_its_data_dir(
+    user: Path, tmp_path: Path
+) -> None:
+    served = tmp_path / "served"
+    gateway_file.point(served)
+    # no record in the data dir (removed, the folder moved): nothing
+    assert gateway_file.discover() is None
+    # a record whose process is gone (a crash, a reboot): nothing
+    gateway_file.write(served, "127.0.0.1:50123", None)
+    path = gateway_file.path(served)
+    path.write_text(path.read_text().replace(f'"pid": {os.getpid()}', '"pid": 999999999'))
+    assert gateway_file.discover() is None
+    # a gateway restarted on another port rewrites the record: the pointer leads to it
+    gateway_file.write(served, "127.0.0.1:50999", None)
+    assert gateway_file.discover() == (served, gateway_file.read(served))
+
+
+def test_precedence_env_then_cwd_record_then_pointer(user: Path, tmp_path: Path) -> None:
+    pointed, here, chosen = tmp_path / "pointed", Path("data/memory"), tmp_path / "chosen"
+    for data_dir, port in ((pointed, 1), (here, 2), (chosen, 3)):
+        gateway_file.write(data_dir, f"127.0.0.1:{port}", None)
+    gateway_file.point(pointed)
+    # ./data/memory's record beats the pointer
+    assert gateway_file.discover() == (here.resolve(), gateway_file.read(here))
+    # MEMORY_DATA_DIR beats both, and is the only place looked at when set
+    os.environ["MEMORY_DATA_DIR"] = str(chosen)
+    try:
+        assert gateway_file.discover() == (chosen, gateway_file.read(chosen))
+        os.environ["MEMORY_DATA_DIR"] = str(tmp_path / "nothing-recorded")
+        assert gateway_file.discover() is None
+    finally:
+        del os.environ["MEMORY_DATA_DIR"]
+    gateway_file.remove(here)
+    assert gateway_file.discover() == (pointed, gateway_file.read(pointed))
+
+
+def test_two_users_pointers_never_cross(
+    user: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two users (two state folders), each with their own running data dir
+    for name in ("ann", "bob"):
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / f"{name}-state"))
+        gateway_file.write(tmp_path / name, f"127.0.0.1:{len(name)}", None)
+        gateway_file.point(tmp_path / name)
+    # Then each finds their own
+    for name in ("ann", "bob"):
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / f"{name}-state"))
+        assert gateway_file.discover() == (tmp_path / name, gateway_file.read(tmp_path / name))
+    # and a pointer another user owns (a shared XDG_STATE_HOME) is never followed
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(gateway_file.pointer_path(), 4242, -1)
+        assert gateway_file.pointed() is None and gateway_file.discover() is None
+
+
+def test_the_state_folder_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")  # the spec: must be absolute
+    assert gateway_file.state_dir() == tmp_path / ".local" / "state" / "agent-memory"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "s"))
+    assert gateway_file.pointer_path() == tmp_path / "s" / "agent-memory" / "gateway.json"
