@@ -79,13 +79,22 @@ def read_token(token_file: str | None, env: dict[str, str]) -> str | None:
 
 def _mcp(args: argparse.Namespace) -> int:
     from integrations import serve
-    from integrations.store import close, open_store_for
+    from integrations.store import RunningStore, close, open_store_for
 
     token = read_token(args.token_file, dict(os.environ))
-    store = open_store_for(args.data_dir, timeout=args.timeout)
+    # the running store is looked for at the first tool call, not now: an agent often starts
+    # its MCP servers before `memory up`, and a server that exits is gone for the session
+    # (the client says only "Connection closed"); an embedded data dir is opened (and its
+    # lock taken) now, so a held one is refused at once, naming its holder
+    store = (
+        open_store_for(args.data_dir, timeout=args.timeout)
+        if args.data_dir
+        else RunningStore(timeout=args.timeout)
+    )
+    edits, project = args.allow_rule_edits, os.getcwd()  # the agent's folder, as the CLI's
     try:
         if args.transport == "stdio":
-            serve.stdio(store, allow_rule_edits=args.allow_rule_edits)
+            serve.stdio(store, allow_rule_edits=edits, project=project)
         else:
             serve.http(
                 store,
@@ -93,7 +102,8 @@ def _mcp(args: argparse.Namespace) -> int:
                 port=args.port,
                 path=args.path,
                 token=token,
-                allow_rule_edits=args.allow_rule_edits,
+                allow_rule_edits=edits,
+                project=project,
             )
     finally:
         close(store)

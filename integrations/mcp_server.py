@@ -6,7 +6,8 @@ MCP hints ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint``):
     remember     save a fact; asks first when a near-match exists (shared.nearmatch)
     recall       the memories that best match a query (explicit search, no turn budget)
     forget       retire one memory by id (a tombstone: it stays in history)
-    supersede    retire a memory in favour of a live one (a correction)
+    supersede    retire a memory in favour of a live one (a correction); idempotent: the same
+                 call again answers the same (``already: true``) and writes nothing
     pin          pin or unpin a memory (pinned ones are never touched automatically)
     list_rules   a bank's rules (human-owned instructions)
     set_rule     create, replace or remove a rule: only with ``--allow-rule-edits`` (off by
@@ -21,7 +22,12 @@ Errors: a store error is an MCP tool error (``isError``) whose text starts with 
 retryable}}``; arguments the schema refuses are ``invalid_argument`` (``invalid_type`` /
 ``invalid_scope`` for those fields); anything unexpected is ``unknown: <type>``, never a
 traceback. Every call reads and writes the store directly, so a remembered fact is recallable
-by the next call, in this server or any other on the same store (read-your-writes).
+by the next call, in this server or any other on the same store (read-your-writes). Over the
+running store (``integrations.store.RunningStore``) a call made while no store runs is a
+retryable ``source_unavailable``, and the next call looks for the store again.
+
+The server reports the package's version, and every tool parameter carries a description in
+its JSON schema (``Annotated[..., Field(description=...)]``).
 """
 
 from __future__ import annotations
@@ -29,18 +35,20 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
+from integrations.store import RunningStore
 from shared import errors
 from shared.api import StoreAPI
 from shared.cli_output import jsonable
 from shared.models import Memory
 from shared.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
+from shared.workers import package_version
 
 SERVER_NAME = "agent-memory"
 RECORDED_BY = "mcp.remember"
@@ -48,6 +56,24 @@ MemoryType = Literal["user", "feedback", "project", "reference"]
 MemoryScope = Literal["global", "project", "session"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
 # MemoryType / MemoryScope mirror shared.models.MEMORY_TYPES / MEMORY_SCOPES (a test checks).
+
+# The tools' parameters, each with the description an agent reads in the tool's JSON schema.
+Bank = Annotated[
+    str | None,
+    Field(description="The bank (a separate memory space); default: the store's default bank."),
+]
+MemoryId = Annotated[str, Field(description="A memory's id, as `recall` or `remember` gave it.")]
+Reason = Annotated[str | None, Field(description="Why, in a few words (kept in the history).")]
+SessionId = Annotated[
+    str | None, Field(description="The agent session a `scope: session` memory belongs to.")
+]
+Project = Annotated[
+    str | None,
+    Field(
+        description="The project folder whose project-scoped memories this concerns (default: "
+        "the folder this server runs in, the agent's working folder)."
+    ),
+]
 
 # Which category a schema refusal of a field belongs to (seeds/002 names these two).
 _FIELD_CATEGORY: dict[str, type[errors.MemoryServiceError]] = {
@@ -96,6 +122,13 @@ def _brief(mem: Memory) -> dict[str, Any]:
     }
 
 
+def _superseded(bank: str, old: Memory, by: Memory, *, already: bool = False) -> dict[str, Any]:
+    """The brief form every tool answers with, not two whole records; ``already``: a repeat
+    of a supersede that was done before (nothing written)."""
+    answer = {"action": "superseded", "bank": bank, "memory": _brief(old), "by": _brief(by)}
+    return {**answer, "already": True} if already else answer
+
+
 def _redacted(kinds: tuple[str, ...]) -> dict[str, Any]:
     """``{"redacted": [kinds]}`` when the store redacted something (README "Secrets": every
     response that redacted names the kinds), so the agent knows the text it sent was changed
@@ -104,11 +137,34 @@ def _redacted(kinds: tuple[str, ...]) -> dict[str, Any]:
 
 
 class MemoryTools:
-    """The tools' behaviour over ``StoreAPI``, without MCP (each returns a JSON-able dict)."""
+    """The tools' behaviour over ``StoreAPI``, without MCP (each returns a JSON-able dict).
 
-    def __init__(self, store: StoreAPI, *, allow_rule_edits: bool = False) -> None:
-        self.store = store
+    ``store``: a store, or the ``RunningStore`` that finds the running one when a call needs
+    it (the server starts and answers ``source_unavailable`` until ``memory up``).
+    ``project``: the folder a project-scoped memory is filed under and recalled for when a
+    call names none (the server's working folder, as ``memory save --scope project`` and
+    ``memory recall`` use theirs)."""
+
+    def __init__(
+        self,
+        store: StoreAPI | RunningStore,
+        *,
+        allow_rule_edits: bool = False,
+        project: str | None = None,
+    ) -> None:
+        self._source = store
         self.allow_rule_edits = allow_rule_edits
+        self.project = project
+
+    @property
+    def store(self) -> StoreAPI:
+        source = self._source
+        return source.get() if isinstance(source, RunningStore) else source
+
+    def unreachable(self) -> None:
+        """A call found the store unreachable: look for it again at the next call."""
+        if isinstance(self._source, RunningStore):
+            self._source.lost()
 
     def remember(
         self,
@@ -129,6 +185,7 @@ class MemoryTools:
         if not text.strip():
             raise errors.InvalidArgumentError("text is empty: nothing to remember")
         check_threshold(threshold)
+        here = project or self.project  # as `memory save --scope project` / `recall` use cwd
         if update_id is not None:
             done = self.store.update(update_id, bank=bank, text=text, title=title)
             return {
@@ -143,7 +200,7 @@ class MemoryTools:
                 text,
                 bank=bank,
                 session_id=session_id,
-                project=project,
+                project=here,
                 threshold=threshold,
                 # drafts count as near-matches while ratification is on (as memory.v1's)
                 include_pending=bool(self.store.capabilities()["ratification_supported"]),
@@ -164,7 +221,7 @@ class MemoryTools:
             title=title,
             type=type,
             scope=scope,
-            project=project,
+            project=here if scope == "project" else project,
             session_id=session_id,
             recorded_by=RECORDED_BY,
         )
@@ -196,7 +253,7 @@ class MemoryTools:
             mode=mode,
             tag=tag,
             session_id=session_id,
-            project=project,
+            project=project or self.project,
         )
         return {
             "bank": found.bank,
@@ -215,14 +272,17 @@ class MemoryTools:
     def supersede(
         self, id: str, by: str, *, bank: str | None = None, reason: str | None = None
     ) -> dict[str, Any]:
-        done = self.store.supersede(id, by, bank=bank, reason=reason)
-        return {  # the brief form every tool answers with, not two whole records
-            "action": "superseded",
-            "bank": done.bank,
-            "memory": _brief(done.memory),
-            "by": _brief(done.survivor),
-            **_redacted(done.redacted),
-        }
+        """Retire ``id`` in favour of ``by``; the same call again (a retry after a lost
+        answer) answers the same and writes nothing, as the tool's idempotent hint says."""
+        try:
+            done = self.store.supersede(id, by, bank=bank, reason=reason)
+        except errors.ConflictError:
+            already = self.store.get(id, bank=bank)
+            if already.memory.superseded_by != by:
+                raise  # retired some other way: the store's refusal says how
+            survivor = self.store.get(by, bank=bank).memory
+            return _superseded(already.bank, already.memory, survivor, already=True)
+        return {**_superseded(done.bank, done.memory, done.survivor), **_redacted(done.redacted)}
 
     def pin(self, id: str, *, pinned: bool = True, bank: str | None = None) -> dict[str, Any]:
         done = self.store.pin(id, pinned, bank=bank)
@@ -265,12 +325,17 @@ class MemoryTools:
         return "\n\n".join(p for p in parts if p) + "\n"
 
 
-def _guarded(fn: Callable[..., dict[str, Any]]) -> Callable[..., CallToolResult]:
+def _guarded(
+    tools: MemoryTools, fn: Callable[..., dict[str, Any]]
+) -> Callable[..., CallToolResult]:
     """A tool body whose failures come back as tool errors with their category."""
 
     def call(**kwargs: Any) -> CallToolResult:
         try:
             return ok_result(fn(**kwargs))
+        except errors.SourceUnavailableError as e:
+            tools.unreachable()  # the next call looks for the store again
+            return error_result(e)
         except errors.MemoryServiceError as e:
             return error_result(e)
         except Exception as e:  # the edge: a category and the type, never a traceback
@@ -305,11 +370,18 @@ def _refusal(name: str, e: ToolError) -> errors.MemoryServiceError:
     return (cls or errors.InvalidArgumentError)(f"{name}: bad arguments ({what})")
 
 
-def build_server(store: StoreAPI, *, allow_rule_edits: bool = False) -> MCPServer[Any]:
-    """The MCP server over ``store``: tools and resources (module docstring)."""
-    tools = MemoryTools(store, allow_rule_edits=allow_rule_edits)
+def build_server(
+    store: StoreAPI | RunningStore,
+    *,
+    allow_rule_edits: bool = False,
+    project: str | None = None,
+) -> MCPServer[Any]:
+    """The MCP server over ``store``: tools and resources (module docstring); ``project`` as
+    for ``MemoryTools``."""
+    tools = MemoryTools(store, allow_rule_edits=allow_rule_edits, project=project)
     server = _Server(
         SERVER_NAME,
+        version=package_version(),
         instructions="Durable memory across sessions. Call `recall` before answering when "
         "past facts may matter; call `remember` for a durable fact the user states; use "
         "`supersede` for a correction and `forget` only when asked.",
@@ -323,17 +395,45 @@ def build_server(store: StoreAPI, *, allow_rule_edits: bool = False) -> MCPServe
 
 def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     def remember(
-        text: str,
-        bank: str | None = None,
-        title: str | None = None,
-        type: MemoryType = "user",
-        scope: MemoryScope = "global",
-        project: str | None = None,
-        session_id: str | None = None,
-        update_id: str | None = None,
-        confirm_new: bool = False,
+        text: Annotated[
+            str,
+            Field(
+                description='The fact, as one self-contained statement ("The user prefers '
+                'tabs over spaces"; "Staging deploys run tools/ship.sh").'
+            ),
+        ],
+        bank: Bank = None,
+        title: Annotated[str | None, Field(description="An optional short title.")] = None,
+        type: Annotated[
+            MemoryType,
+            Field(
+                description="user: about the user (role, preferences); feedback: how the "
+                "user wants you to work; project: about the project or its work; reference: "
+                "where outside information lives."
+            ),
+        ] = "user",
+        scope: Annotated[
+            MemoryScope,
+            Field(
+                description="global: recalled in every session; project: only for `project`'s "
+                "folder; session: only in `session_id` and its sub-sessions."
+            ),
+        ] = "global",
+        project: Project = None,
+        session_id: SessionId = None,
+        update_id: Annotated[
+            str | None,
+            Field(
+                description="Revise this memory (a candidate's id from `needs_confirmation`) "
+                "instead of saving a new one."
+            ),
+        ] = None,
+        confirm_new: Annotated[
+            bool,
+            Field(description="Save a new memory although a close one exists."),
+        ] = False,
     ) -> CallToolResult:
-        return _guarded(tools.remember)(**_given(tools.remember, locals()))
+        return _guarded(tools, tools.remember)(**_given(tools.remember, locals()))
 
     server.add_tool(
         remember,
@@ -341,14 +441,14 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         "sessions can recall it. If a close memory already exists nothing is written and "
         "`action` is `needs_confirmation` with `candidates`: call again with `update_id` set to "
         "a candidate's id to revise it, or `confirm_new: true` to keep both. Saving the exact "
-        "same fact again reinforces it. `scope: project` needs `project` (a folder path); "
-        "`scope: session` needs `session_id`. Secrets are redacted before anything is stored "
-        "(`redacted` then names their kinds).",
+        "same fact again reinforces it. `scope: project` files it under `project` (default: "
+        "the folder this server runs in); `scope: session` needs `session_id`. Secrets are "
+        "redacted before anything is stored (`redacted` then names their kinds).",
         annotations=_hints(read_only=False, idempotent=False),
     )
 
-    def forget(id: str, bank: str | None = None, reason: str | None = None) -> CallToolResult:
-        return _guarded(tools.forget)(**_given(tools.forget, locals()))
+    def forget(id: MemoryId, bank: Bank = None, reason: Reason = None) -> CallToolResult:
+        return _guarded(tools, tools.forget)(**_given(tools.forget, locals()))
 
     server.add_tool(
         forget,
@@ -359,20 +459,31 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     )
 
     def supersede(
-        id: str, by: str, bank: str | None = None, reason: str | None = None
+        id: Annotated[str, Field(description="The memory to retire (an id from `recall`).")],
+        by: Annotated[
+            str,
+            Field(description="The live memory that replaces it (the corrected fact's id)."),
+        ],
+        bank: Bank = None,
+        reason: Reason = None,
     ) -> CallToolResult:
-        return _guarded(tools.supersede)(**_given(tools.supersede, locals()))
+        return _guarded(tools, tools.supersede)(**_given(tools.supersede, locals()))
 
     server.add_tool(
         supersede,
         description="Record a correction: memory `id` is replaced by the live memory `by` "
         "(first `remember` the corrected fact, then supersede the old one with its id). The "
-        "old memory stops being recalled but stays in history.",
+        "old memory stops being recalled but stays in history. The same call again answers "
+        "the same (`already: true`) and writes nothing.",
         annotations=_hints(read_only=False, destructive=True, idempotent=True),
     )
 
-    def pin(id: str, pinned: bool = True, bank: str | None = None) -> CallToolResult:
-        return _guarded(tools.pin)(**_given(tools.pin, locals()))
+    def pin(
+        id: MemoryId,
+        pinned: Annotated[bool, Field(description="true pins it, false unpins it.")] = True,
+        bank: Bank = None,
+    ) -> CallToolResult:
+        return _guarded(tools, tools.pin)(**_given(tools.pin, locals()))
 
     server.add_tool(
         pin,
@@ -382,8 +493,14 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     )
     if tools.allow_rule_edits:
 
-        def set_rule(name: str, content: str, bank: str | None = None) -> CallToolResult:
-            return _guarded(tools.set_rule)(**_given(tools.set_rule, locals()))
+        def set_rule(
+            name: Annotated[str, Field(description="The rule's name: [a-z0-9][a-z0-9_-]{0,63}.")],
+            content: Annotated[
+                str, Field(description="The rule as markdown; empty removes the rule.")
+            ],
+            bank: Bank = None,
+        ) -> CallToolResult:
+            return _guarded(tools, tools.set_rule)(**_given(tools.set_rule, locals()))
 
         server.add_tool(
             set_rule,
@@ -396,15 +513,26 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
 
 def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     def recall(
-        query: str,
-        bank: str | None = None,
-        limit: int | None = None,
-        mode: RecallMode = "hybrid",
-        tag: str | None = None,
-        session_id: str | None = None,
-        project: str | None = None,
+        query: Annotated[
+            str, Field(description="Words of the question or task to look for (not empty).")
+        ],
+        bank: Bank = None,
+        limit: Annotated[
+            int | None,
+            Field(description="At most this many memories (1-10000; default 10)."),
+        ] = None,
+        mode: Annotated[
+            RecallMode,
+            Field(
+                description="hybrid: words and meaning (the default); lexical: words only; "
+                "semantic: meaning only (needs an embedding model)."
+            ),
+        ] = "hybrid",
+        tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
+        session_id: SessionId = None,
+        project: Project = None,
     ) -> CallToolResult:
-        return _guarded(tools.recall)(**_given(tools.recall, locals()))
+        return _guarded(tools, tools.recall)(**_given(tools.recall, locals()))
 
     server.add_tool(
         recall,
@@ -414,8 +542,8 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         annotations=_hints(read_only=True, idempotent=True),
     )
 
-    def list_rules(bank: str | None = None) -> CallToolResult:
-        return _guarded(tools.list_rules)(**_given(tools.list_rules, locals()))
+    def list_rules(bank: Bank = None) -> CallToolResult:
+        return _guarded(tools, tools.list_rules)(**_given(tools.list_rules, locals()))
 
     server.add_tool(
         list_rules,
@@ -427,13 +555,13 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
 
 def _add_resources(server: MCPServer[Any], tools: MemoryTools) -> None:
     def banks() -> str:
-        return _read(tools.banks_text)
+        return _read(tools, tools.banks_text)
 
     def rules(bank: str) -> str:
-        return _read(tools.rules_text, bank)
+        return _read(tools, tools.rules_text, bank)
 
     def preview(bank: str, query: str = "") -> str:
-        return _read(tools.preview_text, bank, query)
+        return _read(tools, tools.preview_text, bank, query)
 
     server.resource(
         "memory://banks",
@@ -456,10 +584,12 @@ def _add_resources(server: MCPServer[Any], tools: MemoryTools) -> None:
     )(preview)
 
 
-def _read(fn: Callable[..., str], *args: str) -> str:
+def _read(tools: MemoryTools, fn: Callable[..., str], *args: str) -> str:
     try:
         return fn(*args)
     except errors.MemoryServiceError as e:
+        if isinstance(e, errors.SourceUnavailableError):
+            tools.unreachable()
         raise ResourceError(f"{e.category}: {e.message}") from None
 
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from integrations.store import RunningStore
 from shared.api import StoreAPI
 from shared.bearer import bearer_matches
 
@@ -21,37 +22,53 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def stdio(store: StoreAPI, *, allow_rule_edits: bool) -> None:
+def stdio(
+    store: StoreAPI | RunningStore, *, allow_rule_edits: bool, project: str | None = None
+) -> None:
     from integrations.mcp_server import build_server
 
-    build_server(store, allow_rule_edits=allow_rule_edits).run("stdio")
+    build_server(store, allow_rule_edits=allow_rule_edits, project=project).run("stdio")
 
 
 def http_app(
-    store: StoreAPI, *, host: str, path: str, token: str | None, allow_rule_edits: bool
+    store: StoreAPI | RunningStore,
+    *,
+    host: str,
+    path: str,
+    token: str | None,
+    allow_rule_edits: bool,
+    project: str | None = None,
 ) -> App:
     """The streamable-HTTP ASGI app (behind the token check when a token is set). On a
     loopback ``host`` the SDK also refuses requests whose Host header is not loopback (DNS
     rebinding protection)."""
     from integrations.mcp_server import build_server
 
-    server = build_server(store, allow_rule_edits=allow_rule_edits)
+    server = build_server(store, allow_rule_edits=allow_rule_edits, project=project)
     app: App = server.streamable_http_app(streamable_http_path=path, host=host)
     return BearerGate(app, token) if token else app
 
 
 def http(
-    store: StoreAPI,
+    store: StoreAPI | RunningStore,
     *,
     host: str,
     port: int,
     path: str,
     token: str | None,
     allow_rule_edits: bool,
+    project: str | None = None,
 ) -> None:
     import uvicorn
 
-    app = http_app(store, host=host, path=path, token=token, allow_rule_edits=allow_rule_edits)
+    app = http_app(
+        store,
+        host=host,
+        path=path,
+        token=token,
+        allow_rule_edits=allow_rule_edits,
+        project=project,
+    )
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

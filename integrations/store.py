@@ -8,10 +8,15 @@
   else the ``memory-store`` actor over Ray. Many ``memory mcp`` processes and every hook call
   share that one store, so no write is lost to another process's RAM (issue 15: several MCP
   servers on one memory file lose writes).
+
+A long-lived process (the MCP server) holds the running store as a ``RunningStore``: looked
+for at its first use rather than at start, and again after a call found it unreachable, so
+the server starts before ``memory up`` and serves once the store is up, without a restart.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -70,8 +75,36 @@ def _running_store(timeout: float, validate: bool) -> StoreAPI:
         ) from e
 
 
-def close(store: StoreAPI) -> None:
-    """Close an embedded store (its log files and its lock); a client has nothing to close."""
+def close(store: StoreAPI | RunningStore) -> None:
+    """Close an embedded store (its log files and its lock), a gateway client (its channel)
+    or a ``RunningStore`` (the store it found); a client over Ray has nothing to close."""
+    if isinstance(store, RunningStore):
+        store.lost()
+        return
     from shared.cli_store import close_store
 
     close_store(store)
+
+
+class RunningStore:
+    """The running store for a process that outlives it (``open_store_for(None)``): ``get``
+    opens it on first use and raises ``SourceUnavailableError`` while none runs; ``lost``
+    drops a store a call could not reach (a stopped gateway, a store actor gone), so the next
+    ``get`` looks for it again (``memory up`` may have recorded a new gateway)."""
+
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        self.timeout = timeout
+        self._store: StoreAPI | None = None
+        self._lock = threading.Lock()  # tool calls may run on worker threads
+
+    def get(self) -> StoreAPI:
+        with self._lock:
+            if self._store is None:
+                self._store = open_store_for(None, timeout=self.timeout)
+            return self._store
+
+    def lost(self) -> None:
+        with self._lock:
+            store, self._store = self._store, None
+        if store is not None:
+            close(store)

@@ -36,6 +36,14 @@ COMMANDS_GROUP = "agent_memory.commands"
 NAMESPACE = "memory"
 
 
+def package_version() -> str:
+    """This installation's version (the ``agent-memory`` distribution's metadata)."""
+    try:
+        return metadata.version("agent-memory")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "0.0.0+local"
+
+
 @dataclass(frozen=True)
 class WorkerSpec:
     """One startable worker: its short name, its Ray actor name, and how to start it."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared import errors
 from shared.config import StoreSettings
 from shared.models import MEMORY_SCOPES, MEMORY_TYPES, DoctorCheck, DoctorResponse, Memory
+from shared.workers import package_version
 from store_worker import audit
 from store_worker.files import check_writable
 from store_worker.validate import stored_record_problem
@@ -30,10 +30,7 @@ SiblingProbe = Callable[[], dict[str, bool]]
 
 
 def version() -> str:
-    try:
-        return metadata.version("agent-memory")
-    except metadata.PackageNotFoundError:
-        return "0.0.0+local"
+    return package_version()  # the MCP server reports the same (shared.workers)
 
 
 def source_digest() -> str:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from importlib import metadata
 from pathlib import Path
 from typing import Any, get_args
 
@@ -99,6 +100,11 @@ def test_tools_have_schemas_descriptions_and_hints(embedded: Any) -> None:
         assert tools["remember"].input_schema["required"] == ["text"]
         type_schema = tools["remember"].input_schema["properties"]["type"]
         assert set(type_schema["enum"]) == set(MEMORY_TYPES)
+        # every parameter says what it is for (a title alone, "Update Id", told an agent
+        # nothing)
+        for tool in tools.values():
+            for name, prop in tool.input_schema["properties"].items():
+                assert len(prop.get("description", "")) > 15, (tool.name, name)
 
     run(build_server(embedded), body)
 
@@ -172,6 +178,27 @@ def test_supersede_answers_with_the_brief_form(embedded: Any) -> None:
     run(build_server(embedded), body)
 
 
+def test_supersede_again_answers_the_same_and_writes_nothing(embedded: Any) -> None:
+    """The tool says it is idempotent: a retry after a lost answer must not be an error."""
+
+    async def body(client: Client) -> None:
+        # Given a correction done once
+        old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
+        new = (await call(client, "remember", text="We moved the office to York"))["memory"]["id"]
+        first = await call(client, "supersede", id=old, by=new, reason="moved")
+        log = (embedded.root / "main" / "memories.jsonl").read_bytes()
+        # When the same call comes again, then it answers the same and writes nothing
+        again = await call(client, "supersede", id=old, by=new, reason="moved")
+        assert again == {**first, "already": True}
+        assert (embedded.root / "main" / "memories.jsonl").read_bytes() == log
+        # but retiring it in favour of another memory is still refused, saying why
+        other = (await call(client, "remember", text="The office has a cat"))["memory"]["id"]
+        category, text = await refused(client, "supersede", id=old, by=other)
+        assert category == "invalid_argument" and f"superseded by {new}" in text
+
+    run(build_server(embedded), body)
+
+
 def test_supersede_pin_and_rules(embedded: Any) -> None:
     embedded.rule_set("style", "Answer in British English.")
 
@@ -232,7 +259,81 @@ def test_stdio_round_trip(
         args=[*memory_cmd[1:], "mcp", "--data-dir", str(tmp_path / "data")],
         env=memory_env,
     )
-    run(params, remember_recall_forget)
+
+    async def body(client: Client) -> None:
+        # the server names this package's version (it said '')
+        assert client.server_info.name == "agent-memory"
+        assert client.server_info.version == metadata.version("agent-memory")
+        await remember_recall_forget(client)
+
+    run(params, body)
+
+
+def test_a_server_started_before_the_store_serves_once_it_is_up(
+    memory_cmd: list[str], memory_env: dict[str, str], fresh_store: Any, tmp_path: Path
+) -> None:
+    """An agent starts its MCP servers with the session, often before `memory up`: the
+    server exited ("Connection closed" in the client) and was gone for the session."""
+    from grpc_gateway.server import build_server as build_gateway
+    from shared import gateway_file
+
+    # Given `memory mcp` started in the agent's project folder while no store runs (no
+    # gateway recorded, no Ray cluster in its TMPDIR)
+    project, state = tmp_path / "project", tmp_path / "state"
+    project.mkdir()
+    env = {**memory_env, "XDG_STATE_HOME": str(state), "TMPDIR": str(tmp_path)}
+    for name in ("MEMORY_DATA_DIR", "RAY_ADDRESS"):
+        env.pop(name, None)
+    params = StdioServerParameters(
+        command=memory_cmd[0], args=[*memory_cmd[1:], "mcp"], env=env, cwd=project
+    )
+    served = tmp_path / "served"
+    store = fresh_store(data_dir=served)
+    gateway, port = build_gateway(store, port=0)
+
+    async def body(client: Client) -> None:
+        # When a tool is called, then it is a typed, retryable error naming what to do
+        down = await client.call_tool("recall", {"query": "deploy script"})
+        assert down.is_error and isinstance(down.structured_content, dict)
+        error = down.structured_content["error"]
+        assert (error["category"], error["retryable"]) == ("source_unavailable", True)
+        assert "memory up" in error["message"]
+        # When the store comes up (`memory up`: a gateway, recorded and pointed to)
+        gateway.start()
+        gateway_file.write(served, f"127.0.0.1:{port}", None)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("XDG_STATE_HOME", str(state))
+            gateway_file.point(served)
+        # Then the same server serves: a project memory goes under the server's folder (the
+        # agent's project, as `memory save --scope project` uses its cwd) and is recalled
+        saved = await call(client, "remember", text=FACT, scope="project", type="project")
+        mid = saved["memory"]["id"]
+        assert mid in await recall_ids(client, "where is the deploy script")
+        assert store.get(mid).memory.project == str(project)
+
+    try:
+        run(params, body)
+    finally:
+        gateway.stop(None)
+
+
+def test_recall_defaults_to_the_servers_project_like_the_cli(embedded: Any, tmp_path: Path) -> None:
+    # Given a project memory filed under a folder, as `memory save --scope project` there does
+    embedded.save(FACT, scope="project", project=str(tmp_path), type="project")
+
+    async def body(client: Client) -> None:
+        assert await recall_ids(client, "deploy script")  # a server running in that folder
+        remembered = await call(
+            client, "remember", text="Tests run with make test", scope="project"
+        )
+        assert embedded.get(remembered["memory"]["id"]).memory.project == str(tmp_path)
+
+    run(build_server(embedded, project=str(tmp_path)), body)
+
+    async def elsewhere(client: Client) -> None:
+        assert await recall_ids(client, "deploy script") == []  # another folder's server
+
+    run(build_server(embedded, project=str(tmp_path / "other")), elsewhere)
 
 
 def test_a_second_server_on_the_data_dir_names_the_first(
