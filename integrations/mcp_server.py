@@ -45,7 +45,7 @@ from pydantic import Field, ValidationError
 from integrations.store import RunningStore
 from shared import errors
 from shared.api import StoreAPI
-from shared.cli_output import jsonable
+from shared.cli_output import date, jsonable
 from shared.models import Memory
 from shared.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
 from shared.workers import package_version
@@ -109,7 +109,9 @@ def ok_result(payload: dict[str, Any]) -> CallToolResult:
 
 
 def _brief(mem: Memory) -> dict[str, Any]:
-    """What an agent needs of a memory: no index internals."""
+    """What an agent needs of a memory: no index internals. Its dates as the CLI and the
+    recalled block show them: ``occurred`` (when it happened, ``null`` when unknown) and
+    ``stated`` (when it was last said)."""
     return {
         "id": mem.id,
         "text": mem.text,
@@ -119,6 +121,8 @@ def _brief(mem: Memory) -> dict[str, Any]:
         "tags": list(mem.tags),
         "pinned": mem.pinned,
         "status": mem.status,
+        "occurred": None if mem.occurred_at is None else date(mem.occurred_at),
+        "stated": date(mem.stated_at),
     }
 
 
@@ -538,7 +542,9 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         recall,
         description="Search memory: the memories that best match `query` (words from the "
         "question or task), best first, each with an `id` to use with forget, supersede or "
-        "pin. Finds what was remembered a moment ago. `limit` caps the count (default 10).",
+        "pin, and its dates: `occurred` (when it happened, when known) and `stated` (when it "
+        "was last said). Finds what was remembered a moment ago. `limit` caps the count "
+        "(default 10).",
         annotations=_hints(read_only=True, idempotent=True),
     )
 

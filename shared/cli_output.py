@@ -1,6 +1,7 @@
 """How the ``memory`` CLI shows results: short human lines, or the response model as JSON.
 
-One function per response (``recall`` prints rank, relevance, id, date, text); each takes
+One function per response (``recall`` prints rank, relevance, id, date, text; the date is
+when it happened where a memory knows it, else when it was stated: ``when``); each takes
 the response a store method returned and gives the text to print. A response is the pydantic
 model, or (through the gateway) a ``store_wire.View`` of it: renderers read fields only.
 """
@@ -143,11 +144,18 @@ def one_line(text: str, width: int = 160) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def when(m: Any) -> int:
+    """The date a memory's line shows: when it happened if known (``occurred_at``), else when
+    it was stated; the recalled block a turn is given dates its lines the same way
+    (``store_worker/inject.py``). ``get`` and ``--json`` show both."""
+    return m.stated_at if m.occurred_at is None else m.occurred_at
+
+
 def memory_line(m: Any, id_width: int = 0, flags_width: int = 0) -> str:
     """``id  date  flags  text``; widths align a column of them (``memories``)."""
     flags = " ".join(memory_flags(m))
     column = f"  {flags:<{flags_width}}" if flags or flags_width else ""
-    return f"{m.id:<{id_width}}  {date(m.stated_at)}{column}  {one_line(m.text)}"
+    return f"{m.id:<{id_width}}  {date(when(m))}{column}  {one_line(m.text)}"
 
 
 def memory_flags(m: Any) -> list[str]:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, get_args
@@ -172,7 +173,8 @@ def test_supersede_answers_with_the_brief_form(embedded: Any) -> None:
         assert done["action"] == "superseded" and done["bank"] == "main"
         assert done["memory"]["id"] == old and done["by"]["id"] == new
         assert set(done["memory"]) == set(done["by"]) == {
-            "id", "text", "title", "type", "scope", "tags", "pinned", "status"
+            "id", "text", "title", "type", "scope", "tags", "pinned", "status", "occurred",
+            "stated",
         }  # fmt: skip
 
     run(build_server(embedded), body)
@@ -195,6 +197,24 @@ def test_supersede_again_answers_the_same_and_writes_nothing(embedded: Any) -> N
         other = (await call(client, "remember", text="The office has a cat"))["memory"]["id"]
         category, text = await refused(client, "supersede", id=old, by=other)
         assert category == "invalid_argument" and f"superseded by {new}" in text
+
+    run(build_server(embedded), body)
+
+
+def test_memories_are_dated_by_when_they_happened_and_when_stated(embedded: Any) -> None:
+    # Given a memory of something that happened long before it was saved, and a plain one
+    embedded.save("Caroline went to a support group", occurred_at=1_683_417_600_000)
+    embedded.save("Caroline likes support groups")
+    stated = embedded.clock.now_ms()
+
+    async def body(client: Client) -> None:
+        found = await call(client, "recall", query="Caroline support group")
+        dates = {m["text"]: (m["occurred"], m["stated"]) for m in found["memories"]}
+        today = datetime.fromtimestamp(stated / 1000, UTC).strftime("%Y-%m-%d")
+        assert dates == {
+            "Caroline went to a support group": ("2023-05-07", today),
+            "Caroline likes support groups": (None, today),
+        }
 
     run(build_server(embedded), body)
 

@@ -167,6 +167,15 @@ def test_occurred_at_takes_iso_dates_and_datetimes(cli: Cli) -> None:
     assert moved["memory"]["occurred_at"] == 1_683_546_960_000  # 11:56 UTC
     code, out, _ = cli("get", mem_id)
     assert code == 0 and "occurred      2023-05-08" in out
+    stated = out.split("stated        ")[1][:10]
+    assert stated != "2023-05-08"  # saved today, about then
+    # recall and list date its line by when it happened, as preview's recalled block and
+    # get do (they showed the day it was saved)
+    for argv in (("recall", "Caroline support group"), ("list",)):
+        code, out, _ = cli(*argv)
+        assert code == 0 and f"{mem_id}  2023-05-08  Caroline" in out and stated not in out
+    code, out, _ = cli("preview", "what did Caroline do?")
+    assert "- [2023-05-08] Caroline went to a support group" in out
     code, out, err = cli("save", "x", "--occurred-at", "last tuesday")
     assert code == 2 and out == "" and err.startswith("error: invalid_argument:")
     code, _, err = cli("save", "x", "--occurred-at", "1960-01-01")

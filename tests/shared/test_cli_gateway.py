@@ -167,6 +167,7 @@ PARITY = [
     ("list", "--include-superseded"),
     ("get", "user-prefers-tabs"),
     ("get", "user-likes-vim"),
+    ("get", "vim-since"),
     ("tags",),
     ("bank", "list"),
     ("rule", "list"),
@@ -188,6 +189,7 @@ def test_answers_through_the_gateway_print_as_the_models_do(
     store.save("The user prefers tabs", tags=["style"], pinned=True)
     store.save("The user likes vim as an editor", id="user-likes-vim", tags=["tools"])
     store.save("The user used emacs as an editor", id="old-editor")
+    store.save("The user switched to vim in 2019", id="vim-since", occurred_at=1_546_300_800_000)
     store.supersede("old-editor", "user-likes-vim")
     store.rule_set("style", "Answer briefly.")
     cli = Cli(data_dir)
