@@ -120,6 +120,10 @@ class RayShardRunner:
         return out
 
 
+def _utc(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
+
+
 class ConsolidatorActor:
     """The Ray shell over ``Consolidator``; create it with ``start()``, never directly."""
 
@@ -135,6 +139,9 @@ class ConsolidatorActor:
         )
         self.metrics = _Metrics()
         self._last: Report | None = None
+        # the last clean pass as the store remembers it (this process may be a restart, and
+        # Ray reads the repr once, at start: it said "no pass yet" though a pass had run)
+        self._checkpoint = self.core.last_run()
         self.scheduler = PassScheduler(self.core, on_report=self._record)
         self.scheduler.start()
 
@@ -152,18 +159,19 @@ class ConsolidatorActor:
         last = self._last
         if self.core.running:
             state = "pass running"
-        elif last is None:
-            state = "no pass yet"
-        else:
-            when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(last.started_at / 1000))
+        elif last is not None:
             outcome = "dry run" if last.dry_run else ("ok" if last.ok else "errors")
             state = (
-                f"last pass {when} UTC {outcome}: {last.scanned} scanned, "
+                f"last pass {_utc(last.started_at)} {outcome}: {last.scanned} scanned, "
                 f"{len(last.merged)} merged in {last.duration_ms} ms"
             )
+        elif self._checkpoint is not None:  # before a restart: no figures, only when
+            state = f"last clean pass {_utc(self._checkpoint)}"
+        else:
+            state = "no pass yet"
         nxt = self.scheduler.next_run_ms()
-        when_next = time.strftime("%H:%M UTC", time.gmtime(nxt / 1000)) if nxt else "none"
-        return f"ConsolidatorActor({state}; next pass {when_next})"
+        # with its date: a time alone ("05:29 UTC") read as overdue once past that hour today
+        return f"ConsolidatorActor({state}; next pass {_utc(nxt) if nxt else 'none'})"
 
     def run_now(self, banks: list[str] | None = None, dry_run: bool = False) -> Report:
         """One pass now (``memory consolidate --now``); a running pass answers ConflictError."""

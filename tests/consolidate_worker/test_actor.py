@@ -94,3 +94,32 @@ def test_the_cli_verb_runs_a_pass_against_the_cluster(
     report = json.loads(capsys.readouterr().out)
     # Then one pass over that bank merged the pair
     assert code == 0 and report["banks"] == [unique_bank] and len(report["merged"]) == 1
+
+
+def test_the_repr_dates_the_next_pass_and_knows_the_last_one_after_a_restart(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from consolidate_worker import actor as consolidator_actor
+    from store_worker.core import MemoryStore
+
+    # Given a clean pass six hours ago, remembered in the store's sibling state, and a fresh
+    # consolidator process (a restart: Ray reads its repr once, when it starts)
+    store = MemoryStore(tmp_path / "data")
+    last = time.time_ns() // 1_000_000 - 6 * HOUR_MS
+    store.state_set(OWNER, LAST_RUN_KEY, {"at": last})
+    monkeypatch.setattr(
+        consolidator_actor.ShardedStoreClient, "connect", staticmethod(lambda **kw: store)
+    )
+    shell = consolidator_actor.ConsolidatorActor({})
+    try:
+        # Then its repr names that pass, and the next one with its date (a time alone read as
+        # overdue: "no pass yet; next pass 05:29 UTC")
+        def utc(ms: int) -> str:
+            return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
+
+        assert repr(shell) == (
+            f"ConsolidatorActor(last clean pass {utc(last)}; next pass {utc(last + 24 * HOUR_MS)})"
+        )
+    finally:
+        shell.shutdown()
+        store.close()

@@ -317,3 +317,15 @@ def test_a_store_actor_with_a_local_model_recalls_by_meaning(
         assert check.ok and "local:model@" in check.detail and "384-d" in check.detail
     finally:
         ray_cluster.kill(ray_cluster.get_actor(name, namespace="memory"))
+
+
+def test_the_repr_counts_in_words(tmp_path: Path) -> None:
+    # Given the store's Ray shell (its class, without Ray) over one bank with one memory
+    shell = StoreActor({"MEMORY_DATA_DIR": str(tmp_path / "data")})
+    try:
+        assert repr(shell) == f"StoreActor({tmp_path / 'data'}: 0 live memories in 0 banks)"
+        shell.store.save("The user prefers tabs")
+        # Then the dashboard's Repr reads as English ("1 live memories in 1 banks")
+        assert repr(shell) == f"StoreActor({tmp_path / 'data'}: 1 live memory in 1 bank)"
+    finally:
+        shell.store.close()
