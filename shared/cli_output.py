@@ -148,7 +148,7 @@ def when(m: Any) -> int:
     """The date a memory's line shows: when it happened if known (``occurred_at``), else when
     it was stated; the recalled block a turn is given dates its lines the same way
     (``store_worker/inject.py``). ``get`` and ``--json`` show both."""
-    return m.stated_at if m.occurred_at is None else m.occurred_at
+    return int(m.stated_at if m.occurred_at is None else m.occurred_at)
 
 
 def memory_line(m: Any, id_width: int = 0, flags_width: int = 0) -> str:
