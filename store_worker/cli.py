@@ -4,6 +4,8 @@
 variable a Ray job or a deployment sets). ``memory shards status`` prints the slot table and
 where each bank lives; ``memory shards rebalance [--shards N]`` moves the banks whose owner
 changes (``shared.sharded.rebalance``: freeze, copy, switch, release; rerun it after a kill).
+Both act on the running cluster's shards, or with ``--data-dir D`` (the embedded mode) on the
+``MEMORY_STORE_SHARDS`` shards on D in this process, as every embedded verb opens them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from shared.workers import UpSetting, lazy
@@ -41,27 +45,52 @@ def add_cli(sub: Any) -> None:
     )
     verbs = parser.add_subparsers(dest="shards_verb", required=True)
     status = verbs.add_parser("status", help="Show the slot table and the banks of each shard.")
-    status.add_argument("--json", action="store_true", help="print the result as JSON")
+    _options(status)
     status.set_defaults(handler=_status)
     move = verbs.add_parser("rebalance", help="Move the banks whose owner changed.")
     move.add_argument("--shards", type=int, default=None, help="spread over N (default: all)")
-    move.add_argument("--json", action="store_true", help="print the result as JSON")
+    _options(move)
     move.set_defaults(handler=_rebalance)
 
 
-def _shards() -> list[StoreAPI]:
-    from shared.client import connect
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--data-dir",
+        default=argparse.SUPPRESS,  # keeps `memory --data-dir D shards ...`'s value
+        help="embedded mode: the shards on this data dir (MEMORY_STORE_SHARDS of them), "
+        "in-process, without Ray",
+    )
+
+
+@contextmanager
+def _shards(args: argparse.Namespace) -> Iterator[list[StoreAPI]]:
+    """Every store shard: the embedded ones on ``--data-dir`` (it was ignored: the verbs
+    showed and moved the running cluster's), else the running cluster's."""
     from shared.sharded import ShardedStoreClient
 
-    connect()
-    client = ShardedStoreClient.connect()
-    return list(client.shards) if isinstance(client, ShardedStoreClient) else [client]
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir:
+        from shared.cli_store import close_store, open_store
+
+        store = open_store(data_dir)
+    else:
+        from shared.client import connect
+
+        connect()
+        store = ShardedStoreClient.connect()
+    try:
+        yield list(store.shards) if isinstance(store, ShardedStoreClient) else [store]
+    finally:
+        if data_dir:
+            close_store(store)  # the data dir's lock and log files
 
 
 def _status(args: argparse.Namespace) -> int:
     from shared.shards import Routing
 
-    views = [s.shard_routing() for s in _shards()]
+    with _shards(args) as shards:
+        views = [s.shard_routing() for s in shards]
     table = Routing.parse(views[0]["routing"])
     out = {
         "version": table.version,
@@ -76,8 +105,8 @@ def _status(args: argparse.Namespace) -> int:
 def _rebalance(args: argparse.Namespace) -> int:
     from shared.rebalance import rebalance
 
-    shards = _shards()
-    report = rebalance(shards, args.shards)
+    with _shards(args) as shards:
+        report = rebalance(shards, args.shards)
     _emit(args, vars(report))
     return 1 if report.orphans else 0
 

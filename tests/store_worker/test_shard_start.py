@@ -69,3 +69,36 @@ def test_the_sharded_manifest_gives_each_shard_its_resource_and_volume() -> None
         (volume,) = pod["volumes"]
         assert volume["persistentVolumeClaim"]["claimName"] in claims
     assert "memory_store" not in json.dumps(groups["siblings"])  # siblings hold no shard
+
+
+@pytest.mark.parametrize("where", ["before", "after"])  # memory --data-dir D shards status
+def test_shards_status_and_rebalance_read_the_data_dir_given(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shared.cli import run
+    from shared.cli_store import close_store, open_store
+    from shared.sharded import ShardedStoreClient
+
+    # Given two embedded shards on a data dir, a bank on shard 1 (no cluster is asked)
+    monkeypatch.setenv("MEMORY_STORE_SHARDS", "2")
+    data = tmp_path / "data"
+    store = open_store(str(data))
+    assert isinstance(store, ShardedStoreClient)
+    bank = next(f"b{i}" for i in range(100) if store.owner(f"b{i}") == 1)
+    store.bank_create(bank)
+    close_store(store)
+    flag = ["--data-dir", str(data)]
+    argv = (
+        [*flag, "shards", "status", "--json"]
+        if where == "before"
+        else ["shards", "status", *flag, "--json"]
+    )
+    # When `shards status` runs on it, then it shows that data dir's shards
+    assert run(argv) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["banks"] == {"0": [], "1": [bank]} and shown["version"] >= 1
+    # and rebalance moves that data dir's banks (all onto shard 0), letting go of it after
+    assert run([*flag, "shards", "rebalance", "--shards", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["banks_moved"] == [bank]
+    assert run([*flag, "shards", "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["banks"] == {"0": [bank], "1": []}
