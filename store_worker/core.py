@@ -284,9 +284,18 @@ class MemoryStore:
             dir_lock.release(self._dir_lock)
 
     def _refuse_if_closed(self) -> None:
+        """Refuse a write once the store no longer holds its data dir: closed, or the path
+        moved, removed or replaced under it (``lock.py``: its writes would land in a folder
+        no lock keeps a second store out of)."""
         if self._closed:
             raise errors.SourceUnavailableError(
                 f"this store was closed and no longer holds {self.root}; open it again",
+                retryable=False,
+            )
+        if self._dir_lock is not None and not self._dir_lock.names_its_folder():
+            raise errors.SourceUnavailableError(
+                f"{self.root} is no longer the folder this store opened (moved, removed or "
+                "replaced while it ran); nothing is written there: close the store, open it again",
                 retryable=False,
             )
 

@@ -19,6 +19,11 @@ a new inode while the holder still locks the old one, and two stores would write
 folder cannot be swapped under a running store without moving its data too, so its ``flock``
 is what decides; ``.lock`` carries the holder record the refusal names.
 
+The folder is held, not its name: a data dir moved, removed or replaced while the store runs
+(``mv data data.old; mkdir data``, a restore) leaves the path naming a folder nobody locked,
+where a second store may open. ``DirLock.names_its_folder`` tells, and the store refuses every
+write once the path names another folder (or none): its writes would land beside that store's.
+
 The lock also keeps the torn-tail repair (``AppendLog.repair_tail``) safe: it cuts the log
 only in the process holding the lock, so it can never cut another process's line.
 """
@@ -48,6 +53,7 @@ class DirLock:
     root: Path
     fd: int  # ``.lock``, holding the holder record
     dir_fd: int = -1  # the data dir itself
+    ident: tuple[int, int] = (-1, -1)  # (st_dev, st_ino) of the folder ``dir_fd`` locks
 
     def release(self) -> None:
         for fd in (self.fd, self.dir_fd):
@@ -59,6 +65,16 @@ class DirLock:
     @property
     def held(self) -> bool:
         return self.fd >= 0
+
+    def names_its_folder(self) -> bool:
+        """Whether ``root`` still names the folder this lock holds (one ``stat``)."""
+        try:
+            st = os.stat(self.root)
+        except FileNotFoundError:
+            return False
+        except OSError:  # cannot tell: the write itself reports a real fault
+            return True
+        return (st.st_dev, st.st_ino) == self.ident
 
 
 def holder(root: Path) -> dict[str, object] | None:
@@ -92,7 +108,8 @@ def acquire(root: Path) -> DirLock:
         raise DataDirUnwritableError(
             f"data dir {root} is not writable: cannot open it ({e.strerror or e})"
         ) from e
-    taken = DirLock(root=root, fd=-1, dir_fd=dir_fd)
+    st = os.fstat(dir_fd)
+    taken = DirLock(root=root, fd=-1, dir_fd=dir_fd, ident=(st.st_dev, st.st_ino))
     try:
         _flock(root, dir_fd)  # first: decides even when ``.lock`` was removed by hand
         try:

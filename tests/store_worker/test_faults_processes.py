@@ -12,6 +12,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -392,3 +393,44 @@ def test_a_lock_file_removed_or_replaced_by_hand_still_keeps_a_second_store_out(
     second = MemoryStore(data_dir, clock=clock)
     assert kept.id in {m.id for m in second.list(page_size=50).memories}
     second.close()
+
+
+@pytest.mark.parametrize("edit", ["moved", "replaced", "removed"])
+def test_a_data_dir_moved_or_replaced_under_a_running_store_is_never_written(
+    data_dir: Path, clock: FakeClock, dir_bytes: SNAPSHOT, edit: str
+) -> None:
+    """The lock holds the folder the store opened; a path that now names another folder (or
+    none) must not take its writes: they would land where no lock keeps a second store out."""
+    # Given a running store whose data dir is moved away (and, for "replaced", made again)
+    store = MemoryStore(data_dir, clock=clock)
+    kept = store.save("the spare key is under the blue pot").memory
+    moved = data_dir.with_name("data-moved")
+    if edit == "removed":
+        shutil.rmtree(data_dir)
+    else:
+        data_dir.rename(moved)
+    if edit == "replaced":
+        data_dir.mkdir()
+    before = dir_bytes(data_dir) if data_dir.exists() else None
+    # When it is asked to write, Then it refuses, typed, and writes nothing anywhere
+    for write in (
+        lambda: store.save("written after the move"),
+        lambda: store.save_many([{"text": "one of a burst after the move"}]),
+        lambda: store.rule_set("style", "tabs"),
+        lambda: store.bank_create("late"),
+        lambda: store.turn_completed("s1", messages=[{"role": "user", "content": "hello"}]),
+    ):
+        with pytest.raises(SourceUnavailableError, match="no longer") as refused:
+            write()
+        assert not refused.value.retryable
+    assert (dir_bytes(data_dir) if data_dir.exists() else None) == before
+    # and a store opened on the path meanwhile is the only writer there
+    if edit != "removed":
+        second = MemoryStore(data_dir, clock=clock)
+        assert second.save("the second store's own fact").created
+        second.close()
+    store.close()
+    if edit != "removed":
+        again = MemoryStore(moved, clock=clock)
+        assert [m.id for m in again.list().memories] == [kept.id]
+        again.close()
