@@ -199,16 +199,19 @@ class AppendLog:
         # Set when a refused append could not be cut back: the bytes past it are lines no
         # caller was acknowledged for (maybe only in the page cache after a failed sync), so
         # nothing reads them and nothing appends after them until they are cut (``_heal``).
+        # It measures one file (``_marked``): a file put in its place since is read whole.
         self.good_size: int | None = None
+        self._marked: tuple[int, int] | None = None
 
     def read_bytes(self) -> bytes:
         """The whole file (empty when it does not exist yet); after a refused append that
         could not be cut back, only the bytes before it (``good_size``)."""
+        mark = self._live_mark()
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return b""
-        return data if self.good_size is None else data[: self.good_size]
+        return data if mark is None else data[:mark]
 
     def read_lines(self) -> Iterator[tuple[int, bytes, bool]]:
         """Yield (line number, raw line, is_last_unterminated) for each non-empty line."""
@@ -229,7 +232,7 @@ class AppendLog:
         another writer is in the middle of. The sidecar is fsynced before the cut, so the
         bytes are never only in RAM; a failure cuts nothing (the next append starts a fresh
         line after the fragment, ``_unglue``)."""
-        if self.good_size is not None:  # the next append cuts the file there first
+        if self._live_mark() is not None:  # the next append cuts the file there first
             return 0
         try:
             with open(self.path, "rb") as fh:
@@ -281,13 +284,32 @@ class AppendLog:
         writing a new file and renaming it over the log (and a purge or a restore may do the
         same): a descriptor kept on the old inode would append acknowledged lines to a file
         nobody reads again. One ``stat`` per append (~1 µs of a ~0.3 ms fsync)."""
+        return self._names(self._ident)
+
+    def _names(self, ident: tuple[int, int] | None) -> bool:
+        """Whether the path names the file ``ident`` ((st_dev, st_ino))."""
         try:
             st = os.stat(self._name)
         except FileNotFoundError:
             return False
         except OSError:  # cannot tell: the append itself reports a real fault
             return True
-        return (st.st_dev, st.st_ino) == self._ident
+        return (st.st_dev, st.st_ino) == ident
+
+    def _mark(self, start: int, ident: tuple[int, int] | None) -> None:
+        """Hide, and cut before the next append, what lies past ``start`` in the file
+        ``ident`` (``good_size``)."""
+        mark = self._live_mark()
+        self.good_size = start if mark is None else min(start, mark)
+        self._marked = ident
+
+    def _live_mark(self) -> int | None:
+        """``good_size`` while the path still names the file it was measured on. A file put
+        in its place since (a restore, an editor's save-by-rename, purge's rewrite) holds
+        none of the refused lines: cut at the old length, it would lose lines it does hold."""
+        if self.good_size is not None and not self._names(self._marked):
+            self.good_size = None
+        return self.good_size
 
     def append(self, line: str) -> None:
         """Append one line and fsync it; on failure cut back and raise source_unavailable."""
@@ -333,17 +355,11 @@ class AppendLog:
 
     def rewrite(self, data: bytes) -> None:
         """Replace the whole log with ``data`` (``atomic_write``: purge's rewrite). ``data``
-        was read through ``read_bytes``, so it holds nothing ``good_size`` hid: once the new
-        file is in place (even when the folder's sync then failed), the mark belonged to the
-        old file and goes; kept, it would cut a longer new log at the old length."""
-        before = _identity(self.path)
+        was read through ``read_bytes``, so it holds nothing ``good_size`` hid; once the new
+        file is in place (even when the folder's sync then failed) the mark, which measured
+        the old file, no longer applies (``_live_mark``)."""
         self.close()  # its descriptor would keep appending to the old file
-        try:
-            atomic_write(self.path, data)
-        finally:
-            if _identity(self.path) != before:
-                self.good_size = None
-                self._end = -1
+        atomic_write(self.path, data)
 
     def take_back(self, start: int) -> None:
         """Cut off what was appended since ``start`` (durable or not): a group commit takes
@@ -353,7 +369,7 @@ class AppendLog:
         try:
             fd = self._open()
         except OSError as e:
-            self.good_size = start if self.good_size is None else min(start, self.good_size)
+            self._mark(start, _identity(self.path))
             raise storage_error(f"cannot cut {self.path} back", e) from e
         self._created = False  # the file holds lines from before ``start``: never removed
         self._cut_back(fd, start)
@@ -376,8 +392,7 @@ class AppendLog:
                 _datasync(fd)
         except OSError as e:
             log.warning("cannot cut %s back to %d bytes: %s", self.path, start, e)
-            if self.good_size is None or start < self.good_size:
-                self.good_size = start
+            self._mark(start, self._ident)
         self.close()
 
     def _heal(self, fd: int) -> None:
@@ -385,8 +400,8 @@ class AppendLog:
         ``OSError`` (the append is refused) while the cut still cannot be made."""
         if self.good_size is None:
             return
-        if os.fstat(fd).st_size > self.good_size:  # never grow a file cut meanwhile
-            os.ftruncate(fd, self.good_size)
+        if self._marked == self._ident and os.fstat(fd).st_size > self.good_size:
+            os.ftruncate(fd, self.good_size)  # never another file, never grow one cut since
             _datasync(fd)
         self.good_size = None
         self._end = -1

@@ -5,7 +5,8 @@
 - a refused append whose cut-back also fails (a failed ``fdatasync`` then an ``ftruncate``
   on a file system gone read-only): the lines past the cut were acknowledged to nobody and
   may live only in the page cache (fsyncgate), so nothing reads them and nothing is appended
-  after them until they are cut;
+  after them until they are cut; that mark measures one file: a log put in its place since (a
+  restore) is read, appended to and rewritten whole;
 - a fault between the write and the sync that is not an ``OSError`` (the indexer's start):
   the lines are cut back, the caller gets a typed error, nobody waits forever;
 - a bank that cannot be read back after a failed flush: its calls fail typed, never
@@ -325,3 +326,39 @@ def test_a_purge_rewrite_after_an_uncut_refused_append_loses_nothing(
     again = reopen(data_dir)
     assert texts(again) == want and again.reload().corrupt_lines == 0
     again.close()
+
+
+@pytest.mark.parametrize("then", ["save", "reload", "purge"])
+def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, then: str
+) -> None:
+    # Given a refused append that could not be cut back (its mark hides the bytes past it)
+    store = reopen(data_dir)
+    kept = store.save("acknowledged before the disk failed").memory
+    log = log_of(data_dir)
+    backup = log.read_bytes()
+    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
+    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused: its sync failed")
+    monkeypatch.undo()
+    # When the log is replaced by hand with a longer one (a restore holding more lines)
+    restored = [
+        kept.model_copy(update={"id": f"restored-{i}", "text": f"restored fact {i}"})
+        for i in range(4)
+    ]
+    copy = log.with_name("restore.jsonl")
+    copy.write_bytes(backup + b"".join(m.to_line().encode() + b"\n" for m in restored))
+    os.replace(copy, log)
+    if then == "save":
+        store.save("acknowledged after the restore")
+    elif then == "reload":
+        store.reload()
+    else:
+        store.purge(kept.id)
+    # Then the mark measured the old file only: every restored line is read and kept
+    want = {m.text for m in restored}
+    store.reload()  # a hand edit reaches RAM at reload (DESIGN §2)
+    assert want <= texts(store)
+    store.close()
+    assert want <= texts(reopen(data_dir))
