@@ -197,81 +197,84 @@ class MemoryStore:
 
     def _open(self, *, carry: Banks | None = None) -> None:
         """Build the parts on the data dir and load every bank (replay or snapshot);
-        ``carry``, the repository being replaced, lends its log objects (``Banks.open``)."""
+        ``carry``, the repository being replaced, lends its log objects (``Banks.open``).
+        The parts are built first and swapped in together: a part that refuses (a routing
+        table edited by hand, an outbox folder that cannot be read) leaves the old ones."""
         s, clock = self.settings, self.clock
-        self.root = s.data_path
-        self._dir_lock = dir_lock.hold(self.root, self._dir_lock)  # one writer per data dir
-        remove_stale_staging(self.root)
-        check_writable(self.root)  # boot-fatal: never run in RAM (DESIGN §2)
-        self.state = StateStore(self.root)
-        self.sessions = Sessions(self.state, s)
-        self.ratification = Drafts(s)
-        self.banks = Banks(
-            self.root,
+        root = s.data_path
+        self._dir_lock = dir_lock.hold(root, self._dir_lock)  # one writer per data dir
+        remove_stale_staging(root)
+        check_writable(root)  # boot-fatal: never run in RAM (DESIGN §2)
+        state = StateStore(root)
+        sessions = Sessions(state, s)
+        drafts = Drafts(s)
+        banks = Banks(
+            root,
             s,
             clock=clock,
             events=self.events,
             on_load=(Drafts.load, self.vectors.load),
             lazy_records=self.lazy_records,
         )
-        self.shard = ShardGuard(self.state, s.shard_index)
-        self.banks.guard = self.shard
-        self.writer = Writer(
+        shard = ShardGuard(state, s.shard_index)
+        banks.guard = shard
+        writer = Writer(
             s,
-            banks=self.banks,
-            drafts=self.ratification,
+            banks=banks,
+            drafts=drafts,
             vectors=self.vectors,
             events=self.events,
             clock=clock,
             tokens=self.tokens,
         )
-        self.reader = Reader(
+        reader = Reader(
             s,
-            banks=self.banks,
+            banks=banks,
             vectors=self.vectors,
-            sessions=self.sessions,
+            sessions=sessions,
             clock=clock,
             tokens=self.tokens,
             tuning=self.recall_tuning,
             synonyms=self.synonyms,
         )
-        self.rules = Rules(self.banks, self.events, clock)
-        self.injector = Injector(
-            s,
-            banks=self.banks,
-            sessions=self.sessions,
-            state=self.state,
-            clock=clock,
-            recall=self.reader.recall,
+        rules = Rules(banks, self.events, clock)
+        injector = Injector(
+            s, banks=banks, sessions=sessions, state=state, clock=clock, recall=reader.recall
         )
-        self.outbox = Outbox(
-            self.root,
+        outbox = Outbox(
+            root,
             s,
-            banks=self.banks,
-            state=self.state,
-            sessions=self.sessions,
+            banks=banks,
+            state=state,
+            sessions=sessions,
             clock=clock,
-            turn_bank=self.injector.turn_bank,
+            turn_bank=injector.turn_bank,
             watchers=self._watchers,  # a reopen keeps the extractor's wake-up
         )
-        self.purger = Purger(
-            banks=self.banks,
-            rules=self.rules,
+        purger = Purger(
+            banks=banks,
+            rules=rules,
             vectors=self.vectors,
             events=self.events,
             clock=clock,
             tokens=self.tokens,
         )
-        self.banks.open(carry=carry)
-        self.sessions.prune()
+        self.root, self.state, self.sessions, self.ratification = root, state, sessions, drafts
+        self.banks, self.shard, self.writer, self.reader = banks, shard, writer, reader
+        self.rules, self.injector, self.outbox, self.purger = rules, injector, outbox, purger
+        banks.open(carry=carry)  # a bank that cannot be read waits for its next use
+        sessions.prune()
 
     def _reopen(self) -> None:
         """Close the banks' logs and build the parts again (the lock is kept); later group
-        commits go to the new repository."""
+        commits go to the new repository, even when loading one of its banks failed (the
+        writers already use it: a batch staged in the old one would append at once)."""
         old = self.banks
         old.close()
-        self._open(carry=old)
-        self.commits.banks = self.banks
+        try:
+            self._open(carry=old)
+        finally:
+            self.commits.banks = self.banks
 
     def close(self) -> None:
         """Close the logs and let go of the data dir: every later write is refused, since

@@ -10,7 +10,9 @@
 - a fault between the write and the sync that is not an ``OSError`` (the indexer's start):
   the lines are cut back, the caller gets a typed error, nobody waits forever;
 - a bank that cannot be read back after a failed flush: its calls fail typed, never
-  ``not_found``, and it is loaded again at its next use.
+  ``not_found``, and it is loaded again at its next use;
+- a reload refused half way (a bank it cannot read, a part that refuses its state): the store
+  goes on with one set of parts, and its group commit writes through the same banks as they.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from shared.clock import FakeClock
-from shared.errors import SourceUnavailableError
+from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
 from shared.redact import Redaction
+from shared.shards import STATE_KEY, STATE_OWNER
 from store_worker import files, writes
 from store_worker.bank import Bank
 from store_worker.core import MemoryStore
@@ -362,3 +365,56 @@ def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
     assert want <= texts(store)
     store.close()
     assert want <= texts(reopen(data_dir))
+
+
+def test_a_reload_that_cannot_read_a_bank_leaves_writes_all_or_nothing(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a reload refused because one bank cannot be read (an I/O error)
+    store = reopen(data_dir)
+    one = store.save("the first fact about the roof").memory
+    two = store.save("the second fact about the gutters").memory
+    store.save("a fact in another bank", bank="other")
+    real_load = Bank.load
+
+    def load(self: Bank) -> None:
+        if self.name == "other":
+            raise OSError(errno.EIO, "Input/output error")
+        real_load(self)
+
+    monkeypatch.setattr(Bank, "load", load)
+    with pytest.raises(SourceUnavailableError):
+        store.reload()
+    monkeypatch.undo()
+    before = log_of(data_dir).read_bytes()
+    # When an all-or-nothing write is refused for its second item
+    with pytest.raises(NotFoundError):
+        store.supersede_many(
+            [
+                {"id": one.id, "superseded_by": two.id},
+                {"id": "no-such-memory", "superseded_by": two.id},
+            ]
+        )
+    # Then nothing of it was written, nor kept in RAM
+    assert log_of(data_dir).read_bytes() == before
+    assert store.get(one.id).memory == one
+    store.close()
+
+
+def test_a_reload_refused_by_a_part_keeps_the_store_as_it_was(data_dir: Path) -> None:
+    # Given a store with two banks, and its shard routing state edited by hand into nonsense
+    store = reopen(data_dir)
+    kept = store.save("a fact in the other bank", bank="other").memory
+    store.save("a fact in the main bank")
+    routing = data_dir / ".state" / STATE_OWNER / f"{STATE_KEY}.json"
+    routing.parent.mkdir(parents=True, exist_ok=True)
+    routing.write_text('{"version": 1, "slots": [0, 1]}')
+    # When a reload is refused for it
+    with pytest.raises(InvalidArgumentError):
+        store.reload()
+    # Then the store goes on as before the reload: every bank listed, read and written
+    assert sorted(b.name for b in store.bank_list().banks) == ["main", "other"]
+    assert store.get(kept.id, bank="other").memory == kept
+    store.save("written after the refused reload", bank="other")
+    assert len(texts(store, "other")) == 2
+    store.close()
