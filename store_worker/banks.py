@@ -208,8 +208,7 @@ class Banks(Mapping[str, Bank]):
 
     def writable(self, bank: Bank) -> Bank:
         """The bank, unless its slot is being moved to another shard (``frozen_error``)."""
-        if bank.frozen:
-            raise frozen_error(bank.name)
+        bank.refuse_if_frozen()
         return bank
 
     def trash(self, name: str) -> Path:

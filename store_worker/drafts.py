@@ -67,6 +67,7 @@ class Drafts:
         was never part of the memory, so it leaves no tombstone."""
         if mem.status != "pending":
             return bank.apply(mem)
+        bank.refuse_if_frozen()
         if mem.invalid_at is not None:
             discard(bank, mem.id)
             return mem
@@ -147,6 +148,7 @@ class Drafts:
 
 def discard(bank: Bank, id: str) -> None:
     """Remove a draft entirely: its file, its record, its vector, its index slot."""
+    bank.refuse_if_frozen()
     path = draft_path(bank, id)
     try:
         _unlink(path)

@@ -85,8 +85,9 @@ class Purger:
     def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
         """Today's catalogue over stored memories, rules and descriptions (module doc)."""
         v.flag(purge, "purge")
-        names = [self.banks.resolve(bank).name] if bank is not None else sorted(self.banks)
-        done = tuple(self._rescan_bank(self.banks[name], purge) for name in names)
+        names = [bank] if bank is not None else [b.name for b in self.banks.owned()]
+        targets = [self.banks.writable(self.banks.resolve(name)) for name in names]
+        done = tuple(self._rescan_bank(target, purge) for target in targets)
         kinds = tuple(sorted({k for d in done for k in d.kinds}))
         return RescanResponse(banks=done, kinds=kinds)
 
@@ -249,7 +250,7 @@ class Purger:
     def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
         """Remove memory ``id`` and every revision of it from ``bank`` (module doc)."""
         mem_id = v.memory_id(id)
-        target = self.banks.resolve(bank)
+        target = self.banks.writable(self.banks.resolve(bank))
         if mem_id not in target.records:
             raise errors.NotFoundError(f"no memory {mem_id!r} in bank {target.name!r}")
         draft = target.records[mem_id].status == "pending"
