@@ -153,8 +153,7 @@ class Banks(Mapping[str, Bank]):
 
     def resolve(self, name: str | None, *, create: bool = False) -> Bank:
         """The bank a call means: the default materializes on first use; writes create."""
-        name = v.bank_name(name or self.settings.default_bank)
-        frozen = self.guard.check(name) if self.guard is not None else False
+        name, frozen = self._named(name)
         bank = self._banks.get(name)
         if bank is None and name in self._unloaded:  # a reload could not read it back
             bank = self._load(name)
@@ -169,6 +168,23 @@ class Banks(Mapping[str, Bank]):
             bank.stage = self.stage  # its log writes join the batch
             self.stage.attached.append(bank)
         return bank
+
+    def check_write(self, name: str | None) -> None:
+        """Refuse, changing nothing, what a write to ``name`` would be refused for as it runs
+        (``resolve(name, create=True)``, a staged line): a bad name, a bank served elsewhere
+        or frozen, a new bank whose name holds a credential. An all-or-nothing write checks
+        every item first: an item's draft file or new bank folder is written as it runs."""
+        name, frozen = self._named(name)
+        if frozen:
+            raise frozen_error(name)
+        if name not in self._banks and name not in self._unloaded:
+            v.no_credential(name, "bank name")
+
+    def _named(self, name: str | None) -> tuple[str, bool]:
+        """The bank name a call means, and whether its slot is frozen (a bank another shard
+        serves is refused: ``ShardGuard.check``)."""
+        name = v.bank_name(name or self.settings.default_bank)
+        return name, self.guard.check(name) if self.guard is not None else False
 
     def create(self, name: str, description: str) -> tuple[Bank, bool]:
         """The bank, and whether this call created it (a folder made by hand is adopted)."""

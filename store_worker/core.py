@@ -400,7 +400,10 @@ class MemoryStore:
 
     @_grouped
     def _commit_saves(self, prepared: builtins.list[PreparedSave]) -> builtins.list[SaveResponse]:
-        """Commit prepared saves as one unit of the next group commit."""
+        """Commit prepared saves as one unit of the next group commit; every item is checked
+        before any is written (a draft's file, a new bank's folder are written as it runs)."""
+        for p in prepared:
+            self.writer.check_save(p)
         return [self.writer.commit_save(p) for p in prepared]
 
     @_grouped
