@@ -286,15 +286,21 @@ class MemoryStore:
             self.commits.close()
             dir_lock.release(self._dir_lock)
 
-    def _refuse_if_closed(self) -> None:
-        """Refuse a write once the store no longer holds its data dir: closed, or the path
-        moved, removed or replaced under it (``lock.py``: its writes would land in a folder
-        no lock keeps a second store out of)."""
+    def _refuse_if_closed(self, *, moved: bool = True) -> None:
+        """Refuse a write once the store no longer holds its data dir: closed, or (unless
+        ``moved`` is False: doctor reports it instead) moved away under it."""
         if self._closed:
             raise errors.SourceUnavailableError(
                 f"this store was closed and no longer holds {self.root}; open it again",
                 retryable=False,
             )
+        if moved:
+            self.check_data_dir()
+
+    def check_data_dir(self) -> None:
+        """Raise when the data dir's path no longer names the folder this store holds:
+        moved, removed or replaced while it ran (``lock.py``). Its writes would land in a
+        folder no lock keeps a second store out of."""
         if self._dir_lock is not None and not self._dir_lock.names_its_folder():
             raise errors.SourceUnavailableError(
                 f"{self.root} is no longer the folder this store opened (moved, removed or "
@@ -772,8 +778,9 @@ class MemoryStore:
 
     # -- operations --------------------------------------------------------------------------
 
-    @_serialized  # its write probe
+    @_reading  # its write probe goes through the write verbs, which refuse what they must
     def doctor(self, siblings: ops.SiblingProbe | None = None) -> DoctorResponse:
+        self._refuse_if_closed(moved=False)  # a data dir moved away is a failed check
         return ops.doctor(self, siblings)
 
     @_reading

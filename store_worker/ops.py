@@ -71,6 +71,7 @@ def doctor(store: MemoryStore, siblings: SiblingProbe | None = None) -> DoctorRe
 
 
 def _writable(store: MemoryStore) -> str:
+    store.check_data_dir()
     check_writable(store.root)
     return str(store.root)
 

@@ -423,6 +423,9 @@ def test_a_data_dir_moved_or_replaced_under_a_running_store_is_never_written(
         with pytest.raises(SourceUnavailableError, match="no longer") as refused:
             write()
         assert not refused.value.retryable
+    report = store.doctor()  # says so, and writes nothing either
+    assert not report.ok
+    assert "no longer" in next(c for c in report.checks if c.name == "data_dir_writable").detail
     assert (dir_bytes(data_dir) if data_dir.exists() else None) == before
     # and a store opened on the path meanwhile is the only writer there
     if edit != "removed":
