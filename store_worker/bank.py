@@ -217,7 +217,7 @@ class Bank:
     # -- loading ---------------------------------------------------------------------------
 
     def load(self) -> None:
-        self.files.remove_stale_temps()  # what a killed purge left (store_worker/purge.py)
+        self.files.remove_stale_temps()  # what a killed write left (a purge, a snapshot ...)
         self.description, self.created_at = self.files.read_meta()
         self.rules = self.files.read_rules()
         self.stats = ReplayStats()
@@ -467,7 +467,6 @@ class Bank:
         """Capture the index as the replay left it (before drafts join it) and write it in
         the background (``store_worker/snapshot.py``); with where every live record's line
         starts (noted by the replay), the snapshot serves a lazy boot too."""
-        snapshot.remove_stale_temps(self.files.dir)
         lines = None
         if starts is not None:
             stats = self.stats  # every line up to ``size``: a torn fragment after it is cut

@@ -125,7 +125,7 @@ class Banks(Mapping[str, Bank]):
         """Read one bank again from its files (RAM back to exactly what is on disk)."""
         old = self._banks.pop(name, None)
         if old is not None:
-            old.files.log.close()
+            _retire(old)
             self._unloaded[name] = old.files.log
         return self._load(name)
 
@@ -147,7 +147,7 @@ class Banks(Mapping[str, Bank]):
 
     def close(self) -> None:
         for bank in self._banks.values():
-            bank.files.log.close()
+            _retire(bank)
 
     # -- resolving and creating ------------------------------------------------------------
 
@@ -262,3 +262,12 @@ class Banks(Mapping[str, Bank]):
             rules=len(bank.rules),
             pinned=pinned,
         )
+
+
+def _retire(bank: Bank) -> None:
+    """Close a bank leaving RAM once its index snapshot is written: a writer still running
+    would put the old index back after a purge's rewrite (the purged text's terms on disk
+    again), and its temp would be taken for a killed writer's by the next load."""
+    bank.files.log.close()
+    if bank.snapshot_writer is not None:
+        bank.snapshot_writer.join()

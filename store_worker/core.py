@@ -206,6 +206,7 @@ class MemoryStore:
         remove_stale_staging(root)
         check_writable(root)  # boot-fatal: never run in RAM (DESIGN §2)
         state = StateStore(root)
+        state.remove_stale_temps()
         sessions = Sessions(state, s)
         drafts = Drafts(s)
         banks = Banks(

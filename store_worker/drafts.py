@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from shared import errors
 from shared.models import Memory
 from store_worker import validate as v
-from store_worker.files import atomic_write, fsync_dir
+from store_worker.files import DRAFTS_DIR, atomic_write, fsync_dir
 
 if TYPE_CHECKING:
     from shared.config import StoreSettings
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DRAFTS_DIR = "drafts"
 AUTOMATIC_CONFIDENCES = ("extracted", "inferred")
 
 

@@ -2,6 +2,7 @@
 
     <data_dir>/<bank>/bank.yaml          description, created_at
     <data_dir>/<bank>/rules/<name>.md    always-injected markdown
+    <data_dir>/<bank>/drafts/<id>.json   pending drafts (store_worker/drafts.py)
     <data_dir>/<bank>/memories.jsonl     append-only, one full record per line, fsynced
     <data_dir>/<bank>/vectors.jsonl      derived embedding sidecar
     <data_dir>/.trash/<bank>-<ms>/       trashed banks
@@ -9,6 +10,8 @@
 
 Every append is fsynced before the caller touches RAM. A failed append (a full disk) truncates
 the file back to where it was, so a half-written line can never glue itself to the next one.
+Every other file is written to a temp (``.<name>.<random>.tmp``) renamed into place; a kill
+before the rename leaves the temp, which the next load removes (``TEMPS``).
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ VECTORS = "vectors.jsonl"
 PRIVATE_DIR = 0o700
 BANK_META = "bank.yaml"
 RULES_DIR = "rules"
+DRAFTS_DIR = "drafts"
 TRASH_DIR = ".trash"
 STATE_DIR = ".state"
 TORN_SUFFIX = ".torn"
 # A bank is built under this prefix and renamed into place (``BankFiles.create``); a crash
 # leaves only a dot-folder, which open skips and removes.
 CREATING_PREFIX = ".creating-"
+TEMPS = ".*.tmp"  # what ``atomic_write`` (and the index snapshot) write before the rename
 # Beyond this a hand-edited number cannot be a timestamp or a count, and float64 (the index's
 # columns, gRPC's int64) stops being exact.
 MAX_EXACT = 2**53
@@ -147,6 +152,17 @@ def check_writable(root: Path) -> None:
         raise DataDirUnwritableError(
             f"data dir {root} is not writable ({e.strerror or e}); the store will not run in RAM"
         ) from e
+
+
+def remove_temps(*folders: Path) -> int:
+    """Remove the temp files (``TEMPS``) in these folders; returns how many went."""
+    gone = 0
+    for folder in folders:
+        for path in folder.glob(TEMPS):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                gone += 1
+    return gone
 
 
 def remove_stale_staging(root: Path) -> int:
@@ -456,17 +472,12 @@ class BankFiles:
             raise storage_error(f"cannot create bank {self.name}", e) from e
 
     def remove_stale_temps(self) -> int:
-        """Remove the temp files a killed rewrite of the log or the vector sidecar left
-        (``atomic_write``'s ``.<name>.*.tmp``): each holds only content a rename would have
-        put in place, and the file it was for is whole (old or new). Only the lock holder
-        loads a bank, so no rewrite is in progress."""
-        gone = 0
-        for name in (MEMORIES, VECTORS):
-            for path in self.dir.glob(f".{name}.*.tmp"):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    gone += 1
-        return gone
+        """Remove the temp files a killed write left in the bank's folders (the log's or the
+        sidecar's rewrite, bank.yaml, a rule, a draft, the index snapshot): each holds only
+        content a rename would have put in place, and the file it was for is whole (old or
+        new). Only the lock holder loads a bank, and no write of this bank is in progress
+        (a reload waits for the snapshot writer of the bank it replaces, ``Banks``)."""
+        return remove_temps(self.dir, self.rules_dir, self.dir / DRAFTS_DIR)
 
     def read_meta(self) -> tuple[str, int]:
         """``bank.yaml``'s description and created_at; a value that cannot be read gets a safe
@@ -639,6 +650,10 @@ class StateStore:
 
     def _path(self, owner: str, key: str) -> Path:
         return self.dir / owner / f"{key}.json"
+
+    def remove_stale_temps(self) -> int:
+        """Remove what killed writes left (``TEMPS``); only the lock holder calls this."""
+        return remove_temps(*(p for p in self.dir.glob("*") if p.is_dir()))
 
     def get(self, owner: str, key: str) -> object | None:
         path = self._path(owner, key)

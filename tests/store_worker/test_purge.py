@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import store_worker.bank as bank_mod
+import store_worker.snapshot as snapshot_mod
 from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError
 from shared.models import Event, Memory
@@ -247,6 +248,43 @@ def test_rescan_purge_clears_the_index_snapshot_and_the_vectors(
     fresh = store.get(mem.id).memory
     assert all(v["fp"] == fresh.fingerprint for v in vectors if v["id"] == mem.id)
     assert store.recall("deploy").memories[0].memory.id == mem.id
+
+
+def test_a_snapshot_still_being_written_at_a_reload_never_lands_after_a_purge(
+    fresh_store: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a bank whose load is still writing its index snapshot (held until someone waits)
+    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 1)
+    store = fresh_store()
+    secret = store.save(f"the old deploy password is {PASSWORD}", id="old-deploy").memory
+    store.save("a plain fact about the deploy")
+    release = threading.Event()
+    real_write = snapshot_mod.write
+
+    def held_write(path: Path, cap: Any) -> None:
+        release.wait(timeout=60)
+        real_write(path, cap)
+
+    monkeypatch.setattr(snapshot_mod, "write", held_write)
+    store.reload()
+    writer = store.banks["main"].snapshot_writer
+    assert writer is not None and writer.is_alive()
+    real_join = writer.join
+
+    def join(timeout: float | None = None) -> None:  # whoever waits for it lets it finish
+        release.set()
+        real_join(timeout)
+
+    monkeypatch.setattr(writer, "join", join)
+    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 10_000)
+    # When the bank is read again (a reload), then the secret is purged
+    store.reload()
+    store.purge(secret.id)
+    release.set()
+    writer.join()
+    # Then no snapshot of the old index (its keys, its terms) is left on disk
+    snap = store.root / "main" / SNAPSHOT
+    assert not snap.exists() or secret.id.encode() not in snap.read_bytes()
 
 
 def test_rescan_redacts_a_pending_draft_in_its_file(fresh_store: Factory) -> None:
