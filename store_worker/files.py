@@ -17,6 +17,7 @@ before the rename leaves the temp, which the next load removes (``TEMPS``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -123,10 +124,11 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         made = make_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         with synced_dirs(path.parent):
             os.replace(tmp, path)
             tmp = None
@@ -136,6 +138,19 @@ def atomic_write(path: Path, data: bytes) -> None:
                 os.unlink(tmp)
         remove_dirs(made)
         raise storage_error(f"cannot write {path}", e) from e
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``write`` until all of ``data`` is written: a nearly full disk takes part of a write
+    and refuses the rest (``ENOSPC`` on the next call). Every durable write goes through
+    here (the log's appends, ``atomic_write``), so one fault injected at ``os.write`` reaches
+    them all (tests/store_worker/test_faults_each_call.py)."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:  # no progress and no error: never spin on it
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[n:]
 
 
 def check_writable(root: Path) -> None:
@@ -352,9 +367,7 @@ class AppendLog:
                 self._tail_ok = False
             if start and not self._tail_ok:
                 payload = self._unglue(start) + payload
-            written = os.write(fd, payload)
-            while written < len(payload):
-                written += os.write(fd, payload[written:])
+            write_all(fd, payload)
             if on_written is not None:
                 on_written()
             _datasync(fd)
