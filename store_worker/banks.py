@@ -47,6 +47,7 @@ class Banks(Mapping[str, Bank]):
         events: EventBus,
         on_load: Sequence[BankHook] = (),
         lazy_records: bool = False,
+        may_write: Callable[[], object] = lambda: None,
     ) -> None:
         self.root = root
         self.lazy_records = lazy_records  # boots decode snapshot-covered lines on use
@@ -54,6 +55,9 @@ class Banks(Mapping[str, Bank]):
         self.clock = clock
         self.events = events
         self.on_load = list(on_load)
+        # Raises while the store does not hold the data dir (closed, moved away): a read that
+        # loads a bank or makes the default one changes files (a torn tail cut, a folder made)
+        self.may_write = may_write
         self._banks: dict[str, Bank] = {}
         # Banks a reload took out of RAM and could not read back (an I/O error): the next
         # call that means one loads it again (``resolve``) and fails typed while it cannot,
@@ -156,12 +160,14 @@ class Banks(Mapping[str, Bank]):
         name, frozen = self._named(name)
         bank = self._banks.get(name)
         if bank is None and name in self._unloaded:  # a reload could not read it back
+            self.may_write()
             bank = self._load(name)
         if bank is None:
             if not (create or name == self.settings.default_bank):
                 raise errors.NotFoundError(f"no bank named {name!r}")
             if frozen:
                 raise frozen_error(name)
+            self.may_write()
             bank = self.create(name, "")[0]
         bank.frozen = frozen
         if self.stage is not None and bank.stage is not self.stage:

@@ -216,6 +216,7 @@ class MemoryStore:
             events=self.events,
             on_load=(Drafts.load, self.vectors.load),
             lazy_records=self.lazy_records,
+            may_write=self._refuse_if_closed,
         )
         shard = ShardGuard(state, s.shard_index)
         banks.guard = shard
@@ -844,6 +845,7 @@ class MemoryStore:
         """This shard's number, slot table and every bank folder it holds (owned or not);
         with ``table``, take that slot table first (durably; an older version is refused)."""
         if table is not None:
+            self._refuse_if_closed()  # a read, but taking a table writes it
             self.shard.set(table)
         return {**self.shard.describe(), "banks": sorted(self.banks)}
 

@@ -8,6 +8,7 @@ typed error naming the holder, without changing a byte of the data dir.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -437,3 +438,29 @@ def test_a_data_dir_moved_or_replaced_under_a_running_store_is_never_written(
         again = MemoryStore(moved, clock=clock)
         assert [m.id for m in again.list().memories] == [kept.id]
         again.close()
+
+
+def test_a_closed_stores_reads_write_nothing(
+    data_dir: Path, clock: FakeClock, dir_bytes: SNAPSHOT
+) -> None:
+    """A read that would materialize the default bank (or take a routing table) writes:
+    a store that no longer holds its data dir refuses it rather than write beside the
+    store that does."""
+    # Given a closed store whose default bank was never made, and another store holding
+    # the data dir now
+    first = MemoryStore(data_dir, clock=clock)
+    first.save("a fact in the work bank", bank="work")
+    first.close()
+    second = MemoryStore(data_dir, clock=clock)
+    before = dir_bytes(data_dir)
+    # When the closed store is read, Then it answers or refuses, typed, and writes nothing
+    for read in (
+        lambda: first.bank_list(),
+        lambda: first.list(),
+        lambda: first.recall("work"),
+        lambda: first.shard_routing({"version": 5}),
+    ):
+        with contextlib.suppress(SourceUnavailableError):
+            read()
+    assert dir_bytes(data_dir) == before
+    second.close()
