@@ -259,8 +259,11 @@ class Purger:
         def drop_line(raw: bytes) -> bytes | None:
             try:
                 return None if Memory.from_line(raw).id == mem_id else raw
-            except errors.MemoryServiceError:  # a corrupt line of it still names it first
-                return None if raw.startswith(needle + b",") or raw == needle + b"}" else raw
+            except errors.MemoryServiceError:  # a line replay skips may still be one of it:
+                # a JSON object naming it (a newer version's line, a hand edit), or a line
+                # cut short that begins with it as the store writes it
+                named = _line_id(raw) == mem_id or raw.startswith((needle + b",", needle + b"}"))
+                return None if named else raw
 
         if draft:
             path = draft_path(target, mem_id)
@@ -318,7 +321,7 @@ class Purger:
         data = _read_if_any(path)
         if data is None:
             return
-        kept = [raw for raw in data.splitlines() if _vector_id(raw) not in ({None} | ids)]
+        kept = [raw for raw in data.splitlines() if _line_id(raw) not in ({None} | ids)]
         atomic_write(path, b"".join(line + b"\n" for line in kept))
 
     def _announce(self, bank: Bank, what: str, kinds: tuple[str, ...]) -> None:
@@ -345,7 +348,8 @@ def _remove_snapshot(bank: Bank) -> None:
         raise errors.storage_error(f"cannot remove {path}", e) from e
 
 
-def _vector_id(raw: bytes) -> str | None:
+def _line_id(raw: bytes) -> str | None:
+    """The ``id`` of a JSON object line (a vector's, or a log line replay could not take)."""
     try:
         row = json.loads(raw)
         return str(row["id"]) if isinstance(row, dict) else None

@@ -350,6 +350,33 @@ def test_purge_removes_every_revision_and_nothing_else(
     assert audit[-1].reason == f"memory {gone}: 3 revision(s)" and audit[-1].memory is None
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda line: {**line, "mood": "a field of a newer version"},
+        lambda line: {**line, "revision": "not a number"},
+    ],
+    ids=["unknown-field", "bad-value"],
+)
+def test_purge_removes_the_lines_of_it_this_version_cannot_read(
+    store: MemoryStore, edit: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """A line replay skips (corrupt, counted by doctor) still holds the memory's text: purge
+    is the answer to an erasure request, so it must go with the rest."""
+    # Given a memory with a later line this version cannot read (written spaced, by hand)
+    mem = store.save("the old address is 12 Elm Street").memory
+    kept = store.save("a plain fact about the garden").memory
+    line = edit({**json.loads(mem.to_line()), "revision": mem.revision + 1})
+    with open(log_of(store), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line, indent=None, separators=(", ", ": ")) + "\n")
+    store.reload()
+    assert store.banks["main"].stats.corrupt == 1
+    # When it is purged, Then no line of it is left, and nothing else went
+    store.purge(mem.id)
+    assert b"Elm Street" not in log_of(store).read_bytes()
+    assert [json.loads(x)["id"] for x in lines(log_of(store))] == [kept.id]
+
+
 def test_purging_a_survivor_leaves_the_supersede_pointer(
     store: MemoryStore, leaky: dict[str, Memory]
 ) -> None:
