@@ -30,7 +30,8 @@ A rewrite, in this order, each step safe to crash after:
 5. the in-RAM event buffer forgets what it held of the old text, and a ``bank-changed``
    ``purged`` event says what kind of thing went and when, never the value.
 
-The ``.torn`` sidecar (a torn final line moved aside at load) is rewritten redacted too.
+The ``.torn`` sidecar (a torn final line moved aside at load) is rewritten too: redacted by
+a rescan, without the purged memory's fragments by a purge.
 """
 
 from __future__ import annotations
@@ -273,12 +274,26 @@ class Purger:
             except OSError as e:
                 self._follow_files(target.name)
                 raise errors.storage_error(f"cannot remove draft {path}", e) from e
+        # the fragments first: once the log is rewritten, a retry finds no such memory
+        self._drop_torn(target, drop_line)
         revisions = self._rewrite(target, drop_line, {mem_id})
         self.events.rewrite(lambda e: _forget_event(e, target.name, mem_id))
         self._announce(self.banks[target.name], f"memory {mem_id}: {revisions} revision(s)", ())
         return PurgeResponse(id=mem_id, bank=target.name, revisions=revisions, draft=draft)
 
     # -- the rewrite -----------------------------------------------------------------------
+
+    @staticmethod
+    def _drop_torn(bank: Bank, drop: Callable[[bytes], bytes | None]) -> None:
+        """The fragments set aside in ``.torn`` (a torn final line, one per line) that
+        ``drop`` takes out: a fragment of a purged memory's line holds its text too."""
+        path = torn_path(bank.files.log.path)
+        data = _read_if_any(path)
+        if data is None:
+            return
+        kept = b"".join(raw + b"\n" for raw in data.split(b"\n") if raw and drop(raw))
+        if kept != data:
+            atomic_write(path, kept)
 
     def _rewrite(self, bank: Bank, fix: Callable[[bytes], bytes | None], ids: set[str]) -> int:
         """Steps 1-4 of the module doc: each log line through ``fix`` (its new bytes, or None

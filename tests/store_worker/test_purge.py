@@ -377,6 +377,26 @@ def test_purge_removes_the_lines_of_it_this_version_cannot_read(
     assert [json.loads(x)["id"] for x in lines(log_of(store))] == [kept.id]
 
 
+def test_purge_removes_a_torn_fragment_of_it_set_aside_at_load(store: MemoryStore) -> None:
+    # Given a memory whose next revision was torn by a crash (set aside in ``.torn`` at load)
+    mem = store.save("the old address is 12 Elm Street").memory
+    other = store.save("a plain fact about the garden").memory
+    torn_line = mem.model_copy(update={"text": "the new address is 7 Oak Lane"}).to_line()
+    with open(log_of(store), "ab") as fh:
+        fh.write(torn_line[: len(torn_line) // 2 + 40].encode())
+    store.reload()
+    torn = log_of(store).with_name("memories.jsonl.torn")
+    assert b"Oak Lane" in torn.read_bytes()
+    store.save(other.text[:-6] + " shed")  # and a torn fragment of another memory beside it
+    with open(log_of(store), "ab") as fh:
+        fh.write(other.to_line()[:60].encode())
+    store.reload()
+    # When the memory is purged, Then its fragment went from the sidecar, the other stayed
+    store.purge(mem.id)
+    assert b"Oak Lane" not in torn.read_bytes() and b"Elm" not in torn.read_bytes()
+    assert other.id.encode() in torn.read_bytes()
+
+
 def test_purging_a_survivor_leaves_the_supersede_pointer(
     store: MemoryStore, leaky: dict[str, Memory]
 ) -> None:
