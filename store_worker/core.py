@@ -199,7 +199,13 @@ class MemoryStore:
         """Build the parts on the data dir and load every bank (replay or snapshot);
         ``carry``, the repository being replaced, lends its log objects (``Banks.open``).
         The parts are built first and swapped in together: a part that refuses (a routing
-        table edited by hand, an outbox folder that cannot be read) leaves the old ones."""
+        table edited by hand, an outbox folder that cannot be made) leaves the old ones."""
+        try:
+            self._build(carry)
+        except OSError as e:
+            raise errors.storage_error(f"cannot open data dir {self.settings.data_path}", e) from e
+
+    def _build(self, carry: Banks | None) -> None:
         s, clock = self.settings, self.clock
         root = s.data_path
         self._dir_lock = dir_lock.hold(root, self._dir_lock)  # one writer per data dir
@@ -808,14 +814,26 @@ class MemoryStore:
                 embedder = fresh
         # Another model's vectors mean nothing to the new one: reopening re-reads the sidecars.
         reopen = new.data_path != self.settings.data_path or embedder is not self.embedder
-        self._dir_lock = dir_lock.hold(new.data_path, self._dir_lock)  # refused: nothing changed
-        self.settings = new
-        self.tokens = TokenCounter(new.token_model)
-        if reopen:
-            self.vectors = Vectors(embedder)
-            self._reopen()
-        else:
-            self._retune(new)
+        # A move takes the new dir's lock and lets go of the old one only once the parts are
+        # the new dir's: refused before that, the store goes on with the old dir, held.
+        held, banks = self._dir_lock, self.banks
+        moving = new.data_path != self.settings.data_path
+        taken = dir_lock.acquire(new.data_path) if moving else held  # refused: nothing changed
+        before = (self._dir_lock, self.settings, self.tokens, self.vectors)
+        self._dir_lock, self.settings, self.tokens = taken, new, TokenCounter(new.token_model)
+        try:
+            if reopen:
+                self.vectors = Vectors(embedder)
+                self._reopen()
+            else:
+                self._retune(new)
+        except BaseException:
+            if self.banks is banks:  # the parts were not swapped in
+                self._dir_lock, self.settings, self.tokens, self.vectors = before
+            raise
+        finally:
+            if moving:
+                dir_lock.release(taken if self._dir_lock is held else held)
         return new.model_dump()
 
     def _retune(self, new: StoreSettings) -> None:

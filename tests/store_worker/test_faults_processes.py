@@ -464,3 +464,34 @@ def test_a_closed_stores_reads_write_nothing(
             read()
     assert dir_bytes(data_dir) == before
     second.close()
+
+
+def test_a_move_to_another_data_dir_that_fails_half_way_keeps_the_old_one_held(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a store on one dir, pointed at another where its outbox folder cannot be made
+    one, two = tmp_path / "one", tmp_path / "two"
+    store = MemoryStore(one, clock=clock)
+    store.save("kept in dir one", id="one-fact")
+    real_mkdir = os.mkdir
+
+    def mkdir(path: object, *args: object, **kw: object) -> None:
+        if str(two) in str(path) and ".outbox" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_mkdir(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    # When the move fails half way, Then it is refused, typed
+    with pytest.raises(SourceUnavailableError):
+        store.configure({"data_dir": str(two)})
+    monkeypatch.undo()
+    # and the store still holds the dir it writes: no second store opens it, the other is free
+    assert store.settings.data_path == one.resolve()
+    with pytest.raises(DataDirLockedError):
+        MemoryStore(one, clock=clock)
+    MemoryStore(two, clock=clock).close()
+    store.save("still written in dir one", id="one-more")
+    store.close()
+    again = MemoryStore(one, clock=clock)
+    assert {m.id for m in again.list().memories} == {"one-fact", "one-more"}
+    again.close()
