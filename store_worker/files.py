@@ -198,6 +198,19 @@ class ReplayStats:
     corrupt_at: list[int] = field(default_factory=list)
 
 
+def names(path: str | Path, ident: tuple[int, int] | None) -> bool:
+    """Whether ``path`` still names the file or folder ``ident`` ((st_dev, st_ino)): one
+    renamed over it, or its removal, says no; a ``stat`` that fails otherwise cannot tell and
+    says yes (the write that follows reports the real fault)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return (st.st_dev, st.st_ino) == ident
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the file ``path`` names, or None when there is none."""
     try:
@@ -315,17 +328,7 @@ class AppendLog:
         writing a new file and renaming it over the log (and a purge or a restore may do the
         same): a descriptor kept on the old inode would append acknowledged lines to a file
         nobody reads again. One ``stat`` per append (~1 µs of a ~0.3 ms fsync)."""
-        return self._names(self._ident)
-
-    def _names(self, ident: tuple[int, int] | None) -> bool:
-        """Whether the path names the file ``ident`` ((st_dev, st_ino))."""
-        try:
-            st = os.stat(self._name)
-        except FileNotFoundError:
-            return False
-        except OSError:  # cannot tell: the append itself reports a real fault
-            return True
-        return (st.st_dev, st.st_ino) == ident
+        return names(self._name, self._ident)
 
     def _mark(self, start: int, ident: tuple[int, int] | None) -> None:
         """Hide, and cut before the next append, what lies past ``start`` in the file
@@ -338,7 +341,7 @@ class AppendLog:
         """``good_size`` while the path still names the file it was measured on. A file put
         in its place since (a restore, an editor's save-by-rename, purge's rewrite) holds
         none of the refused lines: cut at the old length, it would lose lines it does hold."""
-        if self.good_size is not None and not self._names(self._marked):
+        if self.good_size is not None and not names(self._name, self._marked):
             self.good_size = None
         return self.good_size
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import DataDirLockedError, DataDirUnwritableError
+from store_worker.files import names
 
 LOCK_FILE = ".lock"
 _BUSY = frozenset({errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES})
@@ -68,13 +69,7 @@ class DirLock:
 
     def names_its_folder(self) -> bool:
         """Whether ``root`` still names the folder this lock holds (one ``stat``)."""
-        try:
-            st = os.stat(self.root)
-        except FileNotFoundError:
-            return False
-        except OSError:  # cannot tell: the write itself reports a real fault
-            return True
-        return (st.st_dev, st.st_ino) == self.ident
+        return names(self.root, self.ident)
 
 
 def holder(root: Path) -> dict[str, object] | None:

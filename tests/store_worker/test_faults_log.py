@@ -54,6 +54,16 @@ def fail(code: int) -> object:
     return failing
 
 
+def refuse_an_uncut_append(store: MemoryStore) -> None:
+    """A save refused by a failed sync whose cut-back the file system refuses too (remounted
+    read-only): its line stays in the file, past the log's mark (``good_size``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(files, "_datasync", fail(errno.EIO))
+        patch.setattr(os, "ftruncate", fail(errno.EROFS))
+        with pytest.raises(SourceUnavailableError):
+            store.save("refused: its sync failed")
+
+
 @pytest.mark.parametrize("edit", ["replaced", "removed"])
 def test_a_log_replaced_by_hand_while_running_gets_the_next_write(
     data_dir: Path, edit: str
@@ -132,17 +142,11 @@ def test_a_refused_append_that_cannot_be_cut_back_is_never_read_nor_built_on(
     assert texts(reopen(data_dir)) == {kept.text, after.text}
 
 
-def test_a_failed_cut_back_is_remembered_across_a_reload(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_cut_back_is_remembered_across_a_reload(data_dir: Path) -> None:
     # Given a refused append that could not be cut back
     store = reopen(data_dir)
     kept = store.save("acknowledged before the disk failed").memory
-    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
-    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
-    with pytest.raises(SourceUnavailableError):
-        store.save("refused: its sync failed")
-    monkeypatch.undo()
+    refuse_an_uncut_append(store)
     # When the store is reloaded (reading every bank from its files again)
     store.reload()
     # Then the refused line is still not read
@@ -313,11 +317,7 @@ def test_a_purge_rewrite_after_an_uncut_refused_append_loses_nothing(
     leaked = store.save("the wifi password is hunter22").memory
     monkeypatch.undo()
     # And a refused append that could not be cut back (its mark hides the bytes past it)
-    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
-    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
-    with pytest.raises(SourceUnavailableError):
-        store.save("refused: its sync failed")
-    monkeypatch.undo()
+    refuse_an_uncut_append(store)
     # When the log is rewritten with the secret redacted: a longer line than the secret's
     report = store.redact_rescan(purge=True)
     assert report.banks and store.get(leaked.id).memory.text.endswith("[REDACTED:password]")
@@ -333,18 +333,14 @@ def test_a_purge_rewrite_after_an_uncut_refused_append_loses_nothing(
 
 @pytest.mark.parametrize("then", ["save", "reload", "purge"])
 def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch, then: str
+    data_dir: Path, then: str
 ) -> None:
     # Given a refused append that could not be cut back (its mark hides the bytes past it)
     store = reopen(data_dir)
     kept = store.save("acknowledged before the disk failed").memory
     log = log_of(data_dir)
     backup = log.read_bytes()
-    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
-    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
-    with pytest.raises(SourceUnavailableError):
-        store.save("refused: its sync failed")
-    monkeypatch.undo()
+    refuse_an_uncut_append(store)
     # When the log is replaced by hand with a longer one (a restore holding more lines)
     restored = [
         kept.model_copy(update={"id": f"restored-{i}", "text": f"restored fact {i}"})
