@@ -374,6 +374,8 @@ class AppendLog:
             if on_written is not None:
                 on_written()
             _datasync(fd)
+            if self._created:  # its name too: a synced file's entry is not (fsync(2))
+                fsync_dir(self.path.parent)
             self._tail_ok = True
             self._created = False
             self._end = start + len(payload)

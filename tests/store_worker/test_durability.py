@@ -73,6 +73,31 @@ def test_one_line_per_mutation(store: MemoryStore, data_dir: Path) -> None:
     assert len(log_path(data_dir).read_bytes().splitlines()) == 3
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors via /proc")
+@pytest.mark.parametrize("bank", ["main", "fresh"])
+def test_a_new_logs_name_is_synced_before_its_first_write_returns(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, bank: str
+) -> None:
+    """fsync(2): syncing a file does not make its entry in the folder durable; a power cut
+    could drop a log created since the folder's last sync, with every line in it."""
+    store = reopen(data_dir)
+    store.bank_list()  # the default bank's folder exists, its log does not yet
+    synced: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+
+        def sync(fd: int, real: Callable[[int], None] = real) -> None:
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            real(fd)
+
+        monkeypatch.setattr(os, name, sync)
+    store.save("the first fact of a new log", bank=bank)
+    log = str(log_path(data_dir, bank))
+    assert log in synced
+    assert str(data_dir / bank) in synced[synced.index(log) :]
+    store.close()
+
+
 # -- replay ---------------------------------------------------------------------------------------
 
 
