@@ -129,8 +129,8 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        with synced_dirs(path.parent):
-            os.replace(tmp, path)
+        with synced_dirs(path.parent, *(folder.parent for folder in made)):
+            os.replace(tmp, path)  # and the folders made for it: each one's entry too
             tmp = None
     except OSError as e:
         if tmp is not None:
@@ -316,6 +316,8 @@ class AppendLog:
                 raise
             try:
                 st = os.fstat(fd)
+                for folder in made:  # a bank folder removed by hand, made again: its entry
+                    fsync_dir(folder.parent)
             except OSError:
                 os.close(fd)
                 raise

@@ -95,6 +95,12 @@ def test_a_new_logs_name_is_synced_before_its_first_write_returns(
     log = str(log_path(data_dir, bank))
     assert log in synced
     assert str(data_dir / bank) in synced[synced.index(log) :]
+    # and a file written into folders made for it: each folder's entry in its parent too
+    synced.clear()
+    store.state_set("new-owner", "cursor", {"n": 1})
+    assert {str(data_dir), str(data_dir / ".state"), str(data_dir / ".state" / "new-owner")} <= set(
+        synced
+    )
     store.close()
 
 
