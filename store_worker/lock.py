@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import DataDirLockedError, DataDirUnwritableError
-from store_worker.files import names
+from store_worker.files import fsync_dir, make_dirs, names
 
 LOCK_FILE = ".lock"
 _BUSY = frozenset({errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES})
@@ -97,7 +97,8 @@ def acquire(root: Path) -> DirLock:
     """Take the data dir's lock or raise: ``DataDirLockedError`` when another store holds it
     (nothing in the data dir is changed), ``DataDirUnwritableError`` when it cannot be made."""
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for folder in make_dirs(root):  # a new data dir: its entry too, before any write
+            fsync_dir(folder.parent)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
         raise DataDirUnwritableError(

@@ -75,13 +75,11 @@ def test_one_line_per_mutation(store: MemoryStore, data_dir: Path) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors via /proc")
 @pytest.mark.parametrize("bank", ["main", "fresh"])
-def test_a_new_logs_name_is_synced_before_its_first_write_returns(
+def test_a_new_file_or_folder_is_synced_into_its_parent_before_a_write_returns(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch, bank: str
 ) -> None:
     """fsync(2): syncing a file does not make its entry in the folder durable; a power cut
     could drop a log created since the folder's last sync, with every line in it."""
-    store = reopen(data_dir)
-    store.bank_list()  # the default bank's folder exists, its log does not yet
     synced: list[str] = []
     for name in ("fsync", "fdatasync"):
         real = getattr(os, name)
@@ -91,6 +89,12 @@ def test_a_new_logs_name_is_synced_before_its_first_write_returns(
             real(fd)
 
         monkeypatch.setattr(os, name, sync)
+    # a new data dir: its entry and the folders the store makes in it are synced at open
+    store = reopen(data_dir)
+    outbox = data_dir / ".outbox"
+    assert {str(data_dir.parent), str(data_dir), str(outbox)} <= set(synced)
+    store.bank_list()  # the default bank's folder exists, its log does not yet
+    synced.clear()
     store.save("the first fact of a new log", bank=bank)
     log = str(log_path(data_dir, bank))
     assert log in synced
