@@ -64,6 +64,13 @@ def refuse_an_uncut_append(store: MemoryStore) -> None:
             store.save("refused: its sync failed")
 
 
+def save_by_hand(log: Path, data: bytes) -> None:
+    """Replace the log as an editor or a restore does: a new file renamed over it."""
+    copy = log.with_name("edited.jsonl")
+    copy.write_bytes(data)
+    os.replace(copy, log)
+
+
 @pytest.mark.parametrize("edit", ["replaced", "removed"])
 def test_a_log_replaced_by_hand_while_running_gets_the_next_write(
     data_dir: Path, edit: str
@@ -73,9 +80,7 @@ def test_a_log_replaced_by_hand_while_running_gets_the_next_write(
     first = store.save("the user keeps the lanterns in the shed").memory
     log = log_of(data_dir)
     if edit == "replaced":
-        copy = log.with_name("edited.jsonl")
-        copy.write_bytes(log.read_bytes())
-        os.replace(copy, log)
+        save_by_hand(log, log.read_bytes())
     else:
         log.unlink()
     # When the store acknowledges another write
@@ -346,9 +351,7 @@ def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
         kept.model_copy(update={"id": f"restored-{i}", "text": f"restored fact {i}"})
         for i in range(4)
     ]
-    copy = log.with_name("restore.jsonl")
-    copy.write_bytes(backup + b"".join(m.to_line().encode() + b"\n" for m in restored))
-    os.replace(copy, log)
+    save_by_hand(log, backup + b"".join(m.to_line().encode() + b"\n" for m in restored))
     if then == "save":
         store.save("acknowledged after the restore")
     elif then == "reload":
