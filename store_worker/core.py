@@ -302,19 +302,19 @@ class MemoryStore:
                 f"this store was closed and no longer holds {self.root}; open it again",
                 retryable=False,
             )
-        if moved:
-            self.check_data_dir()
-
-    def check_data_dir(self) -> None:
-        """Raise when the data dir's path no longer names the folder this store holds:
-        moved, removed or replaced while it ran (``lock.py``). Its writes would land in a
-        folder no lock keeps a second store out of."""
-        if self._dir_lock is not None and not self._dir_lock.names_its_folder():
+        if moved and not self.holds_data_dir:
             raise errors.SourceUnavailableError(
                 f"{self.root} is no longer the folder this store opened (moved, removed or "
                 "replaced while it ran); nothing is written there: close the store, open it again",
                 retryable=False,
             )
+
+    @property
+    def holds_data_dir(self) -> bool:
+        """Whether the data dir's path still names the folder this store holds (``lock.py``):
+        not once it was moved, removed or replaced while the store ran. Its writes would land
+        in a folder no lock keeps a second store out of."""
+        return self._dir_lock is None or self._dir_lock.names_its_folder()
 
     def now(self) -> int:
         return self.clock.now_ms()
