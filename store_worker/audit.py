@@ -22,6 +22,7 @@ from shared.models import Memory
 from store_worker.files import (
     BANK_META,
     CREATING_PREFIX,
+    DRAFTS_DIR,
     MEMORIES,
     RULES_DIR,
     STATE_DIR,
@@ -31,7 +32,6 @@ from store_worker.files import (
 )
 from store_worker.validate import is_name, stored_record_problem
 
-DRAFTS_DIR = "drafts"  # store_worker/drafts.py
 OUTBOX_DIR = ".outbox"  # store_worker/outbox.py
 OUTBOX_SUBDIRS = ("queue", "dead")
 MAX_LISTED = 50

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from shared.models import MEMORY_SCOPES, MEMORY_TYPES, Memory, Provenance
+from shared.shards import frozen_error
 from shared.text import tokenize
 from store_worker import snapshot
 from store_worker.entities import turn_of
@@ -216,7 +217,7 @@ class Bank:
     # -- loading ---------------------------------------------------------------------------
 
     def load(self) -> None:
-        self.files.remove_stale_temps()  # what a killed purge left (store_worker/purge.py)
+        self.files.remove_stale_temps()  # what a killed write left (a purge, a snapshot ...)
         self.description, self.created_at = self.files.read_meta()
         self.rules = self.files.read_rules()
         self.stats = ReplayStats()
@@ -466,7 +467,6 @@ class Bank:
         """Capture the index as the replay left it (before drafts join it) and write it in
         the background (``store_worker/snapshot.py``); with where every live record's line
         starts (noted by the replay), the snapshot serves a lazy boot too."""
-        snapshot.remove_stale_temps(self.files.dir)
         lines = None
         if starts is not None:
             stats = self.stats  # every line up to ``size``: a torn fragment after it is cut
@@ -554,6 +554,7 @@ class Bank:
         commit (``commit.py``) the lines are staged instead and the batch appends them; the
         index update waits for the batch's leader (``settle``), which makes it during the
         batch's fsync."""
+        self.refuse_if_frozen()
         lines = [m.to_line() for m in mems]
         if self.stage is not None:
             self.stage.add(self, lines)
@@ -564,6 +565,13 @@ class Bank:
         for mem in mems:
             self._reflect(mem)
         self._compact_if_needed()
+
+    def refuse_if_frozen(self) -> None:
+        """Every write to this bank's files asks first (its log, a draft's file, its rules,
+        its description, a rewrite): while its slot moves to another shard (``shards.py``)
+        it is read, never written, so the copy the move takes is the whole bank."""
+        if self.frozen:
+            raise frozen_error(self.name)
 
     def settle(self) -> None:
         """Make the index updates a group commit put off, in write order (then compact, as

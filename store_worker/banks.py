@@ -47,6 +47,7 @@ class Banks(Mapping[str, Bank]):
         events: EventBus,
         on_load: Sequence[BankHook] = (),
         lazy_records: bool = False,
+        may_write: Callable[[], object] = lambda: None,
     ) -> None:
         self.root = root
         self.lazy_records = lazy_records  # boots decode snapshot-covered lines on use
@@ -54,6 +55,9 @@ class Banks(Mapping[str, Bank]):
         self.clock = clock
         self.events = events
         self.on_load = list(on_load)
+        # Raises while the store does not hold the data dir (closed, moved away): a read that
+        # loads a bank or makes the default one changes files (a torn tail cut, a folder made)
+        self.may_write = may_write
         self._banks: dict[str, Bank] = {}
         # Banks a reload took out of RAM and could not read back (an I/O error): the next
         # call that means one loads it again (``resolve``) and fails typed while it cannot,
@@ -125,7 +129,7 @@ class Banks(Mapping[str, Bank]):
         """Read one bank again from its files (RAM back to exactly what is on disk)."""
         old = self._banks.pop(name, None)
         if old is not None:
-            old.files.log.close()
+            _retire(old)
             self._unloaded[name] = old.files.log
         return self._load(name)
 
@@ -147,28 +151,46 @@ class Banks(Mapping[str, Bank]):
 
     def close(self) -> None:
         for bank in self._banks.values():
-            bank.files.log.close()
+            _retire(bank)
 
     # -- resolving and creating ------------------------------------------------------------
 
     def resolve(self, name: str | None, *, create: bool = False) -> Bank:
         """The bank a call means: the default materializes on first use; writes create."""
-        name = v.bank_name(name or self.settings.default_bank)
-        frozen = self.guard.check(name) if self.guard is not None else False
+        name, frozen = self._named(name)
         bank = self._banks.get(name)
         if bank is None and name in self._unloaded:  # a reload could not read it back
+            self.may_write()
             bank = self._load(name)
         if bank is None:
             if not (create or name == self.settings.default_bank):
                 raise errors.NotFoundError(f"no bank named {v.quoted(name)}")
             if frozen:
                 raise frozen_error(name)
+            self.may_write()
             bank = self.create(name, "")[0]
         bank.frozen = frozen
         if self.stage is not None and bank.stage is not self.stage:
             bank.stage = self.stage  # its log writes join the batch
             self.stage.attached.append(bank)
         return bank
+
+    def check_write(self, name: str | None) -> None:
+        """Refuse, changing nothing, what a write to ``name`` would be refused for as it runs
+        (``resolve(name, create=True)``, a staged line): a bad name, a bank served elsewhere
+        or frozen, a new bank whose name holds a credential. An all-or-nothing write checks
+        every item first: an item's draft file or new bank folder is written as it runs."""
+        name, frozen = self._named(name)
+        if frozen:
+            raise frozen_error(name)
+        if name not in self._banks and name not in self._unloaded:
+            v.no_credential(name, "bank name")
+
+    def _named(self, name: str | None) -> tuple[str, bool]:
+        """The bank name a call means, and whether its slot is frozen (a bank another shard
+        serves is refused: ``ShardGuard.check``)."""
+        name = v.bank_name(name or self.settings.default_bank)
+        return name, self.guard.check(name) if self.guard is not None else False
 
     def create(self, name: str, description: str) -> tuple[Bank, bool]:
         """The bank, and whether this call created it (a folder made by hand is adopted)."""
@@ -208,8 +230,7 @@ class Banks(Mapping[str, Bank]):
 
     def writable(self, bank: Bank) -> Bank:
         """The bank, unless its slot is being moved to another shard (``frozen_error``)."""
-        if bank.frozen:
-            raise frozen_error(bank.name)
+        bank.refuse_if_frozen()
         return bank
 
     def trash(self, name: str) -> Path:
@@ -247,3 +268,12 @@ class Banks(Mapping[str, Bank]):
             rules=len(bank.rules),
             pinned=pinned,
         )
+
+
+def _retire(bank: Bank) -> None:
+    """Close a bank leaving RAM once its index snapshot is written: a writer still running
+    would put the old index back after a purge's rewrite (the purged text's terms on disk
+    again), and its temp would be taken for a killed writer's by the next load."""
+    bank.files.log.close()
+    if bank.snapshot_writer is not None:
+        bank.snapshot_writer.join()

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from shared.errors import MemoryServiceError, SourceUnavailableError
-from shared.shards import frozen_error
 from store_worker.indexer import Indexer, Job
 
 if TYPE_CHECKING:
@@ -70,8 +69,6 @@ class Stage:
 
     def add(self, bank: Bank, lines: Sequence[str]) -> None:
         assert self.current is not None, "a bank staged a line outside a ticket"
-        if bank.frozen:  # its slot is moving to another shard (store_worker/shards.py)
-            raise frozen_error(bank.name)
         self.lines.setdefault(bank, []).extend((self.current, line) for line in lines)
 
     def after_flush(self, bank: Bank, fn: Callable[[], None]) -> None:

@@ -197,81 +197,92 @@ class MemoryStore:
 
     def _open(self, *, carry: Banks | None = None) -> None:
         """Build the parts on the data dir and load every bank (replay or snapshot);
-        ``carry``, the repository being replaced, lends its log objects (``Banks.open``)."""
+        ``carry``, the repository being replaced, lends its log objects (``Banks.open``).
+        The parts are built first and swapped in together: a part that refuses (a routing
+        table edited by hand, an outbox folder that cannot be made) leaves the old ones."""
+        try:
+            self._build(carry)
+        except OSError as e:
+            raise errors.storage_error(f"cannot open data dir {self.settings.data_path}", e) from e
+
+    def _build(self, carry: Banks | None) -> None:
         s, clock = self.settings, self.clock
-        self.root = s.data_path
-        self._dir_lock = dir_lock.hold(self.root, self._dir_lock)  # one writer per data dir
-        remove_stale_staging(self.root)
-        check_writable(self.root)  # boot-fatal: never run in RAM (DESIGN §2)
-        self.state = StateStore(self.root)
-        self.sessions = Sessions(self.state, s)
-        self.ratification = Drafts(s)
-        self.banks = Banks(
-            self.root,
+        root = s.data_path
+        self._dir_lock = dir_lock.hold(root, self._dir_lock)  # one writer per data dir
+        remove_stale_staging(root)
+        check_writable(root)  # boot-fatal: never run in RAM (DESIGN §2)
+        state = StateStore(root)
+        state.remove_stale_temps()
+        sessions = Sessions(state, s)
+        drafts = Drafts(s)
+        banks = Banks(
+            root,
             s,
             clock=clock,
             events=self.events,
             on_load=(Drafts.load, self.vectors.load),
             lazy_records=self.lazy_records,
+            may_write=self._refuse_if_closed,
         )
-        self.shard = ShardGuard(self.state, s.shard_index)
-        self.banks.guard = self.shard
-        self.writer = Writer(
+        shard = ShardGuard(state, s.shard_index)
+        banks.guard = shard
+        writer = Writer(
             s,
-            banks=self.banks,
-            drafts=self.ratification,
+            banks=banks,
+            drafts=drafts,
             vectors=self.vectors,
             events=self.events,
             clock=clock,
             tokens=self.tokens,
         )
-        self.reader = Reader(
+        reader = Reader(
             s,
-            banks=self.banks,
+            banks=banks,
             vectors=self.vectors,
-            sessions=self.sessions,
+            sessions=sessions,
             clock=clock,
             tokens=self.tokens,
             tuning=self.recall_tuning,
             synonyms=self.synonyms,
         )
-        self.rules = Rules(self.banks, self.events, clock)
-        self.injector = Injector(
-            s,
-            banks=self.banks,
-            sessions=self.sessions,
-            state=self.state,
-            clock=clock,
-            recall=self.reader.recall,
+        rules = Rules(banks, self.events, clock)
+        injector = Injector(
+            s, banks=banks, sessions=sessions, state=state, clock=clock, recall=reader.recall
         )
-        self.outbox = Outbox(
-            self.root,
+        outbox = Outbox(
+            root,
             s,
-            banks=self.banks,
-            state=self.state,
-            sessions=self.sessions,
+            banks=banks,
+            state=state,
+            sessions=sessions,
             clock=clock,
-            turn_bank=self.injector.turn_bank,
+            turn_bank=injector.turn_bank,
             watchers=self._watchers,  # a reopen keeps the extractor's wake-up
         )
-        self.purger = Purger(
-            banks=self.banks,
-            rules=self.rules,
+        purger = Purger(
+            banks=banks,
+            rules=rules,
             vectors=self.vectors,
             events=self.events,
             clock=clock,
             tokens=self.tokens,
         )
-        self.banks.open(carry=carry)
-        self.sessions.prune()
+        self.root, self.state, self.sessions, self.ratification = root, state, sessions, drafts
+        self.banks, self.shard, self.writer, self.reader = banks, shard, writer, reader
+        self.rules, self.injector, self.outbox, self.purger = rules, injector, outbox, purger
+        banks.open(carry=carry)  # a bank that cannot be read waits for its next use
+        sessions.prune()
 
     def _reopen(self) -> None:
         """Close the banks' logs and build the parts again (the lock is kept); later group
-        commits go to the new repository."""
+        commits go to the new repository, even when loading one of its banks failed (the
+        writers already use it: a batch staged in the old one would append at once)."""
         old = self.banks
         old.close()
-        self._open(carry=old)
-        self.commits.banks = self.banks
+        try:
+            self._open(carry=old)
+        finally:
+            self.commits.banks = self.banks
 
     def close(self) -> None:
         """Close the logs and let go of the data dir: every later write is refused, since
@@ -283,12 +294,27 @@ class MemoryStore:
             self.commits.close()
             dir_lock.release(self._dir_lock)
 
-    def _refuse_if_closed(self) -> None:
+    def _refuse_if_closed(self, *, moved: bool = True) -> None:
+        """Refuse a write once the store no longer holds its data dir: closed, or (unless
+        ``moved`` is False: doctor reports it instead) moved away under it."""
         if self._closed:
             raise errors.SourceUnavailableError(
                 f"this store was closed and no longer holds {self.root}; open it again",
                 retryable=False,
             )
+        if moved and not self.holds_data_dir:
+            raise errors.SourceUnavailableError(
+                f"{self.root} is no longer the folder this store opened (moved, removed or "
+                "replaced while it ran); nothing is written there: close the store, open it again",
+                retryable=False,
+            )
+
+    @property
+    def holds_data_dir(self) -> bool:
+        """Whether the data dir's path still names the folder this store holds (``lock.py``):
+        not once it was moved, removed or replaced while the store ran. Its writes would land
+        in a folder no lock keeps a second store out of."""
+        return self._dir_lock is None or self._dir_lock.names_its_folder()
 
     def now(self) -> int:
         return self.clock.now_ms()
@@ -388,7 +414,10 @@ class MemoryStore:
 
     @_grouped
     def _commit_saves(self, prepared: builtins.list[PreparedSave]) -> builtins.list[SaveResponse]:
-        """Commit prepared saves as one unit of the next group commit."""
+        """Commit prepared saves as one unit of the next group commit; every item is checked
+        before any is written (a draft's file, a new bank's folder are written as it runs)."""
+        for p in prepared:
+            self.writer.check_save(p)
         return [self.writer.commit_save(p) for p in prepared]
 
     @_grouped
@@ -757,8 +786,9 @@ class MemoryStore:
 
     # -- operations --------------------------------------------------------------------------
 
-    @_serialized  # its write probe
+    @_reading  # its write probe goes through the write verbs, which refuse what they must
     def doctor(self, siblings: ops.SiblingProbe | None = None) -> DoctorResponse:
+        self._refuse_if_closed(moved=False)  # a data dir moved away is a failed check
         return ops.doctor(self, siblings)
 
     @_reading
@@ -784,14 +814,26 @@ class MemoryStore:
                 embedder = fresh
         # Another model's vectors mean nothing to the new one: reopening re-reads the sidecars.
         reopen = new.data_path != self.settings.data_path or embedder is not self.embedder
-        self._dir_lock = dir_lock.hold(new.data_path, self._dir_lock)  # refused: nothing changed
-        self.settings = new
-        self.tokens = TokenCounter(new.token_model)
-        if reopen:
-            self.vectors = Vectors(embedder)
-            self._reopen()
-        else:
-            self._retune(new)
+        # A move takes the new dir's lock and lets go of the old one only once the parts are
+        # the new dir's: refused before that, the store goes on with the old dir, held.
+        held, banks = self._dir_lock, self.banks
+        moving = new.data_path != self.settings.data_path
+        taken = dir_lock.acquire(new.data_path) if moving else held  # refused: nothing changed
+        before = (self._dir_lock, self.settings, self.tokens, self.vectors)
+        self._dir_lock, self.settings, self.tokens = taken, new, TokenCounter(new.token_model)
+        try:
+            if reopen:
+                self.vectors = Vectors(embedder)
+                self._reopen()
+            else:
+                self._retune(new)
+        except BaseException:
+            if self.banks is banks:  # the parts were not swapped in
+                self._dir_lock, self.settings, self.tokens, self.vectors = before
+            raise
+        finally:
+            if moving:
+                dir_lock.release(taken if self._dir_lock is held else held)
         return new.model_dump()
 
     def _retune(self, new: StoreSettings) -> None:
@@ -821,6 +863,7 @@ class MemoryStore:
         """This shard's number, slot table and every bank folder it holds (owned or not);
         with ``table``, take that slot table first (durably; an older version is refused)."""
         if table is not None:
+            self._refuse_if_closed()  # a read, but taking a table writes it
             self.shard.set(table)
         return {**self.shard.describe(), "banks": sorted(self.banks)}
 

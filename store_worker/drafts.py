@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from shared import errors
 from shared.models import Memory
 from store_worker import validate as v
-from store_worker.files import atomic_write, fsync_dir
+from store_worker.files import DRAFTS_DIR, atomic_write, fsync_dir
 
 if TYPE_CHECKING:
     from shared.config import StoreSettings
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DRAFTS_DIR = "drafts"
 AUTOMATIC_CONFIDENCES = ("extracted", "inferred")
 
 
@@ -67,6 +66,7 @@ class Drafts:
         was never part of the memory, so it leaves no tombstone."""
         if mem.status != "pending":
             return bank.apply(mem)
+        bank.refuse_if_frozen()
         if mem.invalid_at is not None:
             discard(bank, mem.id)
             return mem
@@ -147,6 +147,7 @@ class Drafts:
 
 def discard(bank: Bank, id: str) -> None:
     """Remove a draft entirely: its file, its record, its vector, its index slot."""
+    bank.refuse_if_frozen()
     path = draft_path(bank, id)
     try:
         _unlink(path)

@@ -2,6 +2,7 @@
 
     <data_dir>/<bank>/bank.yaml          description, created_at
     <data_dir>/<bank>/rules/<name>.md    always-injected markdown
+    <data_dir>/<bank>/drafts/<id>.json   pending drafts (store_worker/drafts.py)
     <data_dir>/<bank>/memories.jsonl     append-only, one full record per line, fsynced
     <data_dir>/<bank>/vectors.jsonl      derived embedding sidecar
     <data_dir>/.trash/<bank>-<ms>/       trashed banks
@@ -9,11 +10,14 @@
 
 Every append is fsynced before the caller touches RAM. A failed append (a full disk) truncates
 the file back to where it was, so a half-written line can never glue itself to the next one.
+Every other file is written to a temp (``.<name>.<random>.tmp``) renamed into place; a kill
+before the rename leaves the temp, which the next load removes (``TEMPS``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -35,12 +39,14 @@ VECTORS = "vectors.jsonl"
 PRIVATE_DIR = 0o700
 BANK_META = "bank.yaml"
 RULES_DIR = "rules"
+DRAFTS_DIR = "drafts"
 TRASH_DIR = ".trash"
 STATE_DIR = ".state"
 TORN_SUFFIX = ".torn"
 # A bank is built under this prefix and renamed into place (``BankFiles.create``); a crash
 # leaves only a dot-folder, which open skips and removes.
 CREATING_PREFIX = ".creating-"
+TEMPS = ".*.tmp"  # what ``atomic_write`` (and the index snapshot) write before the rename
 # Beyond this a hand-edited number cannot be a timestamp or a count, and float64 (the index's
 # columns, gRPC's int64) stops being exact.
 MAX_EXACT = 2**53
@@ -118,12 +124,13 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         made = make_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        with synced_dirs(path.parent):
-            os.replace(tmp, path)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with synced_dirs(path.parent, *(folder.parent for folder in made)):
+            os.replace(tmp, path)  # and the folders made for it: each one's entry too
             tmp = None
     except OSError as e:
         if tmp is not None:
@@ -131,6 +138,19 @@ def atomic_write(path: Path, data: bytes) -> None:
                 os.unlink(tmp)
         remove_dirs(made)
         raise storage_error(f"cannot write {path}", e) from e
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``write`` until all of ``data`` is written: a nearly full disk takes part of a write
+    and refuses the rest (``ENOSPC`` on the next call). Every durable write goes through
+    here (the log's appends, ``atomic_write``), so one fault injected at ``os.write`` reaches
+    them all (tests/store_worker/test_faults_each_call.py)."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:  # no progress and no error: never spin on it
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[n:]
 
 
 def check_writable(root: Path) -> None:
@@ -149,6 +169,17 @@ def check_writable(root: Path) -> None:
         ) from e
 
 
+def remove_temps(*folders: Path) -> int:
+    """Remove the temp files (``TEMPS``) in these folders; returns how many went."""
+    gone = 0
+    for folder in folders:
+        for path in folder.glob(TEMPS):
+            with contextlib.suppress(OSError):
+                path.unlink()
+                gone += 1
+    return gone
+
+
 def remove_stale_staging(root: Path) -> int:
     """Remove what a killed bank creation left (``.creating-*``); only the lock holder calls
     this, so no other process is building one."""
@@ -165,6 +196,19 @@ class ReplayStats:
     corrupt: int = 0
     torn: int = 0
     corrupt_at: list[int] = field(default_factory=list)
+
+
+def names(path: str | Path, ident: tuple[int, int] | None) -> bool:
+    """Whether ``path`` still names the file or folder ``ident`` ((st_dev, st_ino)): one
+    renamed over it, or its removal, says no; a ``stat`` that fails otherwise cannot tell and
+    says yes (the write that follows reports the real fault)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return (st.st_dev, st.st_ino) == ident
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -199,16 +243,19 @@ class AppendLog:
         # Set when a refused append could not be cut back: the bytes past it are lines no
         # caller was acknowledged for (maybe only in the page cache after a failed sync), so
         # nothing reads them and nothing appends after them until they are cut (``_heal``).
+        # It measures one file (``_marked``): a file put in its place since is read whole.
         self.good_size: int | None = None
+        self._marked: tuple[int, int] | None = None
 
     def read_bytes(self) -> bytes:
         """The whole file (empty when it does not exist yet); after a refused append that
         could not be cut back, only the bytes before it (``good_size``)."""
+        mark = self._live_mark()
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return b""
-        return data if self.good_size is None else data[: self.good_size]
+        return data if mark is None else data[:mark]
 
     def read_lines(self) -> Iterator[tuple[int, bytes, bool]]:
         """Yield (line number, raw line, is_last_unterminated) for each non-empty line."""
@@ -229,7 +276,7 @@ class AppendLog:
         another writer is in the middle of. The sidecar is fsynced before the cut, so the
         bytes are never only in RAM; a failure cuts nothing (the next append starts a fresh
         line after the fragment, ``_unglue``)."""
-        if self.good_size is not None:  # the next append cuts the file there first
+        if self._live_mark() is not None:  # the next append cuts the file there first
             return 0
         try:
             with open(self.path, "rb") as fh:
@@ -269,6 +316,8 @@ class AppendLog:
                 raise
             try:
                 st = os.fstat(fd)
+                for folder in made:  # a bank folder removed by hand, made again: its entry
+                    fsync_dir(folder.parent)
             except OSError:
                 os.close(fd)
                 raise
@@ -281,13 +330,22 @@ class AppendLog:
         writing a new file and renaming it over the log (and a purge or a restore may do the
         same): a descriptor kept on the old inode would append acknowledged lines to a file
         nobody reads again. One ``stat`` per append (~1 µs of a ~0.3 ms fsync)."""
-        try:
-            st = os.stat(self._name)
-        except FileNotFoundError:
-            return False
-        except OSError:  # cannot tell: the append itself reports a real fault
-            return True
-        return (st.st_dev, st.st_ino) == self._ident
+        return names(self._name, self._ident)
+
+    def _mark(self, start: int, ident: tuple[int, int] | None) -> None:
+        """Hide, and cut before the next append, what lies past ``start`` in the file
+        ``ident`` (``good_size``)."""
+        mark = self._live_mark()
+        self.good_size = start if mark is None else min(start, mark)
+        self._marked = ident
+
+    def _live_mark(self) -> int | None:
+        """``good_size`` while the path still names the file it was measured on. A file put
+        in its place since (a restore, an editor's save-by-rename, purge's rewrite) holds
+        none of the refused lines: cut at the old length, it would lose lines it does hold."""
+        if self.good_size is not None and not names(self._name, self._marked):
+            self.good_size = None
+        return self.good_size
 
     def append(self, line: str) -> None:
         """Append one line and fsync it; on failure cut back and raise source_unavailable."""
@@ -314,12 +372,12 @@ class AppendLog:
                 self._tail_ok = False
             if start and not self._tail_ok:
                 payload = self._unglue(start) + payload
-            written = os.write(fd, payload)
-            while written < len(payload):
-                written += os.write(fd, payload[written:])
+            write_all(fd, payload)
             if on_written is not None:
                 on_written()
             _datasync(fd)
+            if self._created:  # its name too: a synced file's entry is not (fsync(2))
+                fsync_dir(self.path.parent)
             self._tail_ok = True
             self._created = False
             self._end = start + len(payload)
@@ -333,17 +391,11 @@ class AppendLog:
 
     def rewrite(self, data: bytes) -> None:
         """Replace the whole log with ``data`` (``atomic_write``: purge's rewrite). ``data``
-        was read through ``read_bytes``, so it holds nothing ``good_size`` hid: once the new
-        file is in place (even when the folder's sync then failed), the mark belonged to the
-        old file and goes; kept, it would cut a longer new log at the old length."""
-        before = _identity(self.path)
+        was read through ``read_bytes``, so it holds nothing ``good_size`` hid; once the new
+        file is in place (even when the folder's sync then failed) the mark, which measured
+        the old file, no longer applies (``_live_mark``)."""
         self.close()  # its descriptor would keep appending to the old file
-        try:
-            atomic_write(self.path, data)
-        finally:
-            if _identity(self.path) != before:
-                self.good_size = None
-                self._end = -1
+        atomic_write(self.path, data)
 
     def take_back(self, start: int) -> None:
         """Cut off what was appended since ``start`` (durable or not): a group commit takes
@@ -353,7 +405,7 @@ class AppendLog:
         try:
             fd = self._open()
         except OSError as e:
-            self.good_size = start if self.good_size is None else min(start, self.good_size)
+            self._mark(start, _identity(self.path))
             raise storage_error(f"cannot cut {self.path} back", e) from e
         self._created = False  # the file holds lines from before ``start``: never removed
         self._cut_back(fd, start)
@@ -376,8 +428,7 @@ class AppendLog:
                 _datasync(fd)
         except OSError as e:
             log.warning("cannot cut %s back to %d bytes: %s", self.path, start, e)
-            if self.good_size is None or start < self.good_size:
-                self.good_size = start
+            self._mark(start, self._ident)
         self.close()
 
     def _heal(self, fd: int) -> None:
@@ -385,8 +436,8 @@ class AppendLog:
         ``OSError`` (the append is refused) while the cut still cannot be made."""
         if self.good_size is None:
             return
-        if os.fstat(fd).st_size > self.good_size:  # never grow a file cut meanwhile
-            os.ftruncate(fd, self.good_size)
+        if self._marked == self._ident and os.fstat(fd).st_size > self.good_size:
+            os.ftruncate(fd, self.good_size)  # never another file, never grow one cut since
             _datasync(fd)
         self.good_size = None
         self._end = -1
@@ -441,17 +492,12 @@ class BankFiles:
             raise storage_error(f"cannot create bank {self.name}", e) from e
 
     def remove_stale_temps(self) -> int:
-        """Remove the temp files a killed rewrite of the log or the vector sidecar left
-        (``atomic_write``'s ``.<name>.*.tmp``): each holds only content a rename would have
-        put in place, and the file it was for is whole (old or new). Only the lock holder
-        loads a bank, so no rewrite is in progress."""
-        gone = 0
-        for name in (MEMORIES, VECTORS):
-            for path in self.dir.glob(f".{name}.*.tmp"):
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    gone += 1
-        return gone
+        """Remove the temp files a killed write left in the bank's folders (the log's or the
+        sidecar's rewrite, bank.yaml, a rule, a draft, the index snapshot): each holds only
+        content a rename would have put in place, and the file it was for is whole (old or
+        new). Only the lock holder loads a bank, and no write of this bank is in progress
+        (a reload waits for the snapshot writer of the bank it replaces, ``Banks``)."""
+        return remove_temps(self.dir, self.rules_dir, self.dir / DRAFTS_DIR)
 
     def read_meta(self) -> tuple[str, int]:
         """``bank.yaml``'s description and created_at; a value that cannot be read gets a safe
@@ -624,6 +670,10 @@ class StateStore:
 
     def _path(self, owner: str, key: str) -> Path:
         return self.dir / owner / f"{key}.json"
+
+    def remove_stale_temps(self) -> int:
+        """Remove what killed writes left (``TEMPS``); only the lock holder calls this."""
+        return remove_temps(*(p for p in self.dir.glob("*") if p.is_dir()))
 
     def get(self, owner: str, key: str) -> object | None:
         path = self._path(owner, key)

@@ -19,6 +19,11 @@ a new inode while the holder still locks the old one, and two stores would write
 folder cannot be swapped under a running store without moving its data too, so its ``flock``
 is what decides; ``.lock`` carries the holder record the refusal names.
 
+The folder is held, not its name: a data dir moved, removed or replaced while the store runs
+(``mv data data.old; mkdir data``, a restore) leaves the path naming a folder nobody locked,
+where a second store may open. ``DirLock.names_its_folder`` tells, and the store refuses every
+write once the path names another folder (or none): its writes would land beside that store's.
+
 The lock also keeps the torn-tail repair (``AppendLog.repair_tail``) safe: it cuts the log
 only in the process holding the lock, so it can never cut another process's line.
 """
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import DataDirLockedError, DataDirUnwritableError
+from store_worker.files import fsync_dir, make_dirs, names
 
 LOCK_FILE = ".lock"
 _BUSY = frozenset({errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES})
@@ -48,6 +54,7 @@ class DirLock:
     root: Path
     fd: int  # ``.lock``, holding the holder record
     dir_fd: int = -1  # the data dir itself
+    ident: tuple[int, int] = (-1, -1)  # (st_dev, st_ino) of the folder ``dir_fd`` locks
 
     def release(self) -> None:
         for fd in (self.fd, self.dir_fd):
@@ -59,6 +66,10 @@ class DirLock:
     @property
     def held(self) -> bool:
         return self.fd >= 0
+
+    def names_its_folder(self) -> bool:
+        """Whether ``root`` still names the folder this lock holds (one ``stat``)."""
+        return names(self.root, self.ident)
 
 
 def holder(root: Path) -> dict[str, object] | None:
@@ -86,13 +97,15 @@ def acquire(root: Path) -> DirLock:
     """Take the data dir's lock or raise: ``DataDirLockedError`` when another store holds it
     (nothing in the data dir is changed), ``DataDirUnwritableError`` when it cannot be made."""
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for folder in make_dirs(root):  # a new data dir: its entry too, before any write
+            fsync_dir(folder.parent)
         dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as e:
         raise DataDirUnwritableError(
             f"data dir {root} is not writable: cannot open it ({e.strerror or e})"
         ) from e
-    taken = DirLock(root=root, fd=-1, dir_fd=dir_fd)
+    st = os.fstat(dir_fd)
+    taken = DirLock(root=root, fd=-1, dir_fd=dir_fd, ident=(st.st_dev, st.st_ino))
     try:
         _flock(root, dir_fd)  # first: decides even when ``.lock`` was removed by hand
         try:

@@ -68,6 +68,11 @@ def doctor(store: MemoryStore, siblings: SiblingProbe | None = None) -> DoctorRe
 
 
 def _writable(store: MemoryStore) -> str:
+    if not store.holds_data_dir:
+        raise errors.SourceUnavailableError(
+            f"{store.root} is no longer the folder this store opened (moved, removed or "
+            "replaced while it ran): writes are refused"
+        )
     check_writable(store.root)
     return str(store.root)
 

@@ -45,7 +45,7 @@ from shared.models import (
 from shared.redact import Redaction, redact
 from shared.text import fingerprint
 from store_worker import validate as v
-from store_worker.files import atomic_write, fsync_dir, synced_dirs
+from store_worker.files import atomic_write, fsync_dir, make_dirs, synced_dirs
 from store_worker.messages import is_memory_block, message_text, message_time, session_key
 
 if TYPE_CHECKING:
@@ -112,8 +112,9 @@ class Outbox:
     def open(self) -> None:
         """Load the queue from disk; leases never survive a restart (the job is claimable)."""
         self._outbox_dir = self.root / OUTBOX_DIR
-        for folder in (self._outbox_dir, self._outbox_dir / QUEUE, self._outbox_dir / DEAD):
-            folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # turns are private
+        for folder in (self._outbox_dir / QUEUE, self._outbox_dir / DEAD):
+            for made in make_dirs(folder):  # 0700: turns are private; entries synced
+                fsync_dir(made.parent)
         self._jobs: dict[str, OutboxJob] = self._read_jobs(QUEUE)
         self._dead: dict[str, OutboxJob] = self._read_jobs(DEAD)
         self._leases: dict[str, _Lease] = {}

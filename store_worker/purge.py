@@ -30,7 +30,8 @@ A rewrite, in this order, each step safe to crash after:
 5. the in-RAM event buffer forgets what it held of the old text, and a ``bank-changed``
    ``purged`` event says what kind of thing went and when, never the value.
 
-The ``.torn`` sidecar (a torn final line moved aside at load) is rewritten redacted too.
+The ``.torn`` sidecar (a torn final line moved aside at load) is rewritten too: redacted by
+a rescan, without the purged memory's fragments by a purge.
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ class Purger:
     def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
         """Today's catalogue over stored memories, rules and descriptions (module doc)."""
         v.flag(purge, "purge")
-        names = [self.banks.resolve(bank).name] if bank is not None else sorted(self.banks)
-        done = tuple(self._rescan_bank(self.banks[name], purge) for name in names)
+        names = [bank] if bank is not None else [b.name for b in self.banks.owned()]
+        targets = [self.banks.writable(self.banks.resolve(name)) for name in names]
+        done = tuple(self._rescan_bank(target, purge) for target in targets)
         kinds = tuple(sorted({k for d in done for k in d.kinds}))
         return RescanResponse(banks=done, kinds=kinds)
 
@@ -249,7 +251,7 @@ class Purger:
     def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
         """Remove memory ``id`` and every revision of it from ``bank`` (module doc)."""
         mem_id = v.memory_id(id)
-        target = self.banks.resolve(bank)
+        target = self.banks.writable(self.banks.resolve(bank))
         if mem_id not in target.records:
             raise errors.NotFoundError(f"no memory {v.quoted(mem_id)} in bank {target.name!r}")
         draft = target.records[mem_id].status == "pending"
@@ -258,8 +260,11 @@ class Purger:
         def drop_line(raw: bytes) -> bytes | None:
             try:
                 return None if Memory.from_line(raw).id == mem_id else raw
-            except errors.MemoryServiceError:  # a corrupt line of it still names it first
-                return None if raw.startswith(needle + b",") or raw == needle + b"}" else raw
+            except errors.MemoryServiceError:  # a line replay skips may still be one of it:
+                # a JSON object naming it (a newer version's line, a hand edit), or a line
+                # cut short that begins with it as the store writes it
+                named = _line_id(raw) == mem_id or raw.startswith((needle + b",", needle + b"}"))
+                return None if named else raw
 
         if draft:
             path = draft_path(target, mem_id)
@@ -269,12 +274,26 @@ class Purger:
             except OSError as e:
                 self._follow_files(target.name)
                 raise errors.storage_error(f"cannot remove draft {path}", e) from e
+        # the fragments first: once the log is rewritten, a retry finds no such memory
+        self._drop_torn(target, drop_line)
         revisions = self._rewrite(target, drop_line, {mem_id})
         self.events.rewrite(lambda e: _forget_event(e, target.name, mem_id))
         self._announce(self.banks[target.name], f"memory {mem_id}: {revisions} revision(s)", ())
         return PurgeResponse(id=mem_id, bank=target.name, revisions=revisions, draft=draft)
 
     # -- the rewrite -----------------------------------------------------------------------
+
+    @staticmethod
+    def _drop_torn(bank: Bank, drop: Callable[[bytes], bytes | None]) -> None:
+        """The fragments set aside in ``.torn`` (a torn final line, one per line) that
+        ``drop`` takes out: a fragment of a purged memory's line holds its text too."""
+        path = torn_path(bank.files.log.path)
+        data = _read_if_any(path)
+        if data is None:
+            return
+        kept = b"".join(raw + b"\n" for raw in data.split(b"\n") if raw and drop(raw))
+        if kept != data:
+            atomic_write(path, kept)
 
     def _rewrite(self, bank: Bank, fix: Callable[[bytes], bytes | None], ids: set[str]) -> int:
         """Steps 1-4 of the module doc: each log line through ``fix`` (its new bytes, or None
@@ -317,7 +336,7 @@ class Purger:
         data = _read_if_any(path)
         if data is None:
             return
-        kept = [raw for raw in data.splitlines() if _vector_id(raw) not in ({None} | ids)]
+        kept = [raw for raw in data.splitlines() if _line_id(raw) not in ({None} | ids)]
         atomic_write(path, b"".join(line + b"\n" for line in kept))
 
     def _announce(self, bank: Bank, what: str, kinds: tuple[str, ...]) -> None:
@@ -344,7 +363,8 @@ def _remove_snapshot(bank: Bank) -> None:
         raise errors.storage_error(f"cannot remove {path}", e) from e
 
 
-def _vector_id(raw: bytes) -> str | None:
+def _line_id(raw: bytes) -> str | None:
+    """The ``id`` of a JSON object line (a vector's, or a log line replay could not take)."""
     try:
         row = json.loads(raw)
         return str(row["id"]) if isinstance(row, dict) else None

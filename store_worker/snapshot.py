@@ -351,13 +351,6 @@ def write_in_background(path: Path, cap: Capture) -> threading.Thread:
     return thread
 
 
-def remove_stale_temps(folder: Path) -> None:
-    """Temps left by a writer killed mid-write (they never become the snapshot)."""
-    for tmp in folder.glob(f".{SNAPSHOT}.*.tmp"):
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-
-
 # -- read ------------------------------------------------------------------------------------
 
 

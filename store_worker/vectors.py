@@ -99,12 +99,18 @@ class Vectors:
         return done
 
     def _rewrite_sidecar(self, bank: Bank) -> None:
+        """Rewrite the sidecar from RAM. A refusal (a full disk) leaves the old file, whose
+        lines are checked against each record's text and model when read: loading a bank
+        (after a refused write, too) must not fail for a derived file."""
         lines = [
             json.dumps({"id": i, "fp": fp, "model": bank.vector_model, "v": vec})
             for i, (fp, vec) in sorted(bank.vectors.items())
             if i in bank.records and bank.records[i].invalid_at is None
         ]
-        atomic_write(bank.files.dir / VECTORS, ("\n".join(lines) + "\n").encode("utf-8"))
+        try:
+            atomic_write(bank.files.dir / VECTORS, ("\n".join(lines) + "\n").encode("utf-8"))
+        except errors.SourceUnavailableError as e:  # derived data: written again next load
+            log.warning("bank %s: cannot rewrite vectors: %s", bank.name, e)
 
     def _append_sidecar(self, bank: Bank, mems: Sequence[Memory]) -> None:
         sidecar = AppendLog(bank.files.dir / VECTORS)

@@ -158,6 +158,12 @@ class Writer:
             tokens=self.tokens.count(body),
         )
 
+    def check_save(self, p: PreparedSave) -> None:
+        """What ``commit_save`` would refuse ``p`` for that depends on no other item (its
+        status, its bank), refused before any item of a ``save_many`` is written."""
+        self.drafts.status_for(p.status, p.confidence)
+        self.banks.check_write(p.bank)
+
     def commit_save(self, p: PreparedSave) -> SaveResponse:
         """The part of a save that reads and changes the store (under its lock, in a group
         commit): reinforce or create, a free id, the append. The same normalised text re-saved

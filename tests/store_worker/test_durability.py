@@ -73,6 +73,41 @@ def test_one_line_per_mutation(store: MemoryStore, data_dir: Path) -> None:
     assert len(log_path(data_dir).read_bytes().splitlines()) == 3
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors via /proc")
+@pytest.mark.parametrize("bank", ["main", "fresh"])
+def test_a_new_file_or_folder_is_synced_into_its_parent_before_a_write_returns(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch, bank: str
+) -> None:
+    """fsync(2): syncing a file does not make its entry in the folder durable; a power cut
+    could drop a log created since the folder's last sync, with every line in it."""
+    synced: list[str] = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+
+        def sync(fd: int, real: Callable[[int], None] = real) -> None:
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            real(fd)
+
+        monkeypatch.setattr(os, name, sync)
+    # a new data dir: its entry and the folders the store makes in it are synced at open
+    store = reopen(data_dir)
+    outbox = data_dir / ".outbox"
+    assert {str(data_dir.parent), str(data_dir), str(outbox)} <= set(synced)
+    store.bank_list()  # the default bank's folder exists, its log does not yet
+    synced.clear()
+    store.save("the first fact of a new log", bank=bank)
+    log = str(log_path(data_dir, bank))
+    assert log in synced
+    assert str(data_dir / bank) in synced[synced.index(log) :]
+    # and a file written into folders made for it: each folder's entry in its parent too
+    synced.clear()
+    store.state_set("new-owner", "cursor", {"n": 1})
+    assert {str(data_dir), str(data_dir / ".state"), str(data_dir / ".state" / "new-owner")} <= set(
+        synced
+    )
+    store.close()
+
+
 # -- replay ---------------------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ import pytest
 from shared.clock import FakeClock
 from shared.errors import DataDirUnwritableError, SourceUnavailableError
 from store_worker.core import MemoryStore
+from store_worker.embed import FakeEmbedder
 
 ERRNOS = {
     "ENOSPC": (errno.ENOSPC, True),
@@ -197,6 +198,41 @@ def test_a_killed_bank_creation_is_removed_at_open(data_dir: Path, clock: FakeCl
     again.close()
 
 
+@pytest.mark.parametrize(
+    "temp",
+    [
+        "main/.bank.yaml.k1.tmp",
+        "main/.memories.jsonl.k2.tmp",
+        "main/.index.snap.k3.tmp",
+        "main/rules/.style.md.k4.tmp",
+        "main/drafts/.d1.json.k5.tmp",
+        ".state/sibling/.cursor.json.k6.tmp",
+        ".outbox/queue/.01J0000000000000000000000.json.k7.tmp",
+    ],
+)
+def test_a_temp_file_a_killed_write_left_is_removed_at_open(
+    data_dir: Path, clock: FakeClock, dir_bytes: SNAPSHOT, temp: str
+) -> None:
+    """Every file is written through a temp renamed into place (``atomic_write``, the index
+    snapshot): a kill before the rename leaves the temp, holding only what was never
+    acknowledged; a store killed over and over (a boot that runs out of memory while it
+    writes a 200 MB snapshot) must not pile them up."""
+    # Given a data dir where a killed write left a temp file
+    store = MemoryStore(data_dir, clock=clock)
+    seed(store)
+    store.close()
+    before = dir_bytes(data_dir)
+    left = data_dir / temp
+    left.parent.mkdir(parents=True, exist_ok=True)
+    left.write_bytes(b"never renamed into place")
+    # When a store opens it, Then the temp is gone and nothing else changed
+    again = MemoryStore(data_dir, clock=clock)
+    again.close()
+    assert not left.exists()
+    after = dir_bytes(data_dir)
+    assert {k: v for k, v in before.items() if k != ".lock"}.items() <= after.items()
+
+
 def test_an_append_refused_on_a_full_disk_then_lands_on_its_own_line(
     seeded: MemoryStore, data_dir: Path, failing_fs: Callable[[Path, int], Any]
 ) -> None:
@@ -211,6 +247,28 @@ def test_an_append_refused_on_a_full_disk_then_lands_on_its_own_line(
     log = (data_dir / "main" / "memories.jsonl").read_bytes()
     assert b"refused while" not in log
     assert log.endswith(b"\n") and saved.memory.id.encode() in log.splitlines()[-1]
+
+
+def test_a_full_disk_refuses_writes_never_reads(
+    data_dir: Path, clock: FakeClock, failing_fs: Callable[[Path, int], Any]
+) -> None:
+    """A refused write reads its bank back from the files; with an embedder that read also
+    rewrites the vector sidecar (a derived file) when a vector is missing from it, and a
+    full disk refused that rewrite: the bank could not be read at all until space came back."""
+    # Given a store with an embedder, and a vector whose append was lost (an earlier full disk)
+    store = MemoryStore(data_dir, clock=clock, embedder=FakeEmbedder())
+    kept = store.save("the kestrel nests under the bridge").memory
+    (data_dir / "main" / "vectors.jsonl").write_bytes(b"")
+    # When the disk is full and a save is refused
+    fs = failing_fs(data_dir, errno.ENOSPC)
+    with pytest.raises(SourceUnavailableError):
+        store.save("refused on the full disk")
+    # Then every read still answers from the files
+    assert store.get(kept.id).memory == kept
+    assert [m.id for m in store.list().memories] == [kept.id]
+    assert store.recall("kestrel bridge").memories[0].memory.id == kept.id
+    fs.stop()
+    store.close()
 
 
 # -- a real tmpfs, where this machine lets the test mount one ----------------------------------

@@ -2,10 +2,12 @@
 
 ``test_faults_disk`` fails every call under the data dir; here only the k-th mutating call
 fails, for each k, so the fault lands mid-verb too: past a rename or an unlink, in the
-folder's fsync that makes it durable. The caller is told it failed, yet the change is in
-place and the next boot reads it: RAM must follow the files (purge must never keep a purged
-record in RAM, a rule or a draft the reopen would show must be shown, an outbox job must be
-in one state, the one its file says). Each case: the error is typed, RAM equals a reopen.
+folder's fsync that makes it durable, or in a write (of a log line, a draft, a rule, a job)
+that a nearly full disk takes in part before it refuses (a short write, then the error).
+The caller is told it failed, yet the change may be in place and the next boot reads it: RAM
+must follow the files (purge must never keep a purged record in RAM, a rule or a draft the
+reopen would show must be shown, an outbox job must be in one state, the one its file says).
+Each case: the error is typed, RAM equals a reopen.
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
 from store_worker.core import MemoryStore
 
-CALLS = ("fsync", "fdatasync", "replace", "rename", "unlink", "ftruncate", "rmdir", "mkdir")
+CALLS = (
+    "write",
+    "fsync",
+    "fdatasync",
+    "replace",
+    "rename",
+    "unlink",
+    "ftruncate",
+    "rmdir",
+    "mkdir",
+)
 MSGS = [{"role": "user", "content": "I always deploy on Fridays"}]
 
 
@@ -41,6 +53,9 @@ class FailAt:
             self.calls += 1
             if self.calls == self.k:
                 self.hit = True
+                if real.__name__ == "write":  # half of it reaches the file first
+                    fd, data = args
+                    real(fd, bytes(data)[: len(data) // 2])
                 raise OSError(self.code, os.strerror(self.code))
             return real(*args, **kwargs)
 
@@ -71,6 +86,14 @@ def dead(store: MemoryStore, job: str) -> str:
 
 
 VERBS: dict[str, tuple[Callable[[MemoryStore, str], Any], Callable[[MemoryStore, str], str]]] = {
+    "save": (lambda s, j: s.save("gamma fact about the tests"), lambda s, j: j),
+    "save_many": (
+        lambda s, j: s.save_many(
+            [{"text": "a burst fact for main"}, {"text": "a burst fact for work", "bank": "work"}]
+        ),
+        lambda s, j: j,
+    ),
+    "approve": (lambda s, j: s.approve("d1"), lambda s, j: j),
     "purge": (lambda s, j: s.purge("alpha"), lambda s, j: j),
     "purge_draft": (lambda s, j: s.purge("d1"), lambda s, j: j),
     "rule_set": (lambda s, j: s.rule_set("style", "tabs"), lambda s, j: j),
@@ -112,7 +135,7 @@ def opened(data_dir: Path) -> Iterator[Callable[[], MemoryStore]]:
         store.close()
 
 
-@pytest.mark.parametrize("code", [errno.EIO, errno.EROFS], ids=["EIO", "EROFS"])
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS], ids=["ENOSPC", "EROFS"])
 @pytest.mark.parametrize("verb", sorted(VERBS))
 def test_a_fault_at_any_one_call_leaves_ram_as_the_files_say(
     opened: Callable[[], MemoryStore],

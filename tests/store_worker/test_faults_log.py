@@ -5,11 +5,14 @@
 - a refused append whose cut-back also fails (a failed ``fdatasync`` then an ``ftruncate``
   on a file system gone read-only): the lines past the cut were acknowledged to nobody and
   may live only in the page cache (fsyncgate), so nothing reads them and nothing is appended
-  after them until they are cut;
+  after them until they are cut; that mark measures one file: a log put in its place since (a
+  restore) is read, appended to and rewritten whole;
 - a fault between the write and the sync that is not an ``OSError`` (the indexer's start):
   the lines are cut back, the caller gets a typed error, nobody waits forever;
 - a bank that cannot be read back after a failed flush: its calls fail typed, never
-  ``not_found``, and it is loaded again at its next use.
+  ``not_found``, and it is loaded again at its next use;
+- a reload refused half way (a bank it cannot read, a part that refuses its state): the store
+  goes on with one set of parts, and its group commit writes through the same banks as they.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from pathlib import Path
 import pytest
 
 from shared.clock import FakeClock
-from shared.errors import SourceUnavailableError
+from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
 from shared.redact import Redaction
+from shared.shards import STATE_KEY, STATE_OWNER
 from store_worker import files, writes
 from store_worker.bank import Bank
 from store_worker.core import MemoryStore
@@ -50,6 +54,23 @@ def fail(code: int) -> object:
     return failing
 
 
+def refuse_an_uncut_append(store: MemoryStore) -> None:
+    """A save refused by a failed sync whose cut-back the file system refuses too (remounted
+    read-only): its line stays in the file, past the log's mark (``good_size``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(files, "_datasync", fail(errno.EIO))
+        patch.setattr(os, "ftruncate", fail(errno.EROFS))
+        with pytest.raises(SourceUnavailableError):
+            store.save("refused: its sync failed")
+
+
+def save_by_hand(log: Path, data: bytes) -> None:
+    """Replace the log as an editor or a restore does: a new file renamed over it."""
+    copy = log.with_name("edited.jsonl")
+    copy.write_bytes(data)
+    os.replace(copy, log)
+
+
 @pytest.mark.parametrize("edit", ["replaced", "removed"])
 def test_a_log_replaced_by_hand_while_running_gets_the_next_write(
     data_dir: Path, edit: str
@@ -59,9 +80,7 @@ def test_a_log_replaced_by_hand_while_running_gets_the_next_write(
     first = store.save("the user keeps the lanterns in the shed").memory
     log = log_of(data_dir)
     if edit == "replaced":
-        copy = log.with_name("edited.jsonl")
-        copy.write_bytes(log.read_bytes())
-        os.replace(copy, log)
+        save_by_hand(log, log.read_bytes())
     else:
         log.unlink()
     # When the store acknowledges another write
@@ -128,17 +147,11 @@ def test_a_refused_append_that_cannot_be_cut_back_is_never_read_nor_built_on(
     assert texts(reopen(data_dir)) == {kept.text, after.text}
 
 
-def test_a_failed_cut_back_is_remembered_across_a_reload(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failed_cut_back_is_remembered_across_a_reload(data_dir: Path) -> None:
     # Given a refused append that could not be cut back
     store = reopen(data_dir)
     kept = store.save("acknowledged before the disk failed").memory
-    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
-    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
-    with pytest.raises(SourceUnavailableError):
-        store.save("refused: its sync failed")
-    monkeypatch.undo()
+    refuse_an_uncut_append(store)
     # When the store is reloaded (reading every bank from its files again)
     store.reload()
     # Then the refused line is still not read
@@ -309,11 +322,7 @@ def test_a_purge_rewrite_after_an_uncut_refused_append_loses_nothing(
     leaked = store.save("the wifi password is hunter22").memory
     monkeypatch.undo()
     # And a refused append that could not be cut back (its mark hides the bytes past it)
-    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
-    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
-    with pytest.raises(SourceUnavailableError):
-        store.save("refused: its sync failed")
-    monkeypatch.undo()
+    refuse_an_uncut_append(store)
     # When the log is rewritten with the secret redacted: a longer line than the secret's
     report = store.redact_rescan(purge=True)
     assert report.banks and store.get(leaked.id).memory.text.endswith("[REDACTED:password]")
@@ -325,3 +334,86 @@ def test_a_purge_rewrite_after_an_uncut_refused_append_loses_nothing(
     again = reopen(data_dir)
     assert texts(again) == want and again.reload().corrupt_lines == 0
     again.close()
+
+
+@pytest.mark.parametrize("then", ["save", "reload", "purge"])
+def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
+    data_dir: Path, then: str
+) -> None:
+    # Given a refused append that could not be cut back (its mark hides the bytes past it)
+    store = reopen(data_dir)
+    kept = store.save("acknowledged before the disk failed").memory
+    log = log_of(data_dir)
+    backup = log.read_bytes()
+    refuse_an_uncut_append(store)
+    # When the log is replaced by hand with a longer one (a restore holding more lines)
+    restored = [
+        kept.model_copy(update={"id": f"restored-{i}", "text": f"restored fact {i}"})
+        for i in range(4)
+    ]
+    save_by_hand(log, backup + b"".join(m.to_line().encode() + b"\n" for m in restored))
+    if then == "save":
+        store.save("acknowledged after the restore")
+    elif then == "reload":
+        store.reload()
+    else:
+        store.purge(kept.id)
+    # Then the mark measured the old file only: every restored line is read and kept
+    want = {m.text for m in restored}
+    store.reload()  # a hand edit reaches RAM at reload (DESIGN §2)
+    assert want <= texts(store)
+    store.close()
+    assert want <= texts(reopen(data_dir))
+
+
+def test_a_reload_that_cannot_read_a_bank_leaves_writes_all_or_nothing(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a reload refused because one bank cannot be read (an I/O error)
+    store = reopen(data_dir)
+    one = store.save("the first fact about the roof").memory
+    two = store.save("the second fact about the gutters").memory
+    store.save("a fact in another bank", bank="other")
+    real_load = Bank.load
+
+    def load(self: Bank) -> None:
+        if self.name == "other":
+            raise OSError(errno.EIO, "Input/output error")
+        real_load(self)
+
+    monkeypatch.setattr(Bank, "load", load)
+    with pytest.raises(SourceUnavailableError):
+        store.reload()
+    monkeypatch.undo()
+    before = log_of(data_dir).read_bytes()
+    # When an all-or-nothing write is refused for its second item
+    with pytest.raises(NotFoundError):
+        store.supersede_many(
+            [
+                {"id": one.id, "superseded_by": two.id},
+                {"id": "no-such-memory", "superseded_by": two.id},
+            ]
+        )
+    # Then nothing of it was written, nor kept in RAM
+    assert log_of(data_dir).read_bytes() == before
+    assert store.get(one.id).memory == one
+    store.close()
+
+
+def test_a_reload_refused_by_a_part_keeps_the_store_as_it_was(data_dir: Path) -> None:
+    # Given a store with two banks, and its shard routing state edited by hand into nonsense
+    store = reopen(data_dir)
+    kept = store.save("a fact in the other bank", bank="other").memory
+    store.save("a fact in the main bank")
+    routing = data_dir / ".state" / STATE_OWNER / f"{STATE_KEY}.json"
+    routing.parent.mkdir(parents=True, exist_ok=True)
+    routing.write_text('{"version": 1, "slots": [0, 1]}')
+    # When a reload is refused for it
+    with pytest.raises(InvalidArgumentError):
+        store.reload()
+    # Then the store goes on as before the reload: every bank listed, read and written
+    assert sorted(b.name for b in store.bank_list().banks) == ["main", "other"]
+    assert store.get(kept.id, bank="other").memory == kept
+    store.save("written after the refused reload", bank="other")
+    assert len(texts(store, "other")) == 2
+    store.close()

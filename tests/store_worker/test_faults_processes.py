@@ -8,10 +8,12 @@ typed error naming the holder, without changing a byte of the data dir.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -392,3 +394,104 @@ def test_a_lock_file_removed_or_replaced_by_hand_still_keeps_a_second_store_out(
     second = MemoryStore(data_dir, clock=clock)
     assert kept.id in {m.id for m in second.list(page_size=50).memories}
     second.close()
+
+
+@pytest.mark.parametrize("edit", ["moved", "replaced", "removed"])
+def test_a_data_dir_moved_or_replaced_under_a_running_store_is_never_written(
+    data_dir: Path, clock: FakeClock, dir_bytes: SNAPSHOT, edit: str
+) -> None:
+    """The lock holds the folder the store opened; a path that now names another folder (or
+    none) must not take its writes: they would land where no lock keeps a second store out."""
+    # Given a running store whose data dir is moved away (and, for "replaced", made again)
+    store = MemoryStore(data_dir, clock=clock)
+    kept = store.save("the spare key is under the blue pot").memory
+    moved = data_dir.with_name("data-moved")
+    if edit == "removed":
+        shutil.rmtree(data_dir)
+    else:
+        data_dir.rename(moved)
+    if edit == "replaced":
+        data_dir.mkdir()
+    before = dir_bytes(data_dir) if data_dir.exists() else None
+    # When it is asked to write, Then it refuses, typed, and writes nothing anywhere
+    for write in (
+        lambda: store.save("written after the move"),
+        lambda: store.save_many([{"text": "one of a burst after the move"}]),
+        lambda: store.rule_set("style", "tabs"),
+        lambda: store.bank_create("late"),
+        lambda: store.turn_completed("s1", messages=[{"role": "user", "content": "hello"}]),
+    ):
+        with pytest.raises(SourceUnavailableError, match="no longer") as refused:
+            write()
+        assert not refused.value.retryable
+    report = store.doctor()  # says so, and writes nothing either
+    assert not report.ok
+    assert "no longer" in next(c for c in report.checks if c.name == "data_dir_writable").detail
+    assert (dir_bytes(data_dir) if data_dir.exists() else None) == before
+    # and a store opened on the path meanwhile is the only writer there
+    if edit != "removed":
+        second = MemoryStore(data_dir, clock=clock)
+        assert second.save("the second store's own fact").created
+        second.close()
+    store.close()
+    if edit != "removed":
+        again = MemoryStore(moved, clock=clock)
+        assert [m.id for m in again.list().memories] == [kept.id]
+        again.close()
+
+
+def test_a_closed_stores_reads_write_nothing(
+    data_dir: Path, clock: FakeClock, dir_bytes: SNAPSHOT
+) -> None:
+    """A read that would materialize the default bank (or take a routing table) writes:
+    a store that no longer holds its data dir refuses it rather than write beside the
+    store that does."""
+    # Given a closed store whose default bank was never made, and another store holding
+    # the data dir now
+    first = MemoryStore(data_dir, clock=clock)
+    first.save("a fact in the work bank", bank="work")
+    first.close()
+    second = MemoryStore(data_dir, clock=clock)
+    before = dir_bytes(data_dir)
+    # When the closed store is read, Then it answers or refuses, typed, and writes nothing
+    for read in (
+        lambda: first.bank_list(),
+        lambda: first.list(),
+        lambda: first.recall("work"),
+        lambda: first.shard_routing({"version": 5}),
+    ):
+        with contextlib.suppress(SourceUnavailableError):
+            read()
+    assert dir_bytes(data_dir) == before
+    second.close()
+
+
+def test_a_move_to_another_data_dir_that_fails_half_way_keeps_the_old_one_held(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a store on one dir, pointed at another where its outbox folder cannot be made
+    one, two = tmp_path / "one", tmp_path / "two"
+    store = MemoryStore(one, clock=clock)
+    store.save("kept in dir one", id="one-fact")
+    real_mkdir = os.mkdir
+
+    def mkdir(path: object, *args: object, **kw: object) -> None:
+        if str(two) in str(path) and ".outbox" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_mkdir(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    # When the move fails half way, Then it is refused, typed
+    with pytest.raises(SourceUnavailableError):
+        store.configure({"data_dir": str(two)})
+    monkeypatch.undo()
+    # and the store still holds the dir it writes: no second store opens it, the other is free
+    assert store.settings.data_path == one.resolve()
+    with pytest.raises(DataDirLockedError):
+        MemoryStore(one, clock=clock)
+    MemoryStore(two, clock=clock).close()
+    store.save("still written in dir one", id="one-more")
+    store.close()
+    again = MemoryStore(one, clock=clock)
+    assert {m.id for m in again.list().memories} == {"one-fact", "one-more"}
+    again.close()

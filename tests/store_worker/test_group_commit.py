@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from shared.clock import FakeClock
+from shared.config import StoreSettings
 from shared.errors import (
     InvalidArgumentError,
     InvalidTypeError,
@@ -223,6 +224,42 @@ def test_save_many_commits_all_or_nothing(data_dir: Path) -> None:
     assert res.results[2].memory.corroboration == res.results[0].memory.corroboration + 1
     store.close()
     assert len(live_ids(reopen(data_dir))) == 2
+
+
+TOKEN = "ghp_" + "a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8"  # shaped as a GitHub token
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        {"text": "into a bank no name allows", "bank": "Not A Name"},
+        {"text": "into a new bank named like a credential", "bank": TOKEN},
+        {"text": "with a status nobody knows", "status": "bogus"},
+    ],
+    ids=["bank-name", "credential-bank", "status"],
+)
+def test_a_save_many_refused_for_its_last_item_writes_no_draft_and_no_bank(
+    data_dir: Path, dir_bytes: Any, last: dict[str, Any]
+) -> None:
+    """Items are checked before any is written: a draft's file and a new bank's folder are
+    written as the item runs, so an item refused after them would leave them behind."""
+    # Given a store reviewing drafts
+    store = MemoryStore(data_dir, clock=FakeClock(), settings=StoreSettings(ratification=True))
+    store.save("a fact already there")
+    before = dir_bytes(data_dir)
+    # When a burst of a draft, a save into a new bank and a refused item comes in
+    items = [
+        {"text": "a draft of the burst", "status": "pending"},
+        {"text": "a fact for a bank not made yet", "bank": "fresh"},
+        last,
+    ]
+    with pytest.raises(InvalidArgumentError):
+        store.save_many(items)
+    # Then nothing of it is anywhere
+    assert dir_bytes(data_dir) == before
+    assert "fresh" not in store.banks
+    assert [m.text for m in store.list(status="pending").memories] == []
+    store.close()
 
 
 @pytest.mark.parametrize(

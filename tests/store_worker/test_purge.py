@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import store_worker.bank as bank_mod
+import store_worker.snapshot as snapshot_mod
 from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError
 from shared.models import Event, Memory
@@ -249,6 +250,43 @@ def test_rescan_purge_clears_the_index_snapshot_and_the_vectors(
     assert store.recall("deploy").memories[0].memory.id == mem.id
 
 
+def test_a_snapshot_still_being_written_at_a_reload_never_lands_after_a_purge(
+    fresh_store: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a bank whose load is still writing its index snapshot (held until someone waits)
+    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 1)
+    store = fresh_store()
+    secret = store.save(f"the old deploy password is {PASSWORD}", id="old-deploy").memory
+    store.save("a plain fact about the deploy")
+    release = threading.Event()
+    real_write = snapshot_mod.write
+
+    def held_write(path: Path, cap: Any) -> None:
+        release.wait(timeout=60)
+        real_write(path, cap)
+
+    monkeypatch.setattr(snapshot_mod, "write", held_write)
+    store.reload()
+    writer = store.banks["main"].snapshot_writer
+    assert writer is not None and writer.is_alive()
+    real_join = writer.join
+
+    def join(timeout: float | None = None) -> None:  # whoever waits for it lets it finish
+        release.set()
+        real_join(timeout)
+
+    monkeypatch.setattr(writer, "join", join)
+    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 10_000)
+    # When the bank is read again (a reload), then the secret is purged
+    store.reload()
+    store.purge(secret.id)
+    release.set()
+    writer.join()
+    # Then no snapshot of the old index (its keys, its terms) is left on disk
+    snap = store.root / "main" / SNAPSHOT
+    assert not snap.exists() or secret.id.encode() not in snap.read_bytes()
+
+
 def test_rescan_redacts_a_pending_draft_in_its_file(fresh_store: Factory) -> None:
     store = fresh_store(ratification=True)
     draft = store.save("draft fact", confidence="extracted").memory
@@ -310,6 +348,53 @@ def test_purge_removes_every_revision_and_nothing_else(
     assert not any(e.memory is not None and e.memory.id == gone for e in held)
     audit = [e for e in seen if e.event_type == "purged"]
     assert audit[-1].reason == f"memory {gone}: 3 revision(s)" and audit[-1].memory is None
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda line: {**line, "mood": "a field of a newer version"},
+        lambda line: {**line, "revision": "not a number"},
+    ],
+    ids=["unknown-field", "bad-value"],
+)
+def test_purge_removes_the_lines_of_it_this_version_cannot_read(
+    store: MemoryStore, edit: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """A line replay skips (corrupt, counted by doctor) still holds the memory's text: purge
+    is the answer to an erasure request, so it must go with the rest."""
+    # Given a memory with a later line this version cannot read (written spaced, by hand)
+    mem = store.save("the old address is 12 Elm Street").memory
+    kept = store.save("a plain fact about the garden").memory
+    line = edit({**json.loads(mem.to_line()), "revision": mem.revision + 1})
+    with open(log_of(store), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line, indent=None, separators=(", ", ": ")) + "\n")
+    store.reload()
+    assert store.banks["main"].stats.corrupt == 1
+    # When it is purged, Then no line of it is left, and nothing else went
+    store.purge(mem.id)
+    assert b"Elm Street" not in log_of(store).read_bytes()
+    assert [json.loads(x)["id"] for x in lines(log_of(store))] == [kept.id]
+
+
+def test_purge_removes_a_torn_fragment_of_it_set_aside_at_load(store: MemoryStore) -> None:
+    # Given a memory whose next revision was torn by a crash (set aside in ``.torn`` at load)
+    mem = store.save("the old address is 12 Elm Street").memory
+    other = store.save("a plain fact about the garden").memory
+    torn_line = mem.model_copy(update={"text": "the new address is 7 Oak Lane"}).to_line()
+    with open(log_of(store), "ab") as fh:
+        fh.write(torn_line[: len(torn_line) // 2 + 40].encode())
+    store.reload()
+    torn = log_of(store).with_name("memories.jsonl.torn")
+    assert b"Oak Lane" in torn.read_bytes()
+    store.save(other.text[:-6] + " shed")  # and a torn fragment of another memory beside it
+    with open(log_of(store), "ab") as fh:
+        fh.write(other.to_line()[:60].encode())
+    store.reload()
+    # When the memory is purged, Then its fragment went from the sidecar, the other stayed
+    store.purge(mem.id)
+    assert b"Oak Lane" not in torn.read_bytes() and b"Elm" not in torn.read_bytes()
+    assert other.id.encode() in torn.read_bytes()
 
 
 def test_purging_a_survivor_leaves_the_supersede_pointer(
