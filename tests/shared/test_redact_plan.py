@@ -65,8 +65,15 @@ def test_an_engine_from_the_plan_redacts_as_a_derived_one(
         derived.gate.pattern,
         derived.folded_words,
         derived.exact_words,
+        derived.wide_words,
         derived.vendors,
-    ) == (planned.gate.pattern, planned.folded_words, planned.exact_words, planned.vendors)
+    ) == (
+        planned.gate.pattern,
+        planned.folded_words,
+        planned.exact_words,
+        planned.wide_words,
+        planned.vendors,
+    )
     assert {t: redact(t) for t in texts()} == from_plan
     assert sum(bool(r.labels) for r in from_plan.values()) > len(catalogue())
 
