@@ -51,6 +51,9 @@ _PLACEHOLDER = re.compile(
 )
 _CODE_VALUE = re.compile(
     r"(?:None|null|nil|undefined|true|false|True|False)"
+    # a PowerShell cmdlet: ``$pw = Read-Host -AsSecureString`` (its approved verbs)
+    r"|(?:Get|Set|New|Read|ConvertTo|ConvertFrom|Import|Export|Invoke|Out|Write|Add|Remove"
+    r"|Test|Resolve|Find|Select|Join|Split|Format|Protect|Unprotect)-[A-Z][A-Za-z]+"
     r"|(?:self|this|cls|settings|secrets|env|process\.env|import\.meta\.env|os\.environ)\.[\w.]+"
 )
 # What ``[A-Za-z0-9_.-]`` matches under re.I: ASCII and the four letters it folds to ASCII.
@@ -143,8 +146,23 @@ def _keyword_label(m: re.Match[str], value: str) -> str | None:
     a sort key, a file) and the value does not look like a key of 12+ random characters."""
     group = next(g for g, _ in _KEYWORD_LABELS if m.group(g) is not None)
     if group in ("k_key", "k_credential") and not (len(value) >= 12 and is_strong(value)):
-        return None
+        if group == "k_key" or not _is_session_id(m, value):
+            return None
     return dict(_KEYWORD_LABELS)[group]
+
+
+# A session id as servers issue them: 20+ lowercase base32/base36 (PHP's PHPSESSID) or 24+
+# hex in one case (Java's JSESSIONID, ASP's), with digits and letters.
+_SESSION_ID = re.compile(r"[0-9a-z]{20,}|[0-9A-F]{24,}")
+
+
+def _is_session_id(m: re.Match[str], value: str) -> bool:
+    """A value under a session id's name shaped like one (``PHPSESSID=``, ``JSESSIONID=``)."""
+    if "sess" not in m.group("k_credential").lower():
+        return False
+    return (
+        _SESSION_ID.fullmatch(value) is not None and is_random(value) and entropy_bits(value) >= 3.5
+    )
 
 
 def _judge_cli_flag(m: re.Match[str], secret: str) -> str | None:
@@ -160,8 +178,23 @@ def _is_code(m: re.Match[str], value: str) -> bool:
     if after == "(" or (after == "[" and not MARKER.match(m.string, m.end())):
         return True
     # ``self.token = token``, ``this.apiKey = apiKey``: the attribute set from its namesake
-    key = m.group("key").strip("\"'-").rsplit(".", 1)[-1].lstrip("_")
+    key = m.group("key").strip("\"'-]").rsplit(".", 1)[-1].lstrip("_")
     return _CODE_VALUE.fullmatch(value) is not None or value.lower() == key.lower()
+
+
+# A string literal's prefix: Python's r/b/f/u, C#'s @ and $, C++'s L and u8.
+_LITERAL_PREFIX = re.compile(r"[rbfu]{1,2}|[@$]{1,2}|L|u8", re.I)
+
+
+def _is_literal_prefix(m: re.Match[str], value: str) -> bool:
+    """``password = r'...'`` once its literal is a marker: the "r" is no value of its own."""
+    after = m.string[m.end() : m.end() + 1]
+    return after in ("'", '"') and _LITERAL_PREFIX.fullmatch(value) is not None
+
+
+def _is_user_before_marker(m: re.Match[str], value: str) -> bool:
+    """``username/password: admin/[REDACTED:password]``: the user's name, its password gone."""
+    return value[-1:] in ("/", ":") and MARKER.match(m.string, m.end()) is not None
 
 
 def _is_loose_prose(m: re.Match[str], value: str) -> bool:
@@ -210,7 +243,10 @@ def _judge_assignment(m: re.Match[str], secret: str) -> str | None:
     if m.group("q") == "`" and (" " in secret or secret.startswith("$")):
         return None  # token: `gh auth token`: a command substitution
     if m.group("bare") is not None and (
-        _is_code(m, secret)
+        secret.lower() in _NO_VALUE  # "pw: n/a"
+        or _is_code(m, secret)
+        or _is_literal_prefix(m, secret)
+        or _is_user_before_marker(m, secret)
         or _is_loose_prose(m, secret)
         or _is_working_dir(m, secret)
         or _is_next_key(m, "bare")
@@ -232,8 +268,12 @@ _BASIC = re.compile(
     r"(?<![A-Za-z0-9])Basic[ \t]+(?P<secret>[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])"
 )
 _AWS_SECRET = re.compile(
-    r"(?<![A-Za-z0-9])[\"']?(?i:aws[_.-]?secret[_.-]?(?:access[_.-]?)?key|secret[_.-]?access[_.-]?key)"
-    r"[\"']?[ \t]*(?:=|:|=>)[ \t]*[\"']?(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+    # (blanks as a repeat, not a literal space: the gate would look at every space of every text)
+    r"(?<![A-Za-z0-9])[\"']?(?i:aws(?:[_.-]|[ \t]+)?secret(?:[_.-]|[ \t]+)?"
+    r"(?:access(?:[_.-]|[ \t]+)?)?key|secret(?:[_.-]|[ \t]+)?access(?:[_.-]|[ \t]+)?key)"
+    # ``aws configure`` prompts with the value it has in brackets: "[None]", "[****ABCD]"
+    r"[\"']?(?:[ \t]+\[[^\]\n]{0,40}\])?[ \t]*(?:=|:|=>)[ \t]*[\"']?"
+    r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
 _AZURE_KEY = re.compile(
     r"(?<![A-Za-z0-9])(?:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"
@@ -260,15 +300,18 @@ _CREDENTIAL_URL = re.compile(
 # A keyword may end in a word that says how the value is written (Rails' ``SECRET_KEY_BASE``,
 # ``TOKEN_VALUE``, ``API_KEY_B64``).
 _KEYWORDS = (
+    # keytool's -storepass/-keypass, Redis' requirepass/masterauth, LDAP's bindpw/rootpw and
+    # a Wi-Fi psk name a password glued to another word
     r"(?:(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pw"
-    r"|(?<![A-Za-z0-9])pass)"
+    r"|(?:(?:src|dest)?(?:store|key)|trust(?:store)?)pass|requirepass|masterauth|(?:bind|root)pw"
+    r"|(?<![A-Za-z0-9])pass|(?<![A-Za-z0-9])psk)"
     r"|(?P<k_private_key>private[_.-]?key)"
     r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
-    r"|(?P<k_secret>secret(?:[_.-]?key)?|(?:signing|encryption|master)[_.-]?key)"
+    r"|(?P<k_secret>secret(?:[_.-]?key)?|(?:signing|encryption|master|(?:pre[_.-]?)?shared)[_.-]?key)"
     r"|(?P<k_token>token)"
     r"|(?P<k_key>[_.-]key)"
     # (spelled so that "author", "credit", "cookies" and "session" in prose hold none of them)
-    r"|(?P<k_credential>auth[_.-]?key|credentials?|creds|session[_.-]?id"
+    r"|(?P<k_credential>auth[_.-]?key|credentials?|creds|sess(?:ion)?[_.-]?id"
     r"|[_.-](?:auth|cookie|session)))"
     r"(?:[_.-](?:base(?:64)?|b64|hex|value|raw|plain(?:text)?|str(?:ing)?))?)"
 )
@@ -280,9 +323,17 @@ _SAID_PASSWORD = re.compile(
     # "my password is X", "the password for the router is X", "wifi password X"; a quoted
     # value is taken whole, spaces and all ("is 'purple monkey dishwasher'").
     # "password's X"; "I changed my password to X" (a "to" counts only after set/change/reset).
-    r"(?<![A-Za-z0-9_])(?i:pass(?:word|phrase|code))"
-    r"(?:[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?[ \t]+(?P<verb>(?i:is|was))[ \t]*:?[ \t]+"
-    r"|(?:[ \t]+|(?=['\u2019]s[ \t]))(?:(?P<verb2>(?i:is|was|to|è|['\u2019]s))[ \t]*:?[ \t]+)?)"
+    # Also the short nouns ("pw", "pwd", "passwd", "the pass is X"), an arrow or a dash for
+    # "is" ("password -> X", "Password - X"), and a colon after a qualifier ("password
+    # (prod): X", "the password for bob@example.com: X") where an assignment sees no key.
+    r"(?<![A-Za-z0-9_])(?P<noun>(?i:pass(?:word|phrase|code|wd)?|pwd?))"
+    r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])[ \t]*(?P<colon>:)[ \t]*"
+    # (once said, the value may start the next line: "my password is" then a line break)
+    r"|[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?"
+    r"(?:[ \t]+(?P<verb>(?i:is|was))[ \t]*:?|[ \t]*(?P<colon2>:))(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
+    r"|(?:[ \t]+|(?=['\u2019]s[ \t]))"
+    r"(?:(?P<verb2>(?i:is|was|to|è|['\u2019]s)|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
+    r"(?:[ \t]+|[ \t]*\r?\n[ \t]*))?)"
     r"(?:(?P<q>[\"'`])(?P<secret>[^\n\"'`]{1,200})(?P=q)"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)]))"
 )
@@ -323,14 +374,22 @@ _FOREIGN_PASS_NOUN = r"(?:passw(?:o|ö)rt(?:e?s)?|mot[ \t]+de[ \t]+passe|passord
 _FOREIGN_NOUN = (
     r"(?:contrase(?:ñ|n)as?|senhas?|wachtwoord(?:en)?|l(?:ö|o)senord(?:et)?|has(?:ł|l)o"
     r"|пароль|парол(?:я|ем)|密码|密碼|パスワード|비밀번호|(?:ş|s)ifre(?:m|n|si)?"
-    r"|salasana(?:ni|si)?|adgangskode(?:n)?|kodeord(?:et)?|jelsz(?:ó|o)(?:m)?|heslo)"
+    r"|salasana(?:ni|si)?|adgangskode(?:n)?|kodeord(?:et)?|jelsz(?:ó|o)(?:m)?|heslo"
+    # (each noun in ASCII is one more word the gate looks for in every text: the common ones)
+    r"|kennw(?:o|ö)rt(?:e?s)?|mdp|clave|parolă|парол(?:а|ата)|κωδικ(?:ός|ος)|mật[ \t]+khẩu"
+    # (no Devanagari or Thai noun: their vowel signs are no letters, and the gate would
+    # look for one with a slower search over every text)
+    r"|كلمة[ \t]+(?:المرور|السر)|סיסמ(?:ה|א)|口令|암호)"
 )
 _FOREIGN_VALUE = (
+    # "Passwort für WLAN: X", "contraseña del wifi: X", "пароль от почты X"
+    r"(?:[ \t]+(?i:für|fürs|zum|zur|vom|von|de|du|des|del|della|di|da|do|dos|das|van|voor"
+    r"|för|til|for|per|dla|od|от|для|na)[ \t]+[^\n:=\"'`]{1,30}?)?"
     r"(?:는|은|は|이|가)?"
     r"(?:[ \t]*(?P<sep>[:=])[ \t]*"
     r"|[ \t]*(?P<verb>是|为|為|は)[ \t]*"
-    r"|[ \t]+(?P<verb2>(?i:is|ist|war|est|était|es|era|é|è|er|var|är|on|oli|jest|to|je|van"
-    r"|—|-))[ \t]*:?[ \t]+"
+    r"|[ \t]+(?P<verb2>(?i:is|ist|lautet|war|est|était|es|era|é|è|er|var|är|on|oli|jest|to|je"
+    r"|van|adalah|là|είναι|е|—|-))[ \t]*:?[ \t]+"
     r"|[ \t]+)"
     r"(?:(?P<q>[\"'`«“„])(?P<secret>[^\n\"'`«»“”„]{1,200})[\"'`»”“]"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)!。，、]))"
@@ -605,7 +664,8 @@ def _bare(stop: str, enders: str) -> str:
 _BARE_IN_QUERY = _bare(_STOP + "&", ";&")
 _BARE = _bare(_STOP, ";")
 # A Markdown label in bold ("**Password**: x", "**Password:** x") is a key like any other.
-_KEY = r"(?P<key>[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"(?:[\"']|\*\*)?)"
+# A quoted key may close a subscript: ``os.environ["DB_PASSWORD"] = "..."``.
+_KEY = r"(?P<key>[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"(?:[\"']\]?|\*\*)?)"
 # ``: Type`` before an ``=`` is an annotation: ``api_key: str = "sk-..."`` assigns the literal.
 _SEP = (
     r"(?P<sep>(?:[ \t]*:[ \t]*[A-Za-z_][\w\[\],. |]{0,40}?(?=[ \t]*=[^=]))?"
@@ -619,7 +679,10 @@ _ASSIGNMENT = re.compile(
     + _KEY
     + _SEP
     + r"(?:(?P<ref>\$\{[^}\n]*\}|\{\{[^}\n]*\}\})"
-    r"|(?P<q>[\"'`])(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.)*)(?P=q)"
+    # A literal's prefix (Python's r/b/f, C#'s @ and $, C++'s L and u8) and triple quotes
+    # belong to the quoting: ``password = r'...'`` assigns what is inside the quotes.
+    r"|(?:[rbfu]{1,2}|[@$]{1,2}|L|u8)?(?P<q>\"\"\"|'''|[\"'`])"
+    r"(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.)*)(?P=q)"
     rf"|(?P<bare>(?(query){_BARE_IN_QUERY}|{_BARE})))",
     re.I,
 )
@@ -696,11 +759,16 @@ _SAID_KEY = re.compile(
     # ("client_secret 8fJk..."); the value's shape decides, as after "is"
     r"(?<![A-Za-z0-9])(?i:(?P<k_api_key>(?:api[ _-]?)?key)|(?P<k_token>token)"
     r"|(?P<k_secret>secret))s?(?:\*\*)?"
+    r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\]))?"
     r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*|[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?)[\"'`]?"
     r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
 _FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{1,4}$")
-_SAID_LABELS = (("k_api_key", "api_key"), ("k_token", "token"), ("k_secret", "secret"))
+_SAID_LABELS = (
+    ("k_api_key", "api_key"),
+    ("k_token", "token"),
+    ("k_secret", "secret"),
+)
 
 
 def _judge_said_key(m: re.Match[str], secret: str) -> str | None:
@@ -753,9 +821,12 @@ def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
     'purple monkey dishwasher'", "the passcode is 739104", "I set the password to X"), and
     with no verb ("the wifi password Xk9#mP2qL") a value of 8+ characters that mixes
     letters with digits or symbols and is no plain word."""
-    if _is_placeholder(secret):
-        return None
-    said = m.group("verb") or m.group("verb2")
+    noun = m.group("noun").lower()
+    if _is_placeholder(secret) or (noun == "pwd" and secret.startswith(("/", "~", "."))):
+        return None  # "pwd ~/src": the working directory
+    said = m.group("verb") or m.group("verb2") or m.group("colon") or m.group("colon2")
+    if noun == "pass" and (not said or secret.isdigit()):
+        return None  # "tests pass v1.2.3-beta", "the bus pass is 2024"
     if (said or "").lower() == "to" and _SET_BEFORE.search(_line_lead(m)[-60:]) is None:
         return None  # "I moved my password to 1Password"
     if m.group("q") is not None:  # quoted: spaces and all
@@ -764,8 +835,8 @@ def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
         return "password"  # a numeric password or passcode, said as one
     if not looks_like_password(secret):
         return None
-    if not said and (len(secret) < 8 or not is_random(secret)):
-        return None
+    if not said and (len(secret) < 8 or not is_random(secret) or secret.startswith("-")):
+        return None  # "$env:PW -AsPlainText": a flag
     return "password"
 
 
@@ -825,19 +896,30 @@ class Scan:
 
 # Every keyword of _KEYWORDS holds one of these (``private_key`` and the like hold ``key``;
 # the walk back from it reaches the key's start all the same).
-_ASSIGNMENT_WORDS = ("pass", "pw", "secret", "token", "key", "auth", "cred", "cookie", "session")
+_ASSIGNMENT_WORDS = (
+    "pass",
+    "pw",
+    "psk",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "cred",
+    "cookie",
+    "sess",
+)
 
 
 # A key is at most a quote, 64 characters and a keyword of up to 20; a keyword found by
 # _ASSIGNMENT_WORDS ends at most 20 characters on. Possessive and bounded, so a run of 30,000
 # key characters costs each keyword found in it a short look, not a scan to its end.
-_KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+(?:[\"']|\*\*)?" + _SEP, re.I)
+_KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+(?:[\"']\]?|\*\*)?" + _SEP, re.I)
 # How a value of _ASSIGNMENT can begin: a quote, ``{{``, or a character a bare value takes.
 # Inside the pattern, so that a separator read as ``: Type =`` and followed by no value
 # (``password: UXo3I3ZMcDIhZVI=`` then a newline: a padded base64 value, as a Kubernetes
 # Secret's ``data:`` holds) gives way to the plain ``:`` as it does in _ASSIGNMENT.
 _KEYWORD_THEN_SEP = re.compile(
-    r"[A-Za-z0-9_.-]{0,24}+(?:[\"']|\*\*)?" + _SEP + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=])",
+    r"[A-Za-z0-9_.-]{0,24}+(?:[\"']\]?|\*\*)?" + _SEP + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=])",
     re.I,
 )
 
@@ -871,11 +953,14 @@ def _assignment_starts(scan: Scan) -> list[int]:
 # What must follow the noun for _SAID_KEY / _SAID_PASSWORD to match, on folded text.
 # With no verb, the value's first character must follow the blanks.
 _SAID_KEY_TAIL = re.compile(
-    r"(?:key|token|secret)s?(?:\*\*)?(?:[ \t]*:|[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-]{16}))"
+    r"(?:key|token|secret)s?(?:\*\*)?"
+    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-]{16}))"
 )
 _SAID_PASSWORD_TAIL = re.compile(
-    r"pass(?:word|phrase|code)"
-    r"(?:[ \t]+(?:is|was|è|for|to|of|on|at|[\"'`]|[^\s]{8})|['\u2019]s[ \t])"
+    r"(?:pass(?:word|phrase|code|wd)?|pwd?)"
+    r"(?:[ \t]*[(\[]"
+    r"|[ \t]+(?:is|was|è|for|to|of|on|at|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
+    r"|['\u2019]s[ \t])"
 )
 
 
@@ -883,7 +968,8 @@ def _said_key_starts(scan: Scan) -> list[int]:
     """Where "key", "token" or "secret" (and an "api" before "key") starts, followed by
     "is", "was" or what may be a value."""
     low = scan.folded
-    found = [at for at in scan.find("key", "token", "secret") if _SAID_KEY_TAIL.match(low, at)]
+    found = scan.find("key", "token", "secret")
+    found = [at for at in found if _SAID_KEY_TAIL.match(low, at)]
     return sorted({start for at in found for start in (at - 4, at - 3, at) if start >= 0})
 
 
@@ -895,7 +981,8 @@ def _passphrase_starts(scan: Scan) -> list[int]:
 
 
 def _said_password_starts(scan: Scan) -> list[int]:
-    return [at for at in scan.find("pass") if _SAID_PASSWORD_TAIL.match(scan.folded, at)]
+    found = scan.find("pass", "pw")
+    return [at for at in found if _SAID_PASSWORD_TAIL.match(scan.folded, at)]
 
 
 def _flag_starts(scan: Scan) -> list[int]:

@@ -156,6 +156,47 @@ CONTEXT = [
     (f"- **API key**: {KEY}", KEY, "api_key"),
     (f"encryption key: {KEY}Zq=", f"{KEY}Zq=", "api_key"),
     (f"client_secret {AWS_SECRET}", AWS_SECRET, "secret"),
+    # a password labelled with an arrow, a dash or a qualifier before its colon
+    (f"Password - {PW}", PW, "password"),
+    (f"password -> {PW}", PW, "password"),
+    (f"password \u2192 {PW}", PW, "password"),
+    (f"password (prod): {PW}", PW, "password"),
+    (f"Password [staging]: {PW}", PW, "password"),
+    (f"password for bob@example.com: {PW}", PW, "password"),
+    (f"the admin password for the NAS: {PW}", PW, "password"),
+    (f"API key (prod): {KEY}", KEY, "api_key"),
+    # the short nouns: pw, pwd, passwd
+    (f"user bob, pw {PW}", PW, "password"),
+    (f"passwd {PW}", PW, "password"),
+    (f"the pwd is {PW}", PW, "password"),
+    (f"the pass is {PW}", PW, "password"),
+    # other languages
+    (f"Kennwort: {PW}", PW, "password"),
+    (f"Das Passwort lautet {PW}", PW, "password"),
+    (f"Passwort f\u00fcr WLAN: {PW}", PW, "password"),
+    (f"mdp : {PW}", PW, "password"),
+    (f"la clave es {PW}", PW, "password"),
+    (f"contrase\u00f1a del wifi: {PW}", PW, "password"),
+    (
+        f"\u043f\u0430\u0440\u043e\u043b\u044c \u043e\u0442 \u043f\u043e\u0447\u0442\u044b {PW}",
+        PW,
+        "password",
+    ),
+    (f"\u03ba\u03c9\u03b4\u03b9\u03ba\u03cc\u03c2: {PW}", PW, "password"),
+    (f"m\u1eadt kh\u1ea9u: {PW}", PW, "password"),
+    (f"\u0643\u0644\u0645\u0629 \u0627\u0644\u0645\u0631\u0648\u0631: {PW}", PW, "password"),
+    (f"\u05e1\u05d9\u05e1\u05de\u05d4: {PW}", PW, "password"),
+    (f"\uc554\ud638: {PW}", PW, "password"),
+    # keys named as a key-store's or Wi-Fi's password
+    (f"PreSharedKey = {KEY}=", f"{KEY}=", "secret"),
+    (f"keyStorePass={PW}", PW, "password"),
+    # session ids under their cookies' names, and said as one
+    ("PHPSESSID=q3v8n1k5m2b7c9x4z6l0p8r2t5", "q3v8n1k5m2b7c9x4z6l0p8r2t5", "credential"),
+    (
+        "JSESSIONID=9F2C4A7E1B3D5F60A8C2E4B6D8F0A1C3",
+        "9F2C4A7E1B3D5F60A8C2E4B6D8F0A1C3",
+        "credential",
+    ),
 ]
 
 PROSE = [
@@ -230,6 +271,20 @@ PROSE = [
     "primary key: user_id_2024_v2_final",
     "cache key: user-1234-profile-abcdefgh",
     "the S3 key is uploads/2024/IMG_1234.jpg",
+    # the new separators, nouns and languages, with no value
+    "Password - see the vault",
+    "password -> reset flow -> email",
+    "password (optional): leave empty",
+    "the pass is valid until Friday",
+    "tests pass v1.2.3-beta on CI",
+    "pwd ~/projects/app2",
+    "pwd /srv/app-v2",
+    "la clave es importante",
+    "Das Passwort lautet anders",
+    "the bypass flag -bypassCache 1 is off",
+    "session_id=claude-code-5f0c2a",
+    "pw: n/a",
+    "session_id: 550e8400-e29b-41d4-a716-446655440000",
 ]
 
 
