@@ -44,6 +44,9 @@ _ARGS = r"(?:\.exe)?(?![A-Za-z0-9_-])[^\n|;&]{0,200}?(?<=[ \t])"
 
 
 def _is_template(secret: str) -> bool:
+    """A template's word, a placeholder, or a command substitution ("$(cat pw.txt)")."""
+    if secret.startswith(("$(", "`")):
+        return True
     return _is_placeholder(secret) or secret.lower() in _TEMPLATE_WORDS
 
 
@@ -53,11 +56,11 @@ def _spaced(m: re.Match[str]) -> bool:
     return m.string[at - 1] in " \t"
 
 
-# zip -P <pw> (spaced or glued); 7z/rar -p<pw> (glued only: a bare -p prompts); openssl -k
+# zip/unzip -P <pw> (spaced or glued); 7z/rar -p<pw> (glued only: a bare -p prompts); openssl -k
 # <pw>; ldapsearch & co -w <pw>. The conditional groups tie each tool to its own flag, so
 # ``ldapsearch -p 389 -w <pw>`` reads past the port.
 _TOOL_FLAG = re.compile(
-    _HEAD + r"(?:(?P<zip>zip)|(?P<glued>7z[arz]?|7zz|rar|unrar)|(?P<ossl>openssl)"
+    _HEAD + r"(?:(?P<zip>(?:un)?zip)|(?P<glued>7z[arz]?|7zz|rar|unrar)|(?P<ossl>openssl)"
     r"|(?P<ldap>ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)))"
     + _ARGS
     + r"(?(zip)-P[ \t]*|(?(glued)-p|(?(ossl)-k[ \t]+|-w[ \t]*)))"
@@ -97,9 +100,13 @@ def _judge_htpasswd(m: re.Match[str], secret: str) -> str | None:
 
 
 # sqlplus scott/<pw>@orcl (Oracle's "username/password@connect_identifier"; "sqlplus /nolog"
-# and "/ as sysdba" have no user).
+# and "/ as sysdba" have no user), and in a JDBC URL of the thin or OCI driver.
 _ORACLE_LOGIN = re.compile(
-    _HEAD + r"sqlplus" + _ARGS + r"(?:userid=)?[\"']?[A-Za-z][A-Za-z0-9_$#.]{0,63}/"
+    r"(?:"
+    + _HEAD
+    + r"sqlplus"
+    + _ARGS
+    + r"(?:userid=)?[\"']?|jdbc:oracle:(?:thin|oci8?|kprb):)[A-Za-z][A-Za-z0-9_$#.]{0,63}/"
     r"(?P<secret>[^\s@/\"']{1,256})(?=[@\"' \t\n]|$)"
 )
 
@@ -140,6 +147,107 @@ def _judge_setx(m: re.Match[str], secret: str) -> str | None:
     return None if _is_template(secret) else _keyword_label(m, secret)
 
 
+# --- a password on a command's standard input ----------------------------------------------
+#
+# ``echo <pw> | sudo -S ...``, ``echo '<pw>' | docker login --password-stdin``, ``echo
+# 'user:<pw>' | chpasswd``, ``echo -n <token> | gh secret set NAME``: what the command reads
+# from its input is the password (sudo(8) -S, passwd(1) --stdin, chpasswd(8), docker-login(1),
+# gh-secret-set(1), wg(8) pubkey, cryptsetup(8), openssl's ``-pass stdin``).
+# (The command's name is said in a lookahead and read as letters: the gate then finds the
+# rule by its "|", a rare character, rather than by two more words it would look for in every
+# text. The same for "config" below, found by the credential's keyword.)
+_STDIN = re.compile(
+    _HEAD + r"(?:(?=echo)[a-z]{4}(?:[ \t]+-[neE]{1,3})*"
+    r"|(?=printf)[a-z]{6}(?:[ \t]+(?P<fq>[\"'])%s(?:\\n)?(?P=fq))?)"
+    r"[ \t]+" + _VALUE + r"[ \t]*\|[ \t]*(?P<reader>[^\n|;&]{1,200})"
+)
+_READS_A_PASSWORD = re.compile(
+    r"\bsudo(?:[ \t]+-[A-Za-z]+)*[ \t]+-[A-Za-z]*S|--password-stdin|--stdin|\bchpasswd\b"
+    r"|^passwd\b|\bsecret[ \t]+(?:set|create)\b|\bwg[ \t]+pubkey|\bcryptsetup\b"
+    r"|-pass(?:in)?[ \t]+stdin|\bvault[ \t]+login\b"
+)
+
+
+def _judge_stdin(m: re.Match[str], secret: str) -> str | None:
+    if _READS_A_PASSWORD.search(m.group("reader")) is None or _is_template(secret):
+        return None
+    return None if m.group("bare") is not None and _is_plain(secret) else "password"
+
+
+# --- config commands that store a credential --------------------------------------------------
+#
+# ``npm config set //registry.npmjs.org/:_authToken <token>``, ``yarn config set npmAuthToken
+# <token>``, ``poetry config pypi-token.<repo> <token>``, ``git config --global github.token
+# <token>``, ``dotnet user-secrets set "Db:Password" <pw>``: a key naming a credential, then
+# its value; ``poetry config http-basic.<repo> <user> <pw>`` and composer's ``http-basic.<host>
+# <user> <pw>`` name a user, then the password.
+_CONFIG_TOOLS = ("npm", "pnpm", "yarn", "poetry", "composer", "git", "pip", "bundle", "conda")
+_CONFIG_SET = re.compile(
+    _HEAD + r"(?=(?:npm|pnpm|yarn|poetry|composer|git|pip|bundle|conda)[ \t]+config"
+    r"|dotnet[ \t]+user-secrets)[a-z]{3,8}[ \t]+[a-z-]{6,12}"
+    r"(?:[ \t]+(?:set|--global|-g|--local|--user|--add|--auth|--json))*[ \t]+"
+    r"(?:(?P<basic>http-basic\.[^\s]{1,200}[ \t]+[^\s]{1,128}[ \t]+)"
+    r"|(?P<key>[\"']?[^\s=\"']{0,120}?"
+    + _KEYWORDS
+    + r"[^\s=\"']{0,60}[\"']?)(?:[ \t]+|=))"
+    + _VALUE,
+    re.I,
+)
+
+
+def _config_starts(scan: Scan) -> list[int]:
+    """Where the tool's name starts before each "config" or "user-secrets"."""
+    text, starts = scan.text, []
+    for at in scan.find("config", "user-secrets"):
+        head = at
+        while head > 0 and text[head - 1] in " \t":
+            head -= 1
+        name = head
+        while name > 0 and text[name - 1].isalpha():
+            name -= 1
+        if name < head and text[name:head] in _CONFIG_NAMES:
+            starts.append(name)
+    return starts
+
+
+_CONFIG_NAMES = frozenset((*_CONFIG_TOOLS, "dotnet"))
+
+
+def _judge_config_set(m: re.Match[str], secret: str) -> str | None:
+    if _is_template(secret) or (m.group("bare") is not None and _is_plain(secret)):
+        return None
+    return "password" if m.group("basic") is not None else _keyword_label(m, secret)
+
+
+# ``gh secret set NAME --body <v>``, ``az keyvault secret set ... --value <v>``, ``aws ssm
+# put-parameter ... --value <v>``, ``aws secretsmanager put-secret-value ... --secret-string
+# <v>``: whatever the name, the value is a secret (``file://...`` names a file).
+_SECRET_STORE = re.compile(
+    _HEAD + r"(?:gh[ \t]+secret[ \t]+set|az[ \t]+keyvault[ \t]+secret[ \t]+set"
+    r"|aws[ \t]+ssm[ \t]+put-parameter"
+    r"|aws[ \t]+secretsmanager[ \t]+(?:create-secret|put-secret-value|update-secret))"
+    r"[^\n|;&]{0,200}?(?<=[ \t])(?:--body|-b|--value|--secret-string)(?:[ \t]+|=)?" + _VALUE
+)
+
+
+def _judge_secret_store(m: re.Match[str], secret: str) -> str | None:
+    if _is_template(secret) or secret.startswith(("file://", "fileb://")):
+        return None
+    return "secret"
+
+
+# ``kubectl create secret generic NAME --from-literal=<key>=<value>``: every literal's value.
+_FROM_LITERAL = re.compile(r"--from-literal=[^=\s\"']{1,253}=" + _VALUE)
+_CREATES_A_SECRET = re.compile(r"\b(?:kubectl|oc)\b[^\n|;&]*?\bcreate[ \t]+secret\b")
+
+
+def _judge_from_literal(m: re.Match[str], secret: str) -> str | None:
+    line = m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.start()]
+    if _CREATES_A_SECRET.search(line) is None or _is_template(secret):
+        return None
+    return None if m.group("bare") is not None and _is_plain(secret) else "secret"
+
+
 def _starts(*names: str, folded: bool = False) -> Seek:
     """Where one of the commands' names starts (in the folded text for a case-blind one)."""
 
@@ -149,11 +257,42 @@ def _starts(*names: str, folded: bool = False) -> Seek:
     return seek
 
 
+def _starts_then(names: tuple[str, ...], then: str) -> Seek:
+    """Where one of ``names`` starts a word that blanks and ``then`` follow: a short name
+    ("gh", "git", "pip") is inside many words, its command is not."""
+    after = re.compile(r"[ \t]+" + then)
+
+    def seek(scan: Scan) -> list[int]:
+        text = scan.text
+        return [
+            at
+            for at in find_all(text, names)
+            if (not at or not text[at - 1].isalnum())
+            and any(
+                text.startswith(name, at) and after.match(text, at + len(name)) for name in names
+            )
+        ]
+
+    return seek
+
+
 COMMANDS: tuple[RuleSpec, ...] = (
-    (_TOOL_FLAG, _judge_tool_flag, _starts("zip", "7z", "rar", "unrar", "openssl", "ldap")),
+    (
+        _TOOL_FLAG,
+        _judge_tool_flag,
+        _starts("zip", "unzip", "7z", "rar", "unrar", "openssl", "ldap"),
+    ),
     (_SMB_USER, _fixed("password"), _starts("smbclient")),
     (_HTPASSWD, _judge_htpasswd, _starts("htpasswd")),
-    (_ORACLE_LOGIN, _judge_oracle_login, _starts("sqlplus")),
+    (
+        _ORACLE_LOGIN,
+        _judge_oracle_login,
+        _starts("sqlplus", "jdbc:oracle:"),
+    ),
+    (_STDIN, _judge_stdin, _starts("echo", "printf")),
+    (_CONFIG_SET, _judge_config_set, _config_starts),
+    (_SECRET_STORE, _judge_secret_store, _starts_then(("gh", "az", "aws"), "(?:secret|keyv|ssm)")),
+    (_FROM_LITERAL, _judge_from_literal, _starts("--from-literal=")),
     (_NET, _judge_net_password, _starts("net", folded=True)),
     (_SETX, _judge_setx, _starts("setx", folded=True)),
 )
