@@ -46,7 +46,7 @@ _JOINS = frozenset(" \t_-")
 # CVV, which is as secret.)
 _CODE_NOUN = (
     r"(?:(?:verification|confirmation|security|login|sign-?in|one-time|2fa|mfa|otp|sms"
-    r"|auth(?:entication)?|access|backup|recovery|reset|2-step|two-factor)[ \t]+code"
+    r"|auth(?:entication)?|access|backup|recovery|reset|2-step|two-factor|unlock)[ \t]+code"
     r"|t?otp|one-time[ \t]+(?:password|passcode|pin))"
 )
 _ONE_TIME_CODE = re.compile(
@@ -118,6 +118,29 @@ _SEED_WORDS = re.compile(
 )
 
 
+# --- disk encryption recovery keys ------------------------------------------------------------
+
+# BitLocker's 48-digit recovery password (eight blocks of six digits, each a multiple of 11:
+# Microsoft's "BitLocker recovery guide"), and FileVault's or an Apple account's recovery key
+# (six or seven blocks of four capitals and digits), after the key's name. The lookahead says
+# which name; the name itself is read as letters, so that the gate finds the rule by "key", a
+# word it looks for already, not by four new ones.
+_RECOVERY_KEY = re.compile(
+    r"(?<![^\W_])(?=(?i:bitlocker|filevault|recovery|personal))[A-Za-z]{6,9}"
+    r"(?:[ \t_-]+[A-Za-z]{6,8})?[ \t_-]*(?i:key)"
+    r"(?:[ \t]*[:=]|[ \t]+(?i:is|was))[ \t]*:?[ \t]*"
+    r"(?P<secret>\d{6}(?:-\d{6}){7}|[A-Z0-9]{4}(?:-[A-Z0-9]{4}){5,6})(?![\w-])"
+)
+
+
+def _judge_recovery_key(m: re.Match[str], secret: str) -> str | None:
+    blocks = secret.split("-")
+    if len(blocks) == 8:  # BitLocker: every block a multiple of 11
+        return "recovery_key" if all(int(block) % 11 == 0 for block in blocks) else None
+    # "ABCD-EFGH-...": letters only in every block is a template, not a key
+    return None if all(block.isalpha() for block in blocks) else "recovery_key"
+
+
 # What follows a noun the rules above can match: a separator, or a verb ("words are").
 _SAID = re.compile(r"[a-z]{1,8}(?:[ \t]+[a-z]{1,8})?[ \t]*(?:[:=]|[ \t](?:is|are|was|were)\b)")
 
@@ -126,4 +149,5 @@ CODES: tuple[RuleSpec, ...] = (
     (_CODE_LIST, _judge_code_list, _starts_before("codes", reach=14)),
     (_TOTP_SEED, _judge_totp_seed, _starts_before("secret", "seed", "key", reach=16, tail=_SAID)),
     (_SEED_WORDS, _fixed("seed_phrase"), _starts_before("word", reach=24, tail=_SAID)),
+    (_RECOVERY_KEY, _judge_recovery_key, _starts_before("key", reach=22, tail=_SAID)),
 )

@@ -780,8 +780,17 @@ SEED_24 = (
     "cabin orbit velvet harsh lunar tiger meadow quote spider rally ocean frost "
     "glide nephew pistol random salad thumb umbrella vivid walnut yellow zebra anchor"
 )  # fake
+BITLOCKER = "233453-683320-108757-284636-469260-034815-052228-592064"  # fake, blocks of 11k
 CODES = [
     ("your verification code is 482913", "482913", "one_time_code"),
+    ("the phone's unlock code is 739104", "739104", "one_time_code"),
+    (f"BitLocker recovery key: {BITLOCKER}", BITLOCKER, "recovery_key"),
+    (f"the recovery key is {BITLOCKER}.", BITLOCKER, "recovery_key"),
+    (
+        "FileVault recovery key: 7KQ2-M9XD-4HTP-Z8WC-3RNB-6FJA",
+        "7KQ2-M9XD-4HTP-Z8WC-3RNB-6FJA",
+        "recovery_key",
+    ),
     ("Your Google verification code is G-730155.", "G-730155", "one_time_code"),
     ("2FA code: 551203", "551203", "one_time_code"),
     ("the OTP is 739201, valid for 5 minutes", "739201", "one_time_code"),
@@ -812,6 +821,10 @@ CODES = [
 ]
 CODE_PROSE = [
     "the code is 404",
+    # 48 digits whose blocks are no multiples of 11, and a template's letters
+    "recovery key: 123456-234567-345678-456789-567890-678901-789012-890123",
+    "recovery key: XXXX-XXXX-XXXX-XXXX-XXXX-XXXX",
+    "the recovery key is stored in Azure AD",
     "error code 500 again",
     "the zip code is 94107",
     "my verification code expired, send another",
