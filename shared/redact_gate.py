@@ -51,16 +51,18 @@ from shared.redact_context import (
     find_all,
 )
 from shared.redact_files import FILES
+from shared.redact_said import SAID
 from shared.redact_sources import SOURCES
 
 __all__ = ["Engine", "Rule", "candidates", "engine"]
 
 # The rules after the catalogue, in order: the command lines of shared/redact_commands.py
 # (each tied to its tool's name), the codes of shared/redact_codes.py (each after its own
-# noun), the forms of source code (shared/redact_sources.py) and of configuration lines
-# (shared/redact_files.py) before the context rules, whose generic flags, PINs and
-# assignments would otherwise take them first.
-_AFTER: tuple[RuleSpec, ...] = (*COMMANDS, *CODES, *SOURCES, *FILES, *AFTER_CATALOGUE)
+# noun), the forms of source code (shared/redact_sources.py), of configuration lines
+# (shared/redact_files.py) and of credentials said in prose (shared/redact_said.py) before
+# the context rules, whose generic flags, PINs and assignments would otherwise take them
+# first.
+_AFTER: tuple[RuleSpec, ...] = (*COMMANDS, *CODES, *SOURCES, *FILES, *SAID, *AFTER_CATALOGUE)
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,7 @@ _PLAN_INPUTS = (
     "redact_context.py",
     "redact_files.py",
     "redact_gate.py",
+    "redact_said.py",
     "redact_sources.py",
 )
 

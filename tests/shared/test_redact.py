@@ -350,6 +350,22 @@ ADVERSARIAL_UNITS = {
     "key-chain": "PASSWORD: JWT_SECRET: ",
     "sk-dashes": "sk-",
     "open-quote": 'token="a\\',
+    # the rules of shared/redact_files.py, shared/redact_sources.py and shared/redact_said.py
+    "pgpass": "a:1:b:c:",
+    "pgpass-host": "a" * 300 + "\n:::::",
+    "directive": "requirepass ",
+    "label-line": "password:\n",
+    "cookie": "Cookie: a=b; ",
+    "stdin": "echo x | ",
+    "named-pair": "define('password', ",
+    "setter": "setPassword('",
+    "login-call": "login(a, ",
+    "sql": "IDENTIFIED BY ",
+    "name-value": "- name: password\n  ",
+    "wifi": "WIFI:S:x;",
+    "go-dsn": "a:b@tcp(",
+    "said-pair": "credentials a:",
+    "email-pair": "a@b.c:",
 }
 
 

@@ -1,0 +1,117 @@
+"""Credentials said in prose beyond "my password is X" (shared/redact_context.py): a user and a
+password after a noun that says credentials ("credentials bob:<pw>", "login is admin / <pw>",
+"username/password: admin/<pw>"), an e-mail address and its password as combo lists and notes
+write them (``bob@example.com:<pw>``, ``bob@example.com / <pw>``), and an API key or a token
+named in another language ("clé API : <key>", "API-Schlüssel: <key>", "APIキー: <key>",
+"токен: <key>", "访问令牌: <key>").
+
+Each value is judged by its shape: a password after a user is a word with a digit or a symbol
+and no "/" (a path, a URL), "login is at /auth/login" is a route; a key in another language is
+judged as an English one is (16+ characters mixing digits and letters, or 20+ of three
+classes with no verb). The nouns are the words password managers' and cloud consoles'
+localised UIs use; a noun in ASCII is one more word the gate looks for in every text, so only
+the common ones are here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from shared.redact_catalogue import looks_like_password
+from shared.redact_context import (
+    RuleSpec,
+    Scan,
+    _is_placeholder,
+    _is_plain,
+    _judge_said_key,
+)
+
+__all__ = ["SAID"]
+
+# A user and a password after a noun that says credentials: "credentials bob:<pw>", "login is
+# admin / <pw>", "creds for staging: deploy/<pw>", "username/password: admin/<pw>".
+_CREDENTIAL_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:credentials?|creds|login"
+    r"|(?:user(?:name)?|login)[ \t]*/[ \t]*pass(?:word)?)"
+    r"(?:[ \t]+(?i:for|to|of|on)[ \t]+[^\n:=\"'`]{1,30}?)?"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?i:is|are|was)[ \t]*:?[ \t]+|[ \t]+)"
+    r"(?P<user>[^\s:/\"'`]{1,64})[ \t]*[:/][ \t]*(?P<secret>[^\s\"'`]*[^\s\"'`.,;:?)])"
+)
+# Words that stand where the user would ("login is at /auth/login").
+_NOT_A_USER = frozenset("a an at in on the is to for via with from by of and or".split())
+
+
+def _judge_credential_pair(m: re.Match[str], secret: str) -> str | None:
+    if m.group("user").lower() in _NOT_A_USER or _is_placeholder(secret) or "/" in secret:
+        return None  # a path or a URL, not a password
+    return "password" if looks_like_password(secret) and not _is_plain(secret) else None
+
+
+def _credential_pair_starts(scan: Scan) -> list[int]:
+    """Where "cred" or "login" starts, and "user" before a "/pass"."""
+    starts = set(scan.find("cred", "login"))
+    for at in scan.find("pass"):
+        slash = scan.folded.rfind("/", max(at - 3, 0), at)
+        if slash >= 0:
+            user = scan.folded.rfind("user", max(slash - 14, 0), slash)
+            login = scan.folded.rfind("login", max(slash - 7, 0), slash)
+            starts.update(x for x in (user, login) if x >= 0)
+    return sorted(starts)
+
+
+# An e-mail address, then ":" or " / ", then its password: a combo list's line, a note.
+_EMAIL_PAIR = re.compile(
+    r"(?<![\w.+-])(?P<user>[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+)"
+    r"(?::|[ \t]+/[ \t]+)(?P<secret>[^\s\"'`]*[^\s\"'`.,;:?)])"
+)
+
+
+def _judge_email_pair(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret) or "/" in secret or "@" in secret or _is_plain(secret):
+        return None  # "bob@example.com / see the vault", an address list
+    return "password" if looks_like_password(secret) else None
+
+
+def _email_pair_starts(scan: Scan) -> list[int]:
+    """Where the address before each "@" starts, when ":" or " / " follows its domain."""
+    text, starts = scan.text, []
+    for at in scan.find("@"):
+        end = at + 1
+        while end < len(text) and (text[end].isalnum() or text[end] in "._-"):
+            end += 1
+        if text[end : end + 1] != ":" and text[end : end + 3].strip(" \t") != "/":
+            continue
+        head = at
+        while head > 0 and (text[head - 1].isalnum() or text[head - 1] in "._+-"):
+            head -= 1
+        if head < at:
+            starts.append(head)
+    return starts
+
+
+# An API key or a token named in another language: a noun for "key" next to "API" (German
+# Schlüssel, Japanese キー, Chinese 密钥, Russian ключ; French "clé API", Spanish "clave de
+# API"), or a word for "token" or "secret key" on its own (токен, 令牌, トークン, 토큰, 秘密鍵,
+# 私钥); then a separator or the language's "is", then a value judged as "the key is <value>"
+# is. A noun in a script without spaces may follow another word ("访问令牌").
+# (Every noun here is the gate's anchor, and none may be one character long or plain ASCII:
+# the gate would otherwise find the rule by its separators, or look for one more word in
+# every text.)
+_FOREIGN_KEY = re.compile(
+    r"(?<![A-Za-z\u00c0-\u024f\u0400-\u04ff])"
+    r"(?i:(?P<k_api_key>(?:api[ \t_-]*)?(?:schlüssel|キー|密钥|密鑰|ключ)(?:[ \t]+api)?"
+    r"|clé[ \t]+(?:d['\u2019])?api|clave[ \t]+de[ \t]+api)"
+    r"|(?P<k_token>токен|令牌|トークン|토큰)|(?P<k_secret>秘密鍵|私钥|私鑰))"
+    r"(?:는|은|は|이|가)?"
+    r"(?:[ \t]*(?P<colon>[:=：])[ \t]*"
+    r"|[ \t]*(?:是|为|為|は)[ \t]*"
+    r"|[ \t]+(?P<verb>(?i:est|ist|lautet|es|är|er|is))[ \t]*:?[ \t]+)"
+    r"[\"'`«“„]?(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
+)
+
+
+SAID: tuple[RuleSpec, ...] = (
+    (_CREDENTIAL_PAIR, _judge_credential_pair, _credential_pair_starts),
+    (_EMAIL_PAIR, _judge_email_pair, _email_pair_starts),
+    (_FOREIGN_KEY, _judge_said_key, None),
+)

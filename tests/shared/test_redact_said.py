@@ -1,0 +1,66 @@
+"""Credentials said in prose beyond "my password is X" (shared/redact_said.py): a user and a
+password after a noun that says credentials, an e-mail address and its password, and an API
+key or a token named in another language; and a said password whose value starts the next
+line (shared/redact_context.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.redact import Redaction, redact
+
+PW = "Vn4#qRt8zLx2"  # fake, shaped like a human password
+KEY = "k7Hq2WmZ9xPb4LrT8vNc3Yds"  # fake, 24 random base62 characters
+
+# (text, the secret in it, its label)
+SAID = [
+    (f"credentials bob:{PW}", PW, "password"),
+    (f"login is admin / {PW}", PW, "password"),
+    (f"creds for staging: deploy/{PW}", PW, "password"),
+    (f"username/password: admin/{PW}", PW, "password"),
+    (f"bob@example.com:{PW}", PW, "password"),
+    (f"IMAP: ana.lima+mail@mail.example.org:{PW}", PW, "password"),
+    (f"the shared inbox is ops@example.com / {PW}", PW, "password"),
+    (f"API-Schl\u00fcssel: {KEY}", KEY, "api_key"),
+    (f"der API Schl\u00fcssel ist {KEY}", KEY, "api_key"),
+    (f"cl\u00e9 API : {KEY}", KEY, "api_key"),
+    (f"la cl\u00e9 d'API est {KEY}", KEY, "api_key"),
+    (f"clave de API: {KEY}", KEY, "api_key"),
+    (f"API\u30ad\u30fc: {KEY}", KEY, "api_key"),
+    (f"API\u5bc6\u94a5: {KEY}", KEY, "api_key"),
+    (f"\u043a\u043b\u044e\u0447 API: {KEY}", KEY, "api_key"),
+    (f"\u0442\u043e\u043a\u0435\u043d: {KEY}", KEY, "token"),
+    (f"\u8bbf\u95ee\u4ee4\u724c: {KEY}", KEY, "token"),
+    (f"\u30c8\u30fc\u30af\u30f3\u306f{KEY}", KEY, "token"),
+    (f"my password is\n{PW}", PW, "password"),
+    (f"The password for the NAS is:\n  {PW}", PW, "password"),
+]
+
+SAID_PROSE = [
+    "credentials are in the vault",
+    "login is at /auth/login",
+    "username/password: see 1Password",
+    "login: bob / pass: see the vault",
+    "write to bob@example.com: he knows",
+    "bob@example.com / ana@example.com",
+    "bob@example.com:8080",
+    "ops@example.com / see the vault",
+    "cl\u00e9 API : voir le coffre",
+    "der API-Schl\u00fcssel ist abgelaufen",
+    "токен: см. хранилище",
+    "APIキー: 設定画面を参照",
+    "my password is\nnot something I share",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), SAID, ids=[s[0][:32] for s in SAID])
+def test_a_credential_said_in_prose_is_redacted(text: str, secret: str, label: str) -> None:
+    result = redact(text)
+
+    assert secret not in result.text
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]", 1)
+
+
+@pytest.mark.parametrize("text", SAID_PROSE)
+def test_prose_that_names_a_credential_without_one_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
