@@ -6,6 +6,10 @@ Public API
         Replaces each secret it recognises with ``[REDACTED:<label>]`` and reports the sorted,
         unique labels of what it replaced, so events can say *what* was redacted, never the
         value. ``redact_text`` and ``contains_secret`` are shorthands over it.
+    redact_json(value, found) -> value
+        Every string in a JSON value (dicts, lists, tuples) redacted, keys kept; the labels go
+        into ``found``. For the JSON a caller hands the store to keep (an outbox reply, a
+        sibling's state).
     find_credential(value) -> str | None
         For identifier fields (``id``, ``session_id``, ``recorded_by``, ``project``): a label
         of a credential found in the whole value or any part of it, or None. A caller
@@ -132,6 +136,7 @@ __all__ = [
     "find_credential",
     "is_placeholder",
     "redact",
+    "redact_json",
     "redact_text",
     "strip_placeholders",
 ]
@@ -365,6 +370,24 @@ def redact(text: str) -> Redaction:
 def redact_text(text: str) -> str:
     """``redact(text).text``."""
     return redact(text).text
+
+
+def redact_json(value: Any, found: set[str] | None = None) -> Any:
+    """``value`` with every string in it redacted (a dict's values, not its keys; a tuple
+    comes back a list, as JSON has it); the labels found go into ``found`` when one is given.
+    A key that is not a string raises ``TypeError``: no JSON has one."""
+    if isinstance(value, str):
+        result = redact(value)
+        if found is not None:
+            found.update(result.labels)
+        return result.text
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise TypeError("a JSON object's keys are strings")
+        return {k: redact_json(x, found) for k, x in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_json(x, found) for x in value]
+    return value
 
 
 def contains_secret(text: str) -> bool:

@@ -68,7 +68,7 @@ from shared.models import (
     TagsResponse,
     TurnCompletedResponse,
 )
-from shared.redact import redact
+from shared.redact import redact, redact_json
 from shared.shards import frozen_error
 from shared.tokens import TokenCounter
 from store_worker import links, ops, shards
@@ -782,7 +782,8 @@ class MemoryStore:
         v.json_value(value, "state value")
         owner = v.no_credential(v.rule_name(owner), "state owner") or owner
         key = v.no_credential(v.rule_name(key), "state key") or key
-        self.state.set(owner, key, value)
+        # a sibling's state is written to disk like any other write: redacted (DESIGN §6)
+        self.state.set(owner, key, redact_json(value))
 
     # -- operations --------------------------------------------------------------------------
 

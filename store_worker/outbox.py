@@ -42,7 +42,7 @@ from shared.models import (
     OutboxMessage,
     TurnCompletedResponse,
 )
-from shared.redact import Redaction, redact
+from shared.redact import Redaction, redact, redact_json
 from shared.text import fingerprint
 from store_worker import validate as v
 from store_worker.files import atomic_write, fsync_dir, make_dirs, synced_dirs
@@ -571,18 +571,10 @@ def _reply(value: object) -> dict[str, Any]:
 def _scrub(value: Any, found: set[str] | None = None) -> Any:
     """Every string in a JSON value redacted (a reply quotes the turn); the kinds found go
     into ``found`` when one is given."""
-    if isinstance(value, str):
-        result = redact(value)
-        if found is not None:
-            found.update(result.labels)
-        return result.text
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
-            raise errors.InvalidArgumentError("reply keys must be strings")
-        return {k: _scrub(x, found) for k, x in value.items()}
-    if isinstance(value, list | tuple):
-        return [_scrub(x, found) for x in value]
-    return value
+    try:
+        return redact_json(value, found)
+    except TypeError as e:
+        raise errors.InvalidArgumentError("reply keys must be strings") from e
 
 
 def _key(job: OutboxJob) -> str:

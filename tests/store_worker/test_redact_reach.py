@@ -328,3 +328,19 @@ def test_no_leak_reaches_the_outbox_or_a_dead_letter(store: MemoryStore) -> None
         dead.model_dump_json(),
         store.outbox_list().model_dump_json(),
     )
+
+
+def test_no_leak_reaches_a_save_many_or_a_siblings_state(store: MemoryStore) -> None:
+    # Given secrets of the kinds found later (SQL, a .pgpass line, a config directive), said
+    # through a batch save and through a sibling's state
+    pw = "Vn4#qRt8zLx2"
+    said = f"CREATE USER app IDENTIFIED BY '{pw}';\ndb.internal:5432:app:app:{pw}\nrequirepass {pw}"
+    # When
+    res = store.save_many([{"text": said, "title": "db setup"}, {"text": "plain " + said}])
+    store.state_set("extractor", "note", {"last": said, "items": [said, 3]})
+    # Then nothing on disk holds the password, and the state reads back redacted
+    assert [r.redacted for r in res.results] == [("password",), ("password",)]
+    assert pw not in everything_under(store.root)
+    state = store.state_get("extractor", "note")
+    assert isinstance(state, dict) and state["items"][1] == 3
+    assert pw not in json.dumps(state) and "[REDACTED:password]" in state["last"]
