@@ -52,8 +52,24 @@ What it covers
       password |``), the other columns kept.
     * Other tools' command lines, in shared/redact_commands.py (``zip -P``, ``7z -p``,
       ``openssl -k``, ``ldapsearch -w``, ``smbclient -U user%<pw>``, ``htpasswd -b``,
-      ``sqlplus user/<pw>@db``, ``net use``, ``setx``), and codes said as such, in
-      shared/redact_codes.py (one-time codes, backup code lists, TOTP seeds, seed words).
+      ``sqlplus user/<pw>@db``, ``net use``, ``setx``, a password piped to ``sudo -S`` or
+      ``--password-stdin``, ``npm config set ..._authToken``, ``gh secret set --body``,
+      ``kubectl create secret --from-literal``), and codes said as such, in
+      shared/redact_codes.py (one-time codes, backup code lists, TOTP seeds, seed words,
+      BitLocker and FileVault recovery keys).
+    * Source code, in shared/redact_sources.py: a credential named in a string and given
+      beside it (``define('DB_PASSWORD', '...')``, ``os.Setenv("TOKEN", "...")``), setters
+      (``setPassword("...")``), calls that take a user then a password (``smtp.login(u,
+      "...")``, ``BasicAuth("bob", "...")``, ``mysqli_connect(h, u, "...")``), SQL
+      (``IDENTIFIED BY '...'``, ``WITH PASSWORD '...'``), ``ConvertTo-SecureString '...'``,
+      Go's ``user:<pw>@tcp(host)/db`` and name/value pairs (a Kubernetes ``env`` entry,
+      ``{"name": "DB_PASSWORD", "value": "..."}``). The assignments of redact_context also
+      read a literal's prefix and triple quotes (``password = r'...'``) and a subscript
+      (``os.environ["DB_PASSWORD"] = "..."``).
+    * Configuration lines, in shared/redact_files.py: ``.pgpass`` lines, directives
+      (``requirepass <pw>``, ``username admin password 0 <pw>``), a label alone on its line
+      and the value on the next, Redis' ``AUTH``, Cookie headers' session ids, Wi-Fi (the QR
+      code's ``WIFI:...;P:<pw>;;``, "the wifi key is ...").
 
 Decisions on the ambiguous cases
     * A value that names where a secret comes from is not a secret and stays: an empty
