@@ -49,17 +49,19 @@ def _ends_its_line(m: re.Match[str]) -> bool:
 
 # --- ~/.pgpass: hostname:port:database:username:password ------------------------------------------
 #
-# The port is digits or "*"; ":" and "\" in a field are escaped with "\". A line with more
-# fields (an IPv6 address, /etc/passwd) or a blank in one is no such line.
+# The port is digits or "*"; ":" and "\" in a field are escaped with "\", though a password
+# typed by hand may hold a bare ":" (the password is the rest of the line). A line with a
+# blank in a field, or an IPv6 or MAC address, is no such line.
 _PGPASS = re.compile(
     r"(?m:^)[ \t]*(?P<host>[A-Za-z0-9_.*-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])"
     r":(?:\d{2,5}|\*)"
-    r":(?:\\.|[^\s:\\]){1,128}:(?:\\.|[^\s:\\]){1,128}:(?P<secret>(?:\\.|[^\s:\\]){1,256})"
+    r":(?:\\.|[^\s:\\]){1,128}:(?:\\.|[^\s:\\]){1,128}:(?P<secret>(?:\\.|[^\s\\]){1,256})"
     r"[ \t]*\r?(?=\n|$)"
 )
 
 
 _HOST = re.compile(r"[A-Za-z.*\[]")
+_HEX_GROUPS = re.compile(r"[ \t]*[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){4,7}[ \t]*\r?")
 
 
 def _pgpass_starts(scan: Scan) -> list[int]:
@@ -75,6 +77,8 @@ def _judge_pgpass(m: re.Match[str], secret: str) -> str | None:
     ("localhost:8080:api:v1:health" is a route)."""
     if _is_placeholder(secret) or not _ends_its_line(m) or not _HOST.search(m.group("host")):
         return None  # a host is "*", or has a letter or a dot: "10:30:45:..." is a time
+    if _HEX_GROUPS.fullmatch(m.group()):
+        return None  # fe80:0:0:0:202:b3ff:fe1e:8329, an address
     if "pgpass" in m.string.lower():
         return "password"
     return "password" if not _is_plain(secret) and len(secret) >= 6 else None

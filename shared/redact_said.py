@@ -67,9 +67,12 @@ _EMAIL_PAIR = re.compile(
 
 
 def _judge_email_pair(m: re.Match[str], secret: str) -> str | None:
-    if _is_placeholder(secret) or "/" in secret or "@" in secret or _is_plain(secret):
-        return None  # "bob@example.com / see the vault", an address list
+    if _is_placeholder(secret) or "/" in secret or _ADDRESS.search(secret) or _is_plain(secret):
+        return None  # "bob@example.com / ana@example.com", "... / see the vault"
     return "password" if looks_like_password(secret) else None
+
+
+_ADDRESS = re.compile(r"@[\w-]+\.[\w.-]")
 
 
 def _email_pair_starts(scan: Scan) -> list[int]:

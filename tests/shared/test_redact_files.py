@@ -20,6 +20,7 @@ FILES = [
     # ~/.pgpass: hostname:port:database:username:password
     (f"db.internal:5432:app:appuser:{PW}", PW, "password"),
     (f"localhost:*:*:postgres:{PW2}", PW2, "password"),
+    ("db.internal:5432:app:app:p@ss:W0rd#99", "p@ss:W0rd#99", "password"),
     (f"cat ~/.pgpass\n*:5432:shop:reporting:{KEY}\n", KEY, "password"),
     # directive lines: the name of a credential, blanks, the value
     (f"requirepass {PW}", PW, "password"),
@@ -62,6 +63,8 @@ FILE_PROSE = [
     "10:30:45:123:done",
     "localhost:8080:api:v1:health",
     "fe80:0000:0000:0000:0202:b3ff:fe1e:8329",
+    "fe80:0:0:0:202:b3ff:fe1e:8329",
+    "aa:bb:cc:dd:ee:ff",
     "root:x:0:0:root:/root:/bin/bash",
     "localhost:5432:app:appuser:*",
     "see ~/.pgpass for hostname:port:database:username:password",

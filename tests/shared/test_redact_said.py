@@ -19,6 +19,7 @@ SAID = [
     (f"creds for staging: deploy/{PW}", PW, "password"),
     (f"username/password: admin/{PW}", PW, "password"),
     (f"bob@example.com:{PW}", PW, "password"),
+    ("bob@example.com:p@ss:W0rd#99", "p@ss:W0rd#99", "password"),
     (f"IMAP: ana.lima+mail@mail.example.org:{PW}", PW, "password"),
     (f"the shared inbox is ops@example.com / {PW}", PW, "password"),
     (f"API-Schl\u00fcssel: {KEY}", KEY, "api_key"),
