@@ -182,6 +182,9 @@ def _is_code(m: re.Match[str], value: str) -> bool:
     return _CODE_VALUE.fullmatch(value) is not None or value.lower() == key.lower()
 
 
+# What a regex has and a password has not: a group's "(?", an escape class, a bracket
+# expression, a counted repeat.
+_REGEX_SYNTAX = re.compile(r"\(\?|\\[dswbDSWB]|\[\^?[A-Za-z0-9\\]|\{\d+,?\d*\}")
 # A string literal's prefix: Python's r/b/f/u, C#'s @ and $, C++'s L and u8.
 _LITERAL_PREFIX = re.compile(r"[rbfu]{1,2}|[@$]{1,2}|L|u8", re.I)
 
@@ -242,6 +245,8 @@ def _judge_assignment(m: re.Match[str], secret: str) -> str | None:
         return None
     if m.group("q") == "`" and (" " in secret or secret.startswith("$")):
         return None  # token: `gh auth token`: a command substitution
+    if "r" in (m.group("pre") or "").lower() and _REGEX_SYNTAX.search(secret):
+        return None  # _KEY = r"(?P<key>[A-Za-z0-9_.-]{0,64}?": a raw string that is a regex
     if m.group("bare") is not None and (
         secret.lower() in _NO_VALUE  # "pw: n/a"
         or _is_code(m, secret)
@@ -681,7 +686,7 @@ _ASSIGNMENT = re.compile(
     + r"(?:(?P<ref>\$\{[^}\n]*\}|\{\{[^}\n]*\}\})"
     # A literal's prefix (Python's r/b/f, C#'s @ and $, C++'s L and u8) and triple quotes
     # belong to the quoting: ``password = r'...'`` assigns what is inside the quotes.
-    r"|(?:[rbfu]{1,2}|[@$]{1,2}|L|u8)?(?P<q>\"\"\"|'''|[\"'`])"
+    r"|(?P<pre>[rbfu]{1,2}|[@$]{1,2}|L|u8)?(?P<q>\"\"\"|'''|[\"'`])"
     r"(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.)*)(?P=q)"
     rf"|(?P<bare>(?(query){_BARE_IN_QUERY}|{_BARE})))",
     re.I,
@@ -829,8 +834,9 @@ def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
         return None  # "tests pass v1.2.3-beta", "the bus pass is 2024"
     if (said or "").lower() == "to" and _SET_BEFORE.search(_line_lead(m)[-60:]) is None:
         return None  # "I moved my password to 1Password"
-    if m.group("q") is not None:  # quoted: spaces and all
-        return "password" if len(secret.strip()) >= 6 and said else None
+    if m.group("q") is not None:  # quoted: spaces and all, but no quote of prose after it
+        # ('"password (prod): " before a marker': a quote closes and the next one opens)
+        return "password" if len(secret.strip()) >= 6 and said and secret[:1] != " " else None
     if said and _DIGITS.fullmatch(secret):
         return "password"  # a numeric password or passcode, said as one
     if not looks_like_password(secret):

@@ -23,7 +23,6 @@ from shared.redact_context import (
     _KEYWORDS,
     RuleSpec,
     Scan,
-    _fixed,
     _is_placeholder,
     _is_plain,
     _keyword_label,
@@ -105,6 +104,8 @@ def _judge_directive(m: re.Match[str], secret: str) -> str | None:
     heading's or a sentence's: "password policy", "Token 2024")."""
     if _is_placeholder(secret) or _is_plain(secret) or secret.startswith(("/", "~", "./")):
         return None  # "pwd ~/src/app2": a path
+    if "(" in secret or secret.endswith(":"):
+        return None  # a call, or the next label
     if not _ends_its_line(m):
         return None
     if m.group("k_credential") is not None and any(c in secret for c in ":/"):
@@ -141,12 +142,13 @@ def _directive_starts(scan: Scan) -> list[int]:
 # does.
 _DIRECTIVE_WORDS = _ASSIGNMENT_WORDS
 
-# A label alone on its line and the value alone on the next, as a password manager's or a web
-# form's fields are copied ("Password:" then the password): what YAML's indented next line is
+# A label alone on its line, with its colon, and the value alone on the next, as a password
+# manager's or a web form's fields are copied ("Password:" then the password; Python's
+# ``pass`` then ``finally:`` is code): what YAML's indented next line is
 # to shared/redact_context.py, without the indent.
 _LABEL_LINE = re.compile(
     r"(?m:^)[ \t]*(?:[#>*-]+[ \t]*)?(?:\*\*)?(?P<key>[A-Za-z0-9_.-]{0,30}?" + _KEYWORDS + r")"
-    r"(?:\*\*)?[ \t]*:?(?:\*\*)?[ \t]*\r?\n[ \t]*(?P<bare>[^\s\"'`]{6,256})[ \t]*\r?(?=\n|$)",
+    r"(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]*\r?\n[ \t]*(?P<bare>[^\s\"'`]{6,256})[ \t]*\r?(?=\n|$)",
     re.I,
 )
 
@@ -233,9 +235,13 @@ _WIFI_KEY = re.compile(
 )
 
 
+def _judge_wifi_qr(m: re.Match[str], secret: str) -> str | None:
+    return None if _is_placeholder(secret) else "password"  # "P:<password>;" in a doc
+
+
 def _judge_wifi_key(m: re.Match[str], secret: str) -> str | None:
-    if _is_placeholder(secret) or not looks_like_password(secret):
-        return None
+    if _is_placeholder(secret) or not looks_like_password(secret) or "(" in secret:
+        return None  # "WIFI_KEY = re.compile(": code
     said = m.group("sep") or m.group("verb")
     if not said and (len(secret) < 8 or not is_random(secret)):
         return None
@@ -248,6 +254,6 @@ FILES: tuple[RuleSpec, ...] = (
     (_DIRECTIVE, _judge_directive, _directive_starts),
     (_LABEL_LINE, _judge_directive, _label_line_starts),
     (_COOKIE_PAIR, _judge_cookie, _cookie_starts),
-    (_WIFI_QR, _fixed("password"), None),
+    (_WIFI_QR, _judge_wifi_qr, None),
     (_WIFI_KEY, _judge_wifi_key, None),
 )

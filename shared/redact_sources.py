@@ -65,6 +65,14 @@ _NAMED_PAIR = re.compile(
 )
 
 
+def _judge_named_pair(m: re.Match[str], secret: str) -> str | None:
+    """One token that is no flag: ``["get-auth-token", "--generate"]`` is a command's
+    arguments, ``("passwd", "the pass is X")`` a sentence."""
+    if secret.startswith("-") or any(c.isspace() for c in secret):
+        return None
+    return _judge_keyword_value(m, secret)
+
+
 def _pair_starts(scan: Scan) -> list[int]:
     """Each "(", "[" or "," that a quote follows, blanks aside."""
     text = scan.text
@@ -165,7 +173,7 @@ def _call_starts(scan: Scan) -> list[int]:
 _SQL_PASSWORD = re.compile(
     r"(?<![A-Za-z0-9_])(?i:(?P<by>identified(?:[ \t]+(?:with|using)[ \t]+[A-Za-z0-9_'\"]+)?"
     r"[ \t]+by(?:[ \t]+password)?)|(?:with|login|encrypted|unencrypted)[ \t]+password)"
-    r"[ \t]+(?:(?P<q>['\"])(?P<secret>[^'\"\n]{1,256})(?P=q)|(?P<bare>[^\s;'\"]{1,256}))"
+    r"[ \t]+(?:(?P<q>['\"])(?P<secret>[^'\"\n]{1,256})(?P=q)|(?P<bare>[^\s;'\"`<>]{1,256}))"
 )
 
 
@@ -204,7 +212,7 @@ _NAME_VALUE = re.compile(
     r"(?P<kq>[\"']?)[A-Za-z0-9_.:-]{0,64}?" + _KEYWORDS + r"(?P=kq)"
     r"[ \t]*(?:,[ \t]*|\r?\n[ \t]*(?:-[ \t]+)?)"
     r"[\"']?(?:parameter)?value[\"']?[ \t]*[:=][ \t]*"
-    r"(?:(?P<q>[\"'])(?P<secret>[^\"'\n]{1,2048})(?P=q)|(?P<bare>[^\s,\"'}\]]{1,2048}))",
+    r"(?:(?P<q>[\"'])(?P<secret>[^\"'\n]{1,2048})(?P=q)|(?P<bare>[^\s,\"'`}\]]{1,2048}))",
     re.I,
 )
 
@@ -213,7 +221,7 @@ SOURCES: tuple[RuleSpec, ...] = (
     (_SQL_PASSWORD, _judge_sql, None),
     (_GO_DSN, _judge_literal, None),
     (_NAME_VALUE, _judge_keyword_value, None),
-    (_NAMED_PAIR, _judge_keyword_value, _pair_starts),
+    (_NAMED_PAIR, _judge_named_pair, _pair_starts),
     (_SETTER, _judge_setter, _setter_starts),
     (_CREDENTIAL_CALL, _judge_literal, _call_starts),
 )

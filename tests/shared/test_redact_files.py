@@ -52,7 +52,7 @@ FILES = [
     # a label alone on its line, the value alone on the next
     (f"Password:\n{PW}", PW, "password"),
     (f"Username:\nbob\nPassword:\n{PW2}\n", PW2, "password"),
-    (f"**Token**\n{KEY}", KEY, "token"),
+    (f"**Token:**\n{KEY}", KEY, "token"),
     # aws configure
     (f"AWS Secret Access Key [None]: {AWS_SECRET}", AWS_SECRET, "aws_secret_key"),
     (f"AWS Secret Access Key [****************ABCD]: {AWS_SECRET}", AWS_SECRET, "aws_secret_key"),
@@ -89,6 +89,10 @@ FILE_PROSE = [
     "Password\nReset it from the login page.",
     "Token:\n2000",
     "## Password policy\nlong",
+    # code
+    "    except KeyboardInterrupt:\n        pass\n    finally:\n        server.stop(1.0)",
+    "_WIFI_KEY = re.compile(",
+    "WIFI:T:WPA;S:<ssid>;P:<password>;;",
 ]
 
 
