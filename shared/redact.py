@@ -6,10 +6,17 @@ Public API
         Replaces each secret it recognises with ``[REDACTED:<label>]`` and reports the sorted,
         unique labels of what it replaced, so events can say *what* was redacted, never the
         value. ``redact_text`` and ``contains_secret`` are shorthands over it.
+    redact_many(texts) -> [Redaction]
+        The parts of one request redacted together: a secret recognised in one part (by its
+        shape or its context) is redacted wherever the parts repeat it, context or not ("my
+        password is X" in the user's message, "I won't repeat X" in the reply). ``redact``
+        does the same within one text. ``Redaction.values`` holds what was taken out (never
+        printed in its repr); ``repeats(values, text)`` names those a text repeats (a tag
+        that is the password the save's text named goes whole).
     redact_json(value, found) -> value
-        Every string in a JSON value (dicts, lists, tuples) redacted, keys kept; the labels go
-        into ``found``. For the JSON a caller hands the store to keep (an outbox reply, a
-        sibling's state).
+        Every string in a JSON value (dicts, lists, tuples) redacted together, keys kept; the
+        labels go into ``found``. For the JSON a caller hands the store to keep (an outbox
+        reply, a sibling's state).
     find_credential(value) -> str | None
         For identifier fields (``id``, ``session_id``, ``recorded_by``, ``project``): a label
         of a credential found in the whole value or any part of it, or None. A caller
@@ -138,7 +145,8 @@ import bisect
 import importlib
 import re
 import unicodedata
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -160,10 +168,34 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Redaction:
-    """The redacted text and the sorted, unique labels of what was redacted."""
+    """The redacted text and the sorted, unique labels of what was redacted. ``values`` holds
+    the secrets themselves with their labels (``redact_many`` redacts them wherever else they
+    are repeated); it is never printed, so a logged ``Redaction`` shows no secret."""
 
     text: str
     labels: tuple[str, ...]
+    values: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+
+
+# A secret shorter than this is not looked for elsewhere (a 3-digit code would take every
+# number of the text with it).
+MIN_ECHO = 4
+
+
+class _Found:
+    """What a redaction found: the labels, and each secret (its first label)."""
+
+    __slots__ = ("labels", "values")
+
+    def __init__(self) -> None:
+        self.labels: set[str] = set()
+        self.values: dict[str, str] = {}
+
+    def add(self, label: str, value: str) -> None:
+        self.labels.add(label)
+        value = value.strip()
+        if len(value) >= MIN_ECHO and "[REDACTED:" not in value and not is_placeholder(value):
+            self.values.setdefault(value, label)
 
 
 # The rules' modules (their patterns, the contextual judges, the gate) are imported on the first
@@ -237,7 +269,7 @@ def _finder(rule: Rule, scan: Scan) -> Any:
     return search
 
 
-def _apply_rule(rule: Rule, scan: Scan, gaps: list[tuple[int, int]], found: set[str]) -> str:
+def _apply_rule(rule: Rule, scan: Scan, gaps: list[tuple[int, int]], found: _Found) -> str:
     """Like ``pattern.sub`` outside markers, with two differences: a match never spans a
     marker, though lookbehinds and judges still see the whole text (a marker earlier on the
     line is still "earlier on the line"); and a match the judge turns down swallows nothing,
@@ -255,7 +287,7 @@ def _apply_rule(rule: Rule, scan: Scan, gaps: list[tuple[int, int]], found: set[
             if label is None:
                 search_from = m.start() + 1
                 continue
-            found.add(label)
+            found.add(label, text[start:end])
             out += (text[kept_to:start], f"[REDACTED:{label}]")
             kept_to, search_from = end, max(m.end(), m.start() + 1)
     if not out:
@@ -264,7 +296,7 @@ def _apply_rule(rule: Rule, scan: Scan, gaps: list[tuple[int, int]], found: set[
     return "".join(out)
 
 
-def _one_pass(text: str, found: set[str], rules: tuple[Rule, ...], until: int) -> tuple[str, int]:
+def _one_pass(text: str, found: _Found, rules: tuple[Rule, ...], until: int) -> tuple[str, int]:
     """Every rule once, in order; the text and the index of the last rule that changed it
     (-1 for none). Past ``until``, a pass that has changed nothing stops: those rules saw
     this very text in the previous pass and changed nothing, and they are pure."""
@@ -281,7 +313,7 @@ def _one_pass(text: str, found: set[str], rules: tuple[Rule, ...], until: int) -
     return scan.text, changed_at
 
 
-def _fixed_point(text: str, rules: tuple[Rule, ...], found: set[str]) -> str:
+def _fixed_point(text: str, rules: tuple[Rule, ...], found: _Found) -> str:
     # Each pass that changes the text shrinks what lies outside markers, so len(text) + 1
     # passes always reach the fixed point; in practice it is two, the second one short.
     until = len(rules) - 1
@@ -355,7 +387,7 @@ def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
     gated = rules is None
     if rules is None:
         rules = candidates(normal)
-    found: set[str] = set()
+    found = _Found()
     redacted = _fixed_point(normal, rules, found) if rules else normal
     while gated and redacted is not normal:
         # A marker can make an anchor where the text had none: ``...qshodan api key: x`` has
@@ -367,9 +399,41 @@ def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
             break
         rank = engine().rank
         rules = tuple(sorted((*rules, *more), key=lambda rule: rank[id(rule)]))
-        found = set()
+        found = _Found()
         redacted = _fixed_point(normal, rules, found)
-    return Redaction(text=redacted, labels=tuple(sorted(found))) if found else Redaction(text, ())
+    if not found.labels:
+        return Redaction(text, ())
+    # a secret recognised once by its context ("my password is X") is redacted where the
+    # text repeats it without one ("... and X again")
+    if found.values:
+        redacted = _echoes(found.values).sub(_marker(found.values), redacted)
+    values = tuple(sorted(found.values.items()))
+    return Redaction(text=redacted, labels=tuple(sorted(found.labels)), values=values)
+
+
+def _echoes(values: dict[str, str]) -> re.Pattern[str]:
+    """Any of ``values`` standing alone, in any case (a tag is casefolded, and a password
+    in another case still gives most of it away): not inside a longer run of word
+    characters at an end that is one ("1234" is not taken out of "12345"), longest first."""
+    parts = []
+    for value in sorted(values, key=lambda v: (-len(v), v)):
+        part = re.escape(value)
+        if value[0].isalnum() or value[0] == "_":
+            part = r"(?<!\w)" + part
+        if value[-1].isalnum() or value[-1] == "_":
+            part += r"(?!\w)"
+        parts.append(part)
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+def _label_of(values: dict[str, str]) -> Callable[[str], str]:
+    folded = {value.casefold(): label for value, label in values.items()}
+    return lambda found: values.get(found) or folded.get(found.casefold(), "password")
+
+
+def _marker(values: dict[str, str]) -> Callable[[re.Match[str]], str]:
+    label = _label_of(values)
+    return lambda m: f"[REDACTED:{label(m.group())}]"
 
 
 # --- public API -----------------------------------------------------------------------------------
@@ -383,6 +447,48 @@ def redact(text: str) -> Redaction:
     return _redact_with(text)
 
 
+def redact_many(texts: Sequence[str]) -> list[Redaction]:
+    """Each text redacted, and every secret found in any of them redacted in all of them:
+    the parts of one request (a turn's messages, a save's text and its tags) are read
+    together, so a password recognised in the user's message ("my password is X") is
+    redacted too where the assistant's reply repeats it bare ("I won't repeat X")."""
+    results = [redact(text) for text in texts]
+    values: dict[str, str] = {}
+    for result in results:
+        for value, label in result.values:
+            values.setdefault(value, label)
+    if not values:
+        return results
+    echoes, marker, label = _echoes(values), _marker(values), _label_of(values)
+    out = []
+    for text, result in zip(texts, results, strict=True):
+        base = result.text if result.labels else _nfkc(text)
+        repeated = {m.group() for m in echoes.finditer(base)}
+        if not repeated:
+            out.append(result)
+            continue
+        labels = {*result.labels, *(label(v) for v in repeated)}
+        found = {v: label(v) for v in repeated}
+        found.update(result.values)
+        out.append(
+            Redaction(
+                text=echoes.sub(marker, base),
+                labels=tuple(sorted(labels)),
+                values=tuple(sorted(found.items())),
+            )
+        )
+    return out
+
+
+def repeats(values: Sequence[tuple[str, str]], text: str) -> tuple[str, ...]:
+    """The labels of those of ``values`` (a ``Redaction``'s) that ``text`` repeats."""
+    if not values or not text:
+        return ()
+    table = dict(values)
+    label = _label_of(table)
+    return tuple(sorted({label(m.group()) for m in _echoes(table).finditer(_nfkc(text))}))
+
+
 def redact_text(text: str) -> str:
     """``redact(text).text``."""
     return redact(text).text
@@ -390,20 +496,39 @@ def redact_text(text: str) -> str:
 
 def redact_json(value: Any, found: set[str] | None = None) -> Any:
     """``value`` with every string in it redacted (a dict's values, not its keys; a tuple
-    comes back a list, as JSON has it); the labels found go into ``found`` when one is given.
-    A key that is not a string raises ``TypeError``: no JSON has one."""
+    comes back a list, as JSON has it), read together as ``redact_many`` reads a request's
+    parts; the labels found go into ``found`` when one is given. A key that is not a string
+    raises ``TypeError``: no JSON has one."""
+    strings: list[str] = []
+    _strings_of(value, strings)
+    results = iter(redact_many(strings))
+
+    def rebuilt(x: Any) -> Any:
+        if isinstance(x, str):
+            result = next(results)
+            if found is not None:
+                found.update(result.labels)
+            return result.text
+        if isinstance(x, dict):
+            return {k: rebuilt(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [rebuilt(v) for v in x]
+        return x
+
+    return rebuilt(value)
+
+
+def _strings_of(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
-        result = redact(value)
-        if found is not None:
-            found.update(result.labels)
-        return result.text
-    if isinstance(value, dict):
+        out.append(value)
+    elif isinstance(value, dict):
         if not all(isinstance(k, str) for k in value):
             raise TypeError("a JSON object's keys are strings")
-        return {k: redact_json(x, found) for k, x in value.items()}
-    if isinstance(value, list | tuple):
-        return [redact_json(x, found) for x in value]
-    return value
+        for x in value.values():
+            _strings_of(x, out)
+    elif isinstance(value, list | tuple):
+        for x in value:
+            _strings_of(x, out)
 
 
 def contains_secret(text: str) -> bool:

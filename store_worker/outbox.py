@@ -42,7 +42,7 @@ from shared.models import (
     OutboxMessage,
     TurnCompletedResponse,
 )
-from shared.redact import Redaction, redact, redact_json
+from shared.redact import Redaction, redact, redact_json, redact_many
 from shared.text import fingerprint
 from store_worker import validate as v
 from store_worker.files import atomic_write, fsync_dir, make_dirs, synced_dirs
@@ -311,8 +311,7 @@ class Outbox:
             return [], ()
         if not isinstance(messages, list | tuple):
             raise errors.InvalidArgumentError("messages must be a list of {role, content}")
-        found: set[str] = set()
-        out: list[OutboxMessage] = []
+        kept: list[tuple[str, str, int]] = []
         now = self.clock.now_ms()
         for raw in messages:
             if not isinstance(raw, dict):
@@ -321,10 +320,15 @@ class Outbox:
             text = message_text(raw.get("content"))
             if role not in ROLES or not text.strip() or is_memory_block(text):
                 continue  # tool chatter and our own injected blocks are not the conversation
-            scrubbed = _redact_then_cut(v.utf8(text[: MAX_MESSAGE_CHARS + _CUT_MARGIN], "message"))
-            found.update(scrubbed.labels)
-            stamp = message_time(raw.get("timestamp"), default=now)
-            out.append(OutboxMessage(role=role, content=scrubbed.text, timestamp=stamp))
+            text = v.utf8(text[: MAX_MESSAGE_CHARS + _CUT_MARGIN], "message")
+            kept.append((role, text, message_time(raw.get("timestamp"), default=now)))
+        # read together: a secret the user named is redacted where the reply repeats it bare
+        scrubbed = [_cut(r) for r in redact_many([text for _, text, _ in kept])]
+        found = {label for r in scrubbed for label in r.labels}
+        out = [
+            OutboxMessage(role=role, content=r.text, timestamp=stamp)
+            for (role, _, stamp), r in zip(kept, scrubbed, strict=True)
+        ]
         return out[-MAX_TURN_MESSAGES:], tuple(sorted(found))
 
     def _new_messages(self, session: str, msgs: list[OutboxMessage]) -> list[OutboxMessage]:
@@ -625,7 +629,10 @@ def _message_key(msg: OutboxMessage) -> str:
 def _redact_then_cut(text: str, limit: int = MAX_MESSAGE_CHARS) -> Redaction:
     """``text`` redacted, then cut to ``limit`` characters: cutting first would leave the head
     of a secret no rule knows by its shape any more (20 of a GitHub token's 40 characters)."""
-    scrubbed = redact(text)
+    return _cut(redact(text), limit)
+
+
+def _cut(scrubbed: Redaction, limit: int = MAX_MESSAGE_CHARS) -> Redaction:
     if len(scrubbed.text) <= limit:
         return scrubbed
     return Redaction(scrubbed.text[:limit], scrubbed.labels)

@@ -38,7 +38,7 @@ from shared.models import (
     SaveResponse,
     SupersedeResponse,
 )
-from shared.redact import is_placeholder, redact, strip_placeholders
+from shared.redact import is_placeholder, redact, redact_many, repeats, strip_placeholders
 from shared.text import fingerprint, parse_links, slugify
 from shared.tokens import TokenCounter
 from store_worker import validate as v
@@ -227,23 +227,29 @@ class Writer:
     ) -> dict[str, Any]:
         """Validate, then redact every free-text field (DESIGN §6 "on every write path")."""
         labels: set[str] = set()
-
-        def scrub(value: str) -> str:
-            result = redact(value)
-            labels.update(result.labels)
-            return result.text
+        body = (
+            v.text(text, max_chars=self.settings.max_text_chars)
+            if text_required or text is not None
+            else None
+        )
+        # the text and the title read together: a secret named in one is redacted in both
+        said = redact_many([body or "", v.title(title)])
+        secrets = [pair for result in said for pair in result.values]
 
         def scrub_label(value: str) -> str:
-            """A tag or entity that held a secret, or is a placeholder, goes whole: a label
-            is a handle, and half a credential around a marker is no handle to anything."""
-            result = redact(value)
-            labels.update(result.labels)
-            return "" if result.labels else value
+            """A tag or entity that held a secret, repeats one the text or title named, or
+            is a placeholder, goes whole: a label is a handle, and half a credential around
+            a marker is no handle to anything."""
+            found = {*redact(value).labels, *repeats(secrets, value)}
+            labels.update(found)
+            return "" if found else value
 
+        for result in said:
+            labels.update(result.labels)
         out: dict[str, Any] = {}
-        if text_required or text is not None:
-            out["text"] = scrub(v.text(text, max_chars=self.settings.max_text_chars))
-        out["title"] = scrub(v.title(title))
+        if body is not None:
+            out["text"] = said[0].text
+        out["title"] = said[1].text
         out["tags"] = _clean_labels(tags, "tags", scrub_label)
         out["entities"] = _clean_labels(entities, "entities", scrub_label)
         out["redacted"] = sorted(labels)

@@ -344,3 +344,43 @@ def test_no_leak_reaches_a_save_many_or_a_siblings_state(store: MemoryStore) -> 
     state = store.state_get("extractor", "note")
     assert isinstance(state, dict) and state["items"][1] == 3
     assert pw not in json.dumps(state) and "[REDACTED:password]" in state["last"]
+
+
+def test_a_secret_named_once_is_redacted_where_the_request_repeats_it(store: MemoryStore) -> None:
+    """The user names a password once ("my password is X"); the assistant's reply, the same
+    text further on, an entity and a tag repeat it bare. Each part alone has no context for
+    the bare repeat: read together, none of them keeps it."""
+    pw = "hunter2x!Q"
+    res = store.turn_completed(
+        "s1",
+        None,
+        [
+            {"role": "user", "content": f"my password is {pw}"},
+            {"role": "assistant", "content": f"Noted. I will not repeat {pw} anywhere."},
+        ],
+    )
+    assert res.queued and res.redacted == ("password",)
+    saved = store.save(
+        f"my password is {pw}; later I typed {pw} again",
+        title=f"about {pw}",
+        entities=[pw, "wifi"],
+        tags=[pw.lower(), "secrets"],
+    )
+    assert "wifi" in saved.memory.entities and pw.lower() not in saved.memory.entities
+    assert pw.lower() not in saved.memory.tags and "secrets" in saved.memory.tags
+    store.state_set("extractor", "note", {"said": f"password: {pw}", "echo": pw})
+    on_disk = everything_under(store.root)
+    assert pw not in on_disk and pw.lower() not in on_disk
+    assert pw not in saved.model_dump_json()
+    job = store.outbox_claim(1)[0]
+    assert all(pw not in m.content for m in job.messages)
+    assert "repeat [REDACTED:password] anywhere" in job.messages[1].content
+
+
+def test_a_repeat_is_redacted_whole_words_only() -> None:
+    from shared.redact import redact_many
+
+    said, other = redact_many(["the door code is 4821", "flat 48210, and 4821 at the gate"])
+    assert "4821" not in said.text
+    assert "48210" in other.text and " 4821 " not in other.text and "[REDACTED:" in other.text
+    assert "4821" not in repr(said)  # the secrets a Redaction holds are never printed
