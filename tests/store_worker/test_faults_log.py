@@ -319,6 +319,7 @@ def test_a_purge_rewrite_after_an_uncut_refused_append_loses_nothing(
     store = reopen(data_dir)
     kept = store.save("acknowledged before everything").memory
     monkeypatch.setattr(writes, "redact", lambda text: Redaction(text, ()))
+    monkeypatch.setattr(writes, "redact_many", lambda texts: [Redaction(t, ()) for t in texts])
     leaked = store.save("the wifi password is hunter22").memory
     monkeypatch.undo()
     # And a refused append that could not be cut back (its mark hides the bytes past it)

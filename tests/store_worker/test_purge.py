@@ -588,6 +588,9 @@ def test_rescan_rewrites_queued_and_dead_lettered_turns(fresh_store: Factory) ->
     said = [{"role": "user", "content": f"run {SSHPASS} tonight"}]
     with pytest.MonkeyPatch.context() as older:  # an older catalogue: nothing redacted
         older.setattr(outbox_mod, "redact", lambda text: outbox_mod.Redaction(text, ()))
+        older.setattr(
+            outbox_mod, "redact_many", lambda texts: [outbox_mod.Redaction(t, ()) for t in texts]
+        )
         queued = store.turn_completed("s1", None, said).job_id
         dead = store.turn_completed("s2", None, said).job_id
         store.outbox_claim(10)
