@@ -455,8 +455,8 @@ def redact_many(texts: Sequence[str]) -> list[Redaction]:
     results = [redact(text) for text in texts]
     values: dict[str, str] = {}
     for result in results:
-        for value, label in result.values:
-            values.setdefault(value, label)
+        for value, kind in result.values:
+            values.setdefault(value, kind)
     if not values:
         return results
     echoes, marker, label = _echoes(values), _marker(values), _label_of(values)
