@@ -19,6 +19,13 @@ from typing import Any
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 memory``, ``2 memories``, ``0 rules``."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
+
+
 def terminal_safe(text: str) -> str:
     """``text`` as a terminal may show it: each control character as a visible escape
     (``\\x1b``, ``\\u202e``), so a memory's text can never drive the terminal."""
@@ -198,7 +205,8 @@ def _widths(ms: list[Any]) -> tuple[int, int]:
 
 def preview(r: Any) -> str:
     cut = ", truncated" if r.rules_truncated else ""
-    head = f"bank {r.bank}: {r.rules} rules{cut}, {len(r.memories)} memories ({r.retrieval})"
+    rules, memories = counted(r.rules, "rule"), counted(len(r.memories), "memory")
+    head = f"bank {r.bank}: {rules}{cut}, {memories} ({r.retrieval})"
     parts = [head, "", "system prompt section:", r.system_prompt_section or "(none)"]
     parts += ["", "appended message:", r.message or "(none: no memory fits)"]
     return "\n".join(parts)
@@ -249,7 +257,8 @@ def tags(r: Any) -> str:
 
 def bank_line(b: dict[str, Any]) -> str:
     return (
-        f"bank {b['name']:<20} {b['memories']} memories, {b['rules']} rules, {b['pinned']} pinned"
+        f"bank {b['name']:<20} {counted(b['memories'], 'memory')}, {counted(b['rules'], 'rule')}, "
+        f"{b['pinned']} pinned"
     )
 
 
@@ -279,9 +288,9 @@ def rescan(r: Any) -> str:
     """One line per bank: what held a secret, its kinds, and whether the log was rewritten."""
     lines = []
     for b in r.banks:
-        what = f"{b.memories} memories, {b.rules} rules"
+        what = f"{counted(b.memories, 'memory')}, {counted(b.rules, 'rule')}"
         what += ", description" if b.description else ""
-        how = f"; log purged ({b.log_lines} lines rewritten)" if b.purged else ""
+        how = f"; log purged ({counted(b.log_lines, 'line')} rewritten)" if b.purged else ""
         kinds = f"; kinds: {', '.join(b.kinds)}" if b.kinds else "; nothing to redact"
         lines.append(f"bank {b.bank}: redacted {what}{kinds}{how}")
     jobs = getattr(r, "outbox_jobs", 0)

@@ -597,7 +597,10 @@ def _doctor(ctx: Ctx) -> Any:
 
 
 def _reload(ctx: Ctx) -> Any:
-    ctx.args.render = lambda r: f"reloaded {len(r.banks)} banks ({r.corrupt_lines} corrupt lines)"
+    ctx.args.render = lambda r: (
+        f"reloaded {show.counted(len(r.banks), 'bank')} "
+        f"({show.counted(r.corrupt_lines, 'corrupt line')})"
+    )
     return ctx.store.reload()
 
 

@@ -777,3 +777,12 @@ def test_a_stored_control_sequence_is_shown_escaped_never_sent_to_the_terminal(
     shown = out.getvalue()
     assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
     assert "\\x1b]0;PWNED\\x07" in shown and "\\u202e" in shown
+
+
+def test_counts_read_as_english() -> None:
+    from shared.cli_output import bank_line, counted
+
+    assert [counted(n, "memory") for n in (0, 1, 2)] == ["0 memories", "1 memory", "2 memories"]
+    assert counted(1, "corrupt line") == "1 corrupt line" and counted(3, "bank") == "3 banks"
+    line = bank_line({"name": "main", "memories": 1, "rules": 1, "pinned": 0})
+    assert line.endswith("1 memory, 1 rule, 0 pinned")
