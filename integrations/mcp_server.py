@@ -48,6 +48,7 @@ from shared.api import StoreAPI
 from shared.cli_output import date, jsonable
 from shared.models import Memory
 from shared.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
+from shared.text import iso_ms
 from shared.workers import package_version
 
 SERVER_NAME = "agent-memory"
@@ -183,15 +184,19 @@ class MemoryTools:
         update_id: str | None = None,
         confirm_new: bool = False,
         threshold: float = NEAR_MATCH,
+        occurred_at: str | None = None,
     ) -> dict[str, Any]:
         """Create, reinforce, update ``update_id``, or (near-match found) write nothing and
         return the candidates for the agent to choose from."""
         if not text.strip():
             raise errors.InvalidArgumentError("text is empty: nothing to remember")
         check_threshold(threshold)
+        happened = None if occurred_at is None else iso_ms(occurred_at)  # refused before a write
         here = project or self.project  # as `memory save --scope project` / `recall` use cwd
         if update_id is not None:
-            done = self.store.update(update_id, bank=bank, text=text, title=title)
+            done = self.store.update(
+                update_id, bank=bank, text=text, title=title, occurred_at=happened
+            )
             return {
                 "action": "updated",
                 "bank": done.bank,
@@ -228,6 +233,7 @@ class MemoryTools:
             project=here if scope == "project" else project,
             session_id=session_id,
             recorded_by=RECORDED_BY,
+            occurred_at=happened,
         )
         action = "created" if saved.created else "reinforced"
         return {
@@ -436,6 +442,14 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
             bool,
             Field(description="Save a new memory although a close one exists."),
         ] = False,
+        occurred_at: Annotated[
+            str | None,
+            Field(
+                description="When the remembered thing happened, if the fact is about an "
+                'event ("2023-05-07", or a date-time; UTC when no zone is given). Recall '
+                "then finds it for questions naming that time."
+            ),
+        ] = None,
     ) -> CallToolResult:
         return _guarded(tools, tools.remember)(**_given(tools.remember, locals()))
 

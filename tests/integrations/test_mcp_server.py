@@ -164,6 +164,37 @@ def test_remember_says_what_kinds_it_redacted(embedded: Any) -> None:
     run(build_server(embedded), body)
 
 
+def test_remember_takes_when_it_happened(embedded: Any) -> None:
+    async def body(client: Client) -> None:
+        # When an event is remembered with the day it happened
+        saved = await call(
+            client,
+            "remember",
+            text="The user ran the Lisbon half marathon",
+            occurred_at="2023-05-07",
+        )
+        # Then it carries that date (not the day it was said), and a question naming the
+        # month finds it
+        assert saved["memory"]["occurred"] == "2023-05-07"
+        assert saved["memory"]["id"] in await recall_ids(client, "what did the user do in May 2023")
+        # an update moves it; a date that is no date is refused and writes nothing
+        moved = await call(
+            client,
+            "remember",
+            text="The user ran the Lisbon half marathon in 2h05",
+            update_id=saved["memory"]["id"],
+            occurred_at="2023-05-08T09:00Z",
+        )
+        assert moved["memory"]["occurred"] == "2023-05-08"
+        category, text = await refused(
+            client, "remember", text="Another race", occurred_at="last spring", confirm_new=True
+        )
+        assert category == "invalid_argument" and "ISO-8601" in text
+        assert "Another race" not in json.dumps(await call(client, "recall", query="race"))
+
+    run(build_server(embedded), body)
+
+
 def test_supersede_answers_with_the_brief_form(embedded: Any) -> None:
     async def body(client: Client) -> None:
         old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
