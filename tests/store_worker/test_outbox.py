@@ -380,3 +380,26 @@ def test_a_message_time_no_calendar_prints_is_refused_and_nothing_queued(
     with pytest.raises(InvalidArgumentError, match="timestamp"):
         store.turn_completed("s1", tid(), [{"role": "user", "content": "hi", "timestamp": stamp}])
     assert queue_files(store) == []
+
+
+def test_a_queued_turn_is_answered_queued_when_its_bookkeeping_write_fails(
+    fresh_store: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job file is the turn's durable record; the note of which messages were queued (for
+    a caller that sends the whole window each turn) is bookkeeping. A refused note must not
+    turn a queued turn into an error, or the harness sends it again as a second job."""
+    from shared.errors import SourceUnavailableError
+
+    store = fresh_store()
+    real_set = store.state.set
+
+    def refuse_outbox(owner: str, key: str, value: object) -> None:
+        if owner == "outbox":
+            raise SourceUnavailableError("cannot write the state: disk full")
+        real_set(owner, key, value)
+
+    monkeypatch.setattr(store.state, "set", refuse_outbox)
+    res = store.turn_completed("s1", tid(), turn())
+    assert res.queued and res.job_id is not None
+    assert len(queue_files(store)) == 1
+    assert [j.job_id for j in store.outbox_claim(5)] == [res.job_id]
