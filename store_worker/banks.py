@@ -81,9 +81,10 @@ class Banks(Mapping[str, Bank]):
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def open(self, *, carry: Banks | None = None) -> None:
+    def open(self, *, carry: Banks | None = None, strict: bool = True) -> None:
         """Load every folder under the data dir that has a valid bank name; ``carry``, the
-        repository this one replaces, lends its banks' log objects (``_unloaded``)."""
+        repository this one replaces, lends its banks' log objects (``_unloaded``). A bank
+        that cannot be read raises, unless not ``strict`` (a boot: the others serve)."""
         self._banks = {}
         if carry is not None:
             self._unloaded = {
@@ -100,7 +101,17 @@ class Banks(Mapping[str, Bank]):
                     log.warning("ignoring folder %s: not a valid bank name", path)
                     continue
                 carried.discard(path.name)
-                self._load(path.name)
+                try:
+                    self._load(path.name)
+                except errors.SourceUnavailableError as e:
+                    if strict:
+                        raise
+                    # One bank whose files cannot be read (an I/O error) does not keep the
+                    # others from serving: it waits in ``_unloaded``, a call that names it
+                    # loads it again and is refused typed while it cannot be read, and
+                    # doctor's files_readable names its files. Never an empty bank in its
+                    # place: nothing is written to it meanwhile.
+                    log.error("bank %s: cannot load it (%s); the others serve", path.name, e)
         for name in carried:  # its folder is gone: nothing to load it from
             del self._unloaded[name]
 

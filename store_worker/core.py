@@ -270,7 +270,9 @@ class MemoryStore:
         self.root, self.state, self.sessions, self.ratification = root, state, sessions, drafts
         self.banks, self.shard, self.writer, self.reader = banks, shard, writer, reader
         self.rules, self.injector, self.outbox, self.purger = rules, injector, outbox, purger
-        banks.open(carry=carry)  # a bank that cannot be read waits for its next use
+        # A bank that cannot be read waits for its next use: at boot the others serve
+        # meanwhile; an explicit reload (``carry``) is refused instead, so its caller hears.
+        banks.open(carry=carry, strict=carry is not None)
         sessions.prune()
 
     def _reopen(self) -> None:

@@ -334,3 +334,44 @@ def test_a_bad_vector_line_is_embedded_again(data_dir: Path, clock: FakeClock, b
         assert all(math.isfinite(h.score) for h in hits)
     finally:
         store.close()
+
+
+def test_a_bank_that_cannot_be_read_leaves_the_others_serving(
+    made: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An I/O error reading one bank (a bad sector under its log) at boot: the store opens,
+    the other banks serve, every call naming that bank is refused typed and writes nothing,
+    and once the files read again the bank is back whole."""
+    import errno
+
+    from shared.errors import SourceUnavailableError
+    from store_worker.bank import Bank
+
+    real_load = Bank.load
+    failing = {"work"}
+
+    def load(self: Bank) -> None:
+        if self.name in failing:
+            raise OSError(errno.EIO, "Input/output error")
+        real_load(self)
+
+    monkeypatch.setattr(Bank, "load", load)
+    before = {p: p.read_bytes() for p in (made / "work").rglob("*") if p.is_file()}
+    store = reopen(made, clock)
+    try:
+        assert store.get("kept").memory.text == "the main bank keeps this"
+        store.save("main still takes writes")
+        for call in (
+            lambda: store.get("work-kept", bank="work"),
+            lambda: store.save("lost if written over", bank="work"),
+            lambda: store.rule_list(bank="work"),
+            lambda: store.recall("keeps", bank="work"),
+        ):
+            with pytest.raises(SourceUnavailableError):
+                call()
+        assert {p: p.read_bytes() for p in (made / "work").rglob("*") if p.is_file()} == before
+        failing.clear()  # the disk reads again
+        assert store.get("work-kept", bank="work").memory.text == "the work bank keeps this"
+        assert [r.name for r in store.rule_list(bank="work").rules] == ["style"]
+    finally:
+        store.close()
