@@ -9,8 +9,8 @@ A question that asks *when* ("When did Caroline go to the support group?", "What
 …", "How long ago …") is answered by a memory that says when: "I went to a support group
 yesterday", "…back in 2019". ``prefer_timed`` multiplies such a question's candidates that name
 a time (a weekday, a month, a year, "yesterday", "last week", "three years ago") by ``1 +
-weight``. Whether a memory names a time is read once per index slot and cached (a slot never
-changes record). Measured in HISTORY.md §16.
+weight``; only the best ``WHEN_POOL`` candidates are read. Whether a memory names a time is
+read once per index slot and cached (a slot never changes record). Measured in HISTORY.md §16.
 
 Pseudo-relevance feedback was measured here too and lost on the golden set (HISTORY.md §12).
 """
@@ -93,6 +93,9 @@ _TIME_WORDS = re.compile(
 )
 # The factor a "when" question's candidates that name a time gain, minus one (HISTORY.md §16).
 W_WHEN = 0.5
+# Only this many of the best candidates are read for a time (a one-shot CLI recall decodes
+# each record it reads from the snapshot: a broad match must not decode thousands).
+WHEN_POOL = 256
 # Per index: -1 not read yet, else whether the memory in that slot names a time.
 _TIMED: weakref.WeakKeyDictionary[BankIndex, npt.NDArray[np.int8]] = weakref.WeakKeyDictionary()
 
@@ -135,6 +138,8 @@ def prefer_timed(
     if weight <= 0 or not asks_when(query):
         return score
     slots = np.flatnonzero(cand)
+    if len(slots) > WHEN_POOL:
+        slots = slots[np.argpartition(-score[slots], WHEN_POOL)[:WHEN_POOL]]
     picked = slots[_timed(bank, slots)]
     if not len(picked):
         return score
