@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ulid import ULID
 
 from shared.clock import Clock, SystemClock
+from shared.errors import MemoryServiceError
 
 if TYPE_CHECKING:  # memory --help builds this module's parser: no pydantic for that
     from shared.api import StoreAPI
@@ -122,7 +123,9 @@ def run_chat(
     show_memory: bool = False,
     prompt: str = "you> ",
 ) -> int:
-    """The read-reply loop; ``/quit`` or end of input stops it. Returns turns completed."""
+    """The read-reply loop; ``/quit`` or end of input stops it. A turn whose model call
+    fails (no credentials, a provider outage) says why and the loop goes on. Returns turns
+    completed."""
     turns = 0
     for raw in lines:
         text = raw.strip()
@@ -130,13 +133,29 @@ def run_chat(
             continue
         if text in ("/quit", "/exit"):
             break
-        record = session.send(text)
+        try:
+            record = session.send(text)
+        except MemoryServiceError:
+            raise  # the store failed: nothing more can be remembered, stop
+        except Exception as e:  # the model call (the turn is queued as failed): go on
+            out.write(f"assistant> (no reply: the model call failed: {_why(e)})\n")
+            out.flush()
+            continue
         turns += 1
         if show_memory:
             _show(record, out, first=turns == 1)
         out.write(f"assistant> {record.reply}\n")
         out.flush()
     return turns
+
+
+def _why(e: Exception) -> str:
+    """A model error in one line a user reads: its type and first line, cut, and redacted (a
+    provider's error may quote the key it was given)."""
+    from shared.redact import redact_text
+
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    return redact_text(f"{type(e).__name__}: {first}" if first else type(e).__name__)
 
 
 def _show(record: TurnRecord, out: TextIO, *, first: bool) -> None:

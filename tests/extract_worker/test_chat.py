@@ -183,3 +183,31 @@ def test_memory_chat_cli_embedded(
     assert cli_run(["outbox", "--data-dir", str(data)]) == 0
     assert "queued 0, leased 0, dead 0" in capsys.readouterr().out
     assert cli_run(["chat", "--data-dir", str(data)]) == 2  # no model: a typed error
+
+
+def test_a_failed_model_call_says_why_and_the_chat_goes_on(
+    fresh_store: Callable[..., MemoryStore],
+) -> None:
+    """No key for the provider (or an outage): the turn answers with the reason, one line,
+    with no secret the provider's error quoted, and the next turn is served."""
+    store = fresh_store()
+    calls = []
+
+    def flaky(messages: list[dict[str, str]]) -> str:
+        calls.append(messages)
+        if len(calls) == 1:
+            raise RuntimeError(
+                "AuthenticationError: Incorrect API key provided: sk-proj-"
+                + "Ab1" * 15
+                + "\nTraceback and more lines"
+            )
+        return "Noted."
+
+    out = io.StringIO()
+    turns = run_chat(ChatSession(store, flaky), ["hello", "I publish on Tuesdays"], out)
+    text = out.getvalue()
+    assert turns == 1 and "assistant> Noted." in text
+    assert "the model call failed: RuntimeError: AuthenticationError" in text
+    assert "Ab1Ab1" not in text and "Traceback" not in text
+    jobs = [store.outbox_job(j.job_id) for j in store.outbox_list().jobs]
+    assert [j.status for j in jobs] == ["failed", "completed"]
