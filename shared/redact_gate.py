@@ -51,6 +51,7 @@ from shared.redact_context import (
     find_all,
 )
 from shared.redact_files import FILES
+from shared.redact_pairs import PAIRS
 from shared.redact_said import SAID
 from shared.redact_sources import SOURCES
 
@@ -61,8 +62,16 @@ __all__ = ["Engine", "Rule", "candidates", "engine"]
 # noun), the forms of source code (shared/redact_sources.py), of configuration lines
 # (shared/redact_files.py) and of credentials said in prose (shared/redact_said.py) before
 # the context rules, whose generic flags, PINs and assignments would otherwise take them
-# first.
-_AFTER: tuple[RuleSpec, ...] = (*COMMANDS, *CODES, *SOURCES, *FILES, *SAID, *AFTER_CATALOGUE)
+# first; last, the bare pairs of shared/redact_pairs.py, the weakest context of all.
+_AFTER: tuple[RuleSpec, ...] = (
+    *COMMANDS,
+    *CODES,
+    *SOURCES,
+    *FILES,
+    *SAID,
+    *AFTER_CATALOGUE,
+    *PAIRS,
+)
 
 
 @dataclass(frozen=True)

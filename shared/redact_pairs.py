@@ -1,0 +1,127 @@
+"""A user and a password written as a pair with no noun before it, for shared/redact.py:
+``bob:<pw>``, ``admin/<pw>``, ``deploy:<pw>@db.internal`` (a note, a combo list's line, a chat
+message that pastes one), and a Wi-Fi network and its password (``wifi: HomeNet / <pw>``).
+
+Nothing names the value a credential, so its shape must: three of lower case, upper case,
+digits and symbols (``.``, ``_`` and ``-`` are no symbols: names, versions and tags hold
+them), eight or more characters, not a version (``1.25.3-Alpine``) and, without a symbol,
+not words run together (``Remember2Check``). And the pair must stand where a credential is
+written: on a short line of its own, or on a line with a word that says login (ssh, db,
+account, admin, wifi ...). The user is a name glued to its ``:`` or ``/``: no scheme
+(``https:``, ``sha256:``, ``arn:``), no file (``src/Main2.java:120``), no path segment;
+RFC 3986 §3.2.1's ``user:password@host`` is the shape, the host optional.
+(The rule runs after every other: a value a keyword or a command names keeps its label.)
+"""
+
+from __future__ import annotations
+
+import re
+
+from shared.redact_catalogue import looks_like_password
+from shared.redact_context import RuleSpec, Scan, _is_placeholder, _is_plain
+
+__all__ = ["PAIRS"]
+
+_SECRET_CHARS = r"[^\s:/\"'`()\[\]{}<>,;|\\]"
+_PAIR = re.compile(
+    r"(?<![^\s\"'`(])(?P<user>[A-Za-z_][\w.-]{1,31})(?P<sep>[:/])"
+    rf"(?P<secret>{_SECRET_CHARS}{{8,64}}?)"
+    r"(?:@(?P<host>[A-Za-z0-9][\w-]*(?:\.[\w-]+)*))?"
+    r"(?=[\s\"'`),;]|\.(?:\s|$)|$)"
+)
+# Names before a ":" that are no user: URI schemes, hash names, namespaces.
+_NOT_A_USER = frozenset(
+    "http https ftp ftps sftp ssh scp git file mailto data urn arn tel sip s3 gs wss ws jdbc"
+    " redis rediss mongodb postgres postgresql mysql ldap ldaps smb nfs docker oci md5 sha1"
+    " sha224 sha256 sha384 sha512 blake2b std re fw fwd cc bcc".split()
+)
+_FILE = re.compile(r"\.(?:[a-z]{1,4}|java|json|yaml|toml|html|swift|kt)$", re.I)
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+")
+_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
+_LOGIN_WORDS = re.compile(
+    r"(?<![A-Za-z])(?:ssh|sftp|ftp|rdp|vnc|vpn|smb|db|database|mysql|postgres|login|logon"
+    r"|log[ -]in|sign[ -]in|creds?|credentials?|account|user(?:name)?|admin|root|pass(?:word)?"
+    r"|pw|wifi|wi-fi|wlan)(?![A-Za-z])",
+    re.I,
+)
+# A pair alone on its line, or nearly ("staging: ops:<pw>", "- bob:<pw>").
+_SHORT_LINE = 48
+
+
+def _classes(value: str) -> int:
+    lower = any(c.islower() for c in value)
+    upper = any(c.isupper() for c in value)
+    digit = any(c.isdigit() for c in value)
+    symbol = any(not c.isalnum() and c not in "._-" for c in value)
+    return lower + upper + digit + symbol
+
+
+def _is_wordy(value: str) -> bool:
+    """Words run together ("Remember2Check", "FileNotFound2"): half or more in words."""
+    return sum(len(w) for w in _WORD.findall(value)) * 2 >= len(value)
+
+
+def _is_strong(value: str) -> bool:
+    if len(value) < 8 or _classes(value) < 3 or _VERSION.match(value):
+        return False
+    has_symbol = any(not c.isalnum() and c not in "._-" for c in value)
+    return has_symbol or not _is_wordy(value)
+
+
+def _line_of(m: re.Match[str]) -> str:
+    text = m.string
+    end = text.find("\n", m.end())
+    return text[text.rfind("\n", 0, m.start()) + 1 : end if end >= 0 else len(text)]
+
+
+def _judge_pair(m: re.Match[str], secret: str) -> str | None:
+    user = m.group("user")
+    if user.lower() in _NOT_A_USER or _FILE.search(user) or not _is_strong(secret):
+        return None
+    if m.group("sep") == "/" and "." in user:
+        return None  # a path: "v1.2/Release-Notes"
+    line = _line_of(m)
+    if len(line.strip()) > _SHORT_LINE and _LOGIN_WORDS.search(line) is None:
+        return None
+    return "password"
+
+
+def _pair_starts(scan: Scan) -> list[int]:
+    """Where a name starts that is glued to a ":" or "/" with 8+ non-blanks after it."""
+    text, starts = scan.text, set()
+    for char in ":/":
+        at = text.find(char)
+        while at >= 0:
+            tail = text[at + 1 : at + 9]
+            if len(tail) == 8 and not any(c.isspace() or c in ":/" for c in tail):
+                head = at
+                while head > 0 and (text[head - 1].isalnum() or text[head - 1] in "_.-"):
+                    head -= 1
+                if at - head >= 2 and (head == 0 or text[head - 1] in " \t\n\r\"'`("):
+                    starts.add(head)
+            at = text.find(char, at + 1)
+    return sorted(starts)
+
+
+# "wifi: HomeNet / <pw>", "WiFi - Guest-5G / <pw>": a network, a slash, its password ending
+# the line.
+_WIFI_PAIR = re.compile(
+    r"(?<![\w-])(?i:wi-?fi|wlan)[ \t]*[:=-][ \t]*(?P<ssid>[^\s/][^\n/]{0,40}?)[ \t]+/[ \t]+"
+    r"(?P<secret>[^\s\"'`]+)(?=[ \t]*(?:\r?\n|$))"
+)
+
+
+def _judge_wifi_pair(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret) or _is_plain(secret) or "/" in secret:
+        return None
+    return "password" if looks_like_password(secret) else None
+
+
+def _wifi_starts(scan: Scan) -> list[int]:
+    return sorted({*scan.find("wifi", "wi-fi", "wlan")})
+
+
+PAIRS: tuple[RuleSpec, ...] = (
+    (_WIFI_PAIR, _judge_wifi_pair, _wifi_starts),
+    (_PAIR, _judge_pair, _pair_starts),
+)

@@ -1,0 +1,71 @@
+"""A user and a password written as a pair with no noun before it (shared/redact_pairs.py):
+``bob:<pw>``, ``admin/<pw>``, ``deploy:<pw>@db.internal``, and a Wi-Fi network and its
+password (``wifi: HomeNet / <pw>``). Only a strong value counts (three of lower, upper, digit,
+symbol; 8+ characters) on a short line or near a word that says login; times, ratios, URLs,
+paths, versions, image tags and hashes stay."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.redact import Redaction, redact
+
+PW = "Vn4#qRt8zLx2"  # fake, shaped like a human password
+PW2 = "blue-Otter-73!"  # fake
+PW3 = "Tr0ub4dor&3"  # fake
+PW4 = "Hx7mQp2vLk9w"  # fake: upper, lower, digits, no symbol
+
+PAIRS = [
+    (f"bob:{PW}", PW),
+    (f"admin/{PW}", PW),
+    (f"deploy:{PW}@db.internal", PW),
+    (f"root:{PW3}@10.0.0.5", PW3),
+    (f"  - jenkins:{PW2}", PW2),
+    (f"staging: ops:{PW4}", PW4),
+    (f"ssh into the bastion as ec2-user:{PW} after the deploy window closes tonight", PW),
+    (f"the db account for reporting on the analytics replica is reporter/{PW3}", PW3),
+    (f'"svc_backup:{PW}"', PW),
+    (f"wifi: HomeNet / {PW}", PW),
+    (f"WiFi - Guest-5G / {PW2}", PW2),
+    (f"wlan: Office Net / {PW3}", PW3),
+]
+
+PAIR_PROSE = [
+    "12:30:45 the build started",
+    "ratio 16:9 and 4:3",
+    "see https://example.com/Docs/Page-2",
+    "src/Main2.java:120",
+    "origin/Feature-123",
+    "python:3.12-slim-bookworm",
+    "nginx:1.25.3-Alpine",
+    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "and/or TCP/IP I/O",
+    "std::vector<int>",
+    "git@github.com:Org/Repo-2.git",
+    "arn:aws:iam::123456789012:role/Admin-Role1",
+    "urn:uuid:123e4567-e89b-12d3-a456-426614174000",
+    "Note:Remember2Check the logs",
+    "Error: FileNotFound2 in module",
+    "module.Class:Method2Name",
+    "C:\\Users\\Bob2\\AppData",
+    "the wifi: slow / patchy all day",
+    "wifi: HomeNet / see the sticker",
+    "user: bob / pass: see the vault",
+    "x: List[int] = []",
+    "{color:Red}",
+    "localhost:8080",
+    "v1.2.3/Release-Notes",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), PAIRS, ids=[p[0][:32] for p in PAIRS])
+def test_a_user_and_password_pair_is_redacted(text: str, secret: str) -> None:
+    result = redact(text)
+
+    assert secret not in result.text
+    assert result.text == text.replace(secret, "[REDACTED:password]", 1)
+
+
+@pytest.mark.parametrize("text", PAIR_PROSE)
+def test_pairs_that_are_no_credential_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
