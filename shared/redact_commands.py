@@ -174,6 +174,61 @@ def _judge_stdin(m: re.Match[str], secret: str) -> str | None:
     return None if m.group("bare") is not None and _is_plain(secret) else "password"
 
 
+# ``docker login --password-stdin <<EOF`` then the password on the next line, ``cat <<'EOF' |
+# sudo -S ...``, ``sudo -S true <<< '<pw>'``: a here-document's first line, or a here-string,
+# read by a command that takes a password on its input (bash(1) "Here Documents", "Here
+# Strings"). The reader is read off the whole line of the "<<".
+_HEREDOC = re.compile(
+    r"<<-?[ \t]*(?P<dq>[\"']?)(?P<delim>[A-Za-z_][A-Za-z0-9_]*)(?P=dq)[^\n]*\r?\n[ \t]*"
+    r"(?P<secret>[^\s](?:[^\n]*[^\s])?)[ \t]*(?=\r?\n|$)"
+)
+_HERESTRING = re.compile(r"<<<[ \t]*" + _VALUE)
+
+
+def _judge_heredoc(m: re.Match[str], secret: str) -> str | None:
+    text = m.string
+    line_end = text.find("\n", m.start())
+    line = text[text.rfind("\n", 0, m.start()) + 1 : line_end if line_end >= 0 else len(text)]
+    if _READS_A_PASSWORD.search(line) is None or _is_template(secret):
+        return None
+    if "delim" in m.re.groupindex and secret == m.group("delim"):
+        return None  # an empty document
+    return None if m.groupdict().get("bare") is not None and _is_plain(secret) else "password"
+
+
+# ``vault login <token>``: the token is its one positional argument (vault(1) login; ``-``
+# reads it from the input, ``-method=...`` takes ``key=value`` pairs, which the flag and
+# assignment rules read).
+_VAULT_LOGIN = re.compile(
+    _HEAD + r"vault[ \t]+login(?:[ \t]+-[A-Za-z][\w-]*(?:=[^\s]+)?)*[ \t]+" + _VALUE
+)
+
+
+def _judge_vault_login(m: re.Match[str], secret: str) -> str | None:
+    if _is_template(secret) or "=" in secret or secret == "-" or _is_plain(secret):
+        return None
+    return "token"
+
+
+# Login brute-forcers and remote-login clients take one password with ``-p`` (hydra(1),
+# medusa(1), ncrack, CrackMapExec/NetExec, evil-winrm, rdesktop; ``-P`` is a list's file) and
+# FreeRDP with ``/p:``.
+_LOGIN_TOOL = re.compile(
+    _HEAD + r"(?:(?P<rdp>x?freerdp3?|wlfreerdp)|hydra|medusa|ncrack|crackmapexec|cme|nxc"
+    r"|netexec|evil-winrm|rdesktop|smbmap)"
+    + _ARGS
+    + r"(?(rdp)/p:|(?:-p|--pass(?:word)?)(?:[ \t]+|=))"
+    + _VALUE
+)
+_LIST_FILE = re.compile(r"\.(?:txt|lst|list|dic|csv)$", re.I)
+
+
+def _judge_login_tool(m: re.Match[str], secret: str) -> str | None:
+    if _is_template(secret) or _LIST_FILE.search(secret):
+        return None
+    return None if m.group("bare") is not None and _is_plain(secret) else "password"
+
+
 # --- config commands that store a credential --------------------------------------------------
 #
 # ``npm config set //registry.npmjs.org/:_authToken <token>``, ``yarn config set npmAuthToken
@@ -290,6 +345,17 @@ COMMANDS: tuple[RuleSpec, ...] = (
         _starts("sqlplus", "jdbc:oracle:"),
     ),
     (_STDIN, _judge_stdin, _starts("echo", "printf")),
+    (_HEREDOC, _judge_heredoc, _starts("<<")),
+    (_HERESTRING, _judge_heredoc, _starts("<<<")),
+    (_VAULT_LOGIN, _judge_vault_login, _starts("vault")),
+    (
+        _LOGIN_TOOL,
+        _judge_login_tool,
+        _starts(
+            "xfreerdp", "wlfreerdp", "freerdp", "hydra", "medusa", "ncrack", "crackmapexec", "cme", "nxc", "netexec",
+            "evil-winrm", "rdesktop", "smbmap",
+        ),
+    ),
     (_CONFIG_SET, _judge_config_set, _config_starts),
     (_SECRET_STORE, _judge_secret_store, _starts_then(("gh", "az", "aws"), "(?:secret|keyv|ssm)")),
     (_FROM_LITERAL, _judge_from_literal, _starts("--from-literal=")),

@@ -382,6 +382,8 @@ _FOREIGN_NOUN = (
     r"|salasana(?:ni|si)?|adgangskode(?:n)?|kodeord(?:et)?|jelsz(?:ó|o)(?:m)?|heslo"
     # (each noun in ASCII is one more word the gate looks for in every text: the common ones)
     r"|kennw(?:o|ö)rt(?:e?s)?|mdp|clave|parolă|парол(?:а|ата)|κωδικ(?:ός|ος)|mật[ \t]+khẩu"
+    r"|parola[ \t]+d['\u2019]ordine|kata[ \t]+sandi(?:nya)?|geslo|lozinka|лозинка|parool"
+    r"|slaptažod(?:is|į)"
     # (no Devanagari or Thai noun: their vowel signs are no letters, and the gate would
     # look for one with a slower search over every text)
     r"|كلمة[ \t]+(?:المرور|السر)|סיסמ(?:ה|א)|口令|암호)"
@@ -477,7 +479,9 @@ _XML_ELEMENT = re.compile(
 # plain value wrapped by a formatter (``token:`` then ``  Zx9Qm...``).
 _YAML_NEXT_LINE = re.compile(
     r"(?m:^)[ \t]*(?:- )?[\"']?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"[\"']?:"
-    r"[ \t]*(?:[|>][-+0-9]{0,2})?[ \t]*\r?\n[ \t]+[\"']?(?P<secret>[^\s\"'#][^\n\"'#]{0,2047}?)"
+    r"[ \t]*(?:[|>][-+0-9]{0,2})?[ \t]*\r?\n[ \t]+[\"']?"
+    # a "#" after a blank starts a comment; glued to the value it is part of it (YAML 1.2 §6.6)
+    r"(?P<secret>[^\s\"'#](?:[^\n\"'#]|(?<![ \t])#){0,2047}?)"
     r"[\"']?[ \t]*(?=\r?\n|$)",
     re.I,
 )
@@ -686,7 +690,8 @@ _ASSIGNMENT = re.compile(
     + r"(?:(?P<ref>\$\{[^}\n]*\}|\{\{[^}\n]*\}\})"
     # A literal's prefix (Python's r/b/f, C#'s @ and $, C++'s L and u8) and triple quotes
     # belong to the quoting: ``password = r'...'`` assigns what is inside the quotes.
-    r"|(?P<pre>[rbfu]{1,2}|[@$]{1,2}|L|u8)?(?P<q>\"\"\"|'''|[\"'`])"
+    # A literal wrapped in parentheses, maybe on the next line: ``password = (\n    "..."``.
+    r"|(?:\((?:[ \t]*\r?\n)?[ \t]*)?(?P<pre>[rbfu]{1,2}|[@$]{1,2}|L|u8)?(?P<q>\"\"\"|'''|[\"'`])"
     r"(?P<secret>(?:(?!(?P=q))[^\\\n]|\\.)*)(?P=q)"
     rf"|(?P<bare>(?(query){_BARE_IN_QUERY}|{_BARE})))",
     re.I,
@@ -920,12 +925,15 @@ _ASSIGNMENT_WORDS = (
 # _ASSIGNMENT_WORDS ends at most 20 characters on. Possessive and bounded, so a run of 30,000
 # key characters costs each keyword found in it a short look, not a scan to its end.
 _KEY_THEN_SEP = re.compile(r"[A-Za-z0-9_.-]{0,90}+(?:[\"']\]?|\*\*)?" + _SEP, re.I)
-# How a value of _ASSIGNMENT can begin: a quote, ``{{``, or a character a bare value takes.
+# How a value of _ASSIGNMENT can begin: a quote, ``{{``, a character a bare value takes, or
+# a parenthesis before a literal.
 # Inside the pattern, so that a separator read as ``: Type =`` and followed by no value
 # (``password: UXo3I3ZMcDIhZVI=`` then a newline: a padded base64 value, as a Kubernetes
 # Secret's ``data:`` holds) gives way to the plain ``:`` as it does in _ASSIGNMENT.
 _KEYWORD_THEN_SEP = re.compile(
-    r"[A-Za-z0-9_.-]{0,24}+(?:[\"']\]?|\*\*)?" + _SEP + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=])",
+    r"[A-Za-z0-9_.-]{0,24}+(?:[\"']\]?|\*\*)?"
+    + _SEP
+    + r"(?=[\"'`]|\{\{|[^\s\"'`,;|<>()\[\]{}=]|\(\s*[A-Za-z0-9@$]{0,2}[\"'`])",
     re.I,
 )
 

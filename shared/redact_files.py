@@ -106,6 +106,8 @@ def _judge_directive(m: re.Match[str], secret: str) -> str | None:
         return None  # "pwd ~/src/app2": a path
     if "(" in secret or secret.endswith(":"):
         return None  # a call, or the next label
+    if secret.startswith(("<", ">", "|", "&")):
+        return None  # a redirection: "chpasswd <<-END", "passwd < new.txt"
     if not _ends_its_line(m):
         return None
     if m.group("k_credential") is not None and any(c in secret for c in ":/"):

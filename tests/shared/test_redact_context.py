@@ -625,6 +625,20 @@ COMMAND_LINES = [
     # Oracle's user/password@db in a JDBC URL
     (f"jdbc:oracle:thin:scott/{PW}@db.internal:1521:orcl", PW),
     (f"jdbc:oracle:thin:hr/{PW2}@//db:1521/XEPDB1", PW2),
+    # a here-document or here-string read by a command that takes a password on its input
+    (f"docker login -u bob --password-stdin <<EOF\n{PW}\nEOF", PW),
+    (f"cat <<'EOF' | docker login -u bob --password-stdin\n  {PW2}\nEOF", PW2),
+    (f"sudo -S apt-get update <<< '{PW}'", PW),
+    (f"chpasswd <<-END\nbob:{PW2}\nEND", f"bob:{PW2}"),
+    # vault login's positional token; the password flags of login brute-forcers and clients
+    (f"vault login {KEY}", KEY),
+    (f"vault login -address=https://vault.internal:8200 {KEY}", KEY),
+    (f"hydra -l admin -p {PW} ssh://10.0.0.1", PW),
+    (f"medusa -h 10.0.0.1 -u admin -p '{PW2}' -M ssh", PW2),
+    (f"crackmapexec smb 10.0.0.0/24 -u bob -p {PW}", PW),
+    (f"nxc winrm dc01 -u administrator -p '{PW2}'", PW2),
+    (f"evil-winrm -i 10.0.0.9 -u Administrator -p {PW}", PW),
+    (f"xfreerdp /v:10.0.0.9 /u:bob /p:{PW}", PW),
 ]
 COMMAND_PROSE = [
     "use zip -P to set a password",
@@ -661,6 +675,17 @@ COMMAND_PROSE = [
     "echo $PASSWORD | sudo -S true",
     "kubectl create secret generic app --from-file=key.pem",
     "jdbc:oracle:thin:@db.internal:1521:orcl",
+    "docker login -u bob --password-stdin <<EOF\n$DOCKER_TOKEN\nEOF",
+    "cat <<EOF > notes.txt\nhello world again\nEOF",
+    "python - <<EOF\nprint(1)\nEOF",
+    "vault login -method=oidc",
+    "vault login -method=userpass username=bob",
+    "vault login -",
+    "vault login $VAULT_TOKEN",
+    "hydra -l admin -P rockyou.txt ssh://10.0.0.1",
+    "hydra -p is the single-password flag",
+    "crackmapexec smb 10.0.0.0/24 -u users.txt -p passwords.txt",
+    "xfreerdp /v:10.0.0.9 /u:bob /p:$PW",
 ]
 
 

@@ -53,6 +53,10 @@ FILES = [
     (f"Password:\n{PW}", PW, "password"),
     (f"Username:\nbob\nPassword:\n{PW2}\n", PW2, "password"),
     (f"**Token:**\n{KEY}", KEY, "token"),
+    # a YAML block scalar keeps a "#" as part of its value
+    (f"password: |\n  {PW}\n", PW, "password"),
+    (f"db:\n  password: >-\n    {PW}\n", PW, "password"),
+    (f"token:\n  ab#{KEY}\n", f"ab#{KEY}", "token"),
     # aws configure
     (f"AWS Secret Access Key [None]: {AWS_SECRET}", AWS_SECRET, "aws_secret_key"),
     (f"AWS Secret Access Key [****************ABCD]: {AWS_SECRET}", AWS_SECRET, "aws_secret_key"),
@@ -88,10 +92,14 @@ FILE_PROSE = [
     "Password:\nsee the vault",
     "Password\nReset it from the login page.",
     "Token:\n2000",
+    "password: |\n  # see the vault\n",
+    "password:\n  file: /etc/pw # the file\n",
     "## Password policy\nlong",
     # code
     "    except KeyboardInterrupt:\n        pass\n    finally:\n        server.stop(1.0)",
     "_WIFI_KEY = re.compile(",
+    "chpasswd <<-END_OF_USERS",
+    "passwd --stdin bob < new-pw.txt",
     "WIFI:T:WPA;S:<ssid>;P:<password>;;",
 ]
 

@@ -33,11 +33,23 @@ SAID = [
     (f"\u0442\u043e\u043a\u0435\u043d: {KEY}", KEY, "token"),
     (f"\u8bbf\u95ee\u4ee4\u724c: {KEY}", KEY, "token"),
     (f"\u30c8\u30fc\u30af\u30f3\u306f{KEY}", KEY, "token"),
+    (f"parola d'ordine: {PW}", PW, "password"),
+    (f"kata sandi: {PW}", PW, "password"),
+    (f"kata sandinya adalah {PW}", PW, "password"),
+    (f"geslo: {PW}", PW, "password"),
+    (f"lozinka je {PW}", PW, "password"),
+    (f"\u043b\u043e\u0437\u0438\u043d\u043a\u0430: {PW}", PW, "password"),
+    (f"parool: {PW}", PW, "password"),
+    (f"slapta\u017eodis: {PW}", PW, "password"),
     (f"my password is\n{PW}", PW, "password"),
     (f"The password for the NAS is:\n  {PW}", PW, "password"),
 ]
 
 SAID_PROSE = [
+    "la parola d'ordine è cambiata",
+    "kata sandi harus diganti",
+    "geslo je pozabljeno",
+    "lozinka nije ispravna",
     "credentials are in the vault",
     "login is at /auth/login",
     "username/password: see 1Password",

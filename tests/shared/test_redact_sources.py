@@ -88,10 +88,17 @@ SOURCES = [
     (f'{{"key": "password", "value": "{PW}"}}', PW, "password"),
     (f"ParameterKey=MasterUserPassword,ParameterValue={PW}", PW, "password"),
     (f'name = "DB_PASSWORD"\nvalue = "{PW2}"', PW2, "password"),
+    # a literal wrapped in parentheses, on the next line (a formatter's line break)
+    (f'password = (\n    "{PW}"\n)', PW, "password"),
+    (f"DB_PASSWORD = (\n    '{PW2}'\n)", PW2, "password"),
+    (f'api_key: str = ("{KEY}")', KEY, "api_key"),
 ]
 
 # Code and prose that name a credential and hold none.
 SOURCE_PROSE = [
+    "password = (\n    get_password()\n)",
+    "token = (yield)",
+    "password = ()",
     "os.environ['DB_PASSWORD'] = password",
     'os.environ["API_KEY"] = os.environ["OLD_KEY"]',
     "config['password'] = ''",
