@@ -200,7 +200,7 @@ def _judge_heredoc(m: re.Match[str], secret: str) -> str | None:
 # reads it from the input, ``-method=...`` takes ``key=value`` pairs, which the flag and
 # assignment rules read).
 _VAULT_LOGIN = re.compile(
-    _HEAD + r"vault[ \t]+login(?:[ \t]+-[A-Za-z][\w-]*(?:=[^\s]+)?)*[ \t]+" + _VALUE
+    _HEAD + r"(?=vault)[a-z]{5}[ \t]+login(?:[ \t]+-[A-Za-z][\w-]*(?:=[^\s]+)?)*[ \t]+" + _VALUE
 )
 
 
@@ -212,13 +212,12 @@ def _judge_vault_login(m: re.Match[str], secret: str) -> str | None:
 
 # Login brute-forcers and remote-login clients take one password with ``-p`` (hydra(1),
 # medusa(1), ncrack, CrackMapExec/NetExec, evil-winrm, rdesktop; ``-P`` is a list's file) and
-# FreeRDP with ``/p:``.
+# FreeRDP with ``/p:``. (The names are said in lookaheads, as for _STDIN: the gate finds the
+# rule by its flag, not by thirteen more words it would look for in every text.)
 _LOGIN_TOOL = re.compile(
-    _HEAD + r"(?:(?P<rdp>x?freerdp3?|wlfreerdp)|hydra|medusa|ncrack|crackmapexec|cme|nxc"
-    r"|netexec|evil-winrm|rdesktop|smbmap)"
-    + _ARGS
-    + r"(?(rdp)/p:|(?:-p|--pass(?:word)?)(?:[ \t]+|=))"
-    + _VALUE
+    _HEAD + r"(?:(?P<rdp>(?=x?freerdp3?|wlfreerdp)[a-z]{7,9}3?)"
+    r"|(?=hydra|medusa|ncrack|crackmapexec|cme|nxc|netexec|evil-winrm|rdesktop|smbmap)"
+    r"[a-z-]{3,12})" + _ARGS + r"(?(rdp)/p:|(?:-p|--pass(?:word)?)(?:[ \t]+|=))" + _VALUE
 )
 _LIST_FILE = re.compile(r"\.(?:txt|lst|list|dic|csv)$", re.I)
 
