@@ -162,16 +162,20 @@ class Outbox:
                 if bank is not None and (job.bank or bank) != bank:
                     continue
                 found: set[str] = set()
-                messages = tuple(
-                    m.model_copy(update={"content": _scrub(m.content, found)}) for m in job.messages
+                # read together, as a turn is at enqueue: what one message names is redacted
+                # where another, an error or the reply repeats it
+                contents, errors_, reply = _scrub(
+                    [[m.content for m in job.messages], list(job.errors), job.reply], found
                 )
-                errors_ = tuple(_scrub(e, found) for e in job.errors)
-                reply = _scrub(job.reply, found) if job.reply is not None else None
+                messages = tuple(
+                    m.model_copy(update={"content": c})
+                    for m, c in zip(job.messages, contents, strict=True)
+                )
                 if not found:
                     continue
                 update = {
                     "messages": messages,
-                    "errors": errors_,
+                    "errors": tuple(errors_),
                     "reply": reply,
                     "redacted": tuple(sorted({*job.redacted, *found})),
                 }

@@ -604,3 +604,28 @@ def test_rescan_rewrites_queued_and_dead_lettered_turns(fresh_store: Factory) ->
     assert not any(PASSWORD in p.read_text() for p in (store.root / OUTBOX_DIR).rglob("*.json"))
     job = store.outbox_job(queued)  # as the extractor will read it
     assert PASSWORD not in job.messages[0].content and "password" in job.redacted
+
+
+def test_rescan_reads_a_jobs_messages_together(fresh_store: Factory) -> None:
+    """A queued turn an older catalogue let through: the user names a password once, the
+    assistant repeats it bare. The rescan reads the job as a whole, as an enqueue does."""
+    import store_worker.outbox as outbox_mod
+
+    store = fresh_store()
+    pw = "Qx7#vLm2pR9z"
+    said = [
+        {"role": "user", "content": f"my password is {pw}"},
+        {"role": "assistant", "content": f"Noted; I will not repeat {pw}."},
+    ]
+    with pytest.MonkeyPatch.context() as older:  # an older catalogue: nothing redacted
+        older.setattr(
+            outbox_mod, "redact_many", lambda texts: [outbox_mod.Redaction(t, ()) for t in texts]
+        )
+        job_id = store.turn_completed("s1", None, said).job_id
+    assert job_id is not None and pw in store.outbox_job(job_id).messages[1].content
+
+    assert store.redact_rescan().outbox_jobs == 1
+
+    job = store.outbox_job(job_id)
+    assert all(pw not in m.content for m in job.messages)
+    assert job.messages[1].content == "Noted; I will not repeat [REDACTED:password]."
