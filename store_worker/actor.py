@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from shared.api import StoreAPI
+from shared.cli_output import counted
 from shared.client import READ_METHODS
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
@@ -163,7 +164,7 @@ class StoreActor:
         self._restore_subscriptions()
         self._warm_embedder()
         log.info(
-            "memory-store up on %s (%s)", self.store.root, _count(len(self.store.banks), "bank")
+            "memory-store up on %s (%s)", self.store.root, counted(len(self.store.banks), "bank")
         )
 
     def __repr__(self) -> str:
@@ -174,8 +175,8 @@ class StoreActor:
             return f"StoreActor(not serving: {self.boot_error.message})"
         banks = list(self.store.banks.values())  # a snapshot: no lock, repr must not wait
         live = sum(b.index_as_is.live_count for b in banks)
-        counted = f"{_count(live, 'live memory', 'live memories')} in {_count(len(banks), 'bank')}"
-        return f"StoreActor({self.store.root}: {counted})"
+        held = f"{counted(live, 'live memory')} in {counted(len(banks), 'bank')}"
+        return f"StoreActor({self.store.root}: {held})"
 
     def _warm_embedder(self) -> None:
         """Load a local embedding model in the background (torch's import costs ~4 s), so
@@ -264,11 +265,6 @@ class StoreActor:
             except ValueError:  # that sibling is not running; it subscribes again when it starts
                 continue
             self.store.subscribe(name, _Push(handle), banks)
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    """``1 bank``, ``0 banks``, ``2 live memories``: the dashboard's Repr said "1 banks"."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def _delegate(name: str) -> Callable[..., Any]:
