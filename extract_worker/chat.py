@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ulid import ULID
 
 from shared.clock import Clock, SystemClock
-from shared.errors import MemoryServiceError
+from shared.errors import MemoryServiceError, reason
 
 if TYPE_CHECKING:  # memory --help builds this module's parser: no pydantic for that
     from shared.api import StoreAPI
@@ -150,12 +150,11 @@ def run_chat(
 
 
 def _why(e: Exception) -> str:
-    """A model error in one line a user reads: its type and first line, cut, and redacted (a
-    provider's error may quote the key it was given)."""
+    """A model error in one line a user reads: its type and first line (``reason``), cut, and
+    redacted (a provider's error may quote the key it was given)."""
     from shared.redact import redact_text
 
-    first = (str(e).strip().splitlines() or [""])[0][:300]
-    return redact_text(f"{type(e).__name__}: {first}" if first else type(e).__name__)
+    return redact_text(f"{type(e).__name__}: {reason(e)[:300]}")
 
 
 def _show(record: TurnRecord, out: TextIO, *, first: bool) -> None:
