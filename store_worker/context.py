@@ -31,6 +31,12 @@ sessions; the cosine arm spreads its scores over all of them (HISTORY.md §14).
 ``named_speakers``: a question naming a speaker of those turns ("What did Melanie paint?") is
 about what that speaker said, so their candidate turns' scores grow by ``SPEAKER_BOOST``.
 
+``prefer_timed`` (any memory, not only dialog turns): a question asking when
+(``query.asks_when``) multiplies its candidates that name a time (``query.names_a_time``: a
+weekday, a month, a year, "yesterday", "last week", "three years ago") by ``1 + W_WHEN``; only
+the best ``WHEN_POOL`` candidates are read, and whether a memory names a time is read once
+per index slot and cached (a slot never changes record).
+
 Order within a session is ``(created_at, id)``, which survives a reload (index slots do not).
 The chains are derived from the bank's records and cached per index; a recall after new saves
 extends them in place when every new turn is the newest of its session (turns saved as they
@@ -48,6 +54,7 @@ import numpy.typing as npt
 from shared.text import entity_norm, words
 from store_worker.bank import Bank
 from store_worker.index import BankIndex
+from store_worker.query import asks_when, names_a_time
 
 # The share of a neighbour's score a turn gains: from the turn before it and the turn after it
 # (measured on the LoCoMo eval, tests/recall_quality/HISTORY.md §12).
@@ -64,6 +71,14 @@ FOCUS_TOP = 3
 # A candidate turn's score grows by this factor times the IDF-weighted share of the query's
 # terms that it and its neighbouring turns hold (HISTORY.md §14).
 W_COVERAGE = 2.0
+
+# The factor a "when" question's candidates that name a time gain, minus one (HISTORY.md §16).
+W_WHEN = 0.5
+# Only this many of the best candidates are read for a time (a one-shot CLI recall decodes
+# each record it reads from the snapshot: a broad match must not decode thousands).
+WHEN_POOL = 256
+# Per index: -1 not read yet, else whether the memory in that slot names a time.
+_TIMED: weakref.WeakKeyDictionary[BankIndex, npt.NDArray[np.int8]] = weakref.WeakKeyDictionary()
 
 I64 = npt.NDArray[np.int64]
 
@@ -325,4 +340,41 @@ def session_focus(
     out = score.copy()
     ceiling = float(np.nextafter(score[order[0]], -np.inf))
     out[lifted] = np.maximum(score[lifted], np.minimum(score[lifted] * (1.0 + weight), ceiling))
+    return out
+
+
+def _timed(bank: Bank, slots: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    idx = bank.index
+    flags = _TIMED.get(idx)
+    size = len(idx.keys)
+    if flags is None or len(flags) < size:
+        grown = np.full(max(size, 64), -1, dtype=np.int8)
+        if flags is not None:
+            grown[: len(flags)] = flags
+        flags = _TIMED[idx] = grown
+    for slot in slots[flags[slots] < 0].tolist():
+        mem = bank.records.get(idx.keys[slot])
+        flags[slot] = mem is not None and names_a_time(mem.text)
+    return flags[slots] > 0
+
+
+def prefer_timed(
+    bank: Bank,
+    score: npt.NDArray[np.float64],
+    cand: npt.NDArray[np.bool_],
+    query: str,
+    *,
+    weight: float = W_WHEN,
+) -> npt.NDArray[np.float64]:
+    """A "when" question's candidates that name a time, their scores × ``1 + weight``."""
+    if weight <= 0 or not asks_when(query):
+        return score
+    slots = np.flatnonzero(cand)
+    if len(slots) > WHEN_POOL:
+        slots = slots[np.argpartition(-score[slots], WHEN_POOL)[:WHEN_POOL]]
+    picked = slots[_timed(bank, slots)]
+    if not len(picked):
+        return score
+    out = score.copy()
+    out[picked] *= 1.0 + weight
     return out

@@ -6,11 +6,9 @@ memories that happen to say "kind" or "long". ``strip_question_frame`` drops tho
 they stand in that frame, before the query is tokenised; the question's subject stays.
 
 A question that asks *when* ("When did Caroline go to the support group?", "What year did
-…", "How long ago …") is answered by a memory that says when: "I went to a support group
-yesterday", "…back in 2019". ``prefer_timed`` multiplies such a question's candidates that name
-a time (a weekday, a month, a year, "yesterday", "last week", "three years ago") by ``1 +
-weight``; only the best ``WHEN_POOL`` candidates are read. Whether a memory names a time is
-read once per index slot and cached (a slot never changes record). Measured in HISTORY.md §16.
+…", "How long ago …": ``asks_when``) is answered by a memory that says when: "I went to a
+support group yesterday", "…back in 2019" (``names_a_time``); ``context.prefer_timed`` ranks
+them so. Measured in HISTORY.md §16.
 
 Pseudo-relevance feedback was measured here too and lost on the golden set (HISTORY.md §12).
 """
@@ -18,14 +16,8 @@ Pseudo-relevance feedback was measured here too and lost on the golden set (HIST
 from __future__ import annotations
 
 import re
-import weakref
-
-import numpy as np
-import numpy.typing as npt
 
 from shared.text import STOPWORDS
-from store_worker.bank import Bank
-from store_worker.index import BankIndex
 
 # -- question frames -------------------------------------------------------------------------
 
@@ -91,13 +83,6 @@ _TIME_WORDS = re.compile(
     r"|(?:may|march)\s+\d{1,2}(?:st|nd|rd|th)?|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:may|march))\b",
     re.IGNORECASE,
 )
-# The factor a "when" question's candidates that name a time gain, minus one (HISTORY.md §16).
-W_WHEN = 0.5
-# Only this many of the best candidates are read for a time (a one-shot CLI recall decodes
-# each record it reads from the snapshot: a broad match must not decode thousands).
-WHEN_POOL = 256
-# Per index: -1 not read yet, else whether the memory in that slot names a time.
-_TIMED: weakref.WeakKeyDictionary[BankIndex, npt.NDArray[np.int8]] = weakref.WeakKeyDictionary()
 
 
 def asks_when(query: str) -> bool:
@@ -109,40 +94,3 @@ def names_a_time(text: str) -> bool:
     """Whether a memory's text says when: a weekday, a month, a year, "yesterday", "last
     week", "three years ago"."""
     return _TIME_WORDS.search(text) is not None
-
-
-def _timed(bank: Bank, slots: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-    idx = bank.index
-    flags = _TIMED.get(idx)
-    size = len(idx.keys)
-    if flags is None or len(flags) < size:
-        grown = np.full(max(size, 64), -1, dtype=np.int8)
-        if flags is not None:
-            grown[: len(flags)] = flags
-        flags = _TIMED[idx] = grown
-    for slot in slots[flags[slots] < 0].tolist():
-        mem = bank.records.get(idx.keys[slot])
-        flags[slot] = mem is not None and names_a_time(mem.text)
-    return flags[slots] > 0
-
-
-def prefer_timed(
-    bank: Bank,
-    score: npt.NDArray[np.float64],
-    cand: npt.NDArray[np.bool_],
-    query: str,
-    *,
-    weight: float = W_WHEN,
-) -> npt.NDArray[np.float64]:
-    """A "when" question's candidates that name a time, their scores × ``1 + weight``."""
-    if weight <= 0 or not asks_when(query):
-        return score
-    slots = np.flatnonzero(cand)
-    if len(slots) > WHEN_POOL:
-        slots = slots[np.argpartition(-score[slots], WHEN_POOL)[:WHEN_POOL]]
-    picked = slots[_timed(bank, slots)]
-    if not len(picked):
-        return score
-    out = score.copy()
-    out[picked] *= 1.0 + weight
-    return out

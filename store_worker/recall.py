@@ -70,13 +70,15 @@ from shared.text import (
 )
 from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
 from store_worker.context import (
+    W_WHEN,
     context_coverage,
     named_speakers,
+    prefer_timed,
     session_focus,
     with_neighbours,
 )
 from store_worker.index import BankIndex
-from store_worker.query import W_WHEN, prefer_timed, strip_question_frame
+from store_worker.query import strip_question_frame
 from store_worker.synonyms import SynonymSource
 
 W_ENTITY = 0.6
@@ -125,7 +127,7 @@ class Tuning:
     w_coverage: float = 2.0  # a dialog turn and its neighbours covering the query (§14)
     w_synonym: float = 0.5  # a query word's neighbour in the model's word table (synonyms.py)
     w_session: float = 0.2  # turns of the best results' sessions (context.session_focus)
-    w_when: float = W_WHEN  # a "when" question's memories that name a time (query.py)
+    w_when: float = W_WHEN  # a "when" question's memories that name a time (context.py)
 
 
 @dataclass(frozen=True)
