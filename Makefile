@@ -62,6 +62,7 @@ eval: install
 	$(BIN)/python -m tests.recall_quality.run
 	$(BIN)/python -m tests.recall_quality.locomo
 	$(BIN)/python -m tests.recall_quality.locomo --occurred  # turns dated by occurred_at
+	$(BIN)/python -m tests.recall_quality.locomo --typos --no-model  # one slip per question
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

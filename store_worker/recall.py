@@ -79,6 +79,7 @@ from store_worker.context import (
 )
 from store_worker.index import BankIndex
 from store_worker.query import strip_question_frame
+from store_worker.spelling import spelling_scores
 from store_worker.synonyms import SynonymSource
 
 W_ENTITY = 0.6
@@ -126,6 +127,7 @@ class Tuning:
     w_cosine_norm: float = 2.0  # the cosine's weight against the best lexical match (``fuse``)
     w_coverage: float = 2.0  # a dialog turn and its neighbours covering the query (§14)
     w_synonym: float = 0.5  # a query word's neighbour in the model's word table (synonyms.py)
+    w_spelling: float = 1.0  # a query word the bank lacks, read as the word it misspells
     w_session: float = 0.2  # turns of the best results' sessions (context.session_focus)
     w_when: float = W_WHEN  # a "when" question's memories that name a time (context.py)
 
@@ -475,6 +477,8 @@ def score_bank(
     match += t.w_entity * entity_scores(bank, text, t)
     if p.synonyms is not None and t.w_synonym > 0:
         match += t.w_synonym * synonym_scores(bank, text, terms, p.synonyms)
+    if p.synonyms is not None and t.w_spelling > 0:  # its word table is the dictionary
+        match += t.w_spelling * spelling_scores(bank, text, p.synonyms)  # spelling.py
     # words, not dates: a successor was not stated when its predecessor was
     match = inherit(bank, match, t)
     if window is not None:

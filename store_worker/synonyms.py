@@ -63,6 +63,10 @@ class SynonymSource(Protocol):
         """Up to a few ``(neighbour, similarity)`` pairs for a casefolded word, best first."""
         ...
 
+    def vocabulary(self) -> Sequence[str]:
+        """The table's whole words (the dictionary ``spelling.py`` reads misspellings by)."""
+        ...
+
 
 class _Table:
     """Whole words, their unit-length input embeddings, and those projected on the
@@ -184,6 +188,9 @@ class Synonyms:
                 self._cache[word] = found
         return found
 
+    def vocabulary(self) -> Sequence[str]:
+        return _table(self.folder).words
+
     def _lookup(self, word: str) -> tuple[tuple[str, float], ...]:
         table = _table(self.folder)
         row = table.row.get(word)
@@ -210,11 +217,15 @@ class FakeSynonyms:
 
     def __init__(self, table: Mapping[str, Sequence[tuple[str, float]]]) -> None:
         self.table = {k: tuple(v) for k, v in table.items()}
+        self.words = sorted({*self.table, *(w for near in self.table.values() for w, _ in near)})
         self.calls: list[str] = []
 
     def near(self, word: str) -> Sequence[tuple[str, float]]:
         self.calls.append(word)
         return self.table.get(word, ())
+
+    def vocabulary(self) -> Sequence[str]:
+        return self.words
 
 
 def packaged() -> Synonyms | None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -145,6 +146,51 @@ def parse_conversation(name: str, doc: dict[str, Any]) -> Conversation:
     return Conversation(
         name, (str(doc["speaker_a"]), str(doc["speaker_b"])), tuple(turns), questions
     )
+
+
+# -- typos: the same questions, typed fast ----------------------------------------------------
+
+_SLIP_WORD = re.compile(r"[A-Za-z]{5,}")
+# a key's neighbour on a QWERTY keyboard (the slip of a finger)
+_NEIGHBOUR_KEY = dict(zip("qwertyuiopasdfghjklzxcvbnm", "wertyuiopqsdfghjklaxcvbnmz", strict=True))
+SLIPS = ("swap", "drop", "double", "key")
+
+
+def typo(question: str) -> str:
+    """``question`` with one slip of the fingers in one of its words of five letters or more
+    (not a stopword): two letters swapped, one left out, one doubled, or one struck for the key
+    beside it. Which word, which slip and where are read off a hash of the question, so every
+    run types the same slips; the first and last letters stay (people rarely miss those)."""
+    from shared.text import STOPWORDS
+
+    found = [m for m in _SLIP_WORD.finditer(question) if m.group().lower() not in STOPWORDS]
+    if not found:
+        return question
+    h = int.from_bytes(hashlib.sha256(question.encode()).digest()[:8], "big")
+    m = found[h % len(found)]
+    w = m.group()
+    i = 1 + (h >> 8) % (len(w) - 3)  # 1 .. len-3: i and i + 1 are inside the word
+    slip = SLIPS[(h >> 16) % len(SLIPS)]
+    if slip == "swap":
+        w = w[:i] + w[i + 1] + w[i] + w[i + 2 :]
+    elif slip == "drop":
+        w = w[:i] + w[i + 1 :]
+    elif slip == "double":
+        w = w[:i] + w[i] + w[i:]
+    else:
+        key = _NEIGHBOUR_KEY.get(w[i].lower(), "e")
+        w = w[:i] + key + w[i + 1 :]
+    return question[: m.start()] + w + question[m.end() :]
+
+
+def with_typos(convs: Sequence[Conversation]) -> list[Conversation]:
+    """The conversations with every question typed with one slip (``typo``)."""
+    return [
+        dataclasses.replace(
+            c, questions=tuple(dataclasses.replace(q, text=typo(q.text)) for q in c.questions)
+        )
+        for c in convs
+    ]
 
 
 def unknown_evidence(convs: Sequence[Conversation]) -> int:
@@ -421,6 +467,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--occurred", action="store_true", help="pass each turn's session date as occurred_at"
     )
     ap.add_argument(
+        "--typos", action="store_true", help="every question typed with one slip (``typo``)"
+    )
+    ap.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a recall.Tuning weight"
     )
     args = ap.parse_args(argv)
@@ -432,6 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.no_model:
         modes = tuple(m for m in modes if m not in MODEL_MODES)
     convs = load(folder)
+    if args.typos:
+        convs = with_typos(convs)
     t0 = time.perf_counter()
     protocol = "dated" if args.dated else "occurred" if args.occurred else "saved"
     tuning = None
@@ -448,7 +499,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_turns = sum(len(c.turns) for c in convs)
     n_q = sum(len(c.questions) for c in convs)
     print(  # after --json, on stderr: stdout stays one JSON document
-        f"(locomo {folder.name}, protocol {protocol}: {len(convs)} conversations, "
+        f"(locomo {folder.name}, protocol {protocol}{', typos' if args.typos else ''}: "
+        f"{len(convs)} conversations, "
         f"{n_turns} turns, {n_q} questions, {unknown_evidence(convs)} evidence ids naming no "
         f"turn, {took:.1f} s; {report['timings_s']})",
         file=sys.stderr if args.json else sys.stdout,

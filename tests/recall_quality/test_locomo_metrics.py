@@ -197,3 +197,35 @@ def test_evidence_naming_no_turn_is_counted() -> None:
         "x", ("Ann", "Bo"), (turn,), (L.Question("x", "hi?", 4, ("D1:1", "D9:9")),)
     )
     assert L.unknown_evidence([conv]) == 1
+
+
+def test_a_typo_is_one_slip_in_one_long_word_the_same_every_run() -> None:
+    q = "Which tournament did Nate win in the beginning of November 2022?"
+    typed = L.typo(q)
+    assert typed == L.typo(q)  # read off a hash: every run types the same slip
+    before, after = q.split(), typed.split()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert len(changed) == 1
+    word, slipped = changed[0]
+    assert len(word) >= 5 and word.lower() not in {"which", "did", "in", "the", "of"}
+    assert slipped[0] == word[0] and slipped[-1] == word[-1]  # the ends stay
+    assert abs(len(slipped) - len(word)) <= 1
+    assert L.typo("Is it so?") == "Is it so?"  # no word long enough: as asked
+
+
+def test_typos_reach_every_kind_of_slip() -> None:
+    # over many questions every slip kind occurs (which one is read off the question's hash)
+    kinds = set()
+    for n in range(200):
+        q = f"What did Caroline remember about question {n}?"
+        typed = L.typo(q)
+        a, b = next((a, b) for a, b in zip(q.split(), typed.split(), strict=True) if a != b)
+        if len(b) == len(a) + 1:
+            kinds.add("double")
+        elif len(b) == len(a) - 1:
+            kinds.add("drop")
+        elif sorted(a) == sorted(b):
+            kinds.add("swap")
+        else:
+            kinds.add("key")
+    assert kinds == set(L.SLIPS)

@@ -1,0 +1,211 @@
+"""Misspelt words, in the query or in the memories (issue 11).
+
+People type fast: "torunament", "recieved", "funraiser". A query word that no memory of the
+bank holds matches nothing in BM25, however close it is to a word the bank does hold, and a
+query spelt right misses a memory that was not ("reccomend"). ``spelling_scores`` gives such a
+query word the BM25 of the bank's word it most likely stands for:
+
+- a query word that is no word of the dictionary (the installed model's word table,
+  ``synonyms.py``) is read as the nearest dictionary word whose stem the bank holds, or else
+  the nearest term of the bank ("Xenoblade" for the bank's "Xeonoblade");
+- a dictionary word the bank lacks is read as a bank term near it that is *not* a dictionary
+  word: a misspelling in the memories ("recommend" → "reccomend"). A word is never read as
+  another word ("write" is not "white", "mother" not "other").
+
+Near: one edit (optimal string alignment: two swapped letters count as one) for words of 5-9
+letters, two from ten letters on; shorter words and anything but letters are left alone (too many
+neighbours to guess right). Among equally near candidates a pure swap of letters wins, then
+the one the bank holds most often. Only words absent from the bank are read this way, so a
+query spelt as the memories are is scored exactly as before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+from rapidfuzz import process
+from rapidfuzz.distance import OSA
+
+from shared.text import STOPWORDS, query_tokens, words
+
+if TYPE_CHECKING:
+    from store_worker.bank import Bank
+    from store_worker.index import BankIndex
+    from store_worker.synonyms import SynonymSource
+
+MIN_LEN = 5  # shorter words: too many one-edit neighbours ("cat": bat, car, cut, ...)
+LONG = 10  # from this length on, two edits
+_CACHED_WORDS = 8192
+
+
+def max_edits(word: str) -> int:
+    """How many edits a word of this shape may be from the word it misspells (0: none)."""
+    if len(word) < MIN_LEN or not word.isalpha():
+        return 0
+    return 2 if len(word) >= LONG else 1
+
+
+class _Lengths:
+    """Strings bucketed by length and first letter, and by length and last letter. One edit
+    never changes both ends of a word of four letters or more, so the strings one edit away
+    from a word all sit in the buckets of its first or its last letter: a lookup reads those
+    only (about a tenth of the vocabulary), exactly. Two edits (long words) read the same
+    buckets: a slip at both ends of one word is rare enough to leave."""
+
+    def __init__(self, items: Iterable[str] = ()) -> None:
+        self.first: dict[tuple[int, str], list[str]] = defaultdict(list)
+        self.last: dict[tuple[int, str], list[str]] = defaultdict(list)
+        self.add(items)
+
+    def add(self, items: Iterable[str]) -> None:
+        for item in items:
+            if len(item) >= MIN_LEN - 2 and item.isalpha():
+                self.first[len(item), item[0]].append(item)
+                self.last[len(item), item[-1]].append(item)
+
+    def near(self, word: str, edits: int) -> list[tuple[str, int]]:
+        """(item, distance) within ``edits`` of ``word``."""
+        pool: dict[str, None] = {}
+        for n in range(len(word) - edits, len(word) + edits + 1):
+            pool.update(dict.fromkeys(self.first.get((n, word[0]), ())))
+            pool.update(dict.fromkeys(self.last.get((n, word[-1]), ())))
+        found = process.extract(
+            word, list(pool), scorer=OSA.distance, score_cutoff=edits, limit=None
+        )
+        return [(t, int(d)) for t, d, _ in found]
+
+
+def _stem(word: str) -> str | None:
+    toks = query_tokens(word)
+    return toks[0] if len(toks) == 1 else None
+
+
+class Dictionary:
+    """The words of a word table, their stems, and their buckets."""
+
+    def __init__(self, vocabulary: Sequence[str]) -> None:
+        self.words = frozenset(vocabulary)
+        self.lengths = _Lengths(self.words)
+        self._stems: frozenset[str] | None = None
+        self._near: dict[tuple[str, int], list[tuple[str, int]]] = {}
+
+    def knows(self, word: str) -> bool:
+        return word in STOPWORDS or word in self.words
+
+    def knows_stem(self, stem: str) -> bool:
+        if self._stems is None:  # built on first use (~0.1 s for 20k words)
+            self._stems = frozenset(s for w in self.words for s in query_tokens(w))
+        return stem in STOPWORDS or stem in self._stems
+
+    def near(self, word: str, edits: int) -> list[tuple[str, int]]:
+        key = (word, edits)
+        found = self._near.get(key)
+        if found is None:
+            if len(self._near) >= _CACHED_WORDS:
+                self._near.clear()
+            found = self._near[key] = self.lengths.near(word, edits)
+        return found
+
+
+# one per word table (``_table`` shares a table's list between the stores of a process)
+_DICTIONARIES: dict[int, tuple[Sequence[str], Dictionary]] = {}
+
+
+def dictionary(source: SynonymSource) -> Dictionary:
+    """The dictionary of a word source's vocabulary, built once per vocabulary."""
+    vocabulary = source.vocabulary()
+    held = _DICTIONARIES.get(id(vocabulary))
+    if held is None or held[0] is not vocabulary:
+        if len(_DICTIONARIES) >= 4:
+            _DICTIONARIES.clear()
+        held = _DICTIONARIES[id(vocabulary)] = (vocabulary, Dictionary(vocabulary))
+    return held[1]
+
+
+class _BankTerms:
+    """A bank index's terms bucketed by length. An index only ever gains terms (in order:
+    ``terms`` is a dict), so a grown index adds its new ones; the readings made before are
+    dropped then, as a new term may be a nearer reading."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.lengths = _Lengths()
+        self.seen: dict[str, str | None] = {}  # query word → its reading in this bank
+
+    def update(self, idx: BankIndex) -> None:
+        if len(idx.terms) != self.size:
+            self.lengths.add(itertools.islice(idx.terms, self.size, None))
+            self.size = len(idx.terms)
+            self.seen.clear()
+
+
+_TERMS: weakref.WeakKeyDictionary[BankIndex, _BankTerms] = weakref.WeakKeyDictionary()
+
+
+def _terms(idx: BankIndex) -> _BankTerms:
+    terms = _TERMS.get(idx)
+    if terms is None:
+        terms = _TERMS[idx] = _BankTerms()
+    terms.update(idx)
+    return terms
+
+
+def _best(found: Sequence[tuple[str, int, str]], word: str, df: Callable[[str], int]) -> str:
+    """The nearest candidate's bank stem; ties: a pure swap of ``word``'s letters, then the
+    bank's most frequent (then the stem, for a stable answer). ``found``: (candidate compared
+    with ``word``, distance, its stem in the bank)."""
+    letters = sorted(word)
+    best = min(d for _, d, _ in found)
+    return max(
+        ((c, s) for c, d, s in found if d == best),
+        key=lambda cs: (sorted(cs[0]) == letters, df(cs[1]), cs[1]),
+    )[1]
+
+
+def correction(idx: BankIndex, word: str, lexicon: Dictionary) -> str | None:
+    """The bank term the casefolded query ``word`` most likely stands for, or None (the bank
+    holds the word, it is short, nothing is near enough)."""
+    stem = _stem(word)
+    if not max_edits(word) or stem is None or idx.df.get(stem, 0) > 0:
+        return None
+    terms = _terms(idx)
+    if word in terms.seen:
+        return terms.seen[word]
+
+    def df(term: str) -> int:
+        return idx.df.get(term, 0)
+
+    found: list[tuple[str, int, str]] = []
+    against = word
+    if not lexicon.knows(word):  # a misspelt query word: the nearest word the bank holds
+        for w, d in lexicon.near(word, max_edits(word)):
+            s = _stem(w)
+            if s is not None and df(s):
+                found.append((w, d, s))
+    if not found and max_edits(stem):
+        against = stem
+        # a misspelling in the memories ("reccomend" for "recommend"), or the same one in
+        # both ("Xenoblade" / "Xeonoblade"): only a term that is no word pairs with one
+        found = [
+            (t, d, t)
+            for t, d in terms.lengths.near(stem, max_edits(stem))
+            if df(t) and not lexicon.knows_stem(t)
+        ]
+    terms.seen[word] = _best(found, against, df) if found else None
+    return terms.seen[word]
+
+
+def spelling_scores(bank: Bank, text: str, source: SynonymSource) -> npt.NDArray[np.float64]:
+    """BM25 of the readings of the query's words the bank does not hold (0 where none)."""
+    idx = bank.index
+    lexicon = dictionary(source)
+    fixed = {c for w in dict.fromkeys(words(text)) if (c := correction(idx, w, lexicon))}
+    if not fixed:
+        return np.zeros(len(idx.keys), dtype=np.float64)
+    return idx.bm25(sorted(fixed))
