@@ -190,7 +190,11 @@ class MemoryStore:
         # a one-shot process decodes a snapshot-covered record when it first uses it
         # (store_worker/records.py); not for a store shared between threads
         self.lazy_records = lazy_records
-        self._open()
+        try:
+            self._open()
+        except BaseException:  # no caller holds a store that failed to open: let go of the
+            dir_lock.release(self._dir_lock)  # data dir, or this process is locked out of it
+            raise
         self.commits = GroupCommit(self.lock, banks=self.banks, events=self.events)
 
     # -- lifecycle ---------------------------------------------------------------------------
