@@ -69,7 +69,7 @@ from shared.models import (
     TurnCompletedResponse,
 )
 from shared.redact import redact, redact_json
-from shared.shards import frozen_error
+from shared.shards import STATE_KEY, STATE_OWNER, frozen_error
 from shared.tokens import TokenCounter
 from store_worker import links, ops, shards
 from store_worker import lock as dir_lock
@@ -781,13 +781,18 @@ class MemoryStore:
 
     @_reading
     def state_get(self, owner: str, key: str) -> object | None:
-        return self.state.get(v.rule_name(owner), v.rule_name(key))
+        owner, key = v.rule_name(owner), v.rule_name(key)
+        if (owner, key) == (STATE_OWNER, STATE_KEY):  # the table this shard serves by
+            return self.shard.describe()["routing"] if self.shard.routing.version else None
+        return self.state.get(owner, key)
 
     @_serialized
     def state_set(self, owner: str, key: str, value: object) -> None:
         v.json_value(value, "state value")
         owner = v.no_credential(v.rule_name(owner), "state owner") or owner
         key = v.no_credential(v.rule_name(key), "state key") or key
+        if (owner, key) == (STATE_OWNER, STATE_KEY):  # the next open would serve by it
+            raise errors.InvalidArgumentError("the slot table changes only through shard_routing")
         # a sibling's state is written to disk like any other write: redacted (DESIGN §6)
         self.state.set(owner, key, redact_json(value))
 

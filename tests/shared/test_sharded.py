@@ -272,3 +272,47 @@ def test_without_shard_zero_the_table_comes_from_the_others(open_shards: Opener)
     with pytest.raises(errors.SourceUnavailableError) as caught:
         client.get(next(iter(acked[on0[0]])), bank=on0[0])
     assert caught.value.retryable
+
+
+@pytest.mark.parametrize(
+    "damage", [b"\x00garbage", b"", b"\xff\xfe"], ids=["appended", "emptied", "not-utf8"]
+)
+def test_an_unreadable_routing_table_refuses_the_open_not_guesses_it(
+    open_shards: Opener, tmp_path: Path, damage: bytes
+) -> None:
+    # Given two shards with a table, a bank on shard 1, and shard 0's table file damaged by hand
+    stores = open_shards(2)
+    table = initial_routing(stores)
+    assert table is not None
+    acked = _fill(ShardedStoreClient(stores), BANKS)
+    foreign = next(b for b in BANKS if table.owner(b) == 1)
+    for store in stores:
+        store.close()
+    path = shard_dir(tmp_path / "data", 0) / ".state" / "shards" / "routing.json"
+    path.write_bytes(damage if damage == b"" else path.read_bytes() + damage)
+    # When shard 0 opens again, Then it refuses, naming the file (read as "no table", it
+    # took every bank as its own: a write for shard 1's bank was acknowledged where no
+    # client looks, and clients were handed a table that hid shard 1's banks)
+    with pytest.raises(errors.SourceUnavailableError, match="routing table .* cannot be read"):
+        open_shards(2)
+    assert not (shard_dir(tmp_path / "data", 0) / foreign).exists()
+    # And once the file is restored from shard 1's copy, every acknowledged write is served
+    copy = shard_dir(tmp_path / "data", 1) / ".state" / "shards" / "routing.json"
+    path.write_bytes(copy.read_bytes())
+    _assert_exactly_once(open_shards(2), acked)
+
+
+def test_the_routing_table_is_never_a_sibling_state_write(open_shards: Opener) -> None:
+    # Given two shards with a table
+    stores = open_shards(2)
+    table = initial_routing(stores)
+    assert table is not None
+    # When a sibling writes the table's state key on one store directly, Then it is refused
+    # (the next open would serve by it) and nothing changed
+    with pytest.raises(errors.InvalidArgumentError, match="shard_routing"):
+        stores[0].state_set("shards", "routing", Routing().dump())
+    assert Routing.parse(stores[0].state_get("shards", "routing")) == table
+    # And a table file damaged while the shard runs still reads as the table it serves by
+    path = stores[0].root / ".state" / "shards" / "routing.json"
+    path.write_bytes(b"{")
+    assert Routing.parse(stores[0].state_get("shards", "routing")) == table
