@@ -246,6 +246,9 @@ class AppendLog:
         # It measures one file (``_marked``): a file put in its place since is read whole.
         self.good_size: int | None = None
         self._marked: tuple[int, int] | None = None
+        # Told each time a descriptor is opened: the repository keeps a bounded number of
+        # logs open (``Banks``), so many banks never run the process out of descriptors.
+        self.on_open: Callable[[AppendLog], None] | None = None
 
     def read_bytes(self) -> bytes:
         """The whole file (empty when it does not exist yet); after a refused append that
@@ -323,6 +326,8 @@ class AppendLog:
                 raise
             self._fh, self._ident = fd, (st.st_dev, st.st_ino)
             self._created = not existed
+            if self.on_open is not None:
+                self.on_open(self)
         return self._fh
 
     def _still_named(self) -> bool:
