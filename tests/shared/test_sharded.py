@@ -293,7 +293,7 @@ def test_an_unreadable_routing_table_refuses_the_open_not_guesses_it(
     # When shard 0 opens again, Then it refuses, naming the file (read as "no table", it
     # took every bank as its own: a write for shard 1's bank was acknowledged where no
     # client looks, and clients were handed a table that hid shard 1's banks)
-    with pytest.raises(errors.SourceUnavailableError, match="routing table .* cannot be read"):
+    with pytest.raises(errors.SourceUnavailableError, match=r"routing table .* cannot be read"):
         open_shards(2)
     assert not (shard_dir(tmp_path / "data", 0) / foreign).exists()
     # And once the file is restored from shard 1's copy, every acknowledged write is served
