@@ -82,7 +82,13 @@ from store_worker.commit import GroupCommit
 from store_worker.drafts import Drafts
 from store_worker.embed import Embedder, embedder_for
 from store_worker.events import EventBus, Subscriber
-from store_worker.files import TRASH_DIR, StateStore, check_writable, remove_stale_staging
+from store_worker.files import (
+    MEMORIES,
+    TRASH_DIR,
+    StateStore,
+    check_writable,
+    remove_stale_staging,
+)
 from store_worker.inject import Injector
 from store_worker.outbox import Outbox
 from store_worker.purge import Purger
@@ -887,7 +893,10 @@ class MemoryStore:
         bank = self.banks.get(name)
         if bank is None:
             raise errors.NotFoundError(f"no bank named {name!r} on this shard")
-        return shards.export_files(bank.files.dir)
+        exported = shards.export_files(bank.files.dir)
+        if MEMORIES in exported:  # as replay reads it: never a refused append left uncut
+            exported[MEMORIES] = bank.files.log.read_bytes()  # (``AppendLog.good_size``)
+        return exported
 
     @_serialized
     def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:

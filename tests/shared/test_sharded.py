@@ -7,6 +7,8 @@ acknowledged write in exactly one live bank: the bank's owner holds it, no other
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from shared.config import StoreSettings
 from shared.rebalance import initial_routing, rebalance
 from shared.sharded import ShardedStoreClient
 from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
+from store_worker import files
 from store_worker.core import MemoryStore
 
 Opener = Callable[[int], list[MemoryStore]]
@@ -316,3 +319,39 @@ def test_the_routing_table_is_never_a_sibling_state_write(open_shards: Opener) -
     path = stores[0].root / ".state" / "shards" / "routing.json"
     path.write_bytes(b"{")
     assert Routing.parse(stores[0].state_get("shards", "routing")) == table
+
+
+def _fail(code: int) -> Callable[..., None]:
+    def call(*args: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    return call
+
+
+def test_a_move_never_carries_a_refused_write_the_disk_could_not_cut_back(
+    open_shards: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given one shard with an acknowledged write in a bank that will move to a second shard,
+    # then a save refused by a failed sync whose cut-back the file system refused too: its
+    # line stays in the file, hidden from every read (``AppendLog.good_size``)
+    (first,) = open_shards(1)
+    bank = next(b for b in BANKS if Routing(slots=plan_slots(Routing().slots, 2)).owner(b) == 1)
+    kept = first.save("acknowledged before the disk failed", bank=bank).memory
+    with monkeypatch.context() as patch:
+        patch.setattr(files, "_datasync", _fail(errno.EIO))
+        patch.setattr(os, "ftruncate", _fail(errno.EROFS))
+        with pytest.raises(errors.SourceUnavailableError):
+            first.save("refused: its sync failed", bank=bank)
+    assert [m.id for m in first.list(bank=bank).memories] == [kept.id]
+    # When the bank moves to a second shard
+    second = MemoryStore(
+        settings=StoreSettings(data_dir=str(shard_dir(tmp_path / "data", 1)), shard_index=1)
+    )
+    try:
+        report = rebalance([first, second], 2)
+        # Then the new owner holds the acknowledged write only, as the old one showed it
+        # (the copy read the file whole: the refused line came back as a memory)
+        assert report.banks_moved == [bank]
+        assert [m.id for m in second.list(bank=bank).memories] == [kept.id]
+    finally:
+        second.close()
