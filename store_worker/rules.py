@@ -104,11 +104,12 @@ def _refuse_unread(bank: Bank, name: str) -> None:
         content = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return
-    except (OSError, UnicodeDecodeError) as e:
-        why = e.strerror if isinstance(e, OSError) else f"not UTF-8 at byte {e.start}"
+    except OSError as e:
+        raise errors.storage_error(f"cannot read rule {name!r} in {path}", e) from e
+    except UnicodeDecodeError as e:
         raise errors.ConflictError(
-            f"rule {name!r} of bank {bank.name!r} is in {path} but cannot be read ({why}); "
-            "it is not replaced unseen: fix the file or remove the rule first"
+            f"rule {name!r} of bank {bank.name!r} is in {path} but is not UTF-8 (byte "
+            f"{e.start}); it is not replaced unseen: fix the file or remove the rule first"
         ) from e
     bank.rules[name] = content
     raise errors.SourceUnavailableError(

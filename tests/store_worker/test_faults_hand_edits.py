@@ -192,7 +192,7 @@ def test_a_rule_that_could_not_be_read_is_never_replaced_unseen(
         assert "learned" not in [r.name for r in store.rule_list(bank="work").rules]
         # When a writer extends it from what it read (the extractor: nothing), Then it is
         # refused and the file keeps every line (it was replaced by the new line alone)
-        with pytest.raises(ConflictError, match="cannot be read"):
+        with pytest.raises(ConflictError, match="not UTF-8"):
             store.rule_set("learned", "- a new rule\n", bank="work")
         assert b"deploy on fridays" in path.read_bytes()
         # When the file is fixed by hand, Then the next write is refused once, retryably,
