@@ -912,7 +912,12 @@ class MemoryStore:
         elif (self.root / name).exists():  # a folder no bank was loaded from
             shutil.rmtree(staging, ignore_errors=True)
             raise errors.ConflictError(f"{self.root / name} exists and is not a bank")
-        shards.place(staging, self.root / name)
+        try:
+            shards.place(staging, self.root / name)
+        except errors.MemoryServiceError:
+            if (self.root / name).is_dir():  # past the rename (the folder's sync failed): a
+                self.banks.reread(name)  # bank in place that RAM ignored refused the retry
+            raise
         self.reader.forget(name)
         return Banks.info(self.banks.reload(name))
 

@@ -138,8 +138,10 @@ def write_staged(root: Path, name: str, files: dict[PurePosixPath, bytes]) -> Pa
         for rel, data in files.items():
             atomic_write(staging / Path(*rel.parts), data)
         fsync_dir(staging)
-    except errors.SourceUnavailableError:
+    except (OSError, errors.SourceUnavailableError) as e:
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(e, OSError):  # the folder's own sync: typed like every other refusal
+            raise errors.storage_error(f"cannot write imported bank {name}", e) from e
         raise
     return staging
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -355,3 +356,49 @@ def test_a_move_never_carries_a_refused_write_the_disk_could_not_cut_back(
         assert [m.id for m in second.list(bank=bank).memories] == [kept.id]
     finally:
         second.close()
+
+
+_FILE_CALLS = ("write", "fsync", "fdatasync", "replace", "rename", "unlink", "ftruncate", "mkdir")
+
+
+def test_a_fault_at_any_file_call_of_a_move_is_typed_and_a_rerun_finishes_it(
+    open_shards: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bank = next(b for b in BANKS if Routing(slots=plan_slots(Routing().slots, 2)).owner(b) == 1)
+    for k in range(1, 200):
+        # Given a bank on one shard that moves when a second shard joins
+        shutil.rmtree(tmp_path / "data", ignore_errors=True)
+        (first,) = open_shards(1)
+        acked = {first.save(f"fact {n} about lanterns", bank=bank).memory.id for n in range(3)}
+        second = MemoryStore(
+            settings=StoreSettings(data_dir=str(shard_dir(tmp_path / "data", 1)), shard_index=1)
+        )
+        try:
+            # When the k-th file call of the move fails (EIO)
+            calls = [0]
+            with monkeypatch.context() as patch:
+                for name in _FILE_CALLS:
+                    patch.setattr(os, name, _kth(getattr(os, name), calls, k))
+                try:
+                    rebalance([first, second], 2)
+                except errors.MemoryServiceError:
+                    pass  # typed: a raw OSError fails the test
+            if calls[0] < k:
+                return  # the move made fewer calls: every one has failed once
+            # Then running it again, with no restart, finishes the move, losing nothing
+            rebalance([first, second], 2)
+            assert {m.id for m in second.list(bank=bank).memories} == acked, k
+            assert bank not in first.shard_routing()["banks"], k
+        finally:
+            second.close()
+    raise AssertionError("more file calls than expected")
+
+
+def _kth(real: Callable[..., object], calls: list[int], k: int) -> Callable[..., object]:
+    def call(*args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        if calls[0] == k:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(*args, **kwargs)
+
+    return call
