@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import re
+import resource
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,6 +68,9 @@ class Banks(Mapping[str, Bank]):
         # (``AppendLog.good_size``) outlives the reload.
         self._unloaded: dict[str, AppendLog] = {}
         self.stage: Stage | None = None  # the group commit batch in progress (commit.py)
+        # The logs holding a descriptor, least recently opened first (``_opened``).
+        self._open_logs: OrderedDict[AppendLog, None] = OrderedDict()
+        self.max_open_logs = open_logs_allowed()
         self.guard: ShardGuard | None = None  # this store as one shard of several (shards.py)
 
     # -- the mapping -----------------------------------------------------------------------
@@ -122,6 +127,7 @@ class Banks(Mapping[str, Bank]):
         carried = self._unloaded.pop(name, None)
         if carried is not None:
             bank.files.log = carried
+        bank.files.log.on_open = self._opened
         try:
             bank.load()
             self._banks[name] = bank
@@ -163,6 +169,21 @@ class Banks(Mapping[str, Bank]):
     def close(self) -> None:
         for bank in self._banks.values():
             _retire(bank)
+        self._open_logs.clear()
+
+    def _opened(self, opened: AppendLog) -> None:
+        """Keep at most ``max_open_logs`` logs open: each bank's log keeps its descriptor
+        between appends, and one held per bank ran a store with many banks out of them
+        (``EMFILE``: every write to a bank not yet open was refused, and so were the rule,
+        state and outbox writes that need one). The least recently opened one is closed;
+        it opens again at its next append. Called under the store lock, as every append."""
+        self._open_logs[opened] = None
+        self._open_logs.move_to_end(opened)
+        while len(self._open_logs) > self.max_open_logs:
+            oldest = next(iter(self._open_logs))
+            del self._open_logs[oldest]
+            if oldest is not opened:
+                oldest.close()
 
     # -- resolving and creating ------------------------------------------------------------
 
@@ -213,6 +234,7 @@ class Banks(Mapping[str, Bank]):
             bank = self._load(name)
         else:
             bank = Bank(self.root, name)
+            bank.files.log.on_open = self._opened
             try:
                 bank.files.create(description, self.clock.now_ms())
             except errors.MemoryServiceError:
@@ -279,6 +301,19 @@ class Banks(Mapping[str, Bank]):
             rules=len(bank.rules),
             pinned=pinned,
         )
+
+
+def open_logs_allowed() -> int:
+    """How many bank logs may hold a descriptor at once: a quarter of this process's soft
+    descriptor limit (1,024 by default on Linux: 256 logs), leaving the rest to rule,
+    draft, state and outbox writes, the lock, sockets and the runtime."""
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        soft = resource.RLIM_INFINITY
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(4, min(1024, soft // 4))
 
 
 def _retire(bank: Bank) -> None:

@@ -69,7 +69,7 @@ from shared.models import (
     TurnCompletedResponse,
 )
 from shared.redact import redact, redact_json
-from shared.shards import frozen_error
+from shared.shards import STATE_KEY, STATE_OWNER, frozen_error
 from shared.tokens import TokenCounter
 from store_worker import links, ops, shards
 from store_worker import lock as dir_lock
@@ -82,7 +82,13 @@ from store_worker.commit import GroupCommit
 from store_worker.drafts import Drafts
 from store_worker.embed import Embedder, embedder_for
 from store_worker.events import EventBus, Subscriber
-from store_worker.files import TRASH_DIR, StateStore, check_writable, remove_stale_staging
+from store_worker.files import (
+    MEMORIES,
+    TRASH_DIR,
+    StateStore,
+    check_writable,
+    remove_stale_staging,
+)
 from store_worker.inject import Injector
 from store_worker.outbox import Outbox
 from store_worker.purge import Purger
@@ -190,7 +196,11 @@ class MemoryStore:
         # a one-shot process decodes a snapshot-covered record when it first uses it
         # (store_worker/records.py); not for a store shared between threads
         self.lazy_records = lazy_records
-        self._open()
+        try:
+            self._open()
+        except BaseException:  # no caller holds a store that failed to open: let go of the
+            dir_lock.release(self._dir_lock)  # data dir, or this process is locked out of it
+            raise
         self.commits = GroupCommit(self.lock, banks=self.banks, events=self.events)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -777,13 +787,18 @@ class MemoryStore:
 
     @_reading
     def state_get(self, owner: str, key: str) -> object | None:
-        return self.state.get(v.rule_name(owner), v.rule_name(key))
+        owner, key = v.rule_name(owner), v.rule_name(key)
+        if (owner, key) == (STATE_OWNER, STATE_KEY):  # the table this shard serves by
+            return self.shard.describe()["routing"] if self.shard.routing.version else None
+        return self.state.get(owner, key)
 
     @_serialized
     def state_set(self, owner: str, key: str, value: object) -> None:
         v.json_value(value, "state value")
         owner = v.no_credential(v.rule_name(owner), "state owner") or owner
         key = v.no_credential(v.rule_name(key), "state key") or key
+        if (owner, key) == (STATE_OWNER, STATE_KEY):  # the next open would serve by it
+            raise errors.InvalidArgumentError("the slot table changes only through shard_routing")
         # a sibling's state is written to disk like any other write: redacted (DESIGN §6)
         self.state.set(owner, key, redact_json(value))
 
@@ -878,7 +893,10 @@ class MemoryStore:
         bank = self.banks.get(name)
         if bank is None:
             raise errors.NotFoundError(f"no bank named {name!r} on this shard")
-        return shards.export_files(bank.files.dir)
+        exported = shards.export_files(bank.files.dir)
+        if MEMORIES in exported:  # as replay reads it: never a refused append left uncut
+            exported[MEMORIES] = bank.files.log.read_bytes()  # (``AppendLog.good_size``)
+        return exported
 
     @_serialized
     def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
@@ -894,7 +912,12 @@ class MemoryStore:
         elif (self.root / name).exists():  # a folder no bank was loaded from
             shutil.rmtree(staging, ignore_errors=True)
             raise errors.ConflictError(f"{self.root / name} exists and is not a bank")
-        shards.place(staging, self.root / name)
+        try:
+            shards.place(staging, self.root / name)
+        except errors.MemoryServiceError:
+            if (self.root / name).is_dir():  # past the rename (the folder's sync failed): a
+                self.banks.reread(name)  # bank in place that RAM ignored refused the retry
+            raise
         self.reader.forget(name)
         return Banks.info(self.banks.reload(name))
 

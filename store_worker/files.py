@@ -246,6 +246,9 @@ class AppendLog:
         # It measures one file (``_marked``): a file put in its place since is read whole.
         self.good_size: int | None = None
         self._marked: tuple[int, int] | None = None
+        # Told each time a descriptor is opened: the repository keeps a bounded number of
+        # logs open (``Banks``), so many banks never run the process out of descriptors.
+        self.on_open: Callable[[AppendLog], None] | None = None
 
     def read_bytes(self) -> bytes:
         """The whole file (empty when it does not exist yet); after a refused append that
@@ -323,6 +326,8 @@ class AppendLog:
                 raise
             self._fh, self._ident = fd, (st.st_dev, st.st_ino)
             self._created = not existed
+            if self.on_open is not None:
+                self.on_open(self)
         return self._fh
 
     def _still_named(self) -> bool:
@@ -668,20 +673,27 @@ class StateStore:
     def __init__(self, root: Path) -> None:
         self.dir = root / STATE_DIR
 
-    def _path(self, owner: str, key: str) -> Path:
+    def path(self, owner: str, key: str) -> Path:
         return self.dir / owner / f"{key}.json"
 
     def remove_stale_temps(self) -> int:
         """Remove what killed writes left (``TEMPS``); only the lock holder calls this."""
         return remove_temps(*(p for p in self.dir.glob("*") if p.is_dir()))
 
-    def get(self, owner: str, key: str) -> object | None:
-        path = self._path(owner, key)
+    def read(self, owner: str, key: str) -> object | None:
+        """The value, or None when the key was never written. Raises ``OSError``,
+        ``ValueError`` or ``RecursionError`` when the file is there but cannot be read (an
+        I/O error, a hand edit): for a value the store must not guess (``ShardGuard``)."""
         try:
-            value: object = json.loads(path.read_text("utf-8"))
-            return value
+            value: object = json.loads(self.path(owner, key).read_text("utf-8"))
         except FileNotFoundError:
             return None
+        return value
+
+    def get(self, owner: str, key: str) -> object | None:
+        path = self.path(owner, key)
+        try:
+            return self.read(owner, key)
         except (OSError, ValueError, RecursionError) as e:
             # a hand edit (bad UTF-8, not JSON, nested past the parser's depth): the owner
             # starts that key afresh; doctor's files_readable names the file until it is fixed
@@ -689,7 +701,7 @@ class StateStore:
             return None
 
     def set(self, owner: str, key: str, value: object) -> None:
-        atomic_write(self._path(owner, key), json.dumps(value, sort_keys=True).encode("utf-8"))
+        atomic_write(self.path(owner, key), json.dumps(value, sort_keys=True).encode("utf-8"))
 
     def prune(self, owner: str, older_than: float) -> int:
         """Delete ``owner``'s keys last written before ``older_than`` (epoch seconds, file

@@ -59,6 +59,8 @@ class Rules:
             )
         result = redact(content)
         target = self.banks.writable(self.banks.resolve(bank, create=bool(content.strip())))
+        if content.strip() and name not in target.rules:
+            _refuse_unread(target, name)
         if not content.strip():
             try:
                 removed = target.files.remove_rule(name)
@@ -88,6 +90,33 @@ class Rules:
         self.events.emit(
             "bank-changed", "rules-changed", bank.name, now=self.clock.now_ms(), redacted=redacted
         )
+
+
+def _refuse_unread(bank: Bank, name: str) -> None:
+    """Never replace a rule file that is there but was not read: not UTF-8 after a hand
+    edit, or an I/O error when the bank loaded. A writer that extends a rule sends back
+    what it read plus its lines (the extractor's ``learned``): from a rule it could not see,
+    that write erased every line before it. Readable now (the error passed), RAM takes it
+    and the caller is refused retryably, to read it and ask again; still unreadable, the
+    write is refused until the file is fixed or removed (an empty ``rule_set``)."""
+    path = bank.files.rules_dir / f"{name}.md"
+    try:
+        content = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise errors.storage_error(f"cannot read rule {name!r} in {path}", e) from e
+    except UnicodeDecodeError as e:
+        raise errors.ConflictError(
+            f"rule {name!r} of bank {bank.name!r} is in {path} but is not UTF-8 (byte "
+            f"{e.start}); it is not replaced unseen: fix the file or remove the rule first"
+        ) from e
+    bank.rules[name] = content
+    raise errors.SourceUnavailableError(
+        f"rule {name!r} of bank {bank.name!r} could not be read when the bank loaded and "
+        "now can: read it and set it again",
+        retryable=True,
+    )
 
 
 def _follow_file(bank: Bank, name: str) -> None:

@@ -37,7 +37,7 @@ class ShardGuard:
     def __init__(self, state: StateStore, index: int) -> None:
         self.state = state
         self.index = index
-        self.routing = Routing.parse(state.get(STATE_OWNER, STATE_KEY))
+        self.routing = _stored_routing(state)
 
     def owns(self, bank: str) -> bool:
         return self.routing.owner(bank) == self.index
@@ -76,6 +76,24 @@ class ShardGuard:
 
     def describe(self) -> dict[str, Any]:
         return {"shard": self.index, "routing": self.routing.dump()}
+
+
+def _stored_routing(state: StateStore) -> Routing:
+    """The table this shard was last given. A table file that is there but cannot be read
+    (an I/O error, garbage appended by hand) refuses the open: read as "no table", it would
+    make shard 0 the owner of every bank and take acknowledged writes for banks another
+    shard serves (where no client looks for them), and hand clients a table that hides
+    them. Every shard keeps a copy of the last table it took: restore the file from one."""
+    try:
+        return Routing.parse(state.read(STATE_OWNER, STATE_KEY))
+    except (OSError, ValueError, RecursionError) as e:
+        path = state.path(STATE_OWNER, STATE_KEY)
+        why = e.strerror if isinstance(e, OSError) and e.strerror else "not JSON"
+        raise errors.SourceUnavailableError(
+            f"the shard routing table {path} cannot be read ({why}); this store will not "
+            "serve banks by a guessed table: restore the file from another shard's copy",
+            retryable=isinstance(e, OSError) and e.errno in errors.TRANSIENT_ERRNOS,
+        ) from e
 
 
 def export_files(folder: Path) -> dict[str, bytes]:
@@ -120,8 +138,10 @@ def write_staged(root: Path, name: str, files: dict[PurePosixPath, bytes]) -> Pa
         for rel, data in files.items():
             atomic_write(staging / Path(*rel.parts), data)
         fsync_dir(staging)
-    except errors.SourceUnavailableError:
+    except (OSError, errors.SourceUnavailableError) as e:
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(e, OSError):  # the folder's own sync: typed like every other refusal
+            raise errors.storage_error(f"cannot write imported bank {name}", e) from e
         raise
     return staging
 

@@ -212,4 +212,3 @@ def test_the_learned_rule_is_the_extractors_even_with_rule_edits(tool: MemoryToo
     learned = "/memories/main/rules/learned.md"
     result = tool.tool_result({"command": "create", "path": learned, "file_text": "- obey"})
     assert result["is_error"] and "extractor" in result["content"]
-

@@ -7,6 +7,9 @@ acknowledged write in exactly one live bank: the bank's owner holds it, no other
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from shared.config import StoreSettings
 from shared.rebalance import initial_routing, rebalance
 from shared.sharded import ShardedStoreClient
 from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
+from store_worker import files
 from store_worker.core import MemoryStore
 
 Opener = Callable[[int], list[MemoryStore]]
@@ -272,3 +276,129 @@ def test_without_shard_zero_the_table_comes_from_the_others(open_shards: Opener)
     with pytest.raises(errors.SourceUnavailableError) as caught:
         client.get(next(iter(acked[on0[0]])), bank=on0[0])
     assert caught.value.retryable
+
+
+@pytest.mark.parametrize(
+    "damage", [b"\x00garbage", b"", b"\xff\xfe"], ids=["appended", "emptied", "not-utf8"]
+)
+def test_an_unreadable_routing_table_refuses_the_open_not_guesses_it(
+    open_shards: Opener, tmp_path: Path, damage: bytes
+) -> None:
+    # Given two shards with a table, a bank on shard 1, and shard 0's table file damaged by hand
+    stores = open_shards(2)
+    table = initial_routing(stores)
+    assert table is not None
+    acked = _fill(ShardedStoreClient(stores), BANKS)
+    foreign = next(b for b in BANKS if table.owner(b) == 1)
+    for store in stores:
+        store.close()
+    path = shard_dir(tmp_path / "data", 0) / ".state" / "shards" / "routing.json"
+    path.write_bytes(damage if damage == b"" else path.read_bytes() + damage)
+    # When shard 0 opens again, Then it refuses, naming the file (read as "no table", it
+    # took every bank as its own: a write for shard 1's bank was acknowledged where no
+    # client looks, and clients were handed a table that hid shard 1's banks)
+    with pytest.raises(errors.SourceUnavailableError, match=r"routing table .* cannot be read"):
+        open_shards(2)
+    assert not (shard_dir(tmp_path / "data", 0) / foreign).exists()
+    # And once the file is restored from shard 1's copy, every acknowledged write is served
+    copy = shard_dir(tmp_path / "data", 1) / ".state" / "shards" / "routing.json"
+    path.write_bytes(copy.read_bytes())
+    _assert_exactly_once(open_shards(2), acked)
+
+
+def test_the_routing_table_is_never_a_sibling_state_write(open_shards: Opener) -> None:
+    # Given two shards with a table
+    stores = open_shards(2)
+    table = initial_routing(stores)
+    assert table is not None
+    # When a sibling writes the table's state key on one store directly, Then it is refused
+    # (the next open would serve by it) and nothing changed
+    with pytest.raises(errors.InvalidArgumentError, match="shard_routing"):
+        stores[0].state_set("shards", "routing", Routing().dump())
+    assert Routing.parse(stores[0].state_get("shards", "routing")) == table
+    # And a table file damaged while the shard runs still reads as the table it serves by
+    path = stores[0].root / ".state" / "shards" / "routing.json"
+    path.write_bytes(b"{")
+    assert Routing.parse(stores[0].state_get("shards", "routing")) == table
+
+
+def _fail(code: int) -> Callable[..., None]:
+    def call(*args: object) -> None:
+        raise OSError(code, os.strerror(code))
+
+    return call
+
+
+def test_a_move_never_carries_a_refused_write_the_disk_could_not_cut_back(
+    open_shards: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given one shard with an acknowledged write in a bank that will move to a second shard,
+    # then a save refused by a failed sync whose cut-back the file system refused too: its
+    # line stays in the file, hidden from every read (``AppendLog.good_size``)
+    (first,) = open_shards(1)
+    bank = next(b for b in BANKS if Routing(slots=plan_slots(Routing().slots, 2)).owner(b) == 1)
+    kept = first.save("acknowledged before the disk failed", bank=bank).memory
+    with monkeypatch.context() as patch:
+        patch.setattr(files, "_datasync", _fail(errno.EIO))
+        patch.setattr(os, "ftruncate", _fail(errno.EROFS))
+        with pytest.raises(errors.SourceUnavailableError):
+            first.save("refused: its sync failed", bank=bank)
+    assert [m.id for m in first.list(bank=bank).memories] == [kept.id]
+    # When the bank moves to a second shard
+    second = MemoryStore(
+        settings=StoreSettings(data_dir=str(shard_dir(tmp_path / "data", 1)), shard_index=1)
+    )
+    try:
+        report = rebalance([first, second], 2)
+        # Then the new owner holds the acknowledged write only, as the old one showed it
+        # (the copy read the file whole: the refused line came back as a memory)
+        assert report.banks_moved == [bank]
+        assert [m.id for m in second.list(bank=bank).memories] == [kept.id]
+    finally:
+        second.close()
+
+
+_FILE_CALLS = ("write", "fsync", "fdatasync", "replace", "rename", "unlink", "ftruncate", "mkdir")
+
+
+def test_a_fault_at_any_file_call_of_a_move_is_typed_and_a_rerun_finishes_it(
+    open_shards: Opener, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bank = next(b for b in BANKS if Routing(slots=plan_slots(Routing().slots, 2)).owner(b) == 1)
+    for k in range(1, 200):
+        # Given a bank on one shard that moves when a second shard joins
+        shutil.rmtree(tmp_path / "data", ignore_errors=True)
+        (first,) = open_shards(1)
+        acked = {first.save(f"fact {n} about lanterns", bank=bank).memory.id for n in range(3)}
+        second = MemoryStore(
+            settings=StoreSettings(data_dir=str(shard_dir(tmp_path / "data", 1)), shard_index=1)
+        )
+        try:
+            # When the k-th file call of the move fails (EIO)
+            calls = [0]
+            with monkeypatch.context() as patch:
+                for name in _FILE_CALLS:
+                    patch.setattr(os, name, _kth(getattr(os, name), calls, k))
+                try:
+                    rebalance([first, second], 2)
+                except errors.MemoryServiceError:
+                    pass  # typed: a raw OSError fails the test
+            if calls[0] < k:
+                return  # the move made fewer calls: every one has failed once
+            # Then running it again, with no restart, finishes the move, losing nothing
+            rebalance([first, second], 2)
+            assert {m.id for m in second.list(bank=bank).memories} == acked, k
+            assert bank not in first.shard_routing()["banks"], k
+        finally:
+            second.close()
+    raise AssertionError("more file calls than expected")
+
+
+def _kth(real: Callable[..., object], calls: list[int], k: int) -> Callable[..., object]:
+    def call(*args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        if calls[0] == k:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(*args, **kwargs)
+
+    return call

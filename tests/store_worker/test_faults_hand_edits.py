@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from shared.clock import FakeClock
+from shared.errors import ConflictError, SourceUnavailableError
 from shared.models import Memory
 from store_worker.core import MemoryStore
 from store_worker.embed import FakeEmbedder
@@ -173,6 +174,37 @@ def test_an_unreadable_rule_is_skipped_and_reported(
         path.unlink()
         store.reload()
         assert problems(store) == ""
+    finally:
+        store.close()
+
+
+def test_a_rule_that_could_not_be_read_is_never_replaced_unseen(
+    made: Path, clock: FakeClock
+) -> None:
+    # Given a learned rule with garbage appended by hand: skipped at load, as it should be
+    store = reopen(made, clock)
+    store.rule_set("learned", "- always use tabs\n- deploy on fridays\n", bank="work")
+    store.close()
+    path = made / "work" / "rules" / "learned.md"
+    path.write_bytes(path.read_bytes() + b"\xff garbage\n")
+    store = reopen(made, clock)
+    try:
+        assert "learned" not in [r.name for r in store.rule_list(bank="work").rules]
+        # When a writer extends it from what it read (the extractor: nothing), Then it is
+        # refused and the file keeps every line (it was replaced by the new line alone)
+        with pytest.raises(ConflictError, match="not UTF-8"):
+            store.rule_set("learned", "- a new rule\n", bank="work")
+        assert b"deploy on fridays" in path.read_bytes()
+        # When the file is fixed by hand, Then the next write is refused once, retryably,
+        # and RAM shows the rule, so the writer's next read sees every line
+        path.write_bytes(b"- always use tabs\n- deploy on fridays\n")
+        with pytest.raises(SourceUnavailableError) as caught:
+            store.rule_set("learned", "- a new rule\n", bank="work")
+        assert caught.value.retryable
+        assert "deploy on fridays" in store.rule_get("learned", bank="work").content
+        # And removing a rule, or setting one that was read, is never refused
+        store.rule_set("learned", "- deploy on fridays\n- a new rule\n", bank="work")
+        assert path.read_bytes() == b"- deploy on fridays\n- a new rule\n"
     finally:
         store.close()
 

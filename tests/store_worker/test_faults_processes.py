@@ -25,7 +25,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from shared.clock import FakeClock
-from shared.errors import DataDirLockedError, SourceUnavailableError
+from shared.errors import DataDirLockedError, InvalidArgumentError, SourceUnavailableError
 from store_worker.core import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,6 +219,24 @@ def test_a_second_store_in_this_process_is_refused_until_the_first_closes(
     first.close()
     second = MemoryStore(data_dir, clock=clock)
     second.close()
+
+
+def test_a_store_that_fails_to_open_lets_go_of_the_data_dir(
+    data_dir: Path, clock: FakeClock
+) -> None:
+    # Given a data dir whose open is refused (a routing table edited by hand)
+    MemoryStore(data_dir, clock=clock).close()
+    table = data_dir / ".state" / "shards" / "routing.json"
+    table.parent.mkdir(parents=True)
+    table.write_text('{"version": -1}')
+    with pytest.raises(InvalidArgumentError, match="routing table"):
+        MemoryStore(data_dir, clock=clock)
+    # When the file is fixed and this process opens the data dir again, Then it opens (the
+    # refused open kept the lock's descriptors: this process was locked out until it exited)
+    table.unlink()
+    store = MemoryStore(data_dir, clock=clock)
+    store.save("opened after a refused open")
+    store.close()
 
 
 def test_a_closed_store_refuses_writes_and_writes_nothing(data_dir: Path, clock: FakeClock) -> None:

@@ -209,9 +209,7 @@ def test_an_undated_record_still_uses_when_it_was_stated(fresh_store: Factory) -
 def test_the_recalled_block_shows_when_it_happened(fresh_store: Factory) -> None:
     store = fresh_store()
     store.save("The user publishes blog posts on Tuesdays", entities=["user"])
-    store.save(
-        "The user ran a charity race", entities=["user"], occurred_at=ms("2023-05-20T09:30")
-    )
+    store.save("The user ran a charity race", entities=["user"], occurred_at=ms("2023-05-20T09:30"))
     res = store.pre_generate("s1", str(ULID()), 0, [{"role": "user", "content": "race? blog?"}])
     (block,) = res.append_messages
     assert "- [2023-05-20] The user ran a charity race" in block["content"]
