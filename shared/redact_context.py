@@ -308,7 +308,7 @@ _KEYWORDS = (
     # keytool's -storepass/-keypass, Redis' requirepass/masterauth, LDAP's bindpw/rootpw and
     # a Wi-Fi psk name a password glued to another word
     r"(?:(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pw"
-    r"|(?:(?:src|dest)?(?:store|key)|trust(?:store)?)pass|requirepass|masterauth|(?:bind|root)pw"
+    r"|(?:(?:src|dest)?(?:store|key)|trust(?:store)?)pass|requirepass|sshpass|masterauth|(?:bind|root)pw"
     r"|(?<![A-Za-z0-9])pass|(?<![A-Za-z0-9])psk)"
     r"|(?P<k_private_key>private[_.-]?key)"
     r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
@@ -320,8 +320,12 @@ _KEYWORDS = (
     r"|[_.-](?:auth|cookie|session)))"
     r"(?:[_.-](?:base(?:64)?|b64|hex|value|raw|plain(?:text)?|str(?:ing)?))?)"
 )
+# (a long flag may glue words before its keyword: ``--authtoken``, ``--dbpassword``,
+# ``--clientsecret``; "pass", "pw" and "psk" must still start a word: ``--bypass``)
 _CLI_FLAG = re.compile(
-    r"(?<!\S)--?(?:[A-Za-z0-9]+-){0,4}" + _KEYWORDS + r"[ \t]+[\"'`]?(?P<secret>(?!-)[^\s\"'`]+)",
+    r"(?<!\S)(?:--(?:[A-Za-z0-9]+-){0,4}[A-Za-z0-9]{0,16}?|-(?:[A-Za-z0-9]+-){0,4})"
+    + _KEYWORDS
+    + r"[ \t]+[\"'`]?(?P<secret>(?!-)[^\s\"'`]+)",
     re.I,
 )
 _SAID_PASSWORD = re.compile(
@@ -702,8 +706,9 @@ _ASSIGNMENT = re.compile(
 #
 # mysql & co take ``-p<password>`` glued (a spaced ``-p`` prompts), sshpass ``-p <password>``,
 # redis-cli ``-a <password>``, the mongo shells ``-p <password>``; curl ``-u user:<password>``
-# (also ``--user``), HTTPie/xh ``-a user:<password>``. The command must come first on the same
-# line, before any pipe or separator, so "-p" elsewhere in prose is left alone.
+# (also ``--user``; the user may be empty, ``-u :<token>``), HTTPie/xh ``-a user:<password>``.
+# The command must come first on the same line, before any pipe or separator, so "-p"
+# elsewhere in prose is left alone.
 
 _VALUE = (
     r"(?:(?P<q>[\"'])(?P<secret>(?:(?!(?P=q))[^\n\\]|\\.)+)(?P=q)"
@@ -720,7 +725,7 @@ _COMMAND_PASSWORD = re.compile(
 _FLAG_OF = {"sshpass": "-p", "redis-cli": "-a", "sqlcmd": "-P"}
 _CURL_USER = re.compile(
     r"(?<![A-Za-z0-9_./-])(?:curl|https?|xh)(?![A-Za-z0-9_:-])[^\n|;&]{0,300}?(?<=[ \t])"
-    r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)?(?P<q>[\"']?)[^\s:\"'@]+:"
+    r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)?(?P<q>[\"']?)[^\s:\"'@]*:"
     r"(?P<secret>[^\s\"'`]+)(?P=q)"
 )
 
