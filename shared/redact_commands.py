@@ -293,7 +293,8 @@ def _judge_positional(m: re.Match[str], secret: str) -> str | None:
 _EXPECT_SEND = re.compile(
     r"(?<![A-Za-z0-9_])(?=expect)[a-z]{6}(?:[ \t]*\(|[ \t]+)[^\n]{0,80}?"
     r"(?i:pass(?:word|phrase|code)?|pin|token|secret)[^\n]{0,80}\r?\n"
-    r"(?:[^\n]*\n){0,2}?[ \t]*(?:[A-Za-z_][\w.]{0,40}\.)?(?=send)[a-z]{4}(?:line)?[ \t]*(?:\([ \t]*|[ \t]+)"
+    r"(?:[^\n]*\n){0,2}?[ \t]*(?:[A-Za-z_][\w.]{0,40}\.)?(?=send)[a-z]{4}(?:line)?"
+    r"[ \t]*(?:\([ \t]*|[ \t]+)"
     r"(?:--[ \t]+)?(?P<q>[\"'])(?P<secret>(?:(?!(?P=q))[^\n\\]|\\[^rn])+)(?:\\r|\\n)?(?P=q)"
 )
 
