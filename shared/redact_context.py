@@ -183,7 +183,15 @@ def _is_code(m: re.Match[str], value: str) -> bool:
         return True
     # ``self.token = token``, ``this.apiKey = apiKey``: the attribute set from its namesake
     key = m.group("key").strip("\"'-]").rsplit(".", 1)[-1].lstrip("_")
+    if _NAMED_VARIABLE.fullmatch(value) is not None:
+        return True  # ``f(page_token=token)``, ``password=DB_PASSWORD``: a variable
     return _CODE_VALUE.fullmatch(value) is not None or value.lower() == key.lower()
+
+
+# A name that is only a credential's noun, or ends in one after "_": a variable or a constant.
+_NAMED_VARIABLE = re.compile(
+    r"(?:[A-Za-z0-9]+_)*(?i:token|secret|key|password|passwd|pwd|pw|pass|credentials?)"
+)
 
 
 # What a regex has and a password has not: a group's "(?", an escape class, a bracket

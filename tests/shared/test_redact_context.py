@@ -1140,6 +1140,8 @@ def test_round_6_command_line_lookalikes_stay(text: str) -> None:
         "return GrpcStoreClient(gateway.address, token=gateway.token, timeout=timeout)",
         "page = ctx.store.list(page_token=a.page_token, **kwargs)",
         "api_key = cfg.api_key",
+        "page = store.list(page_token=token)\nwhile token:\n    page = next(page)",
+        "password=DB_PASSWORD",
         'lines.append(f"next page: --page-token {r.next_page_token}")',
     ],
 )
