@@ -167,6 +167,12 @@ def card_ok(value: str) -> bool:
     return _CARD.fullmatch(value) is not None and luhn_ok(value)
 
 
+def bip32_prefix(value: str) -> bool:
+    """An extended private key's version prefix: xprv/tprv (BIP-32), yprv/zprv/uprv/vprv and
+    the multisig Yprv/Zprv/Uprv/Vprv (SLIP-132)."""
+    return value[:1] in "xtyzuvYZUV"
+
+
 CHECKS: dict[str, Callable[[str], bool]] = {
     "luhn": luhn_ok,
     "payment_card": card_ok,
@@ -174,6 +180,7 @@ CHECKS: dict[str, Callable[[str], bool]] = {
     "strong": is_strong,
     "password": looks_like_password,
     "base58check": base58check_ok,
+    "bip32_prefix": bip32_prefix,
     "discord_id": discord_id_ok,
 }
 

@@ -228,6 +228,81 @@ def _judge_login_tool(m: re.Match[str], secret: str) -> str | None:
     return None if m.group("bare") is not None and _is_plain(secret) else "password"
 
 
+# Other tools' password flags, each tool with its own (cqlsh(1) ``-p``, helm's ``registry
+# login``/``repo add`` ``-p``, mosquitto_pub(1) ``-P``, ``nuget``/``dotnet nuget add source``
+# ``-p``, useradd(8)/usermod(8) ``-p`` (a crypt hash, still the password's), ssh-keygen(1)
+# ``-N``/``-P`` (the new and the old passphrase)). The names are said in a lookahead, as
+# above: the gate finds the rule by its flag.
+_TOOL_PASSWORD = re.compile(
+    _HEAD + r"(?P<tool>(?=cqlsh|helm|mosquitto_|nuget|dotnet|useradd|usermod|ssh-keygen)"
+    r"[a-z_-]{4,14})" + _ARGS + r"(?P<flag>-[pPN]|--password|--pw)(?:[ \t]+|=)" + _VALUE
+)
+_FLAGS_OF_TOOL = {
+    "cqlsh": ("-p", "--password"),
+    "helm": ("-p", "--password"),
+    "mosquitto_pub": ("-P", "--pw"),
+    "mosquitto_sub": ("-P", "--pw"),
+    "mosquitto_rr": ("-P", "--pw"),
+    "nuget": ("-p", "--password"),
+    "dotnet": ("-p", "--password"),
+    "useradd": ("-p", "--password"),
+    "usermod": ("-p", "--password"),
+    "ssh-keygen": ("-N", "-P"),
+}
+
+
+def _judge_tool_password(m: re.Match[str], secret: str) -> str | None:
+    if m.group("flag") not in _FLAGS_OF_TOOL.get(m.group("tool"), ()) or _is_template(secret):
+        return None
+    return None if m.group("bare") is not None and _is_plain(secret) else "password"
+
+
+# A password or a token as a command's positional argument: ``wpa_passphrase <ssid> <pw>``
+# (wpa_passphrase(8)), ``rabbitmqctl add_user|change_password <user> <pw>``, MinIO's ``mc
+# alias set <name> <url> <access key> <secret key>``, ``cargo login <token>``, ``ngrok
+# authtoken <token>`` / ``ngrok config add-authtoken <token>``. (``cloudflared service
+# install <token>``: the token's own shape, in the catalogue.)
+_ONE_ARG = r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)[ \t]+"
+_POSITIONAL = re.compile(
+    _HEAD
+    + r"(?:wpa_passphrase[ \t]+"
+    + _ONE_ARG
+    + r"|(?=rabbitmqctl)[a-z]{11}(?:\.bat)?[^\n|;&]{0,80}?[ \t](?:add_user|change_password)[ \t]+"
+    + _ONE_ARG
+    # (mc's subcommand said in lookaheads: the gate finds the alternative by its URL's "://")
+    + r"|(?=mc[ \t])[a-z]{2}[ \t]+(?=alias[ \t]+set|config[ \t]+host[ \t]+add)[a-z]{5,6}[ \t]+"
+    r"[a-z]{3,4}(?:[ \t]+add)?[ \t]+"
+    + _ONE_ARG
+    + r"[a-z][a-z0-9+.-]{1,20}://[^\s]+[ \t]+"
+    + _ONE_ARG
+    + r"|(?=cargo[ \t])[a-z]{5}[ \t]+login(?:[ \t]+--registry(?:[ \t]+|=)[^\s]+)?[ \t]+"
+    r"|(?=ngrok[ \t])[a-z]{5}(?:[ \t]+config[ \t]+add-)?[ \t]*authtoken[ \t]+)" + _VALUE
+)
+
+
+def _judge_positional(m: re.Match[str], secret: str) -> str | None:
+    if _is_template(secret) or secret.startswith("-"):
+        return None
+    return None if m.group("bare") is not None and _is_plain(secret) else "password"
+
+
+# An expect(1) or pexpect script: the literal sent after a password prompt (``expect
+# "password:"`` then ``send "<pw>\r"``; ``child.expect('Password:')`` then
+# ``child.sendline('<pw>')``).
+# (expect and send are said in lookaheads: the gate finds the rule by the prompt's noun)
+_EXPECT_SEND = re.compile(
+    r"(?<![A-Za-z0-9_])(?=expect)[a-z]{6}(?:[ \t]*\(|[ \t]+)[^\n]{0,80}?"
+    r"(?i:pass(?:word|phrase|code)?|pin|token|secret)[^\n]{0,80}\r?\n"
+    r"(?:[^\n]*\n){0,2}?[ \t]*(?:[A-Za-z_][\w.]{0,40}\.)?(?=send)[a-z]{4}(?:line)?"
+    r"[ \t]*(?:\([ \t]*|[ \t]+)"
+    r"(?:--[ \t]+)?(?P<q>[\"'])(?P<secret>(?:(?!(?P=q))[^\n\\]|\\[^rn])+)(?:\\r|\\n)?(?P=q)"
+)
+
+
+def _judge_expect_send(m: re.Match[str], secret: str) -> str | None:
+    return None if _is_template(secret) or len(secret) < 4 else "password"
+
+
 # --- config commands that store a credential --------------------------------------------------
 #
 # ``npm config set //registry.npmjs.org/:_authToken <token>``, ``yarn config set npmAuthToken
@@ -367,6 +442,19 @@ COMMANDS: tuple[RuleSpec, ...] = (
         ),
     ),
     (_CONFIG_SET, _judge_config_set, _config_starts),
+    (
+        _TOOL_PASSWORD,
+        _judge_tool_password,
+        _starts(
+            "cqlsh", "helm", "mosquitto_", "nuget", "dotnet", "useradd", "usermod", "ssh-keygen"
+        ),
+    ),
+    (
+        _POSITIONAL,
+        _judge_positional,
+        _starts("wpa_passphrase", "rabbitmqctl", "mc", "cargo", "ngrok"),
+    ),
+    (_EXPECT_SEND, _judge_expect_send, _starts("expect")),
     (_SECRET_STORE, _judge_secret_store, _starts_then(("gh", "az", "aws"), "(?:secret|keyv|ssm)")),
     (_FROM_LITERAL, _judge_from_literal, _starts("--from-literal=")),
     (_NET, _judge_net_password, _starts("net", folded=True)),

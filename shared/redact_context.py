@@ -45,6 +45,7 @@ _PLACEHOLDER = re.compile(
     | \$\{[^{}\n]*\} | \$?\{\{[^\n]*\}\}           # ${DB_PASSWORD}, {{ secrets.X }}
     | %[A-Za-z_][A-Za-z0-9_]*%                     # %DB_PASSWORD%
     | <[^<>\n]*> | \[[^\[\]\n]*\]                  # <your-password>, [token]
+    | \{[A-Za-z_][\w.]{0,80}\}                    # {r.next_page_token}: a format field
     | \*+ | x{3,} | X{3,} | \.{3,} | \u2026 | \u2022+   # masks
     """,
     re.VERBOSE,
@@ -55,6 +56,9 @@ _CODE_VALUE = re.compile(
     r"|(?:Get|Set|New|Read|ConvertTo|ConvertFrom|Import|Export|Invoke|Out|Write|Add|Remove"
     r"|Test|Resolve|Find|Select|Join|Split|Format|Protect|Unprotect)-[A-Z][A-Za-z]+"
     r"|(?:self|this|cls|settings|secrets|env|process\.env|import\.meta\.env|os\.environ)\.[\w.]+"
+    # an attribute read whose name says what it holds: ``token = page.next_page_token``,
+    # ``token=gateway.token``, ``key = cfg.api_key`` (no token ends in a word after a dot)
+    r"|[A-Za-z_]\w{0,40}(?:\.[A-Za-z_]\w{0,40}){0,4}\.\w{0,40}?(?i:token|secret|key|password|passwd|pwd)"
 )
 # What ``[A-Za-z0-9_.-]`` matches under re.I: ASCII and the four letters it folds to ASCII.
 _KEY_CHARS = frozenset(
@@ -179,7 +183,15 @@ def _is_code(m: re.Match[str], value: str) -> bool:
         return True
     # ``self.token = token``, ``this.apiKey = apiKey``: the attribute set from its namesake
     key = m.group("key").strip("\"'-]").rsplit(".", 1)[-1].lstrip("_")
+    if _NAMED_VARIABLE.fullmatch(value) is not None:
+        return True  # ``f(page_token=token)``, ``password=DB_PASSWORD``: a variable
     return _CODE_VALUE.fullmatch(value) is not None or value.lower() == key.lower()
+
+
+# A name that is only a credential's noun, or ends in one after "_": a variable or a constant.
+_NAMED_VARIABLE = re.compile(
+    r"(?:[A-Za-z0-9]+_)*(?i:token|secret|key|password|passwd|pwd|pw|pass|credentials?)"
+)
 
 
 # What a regex has and a password has not: a group's "(?", an escape class, a bracket
@@ -308,7 +320,7 @@ _KEYWORDS = (
     # keytool's -storepass/-keypass, Redis' requirepass/masterauth, LDAP's bindpw/rootpw and
     # a Wi-Fi psk name a password glued to another word
     r"(?:(?:(?P<k_password>password|passwd|passphrase|passcode|pwd|(?<![A-Za-z0-9])pw"
-    r"|(?:(?:src|dest)?(?:store|key)|trust(?:store)?)pass|requirepass|masterauth|(?:bind|root)pw"
+    r"|(?:(?:src|dest)?(?:store|key)|trust(?:store)?)pass|requirepass|sshpass|masterauth|(?:bind|root)pw"
     r"|(?<![A-Za-z0-9])pass|(?<![A-Za-z0-9])psk)"
     r"|(?P<k_private_key>private[_.-]?key)"
     r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
@@ -320,8 +332,12 @@ _KEYWORDS = (
     r"|[_.-](?:auth|cookie|session)))"
     r"(?:[_.-](?:base(?:64)?|b64|hex|value|raw|plain(?:text)?|str(?:ing)?))?)"
 )
+# (a long flag may glue words before its keyword: ``--authtoken``, ``--dbpassword``,
+# ``--clientsecret``; "pass", "pw" and "psk" must still start a word: ``--bypass``)
 _CLI_FLAG = re.compile(
-    r"(?<!\S)--?(?:[A-Za-z0-9]+-){0,4}" + _KEYWORDS + r"[ \t]+[\"'`]?(?P<secret>(?!-)[^\s\"'`]+)",
+    r"(?<!\S)(?:--(?:[A-Za-z0-9]+-){0,4}[A-Za-z0-9]{0,16}?|-(?:[A-Za-z0-9]+-){0,4})"
+    + _KEYWORDS
+    + r"[ \t]+[\"'`]?(?P<secret>(?!-)[^\s\"'`]+)",
     re.I,
 )
 _SAID_PASSWORD = re.compile(
@@ -337,7 +353,8 @@ _SAID_PASSWORD = re.compile(
     r"|[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?"
     r"(?:[ \t]+(?P<verb>(?i:is|was))[ \t]*:?|[ \t]*(?P<colon2>:))(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
     r"|(?:[ \t]+|(?=['\u2019]s[ \t]))"
-    r"(?:(?P<verb2>(?i:is|was|to|è|['\u2019]s)|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
+    r"(?:(?P<verb2>(?i:(?:is|was|has[ \t]+been|got)[ \t]+(?:re)?(?:set|changed|updated|rotated)"
+    r"[ \t]+to|is|was|to|è|['\u2019]s)|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
     r"(?:[ \t]+|[ \t]*\r?\n[ \t]*))?)"
     r"(?:(?P<q>[\"'`])(?P<secret>[^\n\"'`]{1,200})(?P=q)"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)]))"
@@ -381,12 +398,13 @@ _FOREIGN_NOUN = (
     r"|пароль|парол(?:я|ем)|密码|密碼|パスワード|비밀번호|(?:ş|s)ifre(?:m|n|si)?"
     r"|salasana(?:ni|si)?|adgangskode(?:n)?|kodeord(?:et)?|jelsz(?:ó|o)(?:m)?|heslo"
     # (each noun in ASCII is one more word the gate looks for in every text: the common ones)
-    r"|kennw(?:o|ö)rt(?:e?s)?|mdp|clave|parolă|парол(?:а|ата)|κωδικ(?:ός|ος)|mật[ \t]+khẩu"
+    r"|kennw(?:o|ö)rt(?:e?s)?|mdp|clave|parol(?:ă|a(?![ \t]+d['\u2019]))|парол(?:а|ата)"
+    r"|κωδικ(?:ός|ος)|mật[ \t]+khẩu"
     r"|parola[ \t]+d['\u2019]ordine|kata[ \t]+sandi(?:nya)?|geslo|lozinka|лозинка|parool"
     r"|slaptažod(?:is|į)"
     # (no Devanagari or Thai noun: their vowel signs are no letters, and the gate would
     # look for one with a slower search over every text)
-    r"|كلمة[ \t]+(?:المرور|السر)|סיסמ(?:ה|א)|口令|암호)"
+    r"|كلمة[ \t]+(?:المرور|السر)|رمز[ \t]+(?:عبور|ورود)|סיסמ(?:ה|א)|口令|암호)"
 )
 _FOREIGN_VALUE = (
     # "Passwort für WLAN: X", "contraseña del wifi: X", "пароль от почты X"
@@ -396,12 +414,19 @@ _FOREIGN_VALUE = (
     r"(?:[ \t]*(?P<sep>[:=])[ \t]*"
     r"|[ \t]*(?P<verb>是|为|為|は)[ \t]*"
     r"|[ \t]+(?P<verb2>(?i:is|ist|lautet|war|est|était|es|era|é|è|er|var|är|on|oli|jest|to|je"
-    r"|van|adalah|là|είναι|е|—|-))[ \t]*:?[ \t]+"
+    r"|van|adalah|là|είναι|е|este|היא|הוא|هي|هو|—|-))[ \t]*:?[ \t]+"
     r"|[ \t]+)"
     r"(?:(?P<q>[\"'`«“„])(?P<secret>[^\n\"'`«»“”„]{1,200})[\"'`»”“]"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)!。，、]))"
 )
-_FOREIGN_PASSWORD = re.compile(r"(?<![^\W\d_])(?i:" + _FOREIGN_NOUN + ")" + _FOREIGN_VALUE)
+# (a noun may follow a letter of a script written without spaces, "我的密码是...", or a
+# Hebrew prefix, "הסיסמה": no other letter)
+_FOREIGN_PASSWORD = re.compile(
+    r"(?<![^\W\d_\u05d0-\u05ea\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])(?i:"
+    + _FOREIGN_NOUN
+    + ")"
+    + _FOREIGN_VALUE
+)
 _FOREIGN_PASSWORD_PASS = re.compile(
     r"(?<![^\W\d_])(?i:" + _FOREIGN_PASS_NOUN + ")" + _FOREIGN_VALUE
 )
@@ -702,8 +727,9 @@ _ASSIGNMENT = re.compile(
 #
 # mysql & co take ``-p<password>`` glued (a spaced ``-p`` prompts), sshpass ``-p <password>``,
 # redis-cli ``-a <password>``, the mongo shells ``-p <password>``; curl ``-u user:<password>``
-# (also ``--user``), HTTPie/xh ``-a user:<password>``. The command must come first on the same
-# line, before any pipe or separator, so "-p" elsewhere in prose is left alone.
+# (also ``--user``; the user may be empty, ``-u :<token>``), HTTPie/xh ``-a user:<password>``.
+# The command must come first on the same line, before any pipe or separator, so "-p"
+# elsewhere in prose is left alone.
 
 _VALUE = (
     r"(?:(?P<q>[\"'])(?P<secret>(?:(?!(?P=q))[^\n\\]|\\.)+)(?P=q)"
@@ -720,7 +746,7 @@ _COMMAND_PASSWORD = re.compile(
 _FLAG_OF = {"sshpass": "-p", "redis-cli": "-a", "sqlcmd": "-P"}
 _CURL_USER = re.compile(
     r"(?<![A-Za-z0-9_./-])(?:curl|https?|xh)(?![A-Za-z0-9_:-])[^\n|;&]{0,300}?(?<=[ \t])"
-    r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)?(?P<q>[\"']?)[^\s:\"'@]+:"
+    r"(?:-u|--user|-a|--auth)(?:[ \t]+|=)?(?P<q>[\"']?)[^\s:\"'@]*:"
     r"(?P<secret>[^\s\"'`]+)(?P=q)"
 )
 
@@ -769,7 +795,9 @@ _SAID_KEY = re.compile(
     # ("client_secret 8fJk..."); the value's shape decides, as after "is"
     r"(?<![A-Za-z0-9])(?i:(?P<k_api_key>(?:api[ _-]?)?key)|(?P<k_token>token)"
     r"|(?P<k_secret>secret))s?(?:\*\*)?"
-    r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\]))?"
+    # "the token for the CI bot is <v>": a qualifier, then only with "is"/"was"
+    r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])"
+    r"|[ \t]+(?i:for|of|on)[ \t]+[^\n:=\"'`]{1,40}?(?=[ \t]+(?i:is|was)[ \t]))?"
     r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*|[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?)[\"'`]?"
     r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
@@ -968,12 +996,12 @@ def _assignment_starts(scan: Scan) -> list[int]:
 # With no verb, the value's first character must follow the blanks.
 _SAID_KEY_TAIL = re.compile(
     r"(?:key|token|secret)s?(?:\*\*)?"
-    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|[\"'`]?[a-z0-9_+/=.~-]{16}))"
+    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|for|of|on|[\"'`]?[a-z0-9_+/=.~-]{16}))"
 )
 _SAID_PASSWORD_TAIL = re.compile(
     r"(?:pass(?:word|phrase|code|wd)?|pwd?)"
     r"(?:[ \t]*[(\[]"
-    r"|[ \t]+(?:is|was|è|for|to|of|on|at|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
+    r"|[ \t]+(?:is|was|has|got|è|for|to|of|on|at|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
     r"|['\u2019]s[ \t])"
 )
 

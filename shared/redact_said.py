@@ -113,8 +113,46 @@ _FOREIGN_KEY = re.compile(
 )
 
 
+# The password said before its noun: "<pw> is my password", "<pw> was the wifi password",
+# "use <pw> as the password" ("try <pw> as ..."). The value must read as a password (a letter
+# and a digit or a symbol, no "/" or "@": no path, URL or address) and as no word. (The verbs
+# are said in lookaheads: the gate finds the rule by its noun, not by "is" in every text.)
+_BEFORE_NOUN = re.compile(
+    r"(?:(?<!\S)(?i:use|try)[ \t]+(?P<q>[\"'`]?)(?P<secret>[^\s\"'`]{6,64})(?P=q)"
+    r"[ \t]+(?=(?i:as)[ \t])[A-Za-z]{2}"
+    r"|(?P<bare>[^\s\"'`(]{6,64})[\"'`]?[ \t]+(?=(?i:is|was)[ \t])[A-Za-z]{2,3})"
+    r"[ \t]+(?:(?i:my|the|our|your|his|her|their|a)[ \t]+)?(?:[A-Za-z-]{1,20}[ \t]+){0,2}?"
+    r"(?i:pass(?:word|phrase|code)|pw)(?![A-Za-z])"
+    # the noun ends the clause: "... is the password policy version" names no password
+    r"(?=[ \t]*(?:$|[\r\n.,;:!?)\]\"'`]|(?i:for|on|at|of|to|in|here|now|too|and|but|so)\b))"
+)
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+[\w.+-]*", re.I)
+
+
+def _judge_before_noun(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret) or _is_plain(secret) or "/" in secret or "@" in secret:
+        return None
+    if _VERSION.fullmatch(secret):
+        return None  # "v1.2.3 is the password release"
+    return "password" if looks_like_password(secret) else None
+
+
+def _before_noun_starts(scan: Scan) -> list[int]:
+    """Each word's start up to 80 characters before a "pass" or "pw" on its line."""
+    text, starts = scan.text, set()
+    for at in scan.find("pass", "pw"):
+        low = max(text.rfind("\n", 0, at) + 1, at - 80)
+        for word in _WORD.finditer(text, low, at):
+            starts.add(word.start())
+    return sorted(starts)
+
+
+_WORD = re.compile(r"(?<!\S)\S")
+
+
 SAID: tuple[RuleSpec, ...] = (
     (_CREDENTIAL_PAIR, _judge_credential_pair, _credential_pair_starts),
     (_EMAIL_PAIR, _judge_email_pair, _email_pair_starts),
     (_FOREIGN_KEY, _judge_said_key, None),
+    (_BEFORE_NOUN, _judge_before_noun, _before_noun_starts),
 )

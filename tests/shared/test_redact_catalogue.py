@@ -142,3 +142,78 @@ def test_duplicate_ids_are_refused() -> None:
     )
     with pytest.raises(UnknownError, match="duplicate"):
         parse_catalogue(entry * 2)
+
+
+# Round 6 of the adversarial review: formats that passed whole (every value a synthetic fake).
+_XPRV = (
+    "xprv9s21ZrQH143KYXC4ZTbZo9x4uN4BgRhs8JwdhZZ9cLFDLS2NXk6UtaE3MK1TPNopRSbkfir4qNHDaamfwfG11"
+    "anf5FwjN8c72c3RTBoTnSC"
+)
+_RSA_BODY = (
+    "MIIEpAIBAAKCAQEAi1Yc8sc7haplivBzy/FlmTpn8cQExo9GDPmB3fRkppSpnWiZqL5udDbworM30kSj\n"
+    "Q2xw8TyUbq4Lm0Fn7cd3Xk9Zr1AbPq6Hs5Tg2Wd8Yv0Jc4Ue7Nf1Ri9Kb3Mh6Lp2Oq5Ss8Tt1Vw4Xx7Yz0Ab3"
+)
+_SOLANA = "[" + ",\n  ".join(str((i * 37 + 11) % 256) for i in range(64)) + "]"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "label"),
+    [
+        (f"xprv: {_XPRV}", _XPRV[20:60], "private_key"),
+        (f"backup {_XPRV}", _XPRV[20:60], "private_key"),
+        # a PEM body pasted without its armor lines: every line of it goes
+        (f"the key body is:\n{_RSA_BODY}", "Q2xw8TyUbq4Lm0Fn7cd3", "private_key"),
+        (
+            "ed25519 (pkcs8): MC4CAQAwBQYDK2VwBCIEIGd9aB3kLmQ7rT2xVn8pWc5sYh1uJz4fE6oN0iK",
+            "IGd9aB3kLmQ7rT2x",
+            "private_key",
+        ),
+        (
+            "Unseal Key 1: uoTQ/fTwuhPubB9napmWCLd59JgEqKFK+Tfp8TFWhzOw\nUnseal Key 2: x",
+            "uoTQ/fTwuhPubB9napmW",
+            "vault_unseal_key",
+        ),
+        (
+            "docker swarm join --token SWMTKN-1-3pu6hszjas19xyp7ghgosyx9k8atbfcr8p2is99znpy26u2lkl"
+            "-1awxwuwd3z9j1z3puu7rcgdbx 10.0.0.1:2377",
+            "1awxwuwd3z9j1z3puu7rcgdbx",
+            "docker_swarm_token",
+        ),
+        (
+            "K3S_TOKEN=K10fe232be9e5cf0357858d4e067e4d25501b94f3a866fe096fff67b86c79d3e7ad::server:"
+            "6d6766143b171b2ae08145f49da63e77 sh -",
+            "6d6766143b171b2ae08145f49da63e77",
+            "k3s_token",
+        ),
+        (
+            "cloudflared service install eyJhIjoiW1jHRh4MG9iHh6wJJ8N0FRfYOTDH9ynwmOnddPqTGEVW73qF8t"
+            "qotkfc0UZceanuqZKYVskOb3rYFYYKrNNL08hN6Vf72xJ7JQ",
+            "W1jHRh4MG9iHh6wJJ8N0",
+            "cloudflare_tunnel_token",
+        ),
+        (f"cat ~/.config/solana/id.json\n{_SOLANA}", _SOLANA[:40], "private_key"),
+        # a Doppler service token names its config between prefix and secret
+        (
+            "DOPPLER_TOKEN=dp.st.prd.eEmO1y3iIdKAVwowdCj4WLHwxfneawzbD3AGb0W0PgQ",
+            "eEmO1y3iIdKAVwowdCj4WLHw",
+            "doppler_token",
+        ),
+    ],
+)
+def test_round_6_formats_are_redacted(text: str, secret: str, label: str) -> None:
+    result = redact(text)
+    assert secret not in result.text
+    assert label in result.labels
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "derive the account from the xpub6CUGRUonZSQ4TWtTMmzXdrXDtypWKiKrhko4egpiMZbpiaQL2jkwSB1i"
+        "cqYh2cfDfVxdx4df189oLKnC5fSwqPfgyP3hooxujYzAu3fDVmz key",
+        "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJRTESMBAGA1UEChMJ",
+        "the array [1, 2, 3, 4] and the docker swarm SWMTKN-1- prefix",
+    ],
+)
+def test_round_6_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text

@@ -77,3 +77,47 @@ def test_a_credential_said_in_prose_is_redacted(text: str, secret: str, label: s
 @pytest.mark.parametrize("text", SAID_PROSE)
 def test_prose_that_names_a_credential_without_one_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# Round 6 of the adversarial review: phrasings that kept their secret (fakes).
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("jjovDS734*qr is my password for the staging box", "jjovDS734*qr"),
+        ("Kx9#mP2qLw was the wifi password", "Kx9#mP2qLw"),
+        ("use fwjjAR061!cx as the password", "fwjjAR061!cx"),
+        ("try 'Tq8!vLm3Zp' as your passphrase", "Tq8!vLm3Zp"),
+        ("the password was reset to fkghTU778*be", "fkghTU778*be"),
+        ("the admin password has been changed to Wq3$rTy8Lp", "Wq3$rTy8Lp"),
+        (
+            "the token for the CI bot is 2v76WSnyWn2uQIUot0gmMwBFISzYL79ZcNOO8HIP",
+            "2v76WSnyWn2uQIUo",
+        ),
+        ("我的密码是supvYM541#tb", "supvYM541#tb"),
+        ("parola este pywiPY890&bq", "pywiPY890&bq"),
+        ("הסיסמה היא rzjzYI496*ic", "rzjzYI496*ic"),
+        ("كلمة المرور هي ziktMX300#jz", "ziktMX300#jz"),
+        ("رمز عبور: yvsiIB719!rs", "yvsiIB719!rs"),
+    ],
+)
+def test_round_6_phrasings_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "v1.2.3 is the password policy version",
+        "Use /etc/secret.txt as the password file",
+        "bob@example.com is my password recovery address",
+        "hunter is my password",
+        "2024 was the password year",
+        "the password was changed to use SSO",
+        "the key for the door is under the mat",
+        "the token of appreciation is 2000",
+        "La parola è bella",
+        "parola d'ordine: see the vault",
+    ],
+)
+def test_round_6_phrasing_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text
