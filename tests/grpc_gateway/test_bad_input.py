@@ -58,8 +58,6 @@ CASES = [
     ("memory", "Record", _rec(type=7), "invalid_type", "type"),
     ("memory", "Record", _rec(BIG), "unknown", "text"),
     ("memory", "Record", _rec(id="Not A Slug"), "unknown", "id"),
-    ("memory", "Record", _rec(scope=1), "invalid_scope", "session"),  # session without one
-    ("memory", "Record", _rec(scope=2), "invalid_scope", "project"),  # project without a dir
     ("memory", "Record", _rec(turn_id="t-1"), "unknown", "turn_id"),
     ("memory", "UpdateRecord", pb.UpdateRecordRequest(content=_blocks("x")), "not_found", "''"),
     (
