@@ -327,7 +327,9 @@ def record_kwargs(req: pb.RecordRequest, *, types_required: bool = True) -> dict
     out: dict[str, Any] = {
         "text": convert.content_text(req.content),
         "title": req.title or None,
-        "id": req.id if req.HasField("id") else None,
+        # seeds/000 "id string? ... if omitted, the provider derives one": an empty id
+        # (proto3 presence set to "") suggests nothing
+        "id": req.id or None,
         "session_id": convert.optional(req.session_id),
         "turn_id": convert.optional(req.turn_id),
         "recorded_by": convert.optional(req.recorded_by),
