@@ -227,7 +227,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             page = self.views.list_records(
                 bank=bank,
                 status=convert.status(request.status_filter),
-                page_size=request.page_size or RENDER_PAGE,
+                page_size=convert.page_size(request.page_size) or RENDER_PAGE,
             )
             missing = {(d.source, d.target) for d in self.store.dangling(bank=bank).links}
             return pb.RenderResponse(tree=render_tree(page.memories, missing))
@@ -242,7 +242,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 type_filter=convert.type_filter(request.type_filter),
                 scope_filter=convert.scope_filter(request.scope_filter),
                 status=convert.status(wanted),
-                page_size=request.page_size or None,
+                page_size=convert.page_size(request.page_size),
                 page_token=request.page_token or None,
             )
             # No relevance on a plain listing: seeds/000 "SHOULD leave the field unset rather

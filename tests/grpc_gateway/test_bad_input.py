@@ -92,7 +92,7 @@ CASES = [
     ("memory", "RejectRecord", pb.RejectRecordRequest(id="ghost"), "not_found", "ghost"),
     ("memory", "RejectRecord", pb.RejectRecordRequest(id="seed"), "not_found", "canonical"),
     ("memory", "Render", pb.RenderRequest(status_filter=9), "unknown", "RecordStatus"),
-    ("memory", "Render", pb.RenderRequest(page_size=100_000), "unknown", "page_size"),
+    ("memory", "Render", pb.RenderRequest(page_size=-1), "unknown", "page_size"),
     (
         "memory",
         "ListRecords",
@@ -102,7 +102,7 @@ CASES = [
     ),
     ("memory", "ListRecords", pb.ListRecordsRequest(type_filter=[0]), "invalid_type", "type"),
     ("memory", "ListRecords", pb.ListRecordsRequest(scope_filter=[9]), "invalid_scope", "scope"),
-    ("memory", "ListRecords", pb.ListRecordsRequest(page_size=100_000), "unknown", "page_size"),
+    ("memory", "ListRecords", pb.ListRecordsRequest(page_size=-1), "unknown", "page_size"),
     ("memory", "GetRecord", pb.GetRecordRequest(), "not_found", "''"),
     ("memory", "GetRecord", pb.GetRecordRequest(id=BAD_ID), "not_found", BAD_ID),
     ("memory", "GetRecord", pb.GetRecordRequest(id="ghost"), "not_found", "ghost"),

@@ -127,6 +127,20 @@ def test_must_listrecords_paginates_with_an_opaque_token(gw: Any) -> None:
     assert len(seen) == len(set(seen))
 
 
+def test_must_listrecords_serves_any_page_size_and_ends_on_the_last_page(gw: Any) -> None:
+    # Given three records
+    ids = {put(gw, f"The user owns gadget number {n}") for n in range(3)}
+    # When a page as large as the records, and one far larger than any page, are asked for
+    exact = gw.memory.ListRecords(pb.ListRecordsRequest(page_size=3))
+    huge = gw.memory.ListRecords(pb.ListRecordsRequest(page_size=1_000_000))
+    tree = gw.memory.Render(pb.RenderRequest(page_size=1_000_000)).tree
+    # Then each is the last page (seeds/000 sets no maximum; "empty when this is the last page")
+    for page in (exact, huge):
+        assert {r.id for r in page.records} == ids
+        assert page.next_page_token == ""
+    assert {n.target for s in tree.root.children for n in s.children} == ids
+
+
 def test_must_getrecord_fails_not_found_on_unknown_id(gw: Any, rpc_error: Any) -> None:
     failure = rpc_error(gw.memory.GetRecord, pb.GetRecordRequest(id="never-written"))
     assert failure.code == grpc.StatusCode.NOT_FOUND
