@@ -46,6 +46,11 @@ ERROR_KEY = "memory-error-bin"
 CATEGORY_KEY = "memory-error-category"
 BANK_KEY = "x-memory-bank"
 RENDER_PAGE = 50
+# gRPC refuses a request over 4 MiB before any servicer sees it, as RESOURCE_EXHAUSTED with no
+# MemoryError (and RESOURCE_EXHAUSTED is budget_exceeded's code, seeds/002). Admitting up to
+# 64 MiB lets an oversized record or query reach the store's own limits and come back
+# classified (`unknown`, naming the field); past 64 MiB gRPC's own refusal stands.
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")  # the same syntax as shared.text.parse_links
 T = TypeVar("T")
 STORE_SERVICE = STORE_DESCRIPTOR.full_name
@@ -397,6 +402,7 @@ def build_server(
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memory-grpc"),
         interceptors=interceptors,
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
     )
     edge = _Edge(store, bank=bank, serialize=serialize)
     # protoc's grpc module has no annotations

@@ -176,3 +176,20 @@ def test_a_token_given_as_an_id_is_never_quoted_back(
     assert failure.category_name == "not_found"
     assert token not in failure.error.message and token not in str(failure.details)
     assert "looks like a credential (github_token)" in failure.error.message
+
+
+@pytest.mark.parametrize("rpc", ["Record", "Recall"])
+def test_a_request_past_grpcs_default_4_mib_is_classified_too(
+    make_gateway: Any, rpc_error: Any, snapshot: Any, rpc: str
+) -> None:
+    # Given a request of ~5 MiB (gRPC's default receive limit is 4 MiB)
+    gw = make_gateway()
+    big = "word " * 1_000_000
+    request = _rec(big) if rpc == "Record" else pb.RecallRequest(session_id=big)
+    before = snapshot(gw.data_dir)
+    # When it is sent, then the store's own limit answers with a MemoryError (not gRPC's
+    # RESOURCE_EXHAUSTED, which is budget_exceeded's code), and nothing is written
+    failure = rpc_error(getattr(gw.memory, rpc), request)
+    assert (failure.code, failure.category_name) == (grpc.StatusCode.INTERNAL, "unknown")
+    assert ("text" if rpc == "Record" else "session_id") in failure.error.message
+    assert snapshot(gw.data_dir) == before
