@@ -364,9 +364,12 @@ def _record_node(mem: Memory, missing: set[tuple[str, str]]) -> pb.RenderNode:
     node = pb.RenderNode(kind="record", text=mem.title or mem.id, target=mem.id)
     at = 0
     for match in _LINK.finditer(mem.text):
+        named = parse_links(match.group(0))
+        if not named:  # ``[[ ]]`` names no record: it stays text
+            continue
         if match.start() > at:
             node.children.add(kind="text", text=mem.text[at : match.start()])
-        slug = parse_links(match.group(0))[0]
+        slug = named[0]
         node.children.add(
             kind="link", text=match.group(1), target=slug, resolved=(mem.id, slug) not in missing
         )

@@ -498,6 +498,19 @@ def test_must_not_reject_dangling_links_at_write_time(gw: Any) -> None:
     assert gw.store.dangling().links == ()
 
 
+def test_must_links_hold_only_the_names_written_in_brackets(gw: Any) -> None:
+    # When a record holds brackets that name nothing beside a real reference
+    rid = put(gw, "Blank [[ ]] and [[--]] then [[release-notes]]")
+    # Then links name the reference only (not a slug made up for the blank ones)
+    assert list(gw.memory.GetRecord(pb.GetRecordRequest(id=rid)).record.links) == ["release-notes"]
+    tree = gw.memory.Render(pb.RenderRequest()).tree
+    node = next(n for s in tree.root.children for n in s.children if n.target == rid)
+    assert [(c.kind, c.target) for c in node.children if c.kind == "link"] == [
+        ("link", "release-notes")
+    ]
+    assert "".join(c.text for c in node.children) == "Blank [[ ]] and [[--]] then release-notes"
+
+
 # -- writes: remember, ratification --------------------------------------------------------
 
 
