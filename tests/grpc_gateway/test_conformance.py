@@ -448,6 +448,30 @@ def test_must_update_and_delete_fail_on_unknown_id_rather_than_no_op(
     assert snapshot(gw.data_dir) == before
 
 
+def test_must_updaterecord_replaces_content_wholesale_and_reparses_links(gw: Any) -> None:
+    # Given a record with a title and two links
+    rid = put(gw, "Old body: see [[alpha]] and [[beta]]", title="Kept title")
+    before = gw.memory.GetRecord(pb.GetRecordRequest(id=rid)).record
+    gw.clock.advance(days=1)
+    # When UpdateRecord sends new content and no title
+    gw.memory.UpdateRecord(
+        pb.UpdateRecordRequest(id=rid, content=[pb.ContentBlock(text="New body: [[gamma]]")])
+    )
+    after = gw.memory.GetRecord(pb.GetRecordRequest(id=rid)).record
+    # Then the content is replaced (not patched), links follow it, the title stays, and only
+    # updated_at moves
+    assert [c.text for c in after.content] == ["New body: [[gamma]]"]
+    assert list(after.links) == ["gamma"]
+    assert after.title == "Kept title"
+    assert after.created_at == before.created_at
+    assert after.updated_at.ToMilliseconds() > before.updated_at.ToMilliseconds()
+    assert (after.type, after.scope, after.provenance) == (
+        before.type,
+        before.scope,
+        before.provenance,
+    )
+
+
 def test_must_kernel_parse_links_and_render_them_as_link_nodes(gw: Any) -> None:
     # Given a record referencing another with [[name]]
     put(
