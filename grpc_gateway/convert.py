@@ -92,6 +92,19 @@ def status(value: int) -> str | None:
     return found
 
 
+# The most records the store's ``list`` pages at once (store_worker.validate.page_size).
+MAX_PAGE_SIZE = 500
+
+
+def page_size(value: int) -> int | None:
+    """A page size: 0 is the provider's default; above the store's largest page, the largest
+    (seeds/000 sets no maximum on ``page_size``, and a page is allowed to be shorter than
+    asked: the token carries on). A negative size stays malformed."""
+    if value == 0:
+        return None
+    return min(value, MAX_PAGE_SIZE)
+
+
 def content_text(blocks: Sequence[pb.ContentBlock]) -> str:
     """ContentBlock list → the record's text (v1 blocks are text-only)."""
     return "\n\n".join(b.text for b in blocks if b.text.strip())

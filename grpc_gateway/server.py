@@ -46,6 +46,11 @@ ERROR_KEY = "memory-error-bin"
 CATEGORY_KEY = "memory-error-category"
 BANK_KEY = "x-memory-bank"
 RENDER_PAGE = 50
+# gRPC refuses a request over 4 MiB before any servicer sees it, as RESOURCE_EXHAUSTED with no
+# MemoryError (and RESOURCE_EXHAUSTED is budget_exceeded's code, seeds/002). Admitting up to
+# 64 MiB lets an oversized record or query reach the store's own limits and come back
+# classified (`unknown`, naming the field); past 64 MiB gRPC's own refusal stands.
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")  # the same syntax as shared.text.parse_links
 T = TypeVar("T")
 STORE_SERVICE = STORE_DESCRIPTOR.full_name
@@ -227,7 +232,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             page = self.views.list_records(
                 bank=bank,
                 status=convert.status(request.status_filter),
-                page_size=request.page_size or RENDER_PAGE,
+                page_size=convert.page_size(request.page_size) or RENDER_PAGE,
             )
             missing = {(d.source, d.target) for d in self.store.dangling(bank=bank).links}
             return pb.RenderResponse(tree=render_tree(page.memories, missing))
@@ -242,7 +247,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 type_filter=convert.type_filter(request.type_filter),
                 scope_filter=convert.scope_filter(request.scope_filter),
                 status=convert.status(wanted),
-                page_size=request.page_size or None,
+                page_size=convert.page_size(request.page_size),
                 page_token=request.page_token or None,
             )
             # No relevance on a plain listing: seeds/000 "SHOULD leave the field unset rather
@@ -327,7 +332,9 @@ def record_kwargs(req: pb.RecordRequest, *, types_required: bool = True) -> dict
     out: dict[str, Any] = {
         "text": convert.content_text(req.content),
         "title": req.title or None,
-        "id": req.id if req.HasField("id") else None,
+        # seeds/000 "id string? ... if omitted, the provider derives one": an empty id
+        # (proto3 presence set to "") suggests nothing
+        "id": req.id or None,
         "session_id": convert.optional(req.session_id),
         "turn_id": convert.optional(req.turn_id),
         "recorded_by": convert.optional(req.recorded_by),
@@ -357,9 +364,12 @@ def _record_node(mem: Memory, missing: set[tuple[str, str]]) -> pb.RenderNode:
     node = pb.RenderNode(kind="record", text=mem.title or mem.id, target=mem.id)
     at = 0
     for match in _LINK.finditer(mem.text):
+        named = parse_links(match.group(0))
+        if not named:  # ``[[ ]]`` names no record: it stays text
+            continue
         if match.start() > at:
             node.children.add(kind="text", text=mem.text[at : match.start()])
-        slug = parse_links(match.group(0))[0]
+        slug = named[0]
         node.children.add(
             kind="link", text=match.group(1), target=slug, resolved=(mem.id, slug) not in missing
         )
@@ -395,6 +405,7 @@ def build_server(
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memory-grpc"),
         interceptors=interceptors,
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
     )
     edge = _Edge(store, bank=bank, serialize=serialize)
     # protoc's grpc module has no annotations

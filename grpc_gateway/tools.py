@@ -82,6 +82,9 @@ class Tools:
             )
             return RememberResponse(action="updated", bank=updated.bank, memory=updated.memory)
         body = _checked(text, type, scope, threshold)
+        session_id, project = self.views.owners.fill(
+            scope, session_id=session_id, project=project
+        )  # as Record: a seed-only caller names no owner
         if not confirm_new:
             near, bank_name = near_matches(
                 self.store,

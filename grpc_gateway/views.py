@@ -20,7 +20,9 @@ What the protocol asks beyond the store's own API:
   only drafts left on disk by a restart with ratification off are hidden this way; they come
   back when it is turned on again.
 - Record always creates (seeds/001): ``save(..., reinforce=False)``; the suggested id is used,
-  and a collision gets a numeric suffix.
+  and a collision gets a numeric suffix. A session or project record whose request names no
+  session or directory (a seed-only client) is owned by the latest Recall's context
+  (``owners.py``), never refused as ``invalid_scope``: the scope is a supported one.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 
 from ulid import ULID
 
+from grpc_gateway.owners import Owners
 from shared import errors
 from shared.api import StoreAPI
 from shared.models import ListResponse, Memory, MemoryResponse, RecallResponse, SaveResponse
@@ -42,8 +45,9 @@ _PATH_SPLIT = re.compile(r"[/\\._\-\s]+")
 class ProtocolViews:
     """memory.v1's MemoryService semantics over ``StoreAPI``."""
 
-    def __init__(self, store: StoreAPI) -> None:
+    def __init__(self, store: StoreAPI, *, owners: Owners | None = None) -> None:
         self.store = store
+        self.owners = owners or Owners()
 
     def ratification_on(self) -> bool:
         return bool(self.store.capabilities()["ratification_supported"])
@@ -70,7 +74,7 @@ class ProtocolViews:
         check_turn_id(turn_id)  # seeds/002: RecallRequest.turn_id is a ULID
         caps = self.store.capabilities()
         explicit = (query or "").strip()
-        return self.store.recall(
+        found = self.store.recall(
             explicit,
             hint=None if explicit else " ".join(file_words(files_touched)),
             bank=bank,
@@ -83,6 +87,8 @@ class ProtocolViews:
             scope_filter=scope_filter,
             include_pending=include_pending and bool(caps["ratification_supported"]),
         )
+        self.owners.saw(session_id, project)  # only a context the store accepted
+        return found
 
     # -- ListRecords / GetRecord / UpdateRecord / DeleteRecord ---------------------------------
 
@@ -165,9 +171,21 @@ class ProtocolViews:
 
     # -- Record --------------------------------------------------------------------------------
 
-    def record(self, text: str, **fields: Any) -> SaveResponse:
-        """Record creates a new record, never reinforcing one with the same content."""
-        return self.store.save(text, reinforce=False, **fields)
+    def record(
+        self,
+        text: str,
+        *,
+        scope: str,
+        session_id: str | None = None,
+        project: str | None = None,
+        **fields: Any,
+    ) -> SaveResponse:
+        """Record creates a new record, never reinforcing one with the same content; a
+        session or project record without its owner gets the one ``owners`` names."""
+        session_id, project = self.owners.fill(scope, session_id=session_id, project=project)
+        return self.store.save(
+            text, reinforce=False, scope=scope, session_id=session_id, project=project, **fields
+        )
 
 
 def check_turn_id(value: str | None) -> None:

@@ -92,6 +92,8 @@ def parse_links(text: str) -> list[str]:
     """Slugs named as ``[[slug]]`` in text (seeds/001 cross-references), in order, unique."""
     seen: dict[str, None] = {}
     for raw in _LINK.findall(text):
+        if not any(ch.isalnum() for ch in raw):
+            continue  # ``[[ ]]``, ``[[--]]``: no name, so no record referenced
         slug = slugify(raw, max_words=20, max_len=80) if not SLUG_RE.match(raw) else raw
         seen.setdefault(slug, None)
     return list(seen)

@@ -58,8 +58,6 @@ CASES = [
     ("memory", "Record", _rec(type=7), "invalid_type", "type"),
     ("memory", "Record", _rec(BIG), "unknown", "text"),
     ("memory", "Record", _rec(id="Not A Slug"), "unknown", "id"),
-    ("memory", "Record", _rec(scope=1), "invalid_scope", "session"),  # session without one
-    ("memory", "Record", _rec(scope=2), "invalid_scope", "project"),  # project without a dir
     ("memory", "Record", _rec(turn_id="t-1"), "unknown", "turn_id"),
     ("memory", "UpdateRecord", pb.UpdateRecordRequest(content=_blocks("x")), "not_found", "''"),
     (
@@ -94,7 +92,7 @@ CASES = [
     ("memory", "RejectRecord", pb.RejectRecordRequest(id="ghost"), "not_found", "ghost"),
     ("memory", "RejectRecord", pb.RejectRecordRequest(id="seed"), "not_found", "canonical"),
     ("memory", "Render", pb.RenderRequest(status_filter=9), "unknown", "RecordStatus"),
-    ("memory", "Render", pb.RenderRequest(page_size=100_000), "unknown", "page_size"),
+    ("memory", "Render", pb.RenderRequest(page_size=-1), "unknown", "page_size"),
     (
         "memory",
         "ListRecords",
@@ -104,7 +102,7 @@ CASES = [
     ),
     ("memory", "ListRecords", pb.ListRecordsRequest(type_filter=[0]), "invalid_type", "type"),
     ("memory", "ListRecords", pb.ListRecordsRequest(scope_filter=[9]), "invalid_scope", "scope"),
-    ("memory", "ListRecords", pb.ListRecordsRequest(page_size=100_000), "unknown", "page_size"),
+    ("memory", "ListRecords", pb.ListRecordsRequest(page_size=-1), "unknown", "page_size"),
     ("memory", "GetRecord", pb.GetRecordRequest(), "not_found", "''"),
     ("memory", "GetRecord", pb.GetRecordRequest(id=BAD_ID), "not_found", BAD_ID),
     ("memory", "GetRecord", pb.GetRecordRequest(id="ghost"), "not_found", "ghost"),
@@ -178,3 +176,20 @@ def test_a_token_given_as_an_id_is_never_quoted_back(
     assert failure.category_name == "not_found"
     assert token not in failure.error.message and token not in str(failure.details)
     assert "looks like a credential (github_token)" in failure.error.message
+
+
+@pytest.mark.parametrize("rpc", ["Record", "Recall"])
+def test_a_request_past_grpcs_default_4_mib_is_classified_too(
+    make_gateway: Any, rpc_error: Any, snapshot: Any, rpc: str
+) -> None:
+    # Given a request of ~5 MiB (gRPC's default receive limit is 4 MiB)
+    gw = make_gateway()
+    big = "word " * 1_000_000
+    request = _rec(big) if rpc == "Record" else pb.RecallRequest(session_id=big)
+    before = snapshot(gw.data_dir)
+    # When it is sent, then the store's own limit answers with a MemoryError (not gRPC's
+    # RESOURCE_EXHAUSTED, which is budget_exceeded's code), and nothing is written
+    failure = rpc_error(getattr(gw.memory, rpc), request)
+    assert (failure.code, failure.category_name) == (grpc.StatusCode.INTERNAL, "unknown")
+    assert ("text" if rpc == "Record" else "session_id") in failure.error.message
+    assert snapshot(gw.data_dir) == before

@@ -127,6 +127,20 @@ def test_must_listrecords_paginates_with_an_opaque_token(gw: Any) -> None:
     assert len(seen) == len(set(seen))
 
 
+def test_must_listrecords_serves_any_page_size_and_ends_on_the_last_page(gw: Any) -> None:
+    # Given three records
+    ids = {put(gw, f"The user owns gadget number {n}") for n in range(3)}
+    # When a page as large as the records, and one far larger than any page, are asked for
+    exact = gw.memory.ListRecords(pb.ListRecordsRequest(page_size=3))
+    huge = gw.memory.ListRecords(pb.ListRecordsRequest(page_size=1_000_000))
+    tree = gw.memory.Render(pb.RenderRequest(page_size=1_000_000)).tree
+    # Then each is the last page (seeds/000 sets no maximum; "empty when this is the last page")
+    for page in (exact, huge):
+        assert {r.id for r in page.records} == ids
+        assert page.next_page_token == ""
+    assert {n.target for s in tree.root.children for n in s.children} == ids
+
+
 def test_must_getrecord_fails_not_found_on_unknown_id(gw: Any, rpc_error: Any) -> None:
     failure = rpc_error(gw.memory.GetRecord, pb.GetRecordRequest(id="never-written"))
     assert failure.code == grpc.StatusCode.NOT_FOUND
@@ -434,6 +448,30 @@ def test_must_update_and_delete_fail_on_unknown_id_rather_than_no_op(
     assert snapshot(gw.data_dir) == before
 
 
+def test_must_updaterecord_replaces_content_wholesale_and_reparses_links(gw: Any) -> None:
+    # Given a record with a title and two links
+    rid = put(gw, "Old body: see [[alpha]] and [[beta]]", title="Kept title")
+    before = gw.memory.GetRecord(pb.GetRecordRequest(id=rid)).record
+    gw.clock.advance(days=1)
+    # When UpdateRecord sends new content and no title
+    gw.memory.UpdateRecord(
+        pb.UpdateRecordRequest(id=rid, content=[pb.ContentBlock(text="New body: [[gamma]]")])
+    )
+    after = gw.memory.GetRecord(pb.GetRecordRequest(id=rid)).record
+    # Then the content is replaced (not patched), links follow it, the title stays, and only
+    # updated_at moves
+    assert [c.text for c in after.content] == ["New body: [[gamma]]"]
+    assert list(after.links) == ["gamma"]
+    assert after.title == "Kept title"
+    assert after.created_at == before.created_at
+    assert after.updated_at.ToMilliseconds() > before.updated_at.ToMilliseconds()
+    assert (after.type, after.scope, after.provenance) == (
+        before.type,
+        before.scope,
+        before.provenance,
+    )
+
+
 def test_must_kernel_parse_links_and_render_them_as_link_nodes(gw: Any) -> None:
     # Given a record referencing another with [[name]]
     put(
@@ -482,6 +520,19 @@ def test_must_not_reject_dangling_links_at_write_time(gw: Any) -> None:
     # and once the target exists the link resolves
     put(gw, "We decided.", id="future-decision")
     assert gw.store.dangling().links == ()
+
+
+def test_must_links_hold_only_the_names_written_in_brackets(gw: Any) -> None:
+    # When a record holds brackets that name nothing beside a real reference
+    rid = put(gw, "Blank [[ ]] and [[--]] then [[release-notes]]")
+    # Then links name the reference only (not a slug made up for the blank ones)
+    assert list(gw.memory.GetRecord(pb.GetRecordRequest(id=rid)).record.links) == ["release-notes"]
+    tree = gw.memory.Render(pb.RenderRequest()).tree
+    node = next(n for s in tree.root.children for n in s.children if n.target == rid)
+    assert [(c.kind, c.target) for c in node.children if c.kind == "link"] == [
+        ("link", "release-notes")
+    ]
+    assert "".join(c.text for c in node.children) == "Blank [[ ]] and [[--]] then release-notes"
 
 
 # -- writes: remember, ratification --------------------------------------------------------

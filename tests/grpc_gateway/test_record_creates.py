@@ -57,3 +57,13 @@ def test_the_stores_own_save_still_reinforces(gw: Any) -> None:
     again = gw.store.save(TEXT, id="x-second")
     assert (again.created, again.memory.id) == (False, first.id)
     assert again.memory.corroboration == first.corroboration + 1
+
+
+def test_an_empty_suggested_id_is_no_suggestion(gw: Any) -> None:
+    # Given a client that always sets the optional id, empty when it has none
+    request = _record("The user bakes sourdough on Sundays", id="")
+    assert request.HasField("id")
+    # When it records, then the provider derives the id from the content
+    made = gw.memory.Record(request).result
+    assert made.id == "user-bakes-sourdough-sundays"
+    assert made.status == pb.RECORD_STATUS_CANONICAL

@@ -1,0 +1,63 @@
+"""Who owns a record whose write does not say: the session a ``session`` record belongs to
+and the directory a ``project`` record belongs to.
+
+seeds/000's ``RecordRequest`` is ``{type, scope, id, title, content}``: no session, no
+directory (``session_id`` and ``working_directory`` are this provider's extension fields), and
+seeds/001's worked sequence records a ``MEMORY_SCOPE_PROJECT`` record with neither. The scope
+is one GetCapabilities lists, so refusing it as ``invalid_scope`` ("absent from
+supported_scopes", seeds/002) would be false; the store needs an owner, so the gateway names
+one. The owner is the context of the latest Recall (seeds/001: "a session working in a project
+recalls memory at context-assemble, then later in the same session ... writes a new
+project-type record"); for a directory, the latest Recall of the same session when the write
+names one. Before any Recall, the gateway's own: its working directory and a session of its
+own lifetime (a session record from nobody known is recalled by no later session, as seeds/000
+says of session scope). An owner the request gives always wins; reads never guess (a Recall
+without a directory sees no project records).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from ulid import ULID
+
+MAX_SESSIONS = 1024  # directories remembered per session; the oldest is forgotten first
+
+
+class Owners:
+    """The context Recalls carried, and the owner a write without one gets."""
+
+    def __init__(self, *, project: str | None = None, session: str | None = None) -> None:
+        self.home_project = project or os.getcwd()
+        self.home_session = session or f"memory-grpc-{str(ULID()).lower()}"
+        self._lock = threading.Lock()
+        self._session: str | None = None
+        self._project: str | None = None
+        self._projects: dict[str, str] = {}
+
+    def saw(self, session_id: str | None, project: str | None) -> None:
+        """A Recall answered for this session and directory (either may be unknown)."""
+        with self._lock:
+            if session_id:
+                self._session = session_id
+            if project:
+                self._project = project
+                if session_id:
+                    self._projects.pop(session_id, None)
+                    self._projects[session_id] = project
+                    while len(self._projects) > MAX_SESSIONS:
+                        self._projects.pop(next(iter(self._projects)))
+
+    def fill(
+        self, scope: str | None, *, session_id: str | None, project: str | None
+    ) -> tuple[str | None, str | None]:
+        """``(session_id, project)`` for a write of ``scope``: the given ones, else the owner
+        the scope needs from the latest context, else the gateway's own."""
+        with self._lock:
+            if scope == "session" and not session_id:
+                session_id = self._session or self.home_session
+            if scope == "project" and not project:
+                known = self._projects.get(session_id) if session_id else None
+                project = known or self._project or self.home_project
+        return session_id, project

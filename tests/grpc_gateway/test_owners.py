@@ -1,0 +1,116 @@
+"""A Record without the owner its scope needs (seeds/000's RecordRequest has no session or
+directory; those are this provider's extension fields) is created, owned by the latest Recall's
+context, never refused as ``invalid_scope`` for a scope GetCapabilities lists (seeds/002:
+invalid_scope is a scope "absent from GetCapabilities.supported_scopes"). Over a real gRPC
+channel."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ulid import ULID
+
+from shared.proto.memory.v1 import memory_pb2 as pb
+
+CWD = "/home/user/code/acme-widgets"
+
+
+def _seed_record(scope: int, text: str, **kw: Any) -> pb.RecordRequest:
+    """A RecordRequest with seeds/000's fields only."""
+    return pb.RecordRequest(
+        type=pb.MEMORY_TYPE_PROJECT, scope=scope, content=[pb.ContentBlock(text=text)], **kw
+    )
+
+
+def _recalled(gw: Any, **context: Any) -> list[str]:
+    return [r.id for r in gw.memory.Recall(pb.RecallRequest(**context)).records]
+
+
+def test_the_seeds_worked_record_is_created_in_the_recalled_project(gw: Any) -> None:
+    # Given the session recalled at context-assemble (seeds/001's RecallRequest)
+    gw.memory.Recall(
+        pb.RecallRequest(
+            session_id="sess_042",
+            turn_id=str(ULID()),
+            token_budget=1500,
+            working_directory=CWD,
+            scope_filter=[pb.MEMORY_SCOPE_PROJECT, pb.MEMORY_SCOPE_GLOBAL],
+        )
+    )
+    # When the model writes the seed's RecordRequest, verbatim (no directory, no session)
+    written = gw.memory.Record(
+        _seed_record(
+            pb.MEMORY_SCOPE_PROJECT,
+            "New deploy tool is live in production; old pipeline decommissioned. "
+            "Rollback steps are documented in the runbook.",
+            id="deploy-pipeline-migration-done",
+            title="Deploy pipeline migration complete",
+        )
+    )
+    # Then the seed's RecordResponse comes back, and the record belongs to that project
+    assert written == pb.RecordResponse(
+        result=pb.RecordResult(
+            id="deploy-pipeline-migration-done", status=pb.RECORD_STATUS_CANONICAL
+        )
+    )
+    got = gw.memory.GetRecord(pb.GetRecordRequest(id="deploy-pipeline-migration-done")).record
+    assert (got.type, got.scope) == (pb.MEMORY_TYPE_PROJECT, pb.MEMORY_SCOPE_PROJECT)
+    assert _recalled(gw, working_directory=CWD, query="deploy tool") == [got.id]
+    assert _recalled(gw, working_directory="/srv/elsewhere", query="deploy tool") == []
+
+
+def test_every_supported_scope_can_be_recorded_with_the_seed_fields_only(gw: Any) -> None:
+    # Given a gateway no Recall has told of any context
+    caps = gw.memory.GetCapabilities(pb.GetCapabilitiesRequest()).capabilities
+    # When each supported scope is recorded without an owner
+    ids = {
+        scope: gw.memory.Record(_seed_record(scope, f"Scope probe {scope}")).result.id
+        for scope in caps.supported_scopes
+    }
+    # Then each is created with its scope, owned by the gateway's own directory and session
+    assert set(ids) == {pb.MEMORY_SCOPE_SESSION, pb.MEMORY_SCOPE_PROJECT, pb.MEMORY_SCOPE_GLOBAL}
+    for scope, rid in ids.items():
+        assert gw.memory.GetRecord(pb.GetRecordRequest(id=rid)).record.scope == scope
+    project = gw.store.get(ids[pb.MEMORY_SCOPE_PROJECT]).memory
+    assert project.project == os.path.normpath(os.getcwd())
+    session = gw.store.get(ids[pb.MEMORY_SCOPE_SESSION]).memory
+    assert session.session_id and session.session_id.startswith("memory-grpc-")
+    # and no other session recalls the session record
+    assert ids[pb.MEMORY_SCOPE_SESSION] not in _recalled(gw, session_id="sess_other")
+
+
+def test_a_given_owner_wins_and_a_session_keeps_its_own_directory(gw: Any) -> None:
+    # Given two sessions that recalled in two projects, sess_b last
+    gw.memory.Recall(pb.RecallRequest(session_id="sess_a", working_directory="/srv/a"))
+    gw.memory.Recall(pb.RecallRequest(session_id="sess_b", working_directory="/srv/b"))
+
+    def owner(**kw: Any) -> tuple[str | None, str | None]:
+        scope = kw.pop("scope")
+        rid = gw.memory.Record(_seed_record(scope, f"Owner probe {ULID()}", **kw)).result.id
+        mem = gw.store.get(rid).memory
+        return mem.session_id, mem.project
+
+    # Then a project record naming sess_a lands in sess_a's directory, one naming none in
+    # the latest, one naming a directory in that one; a session record in the latest session
+    assert owner(scope=pb.MEMORY_SCOPE_PROJECT, session_id="sess_a")[1] == "/srv/a"
+    assert owner(scope=pb.MEMORY_SCOPE_PROJECT)[1] == "/srv/b"
+    assert owner(scope=pb.MEMORY_SCOPE_PROJECT, working_directory="/srv/c")[1] == "/srv/c"
+    assert owner(scope=pb.MEMORY_SCOPE_SESSION)[0] == "sess_b"
+    assert owner(scope=pb.MEMORY_SCOPE_SESSION, session_id="sess_z")[0] == "sess_z"
+
+
+def test_a_refused_recall_leaves_the_context_alone(gw: Any, rpc_error: Any) -> None:
+    gw.memory.Recall(pb.RecallRequest(session_id="sess_a", working_directory="/srv/a"))
+    rpc_error(gw.memory.Recall, pb.RecallRequest(working_directory="/srv/b", token_budget=-1))
+    rid = gw.memory.Record(_seed_record(pb.MEMORY_SCOPE_PROJECT, "After a refusal")).result.id
+    assert gw.store.get(rid).memory.project == "/srv/a"
+
+
+def test_remember_with_the_seed_fields_only_is_created(gw: Any) -> None:
+    gw.memory.Recall(pb.RecallRequest(session_id="sess_042", working_directory=CWD))
+    made = gw.tools.Remember(
+        pb.RememberRequest(record=_seed_record(pb.MEMORY_SCOPE_PROJECT, "The CI runs on arm64"))
+    )
+    assert made.action == pb.REMEMBER_ACTION_CREATED
+    assert gw.store.get(made.result.id).memory.project == CWD
