@@ -26,6 +26,7 @@ from itertools import pairwise
 
 import fnv_c  # type: ignore[import-untyped]
 import Stemmer
+from anyascii import anyascii
 
 from shared.errors import InvalidArgumentError
 
@@ -80,12 +81,34 @@ def fingerprint(text: str) -> str:
 
 
 def slugify(text: str, *, max_words: int = 6, max_len: int = 48) -> str:
-    """A readable slug from text: ascii-folded words joined by '-', or 'memory' when none."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    words = [w for w in _SLUG_DROP.split(ascii_text) if w]
+    """A readable slug from text: ascii-folded words joined by '-', or 'memory' when none.
+    Other scripts are transliterated (``_romanized``): "Пользователь любит чай" is
+    ``polzovatel-lyubit-chay``, "用户喜欢喝茶" ``yong-hu-xi-huan-he-cha``, not ``memory``."""
+    ascii_text = text if text.isascii() else _romanized(text)
+    words = [w for w in _SLUG_DROP.split(ascii_text.lower()) if w]
     content = [w for w in words if w not in STOPWORDS] or words
     slug = "-".join(content[:max_words])[:max_len].strip("-")
     return slug or "memory"
+
+
+def _romanized(text: str) -> str:
+    """``text`` in ASCII: Latin letters folded ("café" → cafe), other scripts transliterated
+    by ``anyascii`` (Cyrillic, Greek, Arabic, Hangul word by word; a Han ideograph or a kana
+    one syllable apiece, as those scripts write no spaces; an emoji by its name); the
+    apostrophes of a transliteration ("Pol'zovatel'") do not split its word."""
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFKC", text):
+        if ch.isascii():
+            out.append(ch)
+        elif _is_han_or_kana(ch):
+            out.append(f" {anyascii(ch)} ")
+        else:
+            out.append(anyascii(ch).replace("'", "").replace("`", ""))
+    return "".join(out)
+
+
+def _is_han_or_kana(ch: str) -> bool:
+    return _is_cjk(ch) and not 0xAC00 <= ord(ch) <= 0xD7AF  # hangul writes spaces
 
 
 def parse_links(text: str) -> list[str]:

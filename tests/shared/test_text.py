@@ -83,7 +83,13 @@ def test_fingerprint_is_stable_under_normalisation(text: str) -> None:
         ("The user prefers Café au lait!", "user-prefers-cafe-au-lait"),
         ("!!!", "memory"),
         ("", "memory"),
-        ("東京", "memory"),  # nothing ascii-foldable
+        ("東京", "dong-jing"),  # other scripts are transliterated, ideographs one apiece
+        ("Пользователь любит чай", "polzovatel-lyubit-chay"),  # apostrophes split no word
+        ("Ελληνικά κείμενα", "ellinika-keimena"),
+        ("사용자는 차를 좋아한다", "sayongjaneun-chaleul-johahanda"),  # hangul has spaces
+        ("Die Straße", "die-strasse"),
+        ("🎉 launch day", "tada-launch-day"),
+        ("\u200b\u200d", "memory"),  # nothing that reads as a letter
         ("the of and", "the-of-and"),  # only stopwords: keep them rather than nothing
         ("one two three four five six seven eight", "one-two-three-four-five-six"),
     ],
