@@ -71,7 +71,8 @@ def test_save_is_on_disk_when_it_returns(store: MemoryStore, data_dir: Path) -> 
 
 def test_derived_id_from_text(store: MemoryStore) -> None:
     assert store.save("The deploy command is make ship").memory.id == "deploy-command-make-ship"
-    assert store.save("東京").memory.id == "memory"
+    assert store.save("東京").memory.id == "dong-jing"  # transliterated (shared.text)
+    assert store.save("!!!").memory.id == "memory"  # nothing to read: the fallback
 
 
 def test_author_suggested_id(store: MemoryStore) -> None:
