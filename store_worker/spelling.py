@@ -130,11 +130,13 @@ def dictionary(source: SynonymSource) -> Dictionary:
 
 class _BankTerms:
     """A bank index's terms bucketed by length. An index only ever gains terms (in order:
-    ``terms`` is a dict), so a grown index adds its new ones; the readings made before are
-    dropped then, as a new term may be a nearer reading."""
+    ``terms`` is a dict), so a grown index adds its new ones. The readings are dropped at any
+    change of the index (a new term may be a nearer reading, a count may break a tie), so a
+    reading never depends on which queries came before."""
 
     def __init__(self) -> None:
         self.size = 0
+        self.version: tuple[int, int, int] = (0, 0, 0)
         self.lengths = _Lengths()
         self.seen: dict[str, str | None] = {}  # query word → its reading in this bank
 
@@ -142,6 +144,9 @@ class _BankTerms:
         if len(idx.terms) != self.size:
             self.lengths.add(itertools.islice(idx.terms, self.size, None))
             self.size = len(idx.terms)
+        version = (len(idx.terms), len(idx.keys), idx.n_counted)
+        if version != self.version:
+            self.version = version
             self.seen.clear()
 
 
@@ -190,7 +195,7 @@ def correction(idx: BankIndex, word: str, lexicon: Dictionary) -> str | None:
                 found.append((w, d, s))
     if not found and max_edits(stem):
         against = stem
-        # a misspelling in the memories ("reccomend" for "recommend"), or the same one in
+        # a misspelling in the memories ("recieved" for "received"), or the same one in
         # both ("Xenoblade" / "Xeonoblade"): only a term that is no word pairs with one
         found = [
             (t, d, t)
