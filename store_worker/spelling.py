@@ -22,6 +22,7 @@ query spelt as the memories are is scored exactly as before.
 from __future__ import annotations
 
 import itertools
+import re
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from store_worker.index import BankIndex
     from store_worker.synonyms import SynonymSource
 
+_WORD = re.compile(r"[^\W\d_]+")  # a run of letters (what ``respelt`` may rewrite)
 MIN_LEN = 5  # shorter words: too many one-edit neighbours ("cat": bat, car, cut, ...)
 LONG = 10  # from this length on, two edits
 _CACHED_WORDS = 8192
@@ -138,7 +140,8 @@ class _BankTerms:
         self.size = 0
         self.version: tuple[int, int, int] = (0, 0, 0)
         self.lengths = _Lengths()
-        self.seen: dict[str, str | None] = {}  # query word → its reading in this bank
+        # query word → its reading in this bank: (term, the dictionary word read, if any)
+        self.seen: dict[str, tuple[str, str | None] | None] = {}
 
     def update(self, idx: BankIndex) -> None:
         if len(idx.terms) != self.size:
@@ -161,21 +164,30 @@ def _terms(idx: BankIndex) -> _BankTerms:
     return terms
 
 
-def _best(found: Sequence[tuple[str, int, str]], word: str, df: Callable[[str], int]) -> str:
-    """The nearest candidate's bank stem; ties: a pure swap of ``word``'s letters, then the
-    bank's most frequent (then the stem, for a stable answer). ``found``: (candidate compared
-    with ``word``, distance, its stem in the bank)."""
+def _best(
+    found: Sequence[tuple[str, int, str]], word: str, df: Callable[[str], int]
+) -> tuple[str, str]:
+    """(bank stem, candidate) of the nearest candidate; ties: a pure swap of ``word``'s
+    letters, then the bank's most frequent (then the stem, for a stable answer). ``found``:
+    (candidate compared with ``word``, distance, its stem in the bank)."""
     letters = sorted(word)
     best = min(d for _, d, _ in found)
-    return max(
+    c, s = max(
         ((c, s) for c, d, s in found if d == best),
         key=lambda cs: (sorted(cs[0]) == letters, df(cs[1]), cs[1]),
-    )[1]
+    )
+    return s, c
 
 
 def correction(idx: BankIndex, word: str, lexicon: Dictionary) -> str | None:
     """The bank term the casefolded query ``word`` most likely stands for, or None (the bank
     holds the word, it is short, nothing is near enough)."""
+    reading = _reading(idx, word, lexicon)
+    return None if reading is None else reading[0]
+
+
+def _reading(idx: BankIndex, word: str, lexicon: Dictionary) -> tuple[str, str | None] | None:
+    """(the bank term, the dictionary word it was read through, if any) for ``word``."""
     stem = _stem(word)
     if not max_edits(word) or stem is None or idx.df.get(stem, 0) > 0:
         return None
@@ -202,8 +214,29 @@ def correction(idx: BankIndex, word: str, lexicon: Dictionary) -> str | None:
             for t, d in terms.lengths.near(stem, max_edits(stem))
             if df(t) and not lexicon.knows_stem(t)
         ]
-    terms.seen[word] = _best(found, against, df) if found else None
+    if not found:
+        terms.seen[word] = None
+    else:
+        term, spelt = _best(found, against, df)
+        terms.seen[word] = (term, spelt if against is word else None)
     return terms.seen[word]
+
+
+def respelt(bank: Bank, text: str, source: SynonymSource) -> str:
+    """``text`` with each misspelt word that was read as a dictionary word written as that
+    word ("Which torunament …" → "Which tournament …"): what the embedding model is given,
+    as it cuts a misspelt word into word pieces that mean nothing."""
+    idx = bank.index
+    lexicon = dictionary(source)
+    out: list[str] = []
+    last = 0
+    for m in _WORD.finditer(text):
+        reading = _reading(idx, m.group().casefold(), lexicon)
+        if reading is not None and reading[1] is not None:
+            out.append(text[last : m.start()])
+            out.append(reading[1])
+            last = m.end()
+    return "".join(out) + text[last:] if out else text
 
 
 def spelling_scores(bank: Bank, text: str, source: SynonymSource) -> npt.NDArray[np.float64]:

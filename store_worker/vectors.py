@@ -23,6 +23,7 @@ from shared.text import fingerprint
 from store_worker import validate as v
 from store_worker.bank import Bank, searchable_text
 from store_worker.files import VECTORS, AppendLog, atomic_write
+from store_worker.spelling import respelt
 
 if TYPE_CHECKING:
     from store_worker.embed import Embedder
@@ -183,9 +184,17 @@ class Vectors:
             # Only the raw semantic arm reuses a memory's vector (the consolidator's neighbour
             # queries): a hybrid recall embeds exactly what it was asked.
             known = self._known_vector(bank, params.query) if params.mode == "semantic" else None
-            vector = known or self._embed_query(params.query)
+            vector = known or self._embed_query(_as_read(bank, params))
         except errors.MemoryServiceError:
             if params.mode == "semantic":
                 raise
             return None, "lexical"  # degraded, and said so: hybrid ran without its cosine
         return vector, params.mode
+
+
+def _as_read(bank: Bank, params: RecallParams) -> str:
+    """The query as the lexical arm reads it: a misspelt word the bank knows spelt right
+    (``spelling.respelt``), as the model would otherwise embed its meaningless pieces."""
+    if params.synonyms is None or params.tuning.w_spelling <= 0:
+        return params.query
+    return respelt(bank, params.query, params.synonyms)

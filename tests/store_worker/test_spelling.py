@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from store_worker.core import MemoryStore
+from store_worker.embed import FakeEmbedder
 from store_worker.recall import Tuning
 from store_worker.spelling import Dictionary, _Lengths, correction, max_edits
 from store_worker.synonyms import FakeSynonyms, packaged
@@ -138,3 +139,34 @@ def test_the_packaged_word_table_is_the_dictionary(data_dir: Path) -> None:
     assert ranked(s, "Which torunament did he win?")[:1] == ["won"]
     assert ranked(s, "other") == []  # a word, one edit from "mother": no reading
     s.close()
+
+
+class _Recording(FakeEmbedder):
+    """A fake model that keeps what it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_the_model_is_given_the_query_spelt_as_read(data_dir: Path) -> None:
+    model = _Recording()
+    s = MemoryStore(data_dir, synonyms=WORDS, embedder=model)
+    s.save("Nate won the regional video game tournament.", bank="s", id="won")
+    model.texts.clear()
+    assert ranked(s, "Which torunament did Nate win?")[:1] == ["won"]
+    assert model.texts == ["Which tournament did Nate win?"]
+    model.texts.clear()
+    s.recall("Which torunament did Nate win?", bank="s", mode="hybrid")  # cached: no call
+    ranked(s, "Which xyzzyplugh did Nate win?")  # nothing to read it as: as asked
+    assert model.texts == ["Which xyzzyplugh did Nate win?"]
+    s.close()
+    off = MemoryStore(data_dir, synonyms=WORDS, embedder=model, recall_tuning=Tuning(w_spelling=0))
+    model.texts.clear()
+    off.recall("Which torunament did Nate win?", bank="s")
+    assert model.texts == ["Which torunament did Nate win?"]
+    off.close()
