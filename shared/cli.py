@@ -493,6 +493,9 @@ def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
         info = connect()
         info["cluster"] = "joined"
     except SourceUnavailableError:
+        stuck = cluster.half_dead()
+        if stuck:  # a second head's store would be refused the data dir the first still holds
+            raise SourceUnavailableError(stuck, retryable=False) from None
         _say(ctx, "starting a local Ray cluster (ray start --head) ...")
         opts, moved = cluster.with_free_ports(opts)
         for note in moved:

@@ -101,7 +101,7 @@ def connect(address: str | None = None, *, quiet: bool = True) -> dict[str, Any]
         return {"dashboard_url": _dashboard_url()}
     address = address or os.environ.get("RAY_ADDRESS") or local_address()
     if not address:
-        raise SourceUnavailableError(NO_STORE_HINT)
+        raise SourceUnavailableError(_why_no_cluster())
     _token_auth_if_available()
     try:
         context = ray.init(
@@ -111,9 +111,17 @@ def connect(address: str | None = None, *, quiet: bool = True) -> dict[str, Any]
             log_to_driver=not quiet,
         )
     except ConnectionError as e:
-        raise SourceUnavailableError(NO_STORE_HINT) from e
+        raise SourceUnavailableError(_why_no_cluster()) from e
     url = getattr(context, "dashboard_url", "") or ""
     return {"dashboard_url": _http(url)}
+
+
+def _why_no_cluster() -> str:
+    """``NO_STORE_HINT``, unless the cluster ``memory up`` started is half dead (its GCS
+    gone, its processes running: ``shared.cluster.half_dead``), which a new ``up`` cannot fix."""
+    from shared.cluster import half_dead
+
+    return half_dead() or NO_STORE_HINT
 
 
 def _token_auth_if_available() -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.errors import SourceUnavailableError
-from shared.lifecycle import Launch, error_line
+from shared.lifecycle import Launch, Marker, error_line, latest_session, session_pids
 from shared.workers import NAMESPACE, WorkerSpec, discover
 
 
@@ -152,6 +152,29 @@ def local_address() -> str | None:
             return address
     except (OSError, ValueError):
         return None
+
+
+def half_dead() -> str | None:
+    """Why no cluster answers, when the one ``memory up`` started last is half dead: its GCS
+    is gone (killed, crashed) while some of its processes still run. Ray's raylet, the store
+    and the gateway live on for a while without the GCS (the store may still hold the data
+    dir, the gateway may still serve), so "no store is running, start it" was wrong: a new
+    ``up`` started a second head whose store was refused the data dir. ``None`` otherwise."""
+    marker = Marker.read(latest_session(address_file().parent))
+    if marker is None:
+        return None
+    try:
+        alive = session_pids(marker.session_id)
+    except SourceUnavailableError:  # no /proc: nothing to tell
+        return None
+    if not alive:
+        return None
+    return (
+        f"the Ray cluster `memory up` started ({marker.address or 'its GCS'}) no longer "
+        f"answers: its GCS is gone while {len(alive)} of its processes still run (the store "
+        "among them may still hold the data dir); stop them with `memory down`, then "
+        "`memory up` again"
+    )
 
 
 def forget_address(address: str) -> None:

@@ -7,8 +7,12 @@ client asks it again whenever the slot table's version changes or names a shard 
 reach (``ShardedStoreClient.refresh``).
 
 - ``RayShards``: the named actors ``<base>``, ``<base>-1`` ... in namespace ``memory`` (shard
-  ``i`` is ``shared.shards.actor_name(i)`` for the default base), counted up to the first
-  missing one: shards start in order and stop from the top.
+  ``i`` is ``shared.shards.actor_name(i)`` for the default base), counted up to the highest
+  one running: shards start in order and stop from the top, but one in the middle may be gone
+  (killed, or dead for good) while the ones above it serve. Counting up to the first missing
+  name left those out: every bank of shard 2 was unreachable because shard 1 was down. A
+  missing shard below the top keeps its place; its client answers, typed, that it is not
+  running (``shared.client.get_actor``), naming it.
 - ``ListShards``: in-process stores in a list the caller may grow (embedded shards, tests): the
   fake beside the Ray finder.
 """
@@ -43,18 +47,17 @@ class RayShards:
         return self.base if shard == 0 else f"{self.base}-{shard}"
 
     def count(self) -> int:
+        """One past the highest shard whose actor name is registered (one GCS call)."""
         import ray
 
         from shared.workers import NAMESPACE
 
-        n = 1
-        while n < MAX_SHARDS:
-            try:
-                ray.get_actor(self.name(n), namespace=NAMESPACE)
-            except ValueError:
-                break
-            n += 1
-        return n
+        names = {
+            entry["name"]
+            for entry in ray.util.list_named_actors(all_namespaces=True)
+            if entry.get("namespace") == NAMESPACE
+        }
+        return 1 + max((i for i in range(1, MAX_SHARDS) if self.name(i) in names), default=0)
 
     def client(self, shard: int) -> StoreAPI:
         from shared.client import DEFAULT_TIMEOUT_S, StoreClient

@@ -595,17 +595,29 @@ class ShardedStoreClient:
         self._watches[name] = callback
 
     def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
-        """Claim from every shard, starting one further each call (no shard starves)."""
+        """Claim from every shard, starting one further each call (no shard starves). A shard
+        that does not answer is passed over: its jobs wait in its outbox (a lease it may have
+        granted runs out), and one shard down must not stop extraction on the others. Only
+        when no shard answers is its error raised."""
         self._fresh()
         start = next(self._claim_from)
+        shards = list(self.shards)
         claimed: builtins.list[OutboxJob] = []
-        for k in range(len(self.shards)):
+        down: builtins.list[SourceUnavailableError] = []
+        for k in range(len(shards)):
             if len(claimed) >= limit:
                 break
-            i = (start + k) % len(self.shards)
-            for job in self.shards[i].outbox_claim(limit - len(claimed)):
+            i = (start + k) % len(shards)
+            try:
+                jobs = shards[i].outbox_claim(limit - len(claimed))
+            except SourceUnavailableError as e:
+                down.append(e)
+                continue
+            for job in jobs:
                 self._jobs[job.job_id] = i
                 claimed.append(job)
+        if down and len(down) == len(shards):
+            raise down[0]
         return claimed
 
     def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
@@ -698,8 +710,14 @@ class ShardedStoreClient:
     # -- operations ----------------------------------------------------------------------------
 
     def doctor(self) -> DoctorResponse:
+        """Every shard's checks (``<check>@shard<i>`` beyond shard 0); a shard that does not
+        answer is a failed check naming it, so the others' checks are still reported."""
         checks: builtins.list[DoctorCheck] = []
-        for i, report in enumerate(self._all(lambda s: s.doctor())):
+        for i, report in enumerate(self._all(_doctor_of)):
+            if isinstance(report, SourceUnavailableError):
+                where = "store" if i == 0 else f"store@shard{i}"
+                checks.append(DoctorCheck(name=where, ok=False, detail=report.message))
+                continue
             for check in report.checks:
                 named = (
                     check if i == 0 else check.model_copy(update={"name": f"{check.name}@shard{i}"})
@@ -773,6 +791,13 @@ def _once(values: Iterable[str] | None) -> Iterable[str] | None:
     if values is None or isinstance(values, str):
         return values
     return tuple(values)
+
+
+def _doctor_of(shard: StoreAPI) -> DoctorResponse | SourceUnavailableError:
+    try:
+        return shard.doctor()
+    except SourceUnavailableError as e:
+        return e
 
 
 def _needs(table: Routing) -> int:

@@ -150,29 +150,53 @@ class StoreActor:
     """The Ray shell over ``MemoryStore``; create it with ``start()``, never directly."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.env = dict(env or {})
         self.boot_error: MemoryServiceError | None = None
+        self._opening = threading.Lock()
+        self._open()
+
+    def _open(self) -> None:
+        """Open the store (replaying the files: restart-safe). A refusal is kept as
+        ``boot_error``: raising here would only make Ray retry forever (max_restarts=-1)
+        with the reason buried in a log; ``ping()`` hands it to ``start()``."""
         try:
-            settings = StoreSettings.from_env(dict(env or {}))
-            self.store = MemoryStore(settings=settings)  # replays the files: restart-safe
+            settings = StoreSettings.from_env(self.env)
+            store = MemoryStore(settings=settings)
         except MemoryServiceError as e:
-            # e.g. an unwritable data dir: raising here would only make Ray retry forever
-            # (max_restarts=-1) with the reason buried in a log; ping() hands it to start().
             self.boot_error = e
             return
+        self.store = store
         self.metrics = _Metrics()
         self.metrics.refresh(self.store)
         self._restore_subscriptions()
         self._warm_embedder()
+        self.boot_error = None  # last: a call sees the store serving only once it is whole
         log.info(
             "memory-store up on %s (%s)", self.store.root, counted(len(self.store.banks), "bank")
         )
 
+    def _serving(self) -> None:
+        """Raise the boot error, once the open was tried again and still fails.
+
+        A restart (after a kill, a node's return) may meet a data dir another process holds
+        for a moment (an embedded ``memory --data-dir`` call) or a volume not yet writable:
+        the store kept refusing every call with that first error, naming a holder long gone,
+        until someone stopped and started it by hand. Each call while not serving tries the
+        open again (one attempt at a time; a held lock is refused at once)."""
+        if self.boot_error is None:
+            return
+        with self._opening:
+            if self.boot_error is not None:
+                self._open()
+        if self.boot_error is not None:
+            raise self.boot_error
+
     def __repr__(self) -> str:
         """What Ray shows in the dashboard's Actors page (Repr) and log prefixes."""
-        if "store" not in vars(self):
-            return "StoreActor(starting)"
         if self.boot_error is not None:
             return f"StoreActor(not serving: {self.boot_error.message})"
+        if "store" not in vars(self):
+            return "StoreActor(starting)"
         banks = list(self.store.banks.values())  # a snapshot: no lock, repr must not wait
         live = sum(b.index_as_is.live_count for b in banks)
         held = f"{counted(live, 'live memory')} in {counted(len(banks), 'bank')}"
@@ -197,8 +221,7 @@ class StoreActor:
     # -- calls -----------------------------------------------------------------------------
 
     def _call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self.boot_error is not None:
-            raise self.boot_error
+        self._serving()
         method: Callable[..., Any] = getattr(self.store, name)
         if name == "recall":
             started = time.perf_counter()
@@ -220,8 +243,7 @@ class StoreActor:
         return result
 
     def ping(self) -> str:
-        if self.boot_error is not None:
-            raise self.boot_error
+        self._serving()
         return "pong"
 
     def doctor(self) -> DoctorResponse:

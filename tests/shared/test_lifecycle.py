@@ -127,7 +127,7 @@ def test_up_failing_midway_leaves_no_process_behind(own_cluster: OwnCluster) -> 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_down_after_the_gcs_died_stops_that_cluster_and_spares_a_client(
+def test_after_the_gcs_died_status_and_up_say_so_and_down_stops_it_sparing_a_client(
     own_cluster: OwnCluster,
 ) -> None:
     up = own_cluster.memory("up", "store", *own_cluster.up_args())
@@ -144,6 +144,14 @@ def test_down_after_the_gcs_died_stops_that_cluster_and_spares_a_client(
 
         # half-dead: the GCS is gone, so nothing answers at the cluster's address
         os.kill(own_cluster.pid_of("gcs_server"), signal.SIGKILL)
+        # status and a store verb say so (they said "no memory store is running; start it
+        # with `memory up`", and that `up` started a second head whose store was refused
+        # the data dir the first store still held)
+        for verb in (["status"], ["list"], ["up", *own_cluster.up_args()]):
+            said = own_cluster.memory(*verb)
+            assert said.returncode == 2, said.stdout
+            assert "no longer answers" in said.stderr and "`memory down`" in said.stderr
+            assert "starting a local Ray cluster" not in said.stdout
         down = own_cluster.memory("down")
         assert down.returncode == 0, down.stderr
         assert "ray cluster stopped" in down.stdout and "no longer answered" in down.stdout

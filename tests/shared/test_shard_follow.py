@@ -167,3 +167,95 @@ def test_over_ray_a_started_shard_is_found_by_name_and_drained(
         for i in range(2):
             with contextlib.suppress(ValueError):
                 ray_cluster.kill(ray_cluster.get_actor(finder.name(i)), no_restart=True)
+
+
+class _Down:
+    """A shard whose actor is gone: every call is refused as the Ray client refuses it."""
+
+    def __getattr__(self, name: str) -> Any:
+        def refuse(*_args: Any, **_kwargs: Any) -> Any:
+            raise errors.SourceUnavailableError("memory-store-1 is not running")
+
+        return refuse
+
+
+def test_a_shard_down_does_not_stop_claims_or_the_doctor_on_the_others(
+    open_shard: Opener,
+) -> None:
+    # Given three shards sharing the banks, a turn queued in a bank of shard 0 and of shard 2
+    stores = [open_shard(i) for i in range(3)]
+    assert rebalance(stores, 3).version > 0
+    client = ShardedStoreClient(stores)
+    banks = {client.owner(f"b{i}"): f"b{i}" for i in range(100)}
+    for shard in (0, 2):
+        said = [{"role": "user", "content": f"I like number {shard}"}]
+        client.pre_generate(f"s{shard}", None, 0, said, {"memory_bank": banks[shard]})
+        assert client.turn_completed(f"s{shard}", None, said).queued
+    # When shard 1 goes down
+    client.shards[1] = _Down()  # type: ignore[call-overload]
+    # Then the extractor's claims still reach shards 0 and 2 (from every start shard)
+    for _ in range(3):
+        jobs = client.outbox_claim(8)
+        assert sorted(j.session_id for j in jobs) == ["s0", "s2"]
+        for job in jobs:
+            client.outbox_fail(job.job_id, "again", retry_after_ms=0)
+    # and the doctor reports the others' checks, with shard 1 as a failed check naming it
+    report = client.doctor()
+    down = [c for c in report.checks if c.name == "store@shard1"]
+    assert not report.ok and len(down) == 1 and "memory-store-1" in down[0].detail
+    assert any(c.name.endswith("@shard2") and c.ok for c in report.checks)
+    # and with every shard down, a claim is refused, typed
+    client.shards = [_Down()] * 3  # type: ignore[list-item]
+    with pytest.raises(errors.SourceUnavailableError, match="not running"):
+        client.outbox_claim(8)
+
+
+@pytest.mark.ray
+def test_over_ray_a_dead_shard_in_the_middle_leaves_the_ones_above_it_serving(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """Shards were counted up to the first missing name: shard 1 gone hid shard 2 too."""
+    from shared.client import StoreClient
+    from shared.rebalance import initial_routing
+    from shared.shard_finder import RayShards
+    from store_worker.actor import start_shard
+
+    finder = RayShards(base="memory-gap-shard", timeout=60)
+    clients = []
+    for i in range(3):
+        env = {"MEMORY_DATA_DIR": str(shard_dir(tmp_path, i)), "MEMORY_SHARD_INDEX": str(i)}
+        start_shard(env, i, 3, name=finder.name(i))
+        clients.append(StoreClient(actor_name=finder.name(i), timeout=60))
+    try:
+        assert initial_routing(clients) is not None
+        # Given three shard actors, and shard 1 killed for good (its name freed)
+        ray_cluster.kill(clients[1].handle, no_restart=True)
+        _wait_gone(ray_cluster, finder.name(1))
+        # When a client counts the shards afresh (a CLI, a restarted sibling or gateway)
+        assert finder.count() == 3
+        client = ShardedStoreClient(
+            [finder.client(i) for i in range(finder.count())], finder=finder, follow_s=0
+        )
+        on = {client.owner(f"g{i}"): f"g{i}" for i in range(100)}
+        # Then shards 0 and 2 serve their banks; shard 1's are refused, typed, naming it
+        for shard in (0, 2):
+            assert client.save(f"kept on {shard}", bank=on[shard]).created
+        with pytest.raises(errors.SourceUnavailableError, match="memory-gap-shard-1") as e:
+            client.save("lost?", bank=on[1])
+        assert e.value.retryable
+        assert len(client.shards) == 3  # a fan-out's re-count keeps shard 2
+    finally:
+        for i in range(3):
+            with contextlib.suppress(ValueError):
+                ray_cluster.kill(ray_cluster.get_actor(finder.name(i)), no_restart=True)
+
+
+def _wait_gone(ray: Any, name: str) -> None:
+    """``ray.kill`` is asynchronous: look the name up until it is freed."""
+    for _ in range(600):
+        try:
+            ray.get_actor(name)
+        except ValueError:
+            return
+        ray.util.list_named_actors()  # a GCS round trip between looks, no sleep
+    pytest.fail(f"{name} is still registered after ray.kill")

@@ -16,6 +16,7 @@ import pytest
 from shared.client import StoreClient, unwrap
 from shared.errors import (
     ConflictError,
+    DataDirLockedError,
     DataDirUnwritableError,
     InvalidArgumentError,
     MemoryServiceError,
@@ -234,6 +235,30 @@ def test_an_unwritable_data_dir_fails_start_with_the_typed_error(
     assert "not writable" in err.value.message
     with pytest.raises(ValueError):  # the name is free again for a corrected start
         ray_cluster.get_actor("memory-store-bad", namespace="memory")
+
+
+def test_a_store_that_booted_into_a_held_lock_serves_once_it_is_free(
+    ray_cluster: Any, tmp_path: Path
+) -> None:
+    """A restart (Ray re-runs ``__init__``) that met the data dir held by another process for
+    a moment kept refusing every call, naming a holder long gone, until a manual restart."""
+    from store_worker import lock
+
+    # Given a data dir another opener holds while the store (re)starts on it
+    data = tmp_path / "data"
+    held = lock.acquire(data)
+    shell = StoreActor({"MEMORY_DATA_DIR": str(data)})
+    try:
+        with pytest.raises(DataDirLockedError):
+            shell.ping()
+        assert "not serving" in repr(shell)
+    finally:
+        # When the other opener lets go
+        held.release()
+    # Then the next call opens the store, and it serves
+    assert shell.ping() == "pong"
+    assert shell.save("served after all", bank="boot").created  # type: ignore[attr-defined]
+    shell.store.close()
 
 
 def test_missing_actor_is_source_unavailable(ray_cluster: Any) -> None:
