@@ -872,13 +872,18 @@ def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
         return "password" if len(secret.strip()) >= 6 and said and secret[:1] != " " else None
     if said and _DIGITS.fullmatch(secret):
         return "password"  # a numeric password or passcode, said as one
-    if not looks_like_password(secret):
-        return None
+    if not looks_like_password(secret) or secret.lower() in _ENCODINGS:
+        return None  # "the password is base64 encoded", "... is sha256 hashed"
     if not said and (len(secret) < 8 or not is_random(secret) or secret.startswith("-")):
         return None  # "$env:PW -AsPlainText": a flag
     return "password"
 
 
+# Names of encodings and hashes, which "the password is ..." says of a password, not as one.
+_ENCODINGS = frozenset(
+    "base64 base32 base58 base64url b64 hex sha1 sha256 sha384 sha512 md5 bcrypt scrypt argon2"
+    " argon2id pbkdf2 utf8 utf-8 utf16 rot13 aes128 aes256 x509 pkcs12 pkcs8".split()
+)
 # "I set / changed / reset my password to X": what makes "to" say the value.
 _SET_BEFORE = re.compile(r"(?i)\b(?:set|chang(?:e|ed|ing)|reset|updat(?:e|ed|ing)|rotated)\b")
 _DIGITS = re.compile(r"\d{4,12}")
