@@ -882,6 +882,42 @@ def test_a_code_or_words_in_prose_survive(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
+# Round 7: codes in lowercase groups with no digit, after a noun that says what they are.
+SPACED_CODES = [
+    ("my gmail app password is abcd efgh ijkl mnop", "abcd efgh ijkl mnop", "password"),
+    ("App password: qwer tyui opas dfgh", "qwer tyui opas dfgh", "password"),
+    ("app-specific password: wxyz-abcd-efgh-ijkl", "wxyz-abcd-efgh-ijkl", "password"),
+    ("Your app password for your device\nxkcd qrst uvwp lmno", "xkcd qrst uvwp lmno", "password"),
+    ("yahoo app password is qwertyuiopasdfgh", "qwertyuiopasdfgh", "password"),
+    ("secret key: jbsw y3dp ehpk 3pxp", "jbsw y3dp ehpk 3pxp", "totp_seed"),
+    ("setup key: abcd efgh ijkl mnop qrst uvwx", "abcd efgh ijkl mnop qrst uvwx", "totp_seed"),
+    ("2FA secret key: jbswy3dpehpk3pxp", "jbswy3dpehpk3pxp", "totp_seed"),
+]
+SPACED_CODE_PROSE = [
+    "the app password: keep this safe from them",
+    "app password: keep them safe here",
+    "generate an app password from your account page",
+    "the secret key: this will come soon",
+    "setup key: none",
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "label"), SPACED_CODES, ids=[c[0][:30] for c in SPACED_CODES]
+)
+def test_a_spaced_lowercase_code_after_its_noun_is_redacted(
+    text: str, secret: str, label: str
+) -> None:
+    assert redact(text) == Redaction(
+        text=text.replace(secret, f"[REDACTED:{label}]"), labels=(label,)
+    )
+
+
+@pytest.mark.parametrize("text", SPACED_CODE_PROSE)
+def test_four_letter_words_after_the_noun_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
 # --- a vendor-shaped id written with its secret -------------------------------------------------
 
 TWILIO_SID = "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # fakes
