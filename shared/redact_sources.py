@@ -218,7 +218,7 @@ _POSITIONAL_CALL = re.compile(
     + r"[ \t]*\d{2,5}[ \t]*,"
     + _SKIP * 1
     # Ruby's ``smtp.start(helo, user, secret, :login)``
-    + r"|(?<=\.)start[ \t]*\("
+    + r"|[A-Za-z_]\w{0,30}\.start[ \t]*\("
     + _SKIP * 2
     + r")[ \t]*"
     + _LITERAL
@@ -235,7 +235,7 @@ _RUBY_AUTH_TYPE = re.compile(r"[ \t]*,[ \t]*:(?:plain|login|cram_md5)\b")
 
 def _judge_positional(m: re.Match[str], secret: str) -> str | None:
     head = m.group()[: m.group().find("(")]
-    if head.endswith("start") and not head.rstrip().endswith("SMTP.start"):
+    if head.rstrip().endswith(".start") and "::" not in head:
         # smtp.start(helo, user, secret, :login): only with the auth type after the secret
         if _RUBY_AUTH_TYPE.match(m.string, m.end("q") + len(secret) + 1) is None:
             return None
@@ -243,7 +243,7 @@ def _judge_positional(m: re.Match[str], secret: str) -> str | None:
 
 
 _POSITION_WORDS = ("pass_", "auth", "bind", "credentials", "connect", "ftp", "login", "password")
-_POSITION_WORDS_EXACT = ("mysqli", "Sequelize", "start")
+_POSITION_WORDS_EXACT = ("mysqli", "Sequelize", ".start")
 
 
 def _positional_starts(scan: Scan) -> list[int]:
