@@ -187,6 +187,21 @@ CONTEXT = [
     (f"\u0643\u0644\u0645\u0629 \u0627\u0644\u0645\u0631\u0648\u0631: {PW}", PW, "password"),
     (f"\u05e1\u05d9\u05e1\u05de\u05d4: {PW}", PW, "password"),
     (f"\uc554\ud638: {PW}", PW, "password"),
+    # round 7: Hindi (the verb before or after the value, and Hinglish), Thai (glued), a
+    # possessive after the noun (Greek, Vietnamese, Thai), a word naming what it opens
+    ("मेरा पासवर्ड है tiger8842", "tiger8842", "password"),
+    ("मेरा पासवर्ड tiger8842 है", "tiger8842", "password"),
+    (f"पासवर्ड: {PW}", PW, "password"),
+    ("mera password hai tiger8842", "tiger8842", "password"),
+    ("รหัสผ่านของฉันคือ tiger8842", "tiger8842", "password"),
+    (f"รหัสผ่าน: {PW}", PW, "password"),
+    ("รหัสผ่าน wifi คือ tiger8842", "tiger8842", "password"),
+    ("ο κωδικός μου είναι tiger8842", "tiger8842", "password"),
+    ("ο κωδικός πρόσβασης είναι tiger8842", "tiger8842", "password"),
+    ("mật khẩu của tôi là tiger8842", "tiger8842", "password"),
+    ("mật khẩu wifi là tiger8842", "tiger8842", "password"),
+    ("비밀번호 tiger8842 입니다", "tiger8842", "password"),
+    ("пароль від пошти tiger8842", "tiger8842", "password"),
     # keys named as a key-store's or Wi-Fi's password
     (f"PreSharedKey = {KEY}=", f"{KEY}=", "secret"),
     (f"keyStorePass={PW}", PW, "password"),
@@ -200,6 +215,16 @@ CONTEXT = [
 ]
 
 PROSE = [
+    # round 7: the new nouns in sentences with no password in them
+    "मेरा पासवर्ड याद नहीं है",
+    "पासवर्ड है क्या?",
+    "mera password hai kya",
+    "รหัสผ่านของฉันหายไป",
+    "ใส่รหัสผ่าน แล้วกด ok",
+    "mật khẩu của tôi là bí mật",
+    "ο κωδικός μου είναι μυστικός",
+    "мій пароль простий",
+    "the password is base64 encoded before it is hashed",
     "my password manager is great",
     "the key point is that we ship on Friday",
     "a token of appreciation for the team",
