@@ -346,15 +346,17 @@ _SAID_PASSWORD = re.compile(
     # "password's X"; "I changed my password to X" (a "to" counts only after set/change/reset).
     # Also the short nouns ("pw", "pwd", "passwd", "the pass is X"), an arrow or a dash for
     # "is" ("password -> X", "Password - X"), and a colon after a qualifier ("password
-    # (prod): X", "the password for bob@example.com: X") where an assignment sees no key.
+    # (prod): X", "the password for bob@example.com: X", "pw for the nas = X") where an
+    # assignment sees no key; "vnc password set to X".
     r"(?<![A-Za-z0-9_])(?P<noun>(?i:pass(?:word|phrase|code|wd)?|pwd?))"
     r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])[ \t]*(?P<colon>:)[ \t]*"
     # (once said, the value may start the next line: "my password is" then a line break)
     r"|[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?"
-    r"(?:[ \t]+(?P<verb>(?i:is|was))[ \t]*:?|[ \t]*(?P<colon2>:))(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
+    r"(?:[ \t]+(?P<verb>(?i:is|was))[ \t]*:?|[ \t]*(?P<colon2>[:=]))(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
     r"|(?:[ \t]+|(?=['\u2019]s[ \t]))"
-    r"(?:(?P<verb2>(?i:(?:is|was|has[ \t]+been|got)[ \t]+(?:re)?(?:set|changed|updated|rotated)"
-    r"[ \t]+to|is|was|to|è|hai|['\u2019]s)|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
+    r"(?:(?P<verb2>(?i:(?:(?:is|was|has[ \t]+been|got)[ \t]+)?"
+    r"(?:re)?(?:set|changed|updated|rotated)[ \t]+to|is|was|to|è|hai|['\u2019]s)"
+    r"|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
     r"(?:[ \t]+|[ \t]*\r?\n[ \t]*))?)"
     r"(?:(?P<q>[\"'`])(?P<secret>[^\n\"'`]{1,200})(?P=q)"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)]))"
@@ -1024,7 +1026,8 @@ _SAID_KEY_TAIL = re.compile(
 _SAID_PASSWORD_TAIL = re.compile(
     r"(?:pass(?:word|phrase|code|wd)?|pwd?)"
     r"(?:[ \t]*[(\[]"
-    r"|[ \t]+(?:is|was|has|got|è|hai|for|to|of|on|at|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
+    r"|[ \t]+(?:is|was|has|got|è|hai|for|to|of|on|at|(?:re)?set|changed|updated|rotated"
+    r"|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
     r"|['\u2019]s[ \t])"
 )
 

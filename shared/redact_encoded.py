@@ -188,6 +188,16 @@ _SAID_ENCODED = re.compile(
     r"(?:[ \t]*[:=]|[ \t]+(?i:is|are|was|reads)[ \t]*:?)?[ \t]*[\"'`]?"
     r"(?P<secret>[A-Za-z0-9+/][A-Za-z0-9+/_-]{7,4095}={0,2})(?![A-Za-z0-9+/=_-])"
 )
+# The same said after the value: "the secret's value is <v> (base64)".
+_SAID_ENCODED_AFTER = re.compile(
+    r"(?<![A-Za-z0-9+/=_-])(?P<secret>[A-Za-z0-9+/][A-Za-z0-9+/_-]{7,4095}={0,2})"
+    r"[ \t]*[(\[][ \t]*(?i:base64|b64)(?:[ \t-]?(?i:encoded))?[ \t]*[)\]]"
+)
+# ``echo -n 'user:<pw>' | base64``: a Basic credential being made.
+_ECHO_TO_BASE64 = re.compile(
+    r"(?<![A-Za-z0-9_-])echo[ \t]+(?:-[neE]{1,3}[ \t]+)?(?P<q>[\"']?)[\w.@+-]{1,128}:"
+    r"(?P<secret>[^\s\"':|]{1,256})(?P=q)[ \t]*\|[ \t]*(?:base64|openssl[ \t]+base64)\b"
+)
 _CREDENTIAL_NOUN = re.compile(
     r"(?i)(?<![a-z])(?:pass(?:word|phrase|wd)?|pwd|creds?|credentials?|secrets?|tokens?"
     r"|(?:api[ _-]?)?keys?|auth|login)(?![a-z])"
@@ -210,6 +220,12 @@ def _judge_said_encoded(m: re.Match[str], secret: str) -> str | None:
     if _is_plain(secret) or not _is_base64(secret) or secret.isdigit():
         return None  # "the password is base64 encoded", "base64 of 12345678"
     return "secret"
+
+
+def _judge_echo(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret) or secret.startswith("$") or _is_plain(secret):
+        return None  # "echo -n user:password | base64": a tutorial's
+    return "password"
 
 
 # --- an ``auth`` value that decodes to user:password -----------------------------------------
@@ -247,5 +263,7 @@ ENCODED: tuple[RuleSpec, ...] = (
     (_DATA_VALUE, _judge_data_value, _yaml_starts),
     (_DATA_PAIR, _judge_data_pair, _json_starts),
     (_SAID_ENCODED, _judge_said_encoded, None),
+    (_SAID_ENCODED_AFTER, _judge_said_encoded, None),
+    (_ECHO_TO_BASE64, _judge_echo, None),
     (_ENCODED_AUTH, _judge_encoded_auth, None),
 )

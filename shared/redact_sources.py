@@ -42,9 +42,20 @@ _LITERAL = r"(?P<q>[\"'`])(?P<secret>[^\"'`\\\n]{1,2048})(?P=q)"
 _TEMPLATE_WORDS = frozenset("password passwd pass pwd secret token changeme".split())
 
 
+# A format's slot: printf's "%s", "%d", "%v", Python's "%(name)s".
+_FORMAT_SLOT = re.compile(r"%(?:\(\w{1,40}\))?[-+ #0]*\d*(?:\.\d+)?[sdifqvxXr]")
+
+
 def _is_template(secret: str) -> bool:
-    """A placeholder, a template's word, or a format's slot ("%s:%s@tcp(%s)")."""
-    return _is_placeholder(secret) or secret.lower() in _TEMPLATE_WORDS or secret[:1] == "%"
+    """A placeholder, a template's word, or a format with slots ("%s:%s@tcp(%s)"; a password
+    with a "%" in it is still one)."""
+    if _is_placeholder(secret) or secret.lower() in _TEMPLATE_WORDS:
+        return True
+    if _FORMAT_SLOT.search(secret) is None:
+        return False
+    # the rest of a format is punctuation and words ("%s:%s@tcp(%s)/%s"); a password with
+    # a "%" in it ("8XHR5oc%qzeL") has digits beside it
+    return not any(c.isdigit() for c in _FORMAT_SLOT.sub("", secret))
 
 
 def _judge_literal(m: re.Match[str], secret: str) -> str | None:

@@ -202,6 +202,9 @@ CONTEXT = [
     ("mật khẩu wifi là tiger8842", "tiger8842", "password"),
     ("비밀번호 tiger8842 입니다", "tiger8842", "password"),
     ("пароль від пошти tiger8842", "tiger8842", "password"),
+    # found by the round-7 probe: "=" after a qualifier, "set to" with no "is"
+    ("pw for the nas = meadowlark44", "meadowlark44", "password"),
+    (f"vnc password set to {PW}", PW, "password"),
     # keys named as a key-store's or Wi-Fi's password
     (f"PreSharedKey = {KEY}=", f"{KEY}=", "secret"),
     (f"keyStorePass={PW}", PW, "password"),
@@ -225,6 +228,7 @@ PROSE = [
     "ο κωδικός μου είναι μυστικός",
     "мій пароль простий",
     "the password is base64 encoded before it is hashed",
+    "the password set to expire in 90 days",
     "my password manager is great",
     "the key point is that we ship on Friday",
     "a token of appreciation for the team",

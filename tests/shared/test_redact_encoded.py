@@ -154,3 +154,29 @@ def test_every_from_literal_of_a_created_secret_is_redacted() -> None:
 )
 def test_a_from_literal_template_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# Found by the round-7 probe: base64 said after the value, a Basic credential being made.
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"The Secret's value is {BLOB} (base64)", BLOB),
+        ("echo -n 'admin:sunflower42' | base64", "sunflower42"),
+        (f"echo deploy:{PW} | base64", PW),
+    ],
+)
+def test_base64_said_after_the_value_or_made_with_echo_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the logo (base64) is big",
+        "echo $USER:$PASS | base64",
+        "echo -n user:password | base64",
+        "echo hello:world | base64",
+    ],
+)
+def test_base64_made_of_no_credential_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())

@@ -186,6 +186,7 @@ POSITIONAL = [
     f'cx_Oracle.connect("scott", "{PW}", "localhost/orclpdb")',
 ]
 POSITIONAL_PROSE = [
+    'smtp.login(user, "%(password)s")',
     'auth := smtp.PlainAuth("", from, password, host)',
     'server.start("localhost", 8080, "index.html")',
     'job.start(ctx, "worker", "main")',
@@ -247,3 +248,10 @@ def test_a_terraform_default_or_escaped_json_value_is_redacted(
 @pytest.mark.parametrize("text", ESCAPED_AND_HCL_PROSE)
 def test_terraform_and_escaped_json_without_a_secret_survive(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+@pytest.mark.parametrize("secret", ["8XHR5oc%qzeL", "%uxcQmplGN3p"])
+def test_a_percent_sign_in_a_password_is_no_format_slot(secret: str) -> None:
+    text = f'requests.get(url, auth=HTTPBasicAuth("svc", "{secret}"))'
+
+    assert redact(text).text == text.replace(secret, "[REDACTED:password]")
