@@ -70,9 +70,16 @@ What it covers
       "...")``, ``BasicAuth("bob", "...")``, ``mysqli_connect(h, u, "...")``), SQL
       (``IDENTIFIED BY '...'``, ``WITH PASSWORD '...'``), ``ConvertTo-SecureString '...'``,
       Go's ``user:<pw>@tcp(host)/db`` and name/value pairs (a Kubernetes ``env`` entry,
-      ``{"name": "DB_PASSWORD", "value": "..."}``). The assignments of redact_context also
-      read a literal's prefix and triple quotes (``password = r'...'``) and a subscript
-      (``os.environ["DB_PASSWORD"] = "..."``).
+      ``{"name": "DB_PASSWORD", "value": "..."}``), a password by its place among a call's
+      arguments (``smtp.PlainAuth("", user, "...", host)``, ``Net::SMTP.start(...)``,
+      ``ftplib.FTP(host, user, "...")``), Terraform's ``variable "db_password" { default =
+      "..." }`` and JSON with escaped quotes (``{&quot;password&quot;:&quot;...&quot;}``).
+      The assignments of redact_context also read a literal's prefix and triple quotes
+      (``password = r'...'``) and a subscript (``os.environ["DB_PASSWORD"] = "..."``).
+    * Base64 the context says is secret, in shared/redact_encoded.py: every value of a
+      Kubernetes Secret's ``data:``/``stringData:`` (YAML or JSON, any key), a value said to
+      be a credential's base64 ("the creds are base64 <v>", "<v> (base64)"), ``echo -n
+      'user:<pw>' | base64``, and an ``auth`` value that decodes to ``user:password``.
     * Configuration lines, in shared/redact_files.py: ``.pgpass`` lines, directives
       (``requirepass <pw>``, ``username admin password 0 <pw>``), a label alone on its line
       and the value on the next, Redis' ``AUTH``, Cookie headers' session ids, Wi-Fi (the QR

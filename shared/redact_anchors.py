@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -229,11 +230,18 @@ def is_word(anchor: Anchor) -> bool:
     """Letters only, none of them a capital to pivot on: found with ``in``. Non-ASCII ones
     too: a case-insensitive "пароль" or "şifre" pivoted on its first letter would be looked
     for in lowercase only, and miss "Пароль"; ``in`` on the folded text finds every case.
-    And letters without case ("密码", "パスワード"): as pivots they would put non-ASCII
-    characters into the gate's regex, whose search then skips ahead more slowly on every
-    text; ``in`` returns at once on a text with no character that wide."""
+    And letters without case ("密码", "パスワード", with their marks: "पासवर्ड"): as pivots
+    they would put non-ASCII characters into the gate's regex, whose search then skips ahead
+    more slowly on every text; ``in`` returns at once on a text with no character that wide."""
     text, icase = anchor
-    return text.isalpha() and (icase or text.islower() or text.lower() == text.upper())
+    lettered = text[:1].isalpha() and all(c.isalpha() or _is_mark(c) for c in text)
+    return lettered and (icase or text.islower() or text.lower() == text.upper())
+
+
+def _is_mark(char: str) -> bool:
+    """A vowel sign or a tone mark (Devanagari's "ा", Thai's "่"): part of a word, though no
+    letter to ``str.isalpha``; "पासवर्ड" and "รหัสผ่าน" are words to find with ``in``."""
+    return unicodedata.category(char) in ("Mn", "Mc")
 
 
 @dataclass(frozen=True)

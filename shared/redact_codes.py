@@ -80,21 +80,85 @@ def _judge_code_list(m: re.Match[str], secret: str) -> str | None:
 # --- TOTP seeds -------------------------------------------------------------------------------
 
 # The noun ends in "secret", "seed" or "key" (words the gate already looks for, but "seed"):
-# "TOTP seed", "2FA secret", "authenticator key", "setup key".
+# "TOTP seed", "2FA secret", "2FA secret key", "authenticator key", "setup key", and a bare
+# "secret key" (what Google's and most sites' setup pages call the seed they show).
 _TOTP_SEED = re.compile(
-    r"(?<![^\W_])(?i:(?:t?otp|2fa|mfa|authenticator|setup)[ \t_-]*(?:secret|seed|key))"
+    r"(?<![^\W_])(?i:(?:(?:t?otp|2fa|mfa|authenticator|setup)[ \t_-]*"
+    r"(?:secret(?:[ \t_-]*key)?|seed|key)|secret[ \t_-]*key))"
     r"(?:[ \t]*[:=]|[ \t]+(?i:is|was))[ \t]*:?[ \t]*[\"'`]?"
     r"(?P<secret>[A-Za-z2-7]{4}(?:[ -]?[A-Za-z2-7]{4}){3,15}[A-Za-z2-7]{0,3}=*)(?![A-Za-z0-9])"
 )
 _BASE32_DIGIT = re.compile(r"[2-7]")
+_GROUPS = re.compile(r"[A-Za-z0-9]{4}(?:[ -][A-Za-z0-9]{4})+")
+
+# Four-letter words of English prose: a run of four-letter groups with one of these in it is a
+# sentence ("keep this safe from them"), not a code; a random group is one of them about once
+# in 3,000.
+_WORDS4 = frozenset(
+    """able also area away back base been best body book both call came case code come cost
+    dark data date days deal done door down each else even ever face fact fall fast feel file
+    find fine five form four free from full gave give goes gone good half hand hard have head
+    hear help here high hold home hope hour idea into just keep kept kind knew know last late
+    left less life like line list live long look lose lost love made mail main make many mind
+    miss more most move much must name near need next nice none note once only open over page
+    part pass past plan play read real rest room safe said same save seen send sent ship show
+    side sign site some soon step stop sure take talk team tell text than that them then they
+    this time told took true turn type used user very view wait want week well went were what
+    when will wish with word work year your zero""".split()
+)
+
+
+def _is_code_groups(secret: str) -> bool:
+    """Groups of four that read as no sentence: none of them a word of _WORDS4."""
+    groups = re.split(r"[ -]", secret.lower())
+    return len(groups) >= 4 and not any(group in _WORDS4 for group in groups)
 
 
 def _judge_totp_seed(m: re.Match[str], secret: str) -> str | None:
-    """16+ base32 characters in one case with a digit: "jbsw y3dp ehpk 3pxp", not "this will
-    come soon" (four-letter words have no digit)."""
+    """16+ base32 characters in one case with a digit ("jbsw y3dp ehpk 3pxp"), or, spaced in
+    groups of four, letters only when no group is an English word ("abcd efgh ijkl mnop", not
+    "this will come soon")."""
     joined = secret.replace(" ", "").replace("-", "").rstrip("=")
     one_case = joined.upper() == joined or joined.lower() == joined
-    return "totp_seed" if one_case and _BASE32_DIGIT.search(joined) else None
+    if not one_case:
+        return None
+    if _BASE32_DIGIT.search(joined) or (_GROUPS.fullmatch(secret) and _is_code_groups(secret)):
+        return "totp_seed"
+    return None
+
+
+# --- app passwords ---------------------------------------------------------------------------
+#
+# Google's app passwords (16 lowercase letters shown in four groups: "abcd efgh ijkl mnop"),
+# Apple's app-specific passwords ("abcd-efgh-ijkl-mnop") and Yahoo's (16 letters run together),
+# after their noun: letters only, so no other rule reads them as a password.
+_APP_PASSWORD = re.compile(
+    r"(?<![^\W_])(?i:app(?:lication)?(?:[ \t_-]+specific)?[ \t_-]+pass(?:word|code))s?"
+    r"(?:[ \t]+(?i:for)[ \t]+[^\n:=\"'`]{1,40}?)?"
+    r"(?:[ \t]*[:=]|[ \t]+(?i:is|was))?[ \t]*:?(?:[ \t]*\r?\n)?[ \t]*[\"'`]?"
+    r"(?P<secret>[A-Za-z]{4}(?:[ -][A-Za-z]{4}){3}|[a-z]{16})(?![\w-])"
+)
+
+
+def _judge_app_password(m: re.Match[str], secret: str) -> str | None:
+    if " " in secret or "-" in secret:
+        one_case = secret.lower() == secret or secret.upper() == secret
+        return "password" if one_case and _is_code_groups(secret) else None
+    return (
+        "password"
+        if _is_code_groups(" ".join(secret[i : i + 4] for i in range(0, 16, 4)))
+        else None
+    )
+
+
+def _app_password_starts(scan: Scan) -> list[int]:
+    """Where "app" or "application" starts, up to 24 characters before a "pass"."""
+    low, starts = scan.folded, []
+    for at in scan.find("pass"):
+        head = low.rfind("app", max(at - 24, 0), at)
+        if head >= 0:
+            starts.append(head)
+    return sorted(set(starts))
 
 
 # --- a wallet's seed words ---------------------------------------------------------------------
@@ -148,6 +212,7 @@ CODES: tuple[RuleSpec, ...] = (
     (_ONE_TIME_CODE, _fixed("one_time_code"), _starts_before("code", "otp", reach=14)),
     (_CODE_LIST, _judge_code_list, _starts_before("codes", reach=14)),
     (_TOTP_SEED, _judge_totp_seed, _starts_before("secret", "seed", "key", reach=16, tail=_SAID)),
+    (_APP_PASSWORD, _judge_app_password, _app_password_starts),
     (_SEED_WORDS, _fixed("seed_phrase"), _starts_before("word", reach=24, tail=_SAID)),
     (_RECOVERY_KEY, _judge_recovery_key, _starts_before("key", reach=22, tail=_SAID)),
 )

@@ -365,16 +365,24 @@ def _judge_secret_store(m: re.Match[str], secret: str) -> str | None:
     return "secret"
 
 
-# ``kubectl create secret generic NAME --from-literal=<key>=<value>``: every literal's value.
+# ``kubectl create secret generic NAME --from-literal=<key>=<value>``: every literal's value,
+# whatever its key's name and a plain word too (a Secret holds nothing else), also with the
+# whole literal quoted (``--from-literal='conn=...'``). A docs' ``key=value`` stays.
 _FROM_LITERAL = re.compile(r"--from-literal=[^=\s\"']{1,253}=" + _VALUE)
+_FROM_LITERAL_QUOTED = re.compile(
+    r"--from-literal=(?P<kq>[\"'])[^=\s\"']{1,253}=(?P<secret>[^\"'\n]{1,4096})(?P=kq)"
+)
 _CREATES_A_SECRET = re.compile(r"\b(?:kubectl|oc)\b[^\n|;&]*?\bcreate[ \t]+secret\b")
+_EXAMPLE_VALUES = frozenset("value val values foo bar baz example changeme".split())
 
 
 def _judge_from_literal(m: re.Match[str], secret: str) -> str | None:
     line = m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.start()]
     if _CREATES_A_SECRET.search(line) is None or _is_template(secret):
         return None
-    return None if m.group("bare") is not None and _is_plain(secret) else "secret"
+    if len(secret.strip()) < 3 or secret.lower() in _EXAMPLE_VALUES:
+        return None  # "url=x", "key=value": an example's
+    return "secret"
 
 
 def _starts(*names: str, folded: bool = False) -> Seek:
@@ -456,6 +464,7 @@ COMMANDS: tuple[RuleSpec, ...] = (
     ),
     (_EXPECT_SEND, _judge_expect_send, _starts("expect")),
     (_SECRET_STORE, _judge_secret_store, _starts_then(("gh", "az", "aws"), "(?:secret|keyv|ssm)")),
+    (_FROM_LITERAL_QUOTED, _judge_from_literal, _starts("--from-literal=")),
     (_FROM_LITERAL, _judge_from_literal, _starts("--from-literal=")),
     (_NET, _judge_net_password, _starts("net", folded=True)),
     (_SETX, _judge_setx, _starts("setx", folded=True)),

@@ -346,15 +346,17 @@ _SAID_PASSWORD = re.compile(
     # "password's X"; "I changed my password to X" (a "to" counts only after set/change/reset).
     # Also the short nouns ("pw", "pwd", "passwd", "the pass is X"), an arrow or a dash for
     # "is" ("password -> X", "Password - X"), and a colon after a qualifier ("password
-    # (prod): X", "the password for bob@example.com: X") where an assignment sees no key.
+    # (prod): X", "the password for bob@example.com: X", "pw for the nas = X") where an
+    # assignment sees no key; "vnc password set to X".
     r"(?<![A-Za-z0-9_])(?P<noun>(?i:pass(?:word|phrase|code|wd)?|pwd?))"
     r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])[ \t]*(?P<colon>:)[ \t]*"
     # (once said, the value may start the next line: "my password is" then a line break)
     r"|[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?"
-    r"(?:[ \t]+(?P<verb>(?i:is|was))[ \t]*:?|[ \t]*(?P<colon2>:))(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
+    r"(?:[ \t]+(?P<verb>(?i:is|was))[ \t]*:?|[ \t]*(?P<colon2>[:=]))(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
     r"|(?:[ \t]+|(?=['\u2019]s[ \t]))"
-    r"(?:(?P<verb2>(?i:(?:is|was|has[ \t]+been|got)[ \t]+(?:re)?(?:set|changed|updated|rotated)"
-    r"[ \t]+to|is|was|to|è|['\u2019]s)|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
+    r"(?:(?P<verb2>(?i:(?:(?:is|was|has[ \t]+been|got)[ \t]+)?"
+    r"(?:re)?(?:set|changed|updated|rotated)[ \t]+to|is|was|to|è|hai|['\u2019]s)"
+    r"|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
     r"(?:[ \t]+|[ \t]*\r?\n[ \t]*))?)"
     r"(?:(?P<q>[\"'`])(?P<secret>[^\n\"'`]{1,200})(?P=q)"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)]))"
@@ -402,19 +404,30 @@ _FOREIGN_NOUN = (
     r"|κωδικ(?:ός|ος)|mật[ \t]+khẩu"
     r"|parola[ \t]+d['\u2019]ordine|kata[ \t]+sandi(?:nya)?|geslo|lozinka|лозинка|parool"
     r"|slaptažod(?:is|į)"
-    # (no Devanagari or Thai noun: their vowel signs are no letters, and the gate would
-    # look for one with a slower search over every text)
+    # Hindi (and Marathi, Nepali) borrow the English word; Thai's "รหัสผ่าน"; Greek's full
+    # "κωδικός πρόσβασης" is read as its first word. (Their vowel signs and tone marks are no
+    # letters to str.isalpha; the gate's anchors count them in: shared/redact_anchors.is_word.)
+    r"|पासवर्ड|कूटशब्द|รหัสผ่าน"
     r"|كلمة[ \t]+(?:المرور|السر)|رمز[ \t]+(?:عبور|ورود)|סיסמ(?:ה|א)|口令|암호)"
+)
+# "my" after the noun: Greek "ο κωδικός μου", Vietnamese "mật khẩu của tôi", Thai
+# "รหัสผ่านของฉัน"; Greek "πρόσβασης" (of access) completes its noun.
+_FOREIGN_POSSESSIVE = (
+    r"(?:[ \t]+(?:μου|σου|μας|πρόσβασης)|[ \t]+của[ \t]+(?:tôi|bạn|mình|anh|em|tớ)"
+    r"|[ \t]*ของ(?:ฉัน|ผม|คุณ|เรา))?"
 )
 _FOREIGN_VALUE = (
     # "Passwort für WLAN: X", "contraseña del wifi: X", "пароль от почты X"
     r"(?:[ \t]+(?i:für|fürs|zum|zur|vom|von|de|du|des|del|della|di|da|do|dos|das|van|voor"
-    r"|för|til|for|per|dla|od|от|для|na)[ \t]+[^\n:=\"'`]{1,30}?)?"
+    r"|för|til|for|per|dla|od|от|для|від|do|na)[ \t]+[^\n:=\"'`]{1,30}?)?"
     r"(?:는|은|は|이|가)?"
+    # "รหัสผ่าน wifi คือ X", "mật khẩu wifi là X": a word naming what it opens, then "is"
+    r"(?:[ \t]+[A-Za-z][\w.-]{1,20}(?=[ \t]*[:=]|[ \t]*คือ|[ \t]+(?:là|is|est|es|ist|é|è|jest"
+    r"|to|je|adalah|είναι|है|hai)[ \t]))?"
     r"(?:[ \t]*(?P<sep>[:=])[ \t]*"
-    r"|[ \t]*(?P<verb>是|为|為|は)[ \t]*"
+    r"|[ \t]*(?P<verb>是|为|為|は|คือ)[ \t]*"
     r"|[ \t]+(?P<verb2>(?i:is|ist|lautet|war|est|était|es|era|é|è|er|var|är|on|oli|jest|to|je"
-    r"|van|adalah|là|είναι|е|este|היא|הוא|هي|هو|—|-))[ \t]*:?[ \t]+"
+    r"|van|adalah|là|είναι|е|este|היא|הוא|هي|هو|है|था|hai|—|-))[ \t]*:?[ \t]+"
     r"|[ \t]+)"
     r"(?:(?P<q>[\"'`«“„])(?P<secret>[^\n\"'`«»“”„]{1,200})[\"'`»”“]"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)!。，、]))"
@@ -422,9 +435,10 @@ _FOREIGN_VALUE = (
 # (a noun may follow a letter of a script written without spaces, "我的密码是...", or a
 # Hebrew prefix, "הסיסמה": no other letter)
 _FOREIGN_PASSWORD = re.compile(
-    r"(?<![^\W\d_\u05d0-\u05ea\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])(?i:"
+    r"(?<![^\W\d_\u05d0-\u05ea\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])(?i:"
     + _FOREIGN_NOUN
     + ")"
+    + _FOREIGN_POSSESSIVE
     + _FOREIGN_VALUE
 )
 _FOREIGN_PASSWORD_PASS = re.compile(
@@ -447,6 +461,7 @@ def _judge_foreign_password(m: re.Match[str], secret: str) -> str | None:
     """As _judge_said_password reads one in English: said (a separator or "is"), a value
     like a password or 4+ digits; with neither, only a key-like value of 8+."""
     said = m.group("sep") or m.group("verb") or m.group("verb2")
+    said = said or _FINAL_VERB.match(m.string, m.end())
     if _is_placeholder(secret) or (m.group("bare") is not None and _is_next_key(m, "bare")):
         return None
     if m.group("q") is not None:
@@ -455,6 +470,11 @@ def _judge_foreign_password(m: re.Match[str], secret: str) -> str | None:
         return "password"
     random = len(secret) >= 8 and is_random(secret) and looks_like_password(secret)
     return "password" if random else None
+
+
+# The verb that ends a sentence after the value (Hindi "मेरा पासवर्ड X है", Korean "비밀번호
+# X 입니다", Japanese "パスワードは X です"): said as one, as "is" before it says.
+_FINAL_VERB = re.compile(r"[ \t]*(?:है|था|थी|हैं|입니다|이에요|예요|です|だ)(?![^\W\d_])")
 
 
 # A passphrase or a wallet's seed phrase is several words: after "passphrase:" or "seed
@@ -872,13 +892,18 @@ def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
         return "password" if len(secret.strip()) >= 6 and said and secret[:1] != " " else None
     if said and _DIGITS.fullmatch(secret):
         return "password"  # a numeric password or passcode, said as one
-    if not looks_like_password(secret):
-        return None
+    if not looks_like_password(secret) or secret.lower() in _ENCODINGS:
+        return None  # "the password is base64 encoded", "... is sha256 hashed"
     if not said and (len(secret) < 8 or not is_random(secret) or secret.startswith("-")):
         return None  # "$env:PW -AsPlainText": a flag
     return "password"
 
 
+# Names of encodings and hashes, which "the password is ..." says of a password, not as one.
+_ENCODINGS = frozenset(
+    "base64 base32 base58 base64url b64 hex sha1 sha256 sha384 sha512 md5 bcrypt scrypt argon2"
+    " argon2id pbkdf2 utf8 utf-8 utf16 rot13 aes128 aes256 x509 pkcs12 pkcs8".split()
+)
 # "I set / changed / reset my password to X": what makes "to" say the value.
 _SET_BEFORE = re.compile(r"(?i)\b(?:set|chang(?:e|ed|ing)|reset|updat(?:e|ed|ing)|rotated)\b")
 _DIGITS = re.compile(r"\d{4,12}")
@@ -1001,7 +1026,8 @@ _SAID_KEY_TAIL = re.compile(
 _SAID_PASSWORD_TAIL = re.compile(
     r"(?:pass(?:word|phrase|code|wd)?|pwd?)"
     r"(?:[ \t]*[(\[]"
-    r"|[ \t]+(?:is|was|has|got|è|for|to|of|on|at|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
+    r"|[ \t]+(?:is|was|has|got|è|hai|for|to|of|on|at|(?:re)?set|changed|updated|rotated"
+    r"|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
     r"|['\u2019]s[ \t])"
 )
 

@@ -50,6 +50,7 @@ from shared.redact_context import (
     Seek,
     find_all,
 )
+from shared.redact_encoded import ENCODED, ENCODED_TEXT_ANCHORS
 from shared.redact_files import FILES
 from shared.redact_pairs import PAIRS
 from shared.redact_said import SAID
@@ -62,7 +63,9 @@ __all__ = ["Engine", "Rule", "candidates", "engine"]
 # noun), the forms of source code (shared/redact_sources.py), of configuration lines
 # (shared/redact_files.py) and of credentials said in prose (shared/redact_said.py) before
 # the context rules, whose generic flags, PINs and assignments would otherwise take them
-# first; last, the bare pairs of shared/redact_pairs.py, the weakest context of all.
+# first; then base64 known or said to be secret (shared/redact_encoded.py: a Secret's values
+# whose keys say nothing; a key that names a credential has given its label already); last,
+# the bare pairs of shared/redact_pairs.py, the weakest context of all.
 _AFTER: tuple[RuleSpec, ...] = (
     *COMMANDS,
     *CODES,
@@ -70,6 +73,7 @@ _AFTER: tuple[RuleSpec, ...] = (
     *FILES,
     *SAID,
     *AFTER_CATALOGUE,
+    *ENCODED,
     *PAIRS,
 )
 
@@ -215,8 +219,11 @@ def _build_rules(
     )
 
 
+_ALL_TEXT_ANCHORS = {**TEXT_ANCHORS, **ENCODED_TEXT_ANCHORS}
+
+
 def _text_anchors(pattern: re.Pattern[str]) -> Strings:
-    return frozenset((word, True) for word in TEXT_ANCHORS.get(pattern, ()))
+    return frozenset((word, True) for word in _ALL_TEXT_ANCHORS.get(pattern, ()))
 
 
 # --- the plan: the derivation, shipped -----------------------------------------------------------
@@ -230,8 +237,10 @@ _PLAN_INPUTS = (
     "redact_codes.py",
     "redact_commands.py",
     "redact_context.py",
+    "redact_encoded.py",
     "redact_files.py",
     "redact_gate.py",
+    "redact_pairs.py",
     "redact_said.py",
     "redact_sources.py",
 )

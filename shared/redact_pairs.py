@@ -9,7 +9,9 @@ not words run together (``Remember2Check``). And the pair must stand where a cre
 written: on a short line of its own, or on a line with a word that says login (ssh, db,
 account, admin, wifi ...). The user is a name glued to its ``:`` or ``/``: no scheme
 (``https:``, ``sha256:``, ``arn:``), no file (``src/Main2.java:120``), no path segment;
-RFC 3986 §3.2.1's ``user:password@host`` is the shape, the host optional.
+RFC 3986 §3.2.1's ``user:password@host`` is the shape, the host optional. A value built of
+named parts, as model ids and image tags are (``local:all-MiniLM-L6-v2``,
+``huggingface:Qwen2-VL-7B``), is a name, not a password.
 (The rule runs after every other: a value a keyword or a command names keeps its label.)
 """
 
@@ -61,11 +63,31 @@ def _is_wordy(value: str) -> bool:
     return sum(len(w) for w in _WORD.findall(value)) * 2 >= len(value)
 
 
+# A name built of parts, as model ids and image tags are ("all-MiniLM-L6-v2", "Qwen2-VL-7B",
+# "GPT-4o-Mini", "Release-2024.1"): two or more parts between "-", "." or "_", each a word
+# (lower, Capitalized), an acronym, a word glued to an acronym ("MiniLM") with at most a short
+# number after it ("Qwen2"), a number, or a short code of digits and a letter ("L6", "v2",
+# "7B", "4o"); one part at least a word of three letters. A password mixes its classes inside
+# a part ("Pa55w0rd-x", "qWeRtY-7") or has no word ("Zq8-Lm3-Kx9").
+_NAME_PART = re.compile(
+    r"(?P<word>(?:[A-Z]{2,}|[A-Z]?[a-z]{2,})+)\d{0,3}|\d+|[A-Za-z]?\d{1,4}[A-Za-z]?"
+)
+_NAME_SEPARATOR = re.compile(r"[-._]")
+
+
+def _is_name(value: str) -> bool:
+    """A model id's or a tag's name, not a password: see ``_NAME_PART``."""
+    found = [_NAME_PART.fullmatch(part) for part in _NAME_SEPARATOR.split(value)]
+    if len(found) < 2 or not all(found):
+        return False
+    return any(len(m.group("word") or "") >= 3 for m in found if m is not None)
+
+
 def _is_strong(value: str) -> bool:
     if len(value) < 8 or _classes(value) < 3 or _VERSION.match(value):
         return False
     has_symbol = any(not c.isalnum() and c not in "._-" for c in value)
-    return has_symbol or not _is_wordy(value)
+    return has_symbol or not (_is_wordy(value) or _is_name(value))
 
 
 def _line_of(m: re.Match[str]) -> str:

@@ -187,6 +187,24 @@ CONTEXT = [
     (f"\u0643\u0644\u0645\u0629 \u0627\u0644\u0645\u0631\u0648\u0631: {PW}", PW, "password"),
     (f"\u05e1\u05d9\u05e1\u05de\u05d4: {PW}", PW, "password"),
     (f"\uc554\ud638: {PW}", PW, "password"),
+    # round 7: Hindi (the verb before or after the value, and Hinglish), Thai (glued), a
+    # possessive after the noun (Greek, Vietnamese, Thai), a word naming what it opens
+    ("मेरा पासवर्ड है tiger8842", "tiger8842", "password"),
+    ("मेरा पासवर्ड tiger8842 है", "tiger8842", "password"),
+    (f"पासवर्ड: {PW}", PW, "password"),
+    ("mera password hai tiger8842", "tiger8842", "password"),
+    ("รหัสผ่านของฉันคือ tiger8842", "tiger8842", "password"),
+    (f"รหัสผ่าน: {PW}", PW, "password"),
+    ("รหัสผ่าน wifi คือ tiger8842", "tiger8842", "password"),
+    ("ο κωδικός μου είναι tiger8842", "tiger8842", "password"),
+    ("ο κωδικός πρόσβασης είναι tiger8842", "tiger8842", "password"),
+    ("mật khẩu của tôi là tiger8842", "tiger8842", "password"),
+    ("mật khẩu wifi là tiger8842", "tiger8842", "password"),
+    ("비밀번호 tiger8842 입니다", "tiger8842", "password"),
+    ("пароль від пошти tiger8842", "tiger8842", "password"),
+    # found by the round-7 probe: "=" after a qualifier, "set to" with no "is"
+    ("pw for the nas = meadowlark44", "meadowlark44", "password"),
+    (f"vnc password set to {PW}", PW, "password"),
     # keys named as a key-store's or Wi-Fi's password
     (f"PreSharedKey = {KEY}=", f"{KEY}=", "secret"),
     (f"keyStorePass={PW}", PW, "password"),
@@ -200,6 +218,17 @@ CONTEXT = [
 ]
 
 PROSE = [
+    # round 7: the new nouns in sentences with no password in them
+    "मेरा पासवर्ड याद नहीं है",
+    "पासवर्ड है क्या?",
+    "mera password hai kya",
+    "รหัสผ่านของฉันหายไป",
+    "ใส่รหัสผ่าน แล้วกด ok",
+    "mật khẩu của tôi là bí mật",
+    "ο κωδικός μου είναι μυστικός",
+    "мій пароль простий",
+    "the password is base64 encoded before it is hashed",
+    "the password set to expire in 90 days",
     "my password manager is great",
     "the key point is that we ship on Friday",
     "a token of appreciation for the team",
@@ -879,6 +908,42 @@ def test_a_code_said_as_one_is_redacted(text: str, secret: str, label: str) -> N
 
 @pytest.mark.parametrize("text", CODE_PROSE)
 def test_a_code_or_words_in_prose_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# Round 7: codes in lowercase groups with no digit, after a noun that says what they are.
+SPACED_CODES = [
+    ("my gmail app password is abcd efgh ijkl mnop", "abcd efgh ijkl mnop", "password"),
+    ("App password: qwer tyui opas dfgh", "qwer tyui opas dfgh", "password"),
+    ("app-specific password: wxyz-abcd-efgh-ijkl", "wxyz-abcd-efgh-ijkl", "password"),
+    ("Your app password for your device\nxkcd qrst uvwp lmno", "xkcd qrst uvwp lmno", "password"),
+    ("yahoo app password is qwertyuiopasdfgh", "qwertyuiopasdfgh", "password"),
+    ("secret key: jbsw y3dp ehpk 3pxp", "jbsw y3dp ehpk 3pxp", "totp_seed"),
+    ("setup key: abcd efgh ijkl mnop qrst uvwx", "abcd efgh ijkl mnop qrst uvwx", "totp_seed"),
+    ("2FA secret key: jbswy3dpehpk3pxp", "jbswy3dpehpk3pxp", "totp_seed"),
+]
+SPACED_CODE_PROSE = [
+    "the app password: keep this safe from them",
+    "app password: keep them safe here",
+    "generate an app password from your account page",
+    "the secret key: this will come soon",
+    "setup key: none",
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "label"), SPACED_CODES, ids=[c[0][:30] for c in SPACED_CODES]
+)
+def test_a_spaced_lowercase_code_after_its_noun_is_redacted(
+    text: str, secret: str, label: str
+) -> None:
+    assert redact(text) == Redaction(
+        text=text.replace(secret, f"[REDACTED:{label}]"), labels=(label,)
+    )
+
+
+@pytest.mark.parametrize("text", SPACED_CODE_PROSE)
+def test_four_letter_words_after_the_noun_survive(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 

@@ -69,3 +69,29 @@ def test_a_user_and_password_pair_is_redacted(text: str, secret: str) -> None:
 @pytest.mark.parametrize("text", PAIR_PROSE)
 def test_pairs_that_are_no_credential_survive(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# A model id or an image tag after a scheme or a name: parts that are words, acronyms and
+# short codes ("MiniLM", "L6", "v2", "7B"), not a password (round 7).
+NAMES = [
+    "local:all-MiniLM-L6-v2",
+    'embedder = "local:all-MiniLM-L6-v2"',
+    "model: local:paraphrase-MiniLM-L3-v2",
+    "huggingface:Qwen2-VL-7B",
+    "openai:GPT-4o-Mini",
+    "ollama:Llama3-70B-Q4",
+    "postgres:Alpine-V16a",
+    "the embedder local:all-MiniLM-L6-v2 is fast enough",
+]
+# A password with the same separators: classes mixed inside a part, or no word at all.
+NAMED_LIKE = [f"bob:{PW4}-x", "bob:Pa55w0rd-x", "bob:qWeRtY-7x", "admin/Zq8-Lm3-Kx9"]
+
+
+@pytest.mark.parametrize("text", NAMES)
+def test_a_model_id_or_image_tag_is_no_pair(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+@pytest.mark.parametrize("text", NAMED_LIKE)
+def test_a_password_with_dashes_is_still_a_pair(text: str) -> None:
+    assert redact(text).labels == ("password",)

@@ -157,3 +157,101 @@ def test_a_secret_in_source_code_is_redacted(text: str, secret: str, label: str)
 @pytest.mark.parametrize("text", SOURCE_PROSE)
 def test_code_naming_a_credential_without_a_literal_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# Round 7: a call whose password is its n-th argument, as each library's signature puts it;
+# the user before it stays (Go's PlainAuth kept the password and redacted the user).
+POSITIONAL = [
+    f'auth := smtp.PlainAuth("", "bob@example.com", "{PW}", "smtp.gmail.com")',
+    f'auth := smtp.PlainAuth("", user, "{PW}", host)',
+    f"Net::SMTP.start('smtp.example.com', 587, 'example.com', 'bob', '{PW}', :login)",
+    f"smtp.start('example.com', 'bob', '{PW}', :login)",
+    f'ftp = ftplib.FTP("ftp.example.com", "bob", "{PW}")',
+    f'ftp = FTP_TLS("ftp.example.com", "bob", "{PW}")',
+    f'client.connect("bastion", 22, "deploy", "{PW}")',
+    f'transport.connect("smtp.example.com", 587, "bob", "{PW}");',
+    f'$ok = ftp_login($conn, "bob", "{PW}");',
+    f'ssh2_auth_password($session, "bob", "{PW}");',
+    f'ldap_bind($ds, "cn=admin,dc=example,dc=com", "{PW}");',
+    f'keyring.set_password("system", "bob", "{PW}")',
+    f'mgr.add_password(None, "https://example.com", "bob", "{PW}")',
+    f'$db = new mysqli("localhost", "bob", "{PW}", "app");',
+    f"const db = new Sequelize('app', 'bob', '{PW}', {{ dialect: 'mysql' }});",
+    f'new UsernamePasswordAuthenticationToken("bob", "{PW}")',
+    f'client.Authenticate("bob@example.com", "{PW}");',
+    f'let creds = Credentials::new("bob".to_string(), "{PW}".to_string());',
+    f'conn.simple_bind_s("cn=admin,dc=example,dc=com", "{PW}")',
+    f'pop.pass_("{PW}")',
+    f'Net::FTP.open("ftp.example.com", "bob", "{PW}")',
+    f'cx_Oracle.connect("scott", "{PW}", "localhost/orclpdb")',
+]
+POSITIONAL_PROSE = [
+    'smtp.login(user, "%(password)s")',
+    'auth := smtp.PlainAuth("", from, password, host)',
+    'server.start("localhost", 8080, "index.html")',
+    'job.start(ctx, "worker", "main")',
+    "smtp.start('example.com', 'bob', password, :login)",
+    "ftp_login($conn, $user, $pass)",
+    'keyring.set_password("svc", "bob", getpass())',
+    'conn = psycopg2.connect(host, 5432, "app", password)',
+    'db.connect("localhost", 3306)',
+    'self.authenticate("bob", "failed")',
+]
+
+
+@pytest.mark.parametrize("text", POSITIONAL, ids=[t[:40] for t in POSITIONAL])
+def test_a_password_in_its_place_among_positional_arguments_is_redacted(text: str) -> None:
+    assert redact(text) == Redaction(
+        text=text.replace(PW, "[REDACTED:password]"), labels=("password",)
+    )
+
+
+@pytest.mark.parametrize("text", POSITIONAL_PROSE)
+def test_positional_calls_without_a_literal_password_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# Terraform's variable default under a credential's name, and JSON whose quotes are escaped.
+ESCAPED_AND_HCL = [
+    (
+        f'variable "db_password" {{\n  type      = string\n  sensitive = true\n'
+        f'  default   = "{PW}"\n}}',
+        PW,
+        "password",
+    ),
+    (f'variable "admin_token" {{ default = "{KEY}" }}', KEY, "token"),
+    ('variable "db_password" {\n  default = "sunflower"\n}', "sunflower", "password"),
+    (f"{{&quot;password&quot;:&quot;{PW}&quot;}}", PW, "password"),
+    (f'<div data-config="{{&quot;apiKey&quot;:&quot;{KEY}&quot;}}">', KEY, "api_key"),
+    (f"{{&#34;password&#34;: &#34;{PW2}&#34;}}", PW2, "password"),
+    (f"{{\\u0022client_secret\\u0022:\\u0022{KEY}\\u0022}}", KEY, "secret"),
+]
+ESCAPED_AND_HCL_PROSE = [
+    'variable "password_length" {\n  default = 16\n}',
+    'variable "db_password" {\n  default = ""\n}',
+    'variable "db_password" {\n  type = string\n}\nvariable "region" {\n  default = "us-east-1"\n}',
+    "{&quot;name&quot;:&quot;Bob&quot;,&quot;token_count&quot;:&quot;12&quot;}",
+    "{&quot;password&quot;:&quot;&quot;}",
+    "{&quot;password&quot;:&quot;${DB_PASSWORD}&quot;}",
+]
+
+
+@pytest.mark.parametrize(("text", "secret", "label"), ESCAPED_AND_HCL)
+def test_a_terraform_default_or_escaped_json_value_is_redacted(
+    text: str, secret: str, label: str
+) -> None:
+    assert redact(text) == Redaction(
+        text=text.replace(secret, f"[REDACTED:{label}]"), labels=(label,)
+    )
+
+
+@pytest.mark.parametrize("text", ESCAPED_AND_HCL_PROSE)
+def test_terraform_and_escaped_json_without_a_secret_survive(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+@pytest.mark.parametrize("secret", ["8XHR5oc%qzeL", "%uxcQmplGN3p"])
+def test_a_percent_sign_in_a_password_is_no_format_slot(secret: str) -> None:
+    text = f'requests.get(url, auth=HTTPBasicAuth("svc", "{secret}"))'
+
+    assert redact(text).text == text.replace(secret, "[REDACTED:password]")
