@@ -76,6 +76,9 @@ def memory_id(value: object) -> str:
 _credential_in = functools.lru_cache(maxsize=4096)(find_credential)
 
 
+QUOTED_MAX = 80  # characters of a long identifier an error quotes
+
+
 def quoted(value: object) -> str:
     """An identifier as an error quotes it: ``repr``, unless it holds a credential (an agent
     that passes a token where an id goes). An error reaches terminals, an agent's transcript
@@ -84,6 +87,8 @@ def quoted(value: object) -> str:
         label = _credential_in(value)
         if label is not None:
             return f"<a value that looks like a credential ({label})>"
+        if len(value) > QUOTED_MAX:  # a megabyte pasted where an id goes: its head will do
+            return f"{value[:QUOTED_MAX]!r}… ({len(value):,} characters)"
     return repr(value)
 
 

@@ -176,3 +176,16 @@ def test_errors_carry_a_clear_message(store: MemoryStore) -> None:
         store.supersede("pinned", "existing")
     with pytest.raises(InvalidArgumentError, match="not a ULID"):
         store.save("ok", turn_id=str(ULID())[:-1])
+
+
+def test_a_long_identifier_is_quoted_by_its_head_only(store: MemoryStore) -> None:
+    # a megabyte pasted where an id goes: the error names its head and its length
+    long_id = "Not-An-Id " * 100_000
+    with pytest.raises(InvalidArgumentError) as caught:
+        store.get(long_id)
+    message = caught.value.message
+    assert len(message) < 300
+    assert "'Not-An-Id Not-An-Id" in message and "1,000,000 characters" in message
+    with pytest.raises(InvalidArgumentError) as short:
+        store.get("Bad Id")
+    assert "'Bad Id'" in short.value.message  # a short one is quoted whole, as before
