@@ -1,26 +1,27 @@
-"""Misspelt words, in the query or in the memories (issue 11).
+"""Misspelt query words (issue 11).
 
 People type fast: "torunament", "recieved", "funraiser". A query word that no memory of the
-bank holds matches nothing in BM25, however close it is to a word the bank does hold, and a
-query spelt right misses a memory that was not ("reccomend"). ``spelling_scores`` gives such a
-query word the BM25 of the bank's word it most likely stands for:
+bank holds matches nothing in BM25, however close it is to a word the bank does hold.
+``spelling_scores`` gives such a word the BM25 of the bank's word it most likely stands for:
 
 - a query word that is no word of the dictionary (the installed model's word table,
   ``synonyms.py``) is read as the nearest dictionary word whose stem the bank holds, or else
-  the nearest term of the bank ("Xenoblade" for the bank's "Xeonoblade");
-- a dictionary word the bank lacks is read as a bank term near it that is *not* a dictionary
-  word: a misspelling in the memories ("recommend" → "reccomend"). A word is never read as
-  another word ("write" is not "white", "mother" not "other").
+  as the nearest term of the bank that is no word either (the question's "Xenoblade" for the
+  turn's "Xeonoblade", a name misspelt in one of them);
+- a word of the dictionary is never read as anything: "write" is not "white", "mother" not
+  "other", and a real word a bank of code lacks ("group") is not one of its identifiers
+  ("grous"). So a query spelt right is scored exactly as before.
 
 Near: one edit (optimal string alignment: two swapped letters count as one) for words of 5-9
-letters, two from ten letters on; shorter words and anything but letters are left alone (too many
-neighbours to guess right). Among equally near candidates a pure swap of letters wins, then
-the one the bank holds most often. Only words absent from the bank are read this way, so a
-query spelt as the memories are is scored exactly as before.
+letters, two from ten letters on; shorter words and anything but letters are left alone (too
+many neighbours to guess right). Among equally near candidates a pure swap of letters wins,
+then the one the bank holds most often. At most ``MAX_READINGS`` words of one query are read.
+``respelt`` gives the embedding model the query with its slips spelt as read.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import weakref
@@ -44,6 +45,7 @@ _WORD = re.compile(r"[^\W\d_]+")  # a run of letters (what ``respelt`` may rewri
 MIN_LEN = 5  # shorter words: too many one-edit neighbours ("cat": bat, car, cut, ...)
 LONG = 10  # from this length on, two edits
 _CACHED_WORDS = 8192
+MAX_READINGS = 8  # words of one query a reading is sought for (``_unheld``)
 
 
 def max_edits(word: str) -> int:
@@ -94,16 +96,33 @@ class Dictionary:
     def __init__(self, vocabulary: Sequence[str]) -> None:
         self.words = frozenset(vocabulary)
         self.lengths = _Lengths(self.words)
-        self._stems: frozenset[str] | None = None
+        self.sorted = sorted(self.words)
+        self._stem_known: dict[str, bool] = {}
         self._near: dict[tuple[str, int], list[tuple[str, int]]] = {}
 
     def knows(self, word: str) -> bool:
         return word in STOPWORDS or word in self.words
 
     def knows_stem(self, stem: str) -> bool:
-        if self._stems is None:  # built on first use (~0.1 s for 20k words)
-            self._stems = frozenset(s for w in self.words for s in query_tokens(w))
-        return stem in STOPWORDS or stem in self._stems
+        """Whether ``stem`` is the stem of a dictionary word: the words sharing its head (a
+        stem is its word's beginning but for its last letter: "happi" of "happy") are
+        stemmed on demand, instead of stemming the whole table (~60 ms) up front."""
+        if stem in STOPWORDS:
+            return True
+        found = self._stem_known.get(stem)
+        if found is None:
+            head = stem[: max(len(stem) - 1, 1)]
+            i = bisect.bisect_left(self.sorted, head)
+            found = False
+            while i < len(self.sorted) and self.sorted[i].startswith(head):
+                if _stem(self.sorted[i]) == stem:
+                    found = True
+                    break
+                i += 1
+            if len(self._stem_known) >= _CACHED_WORDS:
+                self._stem_known.clear()
+            self._stem_known[stem] = found
+        return found
 
     def near(self, word: str, edits: int) -> list[tuple[str, int]]:
         key = (word, edits)
@@ -198,17 +217,19 @@ def _reading(idx: BankIndex, word: str, lexicon: Dictionary) -> tuple[str, str |
     def df(term: str) -> int:
         return idx.df.get(term, 0)
 
+    if lexicon.knows(word):  # a word, spelt right: never read as another
+        terms.seen[word] = None
+        return None
     found: list[tuple[str, int, str]] = []
     against = word
-    if not lexicon.knows(word):  # a misspelt query word: the nearest word the bank holds
-        for w, d in lexicon.near(word, max_edits(word)):
-            s = _stem(w)
-            if s is not None and df(s):
-                found.append((w, d, s))
+    for w, d in lexicon.near(word, max_edits(word)):  # the nearest word the bank holds
+        s = _stem(w)
+        if s is not None and df(s):
+            found.append((w, d, s))
     if not found and max_edits(stem):
         against = stem
-        # a misspelling in the memories ("recieved" for "received"), or the same one in
-        # both ("Xenoblade" / "Xeonoblade"): only a term that is no word pairs with one
+        # no word near: a name or a slip the memories share ("Xenoblade" / "Xeonoblade"),
+        # so only a term that is no word either
         found = [
             (t, d, t)
             for t, d in terms.lengths.near(stem, max_edits(stem))
@@ -222,28 +243,47 @@ def _reading(idx: BankIndex, word: str, lexicon: Dictionary) -> tuple[str, str |
     return terms.seen[word]
 
 
+def _unheld(idx: BankIndex, text: str, lexicon: Dictionary) -> list[str]:
+    """The query's words a reading is sought for: the first ``MAX_READINGS`` distinct ones
+    long enough to read that are no dictionary word and that the bank does not hold. A slip
+    matters in a question; a pasted page of code has hundreds of identifiers no bank holds,
+    each a lookup (a 40-line snippet took ~0.1-0.3 s more on its first recall at 10k memories
+    without the cap)."""
+    out: list[str] = []
+    for w in dict.fromkeys(words(text)):
+        if (
+            max_edits(w)
+            and not lexicon.knows(w)
+            and (stem := _stem(w)) is not None
+            and not idx.df.get(stem, 0)
+        ):
+            out.append(w)
+            if len(out) == MAX_READINGS:
+                break
+    return out
+
+
 def respelt(bank: Bank, text: str, source: SynonymSource) -> str:
     """``text`` with each misspelt word that was read as a dictionary word written as that
     word ("Which torunament …" → "Which tournament …"): what the embedding model is given,
     as it cuts a misspelt word into word pieces that mean nothing."""
     idx = bank.index
     lexicon = dictionary(source)
-    out: list[str] = []
-    last = 0
-    for m in _WORD.finditer(text):
-        reading = _reading(idx, m.group().casefold(), lexicon)
+    spelt: dict[str, str] = {}
+    for w in _unheld(idx, text, lexicon):
+        reading = _reading(idx, w, lexicon)
         if reading is not None and reading[1] is not None:
-            out.append(text[last : m.start()])
-            out.append(reading[1])
-            last = m.end()
-    return "".join(out) + text[last:] if out else text
+            spelt[w] = reading[1]
+    if not spelt:
+        return text
+    return _WORD.sub(lambda m: spelt.get(m.group().casefold(), m.group()), text)
 
 
 def spelling_scores(bank: Bank, text: str, source: SynonymSource) -> npt.NDArray[np.float64]:
     """BM25 of the readings of the query's words the bank does not hold (0 where none)."""
     idx = bank.index
     lexicon = dictionary(source)
-    fixed = {c for w in dict.fromkeys(words(text)) if (c := correction(idx, w, lexicon))}
+    fixed = {c for w in _unheld(idx, text, lexicon) if (c := correction(idx, w, lexicon))}
     if not fixed:
         return np.zeros(len(idx.keys), dtype=np.float64)
     return idx.bm25(sorted(fixed))
