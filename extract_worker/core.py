@@ -181,14 +181,19 @@ class Extractor:
         retryable = not isinstance(e, errors.MemoryServiceError) or e.retryable
         result.error = message
         policy = self.policy or self.refresh_policy()
+        lease = job.lease  # a stale holder's failure must not count (``Outbox.fail``)
         if not retryable or policy.is_last(job.attempts):
-            answer = self.store.outbox_fail(job.job_id, message, dead_letter=True)
+            answer = self.store.outbox_fail(job.job_id, message, dead_letter=True, lease=lease)
         else:
             delay = policy.backoff(job.attempts)
-            answer = self.store.outbox_fail(job.job_id, message, retry_after_ms=delay)
+            answer = self.store.outbox_fail(
+                job.job_id, message, retry_after_ms=delay, lease=lease
+            )
         # The store's answer is the truth (its policy may have changed since the last read).
-        # "missing": the job left the queue meanwhile (acked by another claim's holder).
-        result.outcome = {"dead": "dead", "missing": "lost"}.get(answer.state, "retry")
+        # "missing": the job left the queue meanwhile (acked by another claim's holder);
+        # "leased": another claim took it over while this attempt ran: that holder runs it.
+        lost = {"dead": "dead", "missing": "lost", "leased": "lost"}
+        result.outcome = lost.get(answer.state, "retry")
         if result.outcome == "dead":
             log.warning("extraction job %s dead-lettered: %s", job.job_id, message)
         else:

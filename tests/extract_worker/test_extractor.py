@@ -532,3 +532,31 @@ def test_known_memories_and_learned_rules_reach_the_prompt_redacted(fresh_store:
 
     sent = json.dumps(llm.calls)
     assert "ci-token" in sent and "ghp_" not in sent
+
+
+@pytest.mark.parametrize("error", [UnknownError("bad request", False), SourceUnavailableError("x")])
+def test_a_stale_extractors_failure_leaves_the_new_holders_job_alone(
+    fresh_store: Factory, error: Exception
+) -> None:
+    # Given an extractor whose model call outlives its lease and then fails, while another
+    # claim has taken the job over
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.turn_completed("s1", str(ULID()), turn())
+    taken: list[Any] = []
+
+    def slow_then_fails(messages: Any) -> str:
+        clock.advance(ms=store.settings.outbox_lease_ms + 1)
+        taken.extend(store.outbox_claim(5))
+        raise error
+
+    stale = make(store, FakeLLM.of(slow_then_fails), clock)
+    # When the stale one reports its failure
+    assert [r.outcome for r in stale.drain(max_jobs=1).results] == ["lost"]
+    # Then the job is neither dead-lettered nor backed off, and the new holder finishes it
+    (row,) = store.outbox_list().jobs
+    assert row.state == "leased" and row.attempts == 0 and row.last_error is None
+    (job,) = taken
+    assert make(store, FakeLLM.of(json.dumps(TUE)), clock).run_job(job).outcome == "done"
+    assert live_texts(store) == ["The user publishes blog posts on Tuesdays."]
+    assert store.outbox_list().jobs == ()
