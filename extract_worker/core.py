@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 LEARNED = "learned"
 RECORDED_BY = "extractor"
 STATE_OWNER = "extractor"
+REPLAY_LOOKUP = 10  # records a replay looks through for its earlier write (exact text ranks top)
+MAX_CHAIN = 16  # supersede hops followed to a live successor
 
 
 class LeaseLost(Exception):
@@ -181,14 +183,17 @@ class Extractor:
         retryable = not isinstance(e, errors.MemoryServiceError) or e.retryable
         result.error = message
         policy = self.policy or self.refresh_policy()
+        lease = job.lease  # a stale holder's failure must not count (``Outbox.fail``)
         if not retryable or policy.is_last(job.attempts):
-            answer = self.store.outbox_fail(job.job_id, message, dead_letter=True)
+            answer = self.store.outbox_fail(job.job_id, message, dead_letter=True, lease=lease)
         else:
             delay = policy.backoff(job.attempts)
-            answer = self.store.outbox_fail(job.job_id, message, retry_after_ms=delay)
+            answer = self.store.outbox_fail(job.job_id, message, retry_after_ms=delay, lease=lease)
         # The store's answer is the truth (its policy may have changed since the last read).
-        # "missing": the job left the queue meanwhile (acked by another claim's holder).
-        result.outcome = {"dead": "dead", "missing": "lost"}.get(answer.state, "retry")
+        # "missing": the job left the queue meanwhile (acked by another claim's holder);
+        # "leased": another claim took it over while this attempt ran: that holder runs it.
+        lost = {"dead": "dead", "missing": "lost", "leased": "lost"}
+        result.outcome = lost.get(answer.state, "retry")
         if result.outcome == "dead":
             log.warning("extraction job %s dead-lettered: %s", job.job_id, message)
         else:
@@ -246,7 +251,8 @@ class Extractor:
         except ValidationError as e:  # a hand-edited job file: retrying cannot help
             raise errors.InvalidArgumentError(f"the recorded reply is unreadable: {e}") from e
         result.dropped = reply.dropped
-        self._apply(job, reply, {}, result)  # known = {}: ``_live`` reads each id as it is now
+        # known = {}: ``_live`` reads each id as it is now
+        self._apply(job, reply, {}, result, replay=True)
 
     def _window(self, job: OutboxJob) -> list[prompt.TurnMessage]:
         msgs = [m for m in job.messages if m.role in ("user", "assistant")]
@@ -293,14 +299,25 @@ class Extractor:
     # -- applying a reply ------------------------------------------------------------------
 
     def _apply(
-        self, job: OutboxJob, reply: ExtractionReply, known: dict[str, Memory], result: JobResult
+        self,
+        job: OutboxJob,
+        reply: ExtractionReply,
+        known: dict[str, Memory],
+        result: JobResult,
+        *,
+        replay: bool = False,
     ) -> None:
         keep = reply.memories[: self.settings.max_memories_per_turn]
         result.dropped += len(reply.memories) - len(keep)
         # every save of the reply goes to the store as one save_many (issue 14), then the
         # corrections retire what they replace
         saves: list[tuple[ExtractedMemory, str, bool]] = []  # item, text, re-saves a memory
+        gone: list[tuple[ExtractedMemory, Memory]] = []  # applied before, retired since
         for item in keep:
+            earlier = self._retired_since(job, item) if replay else None
+            if earlier is not None:
+                gone.append((item, earlier))
+                continue
             if item.reinforces and item.reinforces != item.supersedes:
                 old = self._live(job, item.reinforces, known)
                 if old is not None:
@@ -317,7 +334,11 @@ class Extractor:
                 result.saved += 1
             else:
                 result.reinforced += 1
-            self._correct(job, item, saved, known, result)
+            self._correct(job, item, saved.memory, saved.bank, known, result)
+        for item, earlier in gone:  # its correction may not have been made before the crash
+            survivor = self._successor(job, earlier)
+            if survivor is not None:
+                self._correct(job, item, survivor, job.bank, known, result)
         if self.settings.rule_learning_enabled and reply.rules:
             result.rules_added = self._learn_rules(job.bank, reply.rules)
 
@@ -325,22 +346,67 @@ class Extractor:
         self,
         job: OutboxJob,
         item: ExtractedMemory,
-        saved: SaveResponse,
+        new: Memory,
+        bank: str | None,
         known: dict[str, Memory],
         result: JobResult,
     ) -> None:
-        """Retire what ``item`` says it corrects, in favour of its saved memory."""
+        """Retire what ``item`` says it corrects, in favour of its saved memory ``new``."""
         old = self._live(job, item.supersedes, known) if item.supersedes else None
-        new = saved.memory
         if old is None or old.pinned or old.id == new.id or new.status != "canonical":
             return  # a pinned record stays; a pending draft waits for its approval
         self.store.supersede(
             old.id,
             new.id,
-            bank=saved.bank,
+            bank=bank,
             reason=f"corrected in turn {job.turn_id or job.job_id}",
         )
         result.superseded += 1
+
+    def _retired_since(self, job: OutboxJob, item: ExtractedMemory) -> Memory | None:
+        """On a replay: the record an earlier attempt of this job wrote for ``item`` (created
+        or reinforced, so it names this turn) that was retired since — merged by the
+        consolidator, superseded, deleted by hand. Saving it again would find no live record
+        with its text and create a second one (or bring a deleted fact back), so the item
+        counts as applied. Found through recall over retired records too; replays are rare."""
+        turn = job.turn_id or job.job_id
+        if item.reinforces:  # its earlier attempt re-saved that memory's own text
+            try:
+                target: Memory | None = self.store.get(item.reinforces, bank=job.bank).memory
+            except errors.MemoryServiceError:
+                target = None
+            if target is not None and target.invalid_at is not None and _stated_in(target, turn):
+                return target
+        fp = fingerprint(item.text)
+        try:
+            hits = self.store.recall(
+                item.text,
+                bank=job.bank,
+                limit=REPLAY_LOOKUP,
+                mode="lexical",
+                include_superseded=True,
+                session_id=job.session_id,
+            ).memories
+        except errors.NotFoundError:
+            return None  # no bank yet: nothing was written before
+        for hit in hits:
+            mem = hit.memory
+            if mem.fingerprint == fp and mem.invalid_at is not None and _stated_in(mem, turn):
+                return mem
+        return None
+
+    def _successor(self, job: OutboxJob, mem: Memory) -> Memory | None:
+        """The live end of ``mem``'s supersede chain, if it has one (a deleted one has not)."""
+        for _ in range(MAX_CHAIN):
+            if mem.invalid_at is None:
+                return mem
+            if not mem.superseded_by:
+                return None
+            try:
+                mem = self.store.get(mem.superseded_by, bank=job.bank).memory
+            except errors.MemoryServiceError:
+                return None
+        return None
 
     def _live(self, job: OutboxJob, id: str | None, known: dict[str, Memory]) -> Memory | None:
         if not id:
@@ -411,6 +477,12 @@ class Extractor:
         content = (existing + "\n" if existing else "") + "".join(added)
         self.store.rule_set(LEARNED, content, bank=bank)
         return len(added)
+
+
+def _stated_in(mem: Memory, turn: str) -> bool:
+    """Whether ``turn`` created ``mem`` or is among its recent corroborations (as the store
+    reads it, ``store_worker.writes``)."""
+    return mem.provenance.source_turn_id == turn or turn in mem.corroborated_by
 
 
 def _lines(content: str) -> list[str]:

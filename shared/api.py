@@ -263,6 +263,7 @@ class StoreAPI(Protocol):
         *,
         retry_after_ms: int | None = None,
         dead_letter: bool = False,
+        lease: str | None = None,
     ) -> OutboxAckResponse: ...
 
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse: ...

@@ -667,6 +667,7 @@ class StoreClient(ActorClient):
         *,
         retry_after_ms: int | None = None,
         dead_letter: bool = False,
+        lease: str | None = None,
     ) -> OutboxAckResponse:
         return self._call(
             OutboxAckResponse,
@@ -675,6 +676,7 @@ class StoreClient(ActorClient):
             error,
             retry_after_ms=retry_after_ms,
             dead_letter=dead_letter,
+            lease=lease,
         )
 
     @write

@@ -485,6 +485,7 @@ class GrpcStoreClient:
         *,
         retry_after_ms: int | None = None,
         dead_letter: bool = False,
+        lease: str | None = None,
     ) -> OutboxAckResponse:
         return cast(
             "OutboxAckResponse",
@@ -494,6 +495,7 @@ class GrpcStoreClient:
                 error=error,
                 retry_after_ms=retry_after_ms,
                 dead_letter=dead_letter,
+                lease=lease,
             ),
         )
 

@@ -461,7 +461,7 @@ class TurnCompletedResponse(Frozen):
 class OutboxAckResponse(Frozen):
     ok: bool
     job_id: str
-    state: Literal["acked", "queued", "dead", "missing"]
+    state: Literal["acked", "queued", "dead", "missing", "leased"]
     attempts: int = 0
     next_attempt_at: int = 0
 

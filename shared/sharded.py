@@ -635,11 +635,12 @@ class ShardedStoreClient:
         *,
         retry_after_ms: int | None = None,
         dead_letter: bool = False,
+        lease: str | None = None,
     ) -> OutboxAckResponse:
         return self._job(
             job_id,
             lambda s: s.outbox_fail(
-                job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter
+                job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter, lease=lease
             ),
         )
 

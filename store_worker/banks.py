@@ -283,8 +283,13 @@ class Banks(Mapping[str, Bank]):
         return target
 
     def trashed(self, name: str) -> bool:
-        """Whether a bank of this name is not loaded and was deleted (is in ``.trash``)."""
+        """Whether a bank of this name is not loaded and was deleted (is in ``.trash``). A
+        bank another shard owns was not deleted: a rebalance moved it there and left this
+        shard's copy in ``.trash`` (``release``); its queued turns are still to be extracted
+        (the extractor writes through the client, which routes by bank)."""
         if name in self._banks:
+            return False
+        if self.guard is not None and not self.guard.owns(name):
             return False
         trash = self.root / TRASH_DIR
         pattern = re.compile(rf"^{re.escape(name)}-\d+(?:-\d+)?\Z")

@@ -745,9 +745,10 @@ class MemoryStore:
         *,
         retry_after_ms: int | None = None,
         dead_letter: bool = False,
+        lease: str | None = None,
     ) -> OutboxAckResponse:
         return self.outbox.fail(
-            job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter
+            job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter, lease=lease
         )
 
     @_serialized

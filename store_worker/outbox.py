@@ -457,8 +457,17 @@ class Outbox:
         *,
         retry_after_ms: int | None = None,
         dead_letter: bool = False,
+        lease: str | None = None,
     ) -> OutboxAckResponse:
-        """Record a failed attempt: back off and requeue, or dead-letter after the last try."""
+        """Record a failed attempt: back off and requeue, or dead-letter after the last try.
+
+        ``lease`` is the token the caller's claim returned: when another claim has taken the
+        job since (the caller's lease ran out while its model call was still running), the
+        failure is that stale caller's, not the job's. It is answered ``leased`` and changes
+        nothing: counted, it would drop the new holder's lease (its reply could no longer be
+        noted) and could dead-letter a job that holder is about to finish. A lease that ran
+        out with nobody taking over still counts, as ``note`` lets it. Without ``lease`` (a
+        caller by hand) every failure counts."""
         job_id = _job_id(job_id)
         if not isinstance(error, str):
             raise errors.InvalidArgumentError("error must be a string")
@@ -469,6 +478,9 @@ class Outbox:
         job = self._jobs.get(job_id)
         if job is None:
             return OutboxAckResponse(ok=False, job_id=job_id, state="missing")
+        held = self._leases.get(job_id)
+        if lease is not None and held is not None and lease != held.token:
+            return OutboxAckResponse(ok=False, job_id=job_id, state="leased")
         self._leases.pop(job_id, None)
         now = self.clock.now_ms()
         attempts = job.attempts + 1

@@ -532,3 +532,111 @@ def test_known_memories_and_learned_rules_reach_the_prompt_redacted(fresh_store:
 
     sent = json.dumps(llm.calls)
     assert "ci-token" in sent and "ghp_" not in sent
+
+
+@pytest.mark.parametrize("error", [UnknownError("bad request", False), SourceUnavailableError("x")])
+def test_a_stale_extractors_failure_leaves_the_new_holders_job_alone(
+    fresh_store: Factory, error: Exception
+) -> None:
+    # Given an extractor whose model call outlives its lease and then fails, while another
+    # claim has taken the job over
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.turn_completed("s1", str(ULID()), turn())
+    taken: list[Any] = []
+
+    def slow_then_fails(messages: Any) -> str:
+        clock.advance(ms=store.settings.outbox_lease_ms + 1)
+        taken.extend(store.outbox_claim(5))
+        raise error
+
+    stale = make(store, FakeLLM.of(slow_then_fails), clock)
+    # When the stale one reports its failure
+    assert [r.outcome for r in stale.drain(max_jobs=1).results] == ["lost"]
+    # Then the job is neither dead-lettered nor backed off, and the new holder finishes it
+    (row,) = store.outbox_list().jobs
+    assert row.state == "leased" and row.attempts == 0 and row.last_error is None
+    (job,) = taken
+    assert make(store, FakeLLM.of(json.dumps(TUE)), clock).run_job(job).outcome == "done"
+    assert live_texts(store) == ["The user publishes blog posts on Tuesdays."]
+    assert store.outbox_list().jobs == ()
+
+
+def retire_by_merge(store: MemoryStore, id: str) -> None:
+    """What a consolidation pass does to a near-duplicate: supersede it, reinforcing."""
+    store.save("The user publishes blog posts each Tuesday.", id="keeper")
+    store.supersede(id, "keeper", reinforce=True, reason="consolidator: near-duplicate")
+
+
+@pytest.mark.parametrize("retire", ["merged", "deleted"])
+def test_a_replay_does_not_bring_back_what_was_retired_since_the_first_attempt(
+    fresh_store: Factory, retire: str
+) -> None:
+    # Given a job killed after its save, before its ack
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.turn_completed("s1", str(ULID()), turn())
+    doomed = make(store, FakeLLM.of(json.dumps(TUE)), clock)
+    doomed.store = Dying(store, 1)
+    with pytest.raises(Killed):
+        doomed.drain()
+    (saved,) = store.list().memories
+    # And the memory it wrote retired meanwhile (a consolidation pass, a delete by hand)
+    if retire == "merged":
+        retire_by_merge(store, saved.id)
+    else:
+        store.delete(saved.id)
+    before = state(store)
+    # When the lease runs out and the job is replayed from its recorded reply
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
+    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+    # Then nothing is written again: no second copy of the fact, no deleted fact brought back
+    assert state(store) == before
+    assert [m.id for m in store.list().memories] == (["keeper"] if retire == "merged" else [])
+
+
+def test_a_replayed_reinforcement_of_a_memory_merged_since_saves_no_rewording(
+    fresh_store: Factory,
+) -> None:
+    # Given the mixed reply killed before its ack (every save and correction written)
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    seeded(store)
+    doomed = make(store, FakeLLM.of(json.dumps(MIXED)), clock)
+    doomed.store = Dying(store, 3)
+    with pytest.raises(Killed):
+        doomed.drain()
+    # And the memory it reinforced merged into another since
+    store.save("The user loves green tea.", id="tea-keeper")
+    store.supersede("tea", "tea-keeper", reinforce=True, reason="consolidator: duplicate")
+    before = state(store)
+    # When the job is replayed
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
+    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+    # Then the reinforcement's rewording is not saved as a new memory: nothing changed
+    assert state(store) == before
+
+
+def test_a_replay_makes_the_correction_a_crash_cut_off_against_the_merged_survivor(
+    fresh_store: Factory,
+) -> None:
+    # Given a correction whose save was written, killed before its supersede
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.save("The user publishes on Tuesdays.", id="tue")
+    store.turn_completed("s1", str(ULID()), turn("actually Wednesdays"))
+    reply = {"memories": [{"text": "The user publishes on Wednesdays.", "supersedes": "tue"}]}
+    doomed = make(store, FakeLLM.of(json.dumps(reply)), clock)
+    doomed.store = Dying(store, 1)
+    with pytest.raises(Killed):
+        doomed.drain()
+    new = next(m for m in store.list().memories if m.id != "tue")
+    # And the corrected memory merged since into a near-duplicate
+    store.save("The user publishes every Wednesday.", id="wed")
+    store.supersede(new.id, "wed", reinforce=True, reason="consolidator: near-duplicate")
+    # When the job is replayed
+    clock.advance(ms=store.settings.outbox_lease_ms + 1)
+    assert make(store, FakeLLM.of("never asked"), clock).drain().done == 1
+    # Then the old fact is retired in favour of the survivor, and no copy came back
+    assert store.get("tue").memory.superseded_by == "wed"
+    assert [m.id for m in store.list().memories] == ["wed"]

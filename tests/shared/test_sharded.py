@@ -8,13 +8,18 @@ acknowledged write in exactly one live bank: the bank's owner holds it, no other
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from ulid import ULID
 
+from extract_worker.core import Extractor
+from extract_worker.llm import FakeLLM
+from extract_worker.settings import ExtractorSettings
 from shared import errors
 from shared.config import StoreSettings
 from shared.rebalance import initial_routing, rebalance
@@ -402,3 +407,29 @@ def _kth(real: Callable[..., object], calls: list[int], k: int) -> Callable[...,
         return real(*args, **kwargs)
 
     return call
+
+
+def test_turns_queued_for_a_bank_a_rebalance_moved_are_still_extracted(
+    open_shards: Opener,
+) -> None:
+    # Given a turn queued for each bank on two shards, the extractor stopped
+    stores = open_shards(2)
+    initial_routing(stores)
+    client = ShardedStoreClient(stores)
+    talk = [{"role": "user", "content": "I publish on Tuesdays"}]
+    for i, bank in enumerate(BANKS):
+        client.bank_create(bank)
+        turn = str(ULID())
+        client.pre_generate(f"s{i}", turn, 0, talk, {"memory_bank": bank})
+        client.turn_completed(f"s{i}", turn, talk)
+    # When a third shard joins and the banks move (their old copies go to .trash)
+    stores = open_shards(3)
+    moved = rebalance(stores).banks_moved
+    assert moved
+    # Then the extractor, started again, extracts every turn, moved banks' too
+    client = ShardedStoreClient(stores)
+    reply = json.dumps({"memories": [{"text": "The user publishes on Tuesdays."}]})
+    settings = ExtractorSettings(extraction_model="fake/x")
+    stats = Extractor(client, FakeLLM.of(reply), settings).drain()
+    assert (stats.done, stats.skipped) == (len(BANKS), 0)
+    assert [b for b in BANKS if client.list(bank=b).total != 1] == []
