@@ -221,13 +221,13 @@ def _reading(idx: BankIndex, word: str, lexicon: Dictionary) -> tuple[str, str |
         terms.seen[word] = None
         return None
     found: list[tuple[str, int, str]] = []
-    against = word
+    against, through_word = word, True
     for w, d in lexicon.near(word, max_edits(word)):  # the nearest word the bank holds
         s = _stem(w)
         if s is not None and df(s):
             found.append((w, d, s))
     if not found and max_edits(stem):
-        against = stem
+        against, through_word = stem, False
         # no word near: a name or a slip the memories share ("Xenoblade" / "Xeonoblade"),
         # so only a term that is no word either
         found = [
@@ -239,7 +239,7 @@ def _reading(idx: BankIndex, word: str, lexicon: Dictionary) -> tuple[str, str |
         terms.seen[word] = None
     else:
         term, spelt = _best(found, against, df)
-        terms.seen[word] = (term, spelt if against is word else None)
+        terms.seen[word] = (term, spelt if through_word else None)
     return terms.seen[word]
 
 
