@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from consolidate_worker.api import PassTally
@@ -261,7 +261,7 @@ class Consolidator:
         tally.vetoed.update(plan.vetoed)
         tally.groups.extend(plan.groups)
         with tally.phase("apply"):
-            self._apply_groups(plan.groups, tally)
+            self._apply_groups(plan.groups, tally, {m.id: m.revision for m in memories})
         if self.judge_tier is not None:
             with tally.phase("judge"):
                 by_id = {m.id: m for m in memories}
@@ -340,7 +340,9 @@ class Consolidator:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def _apply_groups(self, groups: Sequence[Group], tally: PassTally) -> None:
+    def _apply_groups(
+        self, groups: Sequence[Group], tally: PassTally, revisions: Mapping[str, int]
+    ) -> None:
         """Every planned merge of a bank, sent as few ``supersede_many`` calls: a pass's
         hundreds of merges are one store call and one fsync each, not one of each per merge
         (issue 14). A refused call wrote nothing; its merges go again one by one, so each gets
@@ -354,7 +356,13 @@ class Consolidator:
                     Change(bank=group.bank, id=pinned, survivor=group.survivor, reason="pinned")
                 )
             for loser in group.retire:
-                change = Change(bank=group.bank, id=loser, survivor=group.survivor, reason=reason)
+                change = Change(
+                    bank=group.bank,
+                    id=loser,
+                    survivor=group.survivor,
+                    reason=reason,
+                    revision=revisions.get(loser),
+                )
                 if self._admit(tally, change):
                     changes.append(change)
         for start in range(0, len(changes), MAX_SAVE_ITEMS):
@@ -368,6 +376,7 @@ class Consolidator:
                 "bank": c.bank,
                 "reason": c.reason,
                 "reinforce": True,
+                "revision": c.revision,
             }
             for c in changes
         ]
@@ -410,6 +419,7 @@ class Consolidator:
                 bank=change.bank,
                 reason=change.reason,
                 reinforce=reinforce,
+                revision=change.revision,
             )
         except errors.MemoryServiceError as e:
             tally.errors.append(

@@ -49,6 +49,9 @@ class Change(Frozen):
     id: str
     survivor: str
     reason: str
+    # the revision of ``id`` the pass planned from: the store refuses the supersede once the
+    # memory changed since (an edit between the pass's read and its write)
+    revision: int | None = None
 
 
 class PassError(Frozen):

@@ -119,7 +119,9 @@ class JudgeTier:
             keep, lose = (a, b) if verdict.keep == a.id else (b, a)
             reinforce = False
         why = f"consolidator: judge {verdict.decision} ({kind}), kept {keep.id}: {verdict.reason}"
-        change = Change(bank=bank, id=lose.id, survivor=keep.id, reason=why[:MAX_REASON])
+        change = Change(
+            bank=bank, id=lose.id, survivor=keep.id, reason=why[:MAX_REASON], revision=lose.revision
+        )
         if lose.pinned:  # settled while it stays pinned: the pins are part of the memo key
             tally.skipped_pinned.append(change.model_copy(update={"reason": "pinned"}))
             return True

@@ -140,6 +140,7 @@ class StoreAPI(Protocol):
         bank: str | None = None,
         reason: str | None = None,
         reinforce: bool = False,
+        revision: int | None = None,
     ) -> SupersedeResponse: ...
 
     def supersede_many(

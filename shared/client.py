@@ -438,6 +438,7 @@ class StoreClient(ActorClient):
         bank: str | None = None,
         reason: str | None = None,
         reinforce: bool = False,
+        revision: int | None = None,
     ) -> SupersedeResponse:
         return self._call(
             SupersedeResponse,
@@ -447,6 +448,7 @@ class StoreClient(ActorClient):
             bank=bank,
             reason=reason,
             reinforce=reinforce,
+            revision=revision,
         )
 
     # -- memories: reads -------------------------------------------------------------------

@@ -273,6 +273,7 @@ class GrpcStoreClient:
         bank: str | None = None,
         reason: str | None = None,
         reinforce: bool = False,
+        revision: int | None = None,
     ) -> SupersedeResponse:
         return cast(
             "SupersedeResponse",
@@ -283,6 +284,7 @@ class GrpcStoreClient:
                 bank=bank,
                 reason=reason,
                 reinforce=reinforce,
+                revision=revision,
             ),
         )
 

@@ -202,6 +202,7 @@ class SupersedeRequest(Frozen):
     bank: str | None = None
     reason: str | None = None
     reinforce: bool = False
+    revision: int | None = None  # only while ``id`` is at this revision (``supersede``)
 
     @classmethod
     def of(cls, value: object, where: str = "item") -> SupersedeRequest:

@@ -397,10 +397,13 @@ class ShardedStoreClient:
         bank: str | None = None,
         reason: str | None = None,
         reinforce: bool = False,
+        revision: int | None = None,
     ) -> SupersedeResponse:
         return self._on(
             bank,
-            lambda s: s.supersede(id, superseded_by, bank=bank, reason=reason, reinforce=reinforce),
+            lambda s: s.supersede(
+                id, superseded_by, bank=bank, reason=reason, reinforce=reinforce, revision=revision
+            ),
         )
 
     def supersede_many(

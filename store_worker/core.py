@@ -481,10 +481,12 @@ class MemoryStore:
         bank: str | None = None,
         reason: str | None = None,
         reinforce: bool = False,
+        revision: int | None = None,
     ) -> SupersedeResponse:
-        """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer)."""
+        """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer); with
+        ``revision``, only while ``id`` is still at that revision (else ``conflict``)."""
         return self.writer.supersede(
-            id, superseded_by, bank=bank, reason=reason, reinforce=reinforce
+            id, superseded_by, bank=bank, reason=reason, reinforce=reinforce, revision=revision
         )
 
     def supersede_many(

@@ -383,8 +383,14 @@ class Writer:
         bank: str | None = None,
         reason: str | None = None,
         reinforce: bool = False,
+        revision: int | None = None,
     ) -> SupersedeResponse:
-        """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer)."""
+        """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer). With
+        ``revision``, only while ``id`` is still at that revision: a caller that planned from
+        an earlier read (the consolidator's pass) never retires a memory for a text it has
+        lost since (an edit between the read and the write is a ``conflict``)."""
+        if revision is not None:
+            v.count(revision, "revision", most=2**62)
         reason, redacted = _scrubbed_reason(reason)
         target = self.banks.resolve(bank)
         v.memory_id(id)
@@ -393,6 +399,11 @@ class Writer:
             raise errors.ConflictError(f"{id} cannot supersede itself")
         survivor = self._live(target, superseded_by, role="survivor")
         loser = self._live(target, id)
+        if revision is not None and loser.revision != revision:
+            raise errors.ConflictError(
+                f"{id} changed since it was read (revision {loser.revision}, not {revision}); "
+                "read it again before superseding it"
+            )
         self.drafts.refuse(loser, survivor)
         if loser.pinned:
             raise errors.ConflictError(f"{id} is pinned; unpin it before superseding it")

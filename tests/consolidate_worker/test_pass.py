@@ -309,3 +309,47 @@ def test_the_report_is_logged(store: MemoryStore, caplog: pytest.LogCaptureFixtu
     caplog.set_level("INFO", logger="consolidate_worker.core")
     Consolidator(store).run_pass()
     assert "consolidation pass over 1 bank(s): scanned=13 groups=6 merged=6" in caplog.text
+
+
+def test_a_memory_edited_during_a_pass_is_not_retired_for_its_old_text(
+    store: MemoryStore,
+) -> None:
+    # Given duplicate pairs, and a pass that has read the bank and planned its merges
+    pairs = seed_pairs(store)
+    old, new = pairs[0]
+    consolidator = Consolidator(store)
+    planned = consolidator._apply_groups
+
+    def edit_then_apply(*args: Any, **kwargs: Any) -> None:
+        # a user rewrites the memory the plan retires, between the pass's read and its write
+        store.update(old, text="The user now wants light mode everywhere, not dark mode")
+        planned(*args, **kwargs)
+
+    consolidator._apply_groups = edit_then_apply  # type: ignore[method-assign]
+    report = consolidator.run_pass()
+    # Then the edited memory stays live (the store refused the stale supersede), the rest merge
+    edited = store.get(old).memory
+    assert edited.superseded_by is None and "light mode" in edited.text
+    assert [(e.id, "changed since it was read" in e.message) for e in report.errors] == [
+        (old, True)
+    ]
+    assert {c.id for c in report.merged} == {a for a, _ in pairs[1:]}
+    assert not report.ok  # the checkpoint waits: the next pass plans from the new text
+    assert new in live_ids(store)
+
+
+def test_supersede_with_a_stale_revision_is_refused_and_writes_nothing(
+    store: MemoryStore,
+) -> None:
+    a = store.save("The user likes green tea").memory
+    b = store.save("The user likes green tea in the morning").memory
+    before = store.get(a.id).memory
+    store.update(a.id, text="The user likes black coffee")
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        store.supersede(a.id, b.id, revision=before.revision)
+    with pytest.raises(ConflictError):
+        store.supersede_many([{"id": a.id, "superseded_by": b.id, "revision": before.revision}])
+    assert store.get(a.id).memory.superseded_by is None
+    now = store.get(a.id).memory
+    done = store.supersede(a.id, b.id, revision=now.revision)  # the current one: as before
+    assert done.memory.superseded_by == b.id
