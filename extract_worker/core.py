@@ -58,6 +58,7 @@ from shared.text import fingerprint
 log = logging.getLogger(__name__)
 
 LEARNED = "learned"
+LEARN_ATTEMPTS = 3  # reads of ``learned`` before a conflicting writer's change wins the job
 RECORDED_BY = "extractor"
 STATE_OWNER = "extractor"
 REPLAY_LOOKUP = 10  # records a replay looks through for its earlier write (exact text ranks top)
@@ -462,21 +463,35 @@ class Extractor:
         return {r.name: r.content for r in rules}
 
     def _learn_rules(self, bank: str | None, rules: Iterable[str]) -> int:
-        """Append new standing instructions to ``learned``; every other rule is read-only."""
-        current = self._rules(bank)
-        seen = {fingerprint(line) for content in current.values() for line in _lines(content)}
-        added: list[str] = []
-        for rule in rules:
-            fp = fingerprint(rule)
-            if fp not in seen:
-                seen.add(fp)
-                added.append(f"- {rule}\n")
-        if not added:
-            return 0
-        existing = current.get(LEARNED, "").rstrip("\n")
-        content = (existing + "\n" if existing else "") + "".join(added)
-        self.store.rule_set(LEARNED, content, bank=bank)
-        return len(added)
+        """Append new standing instructions to ``learned``; every other rule is read-only.
+
+        A read-modify-write: the rule is written only while it still holds what was read
+        (``rule_set(expect=...)``), so a second extractor extending it at the same moment
+        never has its lines dropped; on such a conflict the rule is read again and the
+        lines not yet there are added (``LEARN_ATTEMPTS`` times at most)."""
+        wanted = list(rules)
+        for attempt in range(LEARN_ATTEMPTS):
+            current = self._rules(bank)
+            seen = {fingerprint(line) for content in current.values() for line in _lines(content)}
+            added: list[str] = []
+            for rule in wanted:
+                fp = fingerprint(rule)
+                if fp not in seen:
+                    seen.add(fp)
+                    added.append(f"- {rule}\n")
+            if not added:
+                return 0
+            read = current.get(LEARNED, "")
+            existing = read.rstrip("\n")
+            content = (existing + "\n" if existing else "") + "".join(added)
+            try:
+                self.store.rule_set(LEARNED, content, bank=bank, expect=read)
+            except errors.ConflictError:
+                if attempt + 1 == LEARN_ATTEMPTS:
+                    raise
+                continue
+            return len(added)
+        return 0
 
 
 def _stated_in(mem: Memory, turn: str) -> bool:

@@ -214,7 +214,9 @@ class StoreAPI(Protocol):
 
     def rule_get(self, name: str, *, bank: str | None = None) -> Rule: ...
 
-    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse: ...
+    def rule_set(
+        self, name: str, content: str, *, bank: str | None = None, expect: str | None = None
+    ) -> RuleSetResponse: ...
 
     # -- the harness seam ------------------------------------------------------------------
 

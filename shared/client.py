@@ -580,8 +580,10 @@ class StoreClient(ActorClient):
         return self._call(Rule, "rule_get", name, bank=bank)
 
     @write
-    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
-        return self._call(RuleSetResponse, "rule_set", name, content, bank=bank)
+    def rule_set(
+        self, name: str, content: str, *, bank: str | None = None, expect: str | None = None
+    ) -> RuleSetResponse:
+        return self._call(RuleSetResponse, "rule_set", name, content, bank=bank, expect=expect)
 
     # -- the harness seam ------------------------------------------------------------------
 

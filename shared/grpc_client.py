@@ -398,9 +398,12 @@ class GrpcStoreClient:
     def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
         return cast("Rule", self._call("rule_get", name=name, bank=bank))
 
-    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
+    def rule_set(
+        self, name: str, content: str, *, bank: str | None = None, expect: str | None = None
+    ) -> RuleSetResponse:
         return cast(
-            "RuleSetResponse", self._call("rule_set", name=name, content=content, bank=bank)
+            "RuleSetResponse",
+            self._call("rule_set", name=name, content=content, bank=bank, expect=expect),
         )
 
     # -- the harness seam ------------------------------------------------------------------

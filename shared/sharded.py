@@ -528,8 +528,10 @@ class ShardedStoreClient:
     def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
         return self._on(bank, lambda s: s.rule_get(name, bank=bank))
 
-    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
-        return self._on(bank, lambda s: s.rule_set(name, content, bank=bank))
+    def rule_set(
+        self, name: str, content: str, *, bank: str | None = None, expect: str | None = None
+    ) -> RuleSetResponse:
+        return self._on(bank, lambda s: s.rule_set(name, content, bank=bank, expect=expect))
 
     # -- the harness seam ----------------------------------------------------------------------
 

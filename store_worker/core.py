@@ -663,9 +663,12 @@ class MemoryStore:
         return self.rules.rule_get(name, bank=bank)
 
     @_serialized
-    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
-        """Create, replace or (with empty content) remove one rule."""
-        return self.rules.rule_set(name, content, bank=bank)
+    def rule_set(
+        self, name: str, content: str, *, bank: str | None = None, expect: str | None = None
+    ) -> RuleSetResponse:
+        """Create, replace or (with empty content) remove one rule; with ``expect``, only
+        while the rule still holds that content ("": absent), else ``conflict``."""
+        return self.rules.rule_set(name, content, bank=bank, expect=expect)
 
     # -- the harness seam (inject.py, outbox.py) ---------------------------------------------
 

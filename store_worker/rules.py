@@ -45,7 +45,9 @@ class Rules:
             raise errors.NotFoundError(f"no rule {v.quoted(name)} in bank {target.name!r}")
         return Rule(name=name, content=content, chars=len(content), learned=name == LEARNED)
 
-    def rule_set(self, name: str, content: str, *, bank: str | None = None) -> RuleSetResponse:
+    def rule_set(
+        self, name: str, content: str, *, bank: str | None = None, expect: str | None = None
+    ) -> RuleSetResponse:
         """Create, replace or (with empty content) remove one rule."""
         name = v.rule_name(name)
         if content:  # a new rule's name becomes a file name: it must hold no credential
@@ -56,6 +58,14 @@ class Rules:
         if len(content) > v.MAX_RULE_CHARS:
             raise errors.InvalidArgumentError(
                 f"rule is {len(content)} chars; the limit is {v.MAX_RULE_CHARS}"
+            )
+        if expect is not None and not isinstance(expect, str):
+            raise errors.InvalidArgumentError("expect must be the rule's content as read")
+        if expect is not None and _held(self.banks, bank, name) != expect:
+            # a read-modify-write (the extractor extending ``learned``) whose read is stale:
+            # another writer changed the rule since; writing would drop its change
+            raise errors.ConflictError(
+                f"rule {name} changed since it was read; read it again and reapply the change"
             )
         result = redact(content)
         target = self.banks.writable(self.banks.resolve(bank, create=bool(content.strip())))
@@ -128,3 +138,11 @@ def _follow_file(bank: Bank, name: str) -> None:
         bank.rules.pop(name, None)
     else:
         bank.rules[name] = content
+
+
+def _held(banks: Banks, bank: str | None, name: str) -> str:
+    """What rule ``name`` holds now ("" when it or its bank does not exist)."""
+    try:
+        return banks.resolve(bank).rules.get(name, "")
+    except errors.NotFoundError:
+        return ""

@@ -14,7 +14,12 @@ from extract_worker.llm import FakeLLM
 from extract_worker.parse import parse_reply
 from extract_worker.settings import ExtractorSettings, retired_settings
 from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError, SourceUnavailableError, UnknownError
+from shared.errors import (
+    ConflictError,
+    InvalidArgumentError,
+    SourceUnavailableError,
+    UnknownError,
+)
 from shared.models import OutboxPolicy
 from store_worker.core import MemoryStore
 
@@ -640,3 +645,39 @@ def test_a_replay_makes_the_correction_a_crash_cut_off_against_the_merged_surviv
     # Then the old fact is retired in favour of the survivor, and no copy came back
     assert store.get("tue").memory.superseded_by == "wed"
     assert [m.id for m in store.list().memories] == ["wed"]
+
+
+def test_two_extractors_extending_learned_at_once_keep_both_lines(fresh_store: Factory) -> None:
+    """``learned`` is extended by reading it and writing it back whole: a second writer that
+    changes it in between (another extractor replica) must not have its line dropped."""
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.rule_set("learned", "- Use metric units.\n")
+    reply = {"memories": [], "rules": ["Never start replies with Certainly."]}
+    ex = make(store, FakeLLM.of(json.dumps(reply)), clock)
+    original = store.rule_set
+    raced: list[str] = []
+
+    def racing_rule_set(name: str, content: str, **kwargs: Any) -> Any:
+        if not raced:  # the other replica writes between this one's read and its write
+            raced.append(name)
+            original("learned", "- Use metric units.\n- Answer in British English.\n")
+        return original(name, content, **kwargs)
+
+    store.rule_set = racing_rule_set  # type: ignore[method-assign]
+    store.turn_completed("s1", str(ULID()), turn("Never start with Certainly"))
+    assert ex.drain().done == 1
+    learned = store.rule_get("learned").content
+    assert "British English" in learned and "Certainly" in learned and "metric" in learned
+
+
+def test_a_rule_written_only_while_it_holds_what_was_read(fresh_store: Factory) -> None:
+    store = fresh_store()
+    store.rule_set("style", "- Be brief.\n", expect="")  # "": the rule is absent
+    with pytest.raises(ConflictError, match="changed since it was read"):
+        store.rule_set("style", "- Be formal.\n", expect="")
+    with pytest.raises(ConflictError):
+        store.rule_set("style", "", expect="- Be long.\n")  # a removal too
+    assert store.rule_get("style").content == "- Be brief.\n"
+    store.rule_set("style", "- Be formal.\n", expect="- Be brief.\n")
+    assert store.rule_get("style").content == "- Be formal.\n"
