@@ -30,7 +30,7 @@ Public API
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/credentials.toml`` (260 formats; fields and kinds in
+    * The credential catalogue, ``shared/credentials.toml`` (272 formats; fields and kinds in
       shared/redact_catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
       GCP, Alibaba, Tencent, DigitalOcean, Heroku, Cloudflare, Vercel, Netlify, Fly.io,
       Vault, Doppler, Terraform ...), VCS (GitHub, GitLab, Bitbucket, Atlassian,
