@@ -283,7 +283,9 @@ def _pulumi_secret(m: re.Match[str]) -> bool:
     return "--secret" in line or _NAMED.search(m.group("pkey")) is not None
 
 
-_NAMED = re.compile(r"(?i:pass(?:wor)?d|passphrase|secret|token|api_?key|apikey|private_?key|credential)")
+_NAMED = re.compile(
+    r"(?i:pass(?:wor)?d|passphrase|secret|token|api_?key|apikey|private_?key|credential)"
+)
 
 
 # A password or a token as a command's positional argument: ``wpa_passphrase <ssid> <pw>``

@@ -141,6 +141,7 @@ _KEYWORD_LABELS = (
     ("k_secret", "secret"),
     ("k_token", "token"),
     ("k_key", "api_key"),
+    ("k_salt", "secret"),
     ("k_credential", "credential"),
 )
 
@@ -149,8 +150,8 @@ def _keyword_label(m: re.Match[str], value: str) -> str | None:
     """The label the key's name gives, or None when the name is only ``*_key`` (a cache key,
     a sort key, a file) and the value does not look like a key of 12+ random characters."""
     group = next(g for g, _ in _KEYWORD_LABELS if m.group(g) is not None)
-    if group in ("k_key", "k_credential") and not (len(value) >= 12 and is_strong(value)):
-        if group == "k_key" or not _is_session_id(m, value):
+    if group in ("k_key", "k_salt", "k_credential") and not (len(value) >= 12 and is_strong(value)):
+        if group != "k_credential" or not _is_session_id(m, value):
             return None
     return dict(_KEYWORD_LABELS)[group]
 
@@ -326,7 +327,9 @@ _KEYWORDS = (
     r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
     r"|(?P<k_secret>secret(?:[_.-]?key)?|(?:signing|encryption|master|(?:pre[_.-]?)?shared)[_.-]?key)"
     r"|(?P<k_token>token)"
-    r"|(?P<k_key>[_.-]key)"
+    # (a salt or pepper named as such, WordPress' ``NONCE_SALT``, Django's ``HASHID_SALT``:
+    # judged as a ``*_key`` is, so ``SALT_ROUNDS=12`` stays)
+    r"|(?P<k_key>[_.-]key)|(?P<k_salt>[_.-](?:salt|pepper))"
     # (spelled so that "author", "credit", "cookies" and "session" in prose hold none of them)
     r"|(?P<k_credential>auth[_.-]?key|credentials?|creds|sess(?:ion)?[_.-]?id"
     r"|[_.-](?:auth|cookie|session)))"
@@ -559,7 +562,11 @@ _TABLE_CELL = re.compile(
 _CREDENTIAL_HEADER = re.compile(
     r"(?:[a-z0-9]+ ){0,3}(?:(?P<password>password|passwd|pwd|pass ?phrase)"
     r"|(?P<private_key>private key)|(?P<api_key>api ?key|access key)"
-    r"|(?P<secret>secret(?: key)?)|(?P<token>token))"
+    r"|(?P<secret>secret(?: key)?)|(?P<token>token)"
+    # short nouns and other languages' (as ASCII: the header is read in ASCII words): a
+    # value under them must look like one ("| suite | pass |" counts tests)
+    r"|(?P<pw>pass|pw|creds|credentials?|passwort|kennwort|wachtwoord|senha|contrase a"
+    r"|mot de passe|parola|salasana|passord|adgangskode|haslo|heslo|geslo|lozinka))"
 )
 _TABLE_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)*[ \t]*:?-+:?[ \t]*\|?[ \t]*\r?")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -570,7 +577,26 @@ _NO_VALUE = frozenset(
     same unset hidden unknown empty default set changed reset expired revoked""".split()
 )
 # One of these (case-insensitive) is in every header _CREDENTIAL_HEADER reads as a credential.
-_HEADER_WORDS = ("pass", "pwd", "secret", "token", "key")
+_HEADER_WORDS = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "pw",
+    "cred",
+    "kennwort",
+    "wachtwoord",
+    "senha",
+    "contrase",
+    "parola",
+    "salasana",
+    "adgangskode",
+    "haslo",
+    "heslo",
+    "geslo",
+    "lozinka",
+)
 
 
 def _cells(line: str) -> list[tuple[int, str]]:
@@ -650,6 +676,8 @@ def _judge_table_cell(m: re.Match[str], secret: str) -> str | None:
         return label  # any one word under "password" is one, "sunshine" too
     if _is_plain(value) or value.isdigit() or len(value) < 6:
         return None  # "| hello | 15339 |" under "token": a tokenizer's id, not a credential
+    if label == "pw":  # a short or foreign noun: a value shaped like a password or a key
+        return "password" if looks_like_password(value) or is_random(value) else None
     return label if is_random(value) or looks_like_password(value) else None
 
 
@@ -971,6 +999,8 @@ _ASSIGNMENT_WORDS = (
     "cred",
     "cookie",
     "sess",
+    "salt",
+    "pepper",
 )
 
 
