@@ -458,12 +458,15 @@ def redact_many(texts: Sequence[str]) -> list[Redaction]:
     """Each text redacted, and every secret found in any of them redacted in all of them:
     the parts of one request (a turn's messages, a save's text and its tags) are read
     together, so a password recognised in the user's message ("my password is X") is
-    redacted too where the assistant's reply repeats it bare ("I won't repeat X")."""
+    redacted too where the assistant's reply repeats it bare ("I won't repeat X"), and a
+    part that is only a value is read after the line before it ("the password is" then
+    "X" as the next message)."""
     results = [redact(text) for text in texts]
     values: dict[str, str] = {}
     for result in results:
         for value, kind in result.values:
             values.setdefault(value, kind)
+    values.update({v: k for v, k in _across(texts).items() if v not in values})
     if not values:
         return results
     echoes, marker, label = _echoes(values), _marker(values), _label_of(values)
@@ -485,6 +488,24 @@ def redact_many(texts: Sequence[str]) -> list[Redaction]:
             )
         )
     return out
+
+
+def _across(texts: Sequence[str]) -> dict[str, str]:
+    """Secrets split over two parts: a part that is one run of non-blanks, read after the
+    last line of the part before it ("the db password is" then "<pw>" as the next message,
+    "here is the token for prod" then "<token>"). Only such a one-word part costs a call."""
+    found: dict[str, str] = {}
+    for before, text in zip(texts, texts[1:], strict=False):
+        word = text.strip()
+        if len(word) < MIN_ECHO or len(word) > 4096 or len(word.split()) != 1:
+            continue
+        tail = before.rstrip().rsplit("\n", 1)[-1].strip()
+        if not tail:
+            continue
+        for value, label in redact(f"{tail}\n{word}").values:
+            if value in word:
+                found.setdefault(value, label)
+    return found
 
 
 def repeats(values: Sequence[tuple[str, str]], text: str) -> tuple[str, ...]:

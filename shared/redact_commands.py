@@ -157,7 +157,9 @@ def _judge_shell_set(m: re.Match[str], secret: str) -> str | None:
 # <value>``: an environment variable given with no ``=`` (csh(1) setenv, fish's ``set``
 # manual). fish's plain ``set`` (a shell variable, and an English word) is not read.
 _SHELL_SET = re.compile(
-    _HEAD + r"(?:setenv|set(?:[ \t]+(?:-[gUuxl]*x[gUuxl]*|--export|--global|--universal))+)[ \t]+"
+    # (fish's "set" in a lookahead: as a gate's anchor it is in "sunset" and "settle")
+    _HEAD + r"(?:setenv|(?=set[ \t])[a-z]{3}"
+    r"(?:[ \t]+(?:-[gUuxl]*x[gUuxl]*|--export|--global|--universal))+)[ \t]+"
     r"(?P<key>[A-Za-z0-9_]{0,64}?" + _KEYWORDS + r")[ \t]+" + _VALUE,
     re.I,
 )

@@ -27,7 +27,7 @@ from shared.redact import redact
         ("PsExec.exe \\\\srv01 -u admin -p 'Gr33nHill#H4VUT' ipconfig", "Gr33nHill#H4VUT"),
         # expect -c: the prompt and the send on one line
         (
-            "expect -c 'spawn ssh root@h; expect \"password:\"; send \"Gr33nHill#H4VUT\\r\"'",
+            'expect -c \'spawn ssh root@h; expect "password:"; send "Gr33nHill#H4VUT\\r"\'',
             "Gr33nHill#H4VUT",
         ),
     ],
