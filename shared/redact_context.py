@@ -847,9 +847,12 @@ _SAID_KEY = re.compile(
     # "the token for the CI bot is <v>": a qualifier, then only with "is"/"was"
     r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])"
     r"|[ \t]+(?i:for|of|on)[ \t]+[^\n:=\"'`]{1,40}?(?=[ \t]+(?i:is|was)[ \t]))?"
-    r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*|[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?)[\"'`]?"
+    r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*|[ \t]+(?:(?P<verb>(?i:is|was|to))[ \t]*:?[ \t]+)?)[\"'`]?"
     r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
+# "to" is a verb only after one that sets: "I set the webhook secret to <v>", "rotated the
+# token to <v>" ("the key to 8fJk..." alone says nothing).
+_SETS_BEFORE = re.compile(r"(?i:\b(?:re)?set|chang|updat|rotat)\w*[ \t]+(?:\S+[ \t]+){0,4}$")
 _FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{1,4}$")
 _SAID_LABELS = (
     ("k_api_key", "api_key"),
@@ -866,7 +869,12 @@ def _judge_said_key(m: re.Match[str], secret: str) -> str | None:
         return None  # "the S3 key is uploads/2024/IMG_1234.jpg": an object's name
     # After a bare label ("API key: ...") as with no verb: a cache key or a sort key is
     # labelled so too, and only a value shaped like a key counts.
-    if m.group("verb") is None and not _keyed_without_verb(secret):
+    verb = m.group("verb")
+    if verb is not None and verb.lower() == "to":
+        line_start = m.string.rfind("\n", 0, m.start()) + 1
+        if not _SETS_BEFORE.search(m.string, max(line_start, m.start() - 60), m.start()):
+            return None
+    elif verb is None and not _keyed_without_verb(secret):
         return None
     return next(label for group, label in _SAID_LABELS if m.group(group) is not None)
 
@@ -1052,7 +1060,7 @@ def _assignment_starts(scan: Scan) -> list[int]:
 # With no verb, the value's first character must follow the blanks.
 _SAID_KEY_TAIL = re.compile(
     r"(?:key|token|secret)s?(?:\*\*)?"
-    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|for|of|on|[\"'`]?[a-z0-9_+/=.~-]{16}))"
+    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|to|for|of|on|[\"'`]?[a-z0-9_+/=.~-]{16}))"
 )
 _SAID_PASSWORD_TAIL = re.compile(
     r"(?:pass(?:word|phrase|code|wd)?|pwd?)"
