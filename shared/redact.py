@@ -150,6 +150,7 @@ from __future__ import annotations
 
 import bisect
 import importlib
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -495,7 +496,7 @@ def _across(texts: Sequence[str]) -> dict[str, str]:
     last line of the part before it ("the db password is" then "<pw>" as the next message,
     "here is the token for prod" then "<token>"). Only such a one-word part costs a call."""
     found: dict[str, str] = {}
-    for before, text in zip(texts, texts[1:], strict=False):
+    for before, text in itertools.pairwise(texts):
         word = text.strip()
         if len(word) < MIN_ECHO or len(word) > 4096 or len(word.split()) != 1:
             continue

@@ -148,17 +148,30 @@ def _judge_setx(m: re.Match[str], secret: str) -> str | None:
     return None if _is_template(secret) else _keyword_label(m, secret)
 
 
+def _shell_set_starts(scan: Scan) -> list[int]:
+    """Where "setenv" or "set" then a flag starts, and each line that starts with "ENV"."""
+    starts = _starts_then(("setenv", "set"), "[-A-Za-z]")(scan)
+    text = scan.text
+    if "ENV" not in text:
+        return starts
+    return sorted({*starts, *(m.start() for m in _ENV_LINE.finditer(text))})
+
+
+_ENV_LINE = re.compile(r"(?m:^)(?=[ \t]*ENV[ \t])")
+
+
 def _judge_shell_set(m: re.Match[str], secret: str) -> str | None:
     # fish's command substitution is a bare "(...)"
     return None if secret.startswith("(") else _judge_setx(m, secret)
 
 
-# csh's ``setenv DB_PASSWORD <value>`` and fish's ``set -x|-gx|-Ux|--export DB_PASSWORD
+# csh's ``setenv DB_PASSWORD <value>``, a Dockerfile's ``ENV DB_PASSWORD <value>`` (the
+# legacy form with no "=") and fish's ``set -x|-gx|-Ux|--export DB_PASSWORD
 # <value>``: an environment variable given with no ``=`` (csh(1) setenv, fish's ``set``
 # manual). fish's plain ``set`` (a shell variable, and an English word) is not read.
 _SHELL_SET = re.compile(
     # (fish's "set" in a lookahead: as a gate's anchor it is in "sunset" and "settle")
-    _HEAD + r"(?:setenv|(?=set[ \t])[a-z]{3}"
+    _HEAD + r"(?:setenv|(?m:^)[ \t]*ENV|(?=set[ \t])[a-z]{3}"
     r"(?:[ \t]+(?:-[gUuxl]*x[gUuxl]*|--export|--global|--universal))+)[ \t]+"
     r"(?P<key>[A-Za-z0-9_]{0,64}?" + _KEYWORDS + r")[ \t]+" + _VALUE,
     re.I,
@@ -512,5 +525,5 @@ COMMANDS: tuple[RuleSpec, ...] = (
     (_FROM_LITERAL, _judge_from_literal, _starts("--from-literal=")),
     (_NET, _judge_net_password, _starts("net", folded=True)),
     (_SETX, _judge_setx, _starts("setx", folded=True)),
-    (_SHELL_SET, _judge_shell_set, _starts_then(("setenv", "set"), "[-A-Za-z]")),
+    (_SHELL_SET, _judge_shell_set, _shell_set_starts),
 )

@@ -536,7 +536,10 @@ _YAML_NEXT_LINE = re.compile(
 # A table row whose first cell names a credential: Markdown (``| DB_PASSWORD | x |``) and CSV
 # (``api_key,x``), as a coding assistant lists environment variables.
 _TABLE_ROW = re.compile(
-    r"(?m:^)(?:\|[ \t]*`?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"`?[ \t]*\|[ \t]*`?"
+    # (the first cell may name it in words: "| API Token | <v> |")
+    r"(?m:^)(?:\|[ \t]*`?[A-Za-z0-9_.-]{0,64}?(?:(?<=[A-Za-z0-9])[ \t])?"
+    + _KEYWORDS
+    + r"`?[ \t]*\|[ \t]*`?"
     r"(?P<secret>[^|`\n]*[^|`\s])`?[ \t]*\|"
     r"|[A-Za-z0-9_.-]{0,64}?(?P<c_key>(?:password|passwd|secret|token|api[_.-]?key|[_.-]key))"
     r",[ \t]*(?P<bare>[^,\s][^,\n]{0,2047}?)[ \t]*(?=\r?\n|$))",
@@ -847,7 +850,9 @@ _SAID_KEY = re.compile(
     # "the token for the CI bot is <v>": a qualifier, then only with "is"/"was"
     r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])"
     r"|[ \t]+(?i:for|of|on)[ \t]+[^\n:=\"'`]{1,40}?(?=[ \t]+(?i:is|was)[ \t]))?"
-    r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*|[ \t]+(?:(?P<verb>(?i:is|was|to))[ \t]*:?[ \t]+)?)[\"'`]?"
+    # ("es", "est", "ist", "é", "è": "el token es <v>" and the like, with an English noun)
+    r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*"
+    r"|[ \t]+(?:(?P<verb>(?i:is|was|to|es|est|ist|é|è))[ \t]*:?[ \t]+)?)[\"'`]?"
     r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
 # "to" is a verb only after one that sets: "I set the webhook secret to <v>", "rotated the
@@ -1060,7 +1065,7 @@ def _assignment_starts(scan: Scan) -> list[int]:
 # With no verb, the value's first character must follow the blanks.
 _SAID_KEY_TAIL = re.compile(
     r"(?:key|token|secret)s?(?:\*\*)?"
-    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|to|for|of|on|[\"'`]?[a-z0-9_+/=.~-]{16}))"
+    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|to|es|est|ist|é|è|for|of|on|[\"'`]?[a-z0-9_+/=.~-]{16}))"
 )
 _SAID_PASSWORD_TAIL = re.compile(
     r"(?:pass(?:word|phrase|code|wd)?|pwd?)"

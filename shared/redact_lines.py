@@ -30,9 +30,13 @@ __all__ = ["LINES"]
 _NEXT_VALUE = r"\r?\n[ \t]*`?(?P<bare>[^\s`\"']{6,4096}?)`?[ \t]*\r?(?=\n|$)"
 
 # What a value on its own line is not: a path, a flag, a variable, a URL, a file name, a
-# heading rule, a prompt, a key of its own.
+# heading rule, a prompt, a key and its value of their own.
 _NOT_A_VALUE = re.compile(
-    r"[./~$<\[({#@|>*=-].*|.*(?:://|[:;,)]$)|[\w-]+\.[a-z]{1,5}|\d+(?:[.,]\d+)*%?", re.S
+    r"[./~$<\[({#@|>*=-].*|.*(?:://|[:;,)]$)|[\w-]+\.[a-z]{1,5}|\d+(?:[.,]\d+)*%?"
+    # a "key=value" or "key:value" of its own, another rule's to read ("=" pads base64 only
+    # at its end)
+    r"|.*[:=](?!=*$).*",
+    re.S,
 )
 
 
@@ -53,13 +57,27 @@ _PW_NOUNS = (
     r"|wachtwoord|parola|пароль|密码|密碼|パスワード|비밀번호"
 )
 _KEY_NOUNS = r"tokens?|api[ _-]?keys?|keys?|secrets?|credentials?|creds"
+
+# A match starts at the noun (the seek below finds it with the words other rules look for
+# too, cached once per text) and the judge reads the whole line; starting at the line's
+# start would try every prefix of it against every noun.
 _ANNOUNCE = re.compile(
-    r"(?m:^)(?P<line>[^\n]{0,100}?(?<![A-Za-z0-9])(?i:(?P<pw>"
-    + _PW_NOUNS
-    + r")|"
-    + _KEY_NOUNS
-    + r")(?![A-Za-z0-9])[^\n]{0,80}?)"
-    + _NEXT_VALUE
+    r"(?<![A-Za-z0-9])(?i:(?P<pw>" + _PW_NOUNS + r")|" + _KEY_NOUNS + r")(?![A-Za-z0-9])"
+    r"[^\n]{0,80}?" + _NEXT_VALUE
+)
+# The words the nouns hold, for the seek (lowercase: Scan.find looks in the folded text).
+_NOUN_WORDS = ("pass", "pw", "token", "key", "secret", "cred", "mot de passe")
+_FOREIGN_WORDS = (
+    "kennwort",
+    "contrase",
+    "senha",
+    "wachtwoord",
+    "parola",
+    "пароль",
+    "密码",
+    "密碼",
+    "パスワード",
+    "비밀번호",
 )
 # A line of code is no announcement: ``def check(password):``, ``if token:``, ``key = ...``.
 _CODE_LINE = re.compile(
@@ -73,9 +91,6 @@ _NAMES_NO_SECRET = re.compile(
     r"|\bids?\b|\bnames?\b|manager|polic|requirement|rules?\b|strength|reset|expir|length"
     r"|field|prompt|file)"
 )
-_ANNOUNCE_TRIGGER = re.compile(
-    r"(?<![A-Za-z0-9])(?i:" + _PW_NOUNS + r"|" + _KEY_NOUNS + r")(?![A-Za-z0-9])"
-)
 
 
 def _one_token_next(text: str, line_end: int) -> bool:
@@ -84,20 +99,33 @@ def _one_token_next(text: str, line_end: int) -> bool:
     return len(text[line_end + 1 : after if after >= 0 else len(text)].split()) == 1
 
 
-def _announce_starts(scan: Scan) -> list[int]:
-    text, starts = scan.text, set()
+def _before_a_one_word_line(scan: Scan, words: tuple[str, ...], reach: int) -> list[int]:
+    """Where one of ``words`` occurs within ``reach`` of its line's end, and the next line
+    is one run of non-blanks."""
+    text = scan.text
     if "\n" not in text:
-        return []
-    for m in _ANNOUNCE_TRIGGER.finditer(text):
-        end = text.find("\n", m.end())
-        if 0 <= end - m.end() <= 80 and _one_token_next(text, end):
-            starts.add(text.rfind("\n", 0, m.start()) + 1)
-    return sorted(starts)
+        return []  # no next line
+    found = []
+    for at in scan.find(*words):
+        end = text.find("\n", at, at + reach)
+        if end >= 0 and _one_token_next(text, end):
+            found.append(at)
+    return found
+
+
+def _announce_starts(scan: Scan) -> list[int]:
+    words = _NOUN_WORDS if scan.text.isascii() else (*_NOUN_WORDS, *_FOREIGN_WORDS)
+    return _before_a_one_word_line(scan, words, 100)
+
+
+def _line_of(m: re.Match[str]) -> str:
+    text = m.string
+    return text[text.rfind("\n", 0, m.start()) + 1 : text.find("\n", m.start())]
 
 
 def _judge_announce(m: re.Match[str], secret: str) -> str | None:
-    line = m.group("line")
-    if _CODE_LINE.match(line) or _NAMES_NO_SECRET.search(line):
+    line = _line_of(m)
+    if len(line) > 180 or _CODE_LINE.match(line) or _NAMES_NO_SECRET.search(line):
         return None
     password = m.group("pw") is not None
     if not _value_ok(secret, password=password):
@@ -109,30 +137,39 @@ def _judge_announce(m: re.Match[str], secret: str) -> str | None:
 
 # Commands that print a credential: what the line after them holds is it. (``cat`` of a file
 # named for one; a decode of base64 as ``kubectl get secret`` gives it; the CLIs' own "print
-# my token" verbs.)
+# my token" verbs.) A match starts at the command's word, which the seek finds.
 _PRINTS = (
-    r"\bcat[ \t]+[^\n|;&]*(?i:master\.key|vault-token|token|secret|passw|credential|\.key\b)"
-    r"|\|[ \t]*base64[ \t]+(?:-d|--decode|-D)\b"
-    r"|\bgh[ \t]+auth[ \t]+token|\bheroku[ \t]+auth:token|get-login-password"
+    r"(?<![A-Za-z0-9_-])(?:cat[ \t]+[^\n|;&]*(?i:master\.key|vault-token|token|secret|passw"
+    r"|credential|\.key\b)"
+    r"|(?:(?<=\|)|(?<=\|[ \t]))base64[ \t]+(?:-d|--decode|-D)\b"
+    r"|gh[ \t]+auth[ \t]+token|heroku[ \t]+auth:token|get-login-password"
     r"|get-access-token|print-(?:access|identity)-token|get-secret-value"
-    r"|\bvault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field|\bopenssl[ \t]+rand\b|secrets\.token_"
+    r"|vault[ \t]+(?:kv[ \t]+get|read)[ \t]+-field|openssl[ \t]+rand\b|secrets\.token_"
     r"|find-generic-password[^\n]*[ \t]-w\b|secrets[ \t]+get[^\n]*--plain"
-    r"|\bterraform[ \t]+output[ \t]+-raw\b"
+    r"|terraform[ \t]+output[ \t]+-raw\b)"
     # (no literal may end in a blank: the gate would look at every space of every text)
 )
-_OUTPUT = re.compile(r"(?m:^)(?P<line>[^\n]{0,300}?(?:" + _PRINTS + r")[^\n]*)" + _NEXT_VALUE)
-_PRINTS_TRIGGER = re.compile(_PRINTS)
+_OUTPUT = re.compile(_PRINTS + r"[^\n]*" + _NEXT_VALUE)
+# Each command's first word, for the seek.
+_COMMAND_WORDS = (
+    "cat",
+    "base64",
+    "gh",
+    "heroku",
+    "get-login-password",
+    "get-access-token",
+    "print-",
+    "get-secret-value",
+    "vault",
+    "openssl",
+    "secrets",
+    "find-generic-password",
+    "terraform",
+)
 
 
 def _output_starts(scan: Scan) -> list[int]:
-    text, starts = scan.text, set()
-    if "\n" not in text:
-        return []  # no line after the command
-    for m in _PRINTS_TRIGGER.finditer(text):
-        end = text.find("\n", m.end())
-        if end >= 0 and _one_token_next(text, end):
-            starts.add(text.rfind("\n", 0, m.start()) + 1)
-    return sorted(starts)
+    return _before_a_one_word_line(scan, _COMMAND_WORDS, 400)
 
 
 def _judge_output(m: re.Match[str], secret: str) -> str | None:

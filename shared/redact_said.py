@@ -132,7 +132,7 @@ _FOREIGN_KEY = re.compile(
     r"(?:는|은|は|이|가)?"
     r"(?:[ \t]*(?P<colon>[:=：])[ \t]*"
     r"|[ \t]*(?:是|为|為|は)[ \t]*"
-    r"|[ \t]+(?P<verb>(?i:est|ist|lautet|es|är|er|is))[ \t]*:?[ \t]+)"
+    r"|[ \t]+(?P<verb>(?i:est|ist|lautet|es|är|er|is|é|è))[ \t]*:?[ \t]+)"
     r"[\"'`«“„]?(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
 
@@ -174,9 +174,32 @@ def _before_noun_starts(scan: Scan) -> list[int]:
 _WORD = re.compile(r"(?<!\S)\S")
 
 
+# The password before its noun in parentheses ("it's <pw> (the wifi password)"). ("use <pw>
+# to log in" is left out: no word of it is rare enough for the gate, and "log" as an anchor
+# is in "blog" and "catalog", and took the place of "login" for the rules that have it.)
+_IN_PARENS = re.compile(
+    r"(?P<bare>[^\s\"'`(]{6,64})[ \t]+\((?:(?i:my|the|our|your|a)[ \t]+)?"
+    r"(?:[A-Za-z-]{1,20}[ \t]+){0,2}?(?i:pass(?:word|phrase|code)|pw)(?=\))"
+)
+# "u: admin p: <pw>", "user: bob, pw: <pw>": short labels for a user and a password, on one
+# line (a "p:" alone is too common to read without the user's label before it).
+_USER_THEN_PW = re.compile(
+    r"(?<![A-Za-z0-9])(?i:u|user|login)[ \t]*:[ \t]*[^\s]{1,64}[ \t,;|/]+"
+    r"(?i:p|pw|pwd|pass)[ \t]*:[ \t]*(?P<q>[\"'`]?)(?P<secret>[^\s\"'`]{4,128})(?P=q)"
+)
+
+
+def _user_then_pw_starts(scan: Scan) -> list[int]:
+    if not scan.find("p:", "pw:", "pwd:", "pass:"):
+        return []  # no password's label
+    return scan.find("u:", "user:", "login:")
+
+
 SAID: tuple[RuleSpec, ...] = (
     (_CREDENTIAL_PAIR, _judge_credential_pair, _credential_pair_starts),
     (_EMAIL_PAIR, _judge_email_pair, _email_pair_starts),
     (_FOREIGN_KEY, _judge_said_key, None),
     (_BEFORE_NOUN, _judge_before_noun, _before_noun_starts),
+    (_IN_PARENS, _judge_before_noun, _before_noun_starts),
+    (_USER_THEN_PW, _judge_before_noun, _user_then_pw_starts),
 )

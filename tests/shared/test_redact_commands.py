@@ -55,3 +55,21 @@ def test_round_8_command_line_passwords_are_redacted(text: str, secret: str) -> 
 )
 def test_round_8_command_line_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("FROM node:20\nENV DB_PASSWORD Qx7Lm2#b1WdX\nRUN npm ci", "Qx7Lm2#b1WdX"),
+        ("  ENV API_TOKEN 8fJk2Lm9Qr4Tz7Wp1Xv3", "8fJk2Lm9Qr4Tz7Wp1Xv3"),
+    ],
+)
+def test_round_8_dockerfile_env_without_equals_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text", ["ENV NODE_ENV production", "ENV DB_PASSWORD_FILE /run/secrets/db", "the ENV token"]
+)
+def test_round_8_dockerfile_env_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text

@@ -1262,3 +1262,22 @@ def test_round_8_salts_and_short_table_nouns_are_redacted(
 )
 def test_round_8_salt_and_table_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Key | Value |\n|---|---|\n| API Token | miknhCtFxS0O88s2ik56REpnqmOwGTipTuypn99K |",
+        "| Setting | Value |\n|---|---|\n| DB Password | Gr33nHill*nruYj |",
+    ],
+)
+def test_round_8_a_first_cell_naming_a_credential_in_words(text: str) -> None:
+    result = redact(text)
+    assert "miknhCtFxS0O88" not in result.text and "Gr33nHill" not in result.text
+
+
+@pytest.mark.parametrize(
+    "text", ["| Max tokens | 4096 |", "| Token count | 5 |", "| API Token | see the vault |"]
+)
+def test_round_8_first_cell_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text

@@ -156,3 +156,31 @@ def test_round_8_said_credentials_are_redacted(text: str, secret: str) -> None:
 )
 def test_round_8_said_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("it's S4ndC4stle%btVGA (the wifi password)", "S4ndC4stle%btVGA"),
+        ("u: admin p: Tr0ub4dor_R3yk9", "Tr0ub4dor_R3yk9"),
+        ("user: bob, pw: Tr0ub4dor_R3yk9", "Tr0ub4dor_R3yk9"),
+        ("el token es A7d83IIbpjv91W2BeOzojgDCYa2pifyAuFQaDOSx", "A7d83IIbpjv9"),
+        ("le token est A7d83IIbpjv91W2BeOzojgDCYa2pifyAuFQaDOSx", "A7d83IIbpjv9"),
+    ],
+)
+def test_round_8_more_said_passwords_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "v2.0 (the password policy)",
+        "menu: pasta p: 12",
+        "user: bob, p: yes",
+        "the token es muy largo",
+        "Cookie: _ga=GA1.2.1234567890.1699999999",
+    ],
+)
+def test_round_8_more_said_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text
