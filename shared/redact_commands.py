@@ -326,7 +326,8 @@ _POSITIONAL = re.compile(
     + _ONE_ARG
     + r"|(?=cargo[ \t])[a-z]{5}[ \t]+login(?:[ \t]+--registry(?:[ \t]+|=)[^\s]+)?[ \t]+"
     r"|(?=rclone[ \t])[a-z]{6}[ \t]+obscure[ \t]+"
-    r"|(?P<pulumi>(?=pulumi[ \t])[a-z]{6}[ \t]+config[ \t]+set"
+    # ("pulumi" is the anchor: "config", a word of many texts, is said in a lookahead)
+    r"|(?P<pulumi>pulumi[ \t]+(?=config[ \t]+set[ \t])[a-z]{6}[ \t]+[a-z]{3}"
     r"(?:[ \t]+(?:--secret|--plaintext|--path|(?:-s|--stack|-C|--cwd)[ \t]+[^\s-]\S*))*"
     r"[ \t]+(?P<pkey>[A-Za-z0-9_:.-]+)[ \t]+)"
     r"|(?=ngrok[ \t])[a-z]{5}(?:[ \t]+config[ \t]+add-)?[ \t]*authtoken[ \t]+)" + _VALUE

@@ -144,8 +144,9 @@ _FOREIGN_KEY = re.compile(
 _BEFORE_NOUN = re.compile(
     r"(?:(?<!\S)(?i:use|try)[ \t]+(?P<q>[\"'`]?)(?P<secret>[^\s\"'`]{6,64})(?P=q)"
     r"[ \t]+(?=(?i:as)[ \t])[A-Za-z]{2}"
-    r"|(?P<bare>[^\s\"'`(]{6,64})[\"'`]?[ \t]+(?=(?i:is|was)[ \t])[A-Za-z]{2,3})"
-    r"[ \t]+(?:(?i:my|the|our|your|his|her|their|a)[ \t]+)?(?:[A-Za-z-]{1,20}[ \t]+){0,2}?"
+    # and in parentheses after it: "it's <pw> (the wifi password)"
+    r"|(?P<bare>[^\s\"'`(]{6,64})(?:[\"'`]?[ \t]+(?=(?i:is|was)[ \t])[A-Za-z]{2,3}[ \t]|[ \t]+\())"
+    r"[ \t]*(?:(?i:my|the|our|your|his|her|their|a)[ \t]+)?(?:[A-Za-z-]{1,20}[ \t]+){0,2}?"
     r"(?i:pass(?:word|phrase|code)|pw)(?![A-Za-z])"
     # the noun ends the clause: "... is the password policy version" names no password
     r"(?=[ \t]*(?:$|[\r\n.,;:!?)\]\"'`]|(?i:for|on|at|of|to|in|here|now|too|and|but|so)\b))"
@@ -174,13 +175,6 @@ def _before_noun_starts(scan: Scan) -> list[int]:
 _WORD = re.compile(r"(?<!\S)\S")
 
 
-# The password before its noun in parentheses ("it's <pw> (the wifi password)"). ("use <pw>
-# to log in" is left out: no word of it is rare enough for the gate, and "log" as an anchor
-# is in "blog" and "catalog", and took the place of "login" for the rules that have it.)
-_IN_PARENS = re.compile(
-    r"(?P<bare>[^\s\"'`(]{6,64})[ \t]+\((?:(?i:my|the|our|your|a)[ \t]+)?"
-    r"(?:[A-Za-z-]{1,20}[ \t]+){0,2}?(?i:pass(?:word|phrase|code)|pw)(?=\))"
-)
 # "u: admin p: <pw>", "user: bob, pw: <pw>": short labels for a user and a password, on one
 # line (a "p:" alone is too common to read without the user's label before it).
 _USER_THEN_PW = re.compile(
@@ -200,6 +194,5 @@ SAID: tuple[RuleSpec, ...] = (
     (_EMAIL_PAIR, _judge_email_pair, _email_pair_starts),
     (_FOREIGN_KEY, _judge_said_key, None),
     (_BEFORE_NOUN, _judge_before_noun, _before_noun_starts),
-    (_IN_PARENS, _judge_before_noun, _before_noun_starts),
     (_USER_THEN_PW, _judge_before_noun, _user_then_pw_starts),
 )
