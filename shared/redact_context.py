@@ -648,6 +648,11 @@ def _credential_cells(text: str) -> dict[int, str]:
         j = i + 1
         ruled = "-" in lines[j][1] and _TABLE_SEPARATOR.fullmatch(lines[j][1]) is not None
         j += ruled
+        if not ruled:  # a short or foreign noun heads only a Markdown table: "(f'echo {PW} |"
+            labels = {k: label for k, label in labels.items() if label != "pw"}
+            if not labels:
+                i += 1
+                continue
         while j < len(lines) and "|" in lines[j][1]:
             row_at, row = lines[j]
             row_cells = _cells(row)

@@ -35,7 +35,9 @@ _NOT_A_VALUE = re.compile(
     r"[./~$<\[({#@|>*=-].*|.*(?:://|[:;,)]$)|[\w-]+\.[a-z]{1,5}|\d+(?:[.,]\d+)*%?"
     # a "key=value" or "key:value" of its own, another rule's to read ("=" pads base64 only
     # at its end)
-    r"|.*[:=](?!=*$).*",
+    r"|.*[:=](?!=*$).*"
+    # code: a call or a bracket ("_starts(", "f(x)")
+    r"|.*[()\[\]{}].*",
     re.S,
 )
 
@@ -79,10 +81,11 @@ _FOREIGN_WORDS = (
     "パスワード",
     "비밀번호",
 )
-# A line of code is no announcement: ``def check(password):``, ``if token:``, ``key = ...``.
+# A line of code is no announcement: ``def check(password):``, ``if token:``, ``key = ...``,
+# ``_TOOL_PASSWORD,`` in a tuple.
 _CODE_LINE = re.compile(
-    r"[^\n]*(?:[=;{}]|\)[ \t]*:?[ \t]*$|^[ \t]*(?:def|if|elif|for|while|with|class|return|"
-    r"else)\b)"
+    r"[^\n]*(?:[=;{}]|[)\],(\[\\][ \t]*:?[ \t]*$|^[ \t]*(?:def|if|elif|for|while|with|class"
+    r"|return|else)\b)"
 )
 # Lines that name what is no secret: a PEM armor line, a public key, a certificate, a hash,
 # a password manager or policy.
