@@ -80,6 +80,12 @@ What it covers
       Kubernetes Secret's ``data:``/``stringData:`` (YAML or JSON, any key), a value said to
       be a credential's base64 ("the creds are base64 <v>", "<v> (base64)"), ``echo -n
       'user:<pw>' | base64``, and an ``auth`` value that decodes to ``user:password``.
+    * Values whose context is on the line before, in shared/redact_lines.py: "here is the
+      password for X" or a bare ``Password`` label then the value alone on the next line, a
+      command that prints a credential (``cat master.key``, ``| base64 -d``, ``openssl
+      rand``, ``get-login-password``) then its output; also ODBC's braced ``PWD={...}`` and
+      a key named only ``key`` with a key-shaped value. ``redact_many`` reads a part that is
+      one word after the last line of the part before it (a secret split over two messages).
     * Configuration lines, in shared/redact_files.py: ``.pgpass`` lines, directives
       (``requirepass <pw>``, ``username admin password 0 <pw>``), a label alone on its line
       and the value on the next, Redis' ``AUTH``, Cookie headers' session ids, Wi-Fi (the QR
