@@ -30,7 +30,7 @@ Public API
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/credentials.toml`` (260 formats; fields and kinds in
+    * The credential catalogue, ``shared/credentials.toml`` (272 formats; fields and kinds in
       shared/redact_catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
       GCP, Alibaba, Tencent, DigitalOcean, Heroku, Cloudflare, Vercel, Netlify, Fly.io,
       Vault, Doppler, Terraform ...), VCS (GitHub, GitLab, Bitbucket, Atlassian,
@@ -80,6 +80,12 @@ What it covers
       Kubernetes Secret's ``data:``/``stringData:`` (YAML or JSON, any key), a value said to
       be a credential's base64 ("the creds are base64 <v>", "<v> (base64)"), ``echo -n
       'user:<pw>' | base64``, and an ``auth`` value that decodes to ``user:password``.
+    * Values whose context is on the line before, in shared/redact_lines.py: "here is the
+      password for X" or a bare ``Password`` label then the value alone on the next line, a
+      command that prints a credential (``cat master.key``, ``| base64 -d``, ``openssl
+      rand``, ``get-login-password``) then its output; also ODBC's braced ``PWD={...}`` and
+      a key named only ``key`` with a key-shaped value. ``redact_many`` reads a part that is
+      one word after the last line of the part before it (a secret split over two messages).
     * Configuration lines, in shared/redact_files.py: ``.pgpass`` lines, directives
       (``requirepass <pw>``, ``username admin password 0 <pw>``), a label alone on its line
       and the value on the next, Redis' ``AUTH``, Cookie headers' session ids, Wi-Fi (the QR
@@ -150,6 +156,7 @@ from __future__ import annotations
 
 import bisect
 import importlib
+import itertools
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -458,12 +465,15 @@ def redact_many(texts: Sequence[str]) -> list[Redaction]:
     """Each text redacted, and every secret found in any of them redacted in all of them:
     the parts of one request (a turn's messages, a save's text and its tags) are read
     together, so a password recognised in the user's message ("my password is X") is
-    redacted too where the assistant's reply repeats it bare ("I won't repeat X")."""
+    redacted too where the assistant's reply repeats it bare ("I won't repeat X"), and a
+    part that is only a value is read after the line before it ("the password is" then
+    "X" as the next message)."""
     results = [redact(text) for text in texts]
     values: dict[str, str] = {}
     for result in results:
         for value, kind in result.values:
             values.setdefault(value, kind)
+    values.update({v: k for v, k in _across(texts).items() if v not in values})
     if not values:
         return results
     echoes, marker, label = _echoes(values), _marker(values), _label_of(values)
@@ -485,6 +495,24 @@ def redact_many(texts: Sequence[str]) -> list[Redaction]:
             )
         )
     return out
+
+
+def _across(texts: Sequence[str]) -> dict[str, str]:
+    """Secrets split over two parts: a part that is one run of non-blanks, read after the
+    last line of the part before it ("the db password is" then "<pw>" as the next message,
+    "here is the token for prod" then "<token>"). Only such a one-word part costs a call."""
+    found: dict[str, str] = {}
+    for before, text in itertools.pairwise(texts):
+        word = text.strip()
+        if len(word) < MIN_ECHO or len(word) > 4096 or len(word.split()) != 1:
+            continue
+        tail = before.rstrip().rsplit("\n", 1)[-1].strip()
+        if not tail:
+            continue
+        for value, label in redact(f"{tail}\n{word}").values:
+            if value in word:
+                found.setdefault(value, label)
+    return found
 
 
 def repeats(values: Sequence[tuple[str, str]], text: str) -> tuple[str, ...]:

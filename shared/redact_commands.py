@@ -56,14 +56,15 @@ def _spaced(m: re.Match[str]) -> bool:
     return m.string[at - 1] in " \t"
 
 
-# zip/unzip -P <pw> (spaced or glued); 7z/rar -p<pw> (glued only: a bare -p prompts); openssl -k
+# zip/unzip -P <pw> (spaced or glued); 7z/rar -p<pw> and rar -hp<pw> (which also encrypts the
+# names; glued only: a bare -p prompts); openssl -k
 # <pw>; ldapsearch & co -w <pw>. The conditional groups tie each tool to its own flag, so
 # ``ldapsearch -p 389 -w <pw>`` reads past the port.
 _TOOL_FLAG = re.compile(
     _HEAD + r"(?:(?P<zip>(?:un)?zip)|(?P<glued>7z[arz]?|7zz|rar|unrar)|(?P<ossl>openssl)"
     r"|(?P<ldap>ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)))"
     + _ARGS
-    + r"(?(zip)-P[ \t]*|(?(glued)-p|(?(ossl)-k[ \t]+|-w[ \t]*)))"
+    + r"(?(zip)-P[ \t]*|(?(glued)-h?p|(?(ossl)-k[ \t]+|-w[ \t]*)))"
     + _VALUE
 )
 
@@ -147,6 +148,36 @@ def _judge_setx(m: re.Match[str], secret: str) -> str | None:
     return None if _is_template(secret) else _keyword_label(m, secret)
 
 
+def _shell_set_starts(scan: Scan) -> list[int]:
+    """Where "setenv" or "set" then a flag starts, and each line that starts with "ENV"."""
+    starts = _starts_then(("setenv", "set"), "[-A-Za-z]")(scan)
+    text = scan.text
+    if "ENV" not in text:
+        return starts
+    return sorted({*starts, *(m.start() for m in _ENV_LINE.finditer(text))})
+
+
+_ENV_LINE = re.compile(r"(?m:^)(?=[ \t]*ENV[ \t])")
+
+
+def _judge_shell_set(m: re.Match[str], secret: str) -> str | None:
+    # fish's command substitution is a bare "(...)"
+    return None if secret.startswith("(") else _judge_setx(m, secret)
+
+
+# csh's ``setenv DB_PASSWORD <value>``, a Dockerfile's ``ENV DB_PASSWORD <value>`` (the
+# legacy form with no "=") and fish's ``set -x|-gx|-Ux|--export DB_PASSWORD
+# <value>``: an environment variable given with no ``=`` (csh(1) setenv, fish's ``set``
+# manual). fish's plain ``set`` (a shell variable, and an English word) is not read.
+_SHELL_SET = re.compile(
+    # (fish's "set" in a lookahead: as a gate's anchor it is in "sunset" and "settle")
+    _HEAD + r"(?:setenv|(?m:^)[ \t]*ENV|(?=set[ \t])[a-z]{3}"
+    r"(?:[ \t]+(?:-[gUuxl]*x[gUuxl]*|--export|--global|--universal))+)[ \t]+"
+    r"(?P<key>[A-Za-z0-9_]{0,64}?" + _KEYWORDS + r")[ \t]+" + _VALUE,
+    re.I,
+)
+
+
 # --- a password on a command's standard input ----------------------------------------------
 #
 # ``echo <pw> | sudo -S ...``, ``echo '<pw>' | docker login --password-stdin``, ``echo
@@ -219,6 +250,8 @@ _LOGIN_TOOL = re.compile(
     r"|(?=hydra|medusa|ncrack|crackmapexec|cme|nxc|netexec|evil-winrm|rdesktop|smbmap)"
     r"[a-z-]{3,12})" + _ARGS + r"(?(rdp)/p:|(?:-p|--pass(?:word)?)(?:[ \t]+|=))" + _VALUE
 )
+# Sysinternals' PsExec and PAExec, typed in any case: ``psexec \\host -u user -p <pw> cmd``.
+_PSEXEC = re.compile(_HEAD + r"(?i:p[sa]exec)" + _ARGS + r"-p[ \t]+" + _VALUE)
 _LIST_FILE = re.compile(r"\.(?:txt|lst|list|dic|csv)$", re.I)
 
 
@@ -257,9 +290,25 @@ def _judge_tool_password(m: re.Match[str], secret: str) -> str | None:
     return None if m.group("bare") is not None and _is_plain(secret) else "password"
 
 
+def _pulumi_secret(m: re.Match[str]) -> bool:
+    """``--secret`` anywhere on the command's line, or a key named for a credential."""
+    text = m.string
+    line_end = text.find("\n", m.end())
+    line = text[text.rfind("\n", 0, m.start()) + 1 : line_end if line_end >= 0 else len(text)]
+    return "--secret" in line or _NAMED.search(m.group("pkey")) is not None
+
+
+_NAMED = re.compile(
+    r"(?i:pass(?:wor)?d|passphrase|secret|token|api_?key|apikey|private_?key|credential)"
+)
+
+
 # A password or a token as a command's positional argument: ``wpa_passphrase <ssid> <pw>``
 # (wpa_passphrase(8)), ``rabbitmqctl add_user|change_password <user> <pw>``, MinIO's ``mc
-# alias set <name> <url> <access key> <secret key>``, ``cargo login <token>``, ``ngrok
+# alias set <name> <url> <access key> <secret key>``, ``cargo login <token>``, ``rclone
+# obscure <pw>`` (it prints the password obscured, not encrypted), ``pulumi config set
+# [--secret] <key> <value>`` (the value when ``--secret`` is given or the key names a
+# credential: Pulumi's own flag says which values are secrets), ``ngrok
 # authtoken <token>`` / ``ngrok config add-authtoken <token>``. (``cloudflared service
 # install <token>``: the token's own shape, in the catalogue.)
 _ONE_ARG = r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)[ \t]+"
@@ -276,6 +325,11 @@ _POSITIONAL = re.compile(
     + r"[a-z][a-z0-9+.-]{1,20}://[^\s]+[ \t]+"
     + _ONE_ARG
     + r"|(?=cargo[ \t])[a-z]{5}[ \t]+login(?:[ \t]+--registry(?:[ \t]+|=)[^\s]+)?[ \t]+"
+    r"|(?=rclone[ \t])[a-z]{6}[ \t]+obscure[ \t]+"
+    # ("pulumi" is the anchor: "config", a word of many texts, is said in a lookahead)
+    r"|(?P<pulumi>pulumi[ \t]+(?=config[ \t]+set[ \t])[a-z]{6}[ \t]+[a-z]{3}"
+    r"(?:[ \t]+(?:--secret|--plaintext|--path|(?:-s|--stack|-C|--cwd)[ \t]+[^\s-]\S*))*"
+    r"[ \t]+(?P<pkey>[A-Za-z0-9_:.-]+)[ \t]+)"
     r"|(?=ngrok[ \t])[a-z]{5}(?:[ \t]+config[ \t]+add-)?[ \t]*authtoken[ \t]+)" + _VALUE
 )
 
@@ -283,17 +337,20 @@ _POSITIONAL = re.compile(
 def _judge_positional(m: re.Match[str], secret: str) -> str | None:
     if _is_template(secret) or secret.startswith("-"):
         return None
+    if m.group("pulumi") is not None and not _pulumi_secret(m):
+        return None  # ``pulumi config set aws:region us-west-2``: plain configuration
     return None if m.group("bare") is not None and _is_plain(secret) else "password"
 
 
 # An expect(1) or pexpect script: the literal sent after a password prompt (``expect
 # "password:"`` then ``send "<pw>\r"``; ``child.expect('Password:')`` then
-# ``child.sendline('<pw>')``).
+# ``child.sendline('<pw>')``; also on one line after a ``;``, as ``expect -c '...'`` has it).
 # (expect and send are said in lookaheads: the gate finds the rule by the prompt's noun)
 _EXPECT_SEND = re.compile(
     r"(?<![A-Za-z0-9_])(?=expect)[a-z]{6}(?:[ \t]*\(|[ \t]+)[^\n]{0,80}?"
-    r"(?i:pass(?:word|phrase|code)?|pin|token|secret)[^\n]{0,80}\r?\n"
-    r"(?:[^\n]*\n){0,2}?[ \t]*(?:[A-Za-z_][\w.]{0,40}\.)?(?=send)[a-z]{4}(?:line)?"
+    r"(?i:pass(?:word|phrase|code)?|pin|token|secret)[^\n]{0,80}?"
+    r"(?:\r?\n(?:[^\n]*\n){0,2}?[ \t]*|;[ \t]*)(?:[A-Za-z_][\w.]{0,40}\.)?(?=send)[a-z]{4}"
+    r"(?:line)?"
     r"[ \t]*(?:\([ \t]*|[ \t]+)"
     r"(?:--[ \t]+)?(?P<q>[\"'])(?P<secret>(?:(?!(?P=q))[^\n\\]|\\[^rn])+)(?:\\r|\\n)?(?P=q)"
 )
@@ -449,6 +506,7 @@ COMMANDS: tuple[RuleSpec, ...] = (
             "smbmap",
         ),
     ),
+    (_PSEXEC, _judge_login_tool, _starts("psexec", "paexec", folded=True)),
     (_CONFIG_SET, _judge_config_set, _config_starts),
     (
         _TOOL_PASSWORD,
@@ -460,7 +518,7 @@ COMMANDS: tuple[RuleSpec, ...] = (
     (
         _POSITIONAL,
         _judge_positional,
-        _starts("wpa_passphrase", "rabbitmqctl", "mc", "cargo", "ngrok"),
+        _starts("wpa_passphrase", "rabbitmqctl", "mc", "cargo", "ngrok", "rclone", "pulumi"),
     ),
     (_EXPECT_SEND, _judge_expect_send, _starts("expect")),
     (_SECRET_STORE, _judge_secret_store, _starts_then(("gh", "az", "aws"), "(?:secret|keyv|ssm)")),
@@ -468,4 +526,5 @@ COMMANDS: tuple[RuleSpec, ...] = (
     (_FROM_LITERAL, _judge_from_literal, _starts("--from-literal=")),
     (_NET, _judge_net_password, _starts("net", folded=True)),
     (_SETX, _judge_setx, _starts("setx", folded=True)),
+    (_SHELL_SET, _judge_shell_set, _shell_set_starts),
 )

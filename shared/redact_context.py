@@ -141,6 +141,7 @@ _KEYWORD_LABELS = (
     ("k_secret", "secret"),
     ("k_token", "token"),
     ("k_key", "api_key"),
+    ("k_salt", "secret"),
     ("k_credential", "credential"),
 )
 
@@ -149,8 +150,8 @@ def _keyword_label(m: re.Match[str], value: str) -> str | None:
     """The label the key's name gives, or None when the name is only ``*_key`` (a cache key,
     a sort key, a file) and the value does not look like a key of 12+ random characters."""
     group = next(g for g, _ in _KEYWORD_LABELS if m.group(g) is not None)
-    if group in ("k_key", "k_credential") and not (len(value) >= 12 and is_strong(value)):
-        if group == "k_key" or not _is_session_id(m, value):
+    if group in ("k_key", "k_salt", "k_credential") and not (len(value) >= 12 and is_strong(value)):
+        if group != "k_credential" or not _is_session_id(m, value):
             return None
     return dict(_KEYWORD_LABELS)[group]
 
@@ -326,7 +327,9 @@ _KEYWORDS = (
     r"|(?P<k_api_key>api[_.-]?key|access[_.-]?key)"
     r"|(?P<k_secret>secret(?:[_.-]?key)?|(?:signing|encryption|master|(?:pre[_.-]?)?shared)[_.-]?key)"
     r"|(?P<k_token>token)"
-    r"|(?P<k_key>[_.-]key)"
+    # (a salt or pepper named as such, WordPress' ``NONCE_SALT``, Django's ``HASHID_SALT``:
+    # judged as a ``*_key`` is, so ``SALT_ROUNDS=12`` stays)
+    r"|(?P<k_key>[_.-]key)|(?P<k_salt>[_.-](?:salt|pepper))"
     # (spelled so that "author", "credit", "cookies" and "session" in prose hold none of them)
     r"|(?P<k_credential>auth[_.-]?key|credentials?|creds|sess(?:ion)?[_.-]?id"
     r"|[_.-](?:auth|cookie|session)))"
@@ -533,7 +536,10 @@ _YAML_NEXT_LINE = re.compile(
 # A table row whose first cell names a credential: Markdown (``| DB_PASSWORD | x |``) and CSV
 # (``api_key,x``), as a coding assistant lists environment variables.
 _TABLE_ROW = re.compile(
-    r"(?m:^)(?:\|[ \t]*`?[A-Za-z0-9_.-]{0,64}?" + _KEYWORDS + r"`?[ \t]*\|[ \t]*`?"
+    # (the first cell may name it in words: "| API Token | <v> |")
+    r"(?m:^)(?:\|[ \t]*`?[A-Za-z0-9_.-]{0,64}?(?:(?<=[A-Za-z0-9])[ \t])?"
+    + _KEYWORDS
+    + r"`?[ \t]*\|[ \t]*`?"
     r"(?P<secret>[^|`\n]*[^|`\s])`?[ \t]*\|"
     r"|[A-Za-z0-9_.-]{0,64}?(?P<c_key>(?:password|passwd|secret|token|api[_.-]?key|[_.-]key))"
     r",[ \t]*(?P<bare>[^,\s][^,\n]{0,2047}?)[ \t]*(?=\r?\n|$))",
@@ -559,7 +565,11 @@ _TABLE_CELL = re.compile(
 _CREDENTIAL_HEADER = re.compile(
     r"(?:[a-z0-9]+ ){0,3}(?:(?P<password>password|passwd|pwd|pass ?phrase)"
     r"|(?P<private_key>private key)|(?P<api_key>api ?key|access key)"
-    r"|(?P<secret>secret(?: key)?)|(?P<token>token))"
+    r"|(?P<secret>secret(?: key)?)|(?P<token>token)"
+    # short nouns and other languages' (as ASCII: the header is read in ASCII words): a
+    # value under them must look like one ("| suite | pass |" counts tests)
+    r"|(?P<pw>pass|pw|creds|credentials?|passwort|kennwort|wachtwoord|senha|contrase a"
+    r"|mot de passe|parola|salasana|passord|adgangskode|haslo|heslo|geslo|lozinka))"
 )
 _TABLE_SEPARATOR = re.compile(r"[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)*[ \t]*:?-+:?[ \t]*\|?[ \t]*\r?")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -570,7 +580,27 @@ _NO_VALUE = frozenset(
     same unset hidden unknown empty default set changed reset expired revoked""".split()
 )
 # One of these (case-insensitive) is in every header _CREDENTIAL_HEADER reads as a credential.
-_HEADER_WORDS = ("pass", "pwd", "secret", "token", "key")
+_HEADER_WORDS = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "pw",
+    "creds",
+    "credential",
+    "kennwort",
+    "wachtwoord",
+    "senha",
+    "contrase",
+    "parola",
+    "salasana",
+    "adgangskode",
+    "haslo",
+    "heslo",
+    "geslo",
+    "lozinka",
+)
 
 
 def _cells(line: str) -> list[tuple[int, str]]:
@@ -618,6 +648,11 @@ def _credential_cells(text: str) -> dict[int, str]:
         j = i + 1
         ruled = "-" in lines[j][1] and _TABLE_SEPARATOR.fullmatch(lines[j][1]) is not None
         j += ruled
+        if not ruled:  # a short or foreign noun heads only a Markdown table: "(f'echo {PW} |"
+            labels = {k: label for k, label in labels.items() if label != "pw"}
+            if not labels:
+                i += 1
+                continue
         while j < len(lines) and "|" in lines[j][1]:
             row_at, row = lines[j]
             row_cells = _cells(row)
@@ -650,6 +685,8 @@ def _judge_table_cell(m: re.Match[str], secret: str) -> str | None:
         return label  # any one word under "password" is one, "sunshine" too
     if _is_plain(value) or value.isdigit() or len(value) < 6:
         return None  # "| hello | 15339 |" under "token": a tokenizer's id, not a credential
+    if label == "pw":  # a short or foreign noun: a value shaped like a password or a key
+        return "password" if looks_like_password(value) or is_random(value) else None
     return label if is_random(value) or looks_like_password(value) else None
 
 
@@ -818,9 +855,14 @@ _SAID_KEY = re.compile(
     # "the token for the CI bot is <v>": a qualifier, then only with "is"/"was"
     r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])"
     r"|[ \t]+(?i:for|of|on)[ \t]+[^\n:=\"'`]{1,40}?(?=[ \t]+(?i:is|was)[ \t]))?"
-    r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*|[ \t]+(?:(?P<verb>(?i:is|was))[ \t]*:?[ \t]+)?)[\"'`]?"
+    # ("es", "est", "ist", "é", "è": "el token es <v>" and the like, with an English noun)
+    r"(?:[ \t]*(?P<colon>:)(?:\*\*)?[ \t]*"
+    r"|[ \t]+(?:(?P<verb>(?i:is|was|to|es|est|ist|é|è))[ \t]*:?[ \t]+)?)[\"'`]?"
     r"(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
+# "to" is a verb only after one that sets: "I set the webhook secret to <v>", "rotated the
+# token to <v>" ("the key to 8fJk..." alone says nothing).
+_SETS_BEFORE = re.compile(r"(?i:\b(?:re)?set|chang|updat|rotat)\w*[ \t]+(?:\S+[ \t]+){0,4}$")
 _FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{1,4}$")
 _SAID_LABELS = (
     ("k_api_key", "api_key"),
@@ -837,7 +879,12 @@ def _judge_said_key(m: re.Match[str], secret: str) -> str | None:
         return None  # "the S3 key is uploads/2024/IMG_1234.jpg": an object's name
     # After a bare label ("API key: ...") as with no verb: a cache key or a sort key is
     # labelled so too, and only a value shaped like a key counts.
-    if m.group("verb") is None and not _keyed_without_verb(secret):
+    verb = m.group("verb")
+    if verb is not None and verb.lower() == "to":
+        line_start = m.string.rfind("\n", 0, m.start()) + 1
+        if not _SETS_BEFORE.search(m.string, max(line_start, m.start() - 60), m.start()):
+            return None
+    elif verb is None and not _keyed_without_verb(secret):
         return None
     return next(label for group, label in _SAID_LABELS if m.group(group) is not None)
 
@@ -971,6 +1018,8 @@ _ASSIGNMENT_WORDS = (
     "cred",
     "cookie",
     "sess",
+    "salt",
+    "pepper",
 )
 
 
@@ -1021,7 +1070,7 @@ def _assignment_starts(scan: Scan) -> list[int]:
 # With no verb, the value's first character must follow the blanks.
 _SAID_KEY_TAIL = re.compile(
     r"(?:key|token|secret)s?(?:\*\*)?"
-    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|for|of|on|[\"'`]?[a-z0-9_+/=.~-]{16}))"
+    r"(?:[ \t]*[:(\[]|[ \t]+(?:is|was|to|es|est|ist|é|è|for|of|on|[\"'`]?[a-z0-9_+/=.~-]{16}))"
 )
 _SAID_PASSWORD_TAIL = re.compile(
     r"(?:pass(?:word|phrase|code|wd)?|pwd?)"

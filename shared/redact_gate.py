@@ -52,6 +52,7 @@ from shared.redact_context import (
 )
 from shared.redact_encoded import ENCODED, ENCODED_TEXT_ANCHORS
 from shared.redact_files import FILES
+from shared.redact_lines import LINES
 from shared.redact_pairs import PAIRS
 from shared.redact_said import SAID
 from shared.redact_sources import SOURCES
@@ -61,7 +62,8 @@ __all__ = ["Engine", "Rule", "candidates", "engine"]
 # The rules after the catalogue, in order: the command lines of shared/redact_commands.py
 # (each tied to its tool's name), the codes of shared/redact_codes.py (each after its own
 # noun), the forms of source code (shared/redact_sources.py), of configuration lines
-# (shared/redact_files.py) and of credentials said in prose (shared/redact_said.py) before
+# (shared/redact_files.py), values whose context is on the line before or that no assignment
+# reads (shared/redact_lines.py) and of credentials said in prose (shared/redact_said.py) before
 # the context rules, whose generic flags, PINs and assignments would otherwise take them
 # first; then base64 known or said to be secret (shared/redact_encoded.py: a Secret's values
 # whose keys say nothing; a key that names a credential has given its label already); last,
@@ -71,6 +73,7 @@ _AFTER: tuple[RuleSpec, ...] = (
     *CODES,
     *SOURCES,
     *FILES,
+    *LINES,
     *SAID,
     *AFTER_CATALOGUE,
     *ENCODED,
@@ -240,6 +243,7 @@ _PLAN_INPUTS = (
     "redact_encoded.py",
     "redact_files.py",
     "redact_gate.py",
+    "redact_lines.py",
     "redact_pairs.py",
     "redact_said.py",
     "redact_sources.py",

@@ -29,13 +29,21 @@ from shared.redact_context import (
 __all__ = ["SAID"]
 
 # A user and a password after a noun that says credentials: "credentials bob:<pw>", "login is
-# admin / <pw>", "creds for staging: deploy/<pw>", "username/password: admin/<pw>".
+# admin / <pw>", "creds for staging: deploy/<pw>", "username/password: admin/<pw>"; also with
+# only a blank between them ("creds are admin <pw>").
 _CREDENTIAL_PAIR = re.compile(
     r"(?<![A-Za-z0-9_])(?i:credentials?|creds|login"
     r"|(?:user(?:name)?|login)[ \t]*/[ \t]*pass(?:word)?)"
     r"(?:[ \t]+(?i:for|to|of|on)[ \t]+[^\n:=\"'`]{1,30}?)?"
     r"(?:[ \t]*[:=][ \t]*|[ \t]+(?i:is|are|was)[ \t]*:?[ \t]+|[ \t]+)"
-    r"(?P<user>[^\s:/\"'`]{1,64})[ \t]*[:/][ \t]*(?P<secret>[^\s\"'`]*[^\s\"'`.,;:?)])"
+    # (a word that cannot be the user is passed over here, not by the judge: "login for the
+    # router is admin / <pw>" must read on past "for the")
+    r"(?!(?i:a|an|at|in|on|the|is|to|for|via|with|from|by|of|and|or)[ \t])"
+    r"(?P<user>[^\s:/\"'`]{1,64})(?:[ \t]*[:/][ \t]*|(?P<space>[ \t]+)"
+    # (after a blank only a value with a digit and a symbol, as the judge wants: the regex
+    # must not settle on "router is" and stop looking)
+    r"(?=[^\s\"'`]*[0-9])(?=[^\s\"'`]*[^A-Za-z0-9\s\"'`]))"
+    r"(?P<secret>[^\s\"'`]*[^\s\"'`.,;:?)])"
 )
 # Words that stand where the user would ("login is at /auth/login").
 _NOT_A_USER = frozenset("a an at in on the is to for via with from by of and or".split())
@@ -44,7 +52,22 @@ _NOT_A_USER = frozenset("a an at in on the is to for via with from by of and or"
 def _judge_credential_pair(m: re.Match[str], secret: str) -> str | None:
     if m.group("user").lower() in _NOT_A_USER or _is_placeholder(secret) or "/" in secret:
         return None  # a path or a URL, not a password
+    if m.group("space") is not None and not _spaced_pair(m.group("user"), secret):
+        return None  # "username/password: see 1Password", "login is 2FA-only now"
     return "password" if looks_like_password(secret) and not _is_plain(secret) else None
+
+
+def _spaced_pair(user: str, secret: str) -> bool:
+    """With only a blank between them, the user is a name (not "see", "use", "ask") and the
+    password has a digit and a symbol: "creds are admin Tr0ub4dor*68", not "see 1Password"."""
+    if not _is_plain(user) or user.lower() in _NOT_A_USER_SPACED or "@" in secret:
+        return False
+    return _SYMBOL.search(secret) is not None and _DIGIT.search(secret) is not None
+
+
+_NOT_A_USER_SPACED = frozenset("see use ask check try get set open reset change".split())
+_SYMBOL = re.compile(r"[^A-Za-z0-9]")
+_DIGIT = re.compile(r"[0-9]")
 
 
 def _credential_pair_starts(scan: Scan) -> list[int]:
@@ -94,21 +117,22 @@ def _email_pair_starts(scan: Scan) -> list[int]:
 
 # An API key or a token named in another language: a noun for "key" next to "API" (German
 # Schlüssel, Japanese キー, Chinese 密钥, Russian ключ; French "clé API", Spanish "clave de
-# API"), or a word for "token" or "secret key" on its own (токен, 令牌, トークン, 토큰, 秘密鍵,
-# 私钥); then a separator or the language's "is", then a value judged as "the key is <value>"
-# is. A noun in a script without spaces may follow another word ("访问令牌").
+# API"), or a word for "token" or "secret key" on its own (токен, 令牌, トークン, 토큰, French
+# jeton, 秘密鍵, 私钥); then a separator or the language's "is", then a value judged as "the
+# key is <value>" is. A noun in a script without spaces may follow another word ("访问令牌").
 # (Every noun here is the gate's anchor, and none may be one character long or plain ASCII:
 # the gate would otherwise find the rule by its separators, or look for one more word in
-# every text.)
+# every text. "jeton" is the one exception, a word the probe of round 8 found French users
+# paste a token after; ~0.1 µs a text.)
 _FOREIGN_KEY = re.compile(
     r"(?<![A-Za-z\u00c0-\u024f\u0400-\u04ff])"
     r"(?i:(?P<k_api_key>(?:api[ \t_-]*)?(?:schlüssel|キー|密钥|密鑰|ключ)(?:[ \t]+api)?"
     r"|clé[ \t]+(?:d['\u2019])?api|clave[ \t]+de[ \t]+api)"
-    r"|(?P<k_token>токен|令牌|トークン|토큰)|(?P<k_secret>秘密鍵|私钥|私鑰))"
+    r"|(?P<k_token>токен|令牌|トークン|토큰|jeton)|(?P<k_secret>秘密鍵|私钥|私鑰))"
     r"(?:는|은|は|이|가)?"
     r"(?:[ \t]*(?P<colon>[:=：])[ \t]*"
     r"|[ \t]*(?:是|为|為|は)[ \t]*"
-    r"|[ \t]+(?P<verb>(?i:est|ist|lautet|es|är|er|is))[ \t]*:?[ \t]+)"
+    r"|[ \t]+(?P<verb>(?i:est|ist|lautet|es|är|er|is|é|è))[ \t]*:?[ \t]+)"
     r"[\"'`«“„]?(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
 )
 
@@ -120,8 +144,9 @@ _FOREIGN_KEY = re.compile(
 _BEFORE_NOUN = re.compile(
     r"(?:(?<!\S)(?i:use|try)[ \t]+(?P<q>[\"'`]?)(?P<secret>[^\s\"'`]{6,64})(?P=q)"
     r"[ \t]+(?=(?i:as)[ \t])[A-Za-z]{2}"
-    r"|(?P<bare>[^\s\"'`(]{6,64})[\"'`]?[ \t]+(?=(?i:is|was)[ \t])[A-Za-z]{2,3})"
-    r"[ \t]+(?:(?i:my|the|our|your|his|her|their|a)[ \t]+)?(?:[A-Za-z-]{1,20}[ \t]+){0,2}?"
+    # and in parentheses after it: "it's <pw> (the wifi password)"
+    r"|(?P<bare>[^\s\"'`(]{6,64})(?:[\"'`]?[ \t]+(?=(?i:is|was)[ \t])[A-Za-z]{2,3}[ \t]|[ \t]+\())"
+    r"[ \t]*(?:(?i:my|the|our|your|his|her|their|a)[ \t]+)?(?:[A-Za-z-]{1,20}[ \t]+){0,2}?"
     r"(?i:pass(?:word|phrase|code)|pw)(?![A-Za-z])"
     # the noun ends the clause: "... is the password policy version" names no password
     r"(?=[ \t]*(?:$|[\r\n.,;:!?)\]\"'`]|(?i:for|on|at|of|to|in|here|now|too|and|but|so)\b))"
@@ -150,9 +175,24 @@ def _before_noun_starts(scan: Scan) -> list[int]:
 _WORD = re.compile(r"(?<!\S)\S")
 
 
+# "u: admin p: <pw>", "user: bob, pw: <pw>": short labels for a user and a password, on one
+# line (a "p:" alone is too common to read without the user's label before it).
+_USER_THEN_PW = re.compile(
+    r"(?<![A-Za-z0-9])(?i:u|user|login)[ \t]*:[ \t]*[^\s]{1,64}[ \t,;|/]+"
+    r"(?i:p|pw|pwd|pass)[ \t]*:[ \t]*(?P<q>[\"'`]?)(?P<secret>[^\s\"'`]{4,128})(?P=q)"
+)
+
+
+def _user_then_pw_starts(scan: Scan) -> list[int]:
+    if not scan.find("p:", "pw:", "pwd:", "pass:"):
+        return []  # no password's label
+    return scan.find("u:", "user:", "login:")
+
+
 SAID: tuple[RuleSpec, ...] = (
     (_CREDENTIAL_PAIR, _judge_credential_pair, _credential_pair_starts),
     (_EMAIL_PAIR, _judge_email_pair, _email_pair_starts),
     (_FOREIGN_KEY, _judge_said_key, None),
     (_BEFORE_NOUN, _judge_before_noun, _before_noun_starts),
+    (_USER_THEN_PW, _judge_before_noun, _user_then_pw_starts),
 )

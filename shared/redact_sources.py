@@ -279,10 +279,12 @@ def _positional_starts(scan: Scan) -> list[int]:
 # --- SQL -----------------------------------------------------------------------------------------
 #
 # MySQL's ``IDENTIFIED [WITH plugin] BY '...'``, Oracle's ``IDENTIFIED BY <pw>`` (unquoted),
-# PostgreSQL's ``[ENCRYPTED] PASSWORD '...'`` after ``WITH`` or a role option.
+# PostgreSQL's ``[ENCRYPTED] PASSWORD '...'`` after ``WITH``, a role option or the role's name.
 _SQL_PASSWORD = re.compile(
     r"(?<![A-Za-z0-9_])(?i:(?P<by>identified(?:[ \t]+(?:with|using)[ \t]+[A-Za-z0-9_'\"]+)?"
-    r"[ \t]+by(?:[ \t]+password)?)|(?:with|login|encrypted|unencrypted)[ \t]+password)"
+    r"[ \t]+by(?:[ \t]+password)?)|(?:with|login|encrypted|unencrypted)[ \t]+password"
+    # PostgreSQL's ``ALTER USER name PASSWORD '...'`` (WITH is optional)
+    r"|(?:user|role)[ \t]+[A-Za-z0-9_\"'@%.-]{1,64}[ \t]+password)"
     r"[ \t]+(?:(?P<q>['\"])(?P<secret>[^'\"\n]{1,256})(?P=q)|(?P<bare>[^\s;'\"`<>]{1,256}))"
 )
 

@@ -217,3 +217,35 @@ def test_round_6_formats_are_redacted(text: str, secret: str, label: str) -> Non
 )
 def test_round_6_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+# Round 8: automation and chat webhooks whose URL is itself the credential (synthetic keys).
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("ZAPIER_HOOK=https://hooks.zapier.com/hooks/catch/1234567/u0qjz5/", "u0qjz5"),
+        ("post to https://hook.eu1.make.com/hlx0ic5o8gw1mx7r739o6978l8hkzinz", "hlx0ic5o8gw1mx"),
+        ("https://hook.integromat.com/hlx0ic5o8gw1mx7r739o6978l8hkzinz", "hlx0ic5o8gw1mx"),
+        ("https://maker.ifttt.com/trigger/door_open/with/key/l0aE74tiaHdv3-rEyEXjM2", "l0aE74ti"),
+        ("https://maker.ifttt.com/trigger/x/json/with/key/l0aE74tiaHdv3-rEyEXjM2", "l0aE74ti"),
+        ("MM_HOOK=https://chat.example.com/hooks/cqdeaf20s5lkhvad5ptz7k7dyh", "cqdeaf20s5"),
+        ("curl -X POST https://eo9x8k2m1q7z3a.m.pipedream.net -d '{}'", "eo9x8k2m1q7z3a"),
+    ],
+)
+def test_round_8_webhook_urls_are_redacted(text: str, secret: str) -> None:
+    result = redact(text)
+    assert secret not in result.text
+    assert result.labels == ("chat_webhook",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Zapier's https://hooks.zapier.com/hooks/catch/ URL is made per Zap",
+        "see https://docs.mattermost.com/hooks/abcdefghijklmnopqrstuvwxyz for the page",
+        "https://github.com/org/repo/settings/hooks/new",
+        "the git hooks/pre-commit script",
+    ],
+)
+def test_round_8_webhook_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text

@@ -1214,3 +1214,70 @@ def test_round_6_code_that_reads_a_credential_attribute_stays(text: str) -> None
     # an attribute read or a format field is code, not a literal (false positives on this
     # repository's own code before round 6)
     assert redact(text).text == text
+
+
+# Round 8: a salt or pepper named as such, and a table column under a short or foreign noun.
+_WP_SALT = "CEP;eP<5G(ADY9*VmTidEa|E+c%/j|vZqn!>h,fjM$VFX.9z7:x3|6wF<(_LvC?f"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "label"),
+    [
+        (f"define( 'NONCE_SALT',       '{_WP_SALT}' );", _WP_SALT, "secret"),
+        (f"define('SECURE_AUTH_SALT', '{_WP_SALT}');", _WP_SALT, "secret"),
+        ("HASHID_SALT=Zq8vLm3Kx9Pw2Rt7Abc", "Zq8vLm3Kx9Pw2Rt7Abc", "secret"),
+        ('SECURITY_PASSWORD_SALT = "Zq8vLm3Kx9Pw2Rt7Abc"', "Zq8vLm3Kx9Pw2Rt7Abc", "secret"),
+        ("APP_PEPPER: Zq8vLm3Kx9Pw2Rt7Abc", "Zq8vLm3Kx9Pw2Rt7Abc", "secret"),
+        (
+            "| service | user | pass |\n|---|---|---|\n| db | app | Gr33nHill*nruYj |",
+            "Gr33nHill",
+            "password",
+        ),
+        ("| host | pw |\n|---|---|\n| nas | Gr33nHill*nruYj |", "Gr33nHill", "password"),
+        ("| Dienst | Passwort |\n|---|---|\n| NAS | Gr33nHill*nruYj |", "Gr33nHill", "password"),
+        ("| servicio | contraseña |\n|---|---|\n| db | Gr33nHill*nruYj |", "Gr33nHill", "password"),
+        ("| env | creds |\n|---|---|\n| prod | Zq8vLm3Kx9Pw2Rt7Abc |", "Zq8vLm3Kx9", "password"),
+    ],
+)
+def test_round_8_salts_and_short_table_nouns_are_redacted(
+    text: str, secret: str, label: str
+) -> None:
+    result = redact(text)
+    assert secret not in result.text
+    assert label in result.labels
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SALT_ROUNDS=12",
+        "BCRYPT_SALT=10",
+        "salt = os.urandom(16)",
+        "add sea_salt: 2 tsp",
+        "| suite | pass | fail |\n|---|---|---|\n| unit | 120 | 3 |\n| e2e | PASSED | no |",
+        "| player | pass % |\n|---|---|\n| Kane | 87.5% |",
+        "| route | pass |\n|---|---|\n| A1 | Brenner |",
+        "| step | pw |\n|---|---|\n| 1 | - |",
+    ],
+)
+def test_round_8_salt_and_table_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Key | Value |\n|---|---|\n| API Token | miknhCtFxS0O88s2ik56REpnqmOwGTipTuypn99K |",
+        "| Setting | Value |\n|---|---|\n| DB Password | Gr33nHill*nruYj |",
+    ],
+)
+def test_round_8_a_first_cell_naming_a_credential_in_words(text: str) -> None:
+    result = redact(text)
+    assert "miknhCtFxS0O88" not in result.text and "Gr33nHill" not in result.text
+
+
+@pytest.mark.parametrize(
+    "text", ["| Max tokens | 4096 |", "| Token count | 5 |", "| API Token | see the vault |"]
+)
+def test_round_8_first_cell_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text

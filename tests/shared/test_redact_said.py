@@ -121,3 +121,66 @@ def test_round_6_phrasings_are_redacted(text: str, secret: str) -> None:
 )
 def test_round_6_phrasing_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+# Round 8: a user and a password with only a blank between them, French "jeton", a secret
+# "set to" a value.
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("creds are admin Tr0ub4dor*68aqf", "Tr0ub4dor*68aqf"),
+        ("login for the router is admin / Vk9Pz4%YLRoz", "Vk9Pz4%YLRoz"),
+        ("voici le jeton : FpWP2W18WvMMameZzbcXAjPk8hWGP7bJQBUZZOBK", "FpWP2W18WvMM"),
+        ("le jeton est FpWP2W18WvMMameZzbcXAjPk8hWGP7bJQBUZZOBK", "FpWP2W18WvMM"),
+        ("I set the secret to whsec8fJk2Lm9Qr4Tz7Wp1Xv3 in the dashboard", "whsec8fJk2Lm9"),
+        ("we rotated the webhook secret to 8fJk2Lm9Qr4Tz7Wp1Xv3 today", "8fJk2Lm9Qr4T"),
+    ],
+)
+def test_round_8_said_credentials_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "credentials are stored encrypted",
+        "login is required before 2FA",
+        "creds are in vault-prod-2",
+        "login as admin then Settings2",
+        "username/password: see 1Password",
+        "un jeton de présence",
+        "the key to 8fJk2Lm9Qr4Tz7Wp1Xv3 is patience",
+        "changed the token to a longer one",
+        "set the key to ENTER_YOUR_KEY_HERE_NOW",
+    ],
+)
+def test_round_8_said_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("it's S4ndC4stle%btVGA (the wifi password)", "S4ndC4stle%btVGA"),
+        ("u: admin p: Tr0ub4dor_R3yk9", "Tr0ub4dor_R3yk9"),
+        ("user: bob, pw: Tr0ub4dor_R3yk9", "Tr0ub4dor_R3yk9"),
+        ("el token es A7d83IIbpjv91W2BeOzojgDCYa2pifyAuFQaDOSx", "A7d83IIbpjv9"),
+        ("le token est A7d83IIbpjv91W2BeOzojgDCYa2pifyAuFQaDOSx", "A7d83IIbpjv9"),
+    ],
+)
+def test_round_8_more_said_passwords_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "v2.0 (the password policy)",
+        "menu: pasta p: 12",
+        "user: bob, p: yes",
+        "the token es muy largo",
+        "Cookie: _ga=GA1.2.1234567890.1699999999",
+    ],
+)
+def test_round_8_more_said_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text

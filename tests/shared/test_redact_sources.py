@@ -255,3 +255,26 @@ def test_a_percent_sign_in_a_password_is_no_format_slot(secret: str) -> None:
     text = f'requests.get(url, auth=HTTPBasicAuth("svc", "{secret}"))'
 
     assert redact(text).text == text.replace(secret, "[REDACTED:password]")
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("ALTER USER postgres PASSWORD 'Tr0ub4dor%ErpyE';", "Tr0ub4dor%ErpyE"),
+        ("ALTER ROLE \"app\" PASSWORD 'Tr0ub4dor%ErpyE' VALID UNTIL '2026-01-01';", "Tr0ub4dor"),
+    ],
+)
+def test_round_8_postgres_role_password_is_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ALTER USER bob PASSWORD NULL;",
+        "the user password policy",
+        "ALTER USER bob VALID UNTIL 'infinity';",
+    ],
+)
+def test_round_8_postgres_role_lookalikes_stay(text: str) -> None:
+    assert redact(text).text == text

@@ -72,6 +72,28 @@ def test_a_secret_across_the_message_cut_is_redacted_whole(fresh_store: Factory,
     assert not any(SECRET[:12] in p.read_text() for p in queue_files(store, "dead"))
 
 
+@pytest.mark.parametrize(
+    ("messages", "value"),
+    [
+        (["what's the db password?", "the db password is", "Blu3Moon_0qDIt"], "Blu3Moon_0qDIt"),
+        (["here is the password for the staging box", "Tr0ub4dor-Z0mGU"], "Tr0ub4dor-Z0mGU"),
+        (["I'll paste the api token next", "58eYq0m7Aj2gG9UB91fWlRS7gxtcYqp6"], "58eYq0m7Aj2gG9UB"),
+    ],
+)
+def test_a_secret_split_over_two_messages_is_redacted(
+    fresh_store: Factory, messages: list[str], value: str
+) -> None:
+    # Given a turn whose secret is announced in one message and sent alone in the next
+    store = fresh_store()
+    roles = ["user", "assistant"]
+    msgs = [{"role": roles[i % 2], "content": text} for i, text in enumerate(messages)]
+    # When it completes
+    res = store.turn_completed("s1", tid(), msgs, "completed")
+    # Then the value never reaches the job file (nor, so, the extractor's prompt)
+    assert res.redacted
+    assert value not in queue_files(store)[0].read_text()
+
+
 def test_acked_turn_survives_a_store_restart(fresh_store: Factory) -> None:
     store = fresh_store()
     job_id = store.turn_completed("s1", tid(), turn()).job_id
