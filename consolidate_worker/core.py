@@ -260,11 +260,11 @@ class Consolidator:
         tally.pairs_scored += plan.pairs_scored
         tally.vetoed.update(plan.vetoed)
         tally.groups.extend(plan.groups)
+        by_id = {m.id: m for m in memories}  # what the plan was made from
         with tally.phase("apply"):
-            self._apply_groups(plan.groups, tally, {m.id: m.revision for m in memories})
+            self._apply_groups(plan.groups, tally, by_id)
         if self.judge_tier is not None:
             with tally.phase("judge"):
-                by_id = {m.id: m for m in memories}
                 self.judge_tier.run(plan, by_id, tally, self._supersede)
         if self.settings.promote_corroboration_threshold > 0:
             with tally.phase("promote"):
@@ -341,7 +341,7 @@ class Consolidator:
     # -- writes ------------------------------------------------------------------------------
 
     def _apply_groups(
-        self, groups: Sequence[Group], tally: PassTally, revisions: Mapping[str, int]
+        self, groups: Sequence[Group], tally: PassTally, by_id: Mapping[str, Memory]
     ) -> None:
         """Every planned merge of a bank, sent as few ``supersede_many`` calls: a pass's
         hundreds of merges are one store call and one fsync each, not one of each per merge
@@ -361,7 +361,7 @@ class Consolidator:
                     id=loser,
                     survivor=group.survivor,
                     reason=reason,
-                    revision=revisions.get(loser),
+                    revision=by_id[loser].revision if loser in by_id else None,
                 )
                 if self._admit(tally, change):
                     changes.append(change)

@@ -156,18 +156,16 @@ class _BankTerms:
     reading never depends on which queries came before."""
 
     def __init__(self) -> None:
-        self.size = 0
-        self.version: tuple[int, int, int] = (0, 0, 0)
+        self.version: tuple[int, int, int] = (0, 0, 0)  # (terms, slots, counted records)
         self.lengths = _Lengths()
         # query word → its reading in this bank: (term, the dictionary word read, if any)
         self.seen: dict[str, tuple[str, str | None] | None] = {}
 
     def update(self, idx: BankIndex) -> None:
-        if len(idx.terms) != self.size:
-            self.lengths.add(itertools.islice(idx.terms, self.size, None))
-            self.size = len(idx.terms)
         version = (len(idx.terms), len(idx.keys), idx.n_counted)
         if version != self.version:
+            if version[0] > self.version[0]:  # new terms: only those are bucketed
+                self.lengths.add(itertools.islice(idx.terms, self.version[0], None))
             self.version = version
             self.seen.clear()
 
