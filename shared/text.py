@@ -83,7 +83,7 @@ def fingerprint(text: str) -> str:
 def slugify(text: str, *, max_words: int = 6, max_len: int = 48) -> str:
     """A readable slug from text: ascii-folded words joined by '-', or 'memory' when none.
     Other scripts are transliterated (``_romanized``): "Пользователь любит чай" is
-    ``polzovatel-lyubit-chay``, "用户喜欢喝茶" ``yong-hu-xi-huan-he-cha``, not ``memory``."""
+    ``polzovatel-lyubit-chay``, "用户喜欢喝茶" ``yong-hu-xi-huan-cha``, not ``memory``."""
     ascii_text = text if text.isascii() else _romanized(text)
     words = [w for w in _SLUG_DROP.split(ascii_text.lower()) if w]
     content = [w for w in words if w not in STOPWORDS] or words
@@ -108,7 +108,7 @@ def _romanized(text: str) -> str:
 
 
 def _is_han_or_kana(ch: str) -> bool:
-    return _is_cjk(ch) and not 0xAC00 <= ord(ch) <= 0xD7AF  # hangul writes spaces
+    return _is_cjk(ch) and ord(ch) not in _HANGUL  # hangul writes spaces between words
 
 
 def parse_links(text: str) -> list[str]:
@@ -122,13 +122,16 @@ def parse_links(text: str) -> list[str]:
     return list(seen)
 
 
+_HANGUL = range(0xAC00, 0xD7B0)  # hangul syllables
+
+
 def _is_cjk(ch: str) -> bool:
     code = ord(ch)
     return (
         0x3040 <= code <= 0x30FF  # kana
         or 0x3400 <= code <= 0x4DBF
         or 0x4E00 <= code <= 0x9FFF
-        or 0xAC00 <= code <= 0xD7AF  # hangul syllables
+        or code in _HANGUL
         or 0xF900 <= code <= 0xFAFF
         or 0x20000 <= code <= 0x2FA1F
     )
