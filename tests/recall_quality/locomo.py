@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.clock import FakeClock
+from shared.text import STOPWORDS
 from store_worker.core import MemoryStore
 from store_worker.embed import Embedder
 from store_worker.recall import Tuning
@@ -161,8 +162,6 @@ def typo(question: str) -> str:
     (not a stopword): two letters swapped, one left out, one doubled, or one struck for the key
     beside it. Which word, which slip and where are read off a hash of the question, so every
     run types the same slips; the first and last letters stay (people rarely miss those)."""
-    from shared.text import STOPWORDS
-
     found = [m for m in _SLIP_WORD.finditer(question) if m.group().lower() not in STOPWORDS]
     if not found:
         return question
