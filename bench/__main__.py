@@ -231,6 +231,12 @@ def table(res: dict[str, Any]) -> str:
         if isinstance(r, dict) and "per_s" in r:
             fs = r.get("fsyncs_per_save")
             lines.append(f"  {name:<24} {r['per_s']:>9}/s  {'' if fs is None else fs}")
+    floor = res["writes"].get("ratios", {}).get("floor_1_vs_sqlite_1")
+    if floor is not None:
+        lines.append(
+            f"  redact + count + append + fdatasync alone (floor_redacted_1) / SQLite FULL 1: "
+            f"{floor}× (the most a store that redacts before the disk can reach there)"
+        )
     lines += shard_lines(res.get("shards"))
     for n, c in res["cold_start"].items():
         lines.append(
