@@ -265,10 +265,13 @@ class MemoryTools:
             session_id=session_id,
             project=project or self.project,
         )
-        return {
+        out: dict[str, Any] = {
             "bank": found.bank,
             "memories": [{"score": round(h.score, 4), **_brief(h.memory)} for h in found.memories],
         }
+        if found.read_as is not None:  # a misspelt word read as one the bank holds
+            out["read_as"] = found.read_as
+        return out
 
     def forget(
         self, id: str, *, bank: str | None = None, reason: str | None = None

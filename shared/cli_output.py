@@ -187,13 +187,18 @@ def save(r: Any) -> str:
 
 
 def recall(r: Any) -> str:
+    read_as = getattr(r, "read_as", None)  # a misspelt word read as one the bank holds
+    head = [f"read as: {read_as}"] if read_as else []
     if not r.memories:
-        return f"no memories found in bank {r.bank} ({r.retrieval})"
+        return "\n".join([*head, f"no memories found in bank {r.bank} ({r.retrieval})"])
     found = [s.memory for s in r.memories]
     id_width, flags_width = _widths(found)
     return "\n".join(
-        f"{i:>2}. {s.relevance_score:.2f}  {memory_line(s.memory, id_width, flags_width)}"
-        for i, s in enumerate(r.memories, 1)
+        head
+        + [
+            f"{i:>2}. {s.relevance_score:.2f}  {memory_line(s.memory, id_width, flags_width)}"
+            for i, s in enumerate(r.memories, 1)
+        ]
     )
 
 

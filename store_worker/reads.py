@@ -33,7 +33,7 @@ from store_worker.bank import Bank
 from store_worker.banks import Banks
 from store_worker.sessions import Sessions
 from store_worker.synonyms import SynonymSource
-from store_worker.vectors import Vectors
+from store_worker.vectors import Vectors, as_read
 
 list_ = list  # ``Reader.list`` shadows the builtin inside the class body
 
@@ -204,6 +204,7 @@ class Reader:
             ),
             retrieval=retrieval,
             bank=target.name,
+            read_as=_read_as(target, params),
         )
 
     def _recall_params(self, query: object, **kw: Any) -> recall_mod.RecallParams:
@@ -253,3 +254,12 @@ def _instant(as_of: object) -> int:
     if isinstance(as_of, bool) or not isinstance(as_of, int) or as_of < 0:
         raise errors.InvalidArgumentError("as_of must be a time in epoch milliseconds (int >= 0)")
     return as_of
+
+
+def _read_as(bank: Bank, params: recall_mod.RecallParams) -> str | None:
+    """The query as recall read it, when a misspelt word was read as a word the bank holds
+    (``RecallResponse.read_as``); the readings are cached per bank, so this costs a lookup."""
+    if not params.query.strip():
+        return None
+    read = as_read(bank, params)
+    return None if read == params.query else read

@@ -184,7 +184,7 @@ class Vectors:
             # Only the raw semantic arm reuses a memory's vector (the consolidator's neighbour
             # queries): a hybrid recall embeds exactly what it was asked.
             known = self._known_vector(bank, params.query) if params.mode == "semantic" else None
-            vector = known or self._embed_query(_as_read(bank, params))
+            vector = known or self._embed_query(as_read(bank, params))
         except errors.MemoryServiceError:
             if params.mode == "semantic":
                 raise
@@ -192,7 +192,7 @@ class Vectors:
         return vector, params.mode
 
 
-def _as_read(bank: Bank, params: RecallParams) -> str:
+def as_read(bank: Bank, params: RecallParams) -> str:
     """The query as the lexical arm reads it: a misspelt word the bank knows spelt right
     (``spelling.respelt``), as the model would otherwise embed its meaningless pieces."""
     if params.synonyms is None or params.tuning.w_spelling <= 0:

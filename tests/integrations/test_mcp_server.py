@@ -506,3 +506,20 @@ def test_a_store_error_never_carries_a_traceback() -> None:
         assert category == "unknown" and "RuntimeError" in text
 
     run(build_server(Broken()), body)  # type: ignore[arg-type]
+
+
+def test_recall_says_how_it_read_a_misspelt_query(tmp_path: Path) -> None:
+    from store_worker.core import MemoryStore
+    from store_worker.synonyms import FakeSynonyms
+
+    store = MemoryStore(tmp_path / "data", synonyms=FakeSynonyms({"tournament": []}))
+    store.save("Nate won the regional video game tournament")
+
+    async def body(client: Client) -> None:
+        found = await call(client, "recall", query="which torunament did nate win")
+        assert found["read_as"] == "which tournament did nate win"
+        assert found["memories"][0]["id"] == "nate-won-regional-video-game-tournament"
+        assert "read_as" not in await call(client, "recall", query="the tournament")
+
+    run(build_server(store), body)
+    store.close()

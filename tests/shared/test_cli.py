@@ -786,3 +786,22 @@ def test_counts_read_as_english() -> None:
     assert counted(1, "corrupt line") == "1 corrupt line" and counted(3, "bank") == "3 banks"
     line = bank_line({"name": "main", "memories": 1, "rules": 1, "pinned": 0})
     assert line.endswith("1 memory, 1 rule, 0 pinned")
+
+
+def test_recall_shows_how_it_read_a_misspelt_query(tmp_path: Path) -> None:
+    from store_worker.synonyms import FakeSynonyms
+
+    store = MemoryStore(tmp_path / "data", synonyms=FakeSynonyms({"tournament": []}))
+    cli = Cli(tmp_path / "data", store=store)
+    cli("save", "Nate won the regional video game tournament")
+    code, out, _ = cli("recall", "which torunament did nate win")
+    assert code == 0
+    first, second = out.splitlines()[:2]
+    assert first == "read as: which tournament did nate win"
+    assert "nate-won-regional-video-game-tournament" in second
+    assert cli.json("recall", "which torunament did nate win")["read_as"] == (
+        "which tournament did nate win"
+    )
+    code, out, _ = cli("recall", "which tournament did nate win")  # spelt right: no line
+    assert not out.startswith("read as")
+    store.close()

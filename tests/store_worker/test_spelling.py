@@ -170,3 +170,18 @@ def test_the_model_is_given_the_query_spelt_as_read(data_dir: Path) -> None:
     off.recall("Which torunament did Nate win?", bank="s")
     assert model.texts == ["Which torunament did Nate win?"]
     off.close()
+
+
+def test_recall_says_how_it_read_the_query(store: MemoryStore) -> None:
+    # Given a question with a slip, when it is recalled, then the answer says how it was read
+    found = store.recall("Which torunament did Nate win?", bank="s")
+    assert found.read_as == "Which tournament did Nate win?"
+    assert [h.memory.id for h in found.memories][:1] == ["won"]
+    # a query spelt right, or one with nothing to read its word as, was read as asked
+    assert store.recall("Which tournament did Nate win?", bank="s").read_as is None
+    assert store.recall("Which xyzzyplugh did Nate win?", bank="s").read_as is None
+    assert store.recall("", bank="s").read_as is None
+    # and the lexical mode reads it the same way
+    assert store.recall("the shelter funraiser", bank="s", mode="lexical").read_as == (
+        "the shelter fundraiser"
+    )
