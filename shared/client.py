@@ -28,6 +28,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -93,15 +94,18 @@ def connect(address: str | None = None, *, quiet: bool = True) -> dict[str, Any]
     "auto", which may join any cluster on the machine: ``shared.cluster.local_address``).
     Already connected (a test's cluster, a Ray job): nothing changes.
     """
-    import ray
-
     from shared.cluster import local_address
 
-    if ray.is_initialized():
+    # Ray takes ~0.9 s to import: a process that never imported it is joined to no cluster,
+    # and with no cluster to join (`memory status` before `up`) it is not imported at all.
+    already = sys.modules.get("ray")
+    if already is not None and already.is_initialized():
         return {"dashboard_url": _dashboard_url()}
     address = address or os.environ.get("RAY_ADDRESS") or local_address()
     if not address:
         raise SourceUnavailableError(_why_no_cluster())
+    import ray
+
     _token_auth_if_available()
     try:
         context = ray.init(

@@ -130,13 +130,33 @@ def _run(cmd: Sequence[str], env: dict[str, str], what: str) -> None:
 
 
 def address_file() -> Path:
-    """Where ``ray start`` records the latest local cluster (``<temp>/ray/ray_current_cluster``)."""
-    try:
-        from ray._common.utils import get_ray_address_file
+    """Where ``ray start`` records the latest local cluster (``<temp>/ray/ray_current_cluster``).
 
-        return Path(get_ray_address_file(None))
-    except ImportError:  # a Ray without the helper: its documented default location
-        return Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    Ray's own helper when Ray is imported already; else Ray's rule, read here, as importing
+    Ray takes ~0.9 s and a CLI call that finds no cluster (``memory status`` before ``up``)
+    never needs it (``tests/shared/test_cluster_files.py`` holds the two to the same path)."""
+    if "ray" in sys.modules:
+        try:
+            from ray._common.utils import get_ray_address_file
+
+            return Path(get_ray_address_file(None))
+        except ImportError:  # a Ray without the helper: its rule, as below
+            pass
+    return ray_temp_dir() / "ray_current_cluster"
+
+
+def ray_temp_dir() -> Path:
+    """Ray's default temp folder (``ray._common.utils.get_default_ray_temp_dir``): under
+    ``RAY_TMPDIR``, else ``TMPDIR`` on Linux, else ``/tmp`` on Linux and macOS."""
+    if "RAY_TMPDIR" in os.environ:
+        base = os.environ["RAY_TMPDIR"]
+    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
+        base = os.environ["TMPDIR"]
+    elif sys.platform.startswith(("linux", "darwin")):
+        base = os.path.join(os.sep, "tmp")
+    else:
+        base = tempfile.gettempdir()
+    return Path(base) / "ray"
 
 
 def local_address() -> str | None:
