@@ -496,6 +496,36 @@ class BankFiles:
                 raise
             raise storage_error(f"cannot create bank {self.name}", e) from e
 
+    def remove_if_bare(self) -> bool:
+        """Take back a bank folder a refused write created (``Banks.take_back``): only while
+        it holds nothing but what ``create`` put there (``bank.yaml``, an empty ``rules/``),
+        an empty log a refused first append left, or a derived vector sidecar. The folder is
+        renamed to a staging name first (one synced step: a crash after it leaves a
+        dot-folder the next open removes), then removed. Whether the path no longer names a
+        bank: a refusal along the way (logged) that leaves it in place answers False."""
+        try:
+            entries = {p.name: p for p in self.dir.iterdir()}
+            if set(entries) - {BANK_META, RULES_DIR, MEMORIES, VECTORS}:
+                return False
+            if MEMORIES in entries and entries[MEMORIES].stat().st_size:
+                return False
+            if RULES_DIR in entries and any(entries[RULES_DIR].iterdir()):
+                return False
+        except OSError:
+            return False
+        self.log.close()
+        staging = self.root / f"{CREATING_PREFIX}{self.name}-{os.getpid()}"
+        try:
+            shutil.rmtree(staging, ignore_errors=True)
+            with synced_dirs(self.root):
+                os.rename(self.dir, staging)
+        except OSError as e:
+            log.warning("cannot take back the new bank %s: %s", self.name, e)
+        if self.dir.is_dir():
+            return False
+        shutil.rmtree(staging, ignore_errors=True)  # what is left goes at the next open
+        return True
+
     def remove_stale_temps(self) -> int:
         """Remove the temp files a killed write left in the bank's folders (the log's or the
         sidecar's rewrite, bank.yaml, a rule, a draft, the index snapshot): each holds only
