@@ -26,7 +26,7 @@ from shared.shards import frozen_error
 from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.events import EventBus
-from store_worker.files import TRASH_DIR, AppendLog
+from store_worker.files import LINKED, TRASH_DIR, AppendLog
 
 if TYPE_CHECKING:
     from store_worker.commit import Stage
@@ -105,6 +105,9 @@ class Banks(Mapping[str, Bank]):
                 except errors.InvalidArgumentError:
                     log.warning("ignoring folder %s: not a valid bank name", path)
                     continue
+                if path.is_symlink():
+                    log.warning("ignoring %s: %s", path, LINKED)
+                    continue
                 carried.discard(path.name)
                 try:
                     self._load(path.name)
@@ -124,6 +127,10 @@ class Banks(Mapping[str, Bank]):
         """Load one bank; a bank that cannot be read stays out of RAM (``_unloaded``) and the
         error is typed (``source_unavailable``)."""
         bank = Bank(self.root, name, lazy_records=self.lazy_records)
+        if bank.files.dir.is_symlink():
+            raise errors.SourceUnavailableError(
+                f"bank {name!r} is {bank.files.dir}, a link: {LINKED}", retryable=False
+            )
         carried = self._unloaded.pop(name, None)
         if carried is not None:
             bank.files.log = carried

@@ -46,6 +46,15 @@ TORN_SUFFIX = ".torn"
 # A bank is built under this prefix and renamed into place (``BankFiles.create``); a crash
 # leaves only a dot-folder, which open skips and removes.
 CREATING_PREFIX = ".creating-"
+# A bank folder that is a symbolic link is never loaded: the data dir's lock does not cover
+# the folder it names, which may be another bank of this store (two banks, two RAMs, one
+# log: a slug taken in one was silently replaced through the other) or a bank of another
+# data dir, written by the store that holds it (each store's acknowledged writes lost under
+# the other's). Nothing of it is read or written; doctor names it.
+LINKED = (
+    "the folder it names is not covered by this data dir's lock (another bank or another "
+    "store may write it); not loaded: move the folder into the data dir instead of linking it"
+)
 TEMPS = ".*.tmp"  # what ``atomic_write`` (and the index snapshot) write before the rename
 # Beyond this a hand-edited number cannot be a timestamp or a count, and float64 (the index's
 # columns, gRPC's int64) stops being exact.
