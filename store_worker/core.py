@@ -346,9 +346,14 @@ class MemoryStore:
             raise frozen_error(name)
         bank, created = self.banks.create(name, description)
         if not created and description and description != bank.description:
-            self.banks.writable(self.banks.resolve(name)).files.write_meta(
-                description, bank.created_at
-            )
+            target = self.banks.writable(self.banks.resolve(name))
+            try:
+                target.files.write_meta(description, bank.created_at)
+            except errors.MemoryServiceError:
+                # refused past the rename (the folder's sync): the next boot reads the new
+                # description, so RAM takes what the file says (the caller was told it failed)
+                bank.description = target.files.read_meta()[0]
+                raise
             bank.description = description
         return BankCreateResponse(bank=Banks.info(bank), created=created, redacted=scrubbed.labels)
 

@@ -204,7 +204,13 @@ class Purger:
         result = redact(bank.description)
         if not result.labels:
             return False
-        bank.files.write_meta(result.text, bank.created_at)
+        try:
+            bank.files.write_meta(result.text, bank.created_at)
+        except errors.MemoryServiceError:
+            # refused past the rename (the folder's sync): the file holds the redacted
+            # description, which the next boot reads; RAM takes what the file says
+            bank.description = bank.files.read_meta()[0]
+            raise
         bank.description = result.text
         kinds.update(result.labels)
         return True
