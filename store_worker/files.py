@@ -162,17 +162,33 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def check_writable(root: Path) -> None:
-    """Boot-fatal check (DESIGN §2): create the root and prove a file can be written in it."""
+FULL = (errno.ENOSPC, errno.EDQUOT)  # a disk or quota that is full: writable once freed
+
+
+def check_writable(root: Path, *, full_ok: bool = False) -> None:
+    """Boot-fatal check (DESIGN §2): create the root and prove a file can be written in it.
+
+    With ``full_ok`` (a boot) a data dir that exists but is full (``ENOSPC``, ``EDQUOT``) is
+    no refusal: it is writable, and space may come back. A store restarted on a full disk
+    (Ray's restart after a crash, a one-shot ``--data-dir`` command) refused to open, so no
+    recall, injection or read answered until space was freed, where the store that had been
+    running answered them all and refused only writes, typed, as this one then does."""
+    probe = root / f".write-probe-{os.getpid()}"
     try:
         root.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-        probe = root / f".write-probe-{os.getpid()}"
         with open(probe, "wb") as fh:
             fh.write(b"ok")
             fh.flush()
             os.fsync(fh.fileno())
         probe.unlink()
     except OSError as e:
+        if full_ok and e.errno in FULL and root.is_dir():
+            with contextlib.suppress(OSError):
+                probe.unlink()
+            log.warning(
+                "data dir %s is full: reads are served, writes refused until space is freed", root
+            )
+            return
         raise DataDirUnwritableError(
             f"data dir {root} is not writable ({e.strerror or e}); the store will not run in RAM"
         ) from e
