@@ -275,6 +275,8 @@ class GroupCommit:
         """A bank a failed write created goes again, unless a write of the batch that
         succeeded wrote to it: a refused save to a new bank (a full disk at its append, its
         draft's file) left the bank in the listing, and after a restart too."""
+        if not any(ticket.error is not None for _, ticket in stage.created):
+            return  # the common batch: no bank made, or none by a failed write
         kept = {bank for bank, rows in stage.lines.items() for t, _ in rows if t.error is None}
         kept |= {bank for bank, ticket, _ in stage.after if ticket.error is None}
         for bank, ticket in stage.created:
