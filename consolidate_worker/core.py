@@ -92,17 +92,26 @@ class Consolidator:
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     def due(self, now_ms: int | None = None) -> bool:
-        last = self.last_run()
         now = self.clock.now_ms() if now_ms is None else now_ms
+        last = self._last_run_by(now)
         return last is None or now - last >= self.settings.interval_ms
 
     def next_run_at(self, now_ms: int | None = None) -> int:
         """Now when a pass is due (catch-up), else one interval after the last clean pass."""
         now = self.clock.now_ms() if now_ms is None else now_ms
-        last = self.last_run()
+        last = self._last_run_by(now)
         if last is None or now - last >= self.settings.interval_ms:
             return now
         return last + self.settings.interval_ms
+
+    def _last_run_by(self, now: int) -> int | None:
+        """The last clean pass as seen from ``now``: a checkpoint later than now (written
+        while the clock ran ahead, then set back: a laptop's clock before NTP, a VM restored)
+        counts as none, as an unreadable one does: a pass runs now and its checkpoint takes
+        the place of that one. Taken as written, no pass was due before it plus an interval:
+        years without consolidation, the scheduler's first run set that far ahead."""
+        last = self.last_run()
+        return None if last is None or last > now else last
 
     def catch_up(self) -> Report | None:
         """Run one pass if the last clean one is older than the interval (boot catch-up)."""

@@ -107,6 +107,14 @@ def error_from(e: grpc.RpcError, address: str) -> MemoryServiceError:
     return UnknownError(f"the gateway at {address} failed: {code.name}: {message}")
 
 
+# What an answer may weigh: what the store accepts must come back. gRPC's default of 4 MiB
+# refused a claim of one long turn (200 messages of 32k characters: 6.4 MB, while the store
+# had leased it: every claim failed, the queue behind it with them) and a page of events of
+# long memories (``memory watch`` stuck at its cursor). The gateway takes requests of up to
+# the same 64 MiB (``grpc_gateway.server.MAX_REQUEST_BYTES``).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
 class GrpcStoreClient:
     """``StoreAPI`` over gRPC: the gateway at ``address`` (``host:port``)."""
 
@@ -123,7 +131,9 @@ class GrpcStoreClient:
         self.timeout = timeout
         self.validate = validate
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
-        self._channel = channel or grpc.insecure_channel(address)
+        self._channel = channel or grpc.insecure_channel(
+            address, options=[("grpc.max_receive_message_length", MAX_ANSWER_BYTES)]
+        )
         self._calls: dict[str, Any] = {}
 
     def close(self) -> None:

@@ -23,6 +23,7 @@ from store_worker.files import (
     BANK_META,
     CREATING_PREFIX,
     DRAFTS_DIR,
+    LINKED,
     MEMORIES,
     RULES_DIR,
     STATE_DIR,
@@ -47,6 +48,9 @@ def problems(root: Path, corrupt_lines: Mapping[str, Iterable[int]]) -> list[str
         elif path.is_dir() and not path.name.startswith("."):
             if not is_name(path.name):
                 found.append(f"{path}: not a valid bank name; the folder is ignored")
+                continue
+            if path.is_symlink():
+                found.append(f"{path}: a link to a folder elsewhere; {LINKED}")
                 continue
             found.extend(_bank_problems(path, corrupt_lines.get(path.name, ())))
     found.extend(_json_problems(root / STATE_DIR, "*/*.json", _json_ok))

@@ -195,6 +195,9 @@ class Bank:
         self.turns: list[tuple[str, bool, str] | None] | None = None
         # a lazy boot's fingerprints per snapshot slot, until the replay's maps are made
         self.slot_fingerprints: list[str] | None = None
+        # ids of draft files that are there but could not be read at load (``Drafts.load``):
+        # never handed to a new memory, or the draft would lose its id to it
+        self.unread_drafts: set[str] = set()
 
     @property
     def index(self) -> BankIndex:

@@ -26,7 +26,7 @@ from shared.shards import frozen_error
 from store_worker import validate as v
 from store_worker.bank import Bank
 from store_worker.events import EventBus
-from store_worker.files import TRASH_DIR, AppendLog
+from store_worker.files import LINKED, TRASH_DIR, AppendLog
 
 if TYPE_CHECKING:
     from store_worker.commit import Stage
@@ -105,6 +105,9 @@ class Banks(Mapping[str, Bank]):
                 except errors.InvalidArgumentError:
                     log.warning("ignoring folder %s: not a valid bank name", path)
                     continue
+                if path.is_symlink():
+                    log.warning("ignoring %s: %s", path, LINKED)
+                    continue
                 carried.discard(path.name)
                 try:
                     self._load(path.name)
@@ -124,6 +127,10 @@ class Banks(Mapping[str, Bank]):
         """Load one bank; a bank that cannot be read stays out of RAM (``_unloaded``) and the
         error is typed (``source_unavailable``)."""
         bank = Bank(self.root, name, lazy_records=self.lazy_records)
+        if bank.files.dir.is_symlink():
+            raise errors.SourceUnavailableError(
+                f"bank {name!r} is {bank.files.dir}, a link: {LINKED}", retryable=False
+            )
         carried = self._unloaded.pop(name, None)
         if carried is not None:
             bank.files.log = carried
@@ -189,7 +196,15 @@ class Banks(Mapping[str, Bank]):
 
     def resolve(self, name: str | None, *, create: bool = False) -> Bank:
         """The bank a call means: the default materializes on first use; writes create."""
+        return self.resolve_made(name, create=create)[0]
+
+    def resolve_made(self, name: str | None, *, create: bool = False) -> tuple[Bank, bool]:
+        """``resolve``, and whether this call made the bank's folder: a write refused after
+        it (a full disk at the append, a rule file that could not be written) takes the bank
+        back (``take_back``), so a refused write leaves no new bank behind. In a group
+        commit the batch does, for the writes of it that failed (``Stage.created``)."""
         name, frozen = self._named(name)
+        made = False
         bank = self._banks.get(name)
         if bank is None and name in self._unloaded:  # a reload could not read it back
             self.may_write()
@@ -200,12 +215,34 @@ class Banks(Mapping[str, Bank]):
             if frozen:
                 raise frozen_error(name)
             self.may_write()
-            bank = self.create(name, "")[0]
+            made = not (self.root / name).is_dir()  # else a folder made by hand, adopted
+            try:
+                bank = self.create(name, "")[0]
+            except errors.MemoryServiceError:
+                left = self._banks.get(name)  # refused past its rename: the folder is there
+                if made and left is not None:
+                    self.take_back(left)
+                raise
         bank.frozen = frozen
         if self.stage is not None and bank.stage is not self.stage:
             bank.stage = self.stage  # its log writes join the batch
             self.stage.attached.append(bank)
-        return bank
+        if made and self.stage is not None:
+            self.stage.made(bank)
+        return bank, made
+
+    def take_back(self, bank: Bank) -> bool:
+        """Remove a bank a refused write made (``resolve_made``) while its folder holds
+        nothing but what its creation put there (``BankFiles.remove_if_bare``), and forget
+        it; whether it went. A bank anything else wrote to since stays."""
+        if self._banks.get(bank.name) is not bank or not bank.files.remove_if_bare():
+            return False
+        if bank.snapshot_writer is not None:
+            bank.snapshot_writer.join()
+        del self._banks[bank.name]
+        self._unloaded.pop(bank.name, None)
+        self._open_logs.pop(bank.files.log, None)
+        return True
 
     def check_write(self, name: str | None) -> None:
         """Refuse, changing nothing, what a write to ``name`` would be refused for as it runs

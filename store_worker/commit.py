@@ -66,6 +66,14 @@ class Stage:
         self.lines: dict[Bank, list[tuple[Ticket[Any], str]]] = {}
         # what a write leaves for after its lines are on disk (a draft file's removal)
         self.after: list[tuple[Bank, Ticket[Any], Callable[[], None]]] = []
+        # banks a write of the batch created (``Banks.resolve_made``), and by which write
+        self.created: list[tuple[Bank, Ticket[Any]]] = []
+
+    def made(self, bank: Bank) -> None:
+        """The current write created ``bank``: taken back when that write fails
+        (``GroupCommit._take_back_banks``)."""
+        if self.current is not None:
+            self.created.append((bank, self.current))
 
     def add(self, bank: Bank, lines: Sequence[str]) -> None:
         assert self.current is not None, "a bank staged a line outside a ticket"
@@ -179,6 +187,7 @@ class GroupCommit:
                     fn()
                 except Exception:  # its line is on disk: what is left over heals at load
                     log.warning("bank %s: after-flush step failed", bank.name, exc_info=True)
+        self._take_back_banks(stage, dirty)
         self._reload_all(dirty)
         self.batches += 1
         self.writes += len(batch)
@@ -261,6 +270,18 @@ class GroupCommit:
                 for ticket, _ in rows:
                     if ticket.error is None:
                         ticket.error = err
+
+    def _take_back_banks(self, stage: Stage, dirty: set[Bank]) -> None:
+        """A bank a failed write created goes again, unless a write of the batch that
+        succeeded wrote to it: a refused save to a new bank (a full disk at its append, its
+        draft's file) left the bank in the listing, and after a restart too."""
+        if not any(ticket.error is not None for _, ticket in stage.created):
+            return  # the common batch: no bank made, or none by a failed write
+        kept = {bank for bank, rows in stage.lines.items() for t, _ in rows if t.error is None}
+        kept |= {bank for bank, ticket, _ in stage.after if ticket.error is None}
+        for bank, ticket in stage.created:
+            if ticket.error is not None and bank not in kept and self.banks.take_back(bank):
+                dirty.discard(bank)  # nothing to read back: it is gone
 
     def _reload_all(self, banks: Iterable[Bank]) -> None:
         """Read these banks back from their files (``Banks.reread``): the callers whose lines

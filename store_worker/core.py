@@ -220,7 +220,7 @@ class MemoryStore:
         root = s.data_path
         self._dir_lock = dir_lock.hold(root, self._dir_lock)  # one writer per data dir
         remove_stale_staging(root)
-        check_writable(root)  # boot-fatal: never run in RAM (DESIGN §2)
+        check_writable(root, full_ok=True)  # boot-fatal: never run in RAM (DESIGN §2)
         state = StateStore(root)
         state.remove_stale_temps()
         sessions = Sessions(state, s)
@@ -346,9 +346,14 @@ class MemoryStore:
             raise frozen_error(name)
         bank, created = self.banks.create(name, description)
         if not created and description and description != bank.description:
-            self.banks.writable(self.banks.resolve(name)).files.write_meta(
-                description, bank.created_at
-            )
+            target = self.banks.writable(self.banks.resolve(name))
+            try:
+                target.files.write_meta(description, bank.created_at)
+            except errors.MemoryServiceError:
+                # refused past the rename (the folder's sync): the next boot reads the new
+                # description, so RAM takes what the file says (the caller was told it failed)
+                bank.description = target.files.read_meta()[0]
+                raise
             bank.description = description
         return BankCreateResponse(bank=Banks.info(bank), created=created, redacted=scrubbed.labels)
 

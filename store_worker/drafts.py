@@ -101,11 +101,16 @@ class Drafts:
         for path in sorted(folder.glob("*.json")):
             mem = _read_draft(path)
             if mem is None:
+                bank.unread_drafts.add(path.stem)  # its id stays its own (``_free_id``)
                 continue
-            if mem.id in bank.records:
-                # approve appended to the log, then crashed before removing the file
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            logged = bank.records.get(mem.id)
+            if logged is not None:
+                if logged.created_at == mem.created_at:
+                    # approve appended to the log, then crashed before removing the file
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                else:  # another memory has its id: never delete a draft for it
+                    log.warning("keeping draft %s: its id is a logged memory's", path)
                 continue
             bank.add_unlogged(mem)
             added += 1

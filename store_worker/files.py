@@ -46,6 +46,15 @@ TORN_SUFFIX = ".torn"
 # A bank is built under this prefix and renamed into place (``BankFiles.create``); a crash
 # leaves only a dot-folder, which open skips and removes.
 CREATING_PREFIX = ".creating-"
+# A bank folder that is a symbolic link is never loaded: the data dir's lock does not cover
+# the folder it names, which may be another bank of this store (two banks, two RAMs, one
+# log: a slug taken in one was silently replaced through the other) or a bank of another
+# data dir, written by the store that holds it (each store's acknowledged writes lost under
+# the other's). Nothing of it is read or written; doctor names it.
+LINKED = (
+    "the folder it names is not covered by this data dir's lock (another bank or another "
+    "store may write it); not loaded: move the folder into the data dir instead of linking it"
+)
 TEMPS = ".*.tmp"  # what ``atomic_write`` (and the index snapshot) write before the rename
 # Beyond this a hand-edited number cannot be a timestamp or a count, and float64 (the index's
 # columns, gRPC's int64) stops being exact.
@@ -153,17 +162,33 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def check_writable(root: Path) -> None:
-    """Boot-fatal check (DESIGN §2): create the root and prove a file can be written in it."""
+FULL = (errno.ENOSPC, errno.EDQUOT)  # a disk or quota that is full: writable once freed
+
+
+def check_writable(root: Path, *, full_ok: bool = False) -> None:
+    """Boot-fatal check (DESIGN §2): create the root and prove a file can be written in it.
+
+    With ``full_ok`` (a boot) a data dir that exists but is full (``ENOSPC``, ``EDQUOT``) is
+    no refusal: it is writable, and space may come back. A store restarted on a full disk
+    (Ray's restart after a crash, a one-shot ``--data-dir`` command) refused to open, so no
+    recall, injection or read answered until space was freed, where the store that had been
+    running answered them all and refused only writes, typed, as this one then does."""
+    probe = root / f".write-probe-{os.getpid()}"
     try:
         root.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-        probe = root / f".write-probe-{os.getpid()}"
         with open(probe, "wb") as fh:
             fh.write(b"ok")
             fh.flush()
             os.fsync(fh.fileno())
         probe.unlink()
     except OSError as e:
+        if full_ok and e.errno in FULL and root.is_dir():
+            with contextlib.suppress(OSError):
+                probe.unlink()
+            log.warning(
+                "data dir %s is full: reads are served, writes refused until space is freed", root
+            )
+            return
         raise DataDirUnwritableError(
             f"data dir {root} is not writable ({e.strerror or e}); the store will not run in RAM"
         ) from e
@@ -495,6 +520,36 @@ class BankFiles:
             if isinstance(e, SourceUnavailableError):
                 raise
             raise storage_error(f"cannot create bank {self.name}", e) from e
+
+    def remove_if_bare(self) -> bool:
+        """Take back a bank folder a refused write created (``Banks.take_back``): only while
+        it holds nothing but what ``create`` put there (``bank.yaml``, an empty ``rules/``),
+        an empty log a refused first append left, or a derived vector sidecar. The folder is
+        renamed to a staging name first (one synced step: a crash after it leaves a
+        dot-folder the next open removes), then removed. Whether the path no longer names a
+        bank: a refusal along the way (logged) that leaves it in place answers False."""
+        try:
+            entries = {p.name: p for p in self.dir.iterdir()}
+            if set(entries) - {BANK_META, RULES_DIR, MEMORIES, VECTORS}:
+                return False
+            if MEMORIES in entries and entries[MEMORIES].stat().st_size:
+                return False
+            if RULES_DIR in entries and any(entries[RULES_DIR].iterdir()):
+                return False
+        except OSError:
+            return False
+        self.log.close()
+        staging = self.root / f"{CREATING_PREFIX}{self.name}-{os.getpid()}"
+        try:
+            shutil.rmtree(staging, ignore_errors=True)
+            with synced_dirs(self.root):
+                os.rename(self.dir, staging)
+        except OSError as e:
+            log.warning("cannot take back the new bank %s: %s", self.name, e)
+        if self.dir.is_dir():
+            return False
+        shutil.rmtree(staging, ignore_errors=True)  # what is left goes at the next open
+        return True
 
     def remove_stale_temps(self) -> int:
         """Remove the temp files a killed write left in the bank's folders (the log's or the

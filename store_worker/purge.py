@@ -53,7 +53,7 @@ from store_worker.bank import Bank
 from store_worker.banks import Banks
 from store_worker.drafts import Drafts, draft_path
 from store_worker.events import EventBus
-from store_worker.files import VECTORS, atomic_write, fsync_dir, torn_path
+from store_worker.files import VECTORS, atomic_write, fsync_dir, synced_dirs, torn_path
 from store_worker.rules import Rules
 from store_worker.vectors import Vectors
 from store_worker.writes import derived_links
@@ -204,7 +204,13 @@ class Purger:
         result = redact(bank.description)
         if not result.labels:
             return False
-        bank.files.write_meta(result.text, bank.created_at)
+        try:
+            bank.files.write_meta(result.text, bank.created_at)
+        except errors.MemoryServiceError:
+            # refused past the rename (the folder's sync): the file holds the redacted
+            # description, which the next boot reads; RAM takes what the file says
+            bank.description = bank.files.read_meta()[0]
+            raise
         bank.description = result.text
         kinds.update(result.labels)
         return True
@@ -331,9 +337,22 @@ class Purger:
 
     @staticmethod
     def _drop_vectors(bank: Bank, ids: set[str]) -> None:
-        """The sidecar without the affected ids' lines (nor any line it cannot read)."""
+        """The sidecar without the affected ids' lines (nor any line it cannot read). One
+        that cannot be read (an I/O error) goes whole: it is derived (the reload embeds every
+        record again), and an erasure must not wait on a file that may hold the purged
+        text's vector; a folder in its place holds nothing the store wrote."""
         path = bank.files.dir / VECTORS
-        data = _read_if_any(path)
+        if path.is_dir():
+            return
+        try:
+            data = _read_if_any(path)
+        except errors.MemoryServiceError:
+            try:
+                with synced_dirs(path.parent):
+                    path.unlink()
+            except OSError as e:
+                raise errors.storage_error(f"cannot remove {path}", e) from e
+            return
         if data is None:
             return
         kept = [raw for raw in data.splitlines() if _line_id(raw) not in ({None} | ids)]

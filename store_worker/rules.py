@@ -6,6 +6,8 @@ every other write path. ``learned`` is the auto-managed rule that extraction app
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from shared import errors
@@ -68,9 +70,11 @@ class Rules:
                 f"rule {name} changed since it was read; read it again and reapply the change"
             )
         result = redact(content)
-        target = self.banks.writable(self.banks.resolve(bank, create=bool(content.strip())))
-        if content.strip() and name not in target.rules:
-            _refuse_unread(target, name)
+        target, made = self.banks.resolve_made(bank, create=bool(content.strip()))
+        with self._taking_back(target, made):
+            self.banks.writable(target)
+            if content.strip() and name not in target.rules:
+                _refuse_unread(target, name)
         if not content.strip():
             try:
                 removed = target.files.remove_rule(name)
@@ -83,10 +87,22 @@ class Rules:
                     "bank-changed", "rules-changed", target.name, now=self.clock.now_ms()
                 )
             return RuleSetResponse(ok=True, exists=False, bank=target.name, name=name)
-        self.write(target, name, result.text, result.labels)
+        with self._taking_back(target, made):
+            self.write(target, name, result.text, result.labels)
         return RuleSetResponse(
             ok=True, exists=True, bank=target.name, name=name, redacted=result.labels
         )
+
+    @contextmanager
+    def _taking_back(self, bank: Bank, made: bool) -> Iterator[None]:
+        """A refused rule write leaves no new bank behind: one this call made goes again
+        (``Banks.take_back``) unless the rule's file got in place (a fault past its rename)."""
+        try:
+            yield
+        except errors.MemoryServiceError:
+            if made:
+                self.banks.take_back(bank)
+            raise
 
     def write(self, bank: Bank, name: str, text: str, redacted: tuple[str, ...]) -> None:
         """Write one (already redacted) rule atomically, then RAM, then ``rules-changed``

@@ -47,7 +47,15 @@ class Vectors:
             return
         bank.vectors = {}
         bank.vector_model = self.embedder.name
-        for _, raw, _ in AppendLog(bank.files.dir / VECTORS).read_lines():
+        try:
+            rows = list(AppendLog(bank.files.dir / VECTORS).read_lines())
+        except OSError as e:
+            # derived data that cannot be read (an I/O error, a folder in its place) must
+            # not make the bank unreadable: every record is embedded again, and the rewrite
+            # below puts a whole sidecar back where it can (best effort, as its appends)
+            log.warning("bank %s: cannot read its vectors, embedding again: %s", bank.name, e)
+            rows = []
+        for _, raw, _ in rows:
             try:
                 row = json.loads(raw)
                 if row.get("model") == self.embedder.name:

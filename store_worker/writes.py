@@ -256,12 +256,14 @@ class Writer:
         return out
 
     def _free_id(self, bank: Bank, wanted: str) -> str:
-        """The wanted slug, or the first free ``-2``, ``-3`` … suffix: never an overwrite."""
-        if wanted not in bank.records:
+        """The wanted slug, or the first free ``-2``, ``-3`` … suffix: never an overwrite
+        (nor the id of a draft file that could not be read, ``Bank.unread_drafts``)."""
+        held = bank.unread_drafts
+        if wanted not in bank.records and wanted not in held:
             return wanted  # a valid author-suggested id is kept whole (up to 80 chars)
         base = wanted[:72].rstrip("-") or "memory"  # room for the suffix
         n = 2
-        while f"{base}-{n}" in bank.records:
+        while f"{base}-{n}" in bank.records or f"{base}-{n}" in held:
             n += 1
         return f"{base}-{n}"
 

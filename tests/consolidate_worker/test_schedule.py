@@ -68,6 +68,38 @@ def test_a_recent_last_run_does_not_catch_up(store: MemoryStore, clock: FakeCloc
     assert consolidator.due()
 
 
+def test_a_checkpoint_from_the_future_is_due_now(store: MemoryStore, clock: FakeClock) -> None:
+    # Given a checkpoint written while the clock ran ten years ahead, then set back
+    stored_last_run(store, clock.ms + 3650 * 24 * HOUR_MS)
+    consolidator = Consolidator(store, clock=clock)
+    # Then a pass is due now (not in ten years and a day), runs, and its checkpoint is now's
+    assert consolidator.due()
+    assert consolidator.next_run_at() == clock.ms
+    report = consolidator.catch_up()
+    assert report is not None and len(report.merged) == 1
+    assert consolidator.last_run() == clock.ms
+    # And the next one is an interval later
+    assert not consolidator.due()
+    assert consolidator.next_run_at() == clock.ms + 24 * HOUR_MS
+
+
+def test_the_scheduler_starts_from_a_checkpoint_from_the_future(
+    store: MemoryStore, clock: FakeClock
+) -> None:
+    # Given a checkpoint from the future
+    stored_last_run(store, clock.ms + 3650 * 24 * HOUR_MS)
+    scheduler = PassScheduler(Consolidator(store, clock=clock))
+    try:
+        # When the scheduler starts, Then it catches up at once, as with no checkpoint
+        scheduler.start()
+        boot = scheduler.wait_boot(timeout=60)
+        assert boot is not None and len(boot.merged) == 1
+        next_run = scheduler.next_run_ms()
+        assert next_run is not None and next_run <= clock.ms + 24 * HOUR_MS
+    finally:
+        scheduler.shutdown()
+
+
 def test_run_on_boot_off_never_catches_up(store: MemoryStore, clock: FakeClock) -> None:
     settings = ConsolidatorSettings(run_on_boot=False)
     assert Consolidator(store, clock=clock, settings=settings).catch_up() is None

@@ -10,6 +10,7 @@ two main cases on a real tmpfs where the test may mount one.
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -343,6 +344,64 @@ def test_real_tmpfs_full(tmpfs: Path, clock: FakeClock, dir_bytes: SNAPSHOT, ver
     (tmpfs / "filler").unlink()
     TMPFS_VERBS[verb](store)
     store.close()
+
+
+def test_real_tmpfs_full_at_restart_serves_reads(
+    tmpfs: Path, clock: FakeClock, dir_bytes: SNAPSHOT
+) -> None:
+    """A store restarted on a full disk (Ray's restart after a crash, a one-shot
+    ``--data-dir`` command) refused to open: no recall, injection or read until space was
+    freed, where the store that ran before answered every read (fifth review of faults)."""
+    # Given a store's data on a tmpfs that fills up while the store is down
+    data = tmpfs / "data"
+    store = MemoryStore(data, clock=clock)
+    seed(store)
+    seen = view(store)
+    store.close()
+    _fill(tmpfs)
+    # When it opens again, Then it serves every read, and refuses writes, typed and retryable
+    store = MemoryStore(data, clock=clock)
+    before = dir_bytes(data)
+    try:
+        assert view(store) == seen
+        assert store.recall("deploy").memories[0].memory.id == "beta"
+        assert store.pre_generate("s1", messages=[{"role": "user", "content": "the build?"}])
+        with pytest.raises(SourceUnavailableError) as caught:
+            store.save(BIG[:15_000])
+        assert caught.value.retryable is True
+        assert dir_bytes(data) == before
+        # And once there is room again, writes work
+        (tmpfs / "filler").unlink()
+        store.save(BIG[:15_000])
+    finally:
+        store.close()
+
+
+def test_a_full_disk_at_open_is_no_refusal_but_a_read_only_one_is(
+    data_dir: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a data dir whose file system then reports every sync of a new file as full
+    store = MemoryStore(data_dir, clock=clock)
+    seed(store)
+    store.close()
+    real = os.fsync
+    code = errno.ENOSPC
+
+    def fsync(fd: int) -> None:
+        if ".write-probe-" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(code, os.strerror(code))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    # When the store opens, Then it opens (and leaves no probe file behind)
+    store = MemoryStore(data_dir, clock=clock)
+    assert store.get("alpha").memory.text == "alpha fact about the build"
+    store.close()
+    assert not list(data_dir.glob(".write-probe-*"))
+    # While a data dir that cannot be written at all is still refused
+    code = errno.EROFS
+    with pytest.raises(DataDirUnwritableError):
+        MemoryStore(data_dir, clock=clock)
 
 
 def test_real_tmpfs_read_only_refuses_to_open(

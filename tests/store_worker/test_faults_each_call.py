@@ -85,6 +85,14 @@ def dead(store: MemoryStore, job: str) -> str:
     return job
 
 
+def secret_description(store: MemoryStore, job: str) -> str:
+    """A description with a credential in it, put there by hand (``redact_rescan`` finds it)."""
+    meta = store.banks["work"].files.dir / "bank.yaml"
+    meta.write_text("created_at: 5\ndescription: key AKIAIOSFODNN7EXAMPLE\n")
+    store.reload()
+    return job
+
+
 VERBS: dict[str, tuple[Callable[[MemoryStore, str], Any], Callable[[MemoryStore, str], str]]] = {
     "save": (lambda s, j: s.save("gamma fact about the tests"), lambda s, j: j),
     "save_many": (
@@ -101,6 +109,8 @@ VERBS: dict[str, tuple[Callable[[MemoryStore, str], Any], Callable[[MemoryStore,
     "save_pending": (lambda s, j: s.save("new draft", id="d2", status="pending"), lambda s, j: j),
     "reject": (lambda s, j: s.reject("d1"), lambda s, j: j),
     "bank_create": (lambda s, j: s.bank_create("fresh", "new"), lambda s, j: j),
+    "bank_describe": (lambda s, j: s.bank_create("work", "new words"), lambda s, j: j),
+    "redact_rescan": (lambda s, j: s.redact_rescan(bank="work"), secret_description),
     "bank_delete": (lambda s, j: s.bank_delete("work"), lambda s, j: j),
     "turn_completed": (lambda s, j: s.turn_completed("session-2", messages=MSGS), lambda s, j: j),
     "outbox_ack": (lambda s, j: s.outbox_ack(j), claimed),
