@@ -45,7 +45,7 @@ from pydantic import Field, ValidationError
 from integrations.store import RunningStore
 from shared import errors
 from shared.api import StoreAPI
-from shared.cli_output import date, jsonable
+from shared.cli_output import date, folder, jsonable
 from shared.models import Memory
 from shared.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
 from shared.text import iso_ms
@@ -166,6 +166,11 @@ class MemoryTools:
         source = self._source
         return source.get() if isinstance(source, RunningStore) else source
 
+    def _folder(self, project: str | None) -> str | None:
+        """The project a call names, a relative one (``.``, ``src``) taken in this server's
+        folder as a shell would (the store refuses what is not absolute); else that folder."""
+        return folder(project, self.project) or self.project
+
     def unreachable(self) -> None:
         """A call found the store unreachable: look for it again at the next call."""
         if isinstance(self._source, RunningStore):
@@ -192,7 +197,7 @@ class MemoryTools:
             raise errors.InvalidArgumentError("text is empty: nothing to remember")
         check_threshold(threshold)
         happened = None if occurred_at is None else iso_ms(occurred_at)  # refused before a write
-        here = project or self.project  # as `memory save --scope project` / `recall` use cwd
+        here = self._folder(project)  # as `memory save --scope project` / `recall` use cwd
         if update_id is not None:
             done = self.store.update(
                 update_id, bank=bank, text=text, title=title, occurred_at=happened
@@ -263,7 +268,7 @@ class MemoryTools:
             mode=mode,
             tag=tag,
             session_id=session_id,
-            project=project or self.project,
+            project=self._folder(project),
         )
         return {
             "bank": found.bank,

@@ -387,6 +387,23 @@ def test_recall_defaults_to_the_servers_project_like_the_cli(embedded: Any, tmp_
     run(build_server(embedded, project=str(tmp_path / "other")), elsewhere)
 
 
+def test_a_relative_project_is_taken_in_the_servers_folder(embedded: Any, tmp_path: Path) -> None:
+    # "." and "sub" are the agent's, as a shell would read them: resolved in the server's
+    # folder, never in the store's (which refuses them)
+    here = tmp_path / "agent"
+
+    async def body(client: Client) -> None:
+        dot = await call(client, "remember", text=FACT, scope="project", project=".")
+        sub = await call(
+            client, "remember", text="Tests run with make test", scope="project", project="sub"
+        )
+        assert embedded.get(dot["memory"]["id"]).memory.project == str(here)
+        assert embedded.get(sub["memory"]["id"]).memory.project == str(here / "sub")
+        assert await recall_ids(client, "deploy script", project=".") == [dot["memory"]["id"]]
+
+    run(build_server(embedded, project=str(here)), body)
+
+
 def test_a_second_server_on_the_data_dir_names_the_first(
     memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
 ) -> None:
