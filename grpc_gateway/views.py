@@ -21,8 +21,8 @@ What the protocol asks beyond the store's own API:
   back when it is turned on again.
 - Record always creates (seeds/001): ``save(..., reinforce=False)``; the suggested id is used,
   and a collision gets a numeric suffix. A session or project record whose request names no
-  session or directory (a seed-only client) is owned by the latest Recall's context
-  (``owners.py``), never refused as ``invalid_scope``: the scope is a supported one.
+  session or directory (a seed-only client) is owned by the same caller's latest Recall
+  context (``owners.py``), never refused as ``invalid_scope``: the scope is a supported one.
 """
 
 from __future__ import annotations
