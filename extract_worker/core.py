@@ -284,6 +284,10 @@ class Extractor:
             recent = self.store.list(bank=job.bank, page_size=limit).memories
         except errors.NotFoundError:
             return []  # a new bank: extraction creates it
+        # the listing is the whole bank's: only what this session may see is shown to the
+        # model (another project's or session's memory never reaches this turn's prompt)
+        reach = _Reach(self.store, job)
+        recent = tuple(m for m in recent if reach(m))
         merged = {m.id: m for m in [*found, *recent] if m.invalid_at is None}
         return list(merged.values())[: limit + limit // 2]
 
@@ -312,7 +316,8 @@ class Extractor:
         result.dropped += len(reply.memories) - len(keep)
         # every save of the reply goes to the store as one save_many (issue 14), then the
         # corrections retire what they replace
-        saves: list[tuple[ExtractedMemory, str, bool]] = []  # item, text, re-saves a memory
+        # item, text, the memory it re-saves (reinforced in its own scope, project, session)
+        saves: list[tuple[ExtractedMemory, str, Memory | None]] = []
         gone: list[tuple[ExtractedMemory, Memory]] = []  # applied before, retired since
         for item in keep:
             earlier = self._retired_since(job, item) if replay else None
@@ -323,12 +328,12 @@ class Extractor:
                 old = self._live(job, item.reinforces, known)
                 if old is not None:
                     if not old.pinned:  # pinned: no automatic path touches it
-                        saves.append((item, old.text, True))
+                        saves.append((item, old.text, old))
                     continue
-            saves.append((item, item.text, False))
-        answers = self._save_all(job, [(text, item) for item, text, _ in saves])
+            saves.append((item, item.text, None))
+        answers = self._save_all(job, saves)
         for (item, _, resaved), saved in zip(saves, answers, strict=True):
-            if resaved:
+            if resaved is not None:
                 result.reinforced += 1
                 continue
             if saved.created:
@@ -410,6 +415,9 @@ class Extractor:
         return None
 
     def _live(self, job: OutboxJob, id: str | None, known: dict[str, Memory]) -> Memory | None:
+        """The live memory ``id`` this job may reinforce or correct: one the prompt showed, or
+        (a replay, a model naming an id it was not shown) one this session may see. Another
+        project's or session's memory is out of reach: the item is then a plain save."""
         if not id:
             return None
         mem = known.get(id)
@@ -418,15 +426,17 @@ class Extractor:
                 mem = self.store.get(id, bank=job.bank).memory
             except errors.MemoryServiceError:
                 return None  # an id the model made up: the item is a plain save
+            if not _Reach(self.store, job)(mem):
+                return None
         return mem if mem.invalid_at is None else None
 
     def _save_all(
-        self, job: OutboxJob, saves: list[tuple[str, ExtractedMemory]]
+        self, job: OutboxJob, saves: list[tuple[ExtractedMemory, str, Memory | None]]
     ) -> list[SaveResponse]:
         """The reply's saves as one ``save_many`` (one store call, one fsync). A refused call
         wrote nothing: the saves go again one by one, in order, so the good ones are kept
         and the first refused one fails the job, as it did before they were batched."""
-        requests = [self._request(job, text, item) for text, item in saves]
+        requests = [self._request(job, text, item, old) for item, text, old in saves]
         if not requests:
             return []
         try:
@@ -434,10 +444,19 @@ class Extractor:
         except errors.REFUSALS:
             return [self.store.save(**request) for request in requests]
 
-    def _request(self, job: OutboxJob, text: str, item: ExtractedMemory) -> dict[str, Any]:
+    def _request(
+        self, job: OutboxJob, text: str, item: ExtractedMemory, old: Memory | None = None
+    ) -> dict[str, Any]:
+        """The save of ``text``; re-saving ``old`` (a reinforcement) saves it where it is
+        (its scope and owner), so the store reinforces that record, never a copy elsewhere:
+        a session memory re-saved as a global one would reach every session."""
         entities = list(item.entities)
         if text.lower().startswith(("the user ", "the user's ")) and "user" not in entities:
             entities = ["user", *entities][:8]  # first-person questions reach it (seeds/003)
+        place: dict[str, Any] = {}
+        if old is not None and old.scope != "global":
+            place = {"scope": old.scope, "project": old.project}
+            place["session_id"] = old.session_id or job.session_id
         return {
             "text": text,
             "bank": job.bank,
@@ -451,6 +470,7 @@ class Extractor:
             "turn_id": job.turn_id or job.job_id,
             "recorded_by": RECORDED_BY,
             "occurred_at": said_at(job),
+            **place,
         }
 
     # -- rules -----------------------------------------------------------------------------
@@ -516,3 +536,22 @@ def said_at(job: OutboxJob) -> int | None:
     prompt turns them into YYYY-MM-DD against these same message dates)."""
     said = [m.timestamp for m in job.messages if m.role == "user" and m.timestamp >= 0]
     return max(said) if said else None
+
+
+class _Reach:
+    """Whether a memory is one a job's session may see: global, or a session memory of the
+    session or an ancestor (the job carries no project, so no project memory). The lineage
+    is asked for once, and only when a session memory comes up."""
+
+    def __init__(self, store: StoreAPI, job: OutboxJob) -> None:
+        self.store, self.job = store, job
+        self._lineage: frozenset[str] | None = None
+
+    def __call__(self, mem: Memory) -> bool:
+        if mem.scope == "global":
+            return True
+        if mem.scope != "session" or not mem.session_id:
+            return False
+        if self._lineage is None:
+            self._lineage = frozenset(self.store.session_lineage(self.job.session_id))
+        return mem.session_id in self._lineage

@@ -181,6 +181,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 scope_filter=convert.scope_filter(request.scope_filter),
                 include_pending=request.include_pending,
                 limit=request.limit or None,
+                caller=_caller(context),
             )
             return pb.RecallResponse(records=convert.scored(found.memories))
 
@@ -188,7 +189,9 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
 
     def Record(self, request: pb.RecordRequest, context: Any) -> Any:
         def body() -> pb.RecordResponse:
-            saved = self.views.record(**record_kwargs(request), bank=self.edge.bank_of(context))
+            saved = self.views.record(
+                **record_kwargs(request), bank=self.edge.bank_of(context), caller=_caller(context)
+            )
             return pb.RecordResponse(result=convert.result(saved.memory))
 
         return self.edge.run(context, body)
@@ -293,6 +296,7 @@ class ToolsServicer(pb_grpc.MemoryToolsServicer):
                 bank=self.edge.bank_of(context),
                 update_id=chosen,
                 confirm_new=request.confirm_new,
+                caller=_caller(context),
             )
             out = pb.RememberResponse(action=convert.REMEMBER_ACTIONS[done.action])
             if done.memory is not None:
@@ -325,6 +329,13 @@ class ToolsServicer(pb_grpc.MemoryToolsServicer):
             return pb.RecallResponse(records=convert.scored(found.memories))
 
         return self.edge.run(context, body)
+
+
+def _caller(context: Any) -> str | None:
+    """Who is calling: the connection's peer (``ipv4:127.0.0.1:53412``), so one agent's
+    Recall context never owns another agent's ownerless Record (``owners.py``)."""
+    peer = getattr(context, "peer", None)
+    return str(peer()) if callable(peer) else None
 
 
 def record_kwargs(req: pb.RecordRequest, *, types_required: bool = True) -> dict[str, Any]:

@@ -73,6 +73,7 @@ class Tools:
         update_id: str | None = None,
         confirm_new: bool = False,
         threshold: float = NEAR_MATCH,
+        caller: str | None = None,
     ) -> RememberResponse:
         """memory.remember: create, reinforce, update the chosen id, or ask first."""
         if update_id is not None:
@@ -83,7 +84,7 @@ class Tools:
             return RememberResponse(action="updated", bank=updated.bank, memory=updated.memory)
         body = _checked(text, type, scope, threshold)
         session_id, project = self.views.owners.fill(
-            scope, session_id=session_id, project=project
+            scope, session_id=session_id, project=project, caller=caller
         )  # as Record: a seed-only caller names no owner
         if not confirm_new:
             near, bank_name = near_matches(

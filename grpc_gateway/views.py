@@ -21,8 +21,8 @@ What the protocol asks beyond the store's own API:
   back when it is turned on again.
 - Record always creates (seeds/001): ``save(..., reinforce=False)``; the suggested id is used,
   and a collision gets a numeric suffix. A session or project record whose request names no
-  session or directory (a seed-only client) is owned by the latest Recall's context
-  (``owners.py``), never refused as ``invalid_scope``: the scope is a supported one.
+  session or directory (a seed-only client) is owned by the same caller's latest Recall
+  context (``owners.py``), never refused as ``invalid_scope``: the scope is a supported one.
 """
 
 from __future__ import annotations
@@ -69,8 +69,10 @@ class ProtocolViews:
         scope_filter: Iterable[str] | None = None,
         include_pending: bool = False,
         limit: int | None = None,
+        caller: str | None = None,
     ) -> RecallResponse:
-        """Recall for context assembly: the query if one is given, else standing strength."""
+        """Recall for context assembly: the query if one is given, else standing strength;
+        ``caller`` (the connection) is whose context a later ownerless Record takes."""
         check_turn_id(turn_id)  # seeds/002: RecallRequest.turn_id is a ULID
         caps = self.store.capabilities()
         explicit = (query or "").strip()
@@ -87,7 +89,7 @@ class ProtocolViews:
             scope_filter=scope_filter,
             include_pending=include_pending and bool(caps["ratification_supported"]),
         )
-        self.owners.saw(session_id, project)  # only a context the store accepted
+        self.owners.saw(session_id, project, caller=caller)  # only a context the store accepted
         return found
 
     # -- ListRecords / GetRecord / UpdateRecord / DeleteRecord ---------------------------------
@@ -178,11 +180,15 @@ class ProtocolViews:
         scope: str,
         session_id: str | None = None,
         project: str | None = None,
+        caller: str | None = None,
         **fields: Any,
     ) -> SaveResponse:
         """Record creates a new record, never reinforcing one with the same content; a
-        session or project record without its owner gets the one ``owners`` names."""
-        session_id, project = self.owners.fill(scope, session_id=session_id, project=project)
+        session or project record without its owner gets the one ``owners`` names for
+        ``caller``."""
+        session_id, project = self.owners.fill(
+            scope, session_id=session_id, project=project, caller=caller
+        )
         return self.store.save(
             text, reinforce=False, scope=scope, session_id=session_id, project=project, **fields
         )

@@ -26,6 +26,11 @@ by the next call, in this server or any other on the same store (read-your-write
 running store (``integrations.store.RunningStore``) a call made while no store runs is a
 retryable ``source_unavailable``, and the next call looks for the store again.
 
+Scope: the id tools (``forget``, ``supersede``, ``pin``, ``remember`` with ``update_id``) reach
+what ``recall`` shows this agent: a global memory, one of this server's project, or one of the
+``session_id`` the call gives (or an ancestor session); any other id is ``not_found``, so an id
+alone never retires, rewrites or reads another project's or session's memory.
+
 The server reports the package's version, and every tool parameter carries a description in
 its JSON schema (``Annotated[..., Field(description=...)]``).
 """
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -45,8 +51,8 @@ from pydantic import Field, ValidationError
 from integrations.store import RunningStore
 from shared import errors
 from shared.api import StoreAPI
-from shared.cli_output import date, jsonable
-from shared.models import Memory
+from shared.cli_output import date, folder, jsonable
+from shared.models import Memory, MemoryResponse
 from shared.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
 from shared.text import iso_ms
 from shared.workers import package_version
@@ -66,7 +72,11 @@ Bank = Annotated[
 MemoryId = Annotated[str, Field(description="A memory's id, as `recall` or `remember` gave it.")]
 Reason = Annotated[str | None, Field(description="Why, in a few words (kept in the history).")]
 SessionId = Annotated[
-    str | None, Field(description="The agent session a `scope: session` memory belongs to.")
+    str | None,
+    Field(
+        description="The agent session a `scope: session` memory belongs to (needed to "
+        "recall, forget, supersede or pin one)."
+    ),
 ]
 Project = Annotated[
     str | None,
@@ -166,6 +176,38 @@ class MemoryTools:
         source = self._source
         return source.get() if isinstance(source, RunningStore) else source
 
+    def _folder(self, project: str | None) -> str | None:
+        """The project a call names, a relative one (``.``, ``src``) taken in this server's
+        folder as a shell would (the store refuses what is not absolute); else that folder."""
+        return folder(project, self.project) or self.project
+
+    def reachable(
+        self, id: str, *, bank: str | None, session_id: str | None = None
+    ) -> MemoryResponse:
+        """The memory ``id`` if this agent may act on it, as ``recall`` would show it: a
+        global one, one of this server's project (its folder), or one of ``session_id`` or an
+        ancestor session. Any other is ``not_found``: an id alone (slugs derive from the text,
+        so they can be guessed) must not retire, pin, rewrite or read another project's or
+        session's memory."""
+        found = self.store.get(id, bank=bank)
+        mem = found.memory
+        if mem.scope == "global":
+            return found
+        if (
+            mem.scope == "project"
+            and self.project
+            and mem.project == os.path.normpath(self.project)
+        ):
+            return found
+        if mem.scope == "session" and session_id and mem.session_id:
+            if mem.session_id in self.store.session_lineage(session_id):
+                return found
+        where = "project" if mem.scope == "project" else "session"
+        raise errors.NotFoundError(
+            f"no memory {id!r} in bank {found.bank!r} for this {where}"
+            + ("" if session_id or mem.scope == "project" else " (give its session_id)")
+        )
+
     def unreachable(self) -> None:
         """A call found the store unreachable: look for it again at the next call."""
         if isinstance(self._source, RunningStore):
@@ -192,8 +234,9 @@ class MemoryTools:
             raise errors.InvalidArgumentError("text is empty: nothing to remember")
         check_threshold(threshold)
         happened = None if occurred_at is None else iso_ms(occurred_at)  # refused before a write
-        here = project or self.project  # as `memory save --scope project` / `recall` use cwd
+        here = self._folder(project)  # as `memory save --scope project` / `recall` use cwd
         if update_id is not None:
+            self.reachable(update_id, bank=bank, session_id=session_id)
             done = self.store.update(
                 update_id, bank=bank, text=text, title=title, occurred_at=happened
             )
@@ -263,7 +306,7 @@ class MemoryTools:
             mode=mode,
             tag=tag,
             session_id=session_id,
-            project=project or self.project,
+            project=self._folder(project),
         )
         out: dict[str, Any] = {
             "bank": found.bank,
@@ -274,19 +317,32 @@ class MemoryTools:
         return out
 
     def forget(
-        self, id: str, *, bank: str | None = None, reason: str | None = None
+        self,
+        id: str,
+        *,
+        bank: str | None = None,
+        reason: str | None = None,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
-        current = self.store.get(id, bank=bank).memory
+        current = self.reachable(id, bank=bank, session_id=session_id).memory
         if current.invalid_at is not None:  # forgetting twice is not a silent no-op
             raise errors.NotFoundError(f"no live memory {id!r}: it is already retired")
         done = self.store.delete(id, bank=bank, reason=reason or "mcp.forget")
         return {"action": "forgotten", "bank": done.bank, "id": done.memory.id}
 
     def supersede(
-        self, id: str, by: str, *, bank: str | None = None, reason: str | None = None
+        self,
+        id: str,
+        by: str,
+        *,
+        bank: str | None = None,
+        reason: str | None = None,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
         """Retire ``id`` in favour of ``by``; the same call again (a retry after a lost
         answer) answers the same and writes nothing, as the tool's idempotent hint says."""
+        self.reachable(id, bank=bank, session_id=session_id)
+        self.reachable(by, bank=bank, session_id=session_id)
         try:
             done = self.store.supersede(id, by, bank=bank, reason=reason)
         except errors.ConflictError:
@@ -297,7 +353,15 @@ class MemoryTools:
             return _superseded(already.bank, already.memory, survivor, already=True)
         return {**_superseded(done.bank, done.memory, done.survivor), **_redacted(done.redacted)}
 
-    def pin(self, id: str, *, pinned: bool = True, bank: str | None = None) -> dict[str, Any]:
+    def pin(
+        self,
+        id: str,
+        *,
+        pinned: bool = True,
+        bank: str | None = None,
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        self.reachable(id, bank=bank, session_id=session_id)
         done = self.store.pin(id, pinned, bank=bank)
         return {"bank": done.bank, "memory": _brief(done.memory)}
 
@@ -468,14 +532,17 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         annotations=_hints(read_only=False, idempotent=False),
     )
 
-    def forget(id: MemoryId, bank: Bank = None, reason: Reason = None) -> CallToolResult:
+    def forget(
+        id: MemoryId, bank: Bank = None, reason: Reason = None, session_id: SessionId = None
+    ) -> CallToolResult:
         return _guarded(tools, tools.forget)(**_given(tools.forget, locals()))
 
     server.add_tool(
         forget,
         description="Retire one memory by id (from `recall`) when the user asks to forget it "
         "or it is wrong and there is no replacement. It stops being recalled; the history "
-        "keeps it. An unknown or already retired id is `not_found`.",
+        "keeps it. An unknown or already retired id is `not_found`, and so is another "
+        "project's memory, or a session's without its `session_id`.",
         annotations=_hints(read_only=False, destructive=True, idempotent=False),
     )
 
@@ -487,6 +554,7 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         ],
         bank: Bank = None,
         reason: Reason = None,
+        session_id: SessionId = None,
     ) -> CallToolResult:
         return _guarded(tools, tools.supersede)(**_given(tools.supersede, locals()))
 
@@ -503,6 +571,7 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         id: MemoryId,
         pinned: Annotated[bool, Field(description="true pins it, false unpins it.")] = True,
         bank: Bank = None,
+        session_id: SessionId = None,
     ) -> CallToolResult:
         return _guarded(tools, tools.pin)(**_given(tools.pin, locals()))
 

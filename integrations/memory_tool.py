@@ -9,9 +9,11 @@ durable, redacted and versioned like any rule or memory:
     /memories/<bank>/rules            a directory: one <name>.md per rule
     /memories/<bank>/rules/<name>.md  a rule: read-only unless ``allow_rule_edits`` (rule_get /
                                       rule_set; delete removes it; never ``learned.md``)
-    /memories/<bank>/memories.md      the bank's live memories, one "- [id] text" line each:
-                                      read-mostly: ``insert`` saves the inserted text as a new
-                                      memory; every other write is refused
+    /memories/<bank>/memories.md      the bank's live memories this agent may see (global ones,
+                                      and its ``project``'s and ``session_id``'s when the backend
+                                      is given them, as recall shows them), one "- [id] text"
+                                      line each: read-mostly: ``insert`` saves the inserted text
+                                      as a new memory; every other write is refused
 
 Paths never reach the file system: each is parsed into (bank, kind, name) and checked first.
 Refused with ``PathOutsideMemoriesError`` (an ``invalid_argument``): anything not under
@@ -27,6 +29,7 @@ of the ``tool_result`` block. A harness wires it as the handler of the ``memory`
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -134,9 +137,19 @@ class MemoryToolBackend:
     them and add memories, and a write to a rule is refused. ``allow_rule_edits=True`` lets
     it write rules too, except ``learned.md``, which only the extractor writes."""
 
-    def __init__(self, store: StoreAPI, *, allow_rule_edits: bool = False) -> None:
+    def __init__(
+        self,
+        store: StoreAPI,
+        *,
+        allow_rule_edits: bool = False,
+        project: str | None = None,
+        session_id: str | None = None,
+    ) -> None:
         self.store = store
         self.allow_rule_edits = allow_rule_edits
+        # whose project and session memories ``memories.md`` shows (absolute: the agent's)
+        self.project = os.path.normpath(project) if project else None
+        self.session_id = session_id
 
     def execute(self, call: Mapping[str, Any]) -> str:
         """Run one tool call (the tool input the model sent) and answer its result text."""
@@ -263,11 +276,20 @@ class MemoryToolBackend:
         return self._memories_text(path.bank)
 
     def _memories_text(self, bank: str) -> str:
+        """The live memories recall would show this agent: the listing is the whole bank's,
+        so another project's or session's memories are left out here."""
         rows: list[str] = []
         token: str | None = None
+        sessions = set(self.store.session_lineage(self.session_id)) if self.session_id else set()
         while True:
             page = self.store.list(bank=bank, page_size=500, page_token=token)
-            rows += [f"- [{m.id}] {' '.join(m.text.split())}" for m in page.memories]
+            rows += [
+                f"- [{m.id}] {' '.join(m.text.split())}"
+                for m in page.memories
+                if m.scope == "global"
+                or (m.scope == "project" and m.project is not None and m.project == self.project)
+                or (m.scope == "session" and m.session_id in sessions)
+            ]
             token = page.next_page_token
             if not token:
                 return "\n".join(rows) + ("\n" if rows else "")

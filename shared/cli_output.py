@@ -9,6 +9,7 @@ model, or (through the gateway) a ``store_wire.View`` of it: renderers read fiel
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +25,16 @@ def counted(n: int, noun: str) -> str:
     if n == 1:
         return f"1 {noun}"
     return f"{n} {noun[:-1]}ies" if noun.endswith("y") else f"{n} {noun}s"
+
+
+def folder(path: str | None, base: str | None = None) -> str | None:
+    """A project folder as its caller means it, made absolute in the caller's process: ``~``
+    and a relative path resolved here (against ``base``, else this process's working
+    directory). The store refuses both: it would resolve them against its own folder and
+    home, so two callers' ``.`` would name one project. ``None`` and blanks pass through."""
+    if path is None or not path.strip():
+        return path
+    return os.path.normpath(os.path.join(base or os.getcwd(), os.path.expanduser(path.strip())))
 
 
 def terminal_safe(text: str) -> str:

@@ -286,7 +286,7 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
 def _save(ctx: Ctx) -> SaveResponse:
     a = ctx.args
     text = sys.stdin.read() if a.text == "-" else a.text
-    project = (a.project or os.getcwd()) if a.scope == "project" else a.project
+    project = show.folder(a.project) or (os.getcwd() if a.scope == "project" else None)
     return ctx.store.save(
         text,
         bank=a.bank,
@@ -326,7 +326,7 @@ def _recall(ctx: Ctx) -> RecallResponse:
         session_id=a.session_id,
         # what a session in this folder sees: `save --scope project` files a memory under the
         # cwd, and a hook's turn recalls with its cwd (store_worker/inject.py `_project`)
-        project=a.project or os.getcwd(),
+        project=show.folder(a.project) or os.getcwd(),
         type_filter=a.types,
         scope_filter=a.scopes,
     )

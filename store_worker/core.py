@@ -89,6 +89,7 @@ from store_worker.files import (
     check_writable,
     remove_stale_staging,
 )
+from store_worker.inject import STATE_OWNER as INJECT_OWNER
 from store_worker.inject import Injector
 from store_worker.outbox import Outbox
 from store_worker.purge import Purger
@@ -798,7 +799,7 @@ class MemoryStore:
 
     @_reading
     def state_get(self, owner: str, key: str) -> object | None:
-        owner, key = v.rule_name(owner), v.rule_name(key)
+        owner, key = _sibling_owner(owner), v.rule_name(key)
         if (owner, key) == (STATE_OWNER, STATE_KEY):  # the table this shard serves by
             return self.shard.describe()["routing"] if self.shard.routing.version else None
         return self.state.get(owner, key)
@@ -806,7 +807,7 @@ class MemoryStore:
     @_serialized
     def state_set(self, owner: str, key: str, value: object) -> None:
         v.json_value(value, "state value")
-        owner = v.no_credential(v.rule_name(owner), "state owner") or owner
+        owner = v.no_credential(_sibling_owner(owner), "state owner") or owner
         key = v.no_credential(v.rule_name(key), "state key") or key
         if (owner, key) == (STATE_OWNER, STATE_KEY):  # the next open would serve by it
             raise errors.InvalidArgumentError("the slot table changes only through shard_routing")
@@ -954,6 +955,23 @@ class MemoryStore:
         if target.parent != self.trash_dir().resolve():
             raise errors.InvalidArgumentError("only folders directly in .trash can be purged")
         shutil.rmtree(target, ignore_errors=True)
+
+
+# The store's own state under ``.state/`` (session lineage and subscribers, each session's
+# injection state and outbox tail): not a sibling's checkpoint. Through ``state_set`` a caller
+# could re-parent a session into another's (and see its session memories) or replace the
+# rules section a session is given with any text; ``state_get`` would read other sessions'.
+STORE_STATE_OWNERS = frozenset({"store", INJECT_OWNER, "outbox"})
+
+
+def _sibling_owner(owner: object) -> str:
+    name = v.rule_name(owner)
+    if name in STORE_STATE_OWNERS:
+        raise errors.InvalidArgumentError(
+            f"state owner {name!r} is the store's own; siblings keep their state under their "
+            "own name (extractor, consolidator ...)"
+        )
+    return name
 
 
 def _embedder_from(settings: StoreSettings) -> Embedder | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -62,8 +63,25 @@ OFF_BANK = "none"
 _UPDATE = re.compile(r'^<memory update="rules"(?: bank="([^"]*)")?>\n(.*)\n</memory>\s*$', re.S)
 _CARRIED = re.compile(r"\(#([a-z0-9][a-z0-9-]{0,79})\)\s*$", re.M)
 _SPACE = re.compile(r"\s+")
-# A memory tag inside a rule or a recalled text would close (or forge) the block it sits in.
-_TAG = re.compile(r"<(/?)(memory)\b", re.I)
+# What a stored text may not bring into a prompt: C0/C1 controls but the line breaks and tab
+# (an ANSI escape, a NUL), the bidi marks, embeddings, overrides and isolates, and the invisible
+# characters (zero-width space, word joiner, BOM, soft hyphen) that hide text or split a tag
+# so the pattern below misses it (``<\u200b/memory>``). They are dropped, not shown as escapes:
+# a text never grows past the tokens its budget charged. The zero-width (non-)joiners stay
+# (emoji sequences, Persian and Indic text need them).
+_HIDDEN = (
+    "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff"
+)
+_UNSAFE = re.compile(f"[{_HIDDEN}]")
+# Every other line break (a rule written on Windows, a form feed, U+2028) as a plain one: a
+# recalled memory's line collapses it to a space, a rule keeps it as a line end.
+_NEWLINES = re.compile("\r\n?|[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")
+# A memory tag inside a rule or a recalled text would close (or forge) the block it sits in;
+# also spaced out (``< /memory>``), split by a joiner, or with a full-width or small bracket.
+_GAP = r"[\s\u200c\u200d]*"
+_TAG = re.compile(rf"[<\uff1c\ufe64]{_GAP}(/?){_GAP}(memory)\b", re.I)
+MAX_NAMED_OMITTED = 8  # rules named in the "omitted" marker; the rest are counted
 
 
 class Frozen(BaseModel):
@@ -466,9 +484,12 @@ def _fit_rules(ordered: list[tuple[str, str]], budget: int) -> tuple[list[str], 
         parts.append(f"{head}{cut}\n{marker}")
         truncated = True
     if omitted:
+        # a few names, not all: a bank of 500 rules made this one line three times the budget
+        named = ", ".join(omitted[:MAX_NAMED_OMITTED])
+        if len(omitted) > MAX_NAMED_OMITTED:
+            named += f" and {len(omitted) - MAX_NAMED_OMITTED} more"
         parts.append(
-            f"[memory: {len(omitted)} rule(s) omitted ({', '.join(omitted)}): "
-            f"max_rule_chars {budget} reached]"
+            f"[memory: {len(omitted)} rule(s) omitted ({named}): max_rule_chars {budget} reached]"
         )
     shown = len(ordered) - len(omitted)
     return parts, shown, truncated or bool(omitted)
@@ -503,7 +524,9 @@ def _bank_value(value: object) -> str | None:
 
 def _project(meta: dict[str, Any]) -> str | None:
     raw = meta.get("project") or meta.get("cwd")
-    return v.project_path(raw) if isinstance(raw, str) and raw.strip() else None
+    if not isinstance(raw, str) or not os.path.isabs(raw.strip()):
+        return None  # a relative folder names no project here (``validate.project_path``)
+    return v.project_path(raw)
 
 
 def _newest_user_text(window: list[dict[str, Any]]) -> str:
@@ -554,9 +577,11 @@ def _safe_cached(text: str) -> str:
 def _safe_text(text: str) -> str:
     """``text`` as it may enter a prompt: redacted (the last line of defence for what never
     went through a write: a rule or a log line edited by hand, a record stored under an older
-    catalogue) and with any ``<memory``/``</memory`` tag defused, so a stored text can neither
-    close the block it is shown in nor forge one."""
-    return _TAG.sub(r"&lt;\1\2", redact(text).text)
+    catalogue), without control and invisible characters (an ANSI escape, a bidi override, a
+    zero-width space) and with any ``<memory``/``</memory`` tag defused, so a stored text can
+    neither close the block it is shown in nor forge one, nor hide or reorder what it says."""
+    shown = _UNSAFE.sub("", _NEWLINES.sub("\n", redact(text).text))
+    return _TAG.sub(r"&lt;\1\2", shown)
 
 
 def _when(mem: Memory) -> int:

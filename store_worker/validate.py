@@ -198,7 +198,12 @@ def confidence(value: object) -> str:
 
 
 def project_path(value: object) -> str:
-    """A working directory, normalised so the same project always compares equal."""
+    """A working directory, normalised so the same project always compares equal.
+
+    Absolute only: a relative path or ``~`` would be resolved against the store's own working
+    directory and home, not the caller's, so two callers' ``.`` (an agent in ``/work/a``, one
+    in ``/work/b``, both through the gateway) would name the same project and see each
+    other's project memories. Clients resolve them where they run (``shared.cli_output.folder``)."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidScopeError("scope 'project' needs a project (working directory)")
     if len(value) > MAX_PATH_CHARS or _CONTROL.search(value):
@@ -206,7 +211,13 @@ def project_path(value: object) -> str:
         raise InvalidArgumentError(
             f"project must be a path of at most {MAX_PATH_CHARS} characters, one line"
         )
-    return os.path.normpath(os.path.abspath(os.path.expanduser(value.strip())))
+    path = value.strip()
+    if not os.path.isabs(path):
+        raise InvalidArgumentError(
+            f"project must be an absolute path (a working directory), not {quoted(path)}: "
+            "the store would resolve it against its own folder, not the caller's"
+        )
+    return os.path.normpath(path)
 
 
 def turn_id(value: object) -> str | None:

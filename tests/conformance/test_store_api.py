@@ -342,6 +342,16 @@ def test_sibling_state_round_trips_json(api: StoreAPI, unique_bank: str) -> None
         api.state_set("../escape", key, 1)
 
 
+@pytest.mark.parametrize("owner", ["store", "inject", "outbox"])
+def test_the_stores_own_state_is_no_siblings(api: StoreAPI, owner: str) -> None:
+    # a session's injection state, its outbox tail, the session lineage: through state_set a
+    # caller could give a session any system prompt text or re-parent it into another session
+    with pytest.raises(errors.InvalidArgumentError, match="store's own"):
+        api.state_set(owner, "session-parents", {"t": "s"})
+    with pytest.raises(errors.InvalidArgumentError, match="store's own"):
+        api.state_get(owner, "session-parents")
+
+
 # -- operations --------------------------------------------------------------------------------
 
 

@@ -681,3 +681,57 @@ def test_a_rule_written_only_while_it_holds_what_was_read(fresh_store: Factory) 
     assert store.rule_get("style").content == "- Be brief.\n"
     store.rule_set("style", "- Be formal.\n", expect="- Be brief.\n")
     assert store.rule_get("style").content == "- Be formal.\n"
+
+
+# -- scope isolation (an adversarial review of isolation and injection) -----------------------
+
+
+def test_a_turn_never_sees_or_touches_another_project_or_session_memory(
+    fresh_store: Factory,
+) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.save(
+        "Project A deploys with the kestrel pipeline",
+        id="kestrel",
+        scope="project",
+        project="/work/a",
+    )
+    store.save("Session S has a budget of 40k", id="budget", scope="session", session_id="S")
+    # the model names both by id (a replayed reply, a hallucination, or an injected turn)
+    reply = {
+        "memories": [
+            {"text": "The pipeline is kestrel.", "reinforces": "kestrel"},
+            {"text": "The budget is 50k.", "supersedes": "budget"},
+        ],
+        "rules": [],
+    }
+    llm = FakeLLM.of(json.dumps(reply))
+    store.turn_completed("T", str(ULID()), turn("What is our deploy pipeline and budget?"))
+    assert make(store, llm, clock).drain().done == 1
+    # neither text reached this session's prompt
+    prompt = json.dumps(llm.calls)
+    assert "kestrel pipeline" not in prompt and "40k" not in prompt
+    # neither record was retired, and A's text was not copied into a global memory
+    everything = store.list(include_superseded=True).memories
+    assert {m.id: m.invalid_at for m in everything}["budget"] is None
+    assert [m.id for m in everything if "Project A" in m.text] == ["kestrel"]
+    found = store.recall("kestrel pipeline", project="/work/b").memories
+    assert all("Project A" not in h.memory.text for h in found)
+
+
+def test_reinforcing_a_session_memory_keeps_it_in_its_session(fresh_store: Factory) -> None:
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    store.save("Session S has a budget of 40k", id="budget", scope="session", session_id="S")
+    reply = {"memories": [{"text": "S's budget: 40k.", "reinforces": "budget"}], "rules": []}
+    store.turn_completed("S", str(ULID()), turn("Remember, the budget is 40k"))
+    assert make(store, FakeLLM.of(json.dumps(reply)), clock).drain().done == 1
+    (only,) = store.list().memories  # reinforced in place, not copied out as a global memory
+    assert (only.id, only.scope, only.session_id, only.corroboration) == (
+        "budget",
+        "session",
+        "S",
+        1,
+    )
+    assert store.recall("budget 40k", session_id="T").memories == ()

@@ -114,3 +114,41 @@ def test_remember_with_the_seed_fields_only_is_created(gw: Any) -> None:
     )
     assert made.action == pb.REMEMBER_ACTION_CREATED
     assert gw.store.get(made.result.id).memory.project == CWD
+
+
+def test_one_agents_recall_never_owns_another_agents_record(tmp_path: Any) -> None:
+    # One gateway serves many agents. Agent B recalled in /srv/b, then agent A in /srv/a: B's
+    # ownerless project record was filed under /srv/a (and its session record under A's
+    # session), where agent A then recalled it.
+    import grpc
+
+    from grpc_gateway.server import build_server
+    from shared.clock import FakeClock
+    from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
+    from store_worker.core import MemoryStore
+
+    store = MemoryStore(tmp_path / "data", clock=FakeClock())
+    server, port = build_server(store, port=0)
+    server.start()
+    own = [("grpc.use_local_subchannel_pool", 1)]  # two processes: two connections
+    channels = [grpc.insecure_channel(f"127.0.0.1:{port}", options=own) for _ in range(2)]
+    try:
+        agent_a, agent_b = (pb_grpc.MemoryServiceStub(c) for c in channels)
+        agent_b.Recall(pb.RecallRequest(session_id="sess_b", working_directory="/srv/b"))
+        agent_a.Recall(pb.RecallRequest(session_id="sess_a", working_directory="/srv/a"))
+        project = agent_b.Record(_seed_record(pb.MEMORY_SCOPE_PROJECT, "B ships with heron"))
+        session = agent_b.Record(_seed_record(pb.MEMORY_SCOPE_SESSION, "B drafts the memo"))
+        assert store.get(project.result.id).memory.project == "/srv/b"
+        assert store.get(session.result.id).memory.session_id == "sess_b"
+        seen = agent_a.Recall(
+            pb.RecallRequest(session_id="sess_a", working_directory="/srv/a", query="heron memo")
+        )
+        assert [r.id for r in seen.records] == []
+        # and the same caller still gets its own latest context (seeds/001's sequence)
+        again = agent_a.Record(_seed_record(pb.MEMORY_SCOPE_PROJECT, "A ships with kestrel"))
+        assert store.get(again.result.id).memory.project == "/srv/a"
+    finally:
+        for channel in channels:
+            channel.close()
+        server.stop(None)
+        store.close()

@@ -387,6 +387,62 @@ def test_recall_defaults_to_the_servers_project_like_the_cli(embedded: Any, tmp_
     run(build_server(embedded, project=str(tmp_path / "other")), elsewhere)
 
 
+def test_a_relative_project_is_taken_in_the_servers_folder(embedded: Any, tmp_path: Path) -> None:
+    # "." and "sub" are the agent's, as a shell would read them: resolved in the server's
+    # folder, never in the store's (which refuses them)
+    here = tmp_path / "agent"
+
+    async def body(client: Client) -> None:
+        dot = await call(client, "remember", text=FACT, scope="project", project=".")
+        sub = await call(
+            client, "remember", text="Tests run with make test", scope="project", project="sub"
+        )
+        assert embedded.get(dot["memory"]["id"]).memory.project == str(here)
+        assert embedded.get(sub["memory"]["id"]).memory.project == str(here / "sub")
+        assert await recall_ids(client, "deploy script", project=".") == [dot["memory"]["id"]]
+
+    run(build_server(embedded, project=str(here)), body)
+
+
+def test_an_id_alone_never_reaches_another_projects_or_sessions_memory(
+    embedded: Any, tmp_path: Path
+) -> None:
+    # ids are slugs of the text: an agent in project B could pin (and so read), rewrite,
+    # supersede or forget project A's memory, or a session's, by guessing one
+    secret = embedded.save(
+        "Project A ships with the kestrel key ceremony", id="a-secret", scope="project",
+        project=str(tmp_path / "a"),
+    ).memory  # fmt: skip
+    private = embedded.save(
+        "Session S drafts the merger memo", id="s-private", scope="session", session_id="S"
+    )
+    mine = embedded.save("The user prefers short answers").memory
+
+    async def body(client: Client) -> None:
+        for target in (secret.id, private.memory.id):
+            for tool, args in (
+                ("pin", {"id": target}),
+                ("forget", {"id": target}),
+                ("supersede", {"id": target, "by": mine.id}),
+                ("supersede", {"id": mine.id, "by": target}),
+                ("remember", {"text": "overwritten", "update_id": target}),
+            ):
+                category, text = await refused(client, tool, **args)
+                assert category == "not_found" and "kestrel" not in text and "merger" not in text
+        # the session's own agent names its session and reaches it
+        done = await call(client, "pin", id=private.memory.id, session_id="S")
+        assert done["memory"]["pinned"] is True
+
+    run(build_server(embedded, project=str(tmp_path / "b")), body)
+    assert embedded.get(secret.id).memory.model_dump() == secret.model_dump()
+    assert embedded.get(mine.id).memory.invalid_at is None
+
+    async def own(client: Client) -> None:  # project A's own server reaches it
+        assert (await call(client, "pin", id=secret.id))["memory"]["pinned"] is True
+
+    run(build_server(embedded, project=str(tmp_path / "a")), own)
+
+
 def test_a_second_server_on_the_data_dir_names_the_first(
     memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
 ) -> None:

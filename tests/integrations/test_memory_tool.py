@@ -212,3 +212,20 @@ def test_the_learned_rule_is_the_extractors_even_with_rule_edits(tool: MemoryToo
     learned = "/memories/main/rules/learned.md"
     result = tool.tool_result({"command": "create", "path": learned, "file_text": "- obey"})
     assert result["is_error"] and "extractor" in result["content"]
+
+
+def test_the_memories_file_shows_only_what_this_agent_may_see(embedded: Any) -> None:
+    # it listed the whole bank: every project's and every session's memories
+    embedded.save("Global: ship on Fridays")
+    embedded.save("Project A: the kestrel key", scope="project", project="/work/a")
+    embedded.save("Project B: the heron key", scope="project", project="/work/b")
+    embedded.save("Session S: the merger memo", scope="session", session_id="S")
+    embedded.link_session("S-child", "S")
+
+    def shown(**who: Any) -> str:
+        return run(MemoryToolBackend(embedded, **who), "view", path="/memories/main/memories.md")
+
+    assert "Global" in shown() and "Project" not in shown() and "Session" not in shown()
+    in_b = shown(project="/work/b/", session_id="T")
+    assert "heron" in in_b and "kestrel" not in in_b and "merger" not in in_b
+    assert "merger" in shown(session_id="S-child") and "kestrel" not in shown(session_id="S")

@@ -436,6 +436,20 @@ def test_recall_sees_the_project_memories_of_the_cwd_it_saved_them_from(
     assert len(named) == 1
 
 
+def test_a_relative_project_is_the_callers_folder_not_the_stores(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the store refuses a relative project (it would take it in its own folder): the CLI
+    # resolves it where it runs, as the shell that typed it would
+    (tmp_path / "app").mkdir()
+    monkeypatch.chdir(tmp_path)
+    saved = cli.json("save", "The app deploys with make ship", "--scope", "project",
+                     "--project", "app")  # fmt: skip
+    assert saved["memory"]["project"] == str(tmp_path.resolve() / "app")
+    monkeypatch.chdir(tmp_path / "app")
+    assert len(cli.json("recall", "how does it deploy", "--project", ".")["memories"]) == 1
+
+
 def test_status_finds_the_gateway_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -386,6 +386,21 @@ def test_scope_needs_its_owner(store: MemoryStore) -> None:
     assert s.session_id == "s9" and s.project is None
 
 
+@pytest.mark.parametrize("relative", [".", "src", "../a", "~", "~/work/a"])
+def test_a_relative_project_is_refused_not_resolved_in_the_store(
+    store: MemoryStore, relative: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It was resolved against the store's own folder and home: two agents' "." (one in
+    # /work/a, one in /work/b, both through the gateway) named the same project
+    monkeypatch.chdir(tmp_path)
+    store.save("The deploy uses the kestrel pipeline", scope="project", project=str(tmp_path))
+    with pytest.raises(InvalidArgumentError, match="absolute"):
+        store.save("Another project's fact", scope="project", project=relative)
+    with pytest.raises(InvalidArgumentError, match="absolute"):
+        store.recall("kestrel pipeline", project=relative)
+    assert [m.text for m in store.list().memories] == ["The deploy uses the kestrel pipeline"]
+
+
 def test_project_is_not_kept_on_a_global_record(store: MemoryStore) -> None:
     m = store.save("global thing", project="/work/repo").memory
     assert m.project is None
