@@ -11,7 +11,8 @@ import binascii
 import functools
 import json
 import math
-import os
+import ntpath
+import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from itertools import islice
@@ -197,6 +198,12 @@ def confidence(value: object) -> str:
     return str(value)
 
 
+# a Windows working directory, absolute: a drive ("C:\\work", "d:/src") or a share
+# ("\\\\host\\share"); read by Windows' rules whatever the store runs on, so an agent on
+# Windows that talks to a gateway on Linux files its project memories under its own folder
+_WINDOWS_ABSOLUTE = re.compile(r"\A(?:[A-Za-z]:[\\/]|\\\\[^\\/]+[\\/])")
+
+
 def project_path(value: object) -> str:
     """A working directory, normalised so the same project always compares equal.
 
@@ -212,12 +219,14 @@ def project_path(value: object) -> str:
             f"project must be a path of at most {MAX_PATH_CHARS} characters, one line"
         )
     path = value.strip()
-    if not os.path.isabs(path):
+    if _WINDOWS_ABSOLUTE.match(path):  # an agent on Windows, a store elsewhere: its own rules
+        return ntpath.normpath(path)
+    if not posixpath.isabs(path):
         raise InvalidArgumentError(
             f"project must be an absolute path (a working directory), not {quoted(path)}: "
             "the store would resolve it against its own folder, not the caller's"
         )
-    return os.path.normpath(path)
+    return posixpath.normpath(path)
 
 
 def turn_id(value: object) -> str | None:

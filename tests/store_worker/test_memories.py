@@ -401,6 +401,24 @@ def test_a_relative_project_is_refused_not_resolved_in_the_store(
     assert [m.text for m in store.list().memories] == ["The deploy uses the kestrel pipeline"]
 
 
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("C:\\Users\\ana\\repo\\", "C:\\Users\\ana\\repo"),
+        ("d:/src/./app", "d:\\src\\app"),
+        ("\\\\fileserver\\team\\repo", "\\\\fileserver\\team\\repo"),
+    ],
+)
+def test_a_windows_working_directory_is_absolute_wherever_the_store_runs(
+    store: MemoryStore, given: str, kept: str
+) -> None:
+    # an agent on Windows talking to a store on Linux: its folder is absolute by its own rules
+    m = store.save("The build uses msbuild", scope="project", project=given).memory
+    assert m.project == kept
+    assert [h.memory.id for h in store.recall("msbuild", project=kept).memories] == [m.id]
+    assert store.recall("msbuild", project="C:\\Users\\bob\\repo").memories == ()
+
+
 def test_project_is_not_kept_on_a_global_record(store: MemoryStore) -> None:
     m = store.save("global thing", project="/work/repo").memory
     assert m.project is None
