@@ -29,7 +29,7 @@ import numpy as np
 
 from shared.models import MEMORY_SCOPES, MEMORY_TYPES, Memory, Provenance
 from shared.shards import frozen_error
-from shared.text import tokenize
+from shared.text import fingerprint, tokenize
 from store_worker import snapshot
 from store_worker.entities import turn_of
 from store_worker.files import BankFiles, ReplayStats
@@ -159,6 +159,16 @@ def _check_snapshot(
 def searchable_text(mem: Memory) -> str:
     """What the lexical arm indexes: title, text and entities (DESIGN §4)."""
     return " ".join((mem.title, mem.text, " ".join(mem.entities)))
+
+
+def vector_key(mem: Memory) -> str:
+    """What a record's stored vector must have been made from to be fresh: its
+    ``searchable_text``. The text's fingerprint, and beside it one of the title and entities
+    when the record has either: an update of the title or the entities alone leaves the text's
+    fingerprint as it was, and its vector was kept, made for the old title."""
+    if not mem.title and not mem.entities:
+        return mem.fingerprint
+    return f"{mem.fingerprint}+{fingerprint(' '.join((mem.title, *mem.entities)))}"
 
 
 class Bank:
@@ -670,7 +680,7 @@ class Bank:
     def on_indexed(self, mem: Memory) -> None:
         """Re-attach a known embedding to the record's new slot."""
         known = self.vectors.get(mem.id)
-        if known is not None and known[0] == mem.fingerprint:
+        if known is not None and known[0] == vector_key(mem):
             self.index.set_vector(self.index.slot_of[mem.id], known[1])
             self.unembedded.discard(mem.id)
         elif self.vector_model is not None and mem.invalid_at is None:

@@ -1,7 +1,8 @@
 """The semantic arm's storage: ``vectors.jsonl``, a derived, rebuildable sidecar.
 
 Each line is ``{"id", "fp", "model", "v"}``; the last line per id wins. A vector is *stale*
-when its fingerprint no longer matches the record's text or its model is not the configured
+when its ``fp`` no longer matches what the record embeds (``bank.vector_key``: the text's
+fingerprint, and the title's and entities' when it has them) or its model is not the configured
 one; stale and missing vectors are re-embedded (in batches) on load and on first need. The
 sidecar is rewritten whole (atomically) when a rebuild happens, appended otherwise. A failing
 embedder never fails a write: the memory is saved, the vector is left missing, and recall
@@ -21,7 +22,7 @@ from shared.models import Memory
 from shared.redact import redact, strip_placeholders
 from shared.text import fingerprint
 from store_worker import validate as v
-from store_worker.bank import Bank, searchable_text
+from store_worker.bank import Bank, searchable_text, vector_key
 from store_worker.files import VECTORS, AppendLog, atomic_write
 from store_worker.spelling import respelt
 
@@ -60,7 +61,10 @@ class Vectors:
                 row = json.loads(raw)
                 if row.get("model") == self.embedder.name:
                     vec = v.finite_vector(row["v"])
-                    bank.vectors[str(row["id"])] = (str(row["fp"]), vec)
+                    bank.vectors[str(row["id"])] = (
+                        _legacy(bank, str(row["id"]), str(row["fp"])),
+                        vec,
+                    )
             except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 continue  # derived data: a bad line is simply re-embedded
         for mem in bank.records.values():  # attach the fresh ones read from disk to the index
@@ -74,7 +78,7 @@ class Vectors:
         for mem_id in sorted(bank.unembedded):
             m = bank.records.get(mem_id)
             known = bank.vectors.get(mem_id)
-            if m is None or m.invalid_at is not None or (known and known[0] == m.fingerprint):
+            if m is None or m.invalid_at is not None or (known and known[0] == vector_key(m)):
                 bank.unembedded.discard(mem_id)  # retired, or attached since
             else:
                 out.append(m)
@@ -98,7 +102,7 @@ class Vectors:
                 log.warning("bank %s: embedding unavailable: %s", bank.name, e)
                 break
             for mem, vec in zip(chunk, vectors, strict=True):
-                bank.vectors[mem.id] = (mem.fingerprint, vec)
+                bank.vectors[mem.id] = (vector_key(mem), vec)
                 bank.on_indexed(mem)
                 done += 1
         if done and rewrite:
@@ -129,7 +133,7 @@ class Vectors:
                     json.dumps(
                         {
                             "id": m.id,
-                            "fp": m.fingerprint,
+                            "fp": bank.vectors[m.id][0],
                             "model": bank.vector_model,
                             "v": bank.vectors[m.id][1],
                         }
@@ -151,10 +155,10 @@ class Vectors:
         consolidator asks each memory's text for its neighbours) reuses that memory's stored
         vector (of its title, text and entities) instead of another embedding call: a pass
         over N memories embeds nothing."""
-        fp = fingerprint(query)
-        held = bank.by_fp.get(fp)
+        held = bank.by_fp.get(fingerprint(query))
+        mem = bank.records.get(held) if held is not None else None
         found = bank.vectors.get(held) if held is not None else None
-        return found[1] if found is not None and found[0] == fp else None
+        return found[1] if mem is not None and found and found[0] == vector_key(mem) else None
 
     def _embed_query(self, query: str) -> list[float]:
         """The query's embedding, from a small LRU cache keyed by model and text (a harness
@@ -206,3 +210,13 @@ def as_read(bank: Bank, params: RecallParams) -> str:
     if params.synonyms is None or params.tuning.w_spelling <= 0:
         return params.query
     return respelt(bank, params.query, params.synonyms)
+
+
+def _legacy(bank: Bank, mem_id: str, key: str) -> str:
+    """A sidecar line written before titles and entities were part of the key (its ``fp``
+    the text's fingerprint alone) is taken as made for the record as it stands, as it was
+    then; from the next update of its title or entities on, the key tells."""
+    if "+" in key:
+        return key
+    mem = bank.records.get(mem_id)
+    return vector_key(mem) if mem is not None and mem.fingerprint == key else key

@@ -11,6 +11,7 @@ import pytest
 
 from shared.clock import FakeClock
 from shared.errors import SourceUnavailableError
+from store_worker.bank import vector_key
 from store_worker.core import MemoryStore
 from store_worker.embed import FakeEmbedder
 
@@ -85,15 +86,15 @@ def test_sidecar_written_on_save(
     assert set(rows) == set(TEXTS)
     for key, row in rows.items():
         assert row["model"] == embedder.name
-        assert row["fp"] == store.get(key).memory.fingerprint
+        assert row["fp"] == vector_key(store.get(key).memory)
         assert isinstance(row["v"], list) and len(row["v"]) == embedder.dim
     m = store.save("a brand new fact about volcanoes").memory
-    assert latest(sidecar(data_dir))[m.id]["fp"] == m.fingerprint
+    assert latest(sidecar(data_dir))[m.id]["fp"] == vector_key(m)
 
 
 def test_text_edit_refreshes_the_vector(store: MemoryStore, data_dir: Path) -> None:
     store.update("cook", text="the chef grills fish on fridays")
-    fresh = store.get("cook").memory.fingerprint
+    fresh = vector_key(store.get("cook").memory)
     assert latest(sidecar(data_dir))["cook"]["fp"] == fresh
     assert store.recall("grills fish", mode="semantic").memories[0].memory.id == "cook"
 
@@ -135,7 +136,58 @@ def test_stale_fingerprint_is_re_embedded(store: MemoryStore, data_dir: Path) ->
             row["fp"] = "fp0000000000000000"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     store.reload()
-    assert latest(sidecar(data_dir))["code"]["fp"] == store.get("code").memory.fingerprint
+    assert latest(sidecar(data_dir))["code"]["fp"] == vector_key(store.get("code").memory)
+
+
+def test_a_title_or_entities_edit_refreshes_the_vector(
+    store: MemoryStore, data_dir: Path, embedder: FakeEmbedder
+) -> None:
+    # The vector is of the title, text and entities; an edit of the title alone kept the
+    # text's fingerprint, and the vector made for the old title was kept with it
+    saved = store.save("notes from the club meeting", title="telescopes and stars").memory
+    assert store.recall("telescopes stars", mode="semantic").memories[0].memory.id in (
+        saved.id,
+        "astro",
+    )
+    before = embedder.calls
+    store.update(saved.id, title="recipes for grilled fish")
+    edited = store.get(saved.id).memory
+    assert edited.fingerprint == saved.fingerprint  # the text did not change
+    store.recall("grilled fish recipes", mode="semantic")
+    assert embedder.calls > before + 1  # the record again, not the query alone
+    assert latest(sidecar(data_dir))[saved.id]["fp"] == vector_key(edited)
+    store.update(saved.id, entities=["Orion"])
+    store.recall("orion", mode="semantic")
+    assert latest(sidecar(data_dir))[saved.id]["fp"] == vector_key(store.get(saved.id).memory)
+    # and a reload finds every vector fresh: nothing embedded again
+    store.close()
+    again_embedder = FakeEmbedder()
+    again = MemoryStore(data_dir, clock=FakeClock(), embedder=again_embedder)
+    assert again_embedder.calls == 0
+    again.close()
+
+
+def test_a_sidecar_from_before_titles_were_keyed_is_kept(
+    store: MemoryStore, data_dir: Path
+) -> None:
+    # Given a sidecar written when the key was the text's fingerprint alone
+    titled = store.save("a fact about rivers", title="geography", entities=["Nile"]).memory
+    store.close()
+    path = data_dir / "main" / "vectors.jsonl"
+    rows = sidecar(data_dir)
+    for row in rows:
+        if row["id"] == titled.id:
+            row["fp"] = titled.fingerprint
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # When the store opens, then its vectors are taken as they are: nothing is embedded
+    again_embedder = FakeEmbedder()
+    again = MemoryStore(data_dir, clock=FakeClock(), embedder=again_embedder)
+    assert again_embedder.calls == 0
+    # and an edit of the title from then on is told apart
+    again.update(titled.id, title="history")
+    again.recall("history rivers", mode="semantic")
+    assert latest(sidecar(data_dir))[titled.id]["fp"] == vector_key(again.get(titled.id).memory)
+    again.close()
 
 
 def test_garbage_sidecar_lines_are_ignored(store: MemoryStore, data_dir: Path) -> None:
@@ -179,7 +231,7 @@ def test_a_failing_embedder_never_fails_a_write_and_catches_up(
     res = store.recall("volcanoes lava", mode="semantic")
     # Then the missing vector is filled before the query runs
     assert res.memories[0].memory.id == m.id
-    assert latest(sidecar(data_dir))[m.id]["fp"] == m.fingerprint
+    assert latest(sidecar(data_dir))[m.id]["fp"] == vector_key(m)
 
 
 def test_boot_with_a_failing_embedder_still_opens(data_dir: Path) -> None:
