@@ -35,6 +35,7 @@ from grpc_gateway.tools import Tools
 from grpc_gateway.views import ProtocolViews
 from shared import errors
 from shared.api import StoreAPI
+from shared.config import refused_remotely
 from shared.models import Memory
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
@@ -160,8 +161,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
     def Configure(self, request: pb.ConfigureRequest, context: Any) -> Any:
         def body() -> pb.ConfigureResponse:
             config = convert.config_in(request.config)
-            if "data_dir" in config:  # a remote caller never repoints the store's files
-                raise errors.InvalidArgumentError("data_dir cannot be configured over gRPC")
+            if why := refused_remotely(config):  # a remote caller never points the store
+                raise errors.InvalidArgumentError(why)  # at its files (shared.config)
             return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
 
         return self.edge.run(context, body)

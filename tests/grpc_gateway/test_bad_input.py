@@ -47,6 +47,13 @@ CASES = [
     ("memory", "Configure", _config({"nope": True}), "unknown", "nope"),
     ("memory", "Configure", _config({"recall_limit": "many"}), "unknown", "recall_limit"),
     ("memory", "Configure", _config({"data_dir": "/tmp/elsewhere"}), "unknown", "data_dir"),
+    (
+        "memory",
+        "Configure",
+        _config({"embedding_model": "local:/tmp/someones-model"}),
+        "unknown",
+        "local model folder",
+    ),
     ("memory", "Recall", pb.RecallRequest(turn_id="turn_03"), "unknown", "turn_id"),
     ("memory", "Recall", pb.RecallRequest(token_budget=-5), "unknown", "token_budget"),
     ("memory", "Recall", pb.RecallRequest(type_filter=[0]), "invalid_type", "type"),

@@ -87,6 +87,17 @@ def test_the_proto_serves_every_store_method_but_the_callback_ones() -> None:
         ("Get", "[1, 2]", "must be a JSON object"),
         ("Get", "{not json", "not JSON"),
         ("Configure", '{"config": {"data_dir": "/elsewhere"}}', "data_dir cannot be configured"),
+        # a model folder anywhere on the store's host: its weights loaded, maybe its code run
+        (
+            "Configure",
+            '{"config": {"embedding_model": "local:/tmp/someones-folder"}}',
+            "local model folder cannot be configured",
+        ),
+        (
+            "Configure",
+            '{"config": {"embeddings_enabled": true, "embedding_model": "local:../x"}}',
+            "local model folder cannot be configured",
+        ),
     ],
 )
 def test_bad_arguments_are_invalid_argument_and_write_nothing(

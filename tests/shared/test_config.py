@@ -97,3 +97,21 @@ def test_data_path_resolves_home_and_relative(
 def test_every_field_is_documented() -> None:
     for name, field in StoreSettings.model_fields.items():
         assert field.description, f"{name} needs a description (it feeds capabilities())"
+
+
+def test_a_remote_configure_never_points_the_store_at_its_hosts_files() -> None:
+    from shared.config import refused_remotely
+
+    assert refused_remotely({"data_dir": "/x"}) == "data_dir cannot be configured over gRPC"
+    for folder in ("local:/models/x", "local:./x", "local:~/m", "local:all-MiniLM-L6-v2x"):
+        why = refused_remotely({"embedding_model": folder})
+        assert why is not None and "local model folder" in why, folder
+    # a packaged model by name, a provider's model and the rest stay configurable
+    for fine in (
+        {"embedding_model": "local:all-MiniLM-L6-v2"},
+        {"embedding_model": "local: ALL-MINILM-L6-V2 "},
+        {"embedding_model": "openai/text-embedding-3-small", "embeddings_enabled": True},
+        {"embedding_model": None},
+        {"recall_limit": 5},
+    ):
+        assert refused_remotely(fine) is None, fine
