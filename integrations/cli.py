@@ -79,7 +79,7 @@ def read_token(token_file: str | None, env: dict[str, str]) -> str | None:
 
 def _mcp(args: argparse.Namespace) -> int:
     from integrations import serve
-    from integrations.store import RunningStore, close, open_store_for
+    from integrations.store import RunningStore, close
 
     token = read_token(args.token_file, dict(os.environ))
     # the running store is looked for at the first tool call, not now: an agent often starts
@@ -87,9 +87,7 @@ def _mcp(args: argparse.Namespace) -> int:
     # (the client says only "Connection closed"); an embedded data dir is opened (and its
     # lock taken) now, so a held one is refused at once, naming its holder
     store = (
-        open_store_for(args.data_dir, timeout=args.timeout)
-        if args.data_dir
-        else RunningStore(timeout=args.timeout)
+        _held(args.data_dir, args.timeout) if args.data_dir else RunningStore(timeout=args.timeout)
     )
     edits, project = args.allow_rule_edits, os.getcwd()  # the agent's folder, as the CLI's
     try:
@@ -108,6 +106,24 @@ def _mcp(args: argparse.Namespace) -> int:
     finally:
         close(store)
     return 0
+
+
+def _held(data_dir: str, timeout: float) -> Any:
+    """The embedded store on ``data_dir``, opened (and its lock taken) now; if another process
+    holds it (a second agent window), a ``DataDirWhenFree`` that takes it once it is free, so
+    the server still starts and each call says who holds it (the server used to exit, and
+    the agent lost the memory tools for the session, the client saying only "Connection
+    closed")."""
+    from integrations.store import DataDirWhenFree, open_store_for
+
+    try:
+        return open_store_for(data_dir, timeout=timeout)
+    except errors.DataDirLockedError as e:
+        sys.stderr.write(
+            f"memory mcp: {e.message}\nmemory mcp: serving anyway: each call answers "
+            "source_unavailable until the data dir is free\n"
+        )
+        return DataDirWhenFree(data_dir, timeout=timeout)
 
 
 # -- memory hook -------------------------------------------------------------------------------

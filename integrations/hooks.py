@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -47,7 +48,8 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 BANK_ENV = "MEMORY_HOOK_BANK"
 LOG_ENV = "MEMORY_HOOK_LOG"
-MAX_STDIN = 1 << 20  # a hook's JSON is small; a prompt is capped by the agent far below this
+MAX_STDIN = 8 << 20  # a hook's JSON is small, but a prompt may carry a pasted log or file
+STDIN_CHUNK = 1 << 16
 TRANSCRIPT_TAIL = 4 << 20  # the finished turn is at the end: read at most the last 4 MiB
 _NOT_BANK = re.compile(r"[^a-z0-9_-]+")
 
@@ -172,11 +174,23 @@ def _prose(content: object) -> str:
 
 
 def _tail_lines(path: str) -> list[str]:
+    """The transcript's last ``TRANSCRIPT_TAIL`` bytes as lines. Only a regular file: a FIFO
+    (opened without blocking, refused before any read) blocked the hook for good, and a
+    device such as ``/dev/zero`` (size 0, endless) was read until memory ran out."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError) as e:  # ValueError: a NUL byte in the path
+        raise errors.SourceUnavailableError(f"cannot read the transcript {path}: {e}") from e
+    try:
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise errors.SourceUnavailableError(
+                    f"cannot read the transcript {path}: not a regular file"
+                )
+            size = st.st_size
             f.seek(max(0, size - TRANSCRIPT_TAIL))
-            data = f.read()
+            data = f.read(TRANSCRIPT_TAIL)  # bounded even if the file grows as it is read
     except OSError as e:
         raise errors.SourceUnavailableError(f"cannot read the transcript {path}: {e}") from e
     lines = data.decode("utf-8", errors="replace").splitlines()
@@ -268,7 +282,7 @@ def run_hook(
     try:
         if opts.event not in EVENTS:
             raise errors.InvalidArgumentError(f"unknown hook event {opts.event!r}; use {EVENTS}")
-        hook = HookInput.parse(stdin.read(MAX_STDIN), opts.event)
+        hook = HookInput.parse(read_input(stdin), opts.event)
         with contextlib.redirect_stdout(sys.stderr):  # a library's print never reaches the agent
             store = open_store(opts.data_dir, opts.timeout)
             bank = bank_for(store, hook.cwd, override=opts.bank, env=env)
@@ -281,9 +295,27 @@ def run_hook(
             with contextlib.suppress(Exception):
                 close_store(store)
     if answer:
-        stdout.write(answer + "\n")
-        stdout.flush()
+        try:
+            stdout.write(answer + "\n")
+            stdout.flush()
+        except (OSError, ValueError) as e:  # the agent closed the pipe: nothing to tell it
+            _log(env, f"{opts.event}: answer not delivered: {type(e).__name__}: {e}")
     return 0
+
+
+def read_input(stdin: TextIO) -> str:
+    """The hook's JSON: all of stdin, read to its end even past ``MAX_STDIN`` (then refused):
+    a hook that stopped reading at the cap failed the agent's write into the pipe (EPIPE) and
+    logged the cut-off JSON as "not JSON". The agent's pipe is read as bytes and decoded
+    leniently: a stray non-UTF-8 byte in a prompt costs that byte, not the hook."""
+    source: Any = getattr(stdin, "buffer", stdin)
+    raw = source.read(MAX_STDIN + 1)
+    if len(raw) > MAX_STDIN:
+        total = len(raw)
+        while chunk := source.read(STDIN_CHUNK):  # drain: the agent's write completes
+            total += len(chunk)
+        raise errors.InvalidArgumentError(f"hook input is {total} bytes; the limit is {MAX_STDIN}")
+    return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)
 
 
 def _why(e: Exception) -> str:

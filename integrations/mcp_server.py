@@ -46,6 +46,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from integrations.store import RunningStore
@@ -62,6 +63,7 @@ RECORDED_BY = "mcp.remember"
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MemoryScope = Literal["global", "project", "session"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
+RECALL_LIMIT_MAX = 500  # the store's recall limit (store_worker.validate.limit; a test checks)
 # MemoryType / MemoryScope mirror shared.models.MEMORY_TYPES / MEMORY_SCOPES (a test checks).
 
 # The tools' parameters, each with the description an agent reads in the tool's JSON schema.
@@ -232,6 +234,10 @@ class MemoryTools:
         return the candidates for the agent to choose from."""
         if not text.strip():
             raise errors.InvalidArgumentError("text is empty: nothing to remember")
+        if scope == "session" and not session_id and update_id is None:
+            # refused before the near-match check: it answered `needs_confirmation`, and the
+            # confirmed call was then refused
+            raise errors.InvalidScopeError("scope 'session' needs a session_id")
         check_threshold(threshold)
         happened = None if occurred_at is None else iso_ms(occurred_at)  # refused before a write
         here = self._folder(project)  # as `memory save --scope project` / `recall` use cwd
@@ -422,11 +428,38 @@ def _guarded(
 
 
 class _Server(MCPServer[Any]):
-    """``MCPServer`` whose schema refusals carry the error tree's category too."""
+    """``MCPServer`` whose schema refusals carry the error tree's category too, and whose
+    tools take only the arguments their schemas name (``additionalProperties: false``): the
+    SDK dropped any other silently, so ``remember(text, tags=[...])`` or a misspelt
+    ``scpoe: "project"`` saved a memory without them and answered success."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._takes: dict[str, frozenset[str]] = {}
+
+    def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        super().add_tool(fn, *args, **kwargs)
+        name = kwargs.get("name") or (args[0] if args else None) or fn.__name__
+        self._takes[name] = frozenset(inspect.signature(fn).parameters)
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            t.model_copy(update={"input_schema": {**t.input_schema, "additionalProperties": False}})
+            for t in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        takes = self._takes.get(name)
+        unknown = sorted(set(arguments) - takes) if takes is not None else []
+        if takes is not None and unknown:
+            return error_result(
+                errors.InvalidArgumentError(
+                    f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(unknown)} (it takes {', '.join(sorted(takes))})"
+                )
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as e:
@@ -609,7 +642,11 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         bank: Bank = None,
         limit: Annotated[
             int | None,
-            Field(description="At most this many memories (1-10000; default 10)."),
+            Field(
+                ge=1,
+                le=RECALL_LIMIT_MAX,
+                description=f"At most this many memories (1-{RECALL_LIMIT_MAX}; default 10).",
+            ),
         ] = None,
         mode: Annotated[
             RecallMode,

@@ -459,3 +459,87 @@ def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
         finally:
             close_store(store)
     assert on == [[], [("abc123-session", bank)]]
+
+
+# -- an adversarial review: what the agent's pipe and a transcript path may be ---------------
+
+
+def hook_cmd(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path, event: str
+) -> tuple[list[str], dict[str, str], Path]:
+    """``memory --data-dir <tmp>/data hook <event>``, its environment and its log."""
+    log = tmp_path / "hooks.log"
+    cmd = [*memory_cmd, "--data-dir", str(tmp_path / "data"), "hook", event]
+    return cmd, {**memory_env, "MEMORY_HOOK_LOG": str(log)}, log
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_transcript_that_is_no_regular_file_never_holds_the_hook(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path, kind: str
+) -> None:
+    """A FIFO blocked the Stop hook for good (no writer ever comes); ``/dev/zero`` (size 0,
+    endless) was read until memory ran out."""
+    # Given a transcript path that names a FIFO or an endless device
+    if kind == "fifo":
+        path = tmp_path / "transcript.fifo"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "Stop")
+    stdin = json.dumps({"session_id": "s", "transcript_path": str(path)})
+    # When the Stop hook runs, then it ends at once: nothing printed, exit 0, the reason logged
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "cannot read the transcript" in log.read_text("utf-8")
+    assert "not a regular file" in log.read_text("utf-8")
+
+
+def test_a_big_prompt_is_read_to_its_end(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The hook read 1 MiB of stdin and left: a pasted 2 MB log made the agent's write into
+    the pipe fail (EPIPE) and the cut-off JSON was logged as "not JSON" (no recall)."""
+    from integrations.hooks import MAX_STDIN
+
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    save = subprocess.run(
+        [*cmd[:-2], "save", "The deploy script lives in tools/ship.sh"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert save.returncode == 0, save.stderr
+
+    def prompt_of(size: int) -> bytes:
+        pasted = "where is the deploy script? " + "log line " * (size // 9)
+        return json.dumps({"session_id": "s", "cwd": str(tmp_path), "prompt": pasted}).encode()
+
+    for size, answered in ((2 << 20, True), (MAX_STDIN + (1 << 20), False)):
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        # When the agent writes it all (a BrokenPipeError here is the bug) and closes the pipe
+        out, _ = proc.communicate(prompt_of(size), timeout=120)
+        assert proc.returncode == 0
+        if answered:  # Then a prompt over the old cap is answered
+            assert "tools/ship.sh" in context_of(out.decode(), "UserPromptSubmit")
+        else:  # and one over the cap is refused, naming the limit, after reading it all
+            assert out == b""
+            assert f"the limit is {MAX_STDIN}" in log.read_text("utf-8")
+
+
+def test_a_stray_non_utf8_byte_costs_the_byte_not_the_hook(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    # stdin decoded strictly, as under a macOS agent's LANG=en_US.UTF-8
+    env = {**env, "PYTHONIOENCODING": "utf-8:strict"}
+    subprocess.run(
+        [*cmd[:-2], "save", "The deploy script lives in tools/ship.sh"], env=env, timeout=60
+    )
+    stdin = b'{"session_id": "s", "prompt": "where is the deploy \xff\xfe script?"}'
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0
+    assert "tools/ship.sh" in context_of(done.stdout.decode(), "UserPromptSubmit")
+    assert not log.exists()
