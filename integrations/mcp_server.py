@@ -41,7 +41,7 @@ import inspect
 import json
 import os
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
@@ -63,6 +63,8 @@ RECORDED_BY = "mcp.remember"
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MemoryScope = Literal["global", "project", "session"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
+UNAUTHENTICATED = "unauthenticated:"  # how the gateway refuses a token (grpc_gateway.auth)
+T = TypeVar("T")
 RECALL_LIMIT_MAX = 500  # the store's recall limit (store_worker.validate.limit; a test checks)
 # MemoryType / MemoryScope mirror shared.models.MEMORY_TYPES / MEMORY_SCOPES (a test checks).
 
@@ -209,6 +211,11 @@ class MemoryTools:
             f"no memory {id!r} in bank {found.bank!r} for this {where}"
             + ("" if session_id or mem.scope == "project" else " (give its session_id)")
         )
+
+    @property
+    def finds_store(self) -> bool:
+        """The store is the running one, looked for again after ``unreachable``."""
+        return isinstance(self._source, RunningStore)
 
     def unreachable(self) -> None:
         """A call found the store unreachable: look for it again at the next call."""
@@ -415,7 +422,7 @@ def _guarded(
 
     def call(**kwargs: Any) -> CallToolResult:
         try:
-            return ok_result(fn(**kwargs))
+            return ok_result(_found_again_if_refused(tools, fn, **kwargs))
         except errors.SourceUnavailableError as e:
             tools.unreachable()  # the next call looks for the store again
             return error_result(e)
@@ -425,6 +432,23 @@ def _guarded(
             return error_result(errors.UnknownError(f"{type(e).__name__}: {e}"))
 
     return call
+
+
+def _found_again_if_refused(
+    tools: MemoryTools, fn: Callable[..., T], *args: Any, **kwargs: Any
+) -> T:
+    """``fn``'s answer; when the running store's gateway refuses this server's bearer token
+    (``memory up`` again with a new token, on the address found before), the store is looked
+    for again (its record holds the new token) and ``fn`` called once more: the gateway
+    refuses before the store runs anything, so nothing was written. Without this, every
+    call failed ``unknown: unauthenticated`` until the agent was restarted."""
+    try:
+        return fn(*args, **kwargs)
+    except errors.UnknownError as e:
+        if not (tools.finds_store and e.message.startswith(UNAUTHENTICATED)):
+            raise
+    tools.unreachable()
+    return fn(*args, **kwargs)
 
 
 class _Server(MCPServer[Any]):
@@ -715,7 +739,7 @@ def _add_resources(server: MCPServer[Any], tools: MemoryTools) -> None:
 
 def _read(tools: MemoryTools, fn: Callable[..., str], *args: str) -> str:
     try:
-        return fn(*args)
+        return _found_again_if_refused(tools, fn, *args)
     except errors.MemoryServiceError as e:
         if isinstance(e, errors.SourceUnavailableError):
             tools.unreachable()

@@ -429,6 +429,44 @@ def test_a_server_started_before_the_store_serves_once_it_is_up(
         gateway.stop(None)
 
 
+def test_a_server_follows_the_gateway_to_its_new_token(
+    memory_cmd: list[str], memory_env: dict[str, str], fresh_store: Any, tmp_path: Path
+) -> None:
+    """`memory down`, then `memory up` with a new token on the same address: the server kept
+    the token it had found, and every call failed `unknown: unauthenticated` until the agent
+    was restarted (only an unreachable store was looked for again)."""
+    from grpc_gateway.server import build_server as build_gateway
+    from shared import gateway_file
+
+    served = tmp_path / "served"
+    store = fresh_store(data_dir=served)
+    env = {**memory_env, "MEMORY_DATA_DIR": str(served), "XDG_STATE_HOME": str(tmp_path)}
+    params = StdioServerParameters(command=memory_cmd[0], args=[*memory_cmd[1:], "mcp"], env=env)
+    # Given a gateway with a token, recorded for the data dir
+    gateway, port = build_gateway(store, port=0, token="first-token")
+    gateway.start()
+    gateway_file.write(served, f"127.0.0.1:{port}", "first-token")
+
+    async def body(client: Client) -> None:
+        saved = await call(client, "remember", text=FACT)
+        # When the gateway comes back on the same address with another token
+        gateway.stop(None).wait()
+        again, _ = build_gateway(store, port=port, token="second-token")
+        again.start()
+        gateway_file.write(served, f"127.0.0.1:{port}", "second-token")
+        try:
+            # Then the next call finds the new record and is answered
+            assert saved["memory"]["id"] in await recall_ids(client, "deploy script")
+            assert "main" in (await client.read_resource("memory://banks")).contents[0].text  # type: ignore[union-attr]
+        finally:
+            again.stop(None)
+
+    try:
+        run(params, body)
+    finally:
+        gateway.stop(None)
+
+
 def test_recall_defaults_to_the_servers_project_like_the_cli(embedded: Any, tmp_path: Path) -> None:
     # Given a project memory filed under a folder, as `memory save --scope project` there does
     embedded.save(FACT, scope="project", project=str(tmp_path), type="project")
