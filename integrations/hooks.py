@@ -50,6 +50,7 @@ BANK_ENV = "MEMORY_HOOK_BANK"
 LOG_ENV = "MEMORY_HOOK_LOG"
 MAX_STDIN = 8 << 20  # a hook's JSON is small, but a prompt may carry a pasted log or file
 STDIN_CHUNK = 1 << 16
+MAX_LOG_LINE = 1000  # characters of one hook-log line
 TRANSCRIPT_TAIL = 4 << 20  # the finished turn is at the end: read at most the last 4 MiB
 _NOT_BANK = re.compile(r"[^a-z0-9_-]+")
 
@@ -335,7 +336,18 @@ def log_path(env: Mapping[str, str]) -> Path:
 
 
 def _log(env: Mapping[str, str], line: str) -> None:
+    """One line in the hook log: redacted (a failure's message may quote the agent's input:
+    a path, a field's value) and cut to ``MAX_LOG_LINE`` characters, newlines folded."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = " ".join(line[: MAX_LOG_LINE * 4].split())
+    try:
+        from shared.redact import redact
+
+        line = redact(line).text
+    except Exception:  # the redactor itself failing: keep no text that could hold a secret
+        line = line.split(":", 1)[0] + ": (message withheld: it could not be redacted)"
+    if len(line) > MAX_LOG_LINE:
+        line = line[: MAX_LOG_LINE - 1] + "…"
     try:
         path = log_path(env)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -543,3 +543,26 @@ def test_a_stray_non_utf8_byte_costs_the_byte_not_the_hook(
     assert done.returncode == 0
     assert "tools/ship.sh" in context_of(done.stdout.decode(), "UserPromptSubmit")
     assert not log.exists()
+
+
+def test_the_hook_log_never_holds_a_secret_from_the_input(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A failure's message quotes the input it refused (here the transcript path, or the
+    event the input names), and went to the log as it was: secrets and all, newlines
+    splitting it into several lines, as long as the input."""
+    token = "ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7C"
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "Stop")
+    for stdin in (
+        {"session_id": "s", "transcript_path": f"/nowhere/{token}/x\ny.jsonl"},
+        {"session_id": "s", "hook_event_name": f"token={token} " + "x" * 100_000},
+    ):
+        done = subprocess.run(
+            cmd, input=json.dumps(stdin).encode(), env=env, capture_output=True, timeout=60
+        )
+        assert (done.returncode, done.stdout) == (0, b"")
+    lines = log.read_text("utf-8").splitlines()
+    assert len(lines) == 2 and all(len(line) < 1100 for line in lines)
+    assert "cannot read the transcript" in lines[0] and "is for" in lines[1]
+    assert "ghp_" not in log.read_text("utf-8")
+    assert "[REDACTED:github_token]" in lines[0]
