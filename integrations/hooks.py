@@ -392,7 +392,10 @@ def merge_settings(
 
 
 def write_settings(path: Path, prefix: str = "memory", suffix: str = "") -> dict[str, Any]:
-    """Merge our hooks into the settings file at ``path`` (created if missing)."""
+    """Merge our hooks into the settings file at ``path`` (created if missing). A symlink
+    (settings kept in a dotfiles repository) is written through, not replaced by a file,
+    and the file keeps its mode."""
+    path = path.resolve() if path.is_symlink() else path
     try:
         current = json.loads(path.read_text("utf-8")) if path.exists() else {}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -404,6 +407,8 @@ def write_settings(path: Path, prefix: str = "memory", suffix: str = "") -> dict
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(merged, indent=2) + "\n", "utf-8")
+        if path.exists():
+            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
         os.replace(tmp, path)
     except OSError as e:
         raise errors.storage_error(f"cannot write {path}", e) from e

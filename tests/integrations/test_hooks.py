@@ -566,3 +566,33 @@ def test_the_hook_log_never_holds_a_secret_from_the_input(
     assert "cannot read the transcript" in lines[0] and "is for" in lines[1]
     assert "ghp_" not in log.read_text("utf-8")
     assert "[REDACTED:github_token]" in lines[0]
+
+
+def test_install_write_keeps_a_symlinked_settings_file_and_its_mode(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Settings kept in a dotfiles repository and linked into ~/.claude: the link was
+    replaced by a plain file (the repository never saw the hooks, and the user's next
+    dotfiles sync dropped them), and a 0600 file became 0644."""
+    # Given ~/.claude/settings.json, a link to a private file in a dotfiles folder
+    target = tmp_path / "dotfiles" / "claude-settings.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps({"model": "opus"}))
+    target.chmod(0o600)
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    # When the hooks are installed through the link
+    done = subprocess.run(
+        [*memory_cmd, "hook", "install", "claude-code", "--write", "--settings", str(link)],
+        env=memory_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    # Then the link stays a link, and the file it names holds the hooks, still private
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    merged = json.loads(target.read_text())
+    assert merged["model"] == "opus" and set(merged["hooks"]) == set(EVENTS)
+    assert target.stat().st_mode & 0o777 == 0o600
