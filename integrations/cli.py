@@ -13,8 +13,9 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from shared import errors
 from shared.workers import CommandSpec
@@ -151,9 +152,46 @@ def _add_hook(sub: argparse._SubParsersAction[Any]) -> None:
         help="install --write: the settings file (default .claude/settings.json)",
     )
     p.set_defaults(handler=_hook)
+    p.error = _never_blocking(p.error)
+    p.parse_known_args = _unknown_kept(p.parse_known_args)
+
+
+def _unknown_kept(parse: Callable[..., Any]) -> Callable[..., Any]:
+    """The hook parser's ``parse_known_args``: words it does not know are kept for ``_hook``
+    to refuse (``hook_unknown``), not handed to the top-level parser, whose error exits 2."""
+
+    def parse_known_args(args: Any = None, namespace: Any = None) -> tuple[Any, list[str]]:
+        parsed, unknown = parse(args, namespace)
+        parsed.hook_unknown = unknown
+        return parsed, []
+
+    return parse_known_args
+
+
+def _never_blocking(usage_error: Callable[[str], NoReturn]) -> Callable[[str], NoReturn]:
+    """The hook parser's ``error``: for an event (``memory hook UserPromptSubmit --bnak x``)
+    the usage error is logged and the exit is 0, as for any other failure of a hook; argparse
+    exited 2, which Claude Code takes as "block this prompt" (the prompt was erased, on every
+    prompt, until the settings were fixed). ``install`` and a missing event stay usage
+    errors."""
+
+    def error(message: str) -> NoReturn:
+        from integrations.hooks import EVENTS, log_failure
+
+        event = next((word for word in sys.argv[1:] if word in EVENTS), None)
+        if event is None:
+            usage_error(message)
+        sys.stderr.write(f"memory hook: {message}\n")
+        log_failure(dict(os.environ), event, f"usage: {message}")
+        sys.exit(0)
+
+    return error
 
 
 def _hook(args: argparse.Namespace) -> int:
+    unknown = getattr(args, "hook_unknown", [])
+    if unknown and args.event == "install":
+        raise errors.InvalidArgumentError(f"unrecognized arguments: {' '.join(unknown)}")
     if args.event == "install":
         return _install(args)
     from integrations.hooks import HookOptions, run_hook
@@ -170,6 +208,11 @@ def _hook(args: argparse.Namespace) -> int:
             one_shot=True,
         )
 
+    if unknown:  # never a usage error (exit 2 blocks the prompt): logged, as any failure
+        from integrations.hooks import log_failure
+
+        log_failure(dict(os.environ), args.event, f"unrecognized arguments: {' '.join(unknown)}")
+        return 0
     opts = HookOptions(event=args.event, bank=args.bank, data_dir=args.data_dir)
     return run_hook(
         opts,

@@ -329,6 +329,11 @@ def _ms(started: float) -> int:
     return round((time.perf_counter() - started) * 1000)
 
 
+def log_failure(env: Mapping[str, str], event: str, why: str) -> None:
+    """The hook log's line for a failure of ``event`` found before it ran (a usage error)."""
+    _log(env, f"{event}: failed: {why}")
+
+
 def log_path(env: Mapping[str, str]) -> Path:
     if env.get(LOG_ENV):
         return Path(env[LOG_ENV])

@@ -596,3 +596,34 @@ def test_install_write_keeps_a_symlinked_settings_file_and_its_mode(
     merged = json.loads(target.read_text())
     assert merged["model"] == "opus" and set(merged["hooks"]) == set(EVENTS)
     assert target.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    ("words", "why"),
+    [
+        (["--bnak", "ship-it"], "unrecognized arguments: --bnak ship-it"),
+        (["--bank"], "usage: argument --bank: expected one argument"),
+    ],
+)
+def test_a_usage_error_in_the_hook_command_never_blocks_the_prompt(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path, words: list[str], why: str
+) -> None:
+    """A mistyped flag in the hook's command (settings edited by hand, or written by another
+    version) exited 2 from argparse: Claude Code takes exit 2 as "block this prompt", so every
+    prompt was erased until the settings were fixed."""
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    stdin = json.dumps({"session_id": "s", "prompt": "where is the deploy script?"})
+    done = subprocess.run(
+        [*cmd, *words], input=stdin, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert f"UserPromptSubmit: failed: {why}" in log.read_text("utf-8")
+    # install is no hook: its usage errors stay usage errors
+    install = subprocess.run(
+        [*memory_cmd, "hook", "install", "claude-code", *words],
+        env=memory_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert install.returncode == 2 and install.stdout == ""
