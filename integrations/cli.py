@@ -111,18 +111,18 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def _held(data_dir: str, timeout: float) -> Any:
     """The embedded store on ``data_dir``, opened (and its lock taken) now; if another process
-    holds it (a second agent window), a ``DataDirWhenFree`` that takes it once it is free, so
-    the server still starts and each call says who holds it (the server used to exit, and
-    the agent lost the memory tools for the session, the client saying only "Connection
-    closed")."""
+    holds it (a second agent window) or it cannot be written (a read-only mount, a path
+    through a file), a ``DataDirWhenFree`` that opens it once it can, so the server still
+    starts and each call says why it cannot (the server used to exit, and the agent lost
+    the memory tools for the session, the client saying only "Connection closed")."""
     from integrations.store import DataDirWhenFree, open_store_for
 
     try:
         return open_store_for(data_dir, timeout=timeout)
-    except errors.DataDirLockedError as e:
+    except (errors.DataDirLockedError, errors.DataDirUnwritableError) as e:
         sys.stderr.write(
             f"memory mcp: {e.message}\nmemory mcp: serving anyway: each call answers "
-            "source_unavailable until the data dir is free\n"
+            "source_unavailable until the data dir can be opened\n"
         )
         return DataDirWhenFree(data_dir, timeout=timeout)
 

@@ -13,9 +13,10 @@ A long-lived process (the MCP server) holds the running store as a ``RunningStor
 for at its first use rather than at start, and again after a call found it unreachable, so
 the server starts before ``memory up`` and serves once the store is up, without a restart.
 A data dir another process holds when the MCP server starts (a second agent window on the
-same ``--data-dir``) is held as a ``DataDirWhenFree``: each call tries to take it and answers
-the holder's ``source_unavailable`` until it is free, then serves (the server used to exit,
-and the agent lost its memory tools for the session even after the first window closed).
+same ``--data-dir``), or that cannot be written, is held as a ``DataDirWhenFree``: each call
+tries to open it and answers the ``source_unavailable`` saying why until it can, then
+serves (the server used to exit, and the agent lost its memory tools for the session even
+after the first window closed).
 """
 
 from __future__ import annotations
@@ -122,9 +123,10 @@ class RunningStore:
 
 
 class DataDirWhenFree(RunningStore):
-    """The embedded store on ``data_dir``, which another process held when this long-lived
-    one started: ``get`` tries to take it (``DataDirLockedError`` naming the holder until it
-    is free), and once taken it is kept until ``close``; ``lost`` keeps it, since dropping
+    """The embedded store on ``data_dir``, which another process held (or which could not be
+    written) when this long-lived one started: ``get`` tries to open it (``DataDirLockedError``
+    naming the holder, or ``DataDirUnwritableError``, until it can), and once open it is
+    kept until ``close``; ``lost`` keeps it, since dropping
     its lock on a call's ``source_unavailable`` (a semantic recall with no embedding model)
     would let another process take the data dir in between."""
 

@@ -595,6 +595,33 @@ def test_a_second_server_on_the_data_dir_names_the_first_and_serves_once_free(
         close_store(store)
 
 
+def test_a_server_on_a_data_dir_it_cannot_write_says_why_and_serves_once_it_can(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """An unwritable data dir (a read-only mount; here a path through a file) made the
+    server exit at start: the client said only "Connection closed", the agent had no memory
+    tools and never learnt why."""
+    # Given a --data-dir whose parent is a file
+    blocker = tmp_path / "memory"
+    blocker.write_text("not a folder")
+    data = str(blocker / "data")
+    params = StdioServerParameters(
+        command=memory_cmd[0], args=[*memory_cmd[1:], "mcp", "--data-dir", data], env=memory_env
+    )
+
+    async def body(client: Client) -> None:
+        # When a tool is called, then it is a typed error saying why
+        category, text = await refused(client, "remember", text=FACT)
+        assert category == "source_unavailable" and "not writable" in text
+        # When the folder is made usable, then the same server serves
+        blocker.unlink()
+        blocker.mkdir()
+        assert (await call(client, "remember", text=FACT))["action"] == "created"
+        assert await recall_ids(client, "where is the deploy script")
+
+    run(params, body)
+
+
 def _lock_pid(path: Path) -> int | None:
     try:
         return int(json.loads(path.read_text())["pid"])
