@@ -254,7 +254,9 @@ def _context(event: str, text: str) -> str | None:
     if not text.strip():
         return None
     out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-    return json.dumps(out, ensure_ascii=False)
+    # ASCII (\u escapes): the answer survives any stdout encoding (PYTHONIOENCODING=ascii, a
+    # non-UTF-8 locale), where a memory's "café" failed the write and the whole answer
+    return json.dumps(out)
 
 
 # -- the shell: never block the agent ----------------------------------------------------------

@@ -627,3 +627,21 @@ def test_a_usage_error_in_the_hook_command_never_blocks_the_prompt(
         timeout=60,
     )
     assert install.returncode == 2 and install.stdout == ""
+
+
+def test_the_answer_survives_any_stdout_encoding(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The answer was written as UTF-8 text: under an ASCII stdout (a non-UTF-8 locale,
+    PYTHONIOENCODING=ascii) a memory's "café" failed the write: no answer reached the agent
+    (before this review, with a traceback and exit 1)."""
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    env = {**env, "PYTHONIOENCODING": "ascii:strict"}
+    subprocess.run(
+        [*cmd[:-2], "save", "The team meets at the café on Fridays ☕"], env=memory_env, timeout=60
+    )
+    stdin = json.dumps({"session_id": "s", "prompt": "where does the team meet on Fridays?"})
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "café on Fridays ☕" in context_of(done.stdout, "UserPromptSubmit")
+    assert not log.exists()  # nothing failed
