@@ -214,6 +214,7 @@ class HookRunner:
     def __init__(self, store: StoreAPI, *, bank: str | None) -> None:
         self.store = store
         self.bank = bank
+        self.unserved = ""  # why a turn got no memory at all (the store's notes), or ""
 
     def run(self, hook: HookInput) -> str | None:
         handlers: dict[str, Callable[[HookInput], str | None]] = {
@@ -227,17 +228,29 @@ class HookRunner:
     def _meta(self, hook: HookInput) -> dict[str, Any]:
         return {"session": {"memory_bank": self.bank}, "cwd": hook.cwd}
 
+    def _served(self, got: Any) -> Any:
+        """``got``, noting why when the store served no bank at all (``--bank`` naming a bank
+        that does not exist, an invalid name): the hook printed nothing and logged nothing,
+        and memory was off without a word."""
+        if getattr(got, "bank", "") is None:  # a view without the field: served
+            self.unserved = "; ".join(getattr(got, "notes", ()) or ()) or "no bank served"
+        return got
+
     def session_start(self, hook: HookInput) -> str | None:
-        got = self.store.pre_generate(hook.session_id, messages=[], metadata=self._meta(hook))
+        got = self._served(
+            self.store.pre_generate(hook.session_id, messages=[], metadata=self._meta(hook))
+        )
         return _context(hook.event, got.system_prompt or "")
 
     def user_prompt(self, hook: HookInput) -> str | None:
         if not hook.prompt.strip():
             return None
-        got = self.store.pre_generate(
-            hook.session_id,
-            messages=[{"role": "user", "content": hook.prompt}],
-            metadata=self._meta(hook),
+        got = self._served(
+            self.store.pre_generate(
+                hook.session_id,
+                messages=[{"role": "user", "content": hook.prompt}],
+                metadata=self._meta(hook),
+            )
         )
         return _context(hook.event, "\n\n".join(m["content"] for m in got.append_messages))
 
@@ -289,7 +302,10 @@ def run_hook(
         with contextlib.redirect_stdout(sys.stderr):  # a library's print never reaches the agent
             store = open_store(opts.data_dir, opts.timeout)
             bank = bank_for(store, hook.cwd, override=opts.bank, env=env)
-            answer = HookRunner(store, bank=bank).run(hook)
+            runner = HookRunner(store, bank=bank)
+            answer = runner.run(hook)
+        if runner.unserved:
+            _log(env, f"{opts.event}: no memory: {runner.unserved} ({_ms(started)} ms)")
     except Exception as e:  # every failure: log it, say nothing to the model, exit 0
         _log(env, f"{opts.event}: failed: {_why(e)} ({_ms(started)} ms)")
         return 0

@@ -645,3 +645,28 @@ def test_the_answer_survives_any_stdout_encoding(
     assert done.returncode == 0, done.stderr
     assert "café on Fridays ☕" in context_of(done.stdout, "UserPromptSubmit")
     assert not log.exists()  # nothing failed
+
+
+@pytest.mark.parametrize(
+    ("bank", "why"),
+    [("no-such-bank", "bank 'no-such-bank' does not exist"), ("Bad Bank", "invalid bank name")],
+)
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
+def test_a_bank_the_store_cannot_serve_is_logged(
+    memory_cmd: list[str],
+    memory_env: dict[str, str],
+    tmp_path: Path,
+    event: str,
+    bank: str,
+    why: str,
+) -> None:
+    """`--bank` (or MEMORY_HOOK_BANK) naming a bank that does not exist, or no valid name:
+    the store served no memory and said why in its notes; the hook printed nothing and
+    logged nothing, so memory was off without a word."""
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, event)
+    stdin = json.dumps({"session_id": "s", "prompt": "where is the deploy script?"})
+    env = {**env, "MEMORY_HOOK_BANK": bank}
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert f"{event}: no memory: " in log.read_text("utf-8")
+    assert why in log.read_text("utf-8")
