@@ -13,8 +13,9 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from shared import errors
 from shared.workers import CommandSpec
@@ -79,7 +80,7 @@ def read_token(token_file: str | None, env: dict[str, str]) -> str | None:
 
 def _mcp(args: argparse.Namespace) -> int:
     from integrations import serve
-    from integrations.store import RunningStore, close, open_store_for
+    from integrations.store import RunningStore, close
 
     token = read_token(args.token_file, dict(os.environ))
     # the running store is looked for at the first tool call, not now: an agent often starts
@@ -87,9 +88,7 @@ def _mcp(args: argparse.Namespace) -> int:
     # (the client says only "Connection closed"); an embedded data dir is opened (and its
     # lock taken) now, so a held one is refused at once, naming its holder
     store = (
-        open_store_for(args.data_dir, timeout=args.timeout)
-        if args.data_dir
-        else RunningStore(timeout=args.timeout)
+        _held(args.data_dir, args.timeout) if args.data_dir else RunningStore(timeout=args.timeout)
     )
     edits, project = args.allow_rule_edits, os.getcwd()  # the agent's folder, as the CLI's
     try:
@@ -108,6 +107,24 @@ def _mcp(args: argparse.Namespace) -> int:
     finally:
         close(store)
     return 0
+
+
+def _held(data_dir: str, timeout: float) -> Any:
+    """The embedded store on ``data_dir``, opened (and its lock taken) now; if another process
+    holds it (a second agent window) or it cannot be written (a read-only mount, a path
+    through a file), a ``DataDirWhenFree`` that opens it once it can, so the server still
+    starts and each call says why it cannot (the server used to exit, and the agent lost
+    the memory tools for the session, the client saying only "Connection closed")."""
+    from integrations.store import DataDirWhenFree, open_store_for
+
+    try:
+        return open_store_for(data_dir, timeout=timeout)
+    except (errors.DataDirLockedError, errors.DataDirUnwritableError) as e:
+        sys.stderr.write(
+            f"memory mcp: {e.message}\nmemory mcp: serving anyway: each call answers "
+            "source_unavailable until the data dir can be opened\n"
+        )
+        return DataDirWhenFree(data_dir, timeout=timeout)
 
 
 # -- memory hook -------------------------------------------------------------------------------
@@ -135,9 +152,46 @@ def _add_hook(sub: argparse._SubParsersAction[Any]) -> None:
         help="install --write: the settings file (default .claude/settings.json)",
     )
     p.set_defaults(handler=_hook)
+    p.error = _never_blocking(p.error)
+    p.parse_known_args = _unknown_kept(p.parse_known_args)
+
+
+def _unknown_kept(parse: Callable[..., Any]) -> Callable[..., Any]:
+    """The hook parser's ``parse_known_args``: words it does not know are kept for ``_hook``
+    to refuse (``hook_unknown``), not handed to the top-level parser, whose error exits 2."""
+
+    def parse_known_args(args: Any = None, namespace: Any = None) -> tuple[Any, list[str]]:
+        parsed, unknown = parse(args, namespace)
+        parsed.hook_unknown = unknown
+        return parsed, []
+
+    return parse_known_args
+
+
+def _never_blocking(usage_error: Callable[[str], NoReturn]) -> Callable[[str], NoReturn]:
+    """The hook parser's ``error``: for an event (``memory hook UserPromptSubmit --bnak x``)
+    the usage error is logged and the exit is 0, as for any other failure of a hook; argparse
+    exited 2, which Claude Code takes as "block this prompt" (the prompt was erased, on every
+    prompt, until the settings were fixed). ``install`` and a missing event stay usage
+    errors."""
+
+    def error(message: str) -> NoReturn:
+        from integrations.hooks import EVENTS, log_failure
+
+        event = next((word for word in sys.argv[1:] if word in EVENTS), None)
+        if event is None:
+            usage_error(message)
+        sys.stderr.write(f"memory hook: {message}\n")
+        log_failure(dict(os.environ), event, f"usage: {message}")
+        sys.exit(0)
+
+    return error
 
 
 def _hook(args: argparse.Namespace) -> int:
+    unknown = getattr(args, "hook_unknown", [])
+    if unknown and args.event == "install":
+        raise errors.InvalidArgumentError(f"unrecognized arguments: {' '.join(unknown)}")
     if args.event == "install":
         return _install(args)
     from integrations.hooks import HookOptions, run_hook
@@ -154,6 +208,11 @@ def _hook(args: argparse.Namespace) -> int:
             one_shot=True,
         )
 
+    if unknown:  # never a usage error (exit 2 blocks the prompt): logged, as any failure
+        from integrations.hooks import log_failure
+
+        log_failure(dict(os.environ), args.event, f"unrecognized arguments: {' '.join(unknown)}")
+        return 0
     opts = HookOptions(event=args.event, bank=args.bank, data_dir=args.data_dir)
     return run_hook(
         opts,

@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -47,7 +48,9 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")
 BANK_ENV = "MEMORY_HOOK_BANK"
 LOG_ENV = "MEMORY_HOOK_LOG"
-MAX_STDIN = 1 << 20  # a hook's JSON is small; a prompt is capped by the agent far below this
+MAX_STDIN = 8 << 20  # a hook's JSON is small, but a prompt may carry a pasted log or file
+STDIN_CHUNK = 1 << 16
+MAX_LOG_LINE = 1000  # characters of one hook-log line
 TRANSCRIPT_TAIL = 4 << 20  # the finished turn is at the end: read at most the last 4 MiB
 _NOT_BANK = re.compile(r"[^a-z0-9_-]+")
 
@@ -172,11 +175,23 @@ def _prose(content: object) -> str:
 
 
 def _tail_lines(path: str) -> list[str]:
+    """The transcript's last ``TRANSCRIPT_TAIL`` bytes as lines. Only a regular file: a FIFO
+    (opened without blocking, refused before any read) blocked the hook for good, and a
+    device such as ``/dev/zero`` (size 0, endless) was read until memory ran out."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError) as e:  # ValueError: a NUL byte in the path
+        raise errors.SourceUnavailableError(f"cannot read the transcript {path}: {e}") from e
+    try:
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise errors.SourceUnavailableError(
+                    f"cannot read the transcript {path}: not a regular file"
+                )
+            size = st.st_size
             f.seek(max(0, size - TRANSCRIPT_TAIL))
-            data = f.read()
+            data = f.read(TRANSCRIPT_TAIL)  # bounded even if the file grows as it is read
     except OSError as e:
         raise errors.SourceUnavailableError(f"cannot read the transcript {path}: {e}") from e
     lines = data.decode("utf-8", errors="replace").splitlines()
@@ -199,6 +214,7 @@ class HookRunner:
     def __init__(self, store: StoreAPI, *, bank: str | None) -> None:
         self.store = store
         self.bank = bank
+        self.unserved = ""  # why a turn got no memory at all (the store's notes), or ""
 
     def run(self, hook: HookInput) -> str | None:
         handlers: dict[str, Callable[[HookInput], str | None]] = {
@@ -212,17 +228,29 @@ class HookRunner:
     def _meta(self, hook: HookInput) -> dict[str, Any]:
         return {"session": {"memory_bank": self.bank}, "cwd": hook.cwd}
 
+    def _served(self, got: Any) -> Any:
+        """``got``, noting why when the store served no bank at all (``--bank`` naming a bank
+        that does not exist, an invalid name): the hook printed nothing and logged nothing,
+        and memory was off without a word."""
+        if getattr(got, "bank", "") is None:  # a view without the field: served
+            self.unserved = "; ".join(getattr(got, "notes", ()) or ()) or "no bank served"
+        return got
+
     def session_start(self, hook: HookInput) -> str | None:
-        got = self.store.pre_generate(hook.session_id, messages=[], metadata=self._meta(hook))
+        got = self._served(
+            self.store.pre_generate(hook.session_id, messages=[], metadata=self._meta(hook))
+        )
         return _context(hook.event, got.system_prompt or "")
 
     def user_prompt(self, hook: HookInput) -> str | None:
         if not hook.prompt.strip():
             return None
-        got = self.store.pre_generate(
-            hook.session_id,
-            messages=[{"role": "user", "content": hook.prompt}],
-            metadata=self._meta(hook),
+        got = self._served(
+            self.store.pre_generate(
+                hook.session_id,
+                messages=[{"role": "user", "content": hook.prompt}],
+                metadata=self._meta(hook),
+            )
         )
         return _context(hook.event, "\n\n".join(m["content"] for m in got.append_messages))
 
@@ -239,7 +267,9 @@ def _context(event: str, text: str) -> str | None:
     if not text.strip():
         return None
     out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-    return json.dumps(out, ensure_ascii=False)
+    # ASCII (\u escapes): the answer survives any stdout encoding (PYTHONIOENCODING=ascii, a
+    # non-UTF-8 locale), where a memory's "café" failed the write and the whole answer
+    return json.dumps(out)
 
 
 # -- the shell: never block the agent ----------------------------------------------------------
@@ -268,11 +298,14 @@ def run_hook(
     try:
         if opts.event not in EVENTS:
             raise errors.InvalidArgumentError(f"unknown hook event {opts.event!r}; use {EVENTS}")
-        hook = HookInput.parse(stdin.read(MAX_STDIN), opts.event)
+        hook = HookInput.parse(read_input(stdin), opts.event)
         with contextlib.redirect_stdout(sys.stderr):  # a library's print never reaches the agent
             store = open_store(opts.data_dir, opts.timeout)
             bank = bank_for(store, hook.cwd, override=opts.bank, env=env)
-            answer = HookRunner(store, bank=bank).run(hook)
+            runner = HookRunner(store, bank=bank)
+            answer = runner.run(hook)
+        if runner.unserved:
+            _log(env, f"{opts.event}: no memory: {runner.unserved} ({_ms(started)} ms)")
     except Exception as e:  # every failure: log it, say nothing to the model, exit 0
         _log(env, f"{opts.event}: failed: {_why(e)} ({_ms(started)} ms)")
         return 0
@@ -281,9 +314,27 @@ def run_hook(
             with contextlib.suppress(Exception):
                 close_store(store)
     if answer:
-        stdout.write(answer + "\n")
-        stdout.flush()
+        try:
+            stdout.write(answer + "\n")
+            stdout.flush()
+        except (OSError, ValueError) as e:  # the agent closed the pipe: nothing to tell it
+            _log(env, f"{opts.event}: answer not delivered: {type(e).__name__}: {e}")
     return 0
+
+
+def read_input(stdin: TextIO) -> str:
+    """The hook's JSON: all of stdin, read to its end even past ``MAX_STDIN`` (then refused):
+    a hook that stopped reading at the cap failed the agent's write into the pipe (EPIPE) and
+    logged the cut-off JSON as "not JSON". The agent's pipe is read as bytes and decoded
+    leniently: a stray non-UTF-8 byte in a prompt costs that byte, not the hook."""
+    source: Any = getattr(stdin, "buffer", stdin)
+    raw = source.read(MAX_STDIN + 1)
+    if len(raw) > MAX_STDIN:
+        total = len(raw)
+        while chunk := source.read(STDIN_CHUNK):  # drain: the agent's write completes
+            total += len(chunk)
+        raise errors.InvalidArgumentError(f"hook input is {total} bytes; the limit is {MAX_STDIN}")
+    return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)
 
 
 def _why(e: Exception) -> str:
@@ -296,6 +347,11 @@ def _ms(started: float) -> int:
     return round((time.perf_counter() - started) * 1000)
 
 
+def log_failure(env: Mapping[str, str], event: str, why: str) -> None:
+    """The hook log's line for a failure of ``event`` found before it ran (a usage error)."""
+    _log(env, f"{event}: failed: {why}")
+
+
 def log_path(env: Mapping[str, str]) -> Path:
     if env.get(LOG_ENV):
         return Path(env[LOG_ENV])
@@ -303,7 +359,18 @@ def log_path(env: Mapping[str, str]) -> Path:
 
 
 def _log(env: Mapping[str, str], line: str) -> None:
+    """One line in the hook log: redacted (a failure's message may quote the agent's input:
+    a path, a field's value) and cut to ``MAX_LOG_LINE`` characters, newlines folded."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = " ".join(line[: MAX_LOG_LINE * 4].split())
+    try:
+        from shared.redact import redact
+
+        line = redact(line).text
+    except Exception:  # the redactor itself failing: keep no text that could hold a secret
+        line = line.split(":", 1)[0] + ": (message withheld: it could not be redacted)"
+    if len(line) > MAX_LOG_LINE:
+        line = line[: MAX_LOG_LINE - 1] + "…"
     try:
         path = log_path(env)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -348,7 +415,10 @@ def merge_settings(
 
 
 def write_settings(path: Path, prefix: str = "memory", suffix: str = "") -> dict[str, Any]:
-    """Merge our hooks into the settings file at ``path`` (created if missing)."""
+    """Merge our hooks into the settings file at ``path`` (created if missing). A symlink
+    (settings kept in a dotfiles repository) is written through, not replaced by a file,
+    and the file keeps its mode."""
+    path = path.resolve() if path.is_symlink() else path
     try:
         current = json.loads(path.read_text("utf-8")) if path.exists() else {}
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -360,6 +430,8 @@ def write_settings(path: Path, prefix: str = "memory", suffix: str = "") -> dict
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(merged, indent=2) + "\n", "utf-8")
+        if path.exists():
+            os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
         os.replace(tmp, path)
     except OSError as e:
         raise errors.storage_error(f"cannot write {path}", e) from e

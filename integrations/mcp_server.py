@@ -41,11 +41,12 @@ import inspect
 import json
 import os
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from integrations.store import RunningStore
@@ -62,6 +63,9 @@ RECORDED_BY = "mcp.remember"
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MemoryScope = Literal["global", "project", "session"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
+UNAUTHENTICATED = "unauthenticated:"  # how the gateway refuses a token (grpc_gateway.auth)
+T = TypeVar("T")
+RECALL_LIMIT_MAX = 500  # the store's recall limit (store_worker.validate.limit; a test checks)
 # MemoryType / MemoryScope mirror shared.models.MEMORY_TYPES / MEMORY_SCOPES (a test checks).
 
 # The tools' parameters, each with the description an agent reads in the tool's JSON schema.
@@ -208,6 +212,11 @@ class MemoryTools:
             + ("" if session_id or mem.scope == "project" else " (give its session_id)")
         )
 
+    @property
+    def finds_store(self) -> bool:
+        """The store is the running one, looked for again after ``unreachable``."""
+        return isinstance(self._source, RunningStore)
+
     def unreachable(self) -> None:
         """A call found the store unreachable: look for it again at the next call."""
         if isinstance(self._source, RunningStore):
@@ -232,6 +241,10 @@ class MemoryTools:
         return the candidates for the agent to choose from."""
         if not text.strip():
             raise errors.InvalidArgumentError("text is empty: nothing to remember")
+        if scope == "session" and not session_id and update_id is None:
+            # refused before the near-match check: it answered `needs_confirmation`, and the
+            # confirmed call was then refused
+            raise errors.InvalidScopeError("scope 'session' needs a session_id")
         check_threshold(threshold)
         happened = None if occurred_at is None else iso_ms(occurred_at)  # refused before a write
         here = self._folder(project)  # as `memory save --scope project` / `recall` use cwd
@@ -409,7 +422,7 @@ def _guarded(
 
     def call(**kwargs: Any) -> CallToolResult:
         try:
-            return ok_result(fn(**kwargs))
+            return ok_result(_found_again_if_refused(tools, fn, **kwargs))
         except errors.SourceUnavailableError as e:
             tools.unreachable()  # the next call looks for the store again
             return error_result(e)
@@ -421,12 +434,56 @@ def _guarded(
     return call
 
 
+def _found_again_if_refused(
+    tools: MemoryTools, fn: Callable[..., T], *args: Any, **kwargs: Any
+) -> T:
+    """``fn``'s answer; when the running store's gateway refuses this server's bearer token
+    (``memory up`` again with a new token, on the address found before), the store is looked
+    for again (its record holds the new token) and ``fn`` called once more: the gateway
+    refuses before the store runs anything, so nothing was written. Without this, every
+    call failed ``unknown: unauthenticated`` until the agent was restarted."""
+    try:
+        return fn(*args, **kwargs)
+    except errors.UnknownError as e:
+        if not (tools.finds_store and e.message.startswith(UNAUTHENTICATED)):
+            raise
+    tools.unreachable()
+    return fn(*args, **kwargs)
+
+
 class _Server(MCPServer[Any]):
-    """``MCPServer`` whose schema refusals carry the error tree's category too."""
+    """``MCPServer`` whose schema refusals carry the error tree's category too, and whose
+    tools take only the arguments their schemas name (``additionalProperties: false``): the
+    SDK dropped any other silently, so ``remember(text, tags=[...])`` or a misspelt
+    ``scpoe: "project"`` saved a memory without them and answered success."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._takes: dict[str, frozenset[str]] = {}
+
+    def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        super().add_tool(fn, *args, **kwargs)
+        name = kwargs.get("name") or (args[0] if args else None) or fn.__name__
+        self._takes[name] = frozenset(inspect.signature(fn).parameters)
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [
+            t.model_copy(update={"input_schema": {**t.input_schema, "additionalProperties": False}})
+            for t in await super().list_tools()
+        ]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        takes = self._takes.get(name)
+        unknown = sorted(set(arguments) - takes) if takes is not None else []
+        if takes is not None and unknown:
+            return error_result(
+                errors.InvalidArgumentError(
+                    f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(unknown)} (it takes {', '.join(sorted(takes))})"
+                )
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as e:
@@ -609,7 +666,11 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         bank: Bank = None,
         limit: Annotated[
             int | None,
-            Field(description="At most this many memories (1-10000; default 10)."),
+            Field(
+                ge=1,
+                le=RECALL_LIMIT_MAX,
+                description=f"At most this many memories (1-{RECALL_LIMIT_MAX}; default 10).",
+            ),
         ] = None,
         mode: Annotated[
             RecallMode,
@@ -678,7 +739,7 @@ def _add_resources(server: MCPServer[Any], tools: MemoryTools) -> None:
 
 def _read(tools: MemoryTools, fn: Callable[..., str], *args: str) -> str:
     try:
-        return fn(*args)
+        return _found_again_if_refused(tools, fn, *args)
     except errors.MemoryServiceError as e:
         if isinstance(e, errors.SourceUnavailableError):
             tools.unreachable()

@@ -23,7 +23,10 @@ With no file-system path there is nothing for a symlink to redirect.
 
 ``MemoryToolBackend(store).execute({"command": ..., ...})`` answers the text the tool result
 carries (raising a typed error); ``tool_result(...)`` answers the ``content`` / ``is_error``
-of the ``tool_result`` block. A harness wires it as the handler of the ``memory`` tool
+of the ``tool_result`` block. An edit (``str_replace``, ``insert``, ``rename``) writes only
+while the rule still holds what it read (``rule_set(expect=...)``): a rule another writer
+changed in between is a ``conflict`` (read it again), never a silent overwrite of that
+change. A harness wires it as the handler of the ``memory`` tool
 (README "Memory tool").
 """
 
@@ -206,7 +209,7 @@ class MemoryToolBackend:
         if count != 1:
             found = "not found" if count == 0 else f"found {count} times"
             raise MemoryFileError(f"{path}: old_str {found}; it must occur exactly once")
-        self.store.rule_set(path.rule, text.replace(old, new, 1), bank=path.bank)
+        self.store.rule_set(path.rule, text.replace(old, new, 1), bank=path.bank, expect=text)
         return f"File edited: {path}"
 
     def _insert(self, call: Mapping[str, Any]) -> str:
@@ -218,12 +221,13 @@ class MemoryToolBackend:
             saved = self.store.save(inserted.strip(), bank=path.bank, recorded_by="memory-tool")
             return f"Memory saved: [{saved.memory.id}] in {path}"
         path = self._rule_path(path, "insert")
-        lines = self._read(path).splitlines()
+        text = self._read(path)
+        lines = text.splitlines()
         at = call.get("insert_line")
         if isinstance(at, bool) or not isinstance(at, int) or not 0 <= at <= len(lines):
             raise MemoryFileError(f"{path}: insert_line must be a line number 0-{len(lines)}")
         lines[at:at] = inserted.splitlines() or [""]
-        self.store.rule_set(path.rule, "\n".join(lines) + "\n", bank=path.bank)
+        self.store.rule_set(path.rule, "\n".join(lines) + "\n", bank=path.bank, expect=text)
         return f"Text inserted at line {at}: {path}"
 
     def _delete(self, call: Mapping[str, Any]) -> str:
@@ -239,8 +243,12 @@ class MemoryToolBackend:
         if new.rule in self._rule_names(new.bank):
             raise MemoryFileError(f"{new} already exists")
         self._ensure_bank(new.bank)
-        self.store.rule_set(new.rule, content, bank=new.bank)
-        self.store.rule_set(old.rule, "", bank=old.bank)
+        self.store.rule_set(new.rule, content, bank=new.bank, expect="")
+        try:
+            self.store.rule_set(old.rule, "", bank=old.bank, expect=content)
+        except errors.ConflictError:  # changed since read: the copy goes, the change stays
+            self.store.rule_set(new.rule, "", bank=new.bank, expect=content)
+            raise
         return f"File renamed: {old} -> {new}"
 
     # -- helpers -----------------------------------------------------------------------------

@@ -12,6 +12,11 @@
 A long-lived process (the MCP server) holds the running store as a ``RunningStore``: looked
 for at its first use rather than at start, and again after a call found it unreachable, so
 the server starts before ``memory up`` and serves once the store is up, without a restart.
+A data dir another process holds when the MCP server starts (a second agent window on the
+same ``--data-dir``), or that cannot be written, is held as a ``DataDirWhenFree``: each call
+tries to open it and answers the ``source_unavailable`` saying why until it can, then
+serves (the server used to exit, and the agent lost its memory tools for the session even
+after the first window closed).
 """
 
 from __future__ import annotations
@@ -79,7 +84,7 @@ def close(store: StoreAPI | RunningStore) -> None:
     """Close an embedded store (its log files and its lock), a gateway client (its channel)
     or a ``RunningStore`` (the store it found); a client over Ray has nothing to close."""
     if isinstance(store, RunningStore):
-        store.lost()
+        store.close()
         return
     from shared.cli_store import close_store
 
@@ -100,11 +105,37 @@ class RunningStore:
     def get(self) -> StoreAPI:
         with self._lock:
             if self._store is None:
-                self._store = open_store_for(None, timeout=self.timeout)
+                self._store = self._open()
             return self._store
+
+    def _open(self) -> StoreAPI:
+        return open_store_for(None, timeout=self.timeout)
 
     def lost(self) -> None:
         with self._lock:
             store, self._store = self._store, None
         if store is not None:
             close(store)
+
+    def close(self) -> None:
+        """Let go of the store found (the process ends)."""
+        RunningStore.lost(self)
+
+
+class DataDirWhenFree(RunningStore):
+    """The embedded store on ``data_dir``, which another process held (or which could not be
+    written) when this long-lived one started: ``get`` tries to open it (``DataDirLockedError``
+    naming the holder, or ``DataDirUnwritableError``, until it can), and once open it is
+    kept until ``close``; ``lost`` keeps it, since dropping
+    its lock on a call's ``source_unavailable`` (a semantic recall with no embedding model)
+    would let another process take the data dir in between."""
+
+    def __init__(self, data_dir: str, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        super().__init__(timeout=timeout)
+        self.data_dir = data_dir
+
+    def _open(self) -> StoreAPI:
+        return open_store_for(self.data_dir, timeout=self.timeout)
+
+    def lost(self) -> None:
+        return None

@@ -459,3 +459,214 @@ def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
         finally:
             close_store(store)
     assert on == [[], [("abc123-session", bank)]]
+
+
+# -- an adversarial review: what the agent's pipe and a transcript path may be ---------------
+
+
+def hook_cmd(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path, event: str
+) -> tuple[list[str], dict[str, str], Path]:
+    """``memory --data-dir <tmp>/data hook <event>``, its environment and its log."""
+    log = tmp_path / "hooks.log"
+    cmd = [*memory_cmd, "--data-dir", str(tmp_path / "data"), "hook", event]
+    return cmd, {**memory_env, "MEMORY_HOOK_LOG": str(log)}, log
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_transcript_that_is_no_regular_file_never_holds_the_hook(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path, kind: str
+) -> None:
+    """A FIFO blocked the Stop hook for good (no writer ever comes); ``/dev/zero`` (size 0,
+    endless) was read until memory ran out."""
+    # Given a transcript path that names a FIFO or an endless device
+    if kind == "fifo":
+        path = tmp_path / "transcript.fifo"
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "Stop")
+    stdin = json.dumps({"session_id": "s", "transcript_path": str(path)})
+    # When the Stop hook runs, then it ends at once: nothing printed, exit 0, the reason logged
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert "cannot read the transcript" in log.read_text("utf-8")
+    assert "not a regular file" in log.read_text("utf-8")
+
+
+def test_a_big_prompt_is_read_to_its_end(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The hook read 1 MiB of stdin and left: a pasted 2 MB log made the agent's write into
+    the pipe fail (EPIPE) and the cut-off JSON was logged as "not JSON" (no recall)."""
+    from integrations.hooks import MAX_STDIN
+
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    save = subprocess.run(
+        [*cmd[:-2], "save", "The deploy script lives in tools/ship.sh"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert save.returncode == 0, save.stderr
+
+    def prompt_of(size: int) -> bytes:
+        pasted = "where is the deploy script? " + "log line " * (size // 9)
+        return json.dumps({"session_id": "s", "cwd": str(tmp_path), "prompt": pasted}).encode()
+
+    for size, answered in ((2 << 20, True), (MAX_STDIN + (1 << 20), False)):
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+        # When the agent writes it all (a BrokenPipeError here is the bug) and closes the pipe
+        out, _ = proc.communicate(prompt_of(size), timeout=120)
+        assert proc.returncode == 0
+        if answered:  # Then a prompt over the old cap is answered
+            assert "tools/ship.sh" in context_of(out.decode(), "UserPromptSubmit")
+        else:  # and one over the cap is refused, naming the limit, after reading it all
+            assert out == b""
+            assert f"the limit is {MAX_STDIN}" in log.read_text("utf-8")
+
+
+def test_a_stray_non_utf8_byte_costs_the_byte_not_the_hook(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    # stdin decoded strictly, as under a macOS agent's LANG=en_US.UTF-8
+    env = {**env, "PYTHONIOENCODING": "utf-8:strict"}
+    subprocess.run(
+        [*cmd[:-2], "save", "The deploy script lives in tools/ship.sh"], env=env, timeout=60
+    )
+    stdin = b'{"session_id": "s", "prompt": "where is the deploy \xff\xfe script?"}'
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0
+    assert "tools/ship.sh" in context_of(done.stdout.decode(), "UserPromptSubmit")
+    assert not log.exists()
+
+
+def test_the_hook_log_never_holds_a_secret_from_the_input(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A failure's message quotes the input it refused (here the transcript path, or the
+    event the input names), and went to the log as it was: secrets and all, newlines
+    splitting it into several lines, as long as the input."""
+    token = "ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7C"
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "Stop")
+    for stdin in (
+        {"session_id": "s", "transcript_path": f"/nowhere/{token}/x\ny.jsonl"},
+        {"session_id": "s", "hook_event_name": f"token={token} " + "x" * 100_000},
+    ):
+        done = subprocess.run(
+            cmd, input=json.dumps(stdin).encode(), env=env, capture_output=True, timeout=60
+        )
+        assert (done.returncode, done.stdout) == (0, b"")
+    lines = log.read_text("utf-8").splitlines()
+    assert len(lines) == 2 and all(len(line) < 1100 for line in lines)
+    assert "cannot read the transcript" in lines[0] and "is for" in lines[1]
+    assert "ghp_" not in log.read_text("utf-8")
+    assert "[REDACTED:github_token]" in lines[0]
+
+
+def test_install_write_keeps_a_symlinked_settings_file_and_its_mode(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Settings kept in a dotfiles repository and linked into ~/.claude: the link was
+    replaced by a plain file (the repository never saw the hooks, and the user's next
+    dotfiles sync dropped them), and a 0600 file became 0644."""
+    # Given ~/.claude/settings.json, a link to a private file in a dotfiles folder
+    target = tmp_path / "dotfiles" / "claude-settings.json"
+    target.parent.mkdir()
+    target.write_text(json.dumps({"model": "opus"}))
+    target.chmod(0o600)
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    # When the hooks are installed through the link
+    done = subprocess.run(
+        [*memory_cmd, "hook", "install", "claude-code", "--write", "--settings", str(link)],
+        env=memory_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    # Then the link stays a link, and the file it names holds the hooks, still private
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    merged = json.loads(target.read_text())
+    assert merged["model"] == "opus" and set(merged["hooks"]) == set(EVENTS)
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    ("words", "why"),
+    [
+        (["--bnak", "ship-it"], "unrecognized arguments: --bnak ship-it"),
+        (["--bank"], "usage: argument --bank: expected one argument"),
+    ],
+)
+def test_a_usage_error_in_the_hook_command_never_blocks_the_prompt(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path, words: list[str], why: str
+) -> None:
+    """A mistyped flag in the hook's command (settings edited by hand, or written by another
+    version) exited 2 from argparse: Claude Code takes exit 2 as "block this prompt", so every
+    prompt was erased until the settings were fixed."""
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    stdin = json.dumps({"session_id": "s", "prompt": "where is the deploy script?"})
+    done = subprocess.run(
+        [*cmd, *words], input=stdin, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, "")
+    assert f"UserPromptSubmit: failed: {why}" in log.read_text("utf-8")
+    # install is no hook: its usage errors stay usage errors
+    install = subprocess.run(
+        [*memory_cmd, "hook", "install", "claude-code", *words],
+        env=memory_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert install.returncode == 2 and install.stdout == ""
+
+
+def test_the_answer_survives_any_stdout_encoding(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The answer was written as UTF-8 text: under an ASCII stdout (a non-UTF-8 locale,
+    PYTHONIOENCODING=ascii) a memory's "café" failed the write: no answer reached the agent
+    (before this review, with a traceback and exit 1)."""
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, "UserPromptSubmit")
+    env = {**env, "PYTHONIOENCODING": "ascii:strict"}
+    subprocess.run(
+        [*cmd[:-2], "save", "The team meets at the café on Fridays ☕"], env=memory_env, timeout=60
+    )
+    stdin = json.dumps({"session_id": "s", "prompt": "where does the team meet on Fridays?"})
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "café on Fridays ☕" in context_of(done.stdout, "UserPromptSubmit")
+    assert not log.exists()  # nothing failed
+
+
+@pytest.mark.parametrize(
+    ("bank", "why"),
+    [("no-such-bank", "bank 'no-such-bank' does not exist"), ("Bad Bank", "invalid bank name")],
+)
+@pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit"])
+def test_a_bank_the_store_cannot_serve_is_logged(
+    memory_cmd: list[str],
+    memory_env: dict[str, str],
+    tmp_path: Path,
+    event: str,
+    bank: str,
+    why: str,
+) -> None:
+    """`--bank` (or MEMORY_HOOK_BANK) naming a bank that does not exist, or no valid name:
+    the store served no memory and said why in its notes; the hook printed nothing and
+    logged nothing, so memory was off without a word."""
+    cmd, env, log = hook_cmd(memory_cmd, memory_env, tmp_path, event)
+    stdin = json.dumps({"session_id": "s", "prompt": "where is the deploy script?"})
+    env = {**env, "MEMORY_HOOK_BANK": bank}
+    done = subprocess.run(cmd, input=stdin, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert f"{event}: no memory: " in log.read_text("utf-8")
+    assert why in log.read_text("utf-8")

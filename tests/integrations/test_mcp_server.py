@@ -21,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from integrations.mcp_server import MemoryScope, MemoryType, build_server
+from shared import errors
 from shared.models import MEMORY_SCOPES, MEMORY_TYPES
 
 Session = Callable[[Client], Awaitable[None]]
@@ -299,6 +300,66 @@ def test_resources_rules_and_preview(embedded: Any) -> None:
     run(build_server(embedded), body)
 
 
+def test_tools_take_only_the_arguments_their_schemas_name(embedded: Any) -> None:
+    """The SDK dropped an argument a tool does not take: `remember(text, tags=[...])` or a
+    misspelt `scpoe` saved the memory without it and answered success."""
+
+    async def body(client: Client) -> None:
+        # Given the tools as a client lists them: no other argument is allowed
+        for tool in (await client.list_tools()).tools:
+            assert tool.input_schema["additionalProperties"] is False, tool.name
+        # When a call carries one the tool does not take, then it is refused, named, and
+        # nothing is written
+        category, text = await refused(
+            client, "remember", text=FACT, tags=["deploy"], scpoe="project"
+        )
+        assert category == "invalid_argument"
+        assert "unknown arguments scpoe, tags" in text and "scope" in text
+        assert embedded.list().total == 0
+        # and the arguments it does take still work
+        assert (await call(client, "remember", text=FACT, scope="global"))["action"] == "created"
+
+    run(build_server(embedded), body)
+
+
+def test_the_recall_limit_in_the_schema_is_the_stores(embedded: Any) -> None:
+    """The schema said 1-10000; the store refuses above 500."""
+    from store_worker.validate import limit
+
+    embedded.save(FACT)
+
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        schema = tools["recall"].input_schema["properties"]["limit"]
+        (bounded,) = [s for s in schema["anyOf"] if s.get("type") == "integer"]
+        most = bounded["maximum"]
+        assert bounded["minimum"] == 1
+        assert f"1-{most};" in schema["description"]
+        # the bound is the store's own: the largest it takes, and one more it refuses
+        assert limit(most, 10) == most
+        with pytest.raises(errors.InvalidArgumentError):
+            limit(most + 1, 10)
+        assert await recall_ids(client, "deploy script", limit=most)
+        category, text = await refused(client, "recall", query="deploy", limit=most + 1)
+        assert category == "invalid_argument" and "limit" in text
+
+    run(build_server(embedded), body)
+
+
+def test_a_session_memory_without_its_session_is_refused_before_the_near_match_check(
+    embedded: Any,
+) -> None:
+    """It answered `needs_confirmation` (a close memory exists), and the confirmed call was
+    then refused: the agent was sent round a loop to a refusal."""
+    embedded.save(FACT)
+
+    async def body(client: Client) -> None:
+        category, text = await refused(client, "remember", text=FACT, scope="session")
+        assert category == "invalid_scope" and "session_id" in text
+
+    run(build_server(embedded), body)
+
+
 # -- stdio and HTTP: the `memory mcp` command ------------------------------------------------------
 
 
@@ -361,6 +422,44 @@ def test_a_server_started_before_the_store_serves_once_it_is_up(
         mid = saved["memory"]["id"]
         assert mid in await recall_ids(client, "where is the deploy script")
         assert store.get(mid).memory.project == str(project)
+
+    try:
+        run(params, body)
+    finally:
+        gateway.stop(None)
+
+
+def test_a_server_follows_the_gateway_to_its_new_token(
+    memory_cmd: list[str], memory_env: dict[str, str], fresh_store: Any, tmp_path: Path
+) -> None:
+    """`memory down`, then `memory up` with a new token on the same address: the server kept
+    the token it had found, and every call failed `unknown: unauthenticated` until the agent
+    was restarted (only an unreachable store was looked for again)."""
+    from grpc_gateway.server import build_server as build_gateway
+    from shared import gateway_file
+
+    served = tmp_path / "served"
+    store = fresh_store(data_dir=served)
+    env = {**memory_env, "MEMORY_DATA_DIR": str(served), "XDG_STATE_HOME": str(tmp_path)}
+    params = StdioServerParameters(command=memory_cmd[0], args=[*memory_cmd[1:], "mcp"], env=env)
+    # Given a gateway with a token, recorded for the data dir
+    gateway, port = build_gateway(store, port=0, token="first-token")
+    gateway.start()
+    gateway_file.write(served, f"127.0.0.1:{port}", "first-token")
+
+    async def body(client: Client) -> None:
+        saved = await call(client, "remember", text=FACT)
+        # When the gateway comes back on the same address with another token
+        gateway.stop(None).wait()
+        again, _ = build_gateway(store, port=port, token="second-token")
+        again.start()
+        gateway_file.write(served, f"127.0.0.1:{port}", "second-token")
+        try:
+            # Then the next call finds the new record and is answered
+            assert saved["memory"]["id"] in await recall_ids(client, "deploy script")
+            assert "main" in (await client.read_resource("memory://banks")).contents[0].text  # type: ignore[union-attr]
+        finally:
+            again.stop(None)
 
     try:
         run(params, body)
@@ -443,31 +542,91 @@ def test_an_id_alone_never_reaches_another_projects_or_sessions_memory(
     run(build_server(embedded, project=str(tmp_path / "a")), own)
 
 
-def test_a_second_server_on_the_data_dir_names_the_first(
+def test_a_second_server_on_the_data_dir_names_the_first_and_serves_once_free(
     memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
 ) -> None:
+    """Two agent windows on one `--data-dir`: the second server exited at start (the client
+    said only "Connection closed") and that window had no memory tools for its session, even
+    after the first window closed."""
+    from shared.cli_store import close_store, open_store
+
     data = str(tmp_path / "data")
+    store = open_store(data)
+    store.save(FACT)
+    close_store(store)
+    argv = [*memory_cmd, "mcp", "--data-dir", data]
+    # Given a first server (an agent window) holding the data dir
+    first = subprocess.Popen(
+        argv, env=memory_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _lock_pid(Path(data) / ".lock") != first.pid:
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.05)  # another process taking a lock: nothing to join
+        params = StdioServerParameters(command=argv[0], args=argv[1:], env=memory_env)
+
+        async def body(second: Client) -> None:
+            # When a second server starts on the same data dir, then it starts, and each
+            # call is a typed error naming the holder and what to do
+            assert "recall" in {t.name for t in (await second.list_tools()).tools}
+            category, text = await refused(second, "recall", query="deploy script")
+            assert category == "source_unavailable"
+            assert f"data dir {data} is in use by pid {first.pid} " in text
+            assert "Drop --data-dir" in text
+            # When the first window closes, then the second serves the same memory
+            assert first.stdin is not None
+            first.stdin.close()
+            assert first.wait(timeout=60) == 0
+            assert await recall_ids(second, "where is the deploy script")
+            saved = await call(second, "remember", text="Releases are tagged on main")
+            assert saved["action"] == "created"
+
+        run(params, body)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    # Then nothing was lost across the hand-over
+    store = open_store(data)
+    try:
+        assert store.list().total == 2
+    finally:
+        close_store(store)
+
+
+def test_a_server_on_a_data_dir_it_cannot_write_says_why_and_serves_once_it_can(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """An unwritable data dir (a read-only mount; here a path through a file) made the
+    server exit at start: the client said only "Connection closed", the agent had no memory
+    tools and never learnt why."""
+    # Given a --data-dir whose parent is a file
+    blocker = tmp_path / "memory"
+    blocker.write_text("not a folder")
+    data = str(blocker / "data")
     params = StdioServerParameters(
         command=memory_cmd[0], args=[*memory_cmd[1:], "mcp", "--data-dir", data], env=memory_env
     )
 
     async def body(client: Client) -> None:
-        await call(client, "remember", text=FACT)  # the first server holds the lock
-        second = subprocess.run(
-            [*memory_cmd, "mcp", "--data-dir", data],
-            env=memory_env,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            timeout=60,
-        )
-        first_pid = json.loads((Path(data) / ".lock").read_text())["pid"]
-        assert second.returncode == 2
-        assert second.stderr.startswith(f"error: source_unavailable: data dir {data}")
-        assert f"in use by pid {first_pid} " in second.stderr
-        assert "Drop --data-dir" in second.stderr
+        # When a tool is called, then it is a typed error saying why
+        category, text = await refused(client, "remember", text=FACT)
+        assert category == "source_unavailable" and "not writable" in text
+        # When the folder is made usable, then the same server serves
+        blocker.unlink()
+        blocker.mkdir()
+        assert (await call(client, "remember", text=FACT))["action"] == "created"
+        assert await recall_ids(client, "where is the deploy script")
 
     run(params, body)
+
+
+def _lock_pid(path: Path) -> int | None:
+    try:
+        return int(json.loads(path.read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return None  # not there yet, or being written
 
 
 def _free_port() -> int:

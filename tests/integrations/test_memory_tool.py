@@ -229,3 +229,36 @@ def test_the_memories_file_shows_only_what_this_agent_may_see(embedded: Any) -> 
     in_b = shown(project="/work/b/", session_id="T")
     assert "heron" in in_b and "kestrel" not in in_b and "merger" not in in_b
     assert "merger" in shown(session_id="S-child") and "kestrel" not in shown(session_id="S")
+
+
+@pytest.mark.parametrize(
+    ("command", "fields"),
+    [
+        ("str_replace", {"path": RULE, "old_str": "staging", "new_str": "prod"}),
+        ("insert", {"path": RULE, "insert_line": 1, "insert_text": "Then canary."}),
+        ("rename", {"old_path": RULE, "new_path": "/memories/ops/rules/releases.md"}),
+    ],
+)
+def test_an_edit_never_overwrites_a_change_made_since_its_read(
+    embedded: Any, command: str, fields: dict[str, Any]
+) -> None:
+    """An edit reads the rule and writes it back whole: a change another writer (a second
+    agent, a human's `memory rule set`) made in between was silently dropped."""
+    # Given a rule, and another writer that changes it right after this tool reads it
+    embedded.rule_set("deploys", "Deploy to staging first.\n", bank="ops")
+
+    class ChangedAfterRead:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(embedded, name)
+
+        def rule_get(self, name: str, **kwargs: Any) -> Any:
+            read = embedded.rule_get(name, **kwargs)
+            embedded.rule_set(name, "Deploy to staging first.\nNever on Fridays.\n", bank="ops")
+            return read
+
+    tool = MemoryToolBackend(ChangedAfterRead(), allow_rule_edits=True)  # type: ignore[arg-type]
+    # When the edit is made, then it is refused (read it again), and the change stays
+    result = tool.tool_result({"command": command, **fields})
+    assert result["is_error"] and "changed since it was read" in result["content"]
+    assert "Never on Fridays." in embedded.rule_get("deploys", bank="ops").content
+    assert [r.name for r in embedded.rule_list(bank="ops").rules] == ["deploys"]  # no copy
