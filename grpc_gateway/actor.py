@@ -32,7 +32,9 @@ from grpc_gateway.server import build_server
 from grpc_gateway.spec import ACTOR_NAME, DEFAULT_PORT, ENV_PREFIX
 from shared import gateway_file
 from shared.api import StoreAPI
+from shared.bearer import refused_open
 from shared.config import EnvSettings
+from shared.errors import InvalidArgumentError
 from shared.workers import NAMESPACE, start_detached
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,14 @@ class GatewaySettings(EnvSettings):
     token: str | None = Field(None, description="Bearer token every call must carry.")
     bank: str | None = Field(None, description="Bank served; default the store's default bank.")
     max_workers: int = Field(8, ge=1, le=256, description="Concurrent calls served.")
+
+
+def _refuse_open(settings: GatewaySettings, env: dict[str, str]) -> None:
+    """A gateway beyond loopback with no token serves every memory to whoever reaches it:
+    refused before it binds, unless asked for knowingly (``shared.bearer.refused_open``)."""
+    why = refused_open("the gRPC gateway", settings.host, settings.token, env)
+    if why is not None:
+        raise InvalidArgumentError(why)
 
 
 def store_client() -> StoreAPI:
@@ -78,6 +88,7 @@ class GatewayActor:
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         self.settings = GatewaySettings.from_env(dict(env or {}))
+        _refuse_open(self.settings, dict(env or {}))
         # serialize=False: the store actor serializes its own calls
         self.server, self.port = server_for(self.settings, store_client(), serialize=False)
         self.server.start()
@@ -164,6 +175,7 @@ def env_from_args(args: argparse.Namespace, env: dict[str, str]) -> dict[str, st
 
 def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     settings = GatewaySettings.from_env(env_from_args(args, dict(os.environ)))
+    _refuse_open(settings, dict(os.environ))
     store: StoreAPI
     if getattr(args, "data_dir", None):
         from shared.cli_store import open_store

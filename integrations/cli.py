@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from shared import errors
+from shared.bearer import refused_open
 from shared.workers import CommandSpec
 
 # How long `memory hook --data-dir D` waits for D's lock (another hook of the same agent).
@@ -83,6 +84,9 @@ def _mcp(args: argparse.Namespace) -> int:
     from integrations.store import RunningStore, close
 
     token = read_token(args.token_file, dict(os.environ))
+    why = refused_open("memory mcp", args.host, token, os.environ)
+    if args.transport == "http" and why:  # before the store is opened or a port bound
+        raise errors.InvalidArgumentError(why)
     # the running store is looked for at the first tool call, not now: an agent often starts
     # its MCP servers before `memory up`, and a server that exits is gone for the session
     # (the client says only "Connection closed"); an embedded data dir is opened (and its

@@ -7,6 +7,8 @@ in constant time (``hmac.compare_digest``), so the answer's timing says nothing 
 from __future__ import annotations
 
 import hmac
+import ipaddress
+from collections.abc import Mapping
 
 
 def bearer_matches(header: bytes | str, token: bytes) -> bool:
@@ -16,3 +18,34 @@ def bearer_matches(header: bytes | str, token: bytes) -> bool:
     scheme, _, credential = raw.partition(b" ")
     ok_scheme = scheme.lower() == b"bearer"
     return hmac.compare_digest(credential, token) and ok_scheme
+
+
+# Set to 1 to serve with no token on an interface other than loopback, knowingly (a private
+# network whose every host may read and write every memory).
+OPEN_ENV = "MEMORY_ALLOW_NO_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine reaches a server bound to ``host``: ``localhost`` or a
+    loopback address (127.0.0.0/8, ::1). Any other name, and the any-interface forms
+    (``0.0.0.0``, ``::``, ``""``), are not."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def refused_open(what: str, host: str, token: str | None, env: Mapping[str, str]) -> str | None:
+    """Why a server must not start: bound to ``host`` beyond loopback with no bearer token,
+    every host that reaches it would read, write and erase every memory. ``None`` when it
+    may (loopback, a token, or ``MEMORY_ALLOW_NO_TOKEN=1``)."""
+    if token or is_loopback(host) or env.get(OPEN_ENV) == "1":
+        return None
+    return (
+        f"{what} would listen on {host!r} with no bearer token: anyone who reaches it could "
+        "read and change every memory. Set a token (see --help), listen on 127.0.0.1, or set "
+        f"{OPEN_ENV}=1 to serve it open knowingly"
+    )

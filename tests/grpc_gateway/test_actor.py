@@ -203,3 +203,28 @@ def test_a_bad_token_file_is_a_usage_error(
         build_parser().parse_args(["grpc", "--grpc-token-file", str(path)])
     assert caught.value.code == 2
     assert "token file" in capsys.readouterr().err
+
+
+def test_memory_grpc_beyond_loopback_without_a_token_is_refused_before_it_binds(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    import threading
+
+    import pytest
+
+    from grpc_gateway.actor import serve_from_args
+    from shared import gateway_file
+    from shared.cli import build_parser
+    from shared.errors import InvalidArgumentError
+
+    monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
+    monkeypatch.delenv("MEMORY_ALLOW_NO_TOKEN", raising=False)
+    argv = ["grpc", "--grpc-host", "0.0.0.0", "--grpc-port", "0", "--data-dir", str(tmp_path)]
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(InvalidArgumentError, match="no bearer token"):
+        serve_from_args(build_parser().parse_args(argv), stop)
+    assert gateway_file.read(tmp_path) is None  # never served, nothing recorded
+    # asked for knowingly, it serves
+    monkeypatch.setenv("MEMORY_ALLOW_NO_TOKEN", "1")
+    assert serve_from_args(build_parser().parse_args(argv), stop) == 0

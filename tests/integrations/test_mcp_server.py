@@ -738,3 +738,19 @@ def test_recall_says_how_it_read_a_misspelt_query(tmp_path: Path) -> None:
 
     run(build_server(store), body)
     store.close()
+
+
+def test_http_beyond_loopback_without_a_token_is_refused_before_it_binds(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    # Every host that reached it would read and change every memory: refused, typed, at once
+    env = {k: v for k, v in memory_env.items() if "TOKEN" not in k}
+    env.pop("MEMORY_ALLOW_NO_TOKEN", None)
+    argv = ["mcp", "--transport", "http", "--host", "0.0.0.0", "--port", str(_free_port())]
+    done = subprocess.run(
+        [*memory_cmd, *argv, "--data-dir", str(tmp_path / "data")],
+        env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "no bearer token" in done.stderr and "MEMORY_ALLOW_NO_TOKEN=1" in done.stderr
+    assert not (tmp_path / "data").exists()  # refused before the store was opened
