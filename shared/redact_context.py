@@ -230,15 +230,20 @@ _TYPE_NAME = re.compile(
     r"(?:\[.*\]|\|.*)?"
 )
 _DEFAULT_AFTER = re.compile(r"[ \t]*=(?!=)")
+_YAML_TAG = re.compile(r"!!?[A-Za-z][A-Za-z_.:/-]*|!")
 _WORDS_AFTER = re.compile(r"[ \t]+\w")
 
 
 def _is_declaration(m: re.Match[str], value: str) -> bool:
     """``api_key: str``, ``token: int = 0``, ``secret: !vault |``, ``token: `gh auth
-    token` ``: a type, a YAML tag or a command, not a literal."""
-    if value.startswith("!") or m.group("q") == "`" or value.startswith("$("):
-        return True
+    token` ``: a type, a YAML tag or a command, not a literal. (A "!" after "=" is no tag:
+    ``DB_PASSWORD=!Vault7xQ2``; nor is one with a digit: YAML's and CloudFormation's tags are
+    words, ``!vault``, ``!Ref``, ``!GetAtt``.)"""
+    if value.startswith("!"):
+        return _YAML_TAG.fullmatch(value) is not None
     sep = m.group("sep").strip()
+    if m.group("q") == "`" or value.startswith("$("):
+        return True
     if ":" in sep and "=" in sep:  # annotated: a bare default is a name or a number
         return not is_random(value)
     if sep != ":":
@@ -676,7 +681,13 @@ def _judge_table_cell(m: re.Match[str], secret: str) -> str | None:
     end = m.end("secret") if m.group("secret") is not None else m.end("bare")
     if _CELL_END.match(m.string, end) is None:
         return None  # cut short by a marker: what is left of the cell is another rule's
-    value = secret.strip("`*").strip()
+    return _cell_label(label, secret.strip("`*").strip())
+
+
+def _cell_label(label: str, value: str) -> str | None:
+    """The label of a value in a column whose header gave ``label``, or None: a note, a dash,
+    a count or a plain word where a key must look like one (also the delimited tables of
+    shared/redact_files.py)."""
     if _is_placeholder(value) or value.lower() in _NO_VALUE:
         return None
     if " " in value and not _is_random_line(value):

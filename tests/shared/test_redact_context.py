@@ -1281,3 +1281,32 @@ def test_round_8_a_first_cell_naming_a_credential_in_words(text: str) -> None:
 )
 def test_round_8_first_cell_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+# --- round 9: a value that starts with "!" is a password, a YAML tag is not ---------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ADMIN_PASSWORD=!Vault7xQ2",
+        "export DB_PASSWORD=!Vault7xQ2",
+        "ADMIN_PASSWORD: !Vault7xQ2",
+    ],
+)
+def test_a_password_that_starts_with_a_bang_is_redacted(text: str) -> None:
+    assert redact(text).text == text.replace("!Vault7xQ2", "[REDACTED:password]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DbPassword: !Ref DbPasswordParam",
+        "secret: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
+        "api_key: !secret openai_key",
+        "password: !ENV ${DB_PW}",
+        "password = !self.ok",
+    ],
+)
+def test_a_yaml_tag_after_a_credential_key_stays(text: str) -> None:
+    assert redact(text).text == text
