@@ -30,7 +30,7 @@ Public API
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/credentials.toml`` (272 formats; fields and kinds in
+    * The credential catalogue, ``shared/credentials.toml`` (274 formats; fields and kinds in
       shared/redact_catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
       GCP, Alibaba, Tencent, DigitalOcean, Heroku, Cloudflare, Vercel, Netlify, Fly.io,
       Vault, Doppler, Terraform ...), VCS (GitHub, GitLab, Bitbucket, Atlassian,
@@ -42,9 +42,9 @@ What it covers
       crates.io ...), observability (Datadog, New Relic, Sentry, Grafana, Dynatrace ...),
       email/SMS (SendGrid, Mailgun, Mailchimp, Brevo, Twilio ...), auth providers (Okta,
       Auth0, Clerk, Ory), private keys (PEM blocks, age, PuTTY, WireGuard, Bitcoin WIF, nsec),
-      JWTs. Formats that identify themselves (a prefix, a structure, a checksum) are matched
-      anywhere; formats without a shape of their own only next to their vendor's name ("the
-      Datadog API key is <32 hex>").
+      OpenVPN static keys, SCRAM verifiers, JWTs. Formats that identify themselves (a prefix,
+      a structure, a checksum) are matched anywhere; formats without a shape of their own
+      only next to their vendor's name ("the Datadog API key is <32 hex>").
     * Context, in shared/redact_context.py: ``Authorization: Bearer|Basic|Token <t>``,
       credentialed URLs and connection strings (only the password goes), ``AccountKey=``,
       URL signatures, ``aws_secret_access_key``, labelled assignments and flags whose name
@@ -84,12 +84,17 @@ What it covers
       password for X" or a bare ``Password`` label then the value alone on the next line, a
       command that prints a credential (``cat master.key``, ``| base64 -d``, ``openssl
       rand``, ``get-login-password``) then its output; also ODBC's braced ``PWD={...}`` and
-      a key named only ``key`` with a key-shaped value. ``redact_many`` reads a part that is
-      one word after the last line of the part before it (a secret split over two messages).
+      a key named only ``key`` with a key-shaped value; the second line of a two-line
+      credentials file (OpenVPN's ``auth-user-pass``) under its name. ``redact_many`` reads
+      a part that is one word after the last line of the part before it (a secret split over
+      two messages).
     * Configuration lines, in shared/redact_files.py: ``.pgpass`` lines, directives
       (``requirepass <pw>``, ``username admin password 0 <pw>``), a label alone on its line
       and the value on the next, Redis' ``AUTH``, Cookie headers' session ids, Wi-Fi (the QR
-      code's ``WIFI:...;P:<pw>;;``, "the wifi key is ...").
+      code's ``WIFI:...;P:<pw>;;``, "the wifi key is ..."), Redis Sentinel's ``auth-pass``,
+      ``CONFIG SET requirepass``, an ACL user's ``><pw>``, pgbouncer's ``userlist.txt``, SNMP
+      communities, a cookies.txt line, OpenVPN's inline ``<auth-user-pass>``, and the column
+      of a CSV, TSV or ";" table whose header names a credential.
 
 Decisions on the ambiguous cases
     * A value that names where a secret comes from is not a secret and stays: an empty

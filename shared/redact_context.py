@@ -230,15 +230,20 @@ _TYPE_NAME = re.compile(
     r"(?:\[.*\]|\|.*)?"
 )
 _DEFAULT_AFTER = re.compile(r"[ \t]*=(?!=)")
+_YAML_TAG = re.compile(r"!!?[A-Za-z][A-Za-z_.:/-]*|!")
 _WORDS_AFTER = re.compile(r"[ \t]+\w")
 
 
 def _is_declaration(m: re.Match[str], value: str) -> bool:
     """``api_key: str``, ``token: int = 0``, ``secret: !vault |``, ``token: `gh auth
-    token` ``: a type, a YAML tag or a command, not a literal."""
-    if value.startswith("!") or m.group("q") == "`" or value.startswith("$("):
-        return True
+    token` ``: a type, a YAML tag or a command, not a literal. (A "!" after "=" is no tag:
+    ``DB_PASSWORD=!Vault7xQ2``; nor is one with a digit: YAML's and CloudFormation's tags are
+    words, ``!vault``, ``!Ref``, ``!GetAtt``.)"""
+    if value.startswith("!"):
+        return _YAML_TAG.fullmatch(value) is not None
     sep = m.group("sep").strip()
+    if m.group("q") == "`" or value.startswith("$("):
+        return True
     if ":" in sep and "=" in sep:  # annotated: a bare default is a name or a number
         return not is_random(value)
     if sep != ":":
@@ -354,11 +359,13 @@ _SAID_PASSWORD = re.compile(
     r"(?<![A-Za-z0-9_])(?P<noun>(?i:pass(?:word|phrase|code|wd)?|pwd?))"
     r"(?:[ \t]*(?:\([^()\n]{1,40}\)|\[[^\[\]\n]{1,40}\])[ \t]*(?P<colon>:)[ \t]*"
     # (once said, the value may start the next line: "my password is" then a line break)
-    r"|[ \t]+(?i:for|to|of|on|at)[ \t]+[^\n\"'`]{1,40}?"
-    r"(?:[ \t]+(?P<verb>(?i:is|was))[ \t]*:?|[ \t]*(?P<colon2>[:=]))(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
+    # (the English noun in a Romance sentence too: "la password del wifi è X")
+    r"|[ \t]+(?i:for|to|of|on|at|del|della|dello|di|du|des|de|da|do)[ \t]+[^\n\"'`]{1,40}?"
+    r"(?:[ \t]+(?P<verb>(?i:is|was|è|é|est|es|era))[ \t]*:?|[ \t]*(?P<colon2>[:=]))"
+    r"(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
     r"|(?:[ \t]+|(?=['\u2019]s[ \t]))"
     r"(?:(?P<verb2>(?i:(?:(?:is|was|has[ \t]+been|got)[ \t]+)?"
-    r"(?:re)?(?:set|changed|updated|rotated)[ \t]+to|is|was|to|è|hai|['\u2019]s)"
+    r"(?:re)?(?:set|changed|updated|rotated)[ \t]+to|is|was|to|in|en|para|è|hai|['\u2019]s)"
     r"|->|=>|\u2192|[-\u2013\u2014])[ \t]*:?"
     r"(?:[ \t]+|[ \t]*\r?\n[ \t]*))?)"
     r"(?:(?P<q>[\"'`])(?P<secret>[^\n\"'`]{1,200})(?P=q)"
@@ -431,6 +438,9 @@ _FOREIGN_VALUE = (
     r"|[ \t]*(?P<verb>是|为|為|は|คือ)[ \t]*"
     r"|[ \t]+(?P<verb2>(?i:is|ist|lautet|war|est|était|es|era|é|è|er|var|är|on|oli|jest|to|je"
     r"|van|adalah|là|είναι|е|este|היא|הוא|هي|هو|है|था|hai|—|-))[ \t]*:?[ \t]+"
+    # "changed the password to X": "cambiado la contraseña a X", "changé le mot de passe en
+    # X", "das Passwort auf X geändert" (the judge wants a verb of changing on the line)
+    r"|[ \t]+(?P<to>(?i:a|en|in|para|auf|naar|till|na|на|w))[ \t]+"
     r"|[ \t]+)"
     r"(?:(?P<q>[\"'`«“„])(?P<secret>[^\n\"'`«»“”„]{1,200})[\"'`»”“]"
     r"|(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?)!。，、]))"
@@ -465,6 +475,12 @@ def _judge_foreign_password(m: re.Match[str], secret: str) -> str | None:
     like a password or 4+ digits; with neither, only a key-like value of 8+."""
     said = m.group("sep") or m.group("verb") or m.group("verb2")
     said = said or _FINAL_VERB.match(m.string, m.end())
+    if m.group("to") is not None:  # "... a X", "... en X": only after a change's verb
+        text = m.string
+        line = text[text.rfind("\n", 0, m.start()) + 1 : m.start()] + text[m.end() : m.end() + 40]
+        if _CHANGED.search(line.split("\n", 1)[0]) is None or secret.isdigit():
+            return None  # ("changé le mot de passe en 2023": a year)
+        said = m.group("to")
     if _is_placeholder(secret) or (m.group("bare") is not None and _is_next_key(m, "bare")):
         return None
     if m.group("q") is not None:
@@ -473,6 +489,20 @@ def _judge_foreign_password(m: re.Match[str], secret: str) -> str | None:
         return "password"
     random = len(secret) >= 8 and is_random(secret) and looks_like_password(secret)
     return "password" if random else None
+
+
+# A verb of changing or setting, in the languages of _FOREIGN_VALUE's "to" ("cambiado",
+# "changé", "geändert", "mudei", "gewijzigd", "zmieniłem", "изменил").
+_CHANGED = re.compile(
+    r"(?i:cambi|chang|mud|alter|modific|redefin|wijzig|verander|geänder|geaender|änder|aender"
+    r"|gesetzt|zmieni|измен|помен|смени|ändrade|endret|vaihdo|set|reset|updat)"
+)
+
+
+# The same in the Romance languages only: their "in", "en", "para" say the new value after an
+# English noun ("ho cambiato la password in X"), where English "changed the password in
+# 1Password" says where it is kept.
+_CAMBIO = re.compile(r"(?i:cambi|mud|modific|alter|redefin|chang(?:é|er|ez))")
 
 
 # The verb that ends a sentence after the value (Hindi "मेरा पासवर्ड X है", Korean "비밀번호
@@ -676,7 +706,13 @@ def _judge_table_cell(m: re.Match[str], secret: str) -> str | None:
     end = m.end("secret") if m.group("secret") is not None else m.end("bare")
     if _CELL_END.match(m.string, end) is None:
         return None  # cut short by a marker: what is left of the cell is another rule's
-    value = secret.strip("`*").strip()
+    return _cell_label(label, secret.strip("`*").strip())
+
+
+def _cell_label(label: str, value: str) -> str | None:
+    """The label of a value in a column whose header gave ``label``, or None: a note, a dash,
+    a count or a plain word where a key must look like one (also the delimited tables of
+    shared/redact_files.py)."""
     if _is_placeholder(value) or value.lower() in _NO_VALUE:
         return None
     if " " in value and not _is_random_line(value):
@@ -934,6 +970,8 @@ def _judge_said_password(m: re.Match[str], secret: str) -> str | None:
         return None  # "tests pass v1.2.3-beta", "the bus pass is 2024"
     if (said or "").lower() == "to" and _SET_BEFORE.search(_line_lead(m)[-60:]) is None:
         return None  # "I moved my password to 1Password"
+    if (said or "").lower() in ("in", "en", "para") and not _CAMBIO.search(_line_lead(m)[-60:]):
+        return None  # "changed the password in 1Password"; "ho cambiato la password in X"
     if m.group("q") is not None:  # quoted: spaces and all, but no quote of prose after it
         # ('"password (prod): " before a marker': a quote closes and the next one opens)
         return "password" if len(secret.strip()) >= 6 and said and secret[:1] != " " else None
@@ -1075,7 +1113,8 @@ _SAID_KEY_TAIL = re.compile(
 _SAID_PASSWORD_TAIL = re.compile(
     r"(?:pass(?:word|phrase|code|wd)?|pwd?)"
     r"(?:[ \t]*[(\[]"
-    r"|[ \t]+(?:is|was|has|got|è|hai|for|to|of|on|at|(?:re)?set|changed|updated|rotated"
+    r"|[ \t]+(?:is|was|has|got|è|hai|for|to|in|en|para|of|on|at|d[eiauo]|des|(?:re)?set"
+    r"|changed|updated|rotated"
     r"|->|=>|\u2192|[-\u2013\u2014]|[\"'`]|[^\s]{8})"
     r"|['\u2019]s[ \t])"
 )

@@ -4,7 +4,11 @@ names a credential and then gives it (redis.conf's ``requirepass <pw>``, slapd's
 keepalived's ``auth_pass``, a router's ``username admin password 0 <pw>``, ``key-string``),
 Redis' ``AUTH [user] <pw>``, the values of a ``Cookie:`` or ``Set-Cookie:`` header that are
 shaped like a session id, and Wi-Fi: the ``WIFI:T:WPA;S:<ssid>;P:<pw>;;`` string a QR code
-holds, and "the wifi key is <pw>".
+holds, and "the wifi key is <pw>". Round 9: Redis Sentinel's ``sentinel auth-pass <master>
+<pw>``, ``CONFIG SET requirepass <pw>`` after ``redis-cli -h host``, an ACL user's ``><pw>``,
+pgbouncer's ``userlist.txt`` (``"user" "md5..."``), SNMP communities, a cookies.txt line,
+OpenVPN's inline ``<auth-user-pass>``, and the column of a CSV, TSV or ";"-separated table
+whose header names a credential.
 
 Where the forms come from: PostgreSQL's "The Password File" (34.16), redis.conf's and
 slapd.conf(5)'s directives, Cisco IOS' ``username``/``enable``/``key-string`` commands, RFC 6265
@@ -16,20 +20,25 @@ shape: a plain word after a directive ("requirepass foobared"), a cookie that is
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from shared.redact_catalogue import entropy_bits, is_random, is_strong, looks_like_password
 from shared.redact_context import (
     _ASSIGNMENT_WORDS,
+    _HEADER_WORDS,
     _KEYWORDS,
     RuleSpec,
     Scan,
+    Seek,
+    _cell_label,
+    _header_label,
     _is_placeholder,
     _is_plain,
     _keyword_label,
     find_all,
 )
 
-__all__ = ["FILES"]
+__all__ = ["FILES", "FILES_TEXT_ANCHORS"]
 
 # A line's value: quoted, or one run of non-blanks, and nothing after it on the line.
 _LINE_VALUE = (
@@ -108,6 +117,8 @@ def _judge_directive(m: re.Match[str], secret: str) -> str | None:
         return None  # a call, or the next label
     if secret.startswith(("<", ">", "|", "&")):
         return None  # a redirection: "chpasswd <<-END", "passwd < new.txt"
+    if _FILE_NAME.fullmatch(secret):
+        return None  # OpenVPN's "auth-user-pass creds.txt": the file that holds it
     if not _ends_its_line(m):
         return None
     if m.group("k_credential") is not None and any(c in secret for c in ":/"):
@@ -143,6 +154,8 @@ def _directive_starts(scan: Scan) -> list[int]:
 # Every keyword of a directive holds one of these (the assignments' words), as "key-string"
 # does.
 _DIRECTIVE_WORDS = _ASSIGNMENT_WORDS
+# A file's name (a word, a dot, an extension of letters), not a password: "creds.txt".
+_FILE_NAME = re.compile(r"[A-Za-z_][\w-]*\.[a-z]{2,5}")
 
 # A label alone on its line, with its colon, and the value alone on the next, as a password
 # manager's or a web form's fields are copied ("Password:" then the password; Python's
@@ -250,6 +263,260 @@ def _judge_wifi_key(m: re.Match[str], secret: str) -> str | None:
     return "password"
 
 
+# --- Redis: Sentinel, CONFIG SET, ACL users ------------------------------------------------------
+#
+# sentinel.conf's ``sentinel auth-pass <master> <pw>`` and the command ``SENTINEL SET <master>
+# auth-pass <pw>``, ``CONFIG SET requirepass|masterauth <pw>`` anywhere on a line (after
+# ``redis-cli -h host``), and an ACL user's password (``user worker on >pw ~jobs:* +@list`` in
+# users.acl, ``ACL SETUSER alice on >pw``). A match starts at the keyword (or at ">"), the
+# judge reads the line before it: what names the directive is there.
+_REDIS_PASSWORD = re.compile(
+    r"(?<![\w-])(?i:(?P<auth_pass>auth-pass)(?:[ \t]+(?P<master>[^\s\"']{1,64}))?"
+    r"|requirepass|masterauth)"
+    r"[ \t]+(?:(?P<q>[\"'])(?P<secret>[^\"'\n]{1,512})(?P=q)|(?P<bare>[^\s\"']{1,512}))"
+    r"[ \t]*\r?(?=\n|$)"
+)
+_SENTINEL_BEFORE = re.compile(r"(?i:sentinel)[ \t]+(?:(?i:set)[ \t]+[^\s]{1,64}[ \t]+)?$")
+_CONFIG_SET_BEFORE = re.compile(r"(?i:config[ \t]+set)[ \t]+$|(?:^|[ \t])--$")
+
+
+def _redis_password_starts(scan: Scan) -> list[int]:
+    return scan.find("auth-pass", "requirepass", "masterauth")
+
+
+def _judge_redis_password(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret):
+        return None
+    text = m.string
+    before = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+    if m.group("auth_pass") is not None:
+        sentinel = _SENTINEL_BEFORE.search(before)
+        if sentinel is None or (m.group("master") is None) == (
+            "set" not in sentinel.group().lower()
+        ):
+            return (
+                None  # "sentinel auth-pass <master> <pw>", "SENTINEL SET <master> auth-pass <pw>"
+            )
+        return "password"
+    # (a directive alone on its line is _DIRECTIVE's, judged by its shape)
+    return "password" if _CONFIG_SET_BEFORE.search(before) else None
+
+
+# (a match starts at the ">" and the judge reads the line before it: the gate finds the rule
+# by ">", not by "user" in every sentence)
+_REDIS_ACL = re.compile(r"(?<=[ \t])>(?P<secret>[^\s]{1,512})")
+_ACL_USER = re.compile(
+    r"[ \t]*(?:[A-Za-z0-9_.:-]{1,40}>[ \t]*)?(?i:acl[ \t]+setuser|user)[ \t]+[^\s>]{1,64}"
+    r"(?:[ \t]+[^\s>]{1,128}){0,16}[ \t]+$"
+)
+# An ACL's rules: "on"/"off", a key pattern, a category or command, a channel, "nopass".
+_ACL_RULE = re.compile(
+    r"[ \t](?:on|off|allkeys|allcommands|allchannels|resetpass|resetkeys|nopass|[~%&+-]\S*)(?=\s|$)"
+)
+
+
+def _redis_acl_starts(scan: Scan) -> list[int]:
+    """Each " >" on a line that "user" or "setuser" is in."""
+    text = scan.text
+    users = scan.find("user")
+    if not users:
+        return []
+    lines = {text.rfind("\n", 0, at) + 1 for at in users}
+    return [at + 1 for at in find_all(text, (" >", "\t>")) if text.rfind("\n", 0, at) + 1 in lines]
+
+
+def _judge_redis_acl(m: re.Match[str], secret: str) -> str | None:
+    text = m.string
+    line = text.rfind("\n", 0, m.start()) + 1
+    if _is_placeholder(secret) or _ACL_USER.fullmatch(text, line, m.start()) is None:
+        return None
+    return "password" if _ACL_RULE.search(_line_at(m)) is not None else None
+
+
+def _line_at(m: re.Match[str]) -> str:
+    text = m.string
+    end = text.find("\n", m.start())
+    return text[text.rfind("\n", 0, m.start()) + 1 : end if end >= 0 else len(text)]
+
+
+# --- pgbouncer's auth_file (userlist.txt) ---------------------------------------------------------
+#
+# ``"user" "password"``, one a line, the password in clear, as ``md5<32 hex>`` (usable as it
+# is: md5 authentication takes the hash) or a SCRAM verifier (the catalogue's). In a text that
+# names the file any value goes; elsewhere one shaped like a password or an md5 hash.
+_USERLIST = re.compile(
+    r"(?m:^)[ \t]*\"(?P<user>[^\"\s]{1,64})\"[ \t]+\"(?P<secret>(?:[^\"\n]|\"\"){1,1024})\""
+    r"[ \t]*\r?(?=\n|$)"
+)
+_MD5_HASH = re.compile(r"md5[0-9a-f]{32}")
+
+
+def _userlist_starts(scan: Scan) -> list[int]:
+    text = scan.text
+    return sorted({text.rfind("\n", 0, at) + 1 for at in find_all(text, ('" "',))})
+
+
+def _judge_userlist(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret):
+        return None
+    if _MD5_HASH.fullmatch(secret):
+        return "password"
+    if _names_userlist(m.string):
+        return "password"
+    if " " in secret or not looks_like_password(secret) or _is_plain(secret):
+        return None  # Valve's VDF has the same lines: ``"LaunchOptions" "-novid -high"``
+    return "password"
+
+
+@lru_cache(maxsize=8)
+def _names_userlist(text: str) -> bool:
+    """Whether ``text`` names pgbouncer's auth file (read once per text, not per line)."""
+    low = text.lower()
+    return "userlist" in low or "pgbouncer" in low or "auth_file" in low
+
+
+# --- SNMP communities -----------------------------------------------------------------------------
+#
+# Cisco's ``snmp-server community <string> RO|RW`` and net-snmp's ``rocommunity <string>``: the
+# community is SNMP v1/v2c's password. "public" and other plain words stay (the defaults).
+_SNMP_COMMUNITY = re.compile(
+    r"(?<![\w-])(?:(?i:snmp-server)[ \t]+(?i:community)|(?i:r[ow]community6?))[ \t]+"
+    r"(?:(?P<q>[\"'])(?P<secret>[^\"'\n]{1,128})(?P=q)|(?P<bare>[^\s\"']{1,128}))"
+)
+
+
+def _judge_snmp(m: re.Match[str], secret: str) -> str | None:
+    return None if _is_placeholder(secret) or _is_plain(secret) else "password"
+
+
+# --- a cookies.txt line, OpenVPN's inline auth-user-pass ------------------------------------------
+#
+# The Netscape cookie file curl and browsers' exporters write: domain, include-subdomains,
+# path, secure, expiry, name, value, tab-separated; the value is judged as a Cookie header's.
+_COOKIE_FILE_LINE = re.compile(
+    r"(?m:^)(?:#HttpOnly_)?[A-Za-z0-9_.-]{1,253}\t(?:TRUE|FALSE)\t[^\t\n]{0,1024}\t(?:TRUE|FALSE)"
+    r"\t-?\d{1,20}\t[^\t\n]{1,256}\t(?P<secret>[^\t\r\n]{16,4096})"
+)
+# OpenVPN 2.6 reads the user and the password inline:
+# ``<auth-user-pass>`` / user / password / ``</auth-user-pass>``.
+_OVPN_AUTH = re.compile(
+    r"<auth-user-pass>[ \t]*\r?\n[ \t]*[^\s]{1,256}[ \t]*\r?\n[ \t]*(?P<secret>[^\n]*[^\s])"
+    r"[ \t]*\r?\n[ \t]*</auth-user-pass>"
+)
+
+
+def _judge_ovpn_auth(m: re.Match[str], secret: str) -> str | None:
+    return None if _is_placeholder(secret) else "password"
+
+
+# --- a delimited table whose header names a credential -------------------------------------------
+#
+# What the pipe tables of shared/redact_context.py are to Markdown, for a CSV, TSV or
+# ";"-separated export (a spreadsheet of accounts, ``psql``'s ``\copy``, a password manager's
+# export): a header line whose cells name columns, one of them a credential (``password``,
+# ``api_token``, ``"Secret"``), and the rows below it with as many cells; each cell of that
+# column is judged as a pipe table's is. A match starts at the delimiter (or the newline)
+# before its cell; which cells those are is worked out once per text. The header is outside
+# the match, so the gate needs one of its nouns in the text (FILES_TEXT_ANCHORS).
+_DELIMITERS = ("\t", ",", ";")
+# A header's cell: a column's name (no call, no bracket: a line of code split at its commas
+# is no header), the line starting at its first column.
+_HEADER_CELL = re.compile(r"[ \t]*\"?[A-Za-z][A-Za-z0-9 _.-]{0,40}\"?[ \t]*\r?")
+
+
+def _split(line: str, delimiter: str) -> list[tuple[int, int]] | None:
+    """Each cell's (start, end) in ``line``, a quoted cell with its quotes; None when a
+    quote is not closed where a cell ends."""
+    cells, at = [], 0
+    while True:
+        if line.startswith('"', at):
+            close = at + 1
+            while True:
+                close = line.find('"', close)
+                if close < 0:
+                    return None
+                if not line.startswith('""', close):
+                    break
+                close += 2
+            end = close + 1
+            if end < len(line) and line[end] != delimiter and line[end:].strip():
+                return None
+        else:
+            end = line.find(delimiter, at)
+            end = len(line) if end < 0 else end
+        cells.append((at, end))
+        if end >= len(line):
+            return cells
+        at = end + 1
+
+
+@lru_cache(maxsize=8)
+def _delimited_cells(text: str) -> dict[int, tuple[str, str, int]]:
+    """Where each cell under a credential header starts, less one (its delimiter or the
+    newline before it): (the delimiter, the header's label, where the cell ends)."""
+    found: dict[int, tuple[str, str, int]] = {}
+    lines, at = [], 0
+    for line in text.split("\n"):
+        lines.append((at, line))
+        at += len(line) + 1
+    i = 0
+    while i < len(lines) - 1:
+        header = lines[i][1]
+        counts = [(header.count(d), d) for d in _DELIMITERS]
+        count, delimiter = max(counts)
+        cells = _split(header, delimiter) if count and header[:1] not in " \t" else None
+        if not cells or not all(_HEADER_CELL.fullmatch(header[a:b]) for a, b in cells):
+            i += 1
+            continue
+        labels = {
+            k: label
+            for k, (a, b) in enumerate(cells)
+            if (label := _header_label(header[a:b].strip(' \t\r"')))
+        }
+        j = i + 1
+        while labels and j < len(lines):
+            row_at, row = lines[j]
+            row_cells = _split(row.rstrip("\r"), delimiter)
+            if row_cells is None or len(row_cells) != len(cells):
+                break
+            for k, label in labels.items():
+                start, end = row_cells[k]
+                found[row_at + start - 1] = (delimiter, label, row_at + end)
+            j += 1
+        i = max(j, i + 1)
+    return found
+
+
+def _delimited(delimiter: str) -> re.Pattern[str]:
+    """A cell after ``delimiter`` or a newline: quoted (``""`` inside), or bare to the next."""
+    lead, bare = {"\t": (r"[\t\n]", r"[^\t\r\n]"), ",": (r"[\n,]", r"[^,\r\n]")}.get(
+        delimiter, (r"[\n;]", r"[^;\r\n]")
+    )
+    return re.compile(
+        lead + rf"(?:\"(?P<secret>(?:[^\"\n]|\"\"){{1,1024}})\"|(?P<bare>{bare}{{1,1024}}))"
+    )
+
+
+def _delimited_starts(delimiter: str) -> Seek:
+    def starts(scan: Scan) -> list[int]:
+        text = scan.text
+        if "\n" not in text or text.count(delimiter) < 2:
+            return []
+        return sorted(at for at, cell in _delimited_cells(text).items() if cell[0] == delimiter)
+
+    return starts
+
+
+def _judge_delimited(m: re.Match[str], secret: str) -> str | None:
+    cell = _delimited_cells(m.string).get(m.start())
+    if cell is None or m.end() != cell[2]:
+        return None
+    return _cell_label(cell[1], secret.strip())
+
+
+_TSV_CELL, _CSV_CELL, _SSV_CELL = map(_delimited, _DELIMITERS)
+
+
 FILES: tuple[RuleSpec, ...] = (
     (_PGPASS, _judge_pgpass, _pgpass_starts),
     (_REDIS_AUTH, _judge_redis_auth, None),
@@ -258,4 +525,18 @@ FILES: tuple[RuleSpec, ...] = (
     (_COOKIE_PAIR, _judge_cookie, _cookie_starts),
     (_WIFI_QR, _judge_wifi_qr, None),
     (_WIFI_KEY, _judge_wifi_key, None),
+    (_REDIS_PASSWORD, _judge_redis_password, _redis_password_starts),
+    (_REDIS_ACL, _judge_redis_acl, _redis_acl_starts),
+    (_USERLIST, _judge_userlist, _userlist_starts),
+    (_SNMP_COMMUNITY, _judge_snmp, None),
+    (_COOKIE_FILE_LINE, _judge_cookie, None),
+    (_OVPN_AUTH, _judge_ovpn_auth, None),
+    (_TSV_CELL, _judge_delimited, _delimited_starts("\t")),
+    (_CSV_CELL, _judge_delimited, _delimited_starts(",")),
+    (_SSV_CELL, _judge_delimited, _delimited_starts(";")),
 )
+
+# The delimited tables' header nouns: one is in every text a cell of theirs is redacted in.
+FILES_TEXT_ANCHORS: dict[re.Pattern[str], tuple[str, ...]] = {
+    pattern: _HEADER_WORDS for pattern in (_TSV_CELL, _CSV_CELL, _SSV_CELL)
+}

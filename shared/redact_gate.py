@@ -51,10 +51,10 @@ from shared.redact_context import (
     find_all,
 )
 from shared.redact_encoded import ENCODED, ENCODED_TEXT_ANCHORS
-from shared.redact_files import FILES
+from shared.redact_files import FILES, FILES_TEXT_ANCHORS
 from shared.redact_lines import LINES
-from shared.redact_pairs import PAIRS
-from shared.redact_said import SAID
+from shared.redact_pairs import PAIRS, PAIRS_TEXT_ANCHORS
+from shared.redact_said import SAID, SAID_EXACT_ANCHORS, SAID_TEXT_ANCHORS
 from shared.redact_sources import SOURCES
 
 __all__ = ["Engine", "Rule", "candidates", "engine"]
@@ -222,11 +222,24 @@ def _build_rules(
     )
 
 
-_ALL_TEXT_ANCHORS = {**TEXT_ANCHORS, **ENCODED_TEXT_ANCHORS}
+_ALL_TEXT_ANCHORS = {
+    **TEXT_ANCHORS,
+    **ENCODED_TEXT_ANCHORS,
+    **FILES_TEXT_ANCHORS,
+    **SAID_TEXT_ANCHORS,
+    **PAIRS_TEXT_ANCHORS,
+}
 
 
 def _text_anchors(pattern: re.Pattern[str]) -> Strings:
-    return frozenset((word, True) for word in _ALL_TEXT_ANCHORS.get(pattern, ()))
+    """The words (in any case) one of which the text holds when ``pattern``'s rule redacts;
+    for the rules of SAID_EXACT_ANCHORS, the words as written: a case-insensitive "log" would
+    be a root standing for every rule of "login" (the gate then hands each of them every text
+    with "blog" or "dialog" in it), an exact "log" stands for that rule alone."""
+    exact = SAID_EXACT_ANCHORS.get(pattern, ())
+    return frozenset((word, True) for word in _ALL_TEXT_ANCHORS.get(pattern, ())) | frozenset(
+        (word, False) for word in exact
+    )
 
 
 # --- the plan: the derivation, shipped -----------------------------------------------------------

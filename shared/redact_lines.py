@@ -10,7 +10,10 @@ adversarial review of secret redaction):
     * an ODBC connection string's braced value (``PWD={<pw>};``, the quoting ODBC gives a
       value with ``;`` or ``}`` in it: "[MS-ODBCSTR] 2.1.2 ODBC Connection String Format");
     * a key named only ``key`` (``"Key": "<value>"`` in an appsettings.json ``Jwt`` section,
-      ``key=<value>``), when the value is 20+ characters mixing digits and both cases.
+      ``key=<value>``), when the value is 20+ characters mixing digits and both cases;
+    * (round 9) the second line of a two-line credentials file, a user then a password, under
+      its name (``cat /etc/openvpn/auth.txt``, "# creds.txt:"), as OpenVPN's
+      ``auth-user-pass`` reads it.
 
 Each value is judged by its shape: a plain word, a path, a flag, a placeholder, a number or a
 sentence on the next line stays ("Password requirements" then "-----", "cat notes.txt" then
@@ -130,6 +133,8 @@ def _judge_announce(m: re.Match[str], secret: str) -> str | None:
     line = _line_of(m)
     if len(line) > 180 or _CODE_LINE.match(line) or _NAMES_NO_SECRET.search(line):
         return None
+    if any(d in line and d in secret for d in ",;"):
+        return None  # "user,password" then "alice,-": a CSV's header and row (redact_files')
     password = m.group("pw") is not None
     if not _value_ok(secret, password=password):
         return None
@@ -224,9 +229,55 @@ def _judge_bare_key(m: re.Match[str], secret: str) -> str | None:
 _ONE_CASE_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 
 
+# --- a credentials file of two lines ---------------------------------------------------------
+
+# OpenVPN's ``auth-user-pass`` file (and other tools' files of the same shape: a user on the
+# first line, the password on the second), printed by ``cat`` or quoted under its name
+# ("# creds.txt:"): the second line is the password. The file's name says credentials (auth,
+# cred, pass, login); the two lines are one word each and nothing follows them but a blank
+# line, a prompt or the end.
+_TWO_LINES = re.compile(
+    r"(?P<file>[^\s|;&`\"']*(?i:auth|credentials?|creds|pass|login)[^\s|;&`\"':]*)[ \t]*:?[ \t]*"
+    r"\r?\n[ \t]*(?P<user>[\w.@+-]{1,64})[ \t]*\r?\n[ \t]*`?(?P<bare>[^\s`\"']{6,256}?)`?"
+    r"[ \t]*\r?(?=\n|$)"
+)
+_FILE_HEAD = re.compile(r"[ \t]*(?:[$#>][ \t]*)?(?:(?:sudo[ \t]+)?cat[ \t]+|#[ \t]*|//[ \t]*)?$")
+_AFTER_TWO = re.compile(r"\r?\n[ \t]*(?:\r?\n|[$#>%]|```|$)|$")
+
+
+def _two_lines_starts(scan: Scan) -> list[int]:
+    text = scan.text
+    if text.count("\n") < 2:
+        return []
+    starts = set()
+    for at in scan.find("auth", "credential", "creds", "pass", "login"):
+        end = text.find("\n", at, at + 120)
+        if end < 0 or not _one_token_next(text, end):
+            continue
+        second = text.find("\n", end + 1)
+        if second >= 0 and _one_token_next(text, second):
+            head = at
+            while head > 0 and not text[head - 1].isspace() and text[head - 1] not in "|;&`\"'":
+                head -= 1
+            starts.add(head)
+    return sorted(starts)
+
+
+def _judge_two_lines(m: re.Match[str], secret: str) -> str | None:
+    text, name = m.string, m.group("file")
+    if not any(c in name for c in "./") or _NAMES_NO_SECRET.search(name.replace("-pass", "")):
+        return None  # a file's name ("auth.txt", "/etc/openvpn/creds"), not a word
+    if not _FILE_HEAD.fullmatch(text, text.rfind("\n", 0, m.start()) + 1, m.start()):
+        return None
+    if _AFTER_TWO.match(text, m.end()) is None:
+        return None  # a longer file: its second line is no password
+    return "password" if _value_ok(secret, password=True) else None
+
+
 LINES: tuple[RuleSpec, ...] = (
     (_OUTPUT, _judge_output, _output_starts),
     (_ANNOUNCE, _judge_announce, _announce_starts),
     (_ODBC_BRACED, _judge_odbc, None),
     (_BARE_KEY, _judge_bare_key, _bare_key_starts),
+    (_TWO_LINES, _judge_two_lines, _two_lines_starts),
 )

@@ -12,7 +12,9 @@ account, admin, wifi ...). The user is a name glued to its ``:`` or ``/``: no sc
 RFC 3986 §3.2.1's ``user:password@host`` is the shape, the host optional. A value built of
 named parts, as model ids and image tags are (``local:all-MiniLM-L6-v2``,
 ``huggingface:Qwen2-VL-7B``), is a name, not a password.
-(The rule runs after every other: a value a keyword or a command names keeps its label.)
+A default account ("admin", "root") and its password also with blanks around the "/" and a
+weaker password ("admin / hunter2 for the router"), where the line names a device or a login.
+(The rules run after every other: a value a keyword or a command names keeps its label.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import re
 from shared.redact_catalogue import looks_like_password
 from shared.redact_context import RuleSpec, Scan, _is_placeholder, _is_plain
 
-__all__ = ["PAIRS"]
+__all__ = ["PAIRS", "PAIRS_TEXT_ANCHORS"]
 
 _SECRET_CHARS = r"[^\s:/\"'`()\[\]{}<>,;|\\]"
 _PAIR = re.compile(
@@ -143,7 +145,68 @@ def _wifi_starts(scan: Scan) -> list[int]:
     return sorted({*scan.find("wifi", "wi-fi", "wlan")})
 
 
+# A default account and its password, also with blanks around the "/" and with a weaker
+# password than a bare pair needs ("admin / hunter2 for the router", "log in as root /
+# toor42x", "web UI: admin / P@ssw0rd123", "grafana is admin:Gr4fana!Prod"): the account's
+# name says half of it, a word on the line that names a device or a login the other half (or
+# the pair is alone on its line). The password: a letter and a digit or a symbol, no plain
+# word, no version or image tag ("postgres:15-alpine", "ubuntu:22.04"), no path. A match
+# starts at the separator; the judge reads the account before it. Only "admin" and "root": each
+# name is one more word the gate looks for in every text (PAIRS_TEXT_ANCHORS).
+_ACCOUNT_CHARS = r"[^\s\"'`/,;:()\[\]{}<>|\\"
+_ACCOUNT_SEP = re.compile(
+    r"(?:[ \t]+/[ \t]*|[ \t]*/[ \t]+|/|:)"
+    rf"(?P<secret>{_ACCOUNT_CHARS}]{{0,127}}{_ACCOUNT_CHARS}!?.])(?=[\s\"'`),;.!?]|$)"
+)
+_DIGITS = re.compile(r"\d")
+_ACCOUNT_BEFORE = re.compile(r"(?<![\w.@/-])(?i:admin(?:istrator)?|root)[ \t]*$")
+_DEVICE_WORDS = re.compile(
+    r"(?<![A-Za-z])(?i:router|nas|modem|switch|firewall|camera|printer|idrac|ilo|ipmi|bmc"
+    r"|web[ -]?ui|portal|console|dashboard|panel|default|factory|server|vm|box|synology|unifi"
+    r"|pfsense|proxmox|esxi|vcenter|grafana|jenkins|phpmyadmin|wordpress|ssh|sftp|ftp|rdp|vnc"
+    r"|vpn|smb|db|database|mysql|login|logon|log[ -]?in|sign[ -]?in|creds?|credentials?"
+    r"|account|pass(?:word)?|pw|wifi|wi-fi)(?![A-Za-z])"
+)
+
+
+def _account_starts(scan: Scan) -> list[int]:
+    """Where "admin" or "root" ends, when a "/" or ":" follows it (blanks aside)."""
+    text, starts = scan.text, []
+    for at in scan.find("admin", "root"):
+        end = at + (4 if scan.folded.startswith("root", at) else 5)
+        end += 8 if scan.folded.startswith("istrator", end) else 0
+        sep = end
+        while sep < len(text) and text[sep] in " \t":
+            sep += 1
+        if text[sep : sep + 1] in ("/", ":") and sep < len(text):
+            starts.append(end)
+    return starts
+
+
+def _judge_account(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret) or not looks_like_password(secret) or not _DIGITS.search(secret):
+        return None  # "admin:read", "root / cause": a scope, a phrase
+    if _VERSION.match(secret) or _is_name(secret) or secret.startswith(("-", "~", "$", "%")):
+        return None  # "ubuntu:22.04", "postgres:15-alpine", "root:-rw"
+    text = m.string
+    line_start, line_end = text.rfind("\n", 0, m.start()) + 1, text.find("\n", m.end())
+    left = text[line_start : m.start()]
+    right = text[m.end() : line_end if line_end >= 0 else len(text)]
+    account = _ACCOUNT_BEFORE.search(left)
+    if account is None:
+        return None
+    short = len(left.strip()) + len(right.strip()) <= 24  # the pair alone, or nearly
+    if not short and _DEVICE_WORDS.search(left[: account.start()] + " " + right) is None:
+        return None
+    return "password"
+
+
 PAIRS: tuple[RuleSpec, ...] = (
     (_WIFI_PAIR, _judge_wifi_pair, _wifi_starts),
     (_PAIR, _judge_pair, _pair_starts),
+    (_ACCOUNT_SEP, _judge_account, _account_starts),
 )
+
+# The account's names, one of which a text holds when _ACCOUNT_SEP redacts (the gate finds the
+# rule by them, not by every ":" of every "Speaker: ..." line).
+PAIRS_TEXT_ANCHORS: dict[re.Pattern[str], tuple[str, ...]] = {_ACCOUNT_SEP: ("admin", "root")}

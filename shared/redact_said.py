@@ -3,7 +3,10 @@ password after a noun that says credentials ("credentials bob:<pw>", "login is a
 "username/password: admin/<pw>"), an e-mail address and its password as combo lists and notes
 write them (``bob@example.com:<pw>``, ``bob@example.com / <pw>``), and an API key or a token
 named in another language ("clé API : <key>", "API-Schlüssel: <key>", "APIキー: <key>",
-"токен: <key>", "访问令牌: <key>").
+"токен: <key>", "访问令牌: <key>"; Italian "chiave API", Portuguese "chave da API", Dutch
+"API-sleutel" ...); round 9: a password said with logging in and no noun for it ("use <pw> to
+log in", "log into the NAS with admin and <pw>") and a session cookie said in prose ("my
+session cookie is <v>").
 
 Each value is judged by its shape: a password after a user is a word with a digit or a symbol
 and no "/" (a path, a URL), "login is at /auth/login" is a route; a key in another language is
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_catalogue import looks_like_password
+from shared.redact_catalogue import entropy_bits, is_random, is_strong, looks_like_password
 from shared.redact_context import (
     RuleSpec,
     Scan,
@@ -26,7 +29,7 @@ from shared.redact_context import (
     _judge_said_key,
 )
 
-__all__ = ["SAID"]
+__all__ = ["SAID", "SAID_EXACT_ANCHORS", "SAID_TEXT_ANCHORS"]
 
 # A user and a password after a noun that says credentials: "credentials bob:<pw>", "login is
 # admin / <pw>", "creds for staging: deploy/<pw>", "username/password: admin/<pw>"; also with
@@ -85,7 +88,8 @@ def _credential_pair_starts(scan: Scan) -> list[int]:
 # An e-mail address, then ":" or " / ", then its password: a combo list's line, a note.
 _EMAIL_PAIR = re.compile(
     r"(?<![\w.+-])(?P<user>[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+)"
-    r"(?::|[ \t]+/[ \t]+)(?P<secret>[^\s\"'`]*[^\s\"'`.,;:?)])"
+    # (bounded: a run of "a@b.c:" with no blank must not be read from each "@" to its end)
+    r"(?::|[ \t]+/[ \t]+)(?P<secret>[^\s\"'`]{0,255}[^\s\"'`.,;:?)])(?![^\s\"'`.,;:?)])"
 )
 
 
@@ -189,10 +193,136 @@ def _user_then_pw_starts(scan: Scan) -> list[int]:
     return scan.find("u:", "user:", "login:")
 
 
+# A password said with logging in, with no noun for it: "use <pw> to log in", "log in with
+# <pw>", "logged into the NAS with admin and <pw>", "sign in using bob / <pw>", "ssh into it
+# with <pw> as root". What names the value is the verb, so the value must be a password's
+# shape: a letter, a digit and a symbol or both cases, 8+, no word run together
+# ("1Password", "GitHub", "Ctrl+C"), no version, path or address; after a user and "and" or
+# "/", a letter and a digit will do ("admin and hunter2"). (The gate finds the rule by "log",
+# "sign" and "ssh", ~0.1 µs a text; "login" was one of its words before.)
+_LOGIN_VERB = (
+    r"(?i:log(?:ged|ging)?[ \t]*(?:in(?:to)?|on(?:to)?)|login|sign(?:ed|ing)?[ \t]*(?:in(?:to)?|on)"
+    r"|ssh(?:ed|'d)?[ \t]+in(?:to)?)(?![A-Za-z])"
+)
+_LOGIN_WITH = re.compile(
+    r"(?<![A-Za-z])(?:(?i:use|try|enter|type)[ \t]+(?P<q>[\"'`]?)(?P<secret>[^\s\"'`]{6,64})(?P=q)"
+    r"[ \t]+(?i:to)[ \t]+"
+    + _LOGIN_VERB
+    + r"|"
+    + _LOGIN_VERB
+    # up to four words before "with" or "using" ("into the NAS", "to the router as root")
+    + r"(?:[ \t]+(?!(?i:with|using)[ \t])[^\s]{1,30}){0,4}?[ \t]+(?i:with|using|use)[ \t]+"
+    r"(?:(?P<user>[^\s\"'`]{1,64})[ \t]+(?:(?i:and)|/)[ \t]+)?"
+    r"(?P<q2>[\"'`]?)(?P<bare>[^\s\"'`]*[^\s\"'`.,;:?!)])(?P=q2))"
+)
+_ADDRESS_OR_PATH = re.compile(r"@[\w-]+\.[\w.-]|/|\\|^[-~$%<{]")
+
+
+def _judge_login_with(m: re.Match[str], secret: str) -> str | None:
+    if _is_placeholder(secret) or _ADDRESS_OR_PATH.search(secret) or _VERSION.fullmatch(secret):
+        return None
+    if m.group("user") is not None:  # "admin and <pw>": the pair says what each is
+        user_ok = _is_plain(m.group("user")) and m.group("user").lower() not in _NOT_A_USER
+        if user_ok and looks_like_password(secret) and _DIGIT.search(secret):
+            return None if _is_plain(secret) else "password"
+    return "password" if _is_strong_password(secret) else None
+
+
+def _is_strong_password(value: str) -> bool:
+    """8+ with a letter, a digit and a symbol or both cases, and not words run together
+    ("1Password", "Office365")."""
+    if len(value) < 8 or not _DIGIT.search(value) or not _LETTER.search(value):
+        return False
+    if _PW_SYMBOL.search(value):
+        return True  # (".", "_" and "-" are none: names and versions hold them)
+    mixed = value.lower() != value and value.upper() != value
+    return mixed and sum(len(w) for w in _RUN_WORD.findall(value)) * 2 < len(value)
+
+
+_LETTER = re.compile(r"[A-Za-z]")
+_PW_SYMBOL = re.compile(r"[^A-Za-z0-9._-]")
+_RUN_WORD = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def _login_with_starts(scan: Scan) -> list[int]:
+    """Each "log", "sign" or "ssh" that starts a word, and each "use", "try", "enter" or
+    "type" up to 80 characters before one on its line."""
+    text, starts = scan.text, set()
+    for at in scan.find("log", "sign", "ssh"):
+        if at and text[at - 1].isalpha():
+            continue  # "blog", "design"
+        starts.add(at)
+        low = max(text.rfind("\n", 0, at) + 1, at - 80)
+        for word in _USE.finditer(scan.folded, low, at):
+            starts.add(word.start())
+    return sorted(starts)
+
+
+_USE = re.compile(r"(?<![a-z])(?:use|try|enter|type)[ \t]")
+
+
+# An API key named in a Romance or another language whose noun for "key" is plain ASCII
+# (Italian "chiave API", Portuguese "chave da API", Romanian "cheia API", Catalan "clau de
+# l'API", Polish "klucz API", Dutch "API-sleutel", Turkish "API anahtarı"), then a separator
+# or the language's "is" ("è", "é", "este", "és", "jest", "is"), then a value judged as "the
+# key is <value>" is. The gate finds the rule by "api" (SAID_EXACT_ANCHORS), not by each noun
+# (seven more words looked for in every text), then tries it only where a noun is too (no
+# seek: a rule that seeks is tried on every text the gate names).
+_ROMANCE_KEY = re.compile(
+    r"(?<![A-Za-z])(?P<k_api_key>(?i:(?:chiave|chave|cheia|clau|klucz|token)[ \t]+"
+    r"(?:(?:dell?['\u2019]?|della|da|de|do|d['\u2019]|de[ \t]+l['\u2019])[ \t]*)?api"
+    r"|api[ \t-]?(?:sleutel|anahtar(?:ı|i))))"
+    # the vendor after it: "chave de API do Stripe", "chiave API di OpenAI"
+    r"(?:[ \t]+(?i:do|da|di|de|del|della|dla|van|von)[ \t]+[A-Za-z][\w.-]{1,30})?"
+    r"(?:[ \t]*(?P<colon>[:=])[ \t]*"
+    r"|[ \t]+(?P<verb>(?i:è|e|é|este|és|es|is))[ \t]*:?[ \t]+"
+    # (Polish "to" and "jest": judged as with no verb, 20+ in a key's mix)
+    r"|[ \t]+(?i:to|jest)[ \t]+)"
+    r"[\"'`«“„]?(?P<secret>[A-Za-z0-9_+/=.~-]{15,}[A-Za-z0-9_+/=~-])"
+)
+# A session cookie said in prose: "my session cookie is <v>", "the cookie: <v>", "connect.sid
+# cookie value is <v>". The value is judged as a Cookie header's (16+, digits and letters in
+# a key's mix); a "name=value" is the Cookie header rule's (``Cookie: _ga=GA1.2...``).
+_SAID_COOKIE = re.compile(
+    r"(?i:cookie)s?(?:[ \t]+(?i:value|string|id))?"
+    r"(?:[ \t]*[:=][ \t]*|[ \t]+(?i:is|was)[ \t]*:?[ \t]+)"
+    r"[\"'`]?(?P<secret>[^\s\"'`;,=]{16,4096})(?![^\s\"'`;,])"
+)
+
+
+def _judge_said_cookie(m: re.Match[str], secret: str) -> str | None:
+    value = secret.rstrip(".")
+    if _is_placeholder(value) or "/" in value or "(" in value:
+        return None
+    shaped = is_strong(value) or (len(value) >= 24 and is_random(value))
+    return "credential" if shaped and entropy_bits(value) >= 3.0 else None
+
+
+def _said_cookie_starts(scan: Scan) -> list[int]:
+    return scan.find("cookie")
+
+
 SAID: tuple[RuleSpec, ...] = (
     (_CREDENTIAL_PAIR, _judge_credential_pair, _credential_pair_starts),
     (_EMAIL_PAIR, _judge_email_pair, _email_pair_starts),
     (_FOREIGN_KEY, _judge_said_key, None),
     (_BEFORE_NOUN, _judge_before_noun, _before_noun_starts),
     (_USER_THEN_PW, _judge_before_noun, _user_then_pw_starts),
+    (_LOGIN_WITH, _judge_login_with, _login_with_starts),
+    (_ROMANCE_KEY, _judge_said_key, None),
+    (_SAID_COOKIE, _judge_said_cookie, _said_cookie_starts),
 )
+
+# The words, as written, one of which a text holds when a rule of these redacts (the gate
+# finds the rule by them, before its pattern's own anchors): "log"/"sign"/"ssh" for a login
+# said in prose (the pattern's own first words are "use" and "with"), "api" for a Romance
+# noun's key. In any case they would be roots standing for other rules too: "log" for every
+# rule of "login", "api" for every assignment rule of "apikey" (each then handed every text
+# with "blog" or "API" in it).
+SAID_TEXT_ANCHORS: dict[re.Pattern[str], tuple[str, ...]] = {}
+SAID_EXACT_ANCHORS: dict[re.Pattern[str], tuple[str, ...]] = {
+    # ("og" for "log" and "Log" would be found in every "dog"; a capital is one more letter
+    # the gate's search stops at, "Log" and "Sign" start a sentence's instructions)
+    _LOGIN_WITH: ("log", "Log", "sign", "Sign", "ssh", "SSH"),
+    _ROMANCE_KEY: ("api", "API"),
+}

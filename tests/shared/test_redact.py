@@ -440,6 +440,21 @@ ADVERSARIAL_UNITS = {
     "go-dsn": "a:b@tcp(",
     "said-pair": "credentials a:",
     "email-pair": "a@b.c:",
+    # round 9's rules
+    "account-pair": "root:",
+    "account-slash": "admin / ",
+    "login-with": "log in with ",
+    "use-to-log-in": "use a to log in ",
+    "romance-key": "chiave API ",
+    "said-cookie": "cookie: ",
+    "sentinel": "sentinel auth-pass ",
+    "acl-user": "user a on >",
+    "userlist": '"a" "',
+    "tsv": "password\t-\n",
+    "csv": "password,-\n",
+    "userlist-lines": '"a" "-"\n',
+    "cookie-file": "a\tTRUE\t/\tTRUE\t1\t",
+    "two-lines": "cat auth.txt\n",
 }
 
 

@@ -1281,3 +1281,70 @@ def test_round_8_a_first_cell_naming_a_credential_in_words(text: str) -> None:
 )
 def test_round_8_first_cell_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+# --- round 9: a value that starts with "!" is a password, a YAML tag is not ---------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ADMIN_PASSWORD=!Vault7xQ2",
+        "export DB_PASSWORD=!Vault7xQ2",
+        "ADMIN_PASSWORD: !Vault7xQ2",
+    ],
+)
+def test_a_password_that_starts_with_a_bang_is_redacted(text: str) -> None:
+    assert redact(text).text == text.replace("!Vault7xQ2", "[REDACTED:password]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DbPassword: !Ref DbPasswordParam",
+        "secret: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
+        "api_key: !secret openai_key",
+        "password: !ENV ${DB_PW}",
+        "password = !self.ok",
+    ],
+)
+def test_a_yaml_tag_after_a_credential_key_stays(text: str) -> None:
+    assert redact(text).text == text
+
+
+# --- round 9: "changed the password to X" in other languages, the English noun in them --------
+
+_CHANGED_PW = "Camb1o!Nuevo"  # fake
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"He cambiado la contraseña a {_CHANGED_PW}",
+        f"J'ai changé le mot de passe en {_CHANGED_PW}",
+        f"Ich habe das Passwort auf {_CHANGED_PW} geändert",
+        f"Mudei a senha para {_CHANGED_PW}",
+        f"ho cambiato la password in {_CHANGED_PW}",
+        f"la password del wifi è {_CHANGED_PW}",
+        f"el password de la base es {_CHANGED_PW}",
+    ],
+)
+def test_a_password_changed_to_in_another_language_is_redacted(text: str) -> None:
+    assert redact(text).text == text.replace(_CHANGED_PW, "[REDACTED:password]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "J'ai changé le mot de passe en 2023",
+        "hay que cambiar la contraseña a menudo",
+        "la password del sistema è cambiata",
+        "I changed the password in 1Password",
+        "I changed my password in March",
+        "the password in the vault is old",
+        "store the password in Vault2 now",
+        "the password of the day is in the vault",
+    ],
+)
+def test_a_password_changed_without_a_new_value_stays(text: str) -> None:
+    assert redact(text).text == text

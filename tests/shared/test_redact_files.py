@@ -115,3 +115,130 @@ def test_a_secret_in_a_config_line_is_redacted(text: str, secret: str, label: st
 @pytest.mark.parametrize("text", FILE_PROSE)
 def test_a_config_line_without_a_secret_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- round 9: Redis Sentinel and ACLs, pgbouncer's userlist, SNMP, cookies.txt, OpenVPN ------
+
+RPW = "Xk9#Lm2pQz7w"  # fake
+MD5 = "md5a3f5b8c9d2e1f4a7b6c5d8e9f0a1b2c3"  # fake: "md5" and 32 hex
+SERVICE_FILES = [
+    (f"sentinel auth-pass mymaster {RPW}", RPW, "password"),
+    ("sentinel auth-pass mymaster s3cr3tR3dis", "s3cr3tR3dis", "password"),
+    (f'sentinel auth-pass prod-master "{RPW}"', RPW, "password"),
+    (f"SENTINEL SET mymaster auth-pass {RPW}", RPW, "password"),
+    (f'redis-cli -h 10.0.0.5 CONFIG SET requirepass "{RPW}"', RPW, "password"),
+    (f"127.0.0.1:6379> CONFIG SET masterauth {RPW}", RPW, "password"),
+    (f"user default on >{RPW} ~* +@all", RPW, "password"),
+    (f"ACL SETUSER ci on >{RPW} ~ci:* +@read", RPW, "password"),
+    (f'"app" "{MD5}"', MD5, "password"),
+    (f'# /etc/pgbouncer/userlist.txt\n"report" "{RPW}"\n', RPW, "password"),
+    ('auth_file = userlist.txt\n"report" "sunshine"', "sunshine", "password"),
+    (f"snmp-server community {RPW} RW", RPW, "password"),
+    (f"rocommunity {RPW} 10.0.0.0/8", RPW, "password"),
+    (
+        ".example.com\tTRUE\t/\tTRUE\t1767225600\tsessionid\tk2j4h6g8f0d2s4a6q8w0e2r4t6y8u0i2",
+        "k2j4h6g8f0d2s4a6q8w0e2r4t6y8u0i2",
+        "credential",
+    ),
+    (f"<auth-user-pass>\nvpnuser\n{RPW}\n</auth-user-pass>", RPW, "password"),
+]
+
+SERVICE_FILE_PROSE = [
+    "sentinel monitor mymaster 127.0.0.1 6379 2",
+    "sentinel auth-pass <master-name> <password>",
+    "requirepass is set in redis.conf",
+    "redis-cli CONFIG SET maxmemory 2gb",
+    "user default on nopass ~* +@all",
+    "if x > 3 and user.is_admin: return",
+    "the user said > 5 is too many",
+    '"pgbouncer" ""',
+    '"AppID" "440"\n"LaunchOptions" "-novid -high"',
+    "snmp-server community public RO",
+    "rocommunity public",
+    ".example.com\tTRUE\t/\tFALSE\t0\ttheme\tdark",
+    "<auth-user-pass>\n</auth-user-pass>",
+    "auth-user-pass\nauth-nocache\nremote vpn.example.com 1194",
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "label"), SERVICE_FILES, ids=[f[0][:32] for f in SERVICE_FILES]
+)
+def test_a_secret_in_a_service_file_is_redacted(text: str, secret: str, label: str) -> None:
+    result = redact(text)
+
+    assert result.text == text.replace(secret, f"[REDACTED:{label}]", 1)
+
+
+@pytest.mark.parametrize("text", SERVICE_FILE_PROSE)
+def test_a_service_file_line_without_a_secret_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+# --- round 9: a delimited table whose header names a credential -----------------------------
+
+DELIMITED = [
+    (
+        "username\tpassword\tnotes\nalice\tQw8#mLz2Rt\tprod\nbob\tZp4$kWq9Lm\tstaging\n",
+        ["Qw8#mLz2Rt", "Zp4$kWq9Lm"],
+    ),
+    (
+        "user,password,role\nalice,Xr7!pLm3Qz,admin\nbob,Kw2@zRt8Vn,dev\n",
+        ["Xr7!pLm3Qz", "Kw2@zRt8Vn"],
+    ),
+    ("name,api_token,team\nci-bot,Tq9Lm2Xw8Rz4Vp7Nb3Kc,infra\n", ["Tq9Lm2Xw8Rz4Vp7Nb3Kc"]),
+    ("service;secret;owner\nbilling;Mz3Qw9Lp2Xr8Tv4Nb;ana\n", ["Mz3Qw9Lp2Xr8Tv4Nb"]),
+    ('"email","password"\n"a@x.io","Summer#2025x"\n', ["Summer#2025x"]),
+    ("host\tuser\tpass\ndb1\troot\tsunflower77\n", ["sunflower77"]),
+    ("url\tusername\tpassword\nhttps://x.io\tbob\tsunshine\n", ["sunshine"]),
+]
+
+DELIMITED_PROSE = [
+    "name,version,sha\nrequests,2.31.0,a1b2c3d4\n",
+    "id\ttitle\tpassword_changed_at\n1\treset\t2024-01-02\n",
+    "user,password_policy,enabled\nalice,strict,true\n",
+    "count\tpass\tfail\n12\t10\t2\n",
+    "key,value\nfoo,bar\nretries,3\n",
+    "token,count\nthe,42\nof,17\n",
+    "user,password\nalice,-\nbob,n/a\n",
+    "NAME\tTYPE\tDATA\tAGE\ndb-creds\tOpaque\t2\t5d\n",
+    # a line of code split at its commas is no header
+    "        or _is_code(m, secret)\n        or _is_literal_prefix(m, secret)\n",
+    "    assert bearer_matches(header, TOKEN)\n    assert bearer_matches(header.encode(), TOKEN)",
+]
+
+
+@pytest.mark.parametrize(("text", "secrets"), DELIMITED, ids=[d[0][:24] for d in DELIMITED])
+def test_a_column_under_a_credential_header_is_redacted(text: str, secrets: list[str]) -> None:
+    result = redact(text)
+
+    for secret in secrets:
+        assert secret not in result.text
+    assert result.text.splitlines()[0] == text.splitlines()[0]  # the header stays
+
+
+@pytest.mark.parametrize("text", DELIMITED_PROSE)
+def test_a_delimited_table_without_a_credential_column_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+def test_an_openvpn_static_key_goes_whole() -> None:
+    body = "6acef03f62675b4b1bbd03e53b187727\n423cea742242106cb2916a8a4c829756"  # fake
+    text = (
+        "<tls-auth>\n-----BEGIN OpenVPN Static key V1-----\n"
+        f"{body}\n-----END OpenVPN Static key V1-----\n</tls-auth>\nkey-direction 1"
+    )
+
+    result = redact(text)
+
+    assert result.text == "<tls-auth>\n[REDACTED:private_key]\n</tls-auth>\nkey-direction 1"
+
+
+def test_a_scram_verifier_in_a_userlist_is_redacted() -> None:
+    verifier = (  # fake
+        "SCRAM-SHA-256$4096:Zm9vYmFyYmF6cXV4$Qk1FUnd6eXh3dnV0c3JxcG9ubWxramloZ2ZlZGNiYQ==:"
+        "V2hhdGV2ZXJzZXJ2ZXJrZXlpc2hlcmVvbmVwbHVz"
+    )
+    text = f'"admin" "{verifier}"\n'
+
+    assert redact(text).text == '"admin" "[REDACTED:password]"\n'

@@ -127,3 +127,33 @@ def test_a_one_word_reply_with_no_credential_before_it_stays(texts: list[str]) -
 )
 def test_round_8_code_that_names_a_credential_stays(text: str) -> None:
     assert redact(text).text == text
+
+
+# --- round 9: a credentials file of two lines (OpenVPN's auth-user-pass) ----------------------
+
+_VPN_PW = "Vpn!Pass2024"  # fake
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"$ cat /etc/openvpn/auth.txt\nvpnuser\n{_VPN_PW}\n",
+        f"auth-user-pass creds.txt\n# creds.txt:\njdoe\n{_VPN_PW}\n",
+        f"$ cat ~/.config/vpn/creds\nalice\n{_VPN_PW}\n$ ",
+    ],
+)
+def test_the_second_line_of_a_credentials_file_is_redacted(text: str) -> None:
+    assert redact(text).text == text.replace(_VPN_PW, "[REDACTED:password]", 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cat auth.py\nimport os\nprint(x)\n",
+        "$ cat auth.txt\nvpnuser\nhello\n",
+        "$ cat login.csv\nuser\nalice2024x\nbob2025y\ncarol2026z\n",  # a longer file
+        "the auth flow\nchanged\nv2.3.1\n",
+    ],
+)
+def test_two_lines_that_are_no_credentials_file_stay(text: str) -> None:
+    assert redact(text).text == text

@@ -95,3 +95,38 @@ def test_a_model_id_or_image_tag_is_no_pair(text: str) -> None:
 @pytest.mark.parametrize("text", NAMED_LIKE)
 def test_a_password_with_dashes_is_still_a_pair(text: str) -> None:
     assert redact(text).labels == ("password",)
+
+
+# --- round 9: a default account and its password, spaced or weaker -------------------------
+
+ACCOUNTS = [
+    ("admin / hunter2 for the router", "hunter2"),
+    ("wifi admin page: admin / P@ssw0rd123", "P@ssw0rd123"),
+    ("log in as root / toor42x", "toor42x"),
+    ("default creds for the camera: admin / 12345abc", "12345abc"),
+    ("Synology NAS -> admin / Nas2024pw", "Nas2024pw"),
+    ("root / Toor#2024", "Toor#2024"),
+    ("grafana is admin:Gr4fana", "Gr4fana"),
+]
+ACCOUNT_PROSE = [
+    "scopes: admin:read:org, repo",
+    "image: postgres:16-alpine",
+    "FROM ubuntu:22.04",
+    "chmod root:root /etc/x && chown admin:staff file",
+    "the admin / settings page, then root / cause analysis",
+    "guest:5672 is the vhost",
+    "docker pull ubuntu:jammy-20240111",
+    "ratio 3 / 4 for the layout, admin / users page",
+    "root:x:0:0:root:/root:/bin/bash",
+    "GET /admin/v2/users",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), ACCOUNTS)
+def test_a_default_account_and_its_password_is_redacted(text: str, secret: str) -> None:
+    assert redact(text).text == text.replace(secret, "[REDACTED:password]", 1)
+
+
+@pytest.mark.parametrize("text", ACCOUNT_PROSE)
+def test_a_default_account_without_a_password_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())

@@ -184,3 +184,107 @@ def test_round_8_more_said_passwords_are_redacted(text: str, secret: str) -> Non
 )
 def test_round_8_more_said_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
+
+
+# --- round 9: a password said with logging in, Romance nouns for an API key, a session cookie -
+
+LOGIN = [
+    f"use {PW} to log in",
+    f"just use {PW} to log in to the router",
+    f"log in with {PW}, the user is admin",
+    "you can log in with admin and hunter2x",
+    f"log into the NAS with admin and {PW}",
+    f"sign in using {PW} for the vpn portal",
+    f"login with bob / {PW}",
+    f"I logged in with {PW} yesterday",
+    f"ssh into it with {PW} as root",
+    f"we log in with '{PW}' on the kiosk",
+]
+LOGIN_PROSE = [
+    "use the password manager to log in",
+    "log in with your SSO account",
+    "use 1Password to log in",
+    "log in with GitHub, then open settings",
+    "sign in using Google Workspace",
+    "use Ctrl+C to log out",
+    "log in with OAuth2.0 via the identity provider",
+    "Use Python3.11 to log in? no, use the web form",
+    "logged in with id=42 at 10:31",
+    "log in with admin@example.com and reset it",
+    "log in with Microsoft365 credentials",
+    "ssh into it with -i ~/.ssh/id_ed25519",
+    "you can log in with admin and the usual password",
+    "log in with bob and check the dashboard",
+    "logger.info('logged in with %s', user)",
+    "the blog design uses v2.3.1 to sign off",
+]
+
+
+@pytest.mark.parametrize("text", LOGIN)
+def test_a_password_said_with_logging_in_is_redacted(text: str) -> None:
+    secret = PW if PW in text else "hunter2x"
+    assert redact(text).text == text.replace(secret, "[REDACTED:password]", 1)
+
+
+@pytest.mark.parametrize("text", LOGIN_PROSE)
+def test_logging_in_without_a_password_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+ROMANCE = [
+    f"la chiave API è {KEY}",
+    f"chiave API: {KEY}",
+    f"la chiave dell'API è {KEY}",
+    f"A chave da API é {KEY}",
+    f"A chave de API do Stripe é {KEY}",
+    f"de API-sleutel is {KEY}",
+    f"cheia API este {KEY}",
+    f"la clau API és {KEY}",
+    f"klucz API: {KEY}",
+    f"mój klucz API to {KEY}",
+    f"API anahtarı: {KEY}",
+    f"il token API è {KEY}",
+]
+ROMANCE_PROSE = [
+    "la chiave API si trova nelle impostazioni del progetto",
+    "A chave da API fica no painel",
+    "chiave API: <la-tua-chiave>",
+    "API anahtarı: ayarlar sayfasında",
+    "the API key is in the vault",
+]
+
+
+@pytest.mark.parametrize("text", ROMANCE)
+def test_an_api_key_named_in_a_romance_language_is_redacted(text: str) -> None:
+    assert redact(text).text == text.replace(KEY, "[REDACTED:api_key]", 1)
+
+
+@pytest.mark.parametrize("text", ROMANCE_PROSE)
+def test_a_romance_noun_without_a_key_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
+
+
+SID = "s%3AaB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0x.Zx9Lq2Wm4Rt7Vp3Nb8Kc5Hs1Jd6Fg0Ye"  # fake
+COOKIES = [
+    f"my session cookie is {SID}",
+    f"session cookie: {SID}",
+    f"the connect.sid cookie value is {SID}",
+]
+COOKIE_PROSE = [
+    "the session cookie expires after 15 minutes",
+    "I baked cookies: chocolate chip and oatmeal",
+    "the cookie is stored for 30 days",
+    "Cookie: _ga=GA1.2.1234567890.1700000000",
+    "Set-Cookie: theme=dark; Path=/; Max-Age=3600",
+    "SESSION_COOKIE_NAME = 'sessionid'\nSESSION_COOKIE_AGE = 1209600",
+]
+
+
+@pytest.mark.parametrize("text", COOKIES)
+def test_a_session_cookie_said_in_prose_is_redacted(text: str) -> None:
+    assert redact(text).text == text.replace(SID, "[REDACTED:credential]", 1)
+
+
+@pytest.mark.parametrize("text", COOKIE_PROSE)
+def test_a_cookie_without_a_session_id_survives(text: str) -> None:
+    assert redact(text) == Redaction(text=text, labels=())
