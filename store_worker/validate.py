@@ -375,12 +375,14 @@ def count(value: object, what: str, *, most: int = 10_000) -> int:
     return value
 
 
-def optional_text(value: object, what: str) -> str:
+def optional_text(value: object, what: str, *, max_chars: int | None = None) -> str:
     """Optional free text (a reason, an explicit query): ``None`` is empty."""
     if value is None:
         return ""
     if not isinstance(value, str):
         raise InvalidArgumentError(f"{what} must be a string")
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidArgumentError(f"{what} must be at most {max_chars:,} characters")
     return utf8(value, what)
 
 

@@ -501,9 +501,14 @@ class Writer:
         )
 
 
+# A delete's or supersede's reason rides every event of it, which the store keeps in RAM
+# (``event_buffer`` of them): a reason of megabytes was kept as is, thousands of times over.
+MAX_REASON_CHARS = 2_000
+
+
 def _scrubbed_reason(reason: object) -> tuple[str | None, tuple[str, ...]]:
     """A delete's or supersede's free-text reason, redacted, and what kinds that took."""
-    text = v.optional_text(reason, "reason")
+    text = v.optional_text(reason, "reason", max_chars=MAX_REASON_CHARS)
     if not text:
         return None, ()
     result = redact(text)

@@ -181,3 +181,28 @@ def test_supersede_survives_reopen(data_dir: Path) -> None:
     # the retired record's text no longer reinforces anything: it is a new save
     assert s2.save("alpha").created is True
     s2.close()
+
+
+def test_a_reason_of_megabytes_is_refused_and_writes_nothing(
+    store: MemoryStore, data_dir: Path
+) -> None:
+    # A reason rides every event of its write, kept in RAM event_buffer times over
+    from store_worker.writes import MAX_REASON_CHARS
+
+    old = store.save("The API runs on port 8080").memory.id
+    new = store.save("The API runs on port 9090").memory.id
+    before = log_bytes(data_dir)
+    long = "x" * (MAX_REASON_CHARS + 1)
+    with pytest.raises(InvalidArgumentError, match="reason must be at most 2,000 characters"):
+        store.delete(old, reason=long)
+    with pytest.raises(InvalidArgumentError, match="reason"):
+        store.supersede(old, new, reason=long)
+    with pytest.raises(InvalidArgumentError, match="reason"):
+        store.supersede_many(
+            [{"id": old, "superseded_by": new}, {"id": new, "superseded_by": old, "reason": long}]
+        )
+    assert log_bytes(data_dir) == before  # nothing written
+    assert store.get(old).memory.live and store.get(new).memory.live
+    # a reason up to the cap is taken
+    done = store.supersede(old, new, reason="y" * MAX_REASON_CHARS)
+    assert done.memory.superseded_by == new
