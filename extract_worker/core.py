@@ -548,10 +548,9 @@ class _Reach:
         self._lineage: frozenset[str] | None = None
 
     def __call__(self, mem: Memory) -> bool:
-        if mem.scope == "global":
-            return True
-        if mem.scope != "session" or not mem.session_id:
-            return False
+        return mem.seen_from(None, self._sessions)
+
+    def _sessions(self) -> frozenset[str]:
         if self._lineage is None:
             self._lineage = frozenset(self.store.session_lineage(self.job.session_id))
-        return mem.session_id in self._lineage
+        return self._lineage

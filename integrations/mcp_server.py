@@ -195,17 +195,10 @@ class MemoryTools:
         session's memory."""
         found = self.store.get(id, bank=bank)
         mem = found.memory
-        if mem.scope == "global":
+        project = os.path.normpath(self.project) if self.project else None
+        lineage = (lambda: self.store.session_lineage(session_id)) if session_id else tuple
+        if mem.seen_from(project, lineage):
             return found
-        if (
-            mem.scope == "project"
-            and self.project
-            and mem.project == os.path.normpath(self.project)
-        ):
-            return found
-        if mem.scope == "session" and session_id and mem.session_id:
-            if mem.session_id in self.store.session_lineage(session_id):
-                return found
         where = "project" if mem.scope == "project" else "session"
         raise errors.NotFoundError(
             f"no memory {id!r} in bank {found.bank!r} for this {where}"

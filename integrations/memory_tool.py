@@ -288,15 +288,13 @@ class MemoryToolBackend:
         so another project's or session's memories are left out here."""
         rows: list[str] = []
         token: str | None = None
-        sessions = set(self.store.session_lineage(self.session_id)) if self.session_id else set()
+        sessions = frozenset(self.store.session_lineage(self.session_id) if self.session_id else ())
         while True:
             page = self.store.list(bank=bank, page_size=500, page_token=token)
             rows += [
                 f"- [{m.id}] {' '.join(m.text.split())}"
                 for m in page.memories
-                if m.scope == "global"
-                or (m.scope == "project" and m.project is not None and m.project == self.project)
-                or (m.scope == "session" and m.session_id in sessions)
+                if m.seen_from(self.project, lambda: sessions)
             ]
             token = page.next_page_token
             if not token:

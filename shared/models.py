@@ -6,6 +6,7 @@ All models are immutable values (``frozen=True, extra="forbid"``). ``Memory`` is
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
@@ -75,6 +76,21 @@ class Memory(Frozen):
     @property
     def live(self) -> bool:
         return self.invalid_at is None
+
+    def seen_from(self, project: str | None, sessions: Callable[[], Collection[str]]) -> bool:
+        """Whether an agent working in ``project`` (an absolute folder, or None) whose session
+        lineage is ``sessions()`` (asked only for a session memory) sees this memory, as recall
+        shows it: a global one, one of its project, one of its session or an ancestor. The
+        MCP tools, the memory tool and the extractor hold ids and listings to it."""
+        if self.scope == "global":
+            return True
+        if self.scope == "project":
+            return project is not None and self.project == project
+        return (
+            self.scope == "session"
+            and self.session_id is not None
+            and (self.session_id in sessions())
+        )
 
     def to_line(self) -> str:
         return self.model_dump_json(exclude_defaults=True)
