@@ -192,8 +192,11 @@ class Reader:
         target = self.banks.resolve(bank)
         counter = self._counter(model_target)
         now = self.clock.now_ms() if as_of is None else _instant(as_of)
+        read = as_read(target, params) if params.query.strip() else params.query
         query_vector, retrieval = (
-            self.vectors.query_vector(target, params) if params.query.strip() else (None, "lexical")
+            self.vectors.query_vector(target, params, read)
+            if params.query.strip()
+            else (None, "lexical")
         )
         recount = None if counter is self.tokens else counter.count
         hits = recall_mod.run(target, params, now, query_vector, tokens=recount)
@@ -204,7 +207,7 @@ class Reader:
             ),
             retrieval=retrieval,
             bank=target.name,
-            read_as=_read_as(target, params),
+            read_as=None if read == params.query else read,  # a misspelt word read as another
         )
 
     def _recall_params(self, query: object, **kw: Any) -> recall_mod.RecallParams:
@@ -254,12 +257,3 @@ def _instant(as_of: object) -> int:
     if isinstance(as_of, bool) or not isinstance(as_of, int) or as_of < 0:
         raise errors.InvalidArgumentError("as_of must be a time in epoch milliseconds (int >= 0)")
     return as_of
-
-
-def _read_as(bank: Bank, params: recall_mod.RecallParams) -> str | None:
-    """The query as recall read it, when a misspelt word was read as a word the bank holds
-    (``RecallResponse.read_as``); the readings are cached per bank, so this costs a lookup."""
-    if not params.query.strip():
-        return None
-    read = as_read(bank, params)
-    return None if read == params.query else read

@@ -179,8 +179,11 @@ class Vectors:
             cache.popitem(last=False)
         return vector
 
-    def query_vector(self, bank: Bank, params: RecallParams) -> tuple[list[float] | None, str]:
-        """The query's embedding and the retrieval mode that will really run."""
+    def query_vector(
+        self, bank: Bank, params: RecallParams, read: str
+    ) -> tuple[list[float] | None, str]:
+        """The embedding of ``read`` (the query as recall read it, ``as_read``) and the
+        retrieval mode that will really run."""
         if params.mode == "lexical":
             return None, "lexical"
         if self.embedder is None:
@@ -196,7 +199,7 @@ class Vectors:
             # Only the raw semantic arm reuses a memory's vector (the consolidator's neighbour
             # queries): a hybrid recall embeds exactly what it was asked.
             known = self._known_vector(bank, params.query) if params.mode == "semantic" else None
-            vector = known or self._embed_query(as_read(bank, params))
+            vector = known or self._embed_query(read)
         except errors.MemoryServiceError:
             if params.mode == "semantic":
                 raise
