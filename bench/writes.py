@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import corpus
+from shared.redact import redact
 from shared.tokens import TokenCounter
 from store_worker.files import _datasync
 
@@ -97,8 +98,6 @@ def _bare(fd: int, lock: threading.Lock, text: str) -> None:
 
 
 def _floor(fd: int, count: Callable[[str], int], text: str) -> None:
-    from shared.redact import redact
-
     clean = redact(text).text
     line = json.dumps({"text": clean, "tokens": count(clean)}, ensure_ascii=False) + "\n"
     os.write(fd, line.encode())

@@ -132,16 +132,9 @@ def _run(cmd: Sequence[str], env: dict[str, str], what: str) -> None:
 def address_file() -> Path:
     """Where ``ray start`` records the latest local cluster (``<temp>/ray/ray_current_cluster``).
 
-    Ray's own helper when Ray is imported already; else Ray's rule, read here, as importing
-    Ray takes ~0.9 s and a CLI call that finds no cluster (``memory status`` before ``up``)
-    never needs it (``tests/shared/test_cluster_files.py`` holds the two to the same path)."""
-    if "ray" in sys.modules:
-        try:
-            from ray._common.utils import get_ray_address_file
-
-            return Path(get_ray_address_file(None))
-        except ImportError:  # a Ray without the helper: its rule, as below
-            pass
+    Ray's rule, read here rather than through Ray's helper: importing Ray takes ~0.9 s, and
+    a CLI call that finds no cluster (``memory status`` before ``up``) never needs it
+    (``tests/shared/test_cluster_files.py`` holds the rule to Ray's helper)."""
     return ray_temp_dir() / "ray_current_cluster"
 
 
