@@ -41,11 +41,13 @@ MSGS = [{"role": "user", "content": "I always deploy on Fridays"}]
 
 
 class FailAt:
-    """Fails the ``k``-th call of ``CALLS`` (1-based) with ``code``; counts them all."""
+    """Fails the ``k``-th call of ``calls`` (1-based) with ``code``; counts them all."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, k: int, code: int) -> None:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, k: int, code: int, calls: tuple[str, ...] = CALLS
+    ) -> None:
         self.k, self.code, self.calls, self.hit = k, code, 0, False
-        for name in CALLS:
+        for name in calls:
             monkeypatch.setattr(os, name, self._wrap(getattr(os, name)))
 
     def _wrap(self, real: Callable[..., Any]) -> Callable[..., Any]:

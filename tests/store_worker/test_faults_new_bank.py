@@ -23,31 +23,10 @@ from shared.clock import FakeClock
 from shared.config import StoreSettings
 from shared.errors import MemoryServiceError
 from store_worker.core import MemoryStore
+from tests.store_worker.test_faults_each_call import FailAt
 
+# the file calls faulted in turn (not rmdir: taking a bank back is the step under test)
 CALLS = ("write", "fsync", "fdatasync", "replace", "rename", "unlink", "ftruncate", "mkdir")
-
-
-class FailAt:
-    """Fails the ``k``-th call of ``CALLS`` (1-based) with ``code``; a ``write`` takes half
-    of its bytes first (a nearly full disk)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, k: int, code: int) -> None:
-        self.k, self.code, self.calls, self.hit = k, code, 0, False
-        for name in CALLS:
-            monkeypatch.setattr(os, name, self._wrap(getattr(os, name)))
-
-    def _wrap(self, real: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls += 1
-            if self.calls == self.k:
-                self.hit = True
-                if real.__name__ == "write":
-                    fd, data = args
-                    real(fd, bytes(data)[: len(data) // 2])
-                raise OSError(self.code, os.strerror(self.code))
-            return real(*args, **kwargs)
-
-        return call
 
 
 # verb -> (the call, the banks it creates)
@@ -89,7 +68,7 @@ def test_a_refused_write_leaves_no_new_bank_even_after_a_restart(
         store.save("a seed fact")
         # When the k-th file call of a write naming new banks fails
         with monkeypatch.context() as patch:
-            fault = FailAt(patch, k, code)
+            fault = FailAt(patch, k, code, CALLS)
             try:
                 run(store)
                 acked = True
@@ -121,22 +100,21 @@ def test_a_refused_write_leaves_no_new_bank_even_after_a_restart(
     raise AssertionError("more calls than expected")
 
 
-def test_a_bank_another_write_filled_is_kept(data_dir: Path) -> None:
+def _eio(fd: int) -> None:
+    raise OSError(errno.EIO, "EIO")
+
+
+def test_a_bank_another_write_filled_is_kept(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given a new bank made by a write, then a rule written to it
     store = opened(data_dir)
     store.rule_set("style", "tabs", bank="fresh")
     # When a later save to it is refused at the sync, Then the bank and its rule stay
-    real = os.fdatasync
-
-    def fail(fd: int) -> None:
-        raise OSError(errno.EIO, "EIO")
-
-    os.fdatasync = fail
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fdatasync", _eio)
         with pytest.raises(MemoryServiceError):
             store.save("a fact", bank="fresh")
-    finally:
-        os.fdatasync = real
     assert "fresh" in banks(store)
     store.close()
     again = opened(data_dir)
@@ -144,22 +122,17 @@ def test_a_bank_another_write_filled_is_kept(data_dir: Path) -> None:
     again.close()
 
 
-def test_a_folder_made_by_hand_is_never_taken_back(data_dir: Path) -> None:
+def test_a_folder_made_by_hand_is_never_taken_back(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given a bank folder made by hand after the store opened (adopted by the next write)
     store = opened(data_dir)
     (data_dir / "hand").mkdir()
     # When the write that adopts it is refused
-    real = os.fdatasync
-
-    def fail(fd: int) -> None:
-        raise OSError(errno.EIO, "EIO")
-
-    os.fdatasync = fail
-    try:
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fdatasync", _eio)
         with pytest.raises(MemoryServiceError):
             store.save("a fact", bank="hand")
-    finally:
-        os.fdatasync = real
     # Then its folder stays: the store did not make it
     assert (data_dir / "hand").is_dir()
     store.close()
