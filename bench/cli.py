@@ -126,9 +126,9 @@ def local_gateway(data_dir: Path) -> Iterator[None]:
     """The gateway in this process over an embedded store, recorded as ``up`` records it."""
     from grpc_gateway.server import build_server
     from shared import gateway_file
-    from shared.cli_store import close_store, open_store
+    from shared.connect import connect
 
-    store = open_store(str(data_dir))
+    store = connect(f"file:{data_dir!s}")
     server, port = build_server(store, port=0)
     server.start()
     gateway_file.write(data_dir, f"127.0.0.1:{port}", None)
@@ -137,7 +137,7 @@ def local_gateway(data_dir: Path) -> Iterator[None]:
     finally:
         server.stop(None)
         gateway_file.remove(data_dir)
-        close_store(store)
+        store.close()
 
 
 def run(runs: int, size: int, cache: Path, *, use_ray: bool) -> dict[str, Any]:

@@ -82,7 +82,6 @@ def _texts(n: int) -> tuple[list[str], list[str]]:
 
 
 def embedded(shards: Sequence[int], per_caller: int, workdir: Path) -> dict[str, Any]:
-    from shared.cli_store import close_store
     from shared.config import StoreSettings
     from shared.sharded import open_embedded_shards
 
@@ -95,7 +94,7 @@ def embedded(shards: Sequence[int], per_caller: int, workdir: Path) -> dict[str,
         try:
             out[str(n)] = measure(store, texts, queries, per_caller)
         finally:
-            close_store(store)
+            store.close()
             shutil.rmtree(root, ignore_errors=True)
     return out
 

@@ -30,6 +30,7 @@ from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.shards import ShardJob, failed
 from consolidate_worker.spec import ACTOR_NAME
 from shared import errors
+from shared.api import StoreAPI
 from shared.sharded import ShardedStoreClient
 from shared.workers import start_detached
 
@@ -94,7 +95,7 @@ class RayShardRunner:
     waits on its shard, and a cluster whose CPUs are busy must not queue it behind them.
     No retries: a shard pass that died is reported, and the next scheduled pass redoes it."""
 
-    def __init__(self, store: ShardedStoreClient, settings: ConsolidatorSettings) -> None:
+    def __init__(self, store: StoreAPI, settings: ConsolidatorSettings) -> None:
         self.store = store
         self.settings = settings
 
@@ -102,7 +103,9 @@ class RayShardRunner:
         import ray
 
         task = ray.remote(num_cpus=0, max_retries=0)(shard_pass)
-        names = [getattr(self.store.shards[job.shard], "actor_name", "") for job in jobs]
+        sharding = self.store.sharding()
+        shards = sharding.shards if sharding is not None else [self.store]
+        names = [getattr(shards[job.shard], "actor_name", "") for job in jobs]
         refs = [
             task.remote(self.settings, name, job, dry_run)
             for name, job in zip(names, jobs, strict=True)
@@ -131,9 +134,7 @@ class ConsolidatorActor:
         settings = ConsolidatorSettings.from_env(dict(env or {}))
         # every store shard, as they come and go; a pass runs per shard (RayShardRunner)
         client = ShardedStoreClient.connect(follow=True)
-        runner = (
-            RayShardRunner(client, settings) if isinstance(client, ShardedStoreClient) else None
-        )
+        runner = RayShardRunner(client, settings) if client.sharding() is not None else None
         self.core = Consolidator(
             client, settings=settings, judge=judge_from(settings), shard_runner=runner
         )

@@ -27,7 +27,7 @@ from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.shards import ShardRunner, run_in_turn
 from shared import errors
 from shared.api import StoreAPI
-from shared.cli_store import close_store, open_store
+from shared.connect import connect
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
@@ -56,13 +56,12 @@ def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
     # The embedded mode opens the folder the way every ``memory --data-dir`` verb does (the
     # other MEMORY_* settings apply), through the store worker's entry point: this package
     # keeps no dependency on the store worker (DESIGN §10).
-    from shared.sharded import ShardedStoreClient
-
-    store = open_store(data_dir)
+    store = connect(f"file:{data_dir}")
     try:
         runner = None
-        if isinstance(store, ShardedStoreClient):  # MEMORY_STORE_SHARDS: a pass per shard
-            shards = store.shards
+        sharding = store.sharding()
+        if sharding is not None:  # MEMORY_STORE_SHARDS: a pass per shard
+            shards = sharding.shards
             runner = run_in_turn(
                 lambda job, dry: _consolidator(shards[job.shard]).run_shard(
                     job.shard, banks=job.banks, dry_run=dry, budget=job.budget
@@ -70,16 +69,16 @@ def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
             )
         return _consolidator(store, runner).run_pass(banks=banks, dry_run=dry_run)
     finally:
-        close_store(store)
+        store.close()
 
 
 def _remote(banks: list[str] | None, dry_run: bool) -> Report:
     from consolidate_worker.actor import ACTOR_READS, RayShardRunner
     from consolidate_worker.spec import ACTOR_NAME
-    from shared.client import ActorClient, connect
+    from shared.client import ActorClient, join_cluster
     from shared.sharded import ShardedStoreClient
 
-    connect()
+    join_cluster()
     actor = ActorClient(actor_name=ACTOR_NAME, reads=ACTOR_READS, timeout=None)
     try:
         actor.handle  # noqa: B018 - looks the actor up; raises when it is not running
@@ -87,7 +86,7 @@ def _remote(banks: list[str] | None, dry_run: bool) -> Report:
         print("memory-consolidator is not running; running the pass here", file=sys.stderr)
         store = ShardedStoreClient.connect()
         runner = None
-        if isinstance(store, ShardedStoreClient):
+        if store.sharding() is not None:
             runner = RayShardRunner(store, ConsolidatorSettings.from_env())
         return _consolidator(store, runner).run_pass(banks=banks, dry_run=dry_run)
     report = actor.call("run_now", banks=banks, dry_run=dry_run)

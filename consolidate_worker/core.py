@@ -39,10 +39,9 @@ from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.shards import ShardRunner, merge, shard_jobs
 from consolidate_worker.tiers import JudgeTier
 from shared import errors
-from shared.api import StoreAPI
+from shared.api import Sharding, StoreAPI
 from shared.clock import Clock, SystemClock
 from shared.models import MAX_SAVE_ITEMS, Memory, RecallResponse
-from shared.sharded import ShardedStoreClient
 from shared.shards import Routing
 
 log = logging.getLogger(__name__)
@@ -159,16 +158,14 @@ class Consolidator:
             names = tuple(sorted(owned))
         return self._run(names, named=bool(banks), dry_run=dry_run, checkpoint=False, budget=budget)
 
-    def _sharded(self) -> ShardedStoreClient | None:
-        store = self.store
-        if self.shard_runner is None or not isinstance(store, ShardedStoreClient):
+    def _sharded(self) -> Sharding | None:
+        sharding = self.store.sharding()
+        if self.shard_runner is None or sharding is None:
             return None
-        store.refresh()  # a following client picks up shards started since the last pass
-        return store if len(store.shards) > 1 else None
+        sharding.refresh()  # a following client picks up shards started since the last pass
+        return sharding if len(sharding.shards) > 1 else None
 
-    def _run_sharded(
-        self, store: ShardedStoreClient, banks: Sequence[str] | None, dry_run: bool
-    ) -> Report:
+    def _run_sharded(self, store: Sharding, banks: Sequence[str] | None, dry_run: bool) -> Report:
         runner = self.shard_runner
         assert runner is not None
         started = self.clock.now_ms()

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from shared import cluster
-from shared.client import StoreClient, connect
+from shared.client import StoreClient, join_cluster
 from shared.errors import MemoryServiceError
 
 
@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.extractor_replicas is not None:
         env["MEMORY_EXTRACTOR_REPLICAS"] = str(args.extractor_replicas)
     try:
-        connect()  # inside a job RAY_ADDRESS names the cluster; never starts a new one
+        join_cluster()  # inside a job RAY_ADDRESS names the cluster; never starts a new one
         specs = cluster.select_workers(args.workers)
         for spec, _ in cluster.start_workers(specs, env):
             print(f"started {spec.name} ({spec.actor_name})")

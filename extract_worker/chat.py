@@ -209,14 +209,14 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _open_store(args: argparse.Namespace) -> StoreAPI:
     if getattr(args, "data_dir", None):
-        from shared.cli_store import open_store
+        from shared.connect import connect
 
-        return open_store(args.data_dir)
+        return connect(f"file:{args.data_dir}")
     # as every store verb reaches it: the gateway when recorded, else Ray (a Ray driver made
     # `memory outbox` take ~1.5 s where the gateway answers in ~0.1 s)
-    from shared.cli_store import running_store
+    from shared.connect import connect
 
-    return running_store(getattr(args, "timeout", 120.0))
+    return connect(timeout=getattr(args, "timeout", 120.0))
 
 
 def _embedded_extractor(args: argparse.Namespace, store: StoreAPI) -> Callable[[], Any] | None:
@@ -257,9 +257,7 @@ def _chat_cmd(args: argparse.Namespace) -> int:
 def _close_store(store: StoreAPI) -> None:
     """An embedded store holds its data dir's lock (store_worker/lock.py) until closed; a
     gateway client holds a channel."""
-    from shared.cli_store import close_store
-
-    close_store(store)
+    store.close()
 
 
 def _stdin_lines() -> Iterable[str]:

@@ -178,14 +178,14 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
     _refuse_open(settings, dict(os.environ))
     store: StoreAPI
     if getattr(args, "data_dir", None):
-        from shared.cli_store import open_store
+        from shared.connect import connect
 
-        store = open_store(args.data_dir)
+        store = connect(f"file:{args.data_dir}")
         serialize = True
     else:
-        from shared.client import connect
+        from shared.client import join_cluster
 
-        connect()
+        join_cluster()
         store, serialize = store_client(), False
     server, port = server_for(settings, store, serialize=serialize)
     server.start()

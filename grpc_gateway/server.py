@@ -423,7 +423,7 @@ def build_server(
     # protoc's grpc module has no annotations
     pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(edge), server)  # type: ignore[no-untyped-call]
     pb_grpc.add_MemoryToolsServicer_to_server(ToolsServicer(edge), server)  # type: ignore[no-untyped-call]
-    # memory.store.v1 (the rest of StoreAPI, for the CLI), under the same lock
+    # memory.store.v1 (every store operation, for the CLI), under the same lock
     server.add_generic_rpc_handlers((StoreServicer(store, edge.locked).handler(),))
     add_citizenship(server, lambda: _probe(edge), SERVICES)
     try:

@@ -1,9 +1,9 @@
 """Which store an integration talks to: the one function every integration calls.
 
 - ``data_dir`` given (``--data-dir D``, or ``MEMORY_EMBEDDED=1`` with ``MEMORY_DATA_DIR``): the
-  embedded store on D in this process (``shared.cli_store.open_store``). It takes the data dir's
+  embedded store on D in this process (``shared.connect``). It takes the data dir's
   lock, so a second process on D gets ``DataDirLockedError`` naming the first (pid, host, since).
-- otherwise: the running store, as the CLI reaches it (``shared.cli_store.running_store``):
+- otherwise: the running store, as the CLI reaches it (``shared.connect``):
   through the gateway ``memory up`` recorded (``GrpcStoreClient``, no Ray in this process),
   else the ``memory-store`` actor over Ray. Many ``memory mcp`` processes and every hook call
   share that one store, so no write is lost to another process's RAM (issue 15: several MCP
@@ -44,7 +44,7 @@ def open_store_for(
     whose data dir another process holds is tried again for that long (two hooks of one
     agent often overlap by a fraction of a second) before ``DataDirLockedError``.
     ``one_shot``: this single-threaded process runs one command and ends (a hook), so an
-    embedded store may boot lazily (``shared.cli_store.open_store``)."""
+    embedded store may boot lazily (``shared.connect``)."""
     if data_dir:
         return _embedded(data_dir, lock_wait_s, one_shot)
     return _running_store(timeout, validate)
@@ -53,13 +53,13 @@ def open_store_for(
 def _embedded(data_dir: str, lock_wait_s: float, one_shot: bool) -> StoreAPI:
     import time
 
-    from shared.cli_store import open_store
+    from shared.connect import connect
     from shared.errors import DataDirLockedError
 
     deadline = time.monotonic() + lock_wait_s
     while True:
         try:
-            return open_store(data_dir, one_shot=one_shot)
+            return connect(f"file:{data_dir}", one_shot=one_shot)
         except DataDirLockedError:
             if time.monotonic() >= deadline:
                 raise
@@ -69,11 +69,11 @@ def _embedded(data_dir: str, lock_wait_s: float, one_shot: bool) -> StoreAPI:
 def _running_store(timeout: float, validate: bool) -> StoreAPI:
     # Imported here: the gateway's client, or Ray (~0.5 s to import, FACTS "Process start-up")
     # when no gateway is recorded; an embedded caller needs neither.
-    from shared.cli_store import running_store
+    from shared.connect import connect
     from shared.errors import SourceUnavailableError
 
     try:
-        return running_store(timeout, validate=validate)
+        return connect(timeout=timeout, validate=validate)
     except SourceUnavailableError as e:
         raise SourceUnavailableError(
             f"{e.message} (or pass --data-dir DIR to use a store in this process)", e.retryable
@@ -86,9 +86,7 @@ def close(store: StoreAPI | RunningStore) -> None:
     if isinstance(store, RunningStore):
         store.close()
         return
-    from shared.cli_store import close_store
-
-    close_store(store)
+    store.close()
 
 
 class RunningStore:

@@ -42,10 +42,8 @@ from shared.cli_store import (
     Verb,
     add_store_verbs,
     add_verb,
-    close_store,
-    open_store,
-    running_store,
 )
+from shared.connect import connect
 from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 
 
@@ -112,14 +110,14 @@ class Ctx:
 
     def _open(self) -> StoreAPI:
         if self.embedded:  # one command in one thread: the store may boot lazily
-            return open_store(self.args.data_dir, one_shot=True)
+            return connect(f"file:{self.args.data_dir}", one_shot=True)
         # the gateway when recorded (answers as views: this process never loads pydantic),
         # else Ray
-        return running_store(self.args.timeout, validate=False)
+        return connect(timeout=self.args.timeout, validate=False)
 
     def close(self) -> None:
         if self._store is not None:
-            close_store(self._store)  # an embedded store's files, a gRPC client's channel
+            self._store.close()  # an embedded store's files, a gRPC client's channel
 
 
 # -- entry points ------------------------------------------------------------------------------
@@ -487,10 +485,10 @@ def _undo(ctx: Ctx, launch: lifecycle.Launch, started: list[WorkerSpec]) -> None
 
 
 def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
-    from shared.client import connect
+    from shared.client import join_cluster
 
     try:
-        info = connect()
+        info = join_cluster()
         info["cluster"] = "joined"
     except SourceUnavailableError:
         stuck = cluster.half_dead()
@@ -502,7 +500,7 @@ def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
             _say(ctx, note)
         launch = ctx.launch or lifecycle.Launch(cluster.address_file().parent)
         cluster.start_head(opts, launch)
-        info = connect()
+        info = join_cluster()
         import ray
 
         launch.mark(cluster.session_dir(), ray.get_runtime_context().gcs_address)
@@ -531,10 +529,10 @@ def _down(ctx: Ctx) -> int:
     _cluster_only(ctx, "down")
     import ray
 
-    from shared.client import connect
+    from shared.client import join_cluster
 
     try:
-        connect()
+        join_cluster()
     except SourceUnavailableError:
         return _down_unreachable(ctx)
     gateway = _recorded_gateway(ctx)  # asked before the store stops
@@ -595,10 +593,10 @@ def _down_unreachable(ctx: Ctx) -> int:
 
 def _stop(ctx: Ctx) -> int:
     _cluster_only(ctx, "stop")
-    from shared.client import connect
+    from shared.client import join_cluster
 
     spec = cluster.select_workers([ctx.args.worker])[0]
-    connect()
+    join_cluster()
     stopped = cluster.stop_worker(spec)
     _say(
         ctx,
@@ -613,9 +611,9 @@ def _status(ctx: Ctx) -> Any:
     ctx.args.render = show.status
     if ctx.embedded:
         return {"mode": "embedded", "data_dir": ctx.args.data_dir, "banks": _banks(ctx)}
-    from shared.client import connect
+    from shared.client import join_cluster
 
-    url = connect()["dashboard_url"]
+    url = join_cluster()["dashboard_url"]
     # what status prints, it checked: each worker answers ping, the dashboard answers HTTP
     from shared.workers import NAMESPACE
 
@@ -644,9 +642,9 @@ def _metrics(ctx: Ctx) -> Any:
     if not urls:
         if ctx.embedded:
             raise InvalidArgumentError("metrics come from the running cluster: drop --data-dir")
-        from shared.client import connect
+        from shared.client import join_cluster
 
-        connect()
+        join_cluster()
         urls = prometheus.endpoints()
     ctx.args.render = prometheus.render
     return prometheus.summary(prometheus.parse(prometheus.scrape(urls)))

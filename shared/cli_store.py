@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared import cli_output as show
-from shared.errors import DataDirLockedError, InvalidArgumentError
+from shared.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from shared.api import StoreAPI
     from shared.cli import Ctx
     from shared.models import RecallResponse, SaveResponse
 
@@ -55,64 +54,6 @@ STORE_VERBS = frozenset(
 
 Verb = Callable[["Ctx"], Any]
 Render = Callable[[Any], str]
-
-
-def open_store(data_dir: str, *, one_shot: bool = False) -> StoreAPI:
-    """The store on ``data_dir`` in this process (the embedded mode, no Ray), with the other
-    ``MEMORY_*`` settings from the environment; opened through the store worker's entry point
-    (``shared.workers.open_embedded_store``), so ``shared`` imports no worker. ``one_shot``:
-    this single-threaded process runs one command (the CLI), so the store may boot lazily."""
-    from shared.config import StoreSettings
-    from shared.shards import shard_count
-    from shared.workers import open_embedded_store
-
-    n = shard_count(os.environ.get("MEMORY_STORE_SHARDS") or 1)  # issue 16: one per shard dir
-    settings = StoreSettings.from_env(dict(os.environ), data_dir=data_dir)
-    try:
-        if n == 1:  # the plain embedded store: no sharding client to import (~13 ms)
-            return open_embedded_store(settings, one_shot=one_shot)
-        from shared.sharded import open_embedded_shards
-
-        return open_embedded_shards(settings, n, one_shot=one_shot)
-    except DataDirLockedError as e:
-        # the running store (or another --data-dir command) owns these files: writing beside
-        # it would be lost to its RAM (issue 18), so say what to do instead
-        raise DataDirLockedError(
-            f"{e.message}. Drop --data-dir (and MEMORY_EMBEDDED) to talk to the running store, "
-            "or stop it first (`memory down`, or end that process)",
-            e.retryable,
-        ) from e
-
-
-def running_store(timeout: float, *, validate: bool = True) -> StoreAPI:
-    """The running store: through the gateway ``memory up`` recorded (no Ray in this process,
-    issue 13; found from any folder by ``shared.gateway_file.discover``), else over Ray
-    (``StoreClient``). The CLI, the MCP server and the hooks all reach it this way.
-    ``validate=False``: the gateway's answers come as ``store_wire.View``s, not models (a
-    caller that only reads fields, and prints them, skips loading pydantic)."""
-    from shared import gateway_file
-
-    found = gateway_file.discover()  # MEMORY_DATA_DIR, ./data/memory, the user's pointer
-    if found is not None:
-        gateway = found[1]
-        from shared.grpc_client import GrpcStoreClient
-
-        return GrpcStoreClient(
-            gateway.address, token=gateway.token, timeout=timeout, validate=validate
-        )
-    from shared.client import connect
-    from shared.sharded import ShardedStoreClient
-
-    connect()
-    return ShardedStoreClient.connect(timeout=timeout)  # one shard: a plain StoreClient
-
-
-def close_store(store: StoreAPI) -> None:
-    """Close an embedded store (its log files) or a gRPC client (its channel); a client over
-    Ray has nothing to close."""
-    close = getattr(store, "close", None)
-    if callable(close):
-        close()
 
 
 def add_verb(

@@ -1,4 +1,4 @@
-"""Client-side coalescing of concurrent saves (issue 14).
+"""Client-side coalescing of concurrent saves: a transport wrapper (``Coalescing``).
 
 Through Ray, a save's cost is mostly the round trip (~1 ms here, FACTS.md), not the store's
 work (~0.25 ms) nor its fsync, which group commit already shares (``store_worker/commit.py``).
@@ -25,10 +25,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
+from shared import ops
+from shared.api import Sharding, StoreAPI
 from shared.errors import REFUSALS, UnknownError
-from shared.models import SaveManyResponse, SaveResponse
+from shared.models import MAX_SAVE_ITEMS, SaveManyResponse, SaveResponse
+
+R = TypeVar("R")
 
 # Calls out at once per client. One: the callers answered by a call queue up again behind
 # the next, so calls carry ~half the callers each. Measured with 8 callers (bench.writes, one
@@ -166,3 +170,30 @@ class SaveCoalescer:
             return
         for pending, result in zip(batch, answer.results, strict=True):
             pending.result = result
+
+
+class Coalescing(StoreAPI):
+    """A transport over another: concurrent reinforcing ``Save`` ops go out together as
+    ``SaveMany`` (see the module docstring); every other op passes through as it is."""
+
+    def __init__(
+        self, inner: StoreAPI, *, linger_s: float = LINGER_S, max_items: int = MAX_SAVE_ITEMS
+    ) -> None:
+        self.inner = inner
+        self.coalescer = SaveCoalescer(
+            one=lambda item: inner.call(ops.Save(**item)),
+            many=lambda items: inner.call(ops.SaveMany(items)),
+            max_items=max_items,
+            linger_s=linger_s,
+        )
+
+    def call(self, op: ops.Op[R]) -> R:
+        if isinstance(op, ops.Save) and op.reinforce:  # save_many always reinforces
+            return cast(R, self.coalescer.save(op.changed()))
+        return self.inner.call(op)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def sharding(self) -> Sharding | None:
+        return self.inner.sharding()

@@ -151,6 +151,9 @@ def _request(cls: type[RequestT], value: object, where: str, verb: str) -> Reque
     the verb's arguments; anything else, or a bad shape, is ``invalid_argument``."""
     if isinstance(value, cls):
         return value
+    changed = getattr(value, "changed", None)  # an op (shared.ops): its arguments
+    if callable(changed):
+        value = changed()
     if not isinstance(value, dict):
         raise InvalidArgumentError(f"{where} must be a mapping of {verb} arguments")
     try:

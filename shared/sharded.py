@@ -1,4 +1,4 @@
-"""``ShardedStoreClient``: ``StoreAPI`` over several store shards, routed by bank (issue 16).
+"""``ShardedStoreClient``: the sharded transport, over several store shards, routed by bank.
 
 Every caller that takes a ``StoreAPI`` (the CLI, the extractor, the consolidator, the gateway)
 can be handed this client instead of one ``StoreClient``: it holds one ``StoreAPI`` per shard
@@ -36,45 +36,26 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from shared.api import Message, StoreAPI, Subscriber, Wake
+from shared import ops
+from shared.api import Sharding, StoreAPI, Subscriber, Wake
 from shared.config import StoreSettings
 from shared.errors import ConflictError, InvalidArgumentError, NotFoundError, SourceUnavailableError
 from shared.models import (
-    BacklinksResponse,
-    BankCreateResponse,
     BankDeleteResponse,
     BankInfo,
     BankListResponse,
-    DanglingResponse,
     DoctorCheck,
     DoctorResponse,
     Event,
     EventsResponse,
     InjectResponse,
-    ListResponse,
-    Memory,
-    MemoryResponse,
     OutboxAckResponse,
     OutboxJob,
     OutboxListResponse,
-    PreviewResponse,
-    PurgeResponse,
-    RecallResponse,
-    RejectResponse,
     ReloadResponse,
     RescanResponse,
-    Rule,
-    RuleListResponse,
-    RuleSetResponse,
-    SaveManyResponse,
-    SaveRequest,
-    SaveResponse,
-    SupersedeManyResponse,
-    SupersedeRequest,
-    SupersedeResponse,
-    TagsResponse,
     TurnCompletedResponse,
 )
 from shared.session_routes import SessionRoutes
@@ -91,6 +72,7 @@ from shared.shards import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
 CURSOR_BITS = 32
 CURSOR_MASK = (1 << CURSOR_BITS) - 1
 PAST_THE_END = 2**62
@@ -99,7 +81,7 @@ BACKOFF_S = (0.02, 1.0)
 FOLLOW_S = 5.0  # a following client re-reads the table at a fan-out at most this often
 
 
-class ShardedStoreClient:
+class ShardedStoreClient(StoreAPI):
     """``StoreAPI`` over ``shards[i]`` = store shard ``i`` (see the module docstring)."""
 
     def __init__(
@@ -160,7 +142,7 @@ class ShardedStoreClient:
 
     def close(self) -> None:
         """Close each shard that has something to close (embedded shards: their files and
-        data dir locks; ``shared.cli_store.close_store`` calls this)."""
+        data dir locks)."""
         for shard in self.shards:
             close = getattr(shard, "close", None)
             if callable(close):
@@ -288,333 +270,93 @@ class ShardedStoreClient:
             return i
         return 0  # on no shard: shard 0 answers as a single store would (not_found, missing)
 
-    # -- banks ---------------------------------------------------------------------------------
+    # -- the one entry: each op by its route, or by its own rule (``_SPECIAL``) --------------
 
-    def bank_create(self, name: str, description: str | None = None) -> BankCreateResponse:
-        return self._on(name, lambda s: s.bank_create(name, description))
+    def call(self, op: ops.Op[R]) -> R:
+        special = _SPECIAL.get(type(op))
+        if special is not None:
+            return cast(R, special(self, op))
+        route = op.route
+        if route == "bank":
+            return self._on(getattr(op, "bank", None), lambda s: s.call(op))
+        if route == "name":
+            return self._on(getattr(op, "name", None), lambda s: s.call(op))
+        if route == "items":
+            items = getattr(op, "items", ())
+            return self._on(_one_shard(self, items, op.method), lambda s: s.call(op))
+        if route == "job":
+            return self._job(getattr(op, "job_id", ""), lambda s: s.call(op))
+        if route == "first":
+            return self.shards[0].call(op)
+        raise InvalidArgumentError(f"{op.method} has no route over shards")  # pragma: no cover
 
-    def bank_list(self) -> BankListResponse:
-        banks = [b for r in self._all(lambda s: s.bank_list()) for b in r.banks]
+    def sharding(self) -> Sharding:
+        return self
+
+    def _bank_list(self, op: ops.BankList) -> BankListResponse:
+        banks = [b for r in self._all(lambda s: s.call(op)) for b in r.banks]
         return BankListResponse(banks=tuple(sorted(banks, key=lambda b: b.name)))
 
-    def bank_delete(self, name: str) -> BankDeleteResponse:
-        return self._on(name, lambda s: s.bank_delete(name))
-
-    # -- memories: writes ----------------------------------------------------------------------
-
-    def save(
-        self,
-        text: str,
-        *,
-        bank: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        type: str = "user",
-        scope: str = "global",
-        project: str | None = None,
-        session_id: str | None = None,
-        turn_id: str | None = None,
-        recorded_by: str | None = None,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
-        pinned: bool = False,
-        confidence: str = "stated",
-        status: str | None = None,
-        reinforce: bool = True,
-        occurred_at: int | None = None,
-    ) -> SaveResponse:
-        tags, entities = _once(tags), _once(entities)
-        return self._on(
-            bank,
-            lambda s: s.save(
-                text,
-                bank=bank,
-                title=title,
-                id=id,
-                type=type,
-                scope=scope,
-                project=project,
-                session_id=session_id,
-                turn_id=turn_id,
-                recorded_by=recorded_by,
-                tags=tags,
-                entities=entities,
-                pinned=pinned,
-                confidence=confidence,
-                status=status,
-                reinforce=reinforce,
-                occurred_at=occurred_at,
-            ),
-        )
-
-    def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
-        return self._on(_one_shard(self, items, "save_many"), lambda s: s.save_many(items))
-
-    def update(
-        self,
-        id: str,
-        *,
-        bank: str | None = None,
-        text: str | None = None,
-        title: str | None = None,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
-        pinned: bool | None = None,
-        type: str | None = None,
-        scope: str | None = None,
-        occurred_at: int | None = None,
-    ) -> MemoryResponse:
-        tags, entities = _once(tags), _once(entities)
-        return self._on(
-            bank,
-            lambda s: s.update(
-                id,
-                bank=bank,
-                text=text,
-                title=title,
-                tags=tags,
-                entities=entities,
-                pinned=pinned,
-                type=type,
-                scope=scope,
-                occurred_at=occurred_at,
-            ),
-        )
-
-    def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
-        return self._on(bank, lambda s: s.pin(id, pinned, bank=bank))
-
-    def delete(
-        self, id: str, *, bank: str | None = None, reason: str | None = None
-    ) -> MemoryResponse:
-        return self._on(bank, lambda s: s.delete(id, bank=bank, reason=reason))
-
-    def supersede(
-        self,
-        id: str,
-        superseded_by: str,
-        *,
-        bank: str | None = None,
-        reason: str | None = None,
-        reinforce: bool = False,
-        revision: int | None = None,
-    ) -> SupersedeResponse:
-        return self._on(
-            bank,
-            lambda s: s.supersede(
-                id, superseded_by, bank=bank, reason=reason, reinforce=reinforce, revision=revision
-            ),
-        )
-
-    def supersede_many(
-        self, items: Sequence[SupersedeRequest | dict[str, Any]]
-    ) -> SupersedeManyResponse:
-        return self._on(
-            _one_shard(self, items, "supersede_many"), lambda s: s.supersede_many(items)
-        )
-
-    # -- memories: reads -----------------------------------------------------------------------
-
-    def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
-        return self._on(bank, lambda s: s.get(id, bank=bank))
-
-    def list(
-        self,
-        *,
-        bank: str | None = None,
-        tag: str | None = None,
-        type: str | None = None,
-        scope: str | None = None,
-        status: str | None = None,
-        include_superseded: bool = False,
-        page_size: int | None = None,
-        page_token: str | None = None,
-        type_filter: Iterable[str] | None = None,
-        scope_filter: Iterable[str] | None = None,
-    ) -> ListResponse:
-        type_filter, scope_filter = _once(type_filter), _once(scope_filter)
-        return self._on(
-            bank,
-            lambda s: s.list(
-                bank=bank,
-                tag=tag,
-                type=type,
-                scope=scope,
-                status=status,
-                include_superseded=include_superseded,
-                page_size=page_size,
-                page_token=page_token,
-                type_filter=type_filter,
-                scope_filter=scope_filter,
-            ),
-        )
-
-    def tags(self, *, bank: str | None = None) -> TagsResponse:
-        return self._on(bank, lambda s: s.tags(bank=bank))
-
-    def recall(
-        self,
-        query: str,
-        *,
-        bank: str | None = None,
-        limit: int | None = None,
-        tag: str | None = None,
-        mode: str = "hybrid",
-        include_superseded: bool = False,
-        include_pending: bool = False,
-        token_budget: int | None = None,
-        session_id: str | None = None,
-        project: str | None = None,
-        type_filter: Iterable[str] | None = None,
-        scope_filter: Iterable[str] | None = None,
-        hint: str | None = None,
-        model_target: str | None = None,
-        as_of: int | None = None,
-    ) -> RecallResponse:
-        type_filter, scope_filter = _once(type_filter), _once(scope_filter)
-        return self._on(
-            bank,
-            lambda s: s.recall(
-                query,
-                bank=bank,
-                limit=limit,
-                tag=tag,
-                mode=mode,
-                include_superseded=include_superseded,
-                include_pending=include_pending,
-                token_budget=token_budget,
-                session_id=session_id,
-                project=project,
-                type_filter=type_filter,
-                scope_filter=scope_filter,
-                hint=hint,
-                model_target=model_target,
-                as_of=as_of,
-            ),
-        )
-
-    def backlinks(self, id: str, *, bank: str | None = None) -> BacklinksResponse:
-        return self._on(bank, lambda s: s.backlinks(id, bank=bank))
-
-    def dangling(self, *, bank: str | None = None) -> DanglingResponse:
-        return self._on(bank, lambda s: s.dangling(bank=bank))
-
-    # -- drafts, rules -------------------------------------------------------------------------
-
-    def redact_rescan(self, *, bank: str | None = None, purge: bool = False) -> RescanResponse:
+    def _redact_rescan(self, op: ops.RedactRescan) -> RescanResponse:
         """One bank on its owner; every bank on every shard (each rescans what it owns)."""
-        if bank is not None:
-            return self._on(bank, lambda s: s.redact_rescan(bank=bank, purge=purge))
-        found = self._all(lambda s: s.redact_rescan(purge=purge))
+        if op.bank is not None:
+            return self._on(op.bank, lambda s: s.call(op))
+        found = self._all(lambda s: s.call(op))
         banks = sorted((b for r in found for b in r.banks), key=lambda b: b.bank)
         kinds = sorted({k for r in found for k in r.kinds})
         return RescanResponse(banks=tuple(banks), kinds=tuple(kinds))
 
-    def purge(self, id: str, *, bank: str | None = None) -> PurgeResponse:
-        return self._on(bank, lambda s: s.purge(id, bank=bank))
-
-    def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
-        return self._on(bank, lambda s: s.approve(id, bank=bank))
-
-    def reject(self, id: str, *, bank: str | None = None) -> RejectResponse:
-        return self._on(bank, lambda s: s.reject(id, bank=bank))
-
-    def drafts(self, *, bank: str | None = None) -> tuple[Memory, ...]:
-        return self._on(bank, lambda s: s.drafts(bank=bank))
-
-    def rule_list(self, *, bank: str | None = None) -> RuleListResponse:
-        return self._on(bank, lambda s: s.rule_list(bank=bank))
-
-    def rule_get(self, name: str, *, bank: str | None = None) -> Rule:
-        return self._on(bank, lambda s: s.rule_get(name, bank=bank))
-
-    def rule_set(
-        self, name: str, content: str, *, bank: str | None = None, expect: str | None = None
-    ) -> RuleSetResponse:
-        return self._on(bank, lambda s: s.rule_set(name, content, bank=bank, expect=expect))
-
     # -- the harness seam ----------------------------------------------------------------------
 
-    def pre_generate(
-        self,
-        session_id: str,
-        turn_id: str | None = None,
-        step: int = 0,
-        messages: builtins.list[Message] | None = None,
-        metadata: dict[str, Any] | None = None,
-        parent_session_id: str | None = None,
-    ) -> InjectResponse:
-        bank, binding = self.sessions.step(session_id, metadata, parent_session_id)
-
-        def call(s: StoreAPI) -> InjectResponse:
-            return s.pre_generate(session_id, turn_id, step, messages, metadata, parent_session_id)
-
-        got = self._on(bank, call)
+    def _pre_generate(self, op: ops.PreGenerate) -> InjectResponse:
+        bank, binding = self.sessions.step(op.session_id, op.metadata, op.parent_session_id)
+        got = self._on(bank, lambda s: s.call(op))
         if any(MOVED_MARK in note for note in got.notes):
             # injection fails open, so a stale table shows only in its notes: re-read, resend
             self.refresh()
-            got = self._on(bank, call)
-        self.sessions.put(session_id, binding)
+            got = self._on(bank, lambda s: s.call(op))
+        self.sessions.put(op.session_id, binding)
         return got
 
-    def preview(
-        self, query: str, *, bank: str | None = None, session_id: str | None = None
-    ) -> PreviewResponse:
-        return self._on(bank, lambda s: s.preview(query, bank=bank, session_id=session_id))
-
-    def turn_completed(
-        self,
-        session_id: str,
-        turn_id: str | None = None,
-        messages: builtins.list[Message] | None = None,
-        status: str = "completed",
-        parent_session_id: str | None = None,
-        *,
-        parent: str | None = None,
-    ) -> TurnCompletedResponse:
-        bank, binding = self.sessions.link(session_id, parent_session_id or parent)
-        done = self._on(
-            bank,
-            lambda s: s.turn_completed(
-                session_id, turn_id, messages, status, parent_session_id, parent=parent
-            ),
-        )
+    def _turn_completed(self, op: ops.TurnCompleted) -> TurnCompletedResponse:
+        bank, binding = self.sessions.link(op.session_id, op.parent_session_id or op.parent)
+        done = self._on(bank, lambda s: s.call(op))
         if binding is not None:  # the store linked the session to its parent: so do we
-            self.sessions.put(session_id, binding)
+            self.sessions.put(op.session_id, binding)
         return done
 
-    def link_session(self, session_id: str, parent_session_id: str | None) -> None:
-        bank, binding = self.sessions.link(session_id, parent_session_id)
-        self._on(bank, lambda s: s.link_session(session_id, parent_session_id))
+    def _link_session(self, op: ops.LinkSession) -> None:
+        bank, binding = self.sessions.link(op.session_id, op.parent_session_id)
+        self._on(bank, lambda s: s.call(op))
         if binding is not None:
-            self.sessions.put(session_id, binding)
+            self.sessions.put(op.session_id, binding)
 
-    def session_lineage(self, session_id: str | None) -> tuple[str, ...]:
-        bank = self.sessions.completed(session_id, None) if session_id else None
-        return self._on(bank, lambda s: s.session_lineage(session_id))
+    def _session_lineage(self, op: ops.SessionLineage) -> tuple[str, ...]:
+        bank = self.sessions.completed(op.session_id, None) if op.session_id else None
+        return self._on(bank, lambda s: s.call(op))
 
     # -- the extraction outbox -----------------------------------------------------------------
 
-    def outbox_watch(self, name: str, callback: Wake | None) -> None:
-        self._all(lambda s: s.outbox_watch(name, callback))
-        self._watches[name] = callback
+    def _outbox_watch(self, op: ops.OutboxWatch) -> None:
+        self._all(lambda s: s.call(op))
+        self._watches[op.name] = op.callback
 
-    def outbox_claim(self, limit: int = 8) -> builtins.list[OutboxJob]:
+    def _outbox_claim(self, op: ops.OutboxClaim) -> builtins.list[OutboxJob]:
         """Claim from every shard, starting one further each call (no shard starves). A shard
         that does not answer is passed over: its jobs wait in its outbox (a lease it may have
         granted runs out), and one shard down must not stop extraction on the others. Only
         when no shard answers is its error raised."""
         self._fresh()
         start = next(self._claim_from)
-        shards = list(self.shards)
+        shards = builtins.list(self.shards)
         claimed: builtins.list[OutboxJob] = []
         down: builtins.list[SourceUnavailableError] = []
         for k in range(len(shards)):
-            if len(claimed) >= limit:
+            if len(claimed) >= op.limit:
                 break
             i = (start + k) % len(shards)
             try:
-                jobs = shards[i].outbox_claim(limit - len(claimed))
+                jobs = shards[i].outbox_claim(op.limit - len(claimed))
             except SourceUnavailableError as e:
                 down.append(e)
                 continue
@@ -625,36 +367,14 @@ class ShardedStoreClient:
             raise down[0]
         return claimed
 
-    def outbox_note(self, job_id: str, reply: dict[str, Any], *, lease: str) -> OutboxJob:
-        return self._job(job_id, lambda s: s.outbox_note(job_id, reply, lease=lease))
-
-    def outbox_ack(self, job_id: str) -> OutboxAckResponse:
-        done = self._job(job_id, lambda s: s.outbox_ack(job_id))
-        self._jobs.pop(job_id, None)
+    def _outbox_ack(self, op: ops.OutboxAck) -> OutboxAckResponse:
+        done = self._job(op.job_id, lambda s: s.call(op))
+        self._jobs.pop(op.job_id, None)
         return done
 
-    def outbox_fail(
-        self,
-        job_id: str,
-        error: str,
-        *,
-        retry_after_ms: int | None = None,
-        dead_letter: bool = False,
-        lease: str | None = None,
-    ) -> OutboxAckResponse:
-        return self._job(
-            job_id,
-            lambda s: s.outbox_fail(
-                job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter, lease=lease
-            ),
-        )
-
-    def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
-        return self._job(job_id, lambda s: s.outbox_requeue(job_id, fresh=fresh))
-
-    def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
-        parts = self._all(lambda s: s.outbox_list(include_dead=include_dead, limit=limit))
-        jobs = [j for p in parts for j in p.jobs][:limit]
+    def _outbox_list(self, op: ops.OutboxList) -> OutboxListResponse:
+        parts = self._all(lambda s: s.call(op))
+        jobs = [j for p in parts for j in p.jobs][: op.limit]
         return OutboxListResponse(
             queued=sum(p.queued for p in parts),
             leased=sum(p.leased for p in parts),
@@ -662,29 +382,22 @@ class ShardedStoreClient:
             jobs=tuple(jobs),
         )
 
-    def outbox_job(self, job_id: str) -> OutboxJob:
-        return self._job(job_id, lambda s: s.outbox_job(job_id))
-
     # -- events and state ----------------------------------------------------------------------
 
-    def subscribe(
-        self, name: str, callback: Subscriber, banks: Iterable[str] | None = None
-    ) -> None:
-        wanted = _once(banks)
-        self._all(lambda s: s.subscribe(name, callback, wanted))
-        self._subscribers[name] = (callback, wanted)
+    def _subscribe(self, op: ops.Subscribe) -> None:
+        self._all(lambda s: s.call(op))
+        self._subscribers[op.name] = (op.callback, op.banks)
 
-    def unsubscribe(self, name: str) -> bool:
-        self._subscribers.pop(name, None)
-        return any(self._all(lambda s: s.unsubscribe(name)))
+    def _unsubscribe(self, op: ops.Unsubscribe) -> bool:
+        self._subscribers.pop(op.name, None)
+        return any(self._all(lambda s: s.call(op)))
 
-    def events_since(
-        self, cursor: int = 0, *, limit: int = 500, bank: str | None = None
-    ) -> EventsResponse:
+    def _events_since(self, op: ops.EventsSince) -> EventsResponse:
         """The cursor is a resume token packing each shard's cursor in ``CURSOR_BITS`` bits
         (shard 0 lowest); each event's ``seq`` is re-stamped as the token just past it, so
         ``events[-1].seq == cursor`` as on one store. ``cursor >= 2**62`` is past the end on
         every shard. Every bank: shard by shard; one bank: its owner only."""
+        cursor, limit, bank = op.cursor, op.limit, op.bank
         if not isinstance(cursor, int) or cursor < 0:
             raise InvalidArgumentError("cursor must be an integer >= 0")
         self._fresh()
@@ -703,19 +416,16 @@ class ShardedStoreClient:
             left -= len(got.events)
         return _restamped(parts, cursors)
 
-    def state_get(self, owner: str, key: str) -> object | None:
-        return self.shards[0].state_get(owner, key)
-
-    def state_set(self, owner: str, key: str, value: object) -> None:
+    def _state_set(self, op: ops.StateSet) -> None:
         """On every shard: each reads its siblings' status (the extractor's) locally."""
-        if (owner, key) == (STATE_OWNER, STATE_KEY):
+        if (op.owner, op.key) == (STATE_OWNER, STATE_KEY):
             raise InvalidArgumentError("the slot table changes only through shard_routing")
-        self._all(lambda s: s.state_set(owner, key, value))
-        self._states[(owner, key)] = value
+        self._all(lambda s: s.call(op))
+        self._states[(op.owner, op.key)] = op.value
 
     # -- operations ----------------------------------------------------------------------------
 
-    def doctor(self) -> DoctorResponse:
+    def _doctor(self, op: ops.Doctor) -> DoctorResponse:
         """Every shard's checks (``<check>@shard<i>`` beyond shard 0); a shard that does not
         answer is a failed check naming it, so the others' checks are still reported."""
         checks: builtins.list[DoctorCheck] = []
@@ -731,8 +441,8 @@ class ShardedStoreClient:
                 checks.append(named)
         return DoctorResponse(ok=all(c.ok or not c.required for c in checks), checks=tuple(checks))
 
-    def describe(self) -> dict[str, Any]:
-        parts = self._all(lambda s: s.describe())
+    def _describe(self, op: ops.Describe) -> dict[str, Any]:
+        parts = self._all(lambda s: s.call(op))
         return {
             **parts[0],
             "banks": sorted(b.name for b in self.bank_list().banks),
@@ -743,17 +453,18 @@ class ShardedStoreClient:
             "routing_version": self.refresh().version,
         }
 
-    def capabilities(self) -> dict[str, Any]:
-        return {**self.shards[0].capabilities(), "shards": len(self.shards)}
+    def _capabilities(self, op: ops.Capabilities) -> dict[str, Any]:
+        return {**self.shards[0].call(op), "shards": len(self.shards)}
 
-    def configure(self, config: dict[str, Any]) -> dict[str, Any]:
+    def _configure(self, op: ops.Configure) -> dict[str, Any]:
+        config = op.config
         several = len(self.shards) > 1
         if several and isinstance(config, dict) and {"data_dir", "shard_index"} & set(config):
             raise InvalidArgumentError("data_dir and shard_index are per shard: set them at start")
-        return self._all(lambda s: s.configure(config))[0]
+        return self._all(lambda s: s.call(op))[0]
 
-    def reload(self) -> ReloadResponse:
-        parts = self._all(lambda s: s.reload())
+    def _reload(self, op: ops.Reload) -> ReloadResponse:
+        parts = self._all(lambda s: s.call(op))
         return ReloadResponse(
             ok=all(p.ok for p in parts),
             banks=tuple(sorted({b for p in parts for b in p.banks})),
@@ -762,41 +473,55 @@ class ShardedStoreClient:
 
     # -- shards --------------------------------------------------------------------------------
 
-    def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _shard_routing(self, op: ops.ShardRouting) -> dict[str, Any]:
         """Every shard's view; with ``table``, shard 0 (the truth) takes it first, then each."""
-        if table is not None:
+        if op.table is not None:
             from shared.rebalance import publish
 
-            publish(self.shards, Routing.parse(table))
+            publish(self.shards, Routing.parse(op.table))
         views = self._all(lambda s: s.shard_routing())
         return {"shard": None, "routing": self.refresh().dump(), "shards": views}
 
-    def bank_export(self, name: str) -> dict[str, bytes]:
-        return self.shards[self.owner(name)].bank_export(name)
-
-    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
-        target = self.refresh().moving.get(slot_of(name))
+    def _bank_import(self, op: ops.BankImport) -> BankInfo:
+        target = self.refresh().moving.get(slot_of(op.name))
         if target is None:
-            raise ConflictError(f"bank {name!r} is not moving: nothing to import it into")
-        return self.shards[target].bank_import(name, files)
+            raise ConflictError(f"bank {op.name!r} is not moving: nothing to import it into")
+        return self.shards[target].call(op)
 
-    def bank_release(self, name: str) -> BankDeleteResponse:
-        owner = self.owner(name)
+    def _bank_release(self, op: ops.BankRelease) -> BankDeleteResponse:
+        owner = self.owner(op.name)
         for i, shard in enumerate(self.shards):
-            if i != owner and name in shard.shard_routing()["banks"]:
-                return shard.bank_release(name)
-        raise NotFoundError(f"no store shard holds a copy of {name!r} to release")
+            if i != owner and op.name in shard.shard_routing()["banks"]:
+                return shard.call(op)
+        raise NotFoundError(f"no store shard holds a copy of {op.name!r} to release")
 
 
-if TYPE_CHECKING:  # mypy: a client that does not implement the contract fails here
-    _contract: type[StoreAPI] = ShardedStoreClient
-
-
-def _once(values: Iterable[str] | None) -> Iterable[str] | None:
-    """An iterable option as a tuple: a retried call must not find a spent generator."""
-    if values is None or isinstance(values, str):
-        return values
-    return tuple(values)
+_SPECIAL: dict[type[ops.Op[Any]], Callable[[ShardedStoreClient, Any], object]] = {
+    ops.BankList: ShardedStoreClient._bank_list,
+    ops.RedactRescan: ShardedStoreClient._redact_rescan,
+    ops.PreGenerate: ShardedStoreClient._pre_generate,
+    ops.TurnCompleted: ShardedStoreClient._turn_completed,
+    ops.LinkSession: ShardedStoreClient._link_session,
+    ops.SessionLineage: ShardedStoreClient._session_lineage,
+    ops.OutboxWatch: ShardedStoreClient._outbox_watch,
+    ops.OutboxClaim: ShardedStoreClient._outbox_claim,
+    ops.OutboxAck: ShardedStoreClient._outbox_ack,
+    ops.OutboxList: ShardedStoreClient._outbox_list,
+    ops.Subscribe: ShardedStoreClient._subscribe,
+    ops.Unsubscribe: ShardedStoreClient._unsubscribe,
+    ops.EventsSince: ShardedStoreClient._events_since,
+    ops.StateSet: ShardedStoreClient._state_set,
+    ops.Doctor: ShardedStoreClient._doctor,
+    ops.Describe: ShardedStoreClient._describe,
+    ops.Capabilities: ShardedStoreClient._capabilities,
+    ops.Configure: ShardedStoreClient._configure,
+    ops.Reload: ShardedStoreClient._reload,
+    ops.ShardRouting: ShardedStoreClient._shard_routing,
+    ops.BankImport: ShardedStoreClient._bank_import,
+    ops.BankRelease: ShardedStoreClient._bank_release,
+}
+"""The ops a sharded store answers by a rule of their own (fan-outs that merge, sessions,
+jobs, the slot table); every other op goes where its route says."""
 
 
 def _doctor_of(shard: StoreAPI) -> DoctorResponse | SourceUnavailableError:

@@ -21,7 +21,7 @@ restart. ``save`` is not idempotent (a re-run of an acknowledged-but-unanswered 
 reinforce, i.e. count one observation twice), and neither are ``delete``/``supersede`` (a re-run
 would answer ``ConflictError`` for a call that succeeded). The caller instead gets a retryable
 ``SourceUnavailableError`` from ``shared.client`` and decides; the client itself retries only
-read-only methods (those ``shared.client.StoreClient`` declares ``@read``), once.
+read-only ops (``shared.ops.Read``), once.
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ from typing import Any
 
 from shared.api import StoreAPI
 from shared.cli_output import counted
-from shared.client import READ_METHODS
 from shared.config import StoreSettings
-from shared.errors import MemoryServiceError
+from shared.errors import InvalidArgumentError, MemoryServiceError
 from shared.models import DoctorResponse, Event, SaveManyResponse, SupersedeManyResponse
+from shared.ops import REGISTRY as OPS
+from shared.ops import Doctor, Op, Ping, Subscribe, Unsubscribe
 from shared.shards import actor_name as shard_actor
 from shared.shards import shard_count, shard_dir
 from shared.workers import NAMESPACE, discover, start_detached
@@ -50,11 +51,12 @@ log = logging.getLogger(__name__)
 
 STORE_CONCURRENCY = 32  # calls served at once (threads); writes among them commit together
 
-# Everything public on the core is delegated (DESIGN §3 and what later issues add: approve,
-# pre_generate, outbox_* ...), except what only makes sense in-process. A new core method is
-# counted as a write unless shared.client declares it @read.
-NOT_DELEGATED = frozenset({"close", "now", "purge_trash", "trash_dir"})
-WRITES_EXCEPT = READ_METHODS | {"doctor"}  # doctor's scratch bank is not a user's write
+# Every public method of the core is delegated by name too (tests and benchmarks call the actor
+# directly), except what only makes sense in-process. An op is counted as a write unless it
+# is a read (shared.ops).
+NOT_DELEGATED = frozenset({"call", "close", "now", "purge_trash", "trash_dir"})
+READS = frozenset(name for name, op in OPS.items() if op.retry)
+WRITES_EXCEPT = READS | {"doctor"}  # doctor's scratch bank is not a user's write
 # Writes that change one bank's memories and nothing of the outbox (their gauge: refresh_bank)
 MEMORY_WRITES = frozenset({"save", "update", "pin", "delete", "supersede", "approve", "reject"})
 
@@ -242,6 +244,16 @@ class StoreActor:
                 self.metrics.refresh(self.store, bank if isinstance(bank, str) else None)
         return result
 
+    def call(self, op: Op[Any]) -> Any:
+        """The one entry of ``shared.client.StoreClient``: an op, served by the core (or, for
+        the few that need Ray, by this shell: ``_OWN``)."""
+        if not isinstance(op, Op):
+            raise InvalidArgumentError(f"{type(op).__name__} is not a store operation")
+        own = _OWN.get(type(op))
+        if own is not None:
+            return own(self, *op.args().values())
+        return self._call(op.method, (), op.args())
+
     def ping(self) -> str:
         self._serving()
         return "pong"
@@ -298,6 +310,14 @@ def _delegate(name: str) -> Callable[..., Any]:
 
     return method
 
+
+_OWN: dict[type[Op[Any]], Callable[..., Any]] = {
+    Ping: StoreActor.ping,
+    Doctor: StoreActor.doctor,
+    Subscribe: StoreActor.subscribe,
+    Unsubscribe: StoreActor.unsubscribe,
+}
+"""Ops whose serving needs Ray: the boot error, the siblings' probe, push subscribers."""
 
 for _name in _public_methods():
     if _name not in StoreActor.__dict__:  # ping, doctor, subscribe, unsubscribe are our own

@@ -71,19 +71,20 @@ def _shards(args: argparse.Namespace) -> Iterator[list[StoreAPI]]:
 
     data_dir = getattr(args, "data_dir", None)
     if data_dir:
-        from shared.cli_store import close_store, open_store
+        from shared.connect import connect
 
-        store = open_store(data_dir)
+        store = connect(f"file:{data_dir}")
     else:
-        from shared.client import connect
+        from shared.client import join_cluster
 
-        connect()
+        join_cluster()
         store = ShardedStoreClient.connect()
     try:
-        yield list(store.shards) if isinstance(store, ShardedStoreClient) else [store]
+        sharding = store.sharding()
+        yield list(sharding.shards) if sharding is not None else [store]
     finally:
         if data_dir:
-            close_store(store)  # the data dir's lock and log files
+            store.close()  # the data dir's lock and log files
 
 
 def _status(args: argparse.Namespace) -> int:

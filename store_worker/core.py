@@ -28,9 +28,10 @@ import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 from shared import errors
+from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
 from shared.config import StoreSettings
 from shared.models import (
@@ -68,6 +69,8 @@ from shared.models import (
     TagsResponse,
     TurnCompletedResponse,
 )
+from shared.ops import REGISTRY as OPS
+from shared.ops import Op
 from shared.redact import redact, redact_json
 from shared.shards import STATE_KEY, STATE_OWNER, frozen_error
 from shared.tokens import TokenCounter
@@ -161,7 +164,7 @@ def _items(items: object, verb: str) -> Sequence[object]:
     return items
 
 
-class MemoryStore:
+class MemoryStore(StoreAPI):
     """Named banks of rules and memories over plain files, with an in-RAM recall index.
 
     Thread-safe: writes to the memory logs are group-committed (``commit.py``); every other
@@ -417,7 +420,7 @@ class MemoryStore:
         )
         return self._commit_saves([prepared])[0]
 
-    def save_many(self, items: Sequence[SaveRequest | dict[str, Any]]) -> SaveManyResponse:
+    def save_many(self, items: Sequence[object]) -> SaveManyResponse:
         """Save several memories as one all-or-nothing write: one fsync per bank for all of
         them, and nothing written when any item is refused (the extractor's and the
         consolidator's bursts)."""
@@ -495,9 +498,7 @@ class MemoryStore:
             id, superseded_by, bank=bank, reason=reason, reinforce=reinforce, revision=revision
         )
 
-    def supersede_many(
-        self, items: Sequence[SupersedeRequest | dict[str, Any]]
-    ) -> SupersedeManyResponse:
+    def supersede_many(self, items: Sequence[object]) -> SupersedeManyResponse:
         """Several supersedes committed together, all or nothing (one fsync per bank): a
         consolidation pass's merges. Each item is checked as ``supersede`` checks it, in
         order, and sees the ones before it; when any is refused, none is written."""
@@ -948,6 +949,19 @@ class MemoryStore:
     def trash_dir(self) -> Path:
         return self.root / TRASH_DIR
 
+    # -- the one entry of every transport (shared.api) --------------------------------------
+
+    def ping(self) -> str:
+        """``"pong"``: an open store answers (it reads nothing, and writes nothing)."""
+        return "pong"
+
+    def call(self, op: Op[R]) -> R:
+        """Serve one op (``shared.ops``) by the method that owns it (``_SERVED``)."""
+        serve = _SERVED.get(type(op))
+        if serve is None:
+            raise errors.InvalidArgumentError(f"{type(op).__name__} is not a store operation")
+        return cast(R, serve(self, **op.args()))
+
     @_serialized
     def purge_trash(self, path: str) -> None:
         """Remove one trashed folder for good (doctor's scratch bank only)."""
@@ -956,6 +970,12 @@ class MemoryStore:
             raise errors.InvalidArgumentError("only folders directly in .trash can be purged")
         shutil.rmtree(target, ignore_errors=True)
 
+
+_SERVED: dict[type[Op[Any]], Callable[..., Any]] = {
+    cls: vars(MemoryStore)[cls.method] for cls in OPS.values()
+}
+"""Each op's method on the façade, which delegates to the part that owns the concept (a
+missing one fails at import: the store serves every op the contract declares)."""
 
 # The store's own state under ``.state/`` (session lineage and subscribers, each session's
 # injection state and outbox tail): not a sibling's checkpoint. Through ``state_set`` a caller

@@ -8,6 +8,7 @@ proto change without regenerated stubs fails the suite. Needs the dev extra (grp
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -19,9 +20,16 @@ SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
 OUTPUTS = tuple("memory" + s for s in SUFFIXES)  # memory.v1's, as before
 
 
+SERVICE_STUBS = frozenset({PROTO})
+"""Protos whose gRPC service stubs are generated. memory.store.v1's service has one method,
+``Call``, served and called through grpcio's generic handlers on the message classes alone
+(``grpc_gateway.store_service``, ``shared.grpc_client``): a generated stub would be unused."""
+
+
 def outputs(proto: Path) -> tuple[str, ...]:
     """The stub file names protoc writes beside ``proto``."""
-    return tuple(proto.stem + s for s in SUFFIXES)
+    suffixes = SUFFIXES if proto in SERVICE_STUBS else SUFFIXES[:2]
+    return tuple(proto.stem + s for s in suffixes)
 
 
 def generate(out_dir: Path) -> list[Path]:
@@ -39,13 +47,33 @@ def generate(out_dir: Path) -> list[Path]:
             f"-I{include}",
             f"--python_out={out_dir}",
             f"--pyi_out={out_dir}",
-            f"--grpc_python_out={out_dir}",
+            *([f"--grpc_python_out={out_dir}"] if proto in SERVICE_STUBS else []),
             str(ROOT / proto),
         ]
         if protoc.main(args) != 0:
             raise RuntimeError(f"protoc failed on {proto}")
         made += [out_dir / proto.parent / name for name in outputs(proto)]
+    for path in made:
+        _pin_grpc_floor(path)
     return made
+
+
+GRPC_FLOOR = "1.85.1"
+"""The oldest grpcio the project supports (pyproject): the gRPC stubs check the installed
+grpcio against the version recorded in them, which protoc sets to its own (a newer patch
+release of grpcio-tools would otherwise change the stubs and demand that patch at run time)."""
+
+
+def _pin_grpc_floor(path: Path) -> None:
+    if path.name.endswith("_pb2_grpc.py"):
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(
+            r"^GRPC_GENERATED_VERSION = '[^']*'$",
+            f"GRPC_GENERATED_VERSION = '{GRPC_FLOOR}'",
+            text,
+            flags=re.M,
+        )
+        path.write_text(text, encoding="utf-8")
 
 
 def main() -> int:

@@ -1,5 +1,5 @@
-"""One behavioural suite for every ``StoreAPI`` backend (issue 10 §1; LangGraph's ``BaseStore``
-shared tests are the model): each test runs against
+"""One behavioural suite for every ``StoreAPI`` transport (LangGraph's ``BaseStore`` shared
+tests are the model): each test runs against
 
 - ``embedded``: the store in this process, opened through the store worker's entry point
   (``shared.workers.open_embedded_store``), as ``memory --data-dir`` opens it;
@@ -8,7 +8,10 @@ shared tests are the model): each test runs against
 - ``actor``: ``StoreClient`` over the session's ``memory-store`` actor (marked ``ray``);
 - ``sharded-actors``: ``ShardedStoreClient`` over two store shard actors (marked ``ray``).
 - ``grpc``: ``GrpcStoreClient`` over a real channel to a gateway (``build_server``, as
-  ``memory up`` starts it) on an embedded store in this process: memory.store.v1, no Ray.
+  ``memory up`` starts it) on an embedded store in this process: memory.store.v1, no Ray;
+- ``mock``: ``MockStore`` whose handler is the embedded store's ``call``: the typed methods
+  written once over ``call`` behave as the store's own;
+- ``coalesced``: ``Coalescing`` over the embedded store (concurrent saves sent together).
 
 Each test works in a bank of its own (the actor is shared by the session). Typed errors must
 survive the hop: the same class, category, retryable flag and the store's message on both. The
@@ -26,7 +29,6 @@ from ulid import ULID
 
 from shared import errors
 from shared.api import StoreAPI
-from shared.cli_store import close_store
 from shared.config import StoreSettings
 from shared.sharded import ShardedStoreClient, open_embedded_shards
 from shared.workers import open_embedded_store
@@ -37,6 +39,8 @@ BACKENDS = [
     pytest.param("actor", marks=pytest.mark.ray),
     pytest.param("sharded-actors", marks=pytest.mark.ray),
     "grpc",
+    "mock",
+    "coalesced",
 ]
 
 
@@ -71,7 +75,7 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreAPI]:
         store = open_embedded_shards(settings, 2)
         assert isinstance(store, ShardedStoreClient) and store.routing.shards == 2
         yield store
-        close_store(store)
+        store.close()
         return
     store = open_embedded_store(settings)
     if request.param == "grpc":
@@ -84,9 +88,17 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreAPI]:
         yield client
         client.close()
         server.stop(None)
+    elif request.param == "mock":
+        from shared.mock import MockStore
+
+        yield MockStore(store.call)
+    elif request.param == "coalesced":
+        from shared.coalesce import Coalescing
+
+        yield Coalescing(store)
     else:
         yield store
-    close_store(store)
+    store.close()
 
 
 @pytest.fixture
@@ -439,7 +451,7 @@ def test_the_same_corpus_ranks_the_same_embedded_and_over_ray(
                 ]
             )
     finally:
-        close_store(embedded)
+        embedded.close()
     local, remote = rankings
     assert all(local)  # every query finds something: the comparison is not vacuous
     for query, here, there in zip(QUERIES, local, remote, strict=True):

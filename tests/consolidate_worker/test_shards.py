@@ -24,7 +24,6 @@ from consolidate_worker.shards import (
 )
 from shared import errors
 from shared.api import StoreAPI
-from shared.cli_store import close_store
 from shared.config import StoreSettings
 from shared.sharded import ShardedStoreClient, open_embedded_shards
 from shared.shards import slot_of
@@ -37,7 +36,7 @@ def shards(tmp_path: Path) -> Iterator[ShardedStoreClient]:
     store = open_embedded_shards(StoreSettings(data_dir=str(tmp_path / "data")), 2)
     assert isinstance(store, ShardedStoreClient)
     yield store
-    close_store(store)
+    store.close()
 
 
 def banks_on_each(store: ShardedStoreClient) -> list[str]:

@@ -5,7 +5,6 @@ grpcio client (without the bearer token); reflection lists the services."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -17,8 +16,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from grpc_gateway import store_service
 from grpc_gateway.server import build_server
-from shared import errors, store_wire
-from shared.api import StoreAPI
+from shared import errors, ops, store_wire
+from shared.errors import InvalidArgumentError
 from shared.grpc_client import GrpcStoreClient
 from shared.proto.memory.store.v1 import store_pb2 as spb
 from store_worker.core import MemoryStore
@@ -44,14 +43,15 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
         store.close()
 
 
-def _raw(address: str, rpc: str, args_json: str, **kw: Any) -> spb.StoreResult:
+def _raw(address: str, op: str, args_json: str, **kw: Any) -> spb.StoreResult:
     with grpc.insecure_channel(address) as channel:
         call = channel.unary_unary(
-            f"/{store_wire.SERVICE}/{rpc}",
+            f"/{store_wire.SERVICE}/Call",
             request_serializer=spb.StoreCall.SerializeToString,
             response_deserializer=spb.StoreResult.FromString,
         )
-        result: spb.StoreResult = call(spb.StoreCall(args_json=args_json), timeout=10, **kw)
+        request = spb.StoreCall(op=op, args_json=args_json)
+        result: spb.StoreResult = call(request, timeout=10, **kw)
         return result
 
 
@@ -64,48 +64,54 @@ def _store_error(e: grpc.RpcError) -> spb.StoreError:
     return spb.StoreError.FromString(trailers[store_wire.ERROR_KEY])
 
 
-def test_the_proto_serves_every_store_method_but_the_callback_ones() -> None:
-    contract = {
-        name
-        for name, fn in inspect.getmembers(StoreAPI, inspect.isfunction)
-        if not name.startswith("_")
-    }
-    served = set(store_service.methods())
-    assert served == contract - store_wire.NOT_SERVED
-    assert store_wire.NOT_SERVED <= contract  # the exclusions are real methods
+def test_one_rpc_carries_every_op_but_the_callback_ones() -> None:
+    assert [m.name for m in store_service.DESCRIPTOR.methods] == ["Call"]
     assert spb.DESCRIPTOR.package == "memory.store.v1"
-    for rpc in store_service.DESCRIPTOR.methods:
-        assert store_wire.rpc_name(store_wire.method_name(rpc.name)) == rpc.name
+    not_carried = {name for name, op in ops.REGISTRY.items() if not op.wire}
+    assert {"subscribe", "outbox_watch"} <= not_carried
+    for name in not_carried:
+        with pytest.raises(InvalidArgumentError, match="not served over gRPC"):
+            store_wire.served(name)
+
+
+def test_an_unknown_op_is_invalid_argument_and_writes_nothing(serve: Serve) -> None:
+    address, store = serve()
+    for name in ("drop_everything", "subscribe", ""):
+        with pytest.raises(grpc.RpcError) as caught:
+            _raw(address, name, "{}")
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert _store_error(caught.value).category == "invalid_argument"
+    assert store.list().total == 0
 
 
 @pytest.mark.parametrize(
-    ("rpc", "args_json", "says"),
+    ("op", "args_json", "says"),
     [
-        ("Save", '{"text": "x", "colour": "red"}', "unknown argument colour"),
-        ("Save", "{}", "missing argument text"),
-        ("Recall", '{"query": "x", "limit": "many"}', "limit"),
-        ("Get", "[1, 2]", "must be a JSON object"),
-        ("Get", "{not json", "not JSON"),
-        ("Configure", '{"config": {"data_dir": "/elsewhere"}}', "data_dir cannot be configured"),
+        ("save", '{"text": "x", "colour": "red"}', "unknown argument colour"),
+        ("save", "{}", "missing argument text"),
+        ("recall", '{"query": "x", "limit": "many"}', "limit"),
+        ("get", "[1, 2]", "must be a JSON object"),
+        ("get", "{not json", "not JSON"),
+        ("configure", '{"config": {"data_dir": "/elsewhere"}}', "data_dir cannot be configured"),
         # a model folder anywhere on the store's host: its weights loaded, maybe its code run
         (
-            "Configure",
+            "configure",
             '{"config": {"embedding_model": "local:/tmp/someones-folder"}}',
             "local model folder cannot be configured",
         ),
         (
-            "Configure",
+            "configure",
             '{"config": {"embeddings_enabled": true, "embedding_model": "local:../x"}}',
             "local model folder cannot be configured",
         ),
     ],
 )
 def test_bad_arguments_are_invalid_argument_and_write_nothing(
-    serve: Serve, rpc: str, args_json: str, says: str
+    serve: Serve, op: str, args_json: str, says: str
 ) -> None:
     address, store = serve()
     with pytest.raises(grpc.RpcError) as caught:
-        _raw(address, rpc, args_json)
+        _raw(address, op, args_json)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     detail = _store_error(caught.value)
     assert (detail.category, detail.kind) == ("invalid_argument", "InvalidArgumentError")
@@ -224,23 +230,12 @@ def test_reflection_lists_the_services(serve: Serve) -> None:
 
 
 @pytest.mark.parametrize("text", ["", "{}", '{"query": "café ☕"}', "x" * 200, "y" * 70_000])
-def test_the_client_wire_codec_matches_the_generated_messages(text: str) -> None:
-    assert store_wire.encode_call(text) == spb.StoreCall(args_json=text).SerializeToString()
-    assert spb.StoreCall.FromString(store_wire.encode_call(text)).args_json == text
-    reply = spb.StoreResult(result_json=text).SerializeToString()
-    assert store_wire.decode_result_message(reply) == text
-    err = spb.StoreError(category="not_found", message=text, retryable=True, kind="NotFoundError")
-    assert store_wire.decode_error_message(err.SerializeToString()) == {
-        "category": "not_found",
-        "message": text,
-        "retryable": True,
-        "kind": "NotFoundError",
-    }
-
-
-def test_the_client_wire_codec_refuses_truncated_bytes() -> None:
-    whole = spb.StoreResult(result_json="hello").SerializeToString()
-    with pytest.raises(ValueError):
-        store_wire.decode_result_message(whole[:-1])
-    with pytest.raises(ValueError):
-        store_wire.decode_fields(b"\x80")  # a varint that never ends
+def test_an_op_round_trips_through_the_wire(text: str) -> None:
+    op = ops.Recall(text, type_filter=iter(["user"]), limit=3)
+    back = store_wire.decode_op("recall", store_wire.encode_args(op))
+    assert back == op
+    saved = ops.SaveMany([ops.Save(text, tags=["a"]), {"text": "b"}])
+    assert store_wire.decode_op("save_many", store_wire.encode_args(saved)).items == [
+        {"text": text, "tags": ["a"]},
+        {"text": "b"},
+    ]

@@ -414,7 +414,7 @@ def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
 ) -> None:
     """Each hook event is its own process; the project's bank lives on shard 1 of 2, the
     default bank on shard 0: the Stop process must still file the turn on shard 1."""
-    from shared.cli_store import close_store, open_store
+    from shared.connect import connect
     from shared.sharded import ShardedStoreClient
 
     # Given two embedded shards and the project's bank on shard 1
@@ -422,13 +422,13 @@ def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
     env = {**memory_env, "MEMORY_STORE_SHARDS": "2", "MEMORY_HOOK_LOG": str(data / "h.log")}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MEMORY_STORE_SHARDS", "2")
-        store = open_store(str(data))
+        store = connect(f"file:{data!s}")
         assert isinstance(store, ShardedStoreClient)
         bank = next(f"proj-{i}" for i in range(100) if store.owner(f"proj-{i}") == 1)
         assert store.owner(None) == 0
         store.bank_create(bank)
         store.save("Staging deploys run tools/ship.sh with --profile staging", bank=bank)
-        close_store(store)
+        store.close()
     env["MEMORY_HOOK_BANK"] = bank
 
     def hook(event: str) -> subprocess.CompletedProcess[str]:
@@ -452,12 +452,12 @@ def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
     assert stop.returncode == 0 and not (data / "h.log").exists()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MEMORY_STORE_SHARDS", "2")
-        store = open_store(str(data))
+        store = connect(f"file:{data!s}")
         assert isinstance(store, ShardedStoreClient)
         try:
             on = [[(j.session_id, j.bank) for j in s.outbox_list().jobs] for s in store.shards]
         finally:
-            close_store(store)
+            store.close()
     assert on == [[], [("abc123-session", bank)]]
 
 

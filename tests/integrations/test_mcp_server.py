@@ -548,12 +548,12 @@ def test_a_second_server_on_the_data_dir_names_the_first_and_serves_once_free(
     """Two agent windows on one `--data-dir`: the second server exited at start (the client
     said only "Connection closed") and that window had no memory tools for its session, even
     after the first window closed."""
-    from shared.cli_store import close_store, open_store
+    from shared.connect import connect
 
     data = str(tmp_path / "data")
-    store = open_store(data)
+    store = connect(f"file:{data}")
     store.save(FACT)
-    close_store(store)
+    store.close()
     argv = [*memory_cmd, "mcp", "--data-dir", data]
     # Given a first server (an agent window) holding the data dir
     first = subprocess.Popen(
@@ -588,11 +588,11 @@ def test_a_second_server_on_the_data_dir_names_the_first_and_serves_once_free(
             first.kill()
             first.wait()
     # Then nothing was lost across the hand-over
-    store = open_store(data)
+    store = connect(f"file:{data}")
     try:
         assert store.list().total == 2
     finally:
-        close_store(store)
+        store.close()
 
 
 def test_a_server_on_a_data_dir_it_cannot_write_says_why_and_serves_once_it_can(

@@ -30,7 +30,7 @@ def test_no_running_store_says_how_to_go_embedded(monkeypatch: pytest.MonkeyPatc
     def down(*args: object, **kwargs: object) -> None:
         raise errors.SourceUnavailableError(shared.client.NO_STORE_HINT)
 
-    monkeypatch.setattr(shared.client, "connect", down)
+    monkeypatch.setattr(shared.client, "join_cluster", down)
     with pytest.raises(errors.SourceUnavailableError, match="pass --data-dir DIR") as caught:
         open_store_for(None)
     assert caught.value.retryable

@@ -63,8 +63,8 @@ def free_ports(count: int) -> list[int]:
 CLIENT = textwrap.dedent(
     """
     import time, ray
-    from shared.client import StoreClient, connect
-    connect()
+    from shared.client import StoreClient, join_cluster
+    join_cluster()
     StoreClient(timeout=60).tags()
     ray.shutdown()
     print("disconnected", flush=True)

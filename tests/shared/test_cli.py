@@ -341,7 +341,7 @@ def test_down_and_stop_in_the_embedded_mode_are_refused_and_touch_no_cluster(
     def no_cluster() -> Any:
         raise AssertionError("the embedded mode reached for the running cluster")
 
-    monkeypatch.setattr("shared.client.connect", no_cluster)
+    monkeypatch.setattr("shared.client.join_cluster", no_cluster)
     code, out, err = cli(*argv)
     assert (code, out) == (2, "")
     assert err.startswith(f"error: invalid_argument: `{argv[0]}` stops the running cluster")
@@ -458,7 +458,7 @@ def test_status_finds_the_gateway_from_another_folder(
     # Given a running store on a data dir whose gateway is recorded there, as `up` leaves it
     store = MemoryStore(tmp_path / "data")
     gateway_file.write(store.root, "127.0.0.1:50999", None)  # this process: a live pid
-    monkeypatch.setattr("shared.client.connect", lambda: {"dashboard_url": None})
+    monkeypatch.setattr("shared.client.join_cluster", lambda: {"dashboard_url": None})
     spec = WorkerSpec(name="store", actor_name="memory-store", start=lambda env: None)
     monkeypatch.setattr("shared.cli.discover", lambda: [spec])
     lifecycle = importlib.import_module("shared.lifecycle")  # shared.cli loads it lazily
@@ -530,8 +530,8 @@ def test_up_moves_busy_default_ports_aside() -> None:
 
 
 LIST_WORKERS = (
-    "import json, os; from shared.client import connect; from shared import lifecycle; "
-    "connect(); print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
+    "import json, os; from shared.client import join_cluster; from shared import lifecycle; "
+    "join_cluster(); print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
 )
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from ulid import ULID
 
-from shared.cli_store import close_store
 from shared.config import StoreSettings
 from shared.session_routes import OWNER, session_key
 from shared.sharded import ShardedStoreClient, open_embedded_shards
@@ -26,7 +25,7 @@ def shards(tmp_path: Path) -> Iterator[ShardedStoreClient]:
     store = open_embedded_shards(StoreSettings(data_dir=str(tmp_path / "data")), 2)
     assert isinstance(store, ShardedStoreClient)
     yield store
-    close_store(store)
+    store.close()
 
 
 def other_process(shards: ShardedStoreClient) -> ShardedStoreClient:

@@ -44,4 +44,4 @@ def test_arguments_nested_past_the_parser_are_an_invalid_argument(args: str) -> 
     from shared.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match=r"nested too deeply|arguments"):
-        store_wire.decode_args("save", args)
+        store_wire.decode_op("save", args)

@@ -270,8 +270,13 @@ def test_missing_actor_is_source_unavailable(ray_cluster: Any) -> None:
 
 def test_a_method_the_store_lacks_is_unknown(store_actor: StoreClient) -> None:
     with pytest.raises(UnknownError) as err:
-        store_actor.call("not_a_store_method")
+        store_actor.actor.call("not_a_store_method")
     assert "no method 'not_a_store_method'" in err.value.message
+
+
+def test_something_that_is_not_an_op_is_refused_typed(store_actor: StoreClient) -> None:
+    with pytest.raises(InvalidArgumentError, match="not a store operation"):
+        store_actor.actor.call("call", "save")  # a caller that bypasses the typed client
 
 
 def test_deploy_bootstrap_starts_workers_through_the_up_code_path(

@@ -76,17 +76,17 @@ def test_shards_status_and_rebalance_read_the_data_dir_given(
     where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from shared.cli import run
-    from shared.cli_store import close_store, open_store
+    from shared.connect import connect
     from shared.sharded import ShardedStoreClient
 
     # Given two embedded shards on a data dir, a bank on shard 1 (no cluster is asked)
     monkeypatch.setenv("MEMORY_STORE_SHARDS", "2")
     data = tmp_path / "data"
-    store = open_store(str(data))
+    store = connect(f"file:{data!s}")
     assert isinstance(store, ShardedStoreClient)
     bank = next(f"b{i}" for i in range(100) if store.owner(f"b{i}") == 1)
     store.bank_create(bank)
-    close_store(store)
+    store.close()
     flag = ["--data-dir", str(data)]
     argv = (
         [*flag, "shards", "status", "--json"]

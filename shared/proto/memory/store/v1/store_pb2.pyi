@@ -5,10 +5,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class StoreCall(_message.Message):
-    __slots__ = ("args_json",)
+    __slots__ = ("op", "args_json")
+    OP_FIELD_NUMBER: _ClassVar[int]
     ARGS_JSON_FIELD_NUMBER: _ClassVar[int]
+    op: str
     args_json: str
-    def __init__(self, args_json: _Optional[str] = ...) -> None: ...
+    def __init__(self, op: _Optional[str] = ..., args_json: _Optional[str] = ...) -> None: ...
 
 class StoreResult(_message.Message):
     __slots__ = ("result_json",)
