@@ -1,4 +1,4 @@
-"""The credential catalogue (shared/credentials.toml, issue 12): every entry's sample is
+"""The credential catalogue (shared/redact/credentials.toml, issue 12): every entry's sample is
 redacted with its label inside a sentence, every look-alike survives, the file is validated,
 and the catalogue's checksummed samples are true to their formats."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import shared.redact as engine
+import shared.redact.engine as engine
 from shared.errors import UnknownError
 from shared.redact import redact
-from shared.redact_catalogue import (
+from shared.redact.catalogue import (
     CHECKS,
     KINDS,
     Format,
@@ -42,10 +42,10 @@ def test_the_catalogue_is_broad_and_well_formed() -> None:
 
 
 def test_the_catalogue_ships_as_package_data() -> None:
-    text = resources.files("shared").joinpath("credentials.toml").read_text(encoding="utf-8")
+    text = resources.files("shared.redact").joinpath("credentials.toml").read_text(encoding="utf-8")
     assert parse_catalogue(text) == FORMATS
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
-    assert 'shared = ["credentials.toml", "redact_plan.json"]' in pyproject  # with its plan
+    assert '"shared.redact" = ["credentials.toml", "plan.json"]' in pyproject  # with its plan
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.id)
@@ -80,7 +80,7 @@ def test_github_samples_carry_a_valid_crc32_tail(fmt: Format) -> None:
     assert github_checksum_ok(fmt.sample)
     broken = fmt.sample[:-1] + ("A" if fmt.sample[-1] != "A" else "B")
     assert not github_checksum_ok(broken)
-    # Decision (shared/redact.py): a well-formed token is redacted whether its tail verifies.
+    # Decision (shared/redact/engine.py): a well-formed token is redacted whether its tail verifies.
     assert redact(f"token {broken} here").labels == ("github_token",)
 
 

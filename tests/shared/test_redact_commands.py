@@ -1,4 +1,4 @@
-"""Passwords on other tools' command lines (``shared/redact_commands.py``): round 8 of the
+"""Passwords on other tools' command lines (``shared/redact/commands.py``): round 8 of the
 adversarial review of secret redaction. Every value is a synthetic fake."""
 
 from __future__ import annotations

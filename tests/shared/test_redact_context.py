@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import shared.redact as engine
+import shared.redact.engine as engine
 from shared.redact import (
     PLACEHOLDER,
     Redaction,
@@ -20,8 +20,8 @@ from shared.redact import (
     redact,
     strip_placeholders,
 )
-from shared.redact_anchors import folded
-from shared.redact_catalogue import catalogue
+from shared.redact.anchors import folded
+from shared.redact.catalogue import catalogue
 from tests.shared.conftest import cpu_seconds
 
 PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
@@ -595,7 +595,7 @@ def test_a_marked_prefix_inside_a_word_is_left_alone() -> None:
     assert redact("xghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789").labels == ()
 
 
-# --- passwords on other tools' command lines (shared/redact_commands.py) -----------------------
+# --- passwords on other tools' command lines (shared/redact/commands.py) -----------------------
 
 PW2 = "q8!Zr2vLw#4n"  # fake
 COMMAND_LINES = [
@@ -824,7 +824,7 @@ def test_words_in_one_script_keep_their_letters(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# --- one-time codes, backup codes, TOTP seeds, seed words (shared/redact_codes.py) -------------
+# --- one-time codes, backup codes, TOTP seeds, seed words (shared/redact/codes.py) -------------
 
 SEED_12 = "witch collapse practice feed shame open despair creek road again ice least"  # fake
 SEED_24 = (

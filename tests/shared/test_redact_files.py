@@ -1,4 +1,4 @@
-"""Secrets in the lines of configuration files and tools' output (shared/redact_files.py):
+"""Secrets in the lines of configuration files and tools' output (shared/redact/files.py):
 .pgpass lines, directive lines (``requirepass <pw>``, a router's ``password 0 <pw>``), Redis'
 ``AUTH``, Cookie headers, Wi-Fi (the QR code's ``WIFI:`` string, "the wifi key is ..."), and the
 prompts of ``aws configure``."""

@@ -1,5 +1,5 @@
 """Values whose context is on another line, or in a form no assignment reads
-(``shared/redact_lines.py``), and secrets split over two parts (``redact_many``): round 8 of
+(``shared/redact/lines.py``), and secrets split over two parts (``redact_many``): round 8 of
 the adversarial review of secret redaction. Every value is a synthetic fake."""
 
 from __future__ import annotations

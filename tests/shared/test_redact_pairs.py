@@ -1,4 +1,4 @@
-"""A user and a password written as a pair with no noun before it (shared/redact_pairs.py):
+"""A user and a password written as a pair with no noun before it (shared/redact/pairs.py):
 ``bob:<pw>``, ``admin/<pw>``, ``deploy:<pw>@db.internal``, and a Wi-Fi network and its
 password (``wifi: HomeNet / <pw>``). Only a strong value counts (three of lower, upper, digit,
 symbol; 8+ characters) on a short line or near a word that says login; times, ratios, URLs,

@@ -30,8 +30,8 @@ Public API
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/credentials.toml`` (274 formats; fields and kinds in
-      shared/redact_catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
+    * The credential catalogue, ``shared/redact/credentials.toml`` (274 formats; fields and kinds in
+      shared/redact/catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
       GCP, Alibaba, Tencent, DigitalOcean, Heroku, Cloudflare, Vercel, Netlify, Fly.io,
       Vault, Doppler, Terraform ...), VCS (GitHub, GitLab, Bitbucket, Atlassian,
       Sourcegraph), CI (CircleCI, Buildkite, JFrog, SonarQube,
@@ -45,7 +45,7 @@ What it covers
       OpenVPN static keys, SCRAM verifiers, JWTs. Formats that identify themselves (a prefix,
       a structure, a checksum) are matched anywhere; formats without a shape of their own
       only next to their vendor's name ("the Datadog API key is <32 hex>").
-    * Context, in shared/redact_context.py: ``Authorization: Bearer|Basic|Token <t>``,
+    * Context, in shared/redact/context.py: ``Authorization: Bearer|Basic|Token <t>``,
       credentialed URLs and connection strings (only the password goes), ``AccountKey=``,
       URL signatures, ``aws_secret_access_key``, labelled assignments and flags whose name
       says credential (``DB_PASSWORD=``, ``"token": "..."``, ``clientSecret:``, ``--password
@@ -57,14 +57,14 @@ What it covers
       password (8+, not a plain word); XML ``key``/``name`` and ``value`` attributes in either
       order; the cells of a pipe table's column whose header names a credential (``| user |
       password |``), the other columns kept.
-    * Other tools' command lines, in shared/redact_commands.py (``zip -P``, ``7z -p``,
+    * Other tools' command lines, in shared/redact/commands.py (``zip -P``, ``7z -p``,
       ``openssl -k``, ``ldapsearch -w``, ``smbclient -U user%<pw>``, ``htpasswd -b``,
       ``sqlplus user/<pw>@db``, ``net use``, ``setx``, a password piped to ``sudo -S`` or
       ``--password-stdin``, ``npm config set ..._authToken``, ``gh secret set --body``,
       ``kubectl create secret --from-literal``), and codes said as such, in
-      shared/redact_codes.py (one-time codes, backup code lists, TOTP seeds, seed words,
+      shared/redact/codes.py (one-time codes, backup code lists, TOTP seeds, seed words,
       BitLocker and FileVault recovery keys).
-    * Source code, in shared/redact_sources.py: a credential named in a string and given
+    * Source code, in shared/redact/sources.py: a credential named in a string and given
       beside it (``define('DB_PASSWORD', '...')``, ``os.Setenv("TOKEN", "...")``), setters
       (``setPassword("...")``), calls that take a user then a password (``smtp.login(u,
       "...")``, ``BasicAuth("bob", "...")``, ``mysqli_connect(h, u, "...")``), SQL
@@ -74,13 +74,13 @@ What it covers
       arguments (``smtp.PlainAuth("", user, "...", host)``, ``Net::SMTP.start(...)``,
       ``ftplib.FTP(host, user, "...")``), Terraform's ``variable "db_password" { default =
       "..." }`` and JSON with escaped quotes (``{&quot;password&quot;:&quot;...&quot;}``).
-      The assignments of redact_context also read a literal's prefix and triple quotes
+      The assignments of shared/redact/context.py also read a literal's prefix and triple quotes
       (``password = r'...'``) and a subscript (``os.environ["DB_PASSWORD"] = "..."``).
-    * Base64 the context says is secret, in shared/redact_encoded.py: every value of a
+    * Base64 the context says is secret, in shared/redact/encoded.py: every value of a
       Kubernetes Secret's ``data:``/``stringData:`` (YAML or JSON, any key), a value said to
       be a credential's base64 ("the creds are base64 <v>", "<v> (base64)"), ``echo -n
       'user:<pw>' | base64``, and an ``auth`` value that decodes to ``user:password``.
-    * Values whose context is on the line before, in shared/redact_lines.py: "here is the
+    * Values whose context is on the line before, in shared/redact/lines.py: "here is the
       password for X" or a bare ``Password`` label then the value alone on the next line, a
       command that prints a credential (``cat master.key``, ``| base64 -d``, ``openssl
       rand``, ``get-login-password``) then its output; also ODBC's braced ``PWD={...}`` and
@@ -88,7 +88,7 @@ What it covers
       credentials file (OpenVPN's ``auth-user-pass``) under its name. ``redact_many`` reads
       a part that is one word after the last line of the part before it (a secret split over
       two messages).
-    * Configuration lines, in shared/redact_files.py: ``.pgpass`` lines, directives
+    * Configuration lines, in shared/redact/files.py: ``.pgpass`` lines, directives
       (``requirepass <pw>``, ``username admin password 0 <pw>``), a label alone on its line
       and the value on the next, Redis' ``AUTH``, Cookie headers' session ids, Wi-Fi (the QR
       code's ``WIFI:...;P:<pw>;;``, "the wifi key is ..."), Redis Sentinel's ``auth-pass``,
@@ -152,7 +152,7 @@ result is a fixed point, which makes ``redact`` idempotent by construction. (A p
 the last rule that changed the text in the pass before, when it has changed nothing so far:
 the rules after it would see the text they already left alone.) Every rule has anchors
 (literals read off its own pattern, one of which every match holds; see
-shared/redact_anchors.py); the gate (shared/redact_gate.py) finds which anchors occur and only
+shared/redact/anchors.py); the gate (shared/redact/gate.py) finds which anchors occur and only
 their rules run, so most prose runs no rule at all; the answer is the same. The catalogue is
 read and compiled on the first call, once per process.
 """
@@ -169,8 +169,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shared.redact_context import Scan
-    from shared.redact_gate import Rule
+    from shared.redact.context import Scan
+    from shared.redact.gate import Rule
 
 __all__ = [
     "PLACEHOLDER",
@@ -222,11 +222,11 @@ class _Found:
 # (~13 ms). Each function below imports what it uses; after the first call that is a lookup.
 # Names tests/shared/test_redact.py reaches through this module, resolved on first use.
 _LAZY = {
-    "_FOLD": ("shared.redact_anchors", "FOLD"),
-    "_anchors": ("shared.redact_anchors", "anchors"),
-    "_folded": ("shared.redact_anchors", "folded"),
-    "_occurs": ("shared.redact_anchors", "occurs"),
-    "_candidates": ("shared.redact_gate", "candidates"),
+    "_FOLD": ("shared.redact.anchors", "FOLD"),
+    "_anchors": ("shared.redact.anchors", "anchors"),
+    "_folded": ("shared.redact.anchors", "folded"),
+    "_occurs": ("shared.redact.anchors", "occurs"),
+    "_candidates": ("shared.redact.gate", "candidates"),
 }
 
 
@@ -235,7 +235,7 @@ def __getattr__(name: str) -> Any:
     file and compiles no rule; the names in ``_LAZY`` import their module then. (Any other
     name, such as the ``__path__`` an import statement asks about, imports nothing.)"""
     if name in ("_RULES", "_GATE"):
-        from shared.redact_gate import engine
+        from shared.redact.gate import engine
 
         return engine().rules if name == "_RULES" else engine().gate
     if name in _LAZY:
@@ -257,7 +257,7 @@ def _secret_span(m: re.Match[str]) -> tuple[int, int]:
 
 def _gaps(text: str) -> list[tuple[int, int]]:
     """The spans of ``text`` outside existing markers: the only places rules look."""
-    from shared.redact_context import MARKER
+    from shared.redact.context import MARKER
 
     bounds = [0]
     for marker in MARKER.finditer(text):
@@ -319,7 +319,7 @@ def _one_pass(text: str, found: _Found, rules: tuple[Rule, ...], until: int) -> 
     """Every rule once, in order; the text and the index of the last rule that changed it
     (-1 for none). Past ``until``, a pass that has changed nothing stops: those rules saw
     this very text in the previous pass and changed nothing, and they are pure."""
-    from shared.redact_context import Scan
+    from shared.redact.context import Scan
 
     scan, gaps = Scan(text), _gaps(text)
     changed_at = -1
@@ -369,7 +369,7 @@ _LETTERS = re.compile(r"[^\W\d_]{2,}")
 
 
 def _glue(run: re.Match[str]) -> str:
-    from shared.redact_catalogue import is_random
+    from shared.redact.catalogue import is_random
 
     joined = _ODD_SPACE.sub("", run.group())
     key = unicodedata.normalize("NFKC", joined)
@@ -400,7 +400,7 @@ def _nfkc(text: str) -> str:
 def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
     """``rules`` (by default the candidates) over the NFKC form of ``text``: the redacted
     normal form when something was redacted, else ``text`` itself, untouched."""
-    from shared.redact_gate import candidates, engine
+    from shared.redact.gate import candidates, engine
 
     normal = _nfkc(text)
     gated = rules is None
@@ -587,7 +587,7 @@ def find_credential(value: str) -> str | None:
     each separator in turn taken for a space; and a token whose own shape has that separator
     (``note-xoxb-123-456-abc``: a Slack token is hyphenated) is read from each place a
     separator starts a new part."""
-    from shared.redact_gate import candidates
+    from shared.redact.gate import candidates
 
     spaced = (value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)
     # A tail's anchors are all in the whole value, so with no candidate rule for the whole

@@ -1,4 +1,4 @@
-"""Secrets that are base64 of something with no shape of its own, for shared/redact.py, where
+"""Secrets that are base64 of something with no shape of its own, for shared/redact/engine.py, where
 the context says they are secret: the values of a Kubernetes Secret (``kind: Secret``, every
 key under ``data:`` or ``stringData:``, whatever its name, in YAML or JSON, one manifest or a
 ``kubectl get -o yaml`` list), a value said to be a credential's base64 ("the creds are base64
@@ -19,7 +19,7 @@ import binascii
 import re
 from functools import lru_cache
 
-from shared.redact_context import RuleSpec, Scan, _is_placeholder, _is_plain
+from shared.redact.context import RuleSpec, Scan, _is_placeholder, _is_plain
 
 __all__ = ["ENCODED", "ENCODED_TEXT_ANCHORS"]
 
@@ -250,7 +250,7 @@ def _judge_encoded_auth(m: re.Match[str], secret: str) -> str | None:
 
 
 # The Secret rules read the text around their match (``kind: Secret``): the gate also needs
-# the word in the text (redact_context.TEXT_ANCHORS), so a text with a ":" and no "secret"
+# the word in the text (context.TEXT_ANCHORS), so a text with a ":" and no "secret"
 # runs none of them.
 ENCODED_TEXT_ANCHORS: dict[re.Pattern[str], tuple[str, ...]] = {
     _DATA_BLOCK: ("secret",),

@@ -1,5 +1,5 @@
 """Passwords given on a command line to tools beyond the database shells and curl of
-shared/redact_context.py: the archivers (``zip -P``, ``7z -p``), ``openssl -k``, the LDAP
+shared/redact/context.py: the archivers (``zip -P``, ``7z -p``), ``openssl -k``, the LDAP
 clients (``-w``), the SMB clients (``-U user%<pw>``), ``htpasswd -b``, Oracle's connect
 strings (``sqlplus user/<pw>@db``), Windows' ``net use``/``net user`` and ``setx NAME value``.
 (A tool's name is a word the gate looks for in every text, ~0.1 µs each: the common tools
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_context import (
+from shared.redact.context import (
     _KEYWORDS,
     _VALUE,
     RuleSpec,

@@ -1,7 +1,7 @@
-"""Context-anchored secrets for shared/redact.py: a value whose *surroundings* say it is a
+"""Context-anchored secrets for shared/redact/engine.py: a value whose *surroundings* say it is a
 credential (``DB_PASSWORD=...``, ``--token ...``, ``Authorization: Basic ...``, ``mysql -p...``,
 ``curl -u user:...``, "the key is ..."), each gated by the value's shape so that prose survives.
-The decisions these judges encode are listed in shared/redact.py ("Decisions").
+The decisions these judges encode are listed in shared/redact/engine.py ("Decisions").
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TypeAlias
 
-from shared.redact_anchors import folded
-from shared.redact_catalogue import entropy_bits, is_random, is_strong, looks_like_password
+from shared.redact.anchors import folded
+from shared.redact.catalogue import entropy_bits, is_random, is_strong, looks_like_password
 
 __all__ = [
     "AFTER_CATALOGUE",
@@ -416,7 +416,7 @@ _FOREIGN_NOUN = (
     r"|slaptažod(?:is|į)"
     # Hindi (and Marathi, Nepali) borrow the English word; Thai's "รหัสผ่าน"; Greek's full
     # "κωδικός πρόσβασης" is read as its first word. (Their vowel signs and tone marks are no
-    # letters to str.isalpha; the gate's anchors count them in: shared/redact_anchors.is_word.)
+    # letters to str.isalpha; the gate's anchors count them in: shared/redact/anchors.is_word.)
     r"|पासवर्ड|कूटशब्द|รหัสผ่าน"
     r"|كلمة[ \t]+(?:المرور|السر)|رمز[ \t]+(?:عبور|ورود)|סיסמ(?:ה|א)|口令|암호)"
 )
@@ -712,7 +712,7 @@ def _judge_table_cell(m: re.Match[str], secret: str) -> str | None:
 def _cell_label(label: str, value: str) -> str | None:
     """The label of a value in a column whose header gave ``label``, or None: a note, a dash,
     a count or a plain word where a key must look like one (also the delimited tables of
-    shared/redact_files.py)."""
+    shared/redact/files.py)."""
     if _is_placeholder(value) or value.lower() in _NO_VALUE:
         return None
     if " " in value and not _is_random_line(value):
@@ -1004,7 +1004,7 @@ _LETTER_RE = re.compile(r"[A-Za-z]")
 # it) or at the quote before one, and that run holds a keyword; so the starts are found from
 # the keywords, walking back, and the pattern is only tried there.
 
-# Keywords are found with ``str.find`` in the folded text (shared/redact_anchors.folded:
+# Keywords are found with ``str.find`` in the folded text (shared/redact/anchors.folded:
 # lowercase, with the characters ``re.I`` matches to ASCII letters mapped to them): several
 # times faster than a regex alternation. Folding keeps every character's position (each folds
 # to one character; tests/shared/test_redact_context.py checks every code point).

@@ -1,4 +1,4 @@
-"""Secrets written in source code, beyond the assignments of shared/redact_context.py: a call
+"""Secrets written in source code, beyond the assignments of shared/redact/context.py: a call
 or a pair that names the credential in a string (``define('DB_PASSWORD', '...')``,
 ``os.Setenv("GITHUB_TOKEN", "...")``), a setter named for it (``setPassword("...")``), a call
 that takes a user and then a password (``smtp.login(user, "...")``, ``BasicAuth("bob",
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_catalogue import is_random, looks_like_password
-from shared.redact_context import (
+from shared.redact.catalogue import is_random, looks_like_password
+from shared.redact.context import (
     _KEYWORDS,
     RuleSpec,
     Scan,
