@@ -19,7 +19,8 @@ import binascii
 import re
 from functools import lru_cache
 
-from shared.redact.context import RuleSpec, Scan, _is_placeholder, _is_plain
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["ENCODED", "ENCODED_TEXT_ANCHORS"]
 

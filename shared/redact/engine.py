@@ -169,8 +169,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shared.redact.context import Scan
     from shared.redact.gate import Rule
+    from shared.redact.rule import Scan
 
 __all__ = [
     "PLACEHOLDER",
@@ -257,7 +257,7 @@ def _secret_span(m: re.Match[str]) -> tuple[int, int]:
 
 def _gaps(text: str) -> list[tuple[int, int]]:
     """The spans of ``text`` outside existing markers: the only places rules look."""
-    from shared.redact.context import MARKER
+    from shared.redact.rule import MARKER
 
     bounds = [0]
     for marker in MARKER.finditer(text):
@@ -319,7 +319,7 @@ def _one_pass(text: str, found: _Found, rules: tuple[Rule, ...], until: int) -> 
     """Every rule once, in order; the text and the index of the last rule that changed it
     (-1 for none). Past ``until``, a pass that has changed nothing stops: those rules saw
     this very text in the previous pass and changed nothing, and they are pure."""
-    from shared.redact.context import Scan
+    from shared.redact.rule import Scan
 
     scan, gaps = Scan(text), _gaps(text)
     changed_at = -1

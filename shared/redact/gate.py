@@ -41,19 +41,12 @@ from shared.redact.anchors import folded as fold
 from shared.redact.catalogue import CHECKS, Format, catalogue
 from shared.redact.codes import CODES
 from shared.redact.commands import COMMANDS
-from shared.redact.context import (
-    AFTER_CATALOGUE,
-    BEFORE_CATALOGUE,
-    TEXT_ANCHORS,
-    Judge,
-    RuleSpec,
-    Seek,
-    find_all,
-)
+from shared.redact.context import AFTER_CATALOGUE, BEFORE_CATALOGUE, TEXT_ANCHORS
 from shared.redact.encoded import ENCODED, ENCODED_TEXT_ANCHORS
 from shared.redact.files import FILES, FILES_TEXT_ANCHORS
 from shared.redact.lines import LINES
 from shared.redact.pairs import PAIRS, PAIRS_TEXT_ANCHORS
+from shared.redact.rule import Judge, RuleSpec, Seek, find_all
 from shared.redact.said import SAID, SAID_EXACT_ANCHORS, SAID_TEXT_ANCHORS
 from shared.redact.sources import SOURCES
 
@@ -250,6 +243,7 @@ PLAN = "plan.json"
 _PLAN_INPUTS = (
     "credentials.toml",
     "anchors.py",
+    "assignments.py",
     "catalogue.py",
     "codes.py",
     "commands.py",
@@ -257,10 +251,18 @@ _PLAN_INPUTS = (
     "encoded.py",
     "files.py",
     "gate.py",
+    "keywords.py",
+    "languages.py",
     "lines.py",
+    "markup.py",
     "pairs.py",
+    "prose.py",
+    "rule.py",
     "said.py",
+    "shell.py",
     "sources.py",
+    "tables.py",
+    "web.py",
 )
 
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 
 from shared.redact.catalogue import is_random, is_strong, looks_like_password
-from shared.redact.context import RuleSpec, Scan, _is_placeholder, _is_plain
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["LINES"]
 
@@ -203,7 +204,7 @@ def _judge_odbc(m: re.Match[str], secret: str) -> str | None:
 
 
 _BARE_KEY = re.compile(
-    # (not in a query string, shared/redact/context.py's; not a file's name: no "." after)
+    # (not in a query string, shared/redact/web.py's; not a file's name: no "." after)
     # (the separator glued to the name: "key=", "key:", '"Key":' are the gate's anchors, where
     # "key" alone is in "monkey" and "the key to it")
     r"(?<![A-Za-z0-9_.?&-])[\"']?(?i:key(?:=|:|\":|':))[ \t]*[\"']?"

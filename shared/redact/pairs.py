@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 
 from shared.redact.catalogue import looks_like_password
-from shared.redact.context import RuleSpec, Scan, _is_placeholder, _is_plain
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["PAIRS", "PAIRS_TEXT_ANCHORS"]
 

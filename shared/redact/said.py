@@ -1,4 +1,4 @@
-"""Credentials said in prose beyond "my password is X" (shared/redact/context.py): a user and a
+"""Credentials said in prose beyond "my password is X" (shared/redact/prose.py): a user and a
 password after a noun that says credentials ("credentials bob:<pw>", "login is admin / <pw>",
 "username/password: admin/<pw>"), an e-mail address and its password as combo lists and notes
 write them (``bob@example.com:<pw>``, ``bob@example.com / <pw>``), and an API key or a token
@@ -21,13 +21,9 @@ from __future__ import annotations
 import re
 
 from shared.redact.catalogue import entropy_bits, is_random, is_strong, looks_like_password
-from shared.redact.context import (
-    RuleSpec,
-    Scan,
-    _is_placeholder,
-    _is_plain,
-    _judge_said_key,
-)
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.prose import _judge_said_key
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["SAID", "SAID_EXACT_ANCHORS", "SAID_TEXT_ANCHORS"]
 

@@ -1,7 +1,7 @@
 """Credentials said in prose beyond "my password is X" (shared/redact/said.py): a user and a
 password after a noun that says credentials, an e-mail address and its password, and an API
 key or a token named in another language; and a said password whose value starts the next
-line (shared/redact/context.py)."""
+line (shared/redact/prose.py)."""
 
 from __future__ import annotations
 

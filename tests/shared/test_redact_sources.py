@@ -1,5 +1,5 @@
 """Secrets written in source code (shared/redact/sources.py and the literal forms of
-shared/redact/context.py's assignments): prefixed and triple-quoted string literals, subscripts
+shared/redact/assignments.py): prefixed and triple-quoted string literals, subscripts
 and calls that name a credential in a string, setters, credential calls with positional
 arguments, SQL, PowerShell's SecureString, Go's MySQL DSN and name/value pairs."""
 
