@@ -139,7 +139,7 @@ def github_checksum(entropy: str) -> str:
 
 def github_checksum_ok(token: str) -> bool:
     """Whether a ``gh?_`` token of 40 characters carries a valid CRC32 tail. Reported, never
-    required: see "Decisions" in shared/redact/engine.py."""
+    required: see "Decisions" in shared/redact/__init__.py."""
     body = token[4:]
     return len(body) == 36 and github_checksum(body[:30]) == body[30:]
 

@@ -3,7 +3,7 @@ say it is a credential (a header, a URL, a command line, a sentence, markup, a t
 assignment), each judged by the value's shape so that prose survives. The rule families are
 the modules this one imports; this one holds their order, and the PEM private key blocks that
 run before the catalogue. The decisions the judges encode are listed in
-shared/redact/engine.py ("Decisions")."""
+shared/redact/__init__.py ("Decisions")."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Secrets that are base64 of something with no shape of its own, for shared/redact/engine.py, where
-the context says they are secret: the values of a Kubernetes Secret (``kind: Secret``, every
-key under ``data:`` or ``stringData:``, whatever its name, in YAML or JSON, one manifest or a
-``kubectl get -o yaml`` list), a value said to be a credential's base64 ("the creds are base64
-<v>", "the token, base64-encoded, is <v>"), and an ``auth`` value that decodes to
-``user:password`` (Docker's ``config.json`` written as YAML, ``auth: <b64>``, or with a
-short password the catalogue's ``docker_config_auth`` turns down).
+"""Secrets that are base64 of something with no shape of its own, where the context says they are
+secret: the values of a Kubernetes Secret (``kind: Secret``, every key under ``data:`` or
+``stringData:``, whatever its name, in YAML or JSON, one manifest or a ``kubectl get -o yaml``
+list), a value said to be a credential's base64 ("the creds are base64 <v>", "the token,
+base64-encoded, is <v>"), and an ``auth`` value that decodes to ``user:password`` (Docker's
+``config.json`` written as YAML, ``auth: <b64>``, or with a short password the catalogue's
+``docker_config_auth`` turns down).
 
 Where the forms come from: the Kubernetes Secret API (``data`` holds base64 strings,
 ``stringData`` plain ones, both maps of any key), ``kubectl get secret -o yaml|json``, and

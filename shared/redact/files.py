@@ -4,7 +4,7 @@ names a credential and then gives it (redis.conf's ``requirepass <pw>``, slapd's
 keepalived's ``auth_pass``, a router's ``username admin password 0 <pw>``, ``key-string``),
 Redis' ``AUTH [user] <pw>``, the values of a ``Cookie:`` or ``Set-Cookie:`` header that are
 shaped like a session id, and Wi-Fi: the ``WIFI:T:WPA;S:<ssid>;P:<pw>;;`` string a QR code
-holds, and "the wifi key is <pw>". Round 9: Redis Sentinel's ``sentinel auth-pass <master>
+holds, and "the wifi key is <pw>". Also Redis Sentinel's ``sentinel auth-pass <master>
 <pw>``, ``CONFIG SET requirepass <pw>`` after ``redis-cli -h host``, an ACL user's ``><pw>``,
 pgbouncer's ``userlist.txt`` (``"user" "md5..."``), SNMP communities, a cookies.txt line,
 OpenVPN's inline ``<auth-user-pass>``, and the column of a CSV, TSV or ";"-separated table

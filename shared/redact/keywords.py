@@ -1,7 +1,7 @@
 """What the context rules share: the credential nouns a key may hold (``_KEYWORDS``) and the
 label each gives, the key-and-separator grammar of an assignment, and the predicates on a value
 (a plain word, a placeholder, code, a sentence) that let prose survive. The decisions these
-judges encode are listed in shared/redact/engine.py ("Decisions")."""
+judges encode are listed in shared/redact/__init__.py ("Decisions")."""
 
 from __future__ import annotations
 

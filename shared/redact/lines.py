@@ -1,5 +1,4 @@
-"""Secrets whose context is on another line, or in a form no assignment reads (round 8 of the
-adversarial review of secret redaction):
+"""Secrets whose context is on another line, or in a form no assignment reads:
 
     * a value alone on the line after the words that announce it ("here is the password for
       the staging box" then ``<pw>``, a bare ``Password`` label then ``<pw>``);
@@ -11,7 +10,7 @@ adversarial review of secret redaction):
       value with ``;`` or ``}`` in it: "[MS-ODBCSTR] 2.1.2 ODBC Connection String Format");
     * a key named only ``key`` (``"Key": "<value>"`` in an appsettings.json ``Jwt`` section,
       ``key=<value>``), when the value is 20+ characters mixing digits and both cases;
-    * (round 9) the second line of a two-line credentials file, a user then a password, under
+    * the second line of a two-line credentials file, a user then a password, under
       its name (``cat /etc/openvpn/auth.txt``, "# creds.txt:"), as OpenVPN's
       ``auth-user-pass`` reads it.
 

@@ -1,4 +1,4 @@
-"""A user and a password written as a pair with no noun before it, for shared/redact/engine.py:
+"""A user and a password written as a pair with no noun before it:
 ``bob:<pw>``, ``admin/<pw>``, ``deploy:<pw>@db.internal`` (a note, a combo list's line, a chat
 message that pastes one), and a Wi-Fi network and its password (``wifi: HomeNet / <pw>``).
 

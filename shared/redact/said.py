@@ -4,7 +4,7 @@ password after a noun that says credentials ("credentials bob:<pw>", "login is a
 write them (``bob@example.com:<pw>``, ``bob@example.com / <pw>``), and an API key or a token
 named in another language ("clé API : <key>", "API-Schlüssel: <key>", "APIキー: <key>",
 "токен: <key>", "访问令牌: <key>"; Italian "chiave API", Portuguese "chave da API", Dutch
-"API-sleutel" ...); round 9: a password said with logging in and no noun for it ("use <pw> to
+"API-sleutel" ...); a password said with logging in and no noun for it ("use <pw> to
 log in", "log into the NAS with admin and <pw>") and a session cookie said in prose ("my
 session cookie is <v>").
 
@@ -122,8 +122,8 @@ def _email_pair_starts(scan: Scan) -> list[int]:
 # key is <value>" is. A noun in a script without spaces may follow another word ("访问令牌").
 # (Every noun here is the gate's anchor, and none may be one character long or plain ASCII:
 # the gate would otherwise find the rule by its separators, or look for one more word in
-# every text. "jeton" is the one exception, a word the probe of round 8 found French users
-# paste a token after; ~0.1 µs a text.)
+# every text. "jeton" is the one exception, the word French users were found to paste a token
+# after; ~0.1 µs a text.)
 _FOREIGN_KEY = re.compile(
     r"(?<![A-Za-z\u00c0-\u024f\u0400-\u04ff])"
     r"(?i:(?P<k_api_key>(?:api[ \t_-]*)?(?:schlüssel|キー|密钥|密鑰|ключ)(?:[ \t]+api)?"

@@ -440,7 +440,8 @@ ADVERSARIAL_UNITS = {
     "go-dsn": "a:b@tcp(",
     "said-pair": "credentials a:",
     "email-pair": "a@b.c:",
-    # round 9's rules
+    # default accounts, logging in, other languages' key nouns, cookies, service files and
+    # delimited tables
     "account-pair": "root:",
     "account-slash": "admin / ",
     "login-with": "log in with ",

@@ -72,7 +72,7 @@ def test_pairs_that_are_no_credential_survive(text: str) -> None:
 
 
 # A model id or an image tag after a scheme or a name: parts that are words, acronyms and
-# short codes ("MiniLM", "L6", "v2", "7B"), not a password (round 7).
+# short codes ("MiniLM", "L6", "v2", "7B"), not a password.
 NAMES = [
     "local:all-MiniLM-L6-v2",
     'embedder = "local:all-MiniLM-L6-v2"',
@@ -97,7 +97,7 @@ def test_a_password_with_dashes_is_still_a_pair(text: str) -> None:
     assert redact(text).labels == ("password",)
 
 
-# --- round 9: a default account and its password, spaced or weaker -------------------------
+# --- a default account and its password, spaced or weaker -------------------------
 
 ACCOUNTS = [
     ("admin / hunter2 for the router", "hunter2"),
