@@ -1,5 +1,5 @@
-"""The redaction benchmark (issue 12 "Done when"): median µs for ``shared.redact.redact`` on
-typical ~500-character texts, each with and without a secret.
+"""The redaction benchmark: median µs for ``shared.redact.redact`` on typical ~500-character
+texts, each with and without a secret.
 
 The texts are fixed, so runs compare: everyday chat (no trigger word at all), the same chat
 with a GitHub token pasted in, developer-agent prose that names a password, a token budget and
@@ -8,8 +8,9 @@ with ``OPENAI_API_KEY=sk-proj-...`` in place of a sentence. Each is redacted onc
 caches (the catalogue loads lazily on the first call), then timed ``repeat`` times. A report,
 never an assertion: ``bench.__main__`` compares the medians to the 50 µs target.
 
-Before issue 12 (the 40-shape redact.py, measured the same way on the same machine with load
-average ~0.3-3): chat 8.1 µs, with a token 230 µs, technical prose 105 µs, with the key 236 µs.
+Before the credential catalogue (the 40-shape redact.py, measured the same way on the same
+machine with load average ~0.3-3): chat 8.1 µs, with a token 230 µs, technical prose 105 µs,
+with the key 236 µs.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Secrets never reach the outbox, the LLM, the store, an event or a log (issue 4, DESIGN §6).
+"""Secrets never reach the outbox, the LLM, the store, an event or a log: redaction comes
+before anything is written or sent.
 
 The extraction model is a litellm ``CustomLLM`` registered as ``stub/...`` (offline), and the
 assertions are on what that provider RECEIVED, through the real ``LiteLLMBackend``.
@@ -23,7 +24,7 @@ from shared.errors import SourceUnavailableError, UnknownError
 from shared.models import Event
 from store_worker.core import MemoryStore
 
-# One value per shape family redact.py covers (DESIGN §6 list).
+# One value per shape family shared.redact covers (the list in shared/redact/__init__.py).
 SECRETS = {
     "openai": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd",
     "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-abcdefghij",
@@ -136,7 +137,7 @@ def test_no_secret_reaches_outbox_prompt_store_events_or_logs(
     assert "- Answer in English." in store.rule_get("learned").content
 
 
-# The shapes issue 12 found reaching the prompt: command-line passwords, a Discord bot token,
+# The shapes once found reaching the prompt: command-line passwords, a Discord bot token,
 # and keys typed in full-width characters (NFKC folds them to ASCII).
 def _full_width(text: str) -> str:
     return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)

@@ -728,8 +728,8 @@ def test_an_embedded_recall_compiles_no_redaction_rule_and_a_save_does(tmp_path:
         "import sys\n"
         "from shared.cli import main\n"
         "code = main()\n"
-        "heavy = [m for m in ('shared.redact_context', 'shared.redact_gate',"
-        " 'shared.redact_catalogue') if m in sys.modules]\n"
+        "heavy = [m for m in ('shared.redact.context', 'shared.redact.gate',"
+        " 'shared.redact.catalogue') if m in sys.modules]\n"
         "sys.stderr.write(f'LOADED {heavy}\\n')\n"
         "raise SystemExit(code)\n"
     )
@@ -748,7 +748,7 @@ def test_an_embedded_recall_compiles_no_redaction_rule_and_a_save_does(tmp_path:
 
     saved = memory("save", "the deploy key is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
     assert saved.returncode == 0, saved.stderr
-    assert "LOADED ['shared.redact_context'" in saved.stderr, saved.stderr
+    assert "LOADED ['shared.redact.context'" in saved.stderr, saved.stderr
     found = memory("recall", "deploy key")
     assert found.returncode == 0, found.stderr
     assert "LOADED []" in found.stderr, found.stderr

@@ -1,4 +1,4 @@
-"""Secret redaction (shared/redact.py, DESIGN §6): a corpus of secrets that must go, a corpus of
+"""Secret redaction (shared/redact/): a corpus of secrets that must go, a corpus of
 look-alikes that must stay byte-identical, and properties over arbitrary text.
 
 Every secret below is fake but correctly shaped, and assembled at import time (prefix +
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import shared.redact as engine
+import shared.redact.engine as engine
 from shared.redact import Redaction, contains_secret, redact, redact_text
 from tests.shared.conftest import cpu_seconds
 
@@ -424,7 +424,7 @@ ADVERSARIAL_UNITS = {
     "key-chain": "PASSWORD: JWT_SECRET: ",
     "sk-dashes": "sk-",
     "open-quote": 'token="a\\',
-    # the rules of shared/redact_files.py, shared/redact_sources.py and shared/redact_said.py
+    # the rules of shared/redact/files.py, shared/redact/sources.py and shared/redact/said.py
     "pgpass": "a:1:b:c:",
     "pgpass-host": "a" * 300 + "\n:::::",
     "directive": "requirepass ",
@@ -440,7 +440,8 @@ ADVERSARIAL_UNITS = {
     "go-dsn": "a:b@tcp(",
     "said-pair": "credentials a:",
     "email-pair": "a@b.c:",
-    # round 9's rules
+    # default accounts, logging in, other languages' key nouns, cookies, service files and
+    # delimited tables
     "account-pair": "root:",
     "account-slash": "admin / ",
     "login-with": "log in with ",

@@ -1,4 +1,4 @@
-"""The credential catalogue (shared/credentials.toml, issue 12): every entry's sample is
+"""The credential catalogue (shared/redact/credentials.toml): every entry's sample is
 redacted with its label inside a sentence, every look-alike survives, the file is validated,
 and the catalogue's checksummed samples are true to their formats."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-import shared.redact as engine
+import shared.redact.engine as engine
 from shared.errors import UnknownError
 from shared.redact import redact
-from shared.redact_catalogue import (
+from shared.redact.catalogue import (
     CHECKS,
     KINDS,
     Format,
@@ -42,10 +42,10 @@ def test_the_catalogue_is_broad_and_well_formed() -> None:
 
 
 def test_the_catalogue_ships_as_package_data() -> None:
-    text = resources.files("shared").joinpath("credentials.toml").read_text(encoding="utf-8")
+    text = resources.files("shared.redact").joinpath("credentials.toml").read_text(encoding="utf-8")
     assert parse_catalogue(text) == FORMATS
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
-    assert 'shared = ["credentials.toml", "redact_plan.json"]' in pyproject  # with its plan
+    assert '"shared.redact" = ["credentials.toml", "plan.json"]' in pyproject  # with its plan
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.id)
@@ -80,7 +80,8 @@ def test_github_samples_carry_a_valid_crc32_tail(fmt: Format) -> None:
     assert github_checksum_ok(fmt.sample)
     broken = fmt.sample[:-1] + ("A" if fmt.sample[-1] != "A" else "B")
     assert not github_checksum_ok(broken)
-    # Decision (shared/redact.py): a well-formed token is redacted whether its tail verifies.
+    # Decision (shared/redact/__init__.py): a well-formed token is redacted whether its tail
+    # verifies.
     assert redact(f"token {broken} here").labels == ("github_token",)
 
 
@@ -144,7 +145,7 @@ def test_duplicate_ids_are_refused() -> None:
         parse_catalogue(entry * 2)
 
 
-# Round 6 of the adversarial review: formats that passed whole (every value a synthetic fake).
+# Formats an earlier catalogue let through whole (every value a synthetic fake).
 _XPRV = (
     "xprv9s21ZrQH143KYXC4ZTbZo9x4uN4BgRhs8JwdhZZ9cLFDLS2NXk6UtaE3MK1TPNopRSbkfir4qNHDaamfwfG11"
     "anf5FwjN8c72c3RTBoTnSC"
@@ -200,7 +201,7 @@ _SOLANA = "[" + ",\n  ".join(str((i * 37 + 11) % 256) for i in range(64)) + "]"
         ),
     ],
 )
-def test_round_6_formats_are_redacted(text: str, secret: str, label: str) -> None:
+def test_formats_are_redacted(text: str, secret: str, label: str) -> None:
     result = redact(text)
     assert secret not in result.text
     assert label in result.labels
@@ -215,11 +216,11 @@ def test_round_6_formats_are_redacted(text: str, secret: str, label: str) -> Non
         "the array [1, 2, 3, 4] and the docker swarm SWMTKN-1- prefix",
     ],
 )
-def test_round_6_lookalikes_stay(text: str) -> None:
+def test_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
-# Round 8: automation and chat webhooks whose URL is itself the credential (synthetic keys).
+# Automation and chat webhooks whose URL is itself the credential (synthetic keys).
 @pytest.mark.parametrize(
     ("text", "secret"),
     [
@@ -232,7 +233,7 @@ def test_round_6_lookalikes_stay(text: str) -> None:
         ("curl -X POST https://eo9x8k2m1q7z3a.m.pipedream.net -d '{}'", "eo9x8k2m1q7z3a"),
     ],
 )
-def test_round_8_webhook_urls_are_redacted(text: str, secret: str) -> None:
+def test_webhook_urls_are_redacted(text: str, secret: str) -> None:
     result = redact(text)
     assert secret not in result.text
     assert result.labels == ("chat_webhook",)
@@ -247,5 +248,5 @@ def test_round_8_webhook_urls_are_redacted(text: str, secret: str) -> None:
         "the git hooks/pre-commit script",
     ],
 )
-def test_round_8_webhook_lookalikes_stay(text: str) -> None:
+def test_webhook_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text

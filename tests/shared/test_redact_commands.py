@@ -1,5 +1,5 @@
-"""Passwords on other tools' command lines (``shared/redact_commands.py``): round 8 of the
-adversarial review of secret redaction. Every value is a synthetic fake."""
+"""Passwords on other tools' command lines (``shared/redact/commands.py``). Every value is a
+synthetic fake."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from shared.redact import redact
         ),
     ],
 )
-def test_round_8_command_line_passwords_are_redacted(text: str, secret: str) -> None:
+def test_command_line_passwords_are_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
@@ -53,7 +53,7 @@ def test_round_8_command_line_passwords_are_redacted(text: str, secret: str) -> 
         "psexec \\\\srv01 -s cmd",
     ],
 )
-def test_round_8_command_line_lookalikes_stay(text: str) -> None:
+def test_command_line_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
@@ -64,12 +64,12 @@ def test_round_8_command_line_lookalikes_stay(text: str) -> None:
         ("  ENV API_TOKEN 8fJk2Lm9Qr4Tz7Wp1Xv3", "8fJk2Lm9Qr4Tz7Wp1Xv3"),
     ],
 )
-def test_round_8_dockerfile_env_without_equals_is_redacted(text: str, secret: str) -> None:
+def test_dockerfile_env_without_equals_is_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
 @pytest.mark.parametrize(
     "text", ["ENV NODE_ENV production", "ENV DB_PASSWORD_FILE /run/secrets/db", "the ENV token"]
 )
-def test_round_8_dockerfile_env_lookalikes_stay(text: str) -> None:
+def test_dockerfile_env_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text

@@ -1,5 +1,5 @@
 """Context-anchored secrets, Unicode normal forms, the public helpers and the properties of
-``shared.redact`` (issue 12), and the false-positive gate over real conversations."""
+``shared.redact``, and the false-positive gate over real conversations."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import shared.redact as engine
+import shared.redact.engine as engine
 from shared.redact import (
     PLACEHOLDER,
     Redaction,
@@ -20,8 +20,8 @@ from shared.redact import (
     redact,
     strip_placeholders,
 )
-from shared.redact_anchors import folded
-from shared.redact_catalogue import catalogue
+from shared.redact.anchors import folded
+from shared.redact.catalogue import catalogue
 from tests.shared.conftest import cpu_seconds
 
 PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
@@ -187,7 +187,7 @@ CONTEXT = [
     (f"\u0643\u0644\u0645\u0629 \u0627\u0644\u0645\u0631\u0648\u0631: {PW}", PW, "password"),
     (f"\u05e1\u05d9\u05e1\u05de\u05d4: {PW}", PW, "password"),
     (f"\uc554\ud638: {PW}", PW, "password"),
-    # round 7: Hindi (the verb before or after the value, and Hinglish), Thai (glued), a
+    # Hindi (the verb before or after the value, and Hinglish), Thai (glued), a
     # possessive after the noun (Greek, Vietnamese, Thai), a word naming what it opens
     ("मेरा पासवर्ड है tiger8842", "tiger8842", "password"),
     ("मेरा पासवर्ड tiger8842 है", "tiger8842", "password"),
@@ -218,7 +218,7 @@ CONTEXT = [
 ]
 
 PROSE = [
-    # round 7: the new nouns in sentences with no password in them
+    # the Hindi, Thai, Greek and Vietnamese nouns in sentences with no password in them
     "मेरा पासवर्ड याद नहीं है",
     "पासवर्ड है क्या?",
     "mera password hai kya",
@@ -595,7 +595,7 @@ def test_a_marked_prefix_inside_a_word_is_left_alone() -> None:
     assert redact("xghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789").labels == ()
 
 
-# --- passwords on other tools' command lines (shared/redact_commands.py) -----------------------
+# --- passwords on other tools' command lines (shared/redact/commands.py) -----------------------
 
 PW2 = "q8!Zr2vLw#4n"  # fake
 COMMAND_LINES = [
@@ -824,7 +824,7 @@ def test_words_in_one_script_keep_their_letters(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# --- one-time codes, backup codes, TOTP seeds, seed words (shared/redact_codes.py) -------------
+# --- one-time codes, backup codes, TOTP seeds, seed words (shared/redact/codes.py) -------------
 
 SEED_12 = "witch collapse practice feed shame open despair creek road again ice least"  # fake
 SEED_24 = (
@@ -908,7 +908,7 @@ def test_a_code_or_words_in_prose_survive(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# Round 7: codes in lowercase groups with no digit, after a noun that says what they are.
+# Codes in lowercase groups with no digit, after a noun that says what they are.
 SPACED_CODES = [
     ("my gmail app password is abcd efgh ijkl mnop", "abcd efgh ijkl mnop", "password"),
     ("App password: qwer tyui opas dfgh", "qwer tyui opas dfgh", "password"),
@@ -1132,7 +1132,7 @@ def test_a_table_without_a_credential_in_a_credential_column_stays(text: str) ->
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# Round 6 of the adversarial review: command lines that kept their password (fakes).
+# Command lines an earlier rule set let keep their password (fakes).
 @pytest.mark.parametrize(
     ("text", "secret"),
     [
@@ -1169,7 +1169,7 @@ def test_a_table_without_a_credential_in_a_credential_column_stays(text: str) ->
         ("child.expect('Password:')\nchild.sendline('pvgdAQ750*nv')", "pvgdAQ750*nv"),
     ],
 )
-def test_round_6_command_line_passwords_are_redacted(text: str, secret: str) -> None:
+def test_command_line_passwords_are_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
@@ -1190,7 +1190,7 @@ def test_round_6_command_line_passwords_are_redacted(text: str, secret: str) -> 
         "mosquitto_sub -h broker -p 1883 -t sensors/#",
     ],
 )
-def test_round_6_command_line_lookalikes_stay(text: str) -> None:
+def test_command_line_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
@@ -1207,13 +1207,13 @@ def test_round_6_command_line_lookalikes_stay(text: str) -> None:
         'lines.append(f"next page: --page-token {r.next_page_token}")',
     ],
 )
-def test_round_6_code_that_reads_a_credential_attribute_stays(text: str) -> None:
-    # an attribute read or a format field is code, not a literal (false positives on this
-    # repository's own code before round 6)
+def test_code_that_reads_a_credential_attribute_stays(text: str) -> None:
+    # an attribute read or a format field is code, not a literal (once false positives on this
+    # repository's own code)
     assert redact(text).text == text
 
 
-# Round 8: a salt or pepper named as such, and a table column under a short or foreign noun.
+# A salt or pepper named as such, and a table column under a short or foreign noun.
 _WP_SALT = "CEP;eP<5G(ADY9*VmTidEa|E+c%/j|vZqn!>h,fjM$VFX.9z7:x3|6wF<(_LvC?f"
 
 
@@ -1236,9 +1236,7 @@ _WP_SALT = "CEP;eP<5G(ADY9*VmTidEa|E+c%/j|vZqn!>h,fjM$VFX.9z7:x3|6wF<(_LvC?f"
         ("| env | creds |\n|---|---|\n| prod | Zq8vLm3Kx9Pw2Rt7Abc |", "Zq8vLm3Kx9", "password"),
     ],
 )
-def test_round_8_salts_and_short_table_nouns_are_redacted(
-    text: str, secret: str, label: str
-) -> None:
+def test_salts_and_short_table_nouns_are_redacted(text: str, secret: str, label: str) -> None:
     result = redact(text)
     assert secret not in result.text
     assert label in result.labels
@@ -1257,7 +1255,7 @@ def test_round_8_salts_and_short_table_nouns_are_redacted(
         "| step | pw |\n|---|---|\n| 1 | - |",
     ],
 )
-def test_round_8_salt_and_table_lookalikes_stay(text: str) -> None:
+def test_salt_and_table_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
@@ -1268,7 +1266,7 @@ def test_round_8_salt_and_table_lookalikes_stay(text: str) -> None:
         "| Setting | Value |\n|---|---|\n| DB Password | Gr33nHill*nruYj |",
     ],
 )
-def test_round_8_a_first_cell_naming_a_credential_in_words(text: str) -> None:
+def test_a_first_cell_naming_a_credential_in_words(text: str) -> None:
     result = redact(text)
     assert "miknhCtFxS0O88" not in result.text and "Gr33nHill" not in result.text
 
@@ -1276,11 +1274,11 @@ def test_round_8_a_first_cell_naming_a_credential_in_words(text: str) -> None:
 @pytest.mark.parametrize(
     "text", ["| Max tokens | 4096 |", "| Token count | 5 |", "| API Token | see the vault |"]
 )
-def test_round_8_first_cell_lookalikes_stay(text: str) -> None:
+def test_first_cell_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
-# --- round 9: a value that starts with "!" is a password, a YAML tag is not ---------------------
+# --- a value that starts with "!" is a password, a YAML tag is not ---------------------
 
 
 @pytest.mark.parametrize(
@@ -1309,7 +1307,7 @@ def test_a_yaml_tag_after_a_credential_key_stays(text: str) -> None:
     assert redact(text).text == text
 
 
-# --- round 9: "changed the password to X" in other languages, the English noun in them --------
+# --- "changed the password to X" in other languages, the English noun in them --------
 
 _CHANGED_PW = "Camb1o!Nuevo"  # fake
 

@@ -1,8 +1,8 @@
 """Base64 with no shape of its own where the context says it is secret
-(shared/redact_encoded.py): a Kubernetes Secret's ``data:``/``stringData:`` values under any
+(shared/redact/encoded.py): a Kubernetes Secret's ``data:``/``stringData:`` values under any
 key, in YAML or JSON; a value said to be a credential's base64 ("the creds are base64 <v>");
 an ``auth`` value that decodes to ``user:password``. And ``kubectl create secret
---from-literal`` values under any key (shared/redact_commands.py)."""
+--from-literal`` values under any key (shared/redact/commands.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Secrets in the lines of configuration files and tools' output (shared/redact_files.py):
+"""Secrets in the lines of configuration files and tools' output (shared/redact/files.py):
 .pgpass lines, directive lines (``requirepass <pw>``, a router's ``password 0 <pw>``), Redis'
 ``AUTH``, Cookie headers, Wi-Fi (the QR code's ``WIFI:`` string, "the wifi key is ..."), and the
 prompts of ``aws configure``."""
@@ -117,7 +117,7 @@ def test_a_config_line_without_a_secret_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# --- round 9: Redis Sentinel and ACLs, pgbouncer's userlist, SNMP, cookies.txt, OpenVPN ------
+# --- Redis Sentinel and ACLs, pgbouncer's userlist, SNMP, cookies.txt, OpenVPN ------
 
 RPW = "Xk9#Lm2pQz7w"  # fake
 MD5 = "md5a3f5b8c9d2e1f4a7b6c5d8e9f0a1b2c3"  # fake: "md5" and 32 hex
@@ -175,7 +175,7 @@ def test_a_service_file_line_without_a_secret_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# --- round 9: a delimited table whose header names a credential -----------------------------
+# --- a delimited table whose header names a credential -----------------------------
 
 DELIMITED = [
     (

@@ -1,6 +1,6 @@
 """Values whose context is on another line, or in a form no assignment reads
-(``shared/redact_lines.py``), and secrets split over two parts (``redact_many``): round 8 of
-the adversarial review of secret redaction. Every value is a synthetic fake."""
+(``shared/redact/lines.py``), and secrets split over two parts (``redact_many``). Every value
+is a synthetic fake."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ _B64 = "UzRuZEM0c3RsZSVqUDN0dwo"
         ("key=KC3oR7Ktkw5VKgZtwVDbqz0ZglGuGwMILiRkPrbo", "KC3oR7Ktkw5V", "api_key"),
     ],
 )
-def test_round_8_values_on_another_line_are_redacted(text: str, secret: str, label: str) -> None:
+def test_values_on_another_line_are_redacted(text: str, secret: str, label: str) -> None:
     result = redact(text)
     assert secret not in result.text
     assert label in result.labels
@@ -85,7 +85,7 @@ def test_round_8_values_on_another_line_are_redacted(text: str, secret: str, lab
         "the key to 8fJk2Lm9Qr4Tz7Wp1Xv3 is patience",
     ],
 )
-def test_round_8_line_lookalikes_stay(text: str) -> None:
+def test_line_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
@@ -117,19 +117,19 @@ def test_a_one_word_reply_with_no_credential_before_it_stays(texts: list[str]) -
 @pytest.mark.parametrize(
     "text",
     [
-        # this repository's own code, taken before round 8 was done (false positives found
-        # by running redact over its 12-line blocks)
+        # this repository's own code, as it was before these rules (false positives found by
+        # running redact over its 12-line blocks)
         "    (\n        _TOOL_PASSWORD,\n        _judge_tool_password,\n        _starts(\n",
         '    (f"echo {PW} | sudo -S apt update", PW),\n'
         "    (f\"echo '{PW2}' | docker login -u bob --password-stdin\", PW2),\n"
         "    (f\"echo -n '{PW}' | passwd --stdin bob\", PW),",
     ],
 )
-def test_round_8_code_that_names_a_credential_stays(text: str) -> None:
+def test_code_that_names_a_credential_stays(text: str) -> None:
     assert redact(text).text == text
 
 
-# --- round 9: a credentials file of two lines (OpenVPN's auth-user-pass) ----------------------
+# --- a credentials file of two lines (OpenVPN's auth-user-pass) ----------------------
 
 _VPN_PW = "Vpn!Pass2024"  # fake
 

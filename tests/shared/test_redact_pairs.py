@@ -1,4 +1,4 @@
-"""A user and a password written as a pair with no noun before it (shared/redact_pairs.py):
+"""A user and a password written as a pair with no noun before it (shared/redact/pairs.py):
 ``bob:<pw>``, ``admin/<pw>``, ``deploy:<pw>@db.internal``, and a Wi-Fi network and its
 password (``wifi: HomeNet / <pw>``). Only a strong value counts (three of lower, upper, digit,
 symbol; 8+ characters) on a short line or near a word that says login; times, ratios, URLs,
@@ -72,7 +72,7 @@ def test_pairs_that_are_no_credential_survive(text: str) -> None:
 
 
 # A model id or an image tag after a scheme or a name: parts that are words, acronyms and
-# short codes ("MiniLM", "L6", "v2", "7B"), not a password (round 7).
+# short codes ("MiniLM", "L6", "v2", "7B"), not a password.
 NAMES = [
     "local:all-MiniLM-L6-v2",
     'embedder = "local:all-MiniLM-L6-v2"',
@@ -97,7 +97,7 @@ def test_a_password_with_dashes_is_still_a_pair(text: str) -> None:
     assert redact(text).labels == ("password",)
 
 
-# --- round 9: a default account and its password, spaced or weaker -------------------------
+# --- a default account and its password, spaced or weaker -------------------------
 
 ACCOUNTS = [
     ("admin / hunter2 for the router", "hunter2"),

@@ -1,4 +1,4 @@
-"""The shipped redaction plan (``shared/redact_plan.json``, ``shared/redact_gate.py``): it is
+"""The shipped redaction plan (``shared/redact/plan.json``, ``shared/redact/gate.py``): it is
 exactly what the derivation gives for the code and catalogue beside it, an engine built from
 it redacts as a derived one does, a stale plan is never used, and a rule compiles only when
 the gate names it."""
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import shared.redact_gate as gate
+import shared.redact.gate as gate
 from shared.redact import redact
-from shared.redact_catalogue import catalogue
+from shared.redact.catalogue import catalogue
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,9 +36,9 @@ def fresh_engine() -> Iterator[None]:
 
 def test_the_shipped_plan_is_the_derivation_of_this_code() -> None:
     """Fails after a change to the catalogue or the rules' code until the plan is written
-    again: ``python -m shared.redact_gate``."""
-    shipped = json.loads(resources.files("shared").joinpath(gate.PLAN).read_text("utf-8"))
-    assert shipped["key"] == gate.plan_key(), "stale plan: run python -m shared.redact_gate"
+    again: ``python -m shared.redact.gate``."""
+    shipped = json.loads(resources.files("shared.redact").joinpath(gate.PLAN).read_text("utf-8"))
+    assert shipped["key"] == gate.plan_key(), "stale plan: run python -m shared.redact.gate"
     assert shipped == json.loads(json.dumps(gate.build_plan()))  # tuples read back as lists
 
 
@@ -103,7 +103,7 @@ def test_a_rule_from_the_plan_compiles_when_the_gate_names_it(fresh_engine: None
 
 _RUNNING = """
 import sys
-import shared.redact, shared.redact_gate, shared.redact_context  # a store that has only read
+import shared.redact, shared.redact.gate, shared.redact.context  # a store that has only read
 print("ready", flush=True)
 sys.stdin.readline()  # meanwhile the package on disk is upgraded
 from shared.redact import redact
@@ -135,14 +135,14 @@ def test_a_plan_written_for_other_code_than_the_running_one_is_not_used(tmp_path
         assert running.stdout is not None and running.stdin is not None
         assert running.stdout.readline().strip() == "ready"
         # the upgrade: a release that reorders two context rules and ships its plan
-        context = pkg / "shared" / "redact_context.py"
+        context = pkg / "shared" / "redact" / "context.py"
         aws = '    (_AWS_SECRET, _fixed("aws_secret_key"), _aws_secret_starts),\n'
         azure = '    (_AZURE_KEY, _fixed("azure_key"), None),\n'
         text = context.read_text(encoding="utf-8")
         assert aws + azure in text
         context.write_text(text.replace(aws + azure, azure + aws), encoding="utf-8")
         subprocess.run(
-            [sys.executable, "-m", "shared.redact_gate"],
+            [sys.executable, "-m", "shared.redact.gate"],
             check=True,
             cwd=tmp_path,
             env=env,

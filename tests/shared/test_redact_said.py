@@ -1,7 +1,7 @@
-"""Credentials said in prose beyond "my password is X" (shared/redact_said.py): a user and a
+"""Credentials said in prose beyond "my password is X" (shared/redact/said.py): a user and a
 password after a noun that says credentials, an e-mail address and its password, and an API
 key or a token named in another language; and a said password whose value starts the next
-line (shared/redact_context.py)."""
+line (shared/redact/prose.py)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_prose_that_names_a_credential_without_one_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# Round 6 of the adversarial review: phrasings that kept their secret (fakes).
+# Phrasings an earlier rule set let keep their secret (fakes).
 @pytest.mark.parametrize(
     ("text", "secret"),
     [
@@ -100,7 +100,7 @@ def test_prose_that_names_a_credential_without_one_survives(text: str) -> None:
         ("رمز عبور: yvsiIB719!rs", "yvsiIB719!rs"),
     ],
 )
-def test_round_6_phrasings_are_redacted(text: str, secret: str) -> None:
+def test_phrasings_are_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
@@ -119,11 +119,11 @@ def test_round_6_phrasings_are_redacted(text: str, secret: str) -> None:
         "parola d'ordine: see the vault",
     ],
 )
-def test_round_6_phrasing_lookalikes_stay(text: str) -> None:
+def test_phrasing_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
-# Round 8: a user and a password with only a blank between them, French "jeton", a secret
+# A user and a password with only a blank between them, French "jeton", a secret
 # "set to" a value.
 @pytest.mark.parametrize(
     ("text", "secret"),
@@ -136,7 +136,7 @@ def test_round_6_phrasing_lookalikes_stay(text: str) -> None:
         ("we rotated the webhook secret to 8fJk2Lm9Qr4Tz7Wp1Xv3 today", "8fJk2Lm9Qr4T"),
     ],
 )
-def test_round_8_said_credentials_are_redacted(text: str, secret: str) -> None:
+def test_said_credentials_are_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
@@ -154,7 +154,7 @@ def test_round_8_said_credentials_are_redacted(text: str, secret: str) -> None:
         "set the key to ENTER_YOUR_KEY_HERE_NOW",
     ],
 )
-def test_round_8_said_lookalikes_stay(text: str) -> None:
+def test_said_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
@@ -168,7 +168,7 @@ def test_round_8_said_lookalikes_stay(text: str) -> None:
         ("le token est A7d83IIbpjv91W2BeOzojgDCYa2pifyAuFQaDOSx", "A7d83IIbpjv9"),
     ],
 )
-def test_round_8_more_said_passwords_are_redacted(text: str, secret: str) -> None:
+def test_more_said_passwords_are_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
@@ -182,11 +182,11 @@ def test_round_8_more_said_passwords_are_redacted(text: str, secret: str) -> Non
         "Cookie: _ga=GA1.2.1234567890.1699999999",
     ],
 )
-def test_round_8_more_said_lookalikes_stay(text: str) -> None:
+def test_more_said_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
-# --- round 9: a password said with logging in, Romance nouns for an API key, a session cookie -
+# --- a password said with logging in, Romance nouns for an API key, a session cookie -
 
 LOGIN = [
     f"use {PW} to log in",

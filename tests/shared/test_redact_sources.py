@@ -1,5 +1,5 @@
-"""Secrets written in source code (shared/redact_sources.py and the literal forms of
-shared/redact_context.py's assignments): prefixed and triple-quoted string literals, subscripts
+"""Secrets written in source code (shared/redact/sources.py and the literal forms of
+shared/redact/assignments.py): prefixed and triple-quoted string literals, subscripts
 and calls that name a credential in a string, setters, credential calls with positional
 arguments, SQL, PowerShell's SecureString, Go's MySQL DSN and name/value pairs."""
 
@@ -159,7 +159,7 @@ def test_code_naming_a_credential_without_a_literal_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
 
-# Round 7: a call whose password is its n-th argument, as each library's signature puts it;
+# A call whose password is its n-th argument, as each library's signature puts it;
 # the user before it stays (Go's PlainAuth kept the password and redacted the user).
 POSITIONAL = [
     f'auth := smtp.PlainAuth("", "bob@example.com", "{PW}", "smtp.gmail.com")',
@@ -264,7 +264,7 @@ def test_a_percent_sign_in_a_password_is_no_format_slot(secret: str) -> None:
         ("ALTER ROLE \"app\" PASSWORD 'Tr0ub4dor%ErpyE' VALID UNTIL '2026-01-01';", "Tr0ub4dor"),
     ],
 )
-def test_round_8_postgres_role_password_is_redacted(text: str, secret: str) -> None:
+def test_postgres_role_password_is_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
@@ -276,5 +276,5 @@ def test_round_8_postgres_role_password_is_redacted(text: str, secret: str) -> N
         "ALTER USER bob VALID UNTIL 'infinity';",
     ],
 )
-def test_round_8_postgres_role_lookalikes_stay(text: str) -> None:
+def test_postgres_role_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text

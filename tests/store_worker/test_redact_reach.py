@@ -1,10 +1,10 @@
-"""Redaction's order and reach in the store (issue 12, items 3 and "the leaks").
+"""Redaction's order and reach in the store.
 
 Redaction comes before anything derives an id, a slug, a tag, an entity or a link, and
 nothing is derived from what it leaves (no ``openai-key-redacted-openai-key``, no entity
 ``redacted``, no tag ``[redacted:aws_access_key]``); identifier fields holding a credential are
 refused with ``invalid_argument`` and nothing written; every response that redacted says what
-kinds; and the shapes the issue found leaking reach no file, event or error text.
+kinds; and the shapes once found leaking reach no file, event or error text.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""Which redaction rules can match a text (shared/redact.py): the rules, compiled from the
-catalogue (shared/credentials.toml) and the context rules (shared/redact_context.py), and the
-gate that names the few of them whose anchors occur in a text.
+"""Which redaction rules can match a text (shared/redact/engine.py): the rules, compiled from
+the catalogue (shared/redact/credentials.toml) and the context rules (shared/redact/context.py),
+and the gate that names the few of them whose anchors occur in a text.
 
-The plan (``shared/redact_plan.json``, shipped): deriving every rule's anchors and compiling
-every pattern took ~0.2 s of the first redaction in a process — what a one-shot
-``memory --data-dir D save`` or an embedded hook pays every time (issue 13). The plan holds
-what that derivation gives (the catalogue's formats in rule order and every rule's anchor
+The plan (``shared/redact/plan.json``, shipped): deriving every rule's anchors and compiling
+every pattern took ~0.2 s of the first redaction in a process — what a one-shot ``memory
+--data-dir D save`` or an embedded hook pays every time, each being a new process. The plan
+holds what that derivation gives (the catalogue's formats in rule order and every rule's anchor
 sets) under a key over its inputs (the catalogue, the code of these modules, the Python
-version). When the key matches, ``engine`` takes the anchors from it and each rule compiles
-its pattern the first time the gate names it; otherwise everything is derived as before. It is
-regenerated with ``python -m shared.redact_gate``; ``tests/shared/test_redact_plan.py`` fails
+version). When the key matches, ``engine`` takes the anchors from it and each rule compiles its
+pattern the first time the gate names it; otherwise everything is derived as before. It is
+regenerated with ``python -m shared.redact.gate``; ``tests/shared/test_redact_plan.py`` fails
 while the shipped plan is not the derivation's.
 """
 
@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from shared.redact_anchors import (
+from shared.redact.anchors import (
     Anchor,
     Probe,
     Strings,
@@ -36,38 +36,31 @@ from shared.redact_anchors import (
     minimal,
     pivot_rank,
 )
-from shared.redact_anchors import anchors as derive_anchors
-from shared.redact_anchors import folded as fold
-from shared.redact_catalogue import CHECKS, Format, catalogue
-from shared.redact_codes import CODES
-from shared.redact_commands import COMMANDS
-from shared.redact_context import (
-    AFTER_CATALOGUE,
-    BEFORE_CATALOGUE,
-    TEXT_ANCHORS,
-    Judge,
-    RuleSpec,
-    Seek,
-    find_all,
-)
-from shared.redact_encoded import ENCODED, ENCODED_TEXT_ANCHORS
-from shared.redact_files import FILES, FILES_TEXT_ANCHORS
-from shared.redact_lines import LINES
-from shared.redact_pairs import PAIRS, PAIRS_TEXT_ANCHORS
-from shared.redact_said import SAID, SAID_EXACT_ANCHORS, SAID_TEXT_ANCHORS
-from shared.redact_sources import SOURCES
+from shared.redact.anchors import anchors as derive_anchors
+from shared.redact.anchors import folded as fold
+from shared.redact.catalogue import CHECKS, Format, catalogue
+from shared.redact.codes import CODES
+from shared.redact.commands import COMMANDS
+from shared.redact.context import AFTER_CATALOGUE, BEFORE_CATALOGUE, TEXT_ANCHORS
+from shared.redact.encoded import ENCODED, ENCODED_TEXT_ANCHORS
+from shared.redact.files import FILES, FILES_TEXT_ANCHORS
+from shared.redact.lines import LINES
+from shared.redact.pairs import PAIRS, PAIRS_TEXT_ANCHORS
+from shared.redact.rule import Judge, RuleSpec, Seek, find_all
+from shared.redact.said import SAID, SAID_EXACT_ANCHORS, SAID_TEXT_ANCHORS
+from shared.redact.sources import SOURCES
 
 __all__ = ["Engine", "Rule", "candidates", "engine"]
 
-# The rules after the catalogue, in order: the command lines of shared/redact_commands.py
-# (each tied to its tool's name), the codes of shared/redact_codes.py (each after its own
-# noun), the forms of source code (shared/redact_sources.py), of configuration lines
-# (shared/redact_files.py), values whose context is on the line before or that no assignment
-# reads (shared/redact_lines.py) and of credentials said in prose (shared/redact_said.py) before
+# The rules after the catalogue, in order: the command lines of shared/redact/commands.py
+# (each tied to its tool's name), the codes of shared/redact/codes.py (each after its own
+# noun), the forms of source code (shared/redact/sources.py), of configuration lines
+# (shared/redact/files.py), values whose context is on the line before or that no assignment
+# reads (shared/redact/lines.py) and of credentials said in prose (shared/redact/said.py) before
 # the context rules, whose generic flags, PINs and assignments would otherwise take them
-# first; then base64 known or said to be secret (shared/redact_encoded.py: a Secret's values
+# first; then base64 known or said to be secret (shared/redact/encoded.py: a Secret's values
 # whose keys say nothing; a key that names a credential has given its label already); last,
-# the bare pairs of shared/redact_pairs.py, the weakest context of all.
+# the bare pairs of shared/redact/pairs.py, the weakest context of all.
 _AFTER: tuple[RuleSpec, ...] = (
     *COMMANDS,
     *CODES,
@@ -94,10 +87,10 @@ class Rule:
         default=False, compare=False, repr=False
     )
     # A set one of which the *text* holds whenever the rule redacts anything, for a judge
-    # that reads past its match (redact_context.TEXT_ANCHORS); empty for the others.
+    # that reads past its match (context.TEXT_ANCHORS); empty for the others.
     text_anchors: Strings = field(default=frozenset(), compare=False, repr=False)
     # Sets of strings such that every match holds one string of each set, the most selective
-    # set first (shared/redact_anchors.py), after ``text_anchors`` when there are any; None
+    # set first (shared/redact/anchors.py), after ``text_anchors`` when there are any; None
     # when none could be derived.
     anchors: tuple[Strings, ...] | None = field(init=False)
     probes: tuple[Probe, ...] = field(init=False)
@@ -244,22 +237,32 @@ def _text_anchors(pattern: re.Pattern[str]) -> Strings:
 
 # --- the plan: the derivation, shipped -----------------------------------------------------------
 
-PLAN = "redact_plan.json"
+_PACKAGE = "shared.redact"  # where the plan and its inputs are
+PLAN = "plan.json"
 # What the plan is derived from: the catalogue and the code that turns it into rules and anchors.
 _PLAN_INPUTS = (
     "credentials.toml",
-    "redact_anchors.py",
-    "redact_catalogue.py",
-    "redact_codes.py",
-    "redact_commands.py",
-    "redact_context.py",
-    "redact_encoded.py",
-    "redact_files.py",
-    "redact_gate.py",
-    "redact_lines.py",
-    "redact_pairs.py",
-    "redact_said.py",
-    "redact_sources.py",
+    "anchors.py",
+    "assignments.py",
+    "catalogue.py",
+    "codes.py",
+    "commands.py",
+    "context.py",
+    "encoded.py",
+    "files.py",
+    "gate.py",
+    "keywords.py",
+    "languages.py",
+    "lines.py",
+    "markup.py",
+    "pairs.py",
+    "prose.py",
+    "rule.py",
+    "said.py",
+    "shell.py",
+    "sources.py",
+    "tables.py",
+    "web.py",
 )
 
 
@@ -267,7 +270,7 @@ def plan_key() -> str:
     """A key over the plan's inputs as they are on disk now and the Python version (its regex
     parser)."""
     h = hashlib.sha256(f"python={sys.version_info[0]}.{sys.version_info[1]}".encode())
-    folder = resources.files("shared")
+    folder = resources.files(_PACKAGE)
     for name in _PLAN_INPUTS:
         h.update(name.encode() + b"\0" + folder.joinpath(name).read_bytes())
     return h.hexdigest()
@@ -305,7 +308,7 @@ def build_plan() -> dict[str, Any]:
 def _shipped() -> tuple[tuple[Format, ...], list[tuple[Strings, ...] | None]] | None:
     """The shipped plan's formats and anchors when its key is this code's; else None."""
     try:
-        raw = json.loads(resources.files("shared").joinpath(PLAN).read_text(encoding="utf-8"))
+        raw = json.loads(resources.files(_PACKAGE).joinpath(PLAN).read_text(encoding="utf-8"))
         if CODE_KEY is None or raw.get("key") != CODE_KEY:
             return None
         formats = tuple(
@@ -338,7 +341,7 @@ def write_plan(path: Path | None = None) -> Path:
 # --- the gate: which rules can match a text -------------------------------------------------------
 #
 # Trying all 265 rules on every text would cost milliseconds; the gate names the few that can
-# match, from the first anchor set of each rule (shared/redact_anchors.py; a hit on an anchor
+# match, from the first anchor set of each rule (shared/redact/anchors.py; a hit on an anchor
 # stands for the rules whose first set holds that very anchor), in three parts:
 #   * anchors with a rare character (a symbol, a digit, a capital): one regex whose
 #     alternatives are grouped by that character, so a search skips ahead on a character set
@@ -578,7 +581,7 @@ def candidates(text: str) -> tuple[Rule, ...]:
 
 # The key of the code this process runs, taken when this module is imported (its inputs are
 # imported just before): a release installed over a running process must not lend its plan to
-# the rules already in memory. Reading the five files costs ~1 ms.
+# the rules already in memory. Reading its 22 files costs under 1 ms.
 CODE_KEY = _code_key()
 
 

@@ -1,4 +1,4 @@
-"""Secrets written in source code, beyond the assignments of shared/redact_context.py: a call
+"""Secrets written in source code, beyond the assignments of shared/redact/assignments.py: a call
 or a pair that names the credential in a string (``define('DB_PASSWORD', '...')``,
 ``os.Setenv("GITHUB_TOKEN", "...")``), a setter named for it (``setPassword("...")``), a call
 that takes a user and then a password (``smtp.login(user, "...")``, ``BasicAuth("bob",
@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_catalogue import is_random, looks_like_password
-from shared.redact_context import (
+from shared.redact.catalogue import is_random, looks_like_password
+from shared.redact.keywords import (
     _KEYWORDS,
-    RuleSpec,
-    Scan,
     _is_placeholder,
     _is_plain,
     _judge_keyword_value,
     _keyword_label,
-    find_all,
 )
+from shared.redact.rule import RuleSpec, Scan, find_all
 
 __all__ = ["SOURCES"]
 

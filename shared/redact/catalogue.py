@@ -1,4 +1,4 @@
-"""The credential catalogue as data (issue 12): ``shared/credentials.toml``, shipped as package
+"""The credential catalogue as data: ``shared/redact/credentials.toml``, shipped as package
 data, read once (lazily, on the first redaction) and validated here; ``shared.redact`` compiles
 it into its matcher.
 
@@ -139,7 +139,7 @@ def github_checksum(entropy: str) -> str:
 
 def github_checksum_ok(token: str) -> bool:
     """Whether a ``gh?_`` token of 40 characters carries a valid CRC32 tail. Reported, never
-    required: see "Decisions" in shared/redact.py."""
+    required: see "Decisions" in shared/redact/__init__.py."""
     body = token[4:]
     return len(body) == 36 and github_checksum(body[:30]) == body[30:]
 
@@ -277,5 +277,5 @@ def parse_catalogue(text: str) -> tuple[Format, ...]:
 @cache
 def catalogue() -> tuple[Format, ...]:
     """The shipped catalogue, read once."""
-    text = resources.files("shared").joinpath("credentials.toml").read_text(encoding="utf-8")
+    text = resources.files("shared.redact").joinpath("credentials.toml").read_text(encoding="utf-8")
     return parse_catalogue(text)

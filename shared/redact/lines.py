@@ -1,5 +1,4 @@
-"""Secrets whose context is on another line, or in a form no assignment reads (round 8 of the
-adversarial review of secret redaction):
+"""Secrets whose context is on another line, or in a form no assignment reads:
 
     * a value alone on the line after the words that announce it ("here is the password for
       the staging box" then ``<pw>``, a bare ``Password`` label then ``<pw>``);
@@ -11,7 +10,7 @@ adversarial review of secret redaction):
       value with ``;`` or ``}`` in it: "[MS-ODBCSTR] 2.1.2 ODBC Connection String Format");
     * a key named only ``key`` (``"Key": "<value>"`` in an appsettings.json ``Jwt`` section,
       ``key=<value>``), when the value is 20+ characters mixing digits and both cases;
-    * (round 9) the second line of a two-line credentials file, a user then a password, under
+    * the second line of a two-line credentials file, a user then a password, under
       its name (``cat /etc/openvpn/auth.txt``, "# creds.txt:"), as OpenVPN's
       ``auth-user-pass`` reads it.
 
@@ -24,8 +23,9 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_catalogue import is_random, is_strong, looks_like_password
-from shared.redact_context import RuleSpec, Scan, _is_placeholder, _is_plain
+from shared.redact.catalogue import is_random, is_strong, looks_like_password
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["LINES"]
 
@@ -203,7 +203,7 @@ def _judge_odbc(m: re.Match[str], secret: str) -> str | None:
 
 
 _BARE_KEY = re.compile(
-    # (not in a query string, shared/redact_context.py's; not a file's name: no "." after)
+    # (not in a query string, shared/redact/web.py's; not a file's name: no "." after)
     # (the separator glued to the name: "key=", "key:", '"Key":' are the gate's anchors, where
     # "key" alone is in "monkey" and "the key to it")
     r"(?<![A-Za-z0-9_.?&-])[\"']?(?i:key(?:=|:|\":|':))[ \t]*[\"']?"

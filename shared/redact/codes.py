@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_context import RuleSpec, Scan, Seek, _fixed
+from shared.redact.rule import RuleSpec, Scan, Seek, _fixed
 
 __all__ = ["CODES"]
 

@@ -1,5 +1,5 @@
 """Passwords given on a command line to tools beyond the database shells and curl of
-shared/redact_context.py: the archivers (``zip -P``, ``7z -p``), ``openssl -k``, the LDAP
+shared/redact/shell.py: the archivers (``zip -P``, ``7z -p``), ``openssl -k``, the LDAP
 clients (``-w``), the SMB clients (``-U user%<pw>``), ``htpasswd -b``, Oracle's connect
 strings (``sqlplus user/<pw>@db``), Windows' ``net use``/``net user`` and ``setx NAME value``.
 (A tool's name is a word the gate looks for in every text, ~0.1 µs each: the common tools
@@ -18,18 +18,9 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_context import (
-    _KEYWORDS,
-    _VALUE,
-    RuleSpec,
-    Scan,
-    Seek,
-    _fixed,
-    _is_placeholder,
-    _is_plain,
-    _keyword_label,
-    find_all,
-)
+from shared.redact.keywords import _KEYWORDS, _is_placeholder, _is_plain, _keyword_label
+from shared.redact.rule import RuleSpec, Scan, Seek, _fixed, find_all
+from shared.redact.shell import _VALUE
 
 __all__ = ["COMMANDS"]
 

@@ -1,4 +1,4 @@
-"""Anchors: a cheap proof that a redaction rule cannot match (moved out of shared/redact.py).
+"""Anchors: a cheap proof that a redaction rule cannot match.
 
 Each rule's *anchor sets* are sets of literal strings read off its own compiled pattern such
 that every match contains a string of each set. ``shared.redact`` skips a rule when some set

@@ -1,4 +1,4 @@
-"""A user and a password written as a pair with no noun before it, for shared/redact.py:
+"""A user and a password written as a pair with no noun before it:
 ``bob:<pw>``, ``admin/<pw>``, ``deploy:<pw>@db.internal`` (a note, a combo list's line, a chat
 message that pastes one), and a Wi-Fi network and its password (``wifi: HomeNet / <pw>``).
 
@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_catalogue import looks_like_password
-from shared.redact_context import RuleSpec, Scan, _is_placeholder, _is_plain
+from shared.redact.catalogue import looks_like_password
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["PAIRS", "PAIRS_TEXT_ANCHORS"]
 

@@ -1,10 +1,10 @@
-"""Secrets that are base64 of something with no shape of its own, for shared/redact.py, where
-the context says they are secret: the values of a Kubernetes Secret (``kind: Secret``, every
-key under ``data:`` or ``stringData:``, whatever its name, in YAML or JSON, one manifest or a
-``kubectl get -o yaml`` list), a value said to be a credential's base64 ("the creds are base64
-<v>", "the token, base64-encoded, is <v>"), and an ``auth`` value that decodes to
-``user:password`` (Docker's ``config.json`` written as YAML, ``auth: <b64>``, or with a
-short password the catalogue's ``docker_config_auth`` turns down).
+"""Secrets that are base64 of something with no shape of its own, where the context says they are
+secret: the values of a Kubernetes Secret (``kind: Secret``, every key under ``data:`` or
+``stringData:``, whatever its name, in YAML or JSON, one manifest or a ``kubectl get -o yaml``
+list), a value said to be a credential's base64 ("the creds are base64 <v>", "the token,
+base64-encoded, is <v>"), and an ``auth`` value that decodes to ``user:password`` (Docker's
+``config.json`` written as YAML, ``auth: <b64>``, or with a short password the catalogue's
+``docker_config_auth`` turns down).
 
 Where the forms come from: the Kubernetes Secret API (``data`` holds base64 strings,
 ``stringData`` plain ones, both maps of any key), ``kubectl get secret -o yaml|json``, and
@@ -19,7 +19,8 @@ import binascii
 import re
 from functools import lru_cache
 
-from shared.redact_context import RuleSpec, Scan, _is_placeholder, _is_plain
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["ENCODED", "ENCODED_TEXT_ANCHORS"]
 
@@ -250,7 +251,7 @@ def _judge_encoded_auth(m: re.Match[str], secret: str) -> str | None:
 
 
 # The Secret rules read the text around their match (``kind: Secret``): the gate also needs
-# the word in the text (redact_context.TEXT_ANCHORS), so a text with a ":" and no "secret"
+# the word in the text (context.TEXT_ANCHORS), so a text with a ":" and no "secret"
 # runs none of them.
 ENCODED_TEXT_ANCHORS: dict[re.Pattern[str], tuple[str, ...]] = {
     _DATA_BLOCK: ("secret",),

@@ -4,7 +4,7 @@ names a credential and then gives it (redis.conf's ``requirepass <pw>``, slapd's
 keepalived's ``auth_pass``, a router's ``username admin password 0 <pw>``, ``key-string``),
 Redis' ``AUTH [user] <pw>``, the values of a ``Cookie:`` or ``Set-Cookie:`` header that are
 shaped like a session id, and Wi-Fi: the ``WIFI:T:WPA;S:<ssid>;P:<pw>;;`` string a QR code
-holds, and "the wifi key is <pw>". Round 9: Redis Sentinel's ``sentinel auth-pass <master>
+holds, and "the wifi key is <pw>". Also Redis Sentinel's ``sentinel auth-pass <master>
 <pw>``, ``CONFIG SET requirepass <pw>`` after ``redis-cli -h host``, an ACL user's ``><pw>``,
 pgbouncer's ``userlist.txt`` (``"user" "md5..."``), SNMP communities, a cookies.txt line,
 OpenVPN's inline ``<auth-user-pass>``, and the column of a CSV, TSV or ";"-separated table
@@ -22,21 +22,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from shared.redact_catalogue import entropy_bits, is_random, is_strong, looks_like_password
-from shared.redact_context import (
-    _ASSIGNMENT_WORDS,
-    _HEADER_WORDS,
-    _KEYWORDS,
-    RuleSpec,
-    Scan,
-    Seek,
-    _cell_label,
-    _header_label,
-    _is_placeholder,
-    _is_plain,
-    _keyword_label,
-    find_all,
-)
+from shared.redact.assignments import _ASSIGNMENT_WORDS
+from shared.redact.catalogue import entropy_bits, is_random, is_strong, looks_like_password
+from shared.redact.keywords import _KEYWORDS, _is_placeholder, _is_plain, _keyword_label
+from shared.redact.rule import RuleSpec, Scan, Seek, find_all
+from shared.redact.tables import _HEADER_WORDS, _cell_label, _header_label
 
 __all__ = ["FILES", "FILES_TEXT_ANCHORS"]
 
@@ -160,7 +150,7 @@ _FILE_NAME = re.compile(r"[A-Za-z_][\w-]*\.[a-z]{2,5}")
 # A label alone on its line, with its colon, and the value alone on the next, as a password
 # manager's or a web form's fields are copied ("Password:" then the password; Python's
 # ``pass`` then ``finally:`` is code): what YAML's indented next line is
-# to shared/redact_context.py, without the indent.
+# to shared/redact/markup.py, without the indent.
 _LABEL_LINE = re.compile(
     r"(?m:^)[ \t]*(?:[#>*-]+[ \t]*)?(?:\*\*)?(?P<key>[A-Za-z0-9_.-]{0,30}?" + _KEYWORDS + r")"
     r"(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]*\r?\n[ \t]*(?P<bare>[^\s\"'`]{6,256})[ \t]*\r?(?=\n|$)",
@@ -411,7 +401,7 @@ def _judge_ovpn_auth(m: re.Match[str], secret: str) -> str | None:
 
 # --- a delimited table whose header names a credential -------------------------------------------
 #
-# What the pipe tables of shared/redact_context.py are to Markdown, for a CSV, TSV or
+# What the pipe tables of shared/redact/tables.py are to Markdown, for a CSV, TSV or
 # ";"-separated export (a spreadsheet of accounts, ``psql``'s ``\copy``, a password manager's
 # export): a header line whose cells name columns, one of them a credential (``password``,
 # ``api_token``, ``"Secret"``), and the rows below it with as many cells; each cell of that

@@ -1,10 +1,10 @@
-"""Credentials said in prose beyond "my password is X" (shared/redact_context.py): a user and a
+"""Credentials said in prose beyond "my password is X" (shared/redact/prose.py): a user and a
 password after a noun that says credentials ("credentials bob:<pw>", "login is admin / <pw>",
 "username/password: admin/<pw>"), an e-mail address and its password as combo lists and notes
 write them (``bob@example.com:<pw>``, ``bob@example.com / <pw>``), and an API key or a token
 named in another language ("clé API : <key>", "API-Schlüssel: <key>", "APIキー: <key>",
 "токен: <key>", "访问令牌: <key>"; Italian "chiave API", Portuguese "chave da API", Dutch
-"API-sleutel" ...); round 9: a password said with logging in and no noun for it ("use <pw> to
+"API-sleutel" ...); a password said with logging in and no noun for it ("use <pw> to
 log in", "log into the NAS with admin and <pw>") and a session cookie said in prose ("my
 session cookie is <v>").
 
@@ -20,14 +20,10 @@ from __future__ import annotations
 
 import re
 
-from shared.redact_catalogue import entropy_bits, is_random, is_strong, looks_like_password
-from shared.redact_context import (
-    RuleSpec,
-    Scan,
-    _is_placeholder,
-    _is_plain,
-    _judge_said_key,
-)
+from shared.redact.catalogue import entropy_bits, is_random, is_strong, looks_like_password
+from shared.redact.keywords import _is_placeholder, _is_plain
+from shared.redact.prose import _judge_said_key
+from shared.redact.rule import RuleSpec, Scan
 
 __all__ = ["SAID", "SAID_EXACT_ANCHORS", "SAID_TEXT_ANCHORS"]
 
@@ -126,8 +122,8 @@ def _email_pair_starts(scan: Scan) -> list[int]:
 # key is <value>" is. A noun in a script without spaces may follow another word ("访问令牌").
 # (Every noun here is the gate's anchor, and none may be one character long or plain ASCII:
 # the gate would otherwise find the rule by its separators, or look for one more word in
-# every text. "jeton" is the one exception, a word the probe of round 8 found French users
-# paste a token after; ~0.1 µs a text.)
+# every text. "jeton" is the one exception, the word French users were found to paste a token
+# after; ~0.1 µs a text.)
 _FOREIGN_KEY = re.compile(
     r"(?<![A-Za-z\u00c0-\u024f\u0400-\u04ff])"
     r"(?i:(?P<k_api_key>(?:api[ \t_-]*)?(?:schlüssel|キー|密钥|密鑰|ключ)(?:[ \t]+api)?"
