@@ -6,9 +6,9 @@ statement dates and answers JSON ``{"decision": "duplicate" | "contradiction" | 
 "keep": <id or null>, "reason": "..."}``; the reply is validated with pydantic and a bad reply is
 retried once, then raised as a typed error (the pass reports it and keeps its checkpoint).
 
-litellm is imported lazily, only when a judge call is made: its import costs ~6 s and ~200 MB
-(FACTS.md "litellm"). Tests drive the real ``litellm.completion`` call path with
-``mock_response=`` through ``completion_kwargs``.
+The model is called through ``shared.llm``: its error policy types a failed call (a transient
+one is a retryable ``source_unavailable``, a refused one a non-retryable ``unknown``), and its
+litellm backend imports litellm only when a judge call is made.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.errors import SourceUnavailableError, UnknownError
+from shared.errors import UnknownError
+from shared.llm import LLM, create_llm
 from shared.models import Memory
 
 log = logging.getLogger(__name__)
@@ -56,21 +57,20 @@ class Judge(Protocol):
 
 
 class LLMJudge:
-    """A judge over ``litellm.completion``; ``completion_kwargs`` pass through (tests use
-    ``mock_response``)."""
+    """A judge over an ``LLM`` (by default litellm's backend, ``shared.llm.create_llm``)."""
 
     def __init__(
         self,
         model: str,
         *,
+        llm: LLM | None = None,
         timeout_s: float = 30.0,
         retries: int = 1,
-        completion_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.model = model
+        self.llm = llm if llm is not None else create_llm()
         self.timeout_s = timeout_s
         self.retries = retries
-        self.completion_kwargs = dict(completion_kwargs or {})
 
     def decide(self, kind: Kind, a: Memory, b: Memory) -> Verdict:
         messages = [
@@ -87,28 +87,20 @@ class LLMJudge:
         raise UnknownError(f"judge reply invalid after {self.retries + 1} attempts: {last}")
 
     def _complete(self, messages: list[dict[str, str]]) -> str:
-        import litellm  # lazy: see the module docstring
-
-        try:
-            resp = litellm.completion(
-                model=self.model,
-                messages=messages,
-                temperature=0,
-                timeout=self.timeout_s,
-                response_format={"type": "json_object"},
-                drop_params=True,  # a provider without JSON mode still gets the call
-                **self.completion_kwargs,
-            )
-        except Exception as e:  # the provider's errors are not ours to enumerate
-            raise SourceUnavailableError(f"judge call failed: {type(e).__name__}: {e}") from e
-        return str(resp.choices[0].message.content or "")
+        completion = self.llm.complete(
+            messages, model=self.model, timeout_s=self.timeout_s, json_object=True
+        )
+        return completion.text
 
 
-def judge_from(settings: ConsolidatorSettings) -> LLMJudge | None:
-    """The judge the settings ask for, or None when the tier is off."""
+def judge_from(settings: ConsolidatorSettings, llm: LLM | None = None) -> LLMJudge | None:
+    """The judge the settings ask for, or None when the tier is off; ``llm`` replaces the
+    litellm backend (pointed at ``judge_api_base`` when the settings name one)."""
     if not settings.judge_enabled or not settings.judge_model:
         return None
-    return LLMJudge(settings.judge_model, timeout_s=settings.judge_timeout_s)
+    if llm is None:
+        llm = create_llm(api_base=settings.judge_api_base)
+    return LLMJudge(settings.judge_model, llm=llm, timeout_s=settings.judge_timeout_s)
 
 
 def _pair_prompt(kind: Kind, a: Memory, b: Memory) -> str:

@@ -1,4 +1,4 @@
-"""The consolidator's settings: one explicit model, built once at start-up (STYLE §8).
+"""The consolidator's settings: one explicit model, built once at start-up.
 
 ``ConsolidatorSettings.from_env()`` reads ``MEMORY_CONSOLIDATE_<FIELD>`` once; nothing reads the
 environment at import time. The similarity thresholds are on rapidfuzz's 0-100 scale.
@@ -53,6 +53,9 @@ class ConsolidatorSettings(EnvSettings):
     max_group_size: int = Field(50, ge=2, description="A group never grows past this size.")
     judge_enabled: bool = Field(False, description="Turn the optional LLM judge tier on.")
     judge_model: str | None = Field(None, description="litellm model of the judge tier.")
+    judge_api_base: str | None = Field(
+        None, description="URL of an OpenAI-compatible server to send the judge's calls to."
+    )
     judge_max_calls: int = Field(50, ge=0, description="Judge calls allowed in one pass.")
     judge_semantic_min: float = Field(
         0.6,

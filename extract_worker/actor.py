@@ -1,4 +1,4 @@
-"""``memory-extractor``: the Ray shell around ``Extractor`` (DESIGN §1, §6).
+"""``memory-extractor``: the Ray shell around ``Extractor``, one detached actor per replica.
 
 It holds a ``StoreClient``, an LLM backend and a background thread that drains the store's
 outbox: woken by the store after each ``turn_completed`` (``outbox_watch``) and otherwise every
@@ -21,9 +21,9 @@ from collections import Counter
 from typing import Any
 
 from extract_worker.core import DrainStats, Extractor, JobResult
-from extract_worker.llm import LLM, LiteLLMBackend
 from extract_worker.settings import ExtractorSettings, retired_settings
 from extract_worker.spec import ACTOR_NAME, replica_count, replica_name
+from shared.llm import LLM, create_llm
 from shared.workers import NAMESPACE, start_detached
 
 log = logging.getLogger(__name__)
@@ -79,21 +79,24 @@ class Wake:
 
 
 class ExtractorActor:
-    """Create it with ``start()``; ``llm`` replaces the litellm backend (tests, custom)."""
+    """Create it with ``start()``; ``llm`` replaces the litellm backend (tests, custom); the
+    litellm backend calls ``MEMORY_EXTRACTION_API_BASE`` when that is set."""
 
     def __init__(
         self, env: dict[str, str] | None = None, llm: LLM | None = None, name: str = ACTOR_NAME
     ) -> None:
         from shared.sharded import ShardedStoreClient
 
-        self.name = name  # a replica's own actor name: its wake-ups come here (issue 16)
+        self.name = name  # a replica's own actor name: its wake-ups come here
         self.settings = ExtractorSettings.from_env(dict(env or {}))
         for line in retired_settings(dict(env or {})):
             log.warning("%s", line)
         self.store = ShardedStoreClient.connect(follow=True)  # every shard's outbox, as N changes
         self.metrics = _Metrics()
         self.outbox = (0, 0, 0)  # queued, leased, dead at the last drain
-        backend = llm if llm is not None else LiteLLMBackend() if self.settings.enabled else None
+        backend = llm
+        if backend is None and self.settings.enabled:
+            backend = create_llm(api_base=self.settings.extraction_api_base)
         self.core = Extractor(self.store, backend, self.settings, on_result=self.metrics.observe)
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -187,7 +190,7 @@ def start(
     llm: LLM | None = None,
 ) -> Any:
     """Start (or find) the named detached extractor and its ``MEMORY_EXTRACTOR_REPLICAS - 1``
-    siblings (``<name>-1`` ...; issue 16): every replica claims from every store shard's
+    siblings (``<name>-1`` ...): every replica claims from every store shard's
     outbox, and the store's leases hand each job to one claimer at a time. Returns the first."""
     env = dict(settings_env or {})
     replicas = replica_count(env.get("MEMORY_EXTRACTOR_REPLICAS") or 1)

@@ -1,4 +1,4 @@
-"""``memory chat``: a small terminal chat on any litellm model, wired to memory (issue 4).
+"""``memory chat``: a small terminal chat on any litellm model, wired to memory.
 
 It is the example for integrators: a harness calls the store twice per turn —
 
@@ -12,10 +12,14 @@ It is the example for integrators: a harness calls the store twice per turn —
 the embedded mode (``--data-dir``), the chat runs an ``Extractor`` in-process after each turn
 when an extraction model is configured. ``--show-memory`` prints what was injected.
 
+The model is called through ``shared.llm`` (the extractor's adapter and error policy): a failed
+call is an ``LLMError``, which the loop answers with "no reply" and goes on, while a store
+failure stops it.
+
 It lives with the extractor (it runs one in the embedded mode), not in ``shared``, which
-imports no worker (DESIGN §10). The store is a ``shared.api.StoreAPI``: the running store as
-the CLI reaches it (the gateway, else Ray), or the embedded store opened through the store
-worker's entry point.
+imports no worker package (so a client or the gateway never loads a worker's code). The store
+is a ``shared.api.StoreAPI``: the running store as the CLI reaches it (the gateway, else Ray),
+or the embedded store opened through the store worker's entry point.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from shared.errors import MemoryServiceError, reason
 
 if TYPE_CHECKING:  # memory --help builds this module's parser: no pydantic for that
     from shared.api import StoreAPI
+    from shared.llm.base import LLM
 
 BASE_SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
 Complete = Callable[[list[dict[str, str]]], str]
@@ -92,7 +97,7 @@ class ChatSession:
         try:
             reply = self.complete(prompt)
         except Exception:
-            status = "failed"  # a failed turn is extracted too (seeds/003)
+            status = "failed"  # a failed turn is extracted too: what the user said still counts
             self.store.turn_completed(self.session_id, turn_id, self.messages[start:], status)
             raise
         answer = {"role": "assistant", "content": reply, "timestamp": self.clock.now_ms()}
@@ -103,14 +108,12 @@ class ChatSession:
         return TurnRecord(text, reply, status, inj.system_prompt, appended)
 
 
-def litellm_complete(model: str, **extra: Any) -> Complete:
-    """A ``Complete`` over ``litellm.completion`` (imported on the first call)."""
+def model_complete(llm: LLM, model: str) -> Complete:
+    """A ``Complete`` over ``llm``: the provider's own temperature, no reply cap, no timeout
+    of ours (a person is waiting and can interrupt)."""
 
     def complete(messages: list[dict[str, str]]) -> str:
-        import litellm
-
-        response = litellm.completion(model=model, messages=messages, **extra)
-        return str(response.choices[0].message.content or "")
+        return llm.complete(messages, model=model, temperature=None).text
 
     return complete
 
@@ -126,6 +129,8 @@ def run_chat(
     """The read-reply loop; ``/quit`` or end of input stops it. A turn whose model call
     fails (no credentials, a provider outage) says why and the loop goes on. Returns turns
     completed."""
+    from shared.llm import LLMError  # here, not at the top: ``memory --help`` imports this module
+
     turns = 0
     for raw in lines:
         text = raw.strip()
@@ -135,11 +140,13 @@ def run_chat(
             break
         try:
             record = session.send(text)
+        except LLMError as e:  # the model call failed (the turn is queued as failed): go on
+            _no_reply(out, e)
+            continue
         except MemoryServiceError:
             raise  # the store failed: nothing more can be remembered, stop
-        except Exception as e:  # the model call (the turn is queued as failed): go on
-            out.write(f"assistant> (no reply: the model call failed: {_why(e)})\n")
-            out.flush()
+        except Exception as e:  # a ``Complete`` outside ``shared.llm`` failed: the same
+            _no_reply(out, e)
             continue
         turns += 1
         if show_memory:
@@ -147,6 +154,11 @@ def run_chat(
         out.write(f"assistant> {record.reply}\n")
         out.flush()
     return turns
+
+
+def _no_reply(out: TextIO, e: Exception) -> None:
+    out.write(f"assistant> (no reply: the model call failed: {_why(e)})\n")
+    out.flush()
 
 
 def _why(e: Exception) -> str:
@@ -224,17 +236,18 @@ def _embedded_extractor(args: argparse.Namespace, store: StoreAPI) -> Callable[[
     if not getattr(args, "data_dir", None) or not model:
         return None
     from extract_worker.core import Extractor
-    from extract_worker.llm import LiteLLMBackend
     from extract_worker.settings import ExtractorSettings
+    from shared.llm import create_llm
 
     settings = ExtractorSettings.from_env(dict(os.environ), extraction_model=model)
-    extractor = Extractor(store, LiteLLMBackend(), settings)
+    extractor = Extractor(store, create_llm(api_base=settings.extraction_api_base), settings)
     extractor.publish_status()
     return extractor.drain
 
 
 def _chat_cmd(args: argparse.Namespace) -> int:
     from shared.errors import InvalidArgumentError
+    from shared.llm import create_llm
 
     if not args.model:
         raise InvalidArgumentError("no chat model: pass --model (any litellm model name)")
@@ -242,7 +255,7 @@ def _chat_cmd(args: argparse.Namespace) -> int:
     try:
         session = ChatSession(
             store,
-            litellm_complete(args.model),
+            model_complete(create_llm(), args.model),
             session_id=args.session,
             bank=args.bank,
             after_turn=_embedded_extractor(args, store),

@@ -1,8 +1,9 @@
-"""``Extractor``: drains the store's extraction outbox, one LLM call per turn (DESIGN §6).
+"""``Extractor``: drains the store's extraction outbox, one LLM call per turn.
 
 A plain class over two interfaces — ``shared.api.StoreAPI`` (the store's contract, so the same
-code runs over the embedded store and over the Ray ``StoreClient``) and ``LLM`` — and the
-Ray shell (``extract_worker.actor``) only adds a loop and metrics.
+code runs over the embedded store and over the Ray ``StoreClient``) and ``shared.llm.LLM``
+(whose error policy makes a transient model failure a retry and a refused call a dead
+letter) — and the Ray shell (``extract_worker.actor``) only adds a loop and metrics.
 
 One job = one finished turn:
 
@@ -11,7 +12,7 @@ One job = one finished turn:
           → parse (pydantic) → note the reply in the job (``outbox_note``)
           → apply through save_many / supersede / rule_set → ack
 
-Apply (seeds/003 "One LLM call per turn", "Rules learn from corrections"): the reply's saves
+Apply (rules are learned from the user's corrections): the reply's saves
 go to the store as one ``save_many`` (one call, one fsync; a refused call wrote nothing and is
 sent again save by save, so the ones before a refused save are kept), then the corrections
 retire what they replace:
@@ -45,12 +46,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from extract_worker import prompt
-from extract_worker.llm import LLM, Completion
 from extract_worker.parse import ExtractedMemory, ExtractionReply, parse_reply
 from extract_worker.settings import ExtractorSettings
 from shared import errors
 from shared.api import StoreAPI
 from shared.clock import Clock, SystemClock
+from shared.llm import LLM, Completion
 from shared.models import Memory, OutboxJob, OutboxPolicy, SaveResponse
 from shared.redact import redact
 from shared.text import fingerprint
@@ -314,8 +315,8 @@ class Extractor:
     ) -> None:
         keep = reply.memories[: self.settings.max_memories_per_turn]
         result.dropped += len(reply.memories) - len(keep)
-        # every save of the reply goes to the store as one save_many (issue 14), then the
-        # corrections retire what they replace
+        # every save of the reply goes to the store as one save_many (one call, one fsync),
+        # then the corrections retire what they replace
         # item, text, the memory it re-saves (reinforced in its own scope, project, session)
         saves: list[tuple[ExtractedMemory, str, Memory | None]] = []
         gone: list[tuple[ExtractedMemory, Memory]] = []  # applied before, retired since
@@ -452,7 +453,7 @@ class Extractor:
         a session memory re-saved as a global one would reach every session."""
         entities = list(item.entities)
         if text.lower().startswith(("the user ", "the user's ")) and "user" not in entities:
-            entities = ["user", *entities][:8]  # first-person questions reach it (seeds/003)
+            entities = ["user", *entities][:8]  # "what do I ...?" recalls it
         place: dict[str, Any] = {}
         if old is not None and old.scope != "global":
             place = {"scope": old.scope, "project": old.project}

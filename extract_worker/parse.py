@@ -1,4 +1,4 @@
-"""Validate the extraction model's reply (DESIGN §6: "Output is validated with pydantic").
+"""Validate the extraction model's reply with pydantic before anything of it is written.
 
 Models are sloppy, so the reader is tolerant where the intent is clear and strict where it is
 not: JSON inside prose or a code fence is found; a bare array is the memories list; one object
@@ -51,7 +51,7 @@ class ExtractedMemory(BaseModel):
             raise ValueError("a memory needs non-empty text")
         text = " ".join(redact(value).text.split())[:MAX_MEMORY_CHARS]
         if REDACTED in text:
-            raise ValueError("a memory about a secret is not kept")  # seeds/003: never store
+            raise ValueError("a memory about a secret is not kept")  # a secret is never stored
         return text
 
     @field_validator("type", mode="before")
@@ -69,7 +69,7 @@ class ExtractedMemory(BaseModel):
         out: dict[str, None] = {}
         for raw in value:
             if isinstance(raw, str) and (norm := entity_norm(redact(raw).text)):
-                if not is_placeholder(norm):  # nothing is derived from a placeholder (issue 12)
+                if not is_placeholder(norm):  # a placeholder names no entity
                     out.setdefault(norm, None)
         return tuple(out)[:MAX_LABELS]
 

@@ -1,10 +1,10 @@
-"""The extraction prompt (DESIGN §6, seeds/003 "One LLM call per turn", "Time-aware").
+"""The extraction prompt: one LLM call per turn, with the dates that make it time-aware.
 
 One system message with the instructions and the reply schema, one user message with what the
 bank already knows (so restatements reinforce and corrections supersede by id) and the turn's
 messages, each with its own UTC date and time so relative dates can be made absolute.
 The transcript reaching this module is already redacted; the prompt still forbids secrets,
-because redaction is a denylist of shapes (seeds/003 "Secrets are redacted").
+because redaction is a denylist of shapes and can miss one.
 """
 
 from __future__ import annotations

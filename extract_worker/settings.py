@@ -1,8 +1,9 @@
-"""``ExtractorSettings``: everything the extractor reads, built once at start-up (STYLE §8).
+"""``ExtractorSettings``: everything the extractor reads, built once at start-up (no module
+reads the environment later, so a running actor never changes behaviour under its feet).
 
 Every field can be set with ``MEMORY_<FIELD>`` (the same prefix as the store's settings, so one
 environment configures the family). Extraction is on only when it is enabled *and* a model is
-configured (DESIGN §6: "Without an LLM configured, extraction is off and doctor says so").
+configured: without a model, extraction is off and ``memory doctor`` says so.
 
 The retry policy is not here: the store owns the outbox, so tries and backoff are the store's
 ``MEMORY_OUTBOX_MAX_ATTEMPTS``, ``_BACKOFF_MS``, ``_BACKOFF_MAX_MS`` (``StoreSettings``), which
@@ -23,6 +24,9 @@ from shared.config import EnvSettings
 class ExtractorSettings(EnvSettings):
     extraction_enabled: bool = Field(True, description="Run extraction when a model is set.")
     extraction_model: str | None = Field(None, description="litellm model name.")
+    extraction_api_base: str | None = Field(
+        None, description="URL of an OpenAI-compatible server to send the model's calls to."
+    )
     extraction_window: int = Field(20, ge=1, le=200, description="Newest messages read per turn.")
     extraction_timeout_ms: int = Field(60_000, ge=100, description="One LLM call's timeout.")
     extraction_max_tokens: int = Field(1_024, ge=64, description="Reply token cap.")

@@ -1,12 +1,17 @@
-"""The semantic arm's outside dependency behind a small interface (STYLE §9).
+"""The semantic arm's outside dependency behind a small interface, with a fake for tests.
 
 ``Embedder.embed(texts)`` returns one unit vector per text. Three backends ship:
 ``LiteLLMEmbedder`` (any provider litellm knows, imported lazily on first use because importing
-litellm costs ~6 s; FACTS.md), ``SentenceTransformerEmbedder`` (a sentence-transformers model
-folder on local disk, for users without an embedding API; issue 6), and ``FakeEmbedder``, a
-deterministic feature-hashing embedder for tests that makes texts sharing words (or word stems)
-land close together. ``embedder_for(model)`` picks the backend a configured model names:
-``local:<folder>`` is the local one, anything else goes to litellm.
+litellm costs ~6 s, through ``shared.llm.litellm.load_litellm``), ``SentenceTransformerEmbedder``
+(a sentence-transformers model folder on local disk, for users without an embedding API), and
+``FakeEmbedder``, a deterministic feature-hashing embedder for tests that makes texts sharing
+words (or word stems) land close together. ``embedder_for(model)`` picks the backend a
+configured model names: ``local:<folder>`` is the local one, anything else goes to litellm.
+
+Any failure of the litellm call is a retryable ``SourceUnavailableError``, whatever its cause
+(not ``shared.llm``'s policy, which tells a refused call from a transient one): the store
+answers it by leaving the semantic arm out of a recall and embedding again later, and a refused
+embedding call must degrade recall the same way rather than fail it.
 """
 
 from __future__ import annotations
@@ -93,8 +98,9 @@ class LiteLLMEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         try:
-            import litellm  # lazy: ~6 s and ~200 MB, paid only when embeddings are on
+            from shared.llm.litellm import load_litellm
 
+            litellm = load_litellm()  # lazy: ~6 s and ~200 MB, paid only when embeddings are on
             reply = litellm.embedding(
                 model=self.model, input=texts, timeout=self.timeout, **self.embedding_kwargs
             )

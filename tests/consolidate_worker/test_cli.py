@@ -103,6 +103,7 @@ def test_an_embedded_pass_uses_the_configured_judge(
     # Given a grey-band pair and the judge turned on through the environment (its litellm call
     # answered by litellm's mock provider)
     from consolidate_worker import judge as judge_mod
+    from shared.llm import LiteLLMBackend
 
     folder = tmp_path / "grey"
     store = MemoryStore(folder, clock=FakeClock())
@@ -112,12 +113,7 @@ def test_an_embedded_pass_uses_the_configured_judge(
     monkeypatch.setenv("MEMORY_CONSOLIDATE_JUDGE_ENABLED", "true")
     monkeypatch.setenv("MEMORY_CONSOLIDATE_JUDGE_MODEL", "openai/gpt-4o-mini")
     reply = json.dumps({"decision": "duplicate", "keep": old, "reason": "same advice"})
-    real = judge_mod.LLMJudge.__init__
-
-    def mocked(self: judge_mod.LLMJudge, model: str, **kwargs: object) -> None:
-        real(self, model, completion_kwargs={"mock_response": reply})  # type: ignore[arg-type]
-
-    monkeypatch.setattr(judge_mod.LLMJudge, "__init__", mocked)
+    monkeypatch.setattr(judge_mod, "create_llm", lambda **_: LiteLLMBackend(mock_response=reply))
     # When `memory --data-dir consolidate --now` runs
     code, out, _ = memory("--data-dir", str(folder), "consolidate", "--now")
     # Then the judge was asked and its verdict printed and applied

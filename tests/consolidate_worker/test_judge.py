@@ -1,4 +1,5 @@
-"""The optional LLM judge tier through the real ``litellm.completion`` path (``mock_response``)."""
+"""The optional LLM judge tier through the real ``litellm.completion`` path (``mock_response``),
+by way of the ``shared.llm`` adapter."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 import pytest
 
 from consolidate_worker.core import Consolidator
-from consolidate_worker.judge import LLMJudge, _pair_prompt
+from consolidate_worker.judge import LLMJudge, _pair_prompt, judge_from
 from consolidate_worker.settings import ConsolidatorSettings
 from shared.clock import FakeClock
 from shared.errors import UnknownError
+from shared.llm import FakeLLM, LiteLLMBackend
 from store_worker.core import MemoryStore
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
@@ -23,7 +25,7 @@ ON = ConsolidatorSettings(judge_enabled=True, judge_model=MODEL)
 
 def judge(reply: dict[str, Any] | str) -> LLMJudge:
     content = reply if isinstance(reply, str) else json.dumps(reply)
-    return LLMJudge(MODEL, completion_kwargs={"mock_response": content})
+    return LLMJudge(MODEL, llm=LiteLLMBackend(mock_response=content))
 
 
 @pytest.fixture
@@ -73,7 +75,7 @@ def test_the_judge_picks_the_survivor_of_a_duplicate_unless_one_is_pinned(
     old, new = grey_pair(store)
     verdict = {"decision": "duplicate", "keep": old, "reason": "the older says more"}
     report = Consolidator(store, settings=ON, judge=judge(verdict)).run_pass()
-    # Then the older one survives (DESIGN §7's rule alone would keep the newer)
+    # Then the older one survives (the default survivor rule alone would keep the newer)
     assert [(c.id, c.survivor) for c in report.merged] == [(new, old)]
 
 
@@ -158,9 +160,40 @@ def test_the_prompt_orders_the_pair_by_statement_date(store: MemoryStore) -> Non
 def test_a_provider_failure_is_source_unavailable(store: MemoryStore) -> None:
     # litellm raises on a mock_response that is an exception; the judge types it
     grey_pair(store)
-    failing = LLMJudge(MODEL, completion_kwargs={"mock_response": Exception("boom")})
+    failing = LLMJudge(MODEL, llm=LiteLLMBackend(mock_response=Exception("boom")))
     report = Consolidator(store, settings=ON, judge=failing).run_pass()
     assert [e.category for e in report.errors] == ["source_unavailable"]
+
+
+def test_a_refused_call_is_reported_as_unknown(store: MemoryStore) -> None:
+    # Given a judge whose provider refuses the call (a bad key: asking again cannot help)
+    import litellm
+
+    grey_pair(store)
+    refused = litellm.AuthenticationError("bad key sk-proj-xyz", "openai", "gpt-4o-mini")
+    failing = LLMJudge(MODEL, llm=LiteLLMBackend(mock_response=refused))
+    # When a pass runs, the pair is reported, by class and status, and left for the next pass
+    report = Consolidator(store, settings=ON, judge=failing).run_pass()
+    assert [e.category for e in report.errors] == ["unknown"]
+    assert "AuthenticationError (HTTP 401)" in report.errors[0].message
+    assert "sk-proj" not in report.errors[0].message and report.merged == ()
+
+
+def test_the_judge_asks_for_json_within_its_timeout(store: MemoryStore) -> None:
+    grey_pair(store)
+    llm = FakeLLM.of(json.dumps({"decision": "distinct", "reason": "no"}))
+    Consolidator(store, settings=ON, judge=LLMJudge(MODEL, llm=llm, timeout_s=7.5)).run_pass()
+    (options,) = llm.options
+    assert options["json_object"] and options["timeout_s"] == 7.5
+    assert options["model"] == MODEL and options["temperature"] == 0.0
+
+
+def test_the_settings_point_the_judge_at_a_server() -> None:
+    url = "http://127.0.0.1:8080/v1"
+    judge = judge_from(ON.model_copy(update={"judge_api_base": url}))
+    assert judge is not None and isinstance(judge.llm, LiteLLMBackend)
+    assert judge.llm.api_base == url and judge.timeout_s == ON.judge_timeout_s
+    assert judge_from(ConsolidatorSettings()) is None
 
 
 def test_validation_rejects_an_unknown_decision() -> None:
@@ -173,9 +206,7 @@ def test_validation_rejects_an_unknown_decision() -> None:
         _validated('{"decision": "merge"}', m, n)
     assert _validated('```json\n{"decision": "duplicate", "keep": "zz"}\n```', m, n).keep is None
     with pytest.raises(UnknownError):
-        LLMJudge(MODEL, retries=0, completion_kwargs={"mock_response": "{}"}).decide(
-            "ambiguous", m, n
-        )
+        LLMJudge(MODEL, retries=0, llm=LiteLLMBackend(mock_response="{}")).decide("ambiguous", m, n)
 
 
 def test_a_merge_the_cap_stopped_is_asked_again_and_applied(store: MemoryStore) -> None:

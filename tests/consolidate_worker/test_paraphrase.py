@@ -17,6 +17,7 @@ import pytest
 from consolidate_worker.core import JUDGE_MEMO_KEY, OWNER, Consolidator
 from consolidate_worker.judge import LLMJudge
 from consolidate_worker.settings import ConsolidatorSettings
+from shared.llm import LiteLLMBackend
 from store_worker.core import MemoryStore
 from store_worker.embed import FakeEmbedder
 
@@ -29,7 +30,7 @@ NEW = "The user does not eat meat and has been vegetarian for years."
 
 
 def judge(reply: dict[str, Any]) -> LLMJudge:
-    return LLMJudge(MODEL, completion_kwargs={"mock_response": json.dumps(reply)})
+    return LLMJudge(MODEL, llm=LiteLLMBackend(mock_response=json.dumps(reply)))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The ``memory-extractor`` Ray shell drains the ``memory-store`` actor's outbox (issue 4)."""
+"""The ``memory-extractor`` Ray shell drains the ``memory-store`` actor's outbox."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from ulid import ULID
 
 from extract_worker.actor import start
-from extract_worker.llm import FakeLLM
 from extract_worker.spec import ACTOR_NAME, WORKER
+from shared.llm import FakeLLM
 from shared.workers import discover
 
 pytestmark = pytest.mark.ray

@@ -1,4 +1,4 @@
-"""``memory chat`` end to end (issue 4): a scripted conversation on a stub litellm provider, with
+"""``memory chat`` end to end: a scripted conversation on a stub litellm provider, with
 injection and extraction in the loop, ends with the right memory superseded, the rule learned,
 and the next session's injection showing both."""
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from extract_worker.chat import ChatSession, litellm_complete, run_chat
+from extract_worker.chat import ChatSession, model_complete, run_chat
 from extract_worker.core import Extractor
-from extract_worker.llm import LiteLLMBackend
 from extract_worker.settings import ExtractorSettings
 from shared.cli import run as cli_run
 from shared.clock import FakeClock
+from shared.llm import FakeLLM, LiteLLMBackend
 from store_worker.core import MemoryStore
 
 EXTRACTION_MARK = "You maintain an assistant's long-term memory"
@@ -82,7 +82,11 @@ def session(store: MemoryStore, clock: FakeClock, **kw: Any) -> ChatSession:
     extractor = Extractor(store, LiteLLMBackend(), settings, clock=clock)
     extractor.publish_status()
     return ChatSession(
-        store, litellm_complete("stub/chat"), clock=clock, after_turn=extractor.drain, **kw
+        store,
+        model_complete(LiteLLMBackend(), "stub/chat"),
+        clock=clock,
+        after_turn=extractor.drain,
+        **kw,
     )
 
 
@@ -211,3 +215,23 @@ def test_a_failed_model_call_says_why_and_the_chat_goes_on(
     assert "Ab1Ab1" not in text and "Traceback" not in text
     jobs = [store.outbox_job(j.job_id) for j in store.outbox_list().jobs]
     assert [j.status for j in jobs] == ["failed", "completed"]
+
+
+def test_a_refused_model_call_through_the_adapter_says_why_and_the_chat_goes_on(
+    fresh_store: Callable[..., MemoryStore],
+) -> None:
+    """The adapter types a provider's refusal (``LLMRejectedError``, a ``MemoryServiceError``):
+    the loop still answers "no reply" and goes on, as for any model failure; only a store
+    failure stops it."""
+    import litellm
+
+    store = fresh_store()
+    refused = litellm.AuthenticationError("Incorrect API key: sk-proj-xyz", "openai", "gpt")
+    llm = FakeLLM.of(refused, "Noted.")
+    out = io.StringIO()
+    turns = run_chat(ChatSession(store, model_complete(llm, "fake/chat")), ["hi", "again"], out)
+    text = out.getvalue()
+    assert turns == 1 and "assistant> Noted." in text
+    assert "the model call failed: LLMRejectedError: LLM call failed: AuthenticationError" in text
+    assert "sk-proj" not in text
+    assert llm.options[0]["temperature"] is None  # the chat keeps the provider's temperature

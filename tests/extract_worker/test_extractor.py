@@ -10,7 +10,6 @@ import pytest
 from ulid import ULID
 
 from extract_worker.core import Extractor, JobResult
-from extract_worker.llm import FakeLLM
 from extract_worker.parse import parse_reply
 from extract_worker.settings import ExtractorSettings, retired_settings
 from shared.clock import FakeClock
@@ -20,6 +19,7 @@ from shared.errors import (
     SourceUnavailableError,
     UnknownError,
 )
+from shared.llm import FakeLLM
 from shared.models import OutboxPolicy
 from store_worker.core import MemoryStore
 
@@ -81,6 +81,28 @@ def test_a_permanent_error_dead_letters_at_once(fresh_store: Factory) -> None:
     ex = make(store, FakeLLM.of(UnknownError("bad request", False)), clock)
     store.turn_completed("s1", str(ULID()), turn())
     assert ex.drain().dead == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "outcome"), [("RateLimitError", "retry"), ("AuthenticationError", "dead")]
+)
+def test_the_adapter_policy_decides_retry_or_dead_letter(
+    fresh_store: Factory, name: str, outcome: str
+) -> None:
+    # Given the real litellm backend, whose provider raises ``name`` (litellm's mock provider)
+    import litellm
+
+    from shared.llm import LiteLLMBackend
+
+    clock = FakeClock()
+    store = fresh_store(clock=clock)
+    failure = getattr(litellm, name)("you said sk-proj-xyz", "openai", "gpt-4o-mini")
+    ex = make(store, LiteLLMBackend(mock_response=failure), clock, extraction_model="openai/x")
+    store.turn_completed("s1", str(ULID()), turn())
+    # When the job runs: a rate limit waits out its backoff, a refused key is a dead letter
+    (result,) = ex.drain().results
+    assert result.outcome == outcome and name in (result.error or "")
+    assert "sk-proj" not in (store.outbox_list().jobs[0].last_error or "")
 
 
 class Killed(BaseException):

@@ -1,4 +1,4 @@
-"""Golden extraction fixtures (STYLE §12): a transcript and a recorded model reply → the
+"""Golden extraction fixtures: a transcript and a recorded model reply → the
 expected store state. Files: ``tests/extract_worker/golden/*.json``; regenerate only on purpose.
 
 Fixture shape::
@@ -23,9 +23,9 @@ import pytest
 from ulid import ULID
 
 from extract_worker.core import Extractor
-from extract_worker.llm import FakeLLM
 from extract_worker.settings import ExtractorSettings
 from shared.clock import FakeClock
+from shared.llm import FakeLLM
 from store_worker.core import MemoryStore
 
 GOLDEN = Path(__file__).parent / "golden"

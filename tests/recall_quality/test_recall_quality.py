@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from consolidate_worker.judge import LLMJudge
+from shared.llm import LiteLLMBackend
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 DISTINCT = json.dumps({"decision": "distinct", "keep": None, "reason": "different facts"})
@@ -176,7 +177,7 @@ def test_recorded_judge_decisions_replay_through_the_real_judge_path() -> None:
         "memories": [m for m in full["memories"] if m["bank"] == "life"],
         "queries": [q for q in full["queries"] if q["bank"] == "life"],
     }
-    llm = LLMJudge("openai/mock", completion_kwargs={"mock_response": DISTINCT})
+    llm = LLMJudge("openai/mock", llm=LiteLLMBackend(mock_response=DISTINCT))
     # When its decisions are recorded, then replayed
     recorded = run.record_decisions(life, llm, "openai/mock", run.semantic_embedder)
     replay = run.RecordedJudge(recorded)

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 import pytest
 from ulid import ULID
 
-from extract_worker.llm import Completion, FakeLLM
 from shared.errors import UnknownError
+from shared.llm import Completion, FakeLLM
 from store_worker.core import MemoryStore
 
 DUPLICATES = (

@@ -18,10 +18,10 @@ import pytest
 from ulid import ULID
 
 from extract_worker.core import Extractor
-from extract_worker.llm import FakeLLM
 from extract_worker.settings import ExtractorSettings
 from shared import errors
 from shared.config import StoreSettings
+from shared.llm import FakeLLM
 from shared.rebalance import rebalance
 from shared.shard_finder import ListShards
 from shared.sharded import ShardedStoreClient

@@ -18,10 +18,10 @@ import pytest
 from ulid import ULID
 
 from extract_worker.core import Extractor
-from extract_worker.llm import FakeLLM
 from extract_worker.settings import ExtractorSettings
 from shared import errors
 from shared.config import StoreSettings
+from shared.llm import FakeLLM
 from shared.rebalance import initial_routing, rebalance
 from shared.sharded import ShardedStoreClient
 from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of

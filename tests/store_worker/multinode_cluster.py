@@ -48,9 +48,9 @@ def wait_until(check: Any, timeout: float) -> bool:
 
 def main(work: Path) -> None:
     from extract_worker.actor import ExtractorActor
-    from extract_worker.llm import FakeLLM
     from shared import errors
     from shared.client import StoreClient
+    from shared.llm import FakeLLM
     from shared.sharded import ShardedStoreClient
     from store_worker.actor import start
 

@@ -1,0 +1,229 @@
+"""``LiteLLMBackend`` through litellm's real call path: its mock provider (``mock_response=``)
+for replies and for each kind of provider error, and a local OpenAI-compatible HTTP server for
+``api_base``/``api_key``. No network, no key."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.errors import SourceUnavailableError, UnknownError
+from shared.llm import (
+    LiteLLMBackend,
+    LLMError,
+    LLMRejectedError,
+    LLMUnavailableError,
+    create_llm,
+)
+
+MODEL = "openai/gpt-4o-mini"
+HI = [{"role": "user", "content": "hi, my key is sk-proj-xyz"}]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def provider_error(name: str) -> Exception:
+    """litellm's own exception ``name``, as a provider call raises it."""
+    import litellm
+
+    cls = getattr(litellm, name)
+    said = {"message": "you said sk-proj-xyz", "llm_provider": "openai", "model": "gpt-4o-mini"}
+    if name == "PermissionDeniedError":
+        import httpx
+
+        request = httpx.Request("POST", "https://api.openai.com/v1/chat/completions")
+        return cls(**said, response=httpx.Response(403, request=request))
+    return cls(**said)
+
+
+def test_a_reply_comes_back_with_its_tokens_and_latency() -> None:
+    out = LiteLLMBackend(mock_response='{"memories": []}').complete(
+        HI, model=MODEL, timeout_s=5, max_tokens=50
+    )
+    assert out.text == '{"memories": []}' and out.model == MODEL
+    assert out.tokens > 0 and out.latency_ms >= 0
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "RateLimitError",
+        "Timeout",
+        "APIConnectionError",
+        "ServiceUnavailableError",
+        "InternalServerError",
+        "BadGatewayError",
+    ],
+)
+def test_a_transient_failure_is_retryable_source_unavailable(name: str) -> None:
+    with pytest.raises(LLMUnavailableError) as caught:
+        LiteLLMBackend(mock_response=provider_error(name)).complete(HI, model=MODEL)
+    error = caught.value
+    assert isinstance(error, SourceUnavailableError) and isinstance(error, LLMError)
+    assert error.retryable and error.category == "source_unavailable"
+    assert name in error.message and "sk-proj" not in str(error)  # the prompt stays out
+
+
+def test_an_unnamed_server_failure_is_transient_too() -> None:
+    # litellm's mock turns a plain exception into an HTTP 500 from the provider
+    with pytest.raises(LLMUnavailableError) as caught:
+        LiteLLMBackend(mock_response=Exception("boom")).complete(HI, model=MODEL)
+    assert "HTTP 500" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "NotFoundError",
+        "BadRequestError",
+        "ContextWindowExceededError",
+        "ContentPolicyViolationError",
+    ],
+)
+def test_a_refused_call_is_a_non_retryable_typed_error(name: str) -> None:
+    with pytest.raises(LLMRejectedError) as caught:
+        LiteLLMBackend(mock_response=provider_error(name)).complete(HI, model=MODEL)
+    error = caught.value
+    assert isinstance(error, UnknownError) and isinstance(error, LLMError)
+    assert not error.retryable and error.category == "unknown"
+    assert name in error.message and "sk-proj" not in str(error)
+
+
+def test_the_typed_errors_survive_pickling() -> None:
+    # Ray moves errors between processes by pickling them
+    for error in (LLMUnavailableError("down"), LLMRejectedError("refused")):
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and back.retryable == error.retryable
+
+
+# -- a local OpenAI-compatible server --------------------------------------------------------
+
+
+class Server:
+    """Answers ``POST /v1/chat/completions`` with ``status`` and an OpenAI-shaped reply, and
+    records each request's path, headers and body."""
+
+    def __init__(self) -> None:
+        self.status = 200
+        self.requests: list[tuple[str, dict[str, str], dict[str, Any]]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                outer.requests.append((self.path, headers, body))
+                if outer.status == 200:
+                    payload: dict[str, Any] = {
+                        "id": "chatcmpl-1",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": "from the stub"},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+                    }
+                else:
+                    payload = {"error": {"message": "no", "type": "error", "code": None}}
+                data = json.dumps(payload).encode()
+                self.send_response(outer.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    stub = Server()
+    thread = threading.Thread(target=stub.http.serve_forever, daemon=True)
+    thread.start()
+    yield stub
+    stub.http.shutdown()
+    stub.http.server_close()
+
+
+def test_api_base_and_key_reach_an_openai_compatible_server(server: Server) -> None:
+    llm = create_llm(api_base=server.url, api_key="local-test-key")
+    out = llm.complete(HI, model="openai/local-model", timeout_s=10, max_tokens=20)
+    assert out.text == "from the stub" and (out.prompt_tokens, out.completion_tokens) == (7, 3)
+    ((path, headers, body),) = server.requests
+    assert path == "/v1/chat/completions" and body["model"] == "local-model"
+    assert headers["authorization"] == "Bearer local-test-key"
+    assert body["messages"] == HI and body["max_tokens"] == 20 and body["temperature"] == 0
+    assert "local-test-key" not in repr(llm)
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(503, LLMUnavailableError), (429, LLMUnavailableError), (401, LLMRejectedError)],
+)
+def test_the_server_status_decides_the_error(
+    server: Server, status: int, error: type[LLMError]
+) -> None:
+    server.status = status
+    llm = create_llm(api_base=server.url, api_key="k", max_retries=0)
+    with pytest.raises(error) as caught:
+        llm.complete(HI, model="openai/local-model", timeout_s=10)
+    assert f"HTTP {status}" in caught.value.message
+
+
+# -- importing -------------------------------------------------------------------------------
+
+
+def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=90
+    )
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def test_importing_the_package_does_not_import_litellm() -> None:
+    code = "import sys, shared.llm; assert 'litellm' not in sys.modules, 'imported'"
+    done = run_python(code, clean_env())
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_litellm_is_loaded_with_the_local_cost_map() -> None:
+    # Given a process whose environment does not ask for the local cost map
+    code = (
+        "from shared.llm.litellm import load_litellm\n"
+        "load_litellm()\n"
+        "from litellm.litellm_core_utils.get_model_cost_map import "
+        "get_model_cost_map_source_info as info\n"
+        "print(info()['source'], info()['is_env_forced'])\n"
+    )
+    # When it loads litellm through the adapter
+    done = run_python(code, clean_env())
+    # Then litellm read its own map, fetched nothing and warned about nothing
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["local", "True"]
+    assert "cost map" not in done.stderr.lower()
