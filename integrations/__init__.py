@@ -1,4 +1,4 @@
-"""Agents plug in (issue 15): an MCP server (``memory mcp``), coding-agent hooks
+"""Agents plug in: an MCP server (``memory mcp``), coding-agent hooks
 (``memory hook <event>``) and a backend for Anthropic's memory tool, all over ``StoreAPI``.
 
 ``integrations.store.open_store_for`` is the one place that decides which store they reach.

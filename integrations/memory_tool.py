@@ -1,4 +1,4 @@
-"""A backend for Anthropic's memory tool (``memory_20250818``) over ``StoreAPI`` (issue 15).
+"""A backend for Anthropic's memory tool (``memory_20250818``) over ``StoreAPI``.
 
 The model manages files under ``/memories`` with ``view``, ``create``, ``str_replace``,
 ``insert``, ``delete`` and ``rename``. Here those files are banks, so what the model writes is

@@ -6,8 +6,8 @@
 - otherwise: the running store, as the CLI reaches it (``shared.connect``):
   through the gateway ``memory up`` recorded (``GrpcStoreClient``, no Ray in this process),
   else the ``memory-store`` actor over Ray. Many ``memory mcp`` processes and every hook call
-  share that one store, so no write is lost to another process's RAM (issue 15: several MCP
-  servers on one memory file lose writes).
+  share that one store, so no write is lost to another process's RAM (several MCP servers each
+  holding one memory file in memory would overwrite each other's writes).
 
 A long-lived process (the MCP server) holds the running store as a ``RunningStore``: looked
 for at its first use rather than at start, and again after a call found it unreachable, so
@@ -67,8 +67,8 @@ def _embedded(data_dir: str, lock_wait_s: float, one_shot: bool) -> StoreAPI:
 
 
 def _running_store(timeout: float, validate: bool) -> StoreAPI:
-    # Imported here: the gateway's client, or Ray (~0.5 s to import, FACTS "Process start-up")
-    # when no gateway is recorded; an embedded caller needs neither.
+    # Imported here: the gateway's client, or Ray (about half a second to import) when no
+    # gateway is recorded; an embedded caller needs neither.
     from shared.connect import connect
     from shared.errors import SourceUnavailableError
 

@@ -1,5 +1,5 @@
 """The integrations' verbs reach ``memory`` through the ``agent_memory.commands`` entry point,
-with help for every option (STYLE §20), and the MCP token never comes from a flag's value."""
+with help for every option, and the MCP token never comes from a flag's value."""
 
 from __future__ import annotations
 

@@ -406,7 +406,7 @@ def test_hooks_on_the_running_store(
     assert [(j.bank, j.messages) for j in mine] == [(unique_bank, 2)]
 
 
-# -- store shards (issue 16) -------------------------------------------------------------------
+# -- store shards ------------------------------------------------------------------------------
 
 
 def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
