@@ -24,7 +24,7 @@ from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.llm import LLM, LiteLLMBackend
 from extract_worker.settings import ExtractorSettings, retired_settings
 from extract_worker.spec import ACTOR_NAME, replica_count, replica_name
-from shared.workers import NAMESPACE, start_detached
+from shared.workers import NAMESPACE, sibling_options, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def start(
             max_restarts=-1,
             max_task_retries=0,
             max_concurrency=4,  # notify/stats answer while a drain runs
-            num_cpus=0,
+            **sibling_options(env, num_cpus=0),
         )
         for i in range(replicas)
     ]

@@ -35,7 +35,7 @@ from shared.api import StoreAPI
 from shared.bearer import refused_open
 from shared.config import EnvSettings
 from shared.errors import InvalidArgumentError
-from shared.workers import NAMESPACE, start_detached
+from shared.workers import NAMESPACE, sibling_options, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,8 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
         env,
         name=name,
         max_restarts=-1,
-        num_cpus=0,  # an I/O shell: never hold a CPU slot the store or siblings need
+        # an I/O shell: never hold a CPU slot the store or siblings need
+        **sibling_options(env, num_cpus=0),
     )
 
 

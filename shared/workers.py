@@ -174,6 +174,23 @@ def open_embedded_store(settings: StoreSettings, *, one_shot: bool = False) -> S
     )
 
 
+SIBLING_RESOURCE_ENV = "MEMORY_SIBLING_RESOURCE"
+
+
+def sibling_options(env: dict[str, str], **options: Any) -> dict[str, Any]:
+    """The Ray options of a worker other than the store: ``options``, plus, when
+    ``MEMORY_SIBLING_RESOURCE`` names a custom resource, one unit of it and no CPU. Only the
+    siblings' nodes declare that resource (``deploy/raycluster.yaml``), so on a cluster the
+    extractor, the consolidator and the gateway never land on the head or on the store's
+    node, and never hold the CPU the store's node offers. Unset (one machine): ``options``
+    unchanged, as ``memory up`` has always placed them."""
+    name = env.get(SIBLING_RESOURCE_ENV)
+    if not name:
+        return dict(options)
+    resources = {**options.get("resources", {}), name: 1}
+    return {**options, "num_cpus": 0, "resources": resources}
+
+
 def start_detached(
     actor_class: type,
     *args: Any,
