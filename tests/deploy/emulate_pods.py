@@ -137,6 +137,7 @@ def main(work: Path, manifest: Path) -> None:
         "_system_config": {"health_check_period_ms": 300, "health_check_failure_threshold": 3},
     }
     cluster = Cluster(initialize_head=True, head_node_args=head)
+    assert cluster.head_node is not None
     try:
         nodes = {name: cluster.add_node(**node_args(g)) for name, g in pods.items() if name != HEAD}
         node_ids = {name: n.node_id for name, n in nodes.items()} | {
@@ -248,7 +249,8 @@ def main(work: Path, manifest: Path) -> None:
         store2 = cluster.add_node(**node_args(pods["store"]))
         node_ids["store"] = store2.node_id
         back = wait_until(
-            lambda: ray.get(ray.get_actor("memory-store").ping.remote(), timeout=5) == "pong", 60
+            lambda: str(ray.get(ray.get_actor("memory-store").ping.remote(), timeout=5)) == "pong",
+            60,
         )
         after = placed(cluster)
         recalled = run_memory(in_pod, "recall", "tabs or spaces")
