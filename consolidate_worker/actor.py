@@ -1,4 +1,4 @@
-"""``memory-consolidator``: the Ray actor around ``Consolidator`` (DESIGN §1, §7; issue 5).
+"""``memory-consolidator``: the Ray actor around ``Consolidator``.
 
 A thin shell. It holds a ``ShardedStoreClient`` (the store's public API over Ray, following the
 store shards as they are added or removed), a ``Consolidator`` and a ``PassScheduler``

@@ -1,4 +1,4 @@
-"""``memory-extractor``: the Ray shell around ``Extractor`` (DESIGN §1, §6).
+"""``memory-extractor``: the Ray shell around ``Extractor``.
 
 It holds a ``StoreClient``, an LLM backend and a background thread that drains the store's
 outbox: woken by the store after each ``turn_completed`` (``outbox_watch``) and otherwise every
@@ -86,7 +86,7 @@ class ExtractorActor:
     ) -> None:
         from shared.sharded import ShardedStoreClient
 
-        self.name = name  # a replica's own actor name: its wake-ups come here (issue 16)
+        self.name = name  # a replica's own actor name: its wake-ups come here
         self.settings = ExtractorSettings.from_env(dict(env or {}))
         for line in retired_settings(dict(env or {})):
             log.warning("%s", line)
@@ -187,8 +187,9 @@ def start(
     llm: LLM | None = None,
 ) -> Any:
     """Start (or find) the named detached extractor and its ``MEMORY_EXTRACTOR_REPLICAS - 1``
-    siblings (``<name>-1`` ...; issue 16): every replica claims from every store shard's
-    outbox, and the store's leases hand each job to one claimer at a time. Returns the first."""
+    siblings (``<name>-1`` ...; docs/SCALING.md "Replicas"): every replica claims from every
+    store shard's outbox, and the store's leases hand each job to one claimer at a time.
+    Returns the first."""
     env = dict(settings_env or {})
     replicas = replica_count(env.get("MEMORY_EXTRACTOR_REPLICAS") or 1)
     handles = [
