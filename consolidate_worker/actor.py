@@ -1,4 +1,4 @@
-"""``memory-consolidator``: the Ray actor around ``Consolidator`` (DESIGN §1, §7; issue 5).
+"""``memory-consolidator``: the Ray actor around ``Consolidator``.
 
 A thin shell. It holds a ``ShardedStoreClient`` (the store's public API over Ray, following the
 store shards as they are added or removed), a ``Consolidator`` and a ``PassScheduler``
@@ -32,7 +32,7 @@ from consolidate_worker.spec import ACTOR_NAME
 from shared import errors
 from shared.api import StoreAPI
 from shared.sharded import ShardedStoreClient
-from shared.workers import start_detached
+from shared.workers import sibling_options, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -209,11 +209,13 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     from shared.client import get_actor
 
     get_actor("memory-store")  # a missing store fails here, not in the actor
+    env = dict(settings_env or {})
     return start_detached(
         ConsolidatorActor,
-        dict(settings_env or {}),
+        env,
         name=name,
         max_restarts=-1,  # a restart re-reads the checkpoint and catches up by itself
         max_task_retries=0,
         max_concurrency=4,  # status answers while a pass runs; the core's lock serialises
+        **sibling_options(env),
     )

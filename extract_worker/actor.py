@@ -1,4 +1,4 @@
-"""``memory-extractor``: the Ray shell around ``Extractor``, one detached actor per replica.
+"""``memory-extractor``: the Ray shell around ``Extractor``.
 
 It holds a ``StoreClient``, an LLM backend and a background thread that drains the store's
 outbox: woken by the store after each ``turn_completed`` (``outbox_watch``) and otherwise every
@@ -24,7 +24,7 @@ from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.settings import ExtractorSettings, retired_settings
 from extract_worker.spec import ACTOR_NAME, replica_count, replica_name
 from shared.llm import LLM, create_llm
-from shared.workers import NAMESPACE, start_detached
+from shared.workers import NAMESPACE, sibling_options, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -190,8 +190,9 @@ def start(
     llm: LLM | None = None,
 ) -> Any:
     """Start (or find) the named detached extractor and its ``MEMORY_EXTRACTOR_REPLICAS - 1``
-    siblings (``<name>-1`` ...): every replica claims from every store shard's
-    outbox, and the store's leases hand each job to one claimer at a time. Returns the first."""
+    siblings (``<name>-1`` ...; docs/SCALING.md "Replicas"): every replica claims from every
+    store shard's outbox, and the store's leases hand each job to one claimer at a time.
+    Returns the first."""
     env = dict(settings_env or {})
     replicas = replica_count(env.get("MEMORY_EXTRACTOR_REPLICAS") or 1)
     handles = [
@@ -204,7 +205,7 @@ def start(
             max_restarts=-1,
             max_task_retries=0,
             max_concurrency=4,  # notify/stats answer while a drain runs
-            num_cpus=0,
+            **sibling_options(env, num_cpus=0),
         )
         for i in range(replicas)
     ]

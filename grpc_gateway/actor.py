@@ -1,9 +1,9 @@
-"""``memory-grpc``: the gateway as a named detached Ray actor (DESIGN §10, issue 3).
+"""``memory-grpc``: the gateway as a named detached Ray actor.
 
 It holds no data and forwards every RPC to the ``memory-store`` actor through
 ``shared.client.StoreClient``, so it can be stopped (``memory stop grpc``), restarted or run in
 several copies on other ports without touching stored memory. ``memory up`` starts it by
-default (issue 13: the CLI reaches the store through it, without Ray) and it records where it
+default (the CLI reaches the store through it, without Ray) and it records where it
 listens in ``<data_dir>/.state/gateway.json`` (``shared.gateway_file``; mode 0600, with the
 token); ``memory grpc`` serves it in the foreground instead — against the running store, or
 with ``--data-dir`` over an embedded store without Ray.
@@ -35,7 +35,7 @@ from shared.api import StoreAPI
 from shared.bearer import refused_open
 from shared.config import EnvSettings
 from shared.errors import InvalidArgumentError
-from shared.workers import NAMESPACE, start_detached
+from shared.workers import NAMESPACE, sibling_options, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,8 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
         env,
         name=name,
         max_restarts=-1,
-        num_cpus=0,  # an I/O shell: never hold a CPU slot the store or siblings need
+        # an I/O shell: never hold a CPU slot the store or siblings need
+        **sibling_options(env, num_cpus=0),
     )
 
 

@@ -1,4 +1,4 @@
-"""How the ``memory`` CLI finds the workers it can start (DESIGN §10).
+"""How the ``memory`` CLI finds the workers it can start (README "What it is").
 
 Each worker package declares one entry point in the ``agent_memory.workers`` group that names a
 ``WorkerSpec``. Removing a worker package removes it from ``memory up`` cleanly, because the CLI
@@ -13,7 +13,7 @@ finds them the same way.
 
 The embedded mode (``memory --data-dir``) opens the store the same way: the store worker's
 spec carries ``open_embedded(settings) -> StoreAPI``, and ``open_embedded_store`` finds it, so
-``shared`` never imports a worker package (DESIGN §10; ``make lint`` enforces it).
+``shared`` never imports a worker package (``make lint`` enforces it).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def open_embedded_store(settings: StoreSettings, *, one_shot: bool = False) -> S
     """The store on ``settings.data_dir`` in this process, from the installed store worker.
 
     Entry points load one at a time, ``store`` first: the embedded CLI imports the store
-    worker only, not every sibling (issue 13: a ``memory --data-dir`` call stays fast)."""
+    worker only, not every sibling (so a ``memory --data-dir`` call stays fast)."""
     eps = sorted(metadata.entry_points(group=GROUP), key=lambda ep: ep.name != "store")
     for ep in eps:
         try:
@@ -172,6 +172,23 @@ def open_embedded_store(settings: StoreSettings, *, one_shot: bool = False) -> S
         "no installed worker can open an embedded store (is store_worker installed?)",
         retryable=False,
     )
+
+
+SIBLING_RESOURCE_ENV = "MEMORY_SIBLING_RESOURCE"
+
+
+def sibling_options(env: dict[str, str], **options: Any) -> dict[str, Any]:
+    """The Ray options of a worker other than the store: ``options``, plus, when
+    ``MEMORY_SIBLING_RESOURCE`` names a custom resource, one unit of it and no CPU. Only the
+    siblings' nodes declare that resource (``deploy/raycluster.yaml``), so on a cluster the
+    extractor, the consolidator and the gateway never land on the head or on the store's
+    node, and never hold the CPU the store's node offers. Unset (one machine): ``options``
+    unchanged, as ``memory up`` has always placed them."""
+    name = env.get(SIBLING_RESOURCE_ENV)
+    if not name:
+        return dict(options)
+    resources = {**options.get("resources", {}), name: 1}
+    return {**options, "num_cpus": 0, "resources": resources}
 
 
 def start_detached(
