@@ -376,7 +376,7 @@ def start_shard(env: dict[str, str], shard: int, n: int, *, name: str) -> Any:
         max_restarts=-1,
         max_task_retries=0,  # see the module docstring: writes are at-most-once
         # A threaded actor: MemoryStore is thread-safe, and concurrent callers' saves share
-        # fsyncs (group commit, store_worker/commit.py); reads wait for at most one batch.
+        # fsyncs (group commit, store_worker/storage/commit.py); reads wait for at most one batch.
         max_concurrency=STORE_CONCURRENCY,
         resources={node: 1} if node else None,
         release_on_error=True,  # the store could not open its data dir: free the name
@@ -387,5 +387,5 @@ def open_embedded(settings: StoreSettings, *, one_shot: bool = False) -> StoreAP
     """The store in this process, without Ray (``memory --data-dir``, the gateway's embedded
     mode, the chat example); the caller closes it (``MemoryStore.close``). ``one_shot``: a
     single-threaded caller that runs one command and ends (the CLI) gets the lazy boot
-    (``store_worker/records.py``)."""
+    (``store_worker/storage/records.py``)."""
     return MemoryStore(settings=settings, lazy_records=one_shot)

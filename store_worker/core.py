@@ -71,35 +71,32 @@ from shared.models import (
 from shared.redact import redact, redact_json
 from shared.shards import STATE_KEY, STATE_OWNER, frozen_error
 from shared.tokens import TokenCounter
-from store_worker import links, ops, shards
-from store_worker import lock as dir_lock
-from store_worker import recall as recall_mod
-from store_worker import synonyms as synonyms_mod
-from store_worker import validate as v
-from store_worker.bank import Bank
-from store_worker.banks import Banks
-from store_worker.commit import GroupCommit
-from store_worker.drafts import Drafts
-from store_worker.embed import Embedder, embedder_for
-from store_worker.events import EventBus, Subscriber
-from store_worker.files import (
-    MEMORIES,
-    TRASH_DIR,
-    StateStore,
-    check_writable,
-    remove_stale_staging,
-)
-from store_worker.inject import STATE_OWNER as INJECT_OWNER
-from store_worker.inject import Injector
-from store_worker.outbox import Outbox
-from store_worker.purge import Purger
-from store_worker.reads import Reader
-from store_worker.rules import Rules
-from store_worker.sessions import Sessions
-from store_worker.shards import ShardGuard
-from store_worker.synonyms import SynonymSource
-from store_worker.vectors import Vectors
-from store_worker.writes import PreparedSave, Writer
+from store_worker import ops
+from store_worker.harness.inject import STATE_OWNER as INJECT_OWNER
+from store_worker.harness.inject import Injector
+from store_worker.harness.outbox import Outbox
+from store_worker.harness.rules import Rules
+from store_worker.harness.sessions import Sessions
+from store_worker.recall import links
+from store_worker.recall import scoring as recall_mod
+from store_worker.recall import synonyms as synonyms_mod
+from store_worker.recall.embed import Embedder, embedder_for
+from store_worker.recall.reads import Reader
+from store_worker.recall.synonyms import SynonymSource
+from store_worker.recall.vectors import Vectors
+from store_worker.storage import lock as dir_lock
+from store_worker.storage import shards
+from store_worker.storage import validate as v
+from store_worker.storage.bank import Bank
+from store_worker.storage.banks import Banks
+from store_worker.storage.commit import GroupCommit
+from store_worker.storage.drafts import Drafts
+from store_worker.storage.events import EventBus, Subscriber
+from store_worker.storage.files import MEMORIES, TRASH_DIR, check_writable, remove_stale_staging
+from store_worker.storage.state import StateStore
+from store_worker.storage.purge import Purger
+from store_worker.storage.shards import ShardGuard
+from store_worker.storage.writes import PreparedSave, Writer
 
 MAX_SAVE_MANY = MAX_SAVE_ITEMS
 P = ParamSpec("P")
@@ -195,7 +192,7 @@ class MemoryStore:
         self._dir_lock: dir_lock.DirLock | None = None  # one writer per data dir (lock.py)
         self._closed = False
         # a one-shot process decodes a snapshot-covered record when it first uses it
-        # (store_worker/records.py); not for a store shared between threads
+        # (store_worker/storage/records.py); not for a store shared between threads
         self.lazy_records = lazy_records
         try:
             self._open()

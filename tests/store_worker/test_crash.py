@@ -150,14 +150,14 @@ def test_every_acknowledged_group_committed_save_survives_sigkill(
 # group begins.
 POINT_CHILD = """
 import os, signal, sys, threading
-from store_worker import files
+from store_worker.storage import log as applog
 from store_worker.core import MemoryStore
 
 data_dir, point, after = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = MemoryStore(data_dir)
 groups = [0]
 out = threading.Lock()
-append_many = files.AppendLog.append_many
+append_many = applog.AppendLog.append_many
 
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
@@ -174,12 +174,12 @@ def dying_append(self, lines, **kw):
     if point == "before-write":
         die()
     if point == "during-fsync":  # the lines reach the file; the fsync never returns
-        files.os.fsync = files.os.fdatasync = lambda fd: die()
+        applog.os.fsync = applog.os.fdatasync = lambda fd: die()
         return append_many(self, lines, **kw)
     append_many(self, lines, **kw)  # after-fsync: durable, but nobody was answered
     die()
 
-files.AppendLog.append_many = dying_append
+applog.AppendLog.append_many = dying_append
 pad = " lorem ipsum dolor sit amet" * 20
 
 def ack(ids):

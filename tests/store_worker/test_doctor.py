@@ -8,7 +8,7 @@ from pathlib import Path
 from shared.clock import FakeClock
 from shared.models import DoctorResponse
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 REQUIRED = {"data_dir_writable", "roundtrip", "index_consistent"}
 ADVISORY = {

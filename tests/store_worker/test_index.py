@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from store_worker.index import K1, B, BankIndex
+from store_worker.recall.index import K1, B, BankIndex
 
 
 class LuceneIdfBM25(BM25Okapi):

@@ -23,7 +23,7 @@ from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError
 from shared.models import Memory
 from store_worker.core import MemoryStore
-from store_worker.validate import MAX_FUTURE_MS
+from store_worker.storage.validate import MAX_FUTURE_MS
 
 Factory = Callable[..., MemoryStore]
 DAY = 86_400_000

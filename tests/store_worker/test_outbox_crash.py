@@ -23,7 +23,7 @@ from ulid import ULID
 from shared.clock import FakeClock
 from shared.models import OutboxJob
 from store_worker.core import MemoryStore
-from store_worker.outbox import OUTBOX_DIR
+from store_worker.harness.outbox import OUTBOX_DIR
 
 # Not marked slow: three child processes, yet ~2.5 s and ~1 s per test here (under the 5 s line).
 

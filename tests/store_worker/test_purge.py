@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-import store_worker.bank as bank_mod
-import store_worker.snapshot as snapshot_mod
+import store_worker.storage.bank as bank_mod
+import store_worker.storage.snapshot as snapshot_mod
 from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError
 from shared.models import Event, Memory
 from store_worker.core import MemoryStore
-from store_worker.drafts import draft_files
-from store_worker.embed import FakeEmbedder
-from store_worker.snapshot import SNAPSHOT
+from store_worker.recall.embed import FakeEmbedder
+from store_worker.storage.drafts import draft_files
+from store_worker.storage.snapshot import SNAPSHOT
 
 Factory = Callable[..., MemoryStore]
 
@@ -581,8 +581,8 @@ def test_purge_drops_the_vectors_even_with_no_embedder_configured(
 def test_rescan_rewrites_queued_and_dead_lettered_turns(fresh_store: Factory) -> None:
     """Turns waiting for extraction (or dead-lettered) hold what was said: a secret an older
     catalogue let into a job file is redacted there too, and reported."""
-    import store_worker.outbox as outbox_mod
-    from store_worker.outbox import OUTBOX_DIR
+    import store_worker.harness.outbox as outbox_mod
+    from store_worker.harness.outbox import OUTBOX_DIR
 
     store = fresh_store()
     said = [{"role": "user", "content": f"run {SSHPASS} tonight"}]
@@ -609,7 +609,7 @@ def test_rescan_rewrites_queued_and_dead_lettered_turns(fresh_store: Factory) ->
 def test_rescan_reads_a_jobs_messages_together(fresh_store: Factory) -> None:
     """A queued turn an older catalogue let through: the user names a password once, the
     assistant repeats it bare. The rescan reads the job as a whole, as an enqueue does."""
-    import store_worker.outbox as outbox_mod
+    import store_worker.harness.outbox as outbox_mod
 
     store = fresh_store()
     pw = "Qx7#vLm2pR9z"

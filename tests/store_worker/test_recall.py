@@ -15,8 +15,8 @@ from shared.config import StoreSettings
 from shared.errors import BudgetExceededError, InvalidArgumentError, SourceUnavailableError
 from shared.models import RecallResponse
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
-from store_worker.recall import Tuning
+from store_worker.recall.embed import FakeEmbedder
+from store_worker.recall.scoring import Tuning
 
 TUNING = Tuning()  # what production runs
 

@@ -22,7 +22,7 @@ from shared.errors import InvalidArgumentError, MemoryServiceError
 from shared.models import Event, Memory
 from shared.redact import is_placeholder, redact
 from store_worker.core import MemoryStore
-from store_worker.writes import derived_entities, derived_links, derived_slug
+from store_worker.storage.writes import derived_entities, derived_links, derived_slug
 
 Factory = Callable[..., MemoryStore]
 

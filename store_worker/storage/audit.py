@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from shared.errors import reason
 from shared.models import Memory
-from store_worker.files import (
+from store_worker.storage.bankfiles import meta_problem, read_rule_files
+from store_worker.storage.files import (
     BANK_META,
     CREATING_PREFIX,
     DRAFTS_DIR,
@@ -28,12 +29,10 @@ from store_worker.files import (
     RULES_DIR,
     STATE_DIR,
     TORN_SUFFIX,
-    meta_problem,
-    read_rule_files,
 )
-from store_worker.validate import is_name, stored_record_problem
+from store_worker.storage.validate import is_name, stored_record_problem
 
-OUTBOX_DIR = ".outbox"  # store_worker/outbox.py
+OUTBOX_DIR = ".outbox"  # store_worker/harness/outbox.py
 OUTBOX_SUBDIRS = ("queue", "dead")
 MAX_LISTED = 50
 

@@ -12,8 +12,8 @@ import logging
 import time
 
 from shared.config import StoreSettings
-from store_worker import validate as v
-from store_worker.files import StateStore
+from store_worker.storage import validate as v
+from store_worker.storage.state import StateStore
 
 log = logging.getLogger(__name__)
 

@@ -52,9 +52,9 @@ import numpy as np
 import numpy.typing as npt
 
 from shared.text import entity_norm, words
-from store_worker.bank import Bank
-from store_worker.index import BankIndex
-from store_worker.query import asks_when, names_a_time
+from store_worker.recall.index import BankIndex
+from store_worker.recall.query import asks_when, names_a_time
+from store_worker.storage.bank import Bank
 
 # The share of a neighbour's score a turn gains: from the turn before it and the turn after it
 # (measured on the LoCoMo eval, tests/recall_quality/HISTORY.md §12).

@@ -37,20 +37,20 @@ from shared import errors
 from shared.models import InjectedMemory, InjectResponse, Memory, PreviewResponse, RecallResponse
 from shared.redact import redact
 from shared.text import NAME_RE
-from store_worker import validate as v
-from store_worker.messages import is_memory_block, message_text, session_key
-from store_worker.recall import visible
-from store_worker.rules import LEARNED
+from store_worker.harness.messages import is_memory_block, message_text, session_key
+from store_worker.harness.rules import LEARNED
+from store_worker.recall.scoring import visible
+from store_worker.storage import validate as v
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from shared.clock import Clock
     from shared.config import StoreSettings
-    from store_worker.bank import Bank
-    from store_worker.banks import Banks
-    from store_worker.files import StateStore
-    from store_worker.sessions import Sessions
+    from store_worker.harness.sessions import Sessions
+    from store_worker.storage.bank import Bank
+    from store_worker.storage.banks import Banks
+    from store_worker.storage.state import StateStore
 
     # ``Reader.recall``'s shape, as the recalled block calls it
     RecallFn = Callable[..., RecallResponse]

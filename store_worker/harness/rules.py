@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 from shared import errors
 from shared.models import Rule, RuleListResponse, RuleSetResponse
 from shared.redact import redact
-from store_worker import validate as v
+from store_worker.storage import validate as v
 
 if TYPE_CHECKING:
     from shared.clock import Clock
-    from store_worker.bank import Bank
-    from store_worker.banks import Banks
-    from store_worker.events import EventBus
+    from store_worker.storage.bank import Bank
+    from store_worker.storage.banks import Banks
+    from store_worker.storage.events import EventBus
 
 LEARNED = "learned"
 

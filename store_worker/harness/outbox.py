@@ -44,18 +44,18 @@ from shared.models import (
 )
 from shared.redact import Redaction, redact, redact_json, redact_many
 from shared.text import fingerprint
-from store_worker import validate as v
-from store_worker.files import atomic_write, fsync_dir, make_dirs, synced_dirs
-from store_worker.messages import is_memory_block, message_text, message_time, session_key
+from store_worker.harness.messages import is_memory_block, message_text, message_time, session_key
+from store_worker.storage import validate as v
+from store_worker.storage.files import atomic_write, fsync_dir, make_dirs, synced_dirs
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from shared.clock import Clock
     from shared.config import StoreSettings
-    from store_worker.banks import Banks
-    from store_worker.files import StateStore
-    from store_worker.sessions import Sessions
+    from store_worker.harness.sessions import Sessions
+    from store_worker.storage.banks import Banks
+    from store_worker.storage.state import StateStore
 
     # Injector.turn_bank: (session_id, turn_id, parent_session_id) -> (bank, skip)
     TurnBankFn = Callable[[str, str | None, str | None], tuple[str | None, bool]]

@@ -208,7 +208,7 @@ def derive_entities(text: str, *, limit: int = MAX_DERIVED) -> tuple[str, ...]:
 
 def turn_of(mem: Memory) -> tuple[str, bool, str] | None:
     """(source session, whether it asks, speaker) of a live dialog turn: a memory with a
-    source session whose text opens with a speaker label (``store_worker/context.py``), or
+    source session whose text opens with a speaker label (``store_worker/recall/context.py``), or
     None for anything else."""
     session = mem.provenance.source_session_id
     if mem.invalid_at is not None or not session:  # "" names no session either

@@ -47,16 +47,16 @@ from shared.models import BankRescan, Event, Memory, PurgeResponse, RescanRespon
 from shared.redact import find_credential, is_placeholder, redact
 from shared.text import fingerprint
 from shared.tokens import TokenCounter
-from store_worker import snapshot
-from store_worker import validate as v
-from store_worker.bank import Bank
-from store_worker.banks import Banks
-from store_worker.drafts import Drafts, draft_path
-from store_worker.events import EventBus
-from store_worker.files import VECTORS, atomic_write, fsync_dir, synced_dirs, torn_path
-from store_worker.rules import Rules
-from store_worker.vectors import Vectors
-from store_worker.writes import derived_links
+from store_worker.harness.rules import Rules
+from store_worker.recall.vectors import Vectors
+from store_worker.storage import snapshot
+from store_worker.storage import validate as v
+from store_worker.storage.bank import Bank
+from store_worker.storage.banks import Banks
+from store_worker.storage.drafts import Drafts, draft_path
+from store_worker.storage.events import EventBus
+from store_worker.storage.files import VECTORS, atomic_write, fsync_dir, synced_dirs, torn_path
+from store_worker.storage.writes import derived_links
 
 Found = tuple[Memory, tuple[str, ...]]
 

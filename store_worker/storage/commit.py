@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from shared.errors import MemoryServiceError, SourceUnavailableError
-from store_worker.indexer import Indexer, Job
+from store_worker.storage.indexer import Indexer, Job
 
 if TYPE_CHECKING:
-    from store_worker.bank import Bank
-    from store_worker.banks import Banks
-    from store_worker.events import EventBus
+    from store_worker.storage.bank import Bank
+    from store_worker.storage.banks import Banks
+    from store_worker.storage.events import EventBus
 
 T = TypeVar("T")
 

@@ -37,9 +37,9 @@ from rapidfuzz.distance import OSA
 from shared.text import STOPWORDS, query_tokens, words
 
 if TYPE_CHECKING:
-    from store_worker.bank import Bank
-    from store_worker.index import BankIndex
-    from store_worker.synonyms import SynonymSource
+    from store_worker.recall.index import BankIndex
+    from store_worker.recall.synonyms import SynonymSource
+    from store_worker.storage.bank import Bank
 
 _WORD = re.compile(r"[^\W\d_]+")  # a run of letters (what ``respelt`` may rewrite)
 MIN_LEN = 5  # shorter words: too many one-edit neighbours ("cat": bat, car, cut, ...)

@@ -35,7 +35,7 @@ Measured (bench corpus, 1,019,612 lines, 418 MB log): boot 46-54 s before, 38-44
 has to rebuild (and write the 236 MB snapshot, in ~2 s off the boot), 11 s from the snapshot;
 100k records: 4.3-4.6 s, 3.5 s, 1.0 s.
 
-For a lazy boot (``store_worker/records.py``: a one-shot CLI or hook process) the snapshot also
+For a lazy boot (``store_worker/storage/records.py``: a one-shot CLI or hook process) the snapshot also
 holds, per slot, where the live record's line starts in the log, its fingerprint and its
 dialog-turn facts (``entities.turn_of``), and in the header the replay's counts of the covered
 lines (lines, corrupt ones and where): such a boot takes the fingerprint maps, the context
@@ -70,9 +70,9 @@ import numpy as np
 import numpy.typing as npt
 
 from shared.models import Memory
-from store_worker.entities import turn_of
-from store_worker.files import fsync_dir
-from store_worker.index import COLUMNS, BankIndex, _Column, _Postings
+from store_worker.recall.entities import turn_of
+from store_worker.recall.index import COLUMNS, BankIndex, _Column, _Postings
+from store_worker.storage.files import fsync_dir
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +87,11 @@ U16_TERMS = 1 << 16  # up to this many terms, a term id is stored in 2 bytes (44
 SOURCES = (
     "shared.text",
     "shared.models",
-    "store_worker.index",
-    "store_worker.bank",
-    "store_worker.validate",
-    "store_worker.entities",
+    "store_worker.recall.index",
+    "store_worker.storage.bank",
+    "store_worker.storage.replay",
+    "store_worker.storage.validate",
+    "store_worker.recall.entities",
     __name__,
 )
 DISTRIBUTIONS = ("PyStemmer", "pydantic_core")

@@ -27,12 +27,12 @@ from pydantic import ValidationError
 
 from shared import errors
 from shared.models import Memory
-from store_worker import validate as v
-from store_worker.files import DRAFTS_DIR, atomic_write, fsync_dir
+from store_worker.storage import validate as v
+from store_worker.storage.files import DRAFTS_DIR, atomic_write, fsync_dir
 
 if TYPE_CHECKING:
     from shared.config import StoreSettings
-    from store_worker.bank import Bank
+    from store_worker.storage.bank import Bank
 
 log = logging.getLogger(__name__)
 

@@ -23,14 +23,15 @@ from shared.clock import Clock
 from shared.config import StoreSettings
 from shared.models import BankInfo
 from shared.shards import frozen_error
-from store_worker import validate as v
-from store_worker.bank import Bank
-from store_worker.events import EventBus
-from store_worker.files import LINKED, TRASH_DIR, AppendLog
+from store_worker.storage import validate as v
+from store_worker.storage.bank import Bank
+from store_worker.storage.events import EventBus
+from store_worker.storage.files import LINKED, TRASH_DIR
+from store_worker.storage.log import AppendLog
 
 if TYPE_CHECKING:
-    from store_worker.commit import Stage
-    from store_worker.shards import ShardGuard
+    from store_worker.storage.commit import Stage
+    from store_worker.storage.shards import ShardGuard
 
 log = logging.getLogger(__name__)
 

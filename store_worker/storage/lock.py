@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.errors import DataDirLockedError, DataDirUnwritableError
-from store_worker.files import fsync_dir, make_dirs, names
+from store_worker.storage.files import fsync_dir, make_dirs, names
 
 LOCK_FILE = ".lock"
 _BUSY = frozenset({errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES})

@@ -9,7 +9,7 @@ import math
 from datetime import UTC, datetime
 
 from shared import errors
-from store_worker.validate import MAX_FUTURE_MS
+from store_worker.storage.validate import MAX_FUTURE_MS
 
 
 def session_key(session_id: str) -> str:

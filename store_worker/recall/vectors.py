@@ -21,14 +21,15 @@ from shared import errors
 from shared.models import Memory
 from shared.redact import redact, strip_placeholders
 from shared.text import fingerprint
-from store_worker import validate as v
-from store_worker.bank import Bank, searchable_text, vector_key
-from store_worker.files import VECTORS, AppendLog, atomic_write
-from store_worker.spelling import respelt
+from store_worker.recall.spelling import respelt
+from store_worker.storage import validate as v
+from store_worker.storage.bank import Bank, searchable_text, vector_key
+from store_worker.storage.files import VECTORS, atomic_write
+from store_worker.storage.log import AppendLog
 
 if TYPE_CHECKING:
-    from store_worker.embed import Embedder
-    from store_worker.recall import RecallParams
+    from store_worker.recall.embed import Embedder
+    from store_worker.recall.scoring import RecallParams
 
 log = logging.getLogger(__name__)
 BATCH = 64

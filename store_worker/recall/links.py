@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shared.models import BacklinksResponse, DanglingLink, DanglingResponse, Memory
-from store_worker import validate as v
+from store_worker.storage import validate as v
 
 if TYPE_CHECKING:
-    from store_worker.bank import Bank
+    from store_worker.storage.bank import Bank
 
 
 def dangling(target: Bank) -> DanglingResponse:

@@ -41,13 +41,13 @@ from shared.models import (
 from shared.redact import is_placeholder, redact, redact_many, repeats, strip_placeholders
 from shared.text import fingerprint, parse_links, slugify
 from shared.tokens import TokenCounter
-from store_worker import validate as v
-from store_worker.bank import Bank
-from store_worker.banks import Banks
-from store_worker.drafts import Drafts, discard
-from store_worker.entities import derive_entities
-from store_worker.events import EventBus
-from store_worker.vectors import Vectors
+from store_worker.recall.entities import derive_entities
+from store_worker.recall.vectors import Vectors
+from store_worker.storage import validate as v
+from store_worker.storage.bank import Bank
+from store_worker.storage.banks import Banks
+from store_worker.storage.drafts import Drafts, discard
+from store_worker.storage.events import EventBus
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,8 +68,7 @@ from shared.text import (
     query_tokens,
     words,
 )
-from store_worker.bank import SCOPE_CODE, TYPE_CODE, Bank
-from store_worker.context import (
+from store_worker.recall.context import (
     W_WHEN,
     context_coverage,
     named_speakers,
@@ -77,10 +76,11 @@ from store_worker.context import (
     session_focus,
     with_neighbours,
 )
-from store_worker.index import BankIndex
-from store_worker.query import strip_question_frame
-from store_worker.spelling import spelling_scores
-from store_worker.synonyms import SynonymSource
+from store_worker.recall.index import BankIndex
+from store_worker.recall.query import strip_question_frame
+from store_worker.recall.spelling import spelling_scores
+from store_worker.recall.synonyms import SynonymSource
+from store_worker.storage.bank import SCOPE_CODE, TYPE_CODE, Bank
 
 W_ENTITY = 0.6
 W_DATE = 2.0

@@ -1,7 +1,7 @@
 """The read side: get, list (paged), tags and recall over the banks (DESIGN §3-4).
 
 Nothing here writes. ``recall`` validates its parameters into ``recall.RecallParams`` and runs
-the one scorer (``store_worker.recall``) with the query's vector when a model is configured;
+the one scorer (``store_worker.recall.scoring``) with the query's vector when a model is configured;
 ``list`` pages newest first with an opaque cursor that stays stable while writes arrive.
 """
 
@@ -27,13 +27,13 @@ from shared.models import (
     TagsResponse,
 )
 from shared.tokens import TokenCounter
-from store_worker import recall as recall_mod
-from store_worker import validate as v
-from store_worker.bank import Bank
-from store_worker.banks import Banks
-from store_worker.sessions import Sessions
-from store_worker.synonyms import SynonymSource
-from store_worker.vectors import Vectors, as_read
+from store_worker.harness.sessions import Sessions
+from store_worker.recall import scoring as recall_mod
+from store_worker.recall.synonyms import SynonymSource
+from store_worker.recall.vectors import Vectors, as_read
+from store_worker.storage import validate as v
+from store_worker.storage.bank import Bank
+from store_worker.storage.banks import Banks
 
 list_ = list  # ``Reader.list`` shadows the builtin inside the class body
 

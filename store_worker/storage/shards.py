@@ -26,7 +26,8 @@ from typing import Any
 
 from shared import errors
 from shared.shards import STATE_KEY, STATE_OWNER, Routing, frozen_error, moved_error
-from store_worker.files import CREATING_PREFIX, StateStore, atomic_write, fsync_dir, synced_dirs
+from store_worker.storage.files import CREATING_PREFIX, atomic_write, fsync_dir, synced_dirs
+from store_worker.storage.state import StateStore
 
 MAX_IMPORT_FILES = 100_000
 
