@@ -39,12 +39,17 @@ from shared.models import (
     OutboxJob,
     OutboxJobSummary,
     OutboxListResponse,
-    OutboxMessage,
     TurnCompletedResponse,
 )
-from shared.redact import Redaction, redact, redact_json, redact_many
-from shared.text import fingerprint
-from store_worker.harness.messages import is_memory_block, message_text, message_time, session_key
+from shared.redact import redact_json
+from store_worker.harness.turns import (
+    CUT_MARGIN,
+    TURN_STATUSES,
+    new_messages,
+    redact_then_cut,
+    remember_queued,
+    turn_messages,
+)
 from store_worker.storage import validate as v
 from store_worker.storage.files import atomic_write, fsync_dir, make_dirs, synced_dirs
 
@@ -65,16 +70,8 @@ log = logging.getLogger(__name__)
 OUTBOX_DIR = ".outbox"
 QUEUE = "queue"
 DEAD = "dead"
-MAX_TURN_MESSAGES = 200  # a turn is a handful of messages; a whole transcript is cut to its tail
-MAX_MESSAGE_CHARS = 32_000
 MAX_ERROR_CHARS = 500
-# Redaction sees this much past a cut, so a secret the cut would halve is whole when its rule
-# looks (the longest bare value a rule takes is 2 KiB; a cut-off PEM block is caught by shape).
-_CUT_MARGIN = 4_096
 MAX_REPLY_BYTES = 256_000  # a reply holds a few memories and rules of at most 2 kB each
-ROLES = ("user", "assistant")
-TURN_STATUSES = ("completed", "failed", "cancelled")
-REMEMBERED_TAIL = 3
 
 
 class Outbox:
@@ -271,12 +268,12 @@ class Outbox:
         parent_id = v.optional_str(parent_session_id, "parent_session_id")
         live_parent = v.no_credential(v.optional_str(parent, "parent"), "parent")
         v.no_credential(parent_id, "parent_session_id")
-        clean, labels = self._turn_messages(messages)
+        clean, labels = turn_messages(messages, self.clock.now_ms())
         if live_parent is not None:
             self.sessions.link(session, live_parent)
             return TurnCompletedResponse(ok=True, queued=False, reason="sub-agent turn")
         self.sessions.link(session, parent_id)
-        clean = self._new_messages(session, clean)
+        clean = new_messages(self.state, session, clean)
         if not clean:
             return TurnCompletedResponse(ok=True, queued=False, reason="no new messages")
         bank, skip = self.turn_bank(session, turn, parent_id)
@@ -296,7 +293,7 @@ class Outbox:
             self._write_job(QUEUE, job)  # fsynced: from here on the turn survives a crash
         self._jobs[job.job_id] = job
         try:
-            self._remember_queued(session, clean)
+            remember_queued(self.state, session, clean)
         except errors.MemoryServiceError as e:
             # The job is on disk, so the turn is queued and is answered so: an error here
             # would make the harness send it again, as a second job. What is lost is only the
@@ -313,54 +310,6 @@ class Outbox:
         if last is not None and str(new) <= last:
             new = ULID.from_int(int(ULID.from_str(last)) + 1)
         return str(new)
-
-    def _turn_messages(
-        self, messages: list[dict[str, Any]] | None
-    ) -> tuple[list[OutboxMessage], tuple[str, ...]]:
-        """User/assistant messages, redacted before anything is written (DESIGN §6)."""
-        if messages is None:
-            return [], ()
-        if not isinstance(messages, list | tuple):
-            raise errors.InvalidArgumentError("messages must be a list of {role, content}")
-        kept: list[tuple[str, str, int]] = []
-        now = self.clock.now_ms()
-        for raw in messages:
-            if not isinstance(raw, dict):
-                raise errors.InvalidArgumentError("each message must be a mapping")
-            role = raw.get("role")
-            text = message_text(raw.get("content"))
-            if role not in ROLES or not text.strip() or is_memory_block(text):
-                continue  # tool chatter and our own injected blocks are not the conversation
-            text = v.utf8(text[: MAX_MESSAGE_CHARS + _CUT_MARGIN], "message")
-            kept.append((role, text, message_time(raw.get("timestamp"), default=now)))
-        # read together: a secret the user named is redacted where the reply repeats it bare
-        scrubbed = [_cut(r) for r in redact_many([text for _, text, _ in kept])]
-        found = {label for r in scrubbed for label in r.labels}
-        out = [
-            OutboxMessage(role=role, content=r.text, timestamp=stamp)
-            for (role, _, stamp), r in zip(kept, scrubbed, strict=True)
-        ]
-        return out[-MAX_TURN_MESSAGES:], tuple(sorted(found))
-
-    def _new_messages(self, session: str, msgs: list[OutboxMessage]) -> list[OutboxMessage]:
-        """Drop what an earlier job of this session already carries (a whole-window caller).
-
-        The last few queued messages are remembered by role and text; where that run appears
-        in the window again, only what follows it is new.
-        """
-        tail = self.state.get("outbox", _state_key(session))
-        if not isinstance(tail, list) or not tail:
-            return msgs
-        keys = [_message_key(m) for m in msgs]
-        n = len(tail)
-        for end in range(len(keys), n - 1, -1):
-            if keys[end - n : end] == tail:
-                return msgs[end:]
-        return msgs
-
-    def _remember_queued(self, session: str, msgs: list[OutboxMessage]) -> None:
-        tail = [_message_key(m) for m in msgs[-REMEMBERED_TAIL:]]
-        self.state.set("outbox", _state_key(session), tail)
 
     # -- the extractor's side --------------------------------------------------------------
 
@@ -485,7 +434,7 @@ class Outbox:
         now = self.clock.now_ms()
         attempts = job.attempts + 1
         # an error can quote the transcript
-        message = _redact_then_cut(error[: MAX_ERROR_CHARS + _CUT_MARGIN], MAX_ERROR_CHARS).text
+        message = redact_then_cut(error[: MAX_ERROR_CHARS + CUT_MARGIN], MAX_ERROR_CHARS).text
         history = (*job.errors[-9:], message)
         if dead_letter or attempts >= self.settings.outbox_max_attempts:
             dead = job.model_copy(update={"attempts": attempts, "errors": history, "dead_at": now})
@@ -638,24 +587,3 @@ def _job_id(value: object) -> str:
         return str(ULID.from_str(value))
     except ValueError as e:
         raise errors.InvalidArgumentError(f"job_id {value!r} is not one this outbox issued") from e
-
-
-def _state_key(session: str) -> str:
-    return session_key(session)
-
-
-def _message_key(msg: OutboxMessage) -> str:
-    # no timestamp: a harness that sends none gets "now", which differs on every call
-    return f"{msg.role}:{fingerprint(msg.content)}"
-
-
-def _redact_then_cut(text: str, limit: int = MAX_MESSAGE_CHARS) -> Redaction:
-    """``text`` redacted, then cut to ``limit`` characters: cutting first would leave the head
-    of a secret no rule knows by its shape any more (20 of a GitHub token's 40 characters)."""
-    return _cut(redact(text), limit)
-
-
-def _cut(scrubbed: Redaction, limit: int = MAX_MESSAGE_CHARS) -> Redaction:
-    if len(scrubbed.text) <= limit:
-        return scrubbed
-    return Redaction(scrubbed.text[:limit], scrubbed.labels)

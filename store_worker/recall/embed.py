@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from shared.config import PACKAGED_MODELS
+from shared.config import PACKAGED_MODELS, StoreSettings
 from shared.errors import InvalidArgumentError, SourceUnavailableError, reason
 from shared.text import tokenize
 
@@ -263,3 +263,10 @@ class SentenceTransformerEmbedder:
         except Exception as e:  # same contract as LiteLLMEmbedder: the arm is unavailable now
             raise SourceUnavailableError(f"embedding model {self.name} failed: {e}") from e
         return [_unit(np.asarray(row, dtype=np.float64)) for row in rows]
+
+
+def from_settings(settings: StoreSettings) -> Embedder | None:
+    """The configured backend (``embedder_for``); a bad ``local:`` folder raises here."""
+    if settings.embeddings_enabled and settings.embedding_model:
+        return embedder_for(settings.embedding_model)
+    return None

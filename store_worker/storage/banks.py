@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import resource
+import shutil
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING
 from shared import errors
 from shared.clock import Clock
 from shared.config import StoreSettings
-from shared.models import BankInfo
+from shared.models import BankCreateResponse, BankInfo
+from shared.redact import redact
 from shared.shards import frozen_error
 from store_worker.storage import validate as v
 from store_worker.storage.bank import Bank
@@ -283,6 +285,27 @@ class Banks(Mapping[str, Bank]):
         self.events.emit("bank-changed", "created", name, now=self.clock.now_ms())
         return bank, True
 
+    def create_described(self, name: str, description: str | None) -> BankCreateResponse:
+        """``bank_create``: the bank, made if it is new; a description given for a bank that
+        exists replaces its own. The description is redacted before it reaches the disk."""
+        name = v.bank_name(name)
+        scrubbed = redact(v.optional_str(description, "description", 2000) or "")
+        description = scrubbed.text
+        if self.guard is not None and self.guard.check(name) and name not in self:
+            raise frozen_error(name)
+        bank, created = self.create(name, description)
+        if not created and description and description != bank.description:
+            target = self.writable(self.resolve(name))
+            try:
+                target.files.write_meta(description, bank.created_at)
+            except errors.MemoryServiceError:
+                # refused past the rename (the folder's sync): the next boot reads the new
+                # description, so RAM takes what the file says (the caller was told it failed)
+                bank.description = target.files.read_meta()[0]
+                raise
+            bank.description = description
+        return BankCreateResponse(bank=Banks.info(bank), created=created, redacted=scrubbed.labels)
+
     def _follow_folder(self, name: str) -> None:
         """After a refused creation or trashing, RAM takes what the data dir shows: a failure
         past the rename (the folders' fsync) leaves the bank made or moved, and the next boot
@@ -303,6 +326,17 @@ class Banks(Mapping[str, Bank]):
         """The bank, unless its slot is being moved to another shard (``frozen_error``)."""
         bank.refuse_if_frozen()
         return bank
+
+    @property
+    def trash_dir(self) -> Path:
+        return self.root / TRASH_DIR
+
+    def purge_trashed(self, path: str) -> None:
+        """Remove one trashed folder for good (doctor's scratch bank only)."""
+        target = Path(path).resolve()
+        if target.parent != self.trash_dir.resolve():
+            raise errors.InvalidArgumentError("only folders directly in .trash can be purged")
+        shutil.rmtree(target, ignore_errors=True)
 
     def trash(self, name: str) -> Path:
         """Move a bank's folder to ``.trash/<bank>-<ms>/`` and forget it."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -205,3 +206,16 @@ def draft_files(bank_dir: Path) -> list[Path]:
     """The draft files of a bank folder (for tests and doctor-style audits)."""
     folder = bank_dir / DRAFTS_DIR
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def refuse_stranding_drafts(banks: Iterable[Bank]) -> None:
+    """Ratification goes off only with no draft waiting: with it off nothing may be pending
+    (seeds/002) and approve/reject refuse, so a draft left behind could never be resolved.
+    Refusing, rather than approving or discarding them, leaves that choice to a reviewer."""
+    waiting = {b.name: n for b in banks if (n := sum(m.status == "pending" for m in b.live()))}
+    if waiting:
+        where = ", ".join(f"{n} in {name!r}" for name, n in sorted(waiting.items()))
+        raise errors.DraftsWaitingError(
+            f"ratification cannot be turned off while {sum(waiting.values())} pending draft(s) "
+            f"wait for review ({where}); approve or reject them first"
+        )

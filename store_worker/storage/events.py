@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from shared.models import Event, Memory
+from shared.models import Event, EventsResponse, Memory
+from store_worker.storage import validate as v
 
 log = logging.getLogger(__name__)
 
@@ -123,3 +124,13 @@ class EventBus:
     def since(self, cursor: int, *, limit: int = 500, bank: str | None = None) -> list[Event]:
         out = [e for e in self._log if e.seq > cursor and (bank is None or e.bank == bank)]
         return out[:limit]
+
+    def page(self, cursor: int = 0, *, limit: int = 500, bank: str | None = None) -> EventsResponse:
+        """The events after ``cursor`` (of ``bank``, or all) and the cursor to ask from next:
+        the last one given, or where the log stands when a caller's cursor is past it."""
+        cursor, limit, bank = v.cursor(cursor), v.events_limit(limit), v.optional_bank(bank)
+        found = self.since(cursor, limit=limit, bank=bank)
+        last = found[-1].seq if found else max(cursor, 0)
+        if not found and cursor > self.cursor:
+            last = self.cursor
+        return EventsResponse(events=tuple(found), cursor=last)

@@ -22,12 +22,22 @@ import contextlib
 import os
 import shutil
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared import errors
 from shared.shards import STATE_KEY, STATE_OWNER, Routing, frozen_error, moved_error
-from store_worker.storage.files import CREATING_PREFIX, atomic_write, fsync_dir, synced_dirs
+from store_worker.storage import validate as v
+from store_worker.storage.files import (
+    CREATING_PREFIX,
+    MEMORIES,
+    atomic_write,
+    fsync_dir,
+    synced_dirs,
+)
 from store_worker.storage.state import StateStore
+
+if TYPE_CHECKING:
+    from store_worker.storage.banks import Banks
 
 MAX_IMPORT_FILES = 100_000
 
@@ -159,3 +169,51 @@ def place(staging: Path, target: Path) -> None:
 
 
 __all__ = ["ShardGuard", "check_import", "export_files", "frozen_error", "place", "write_staged"]
+
+
+def export_bank(shard: ShardGuard, banks: Banks, name: str) -> dict[str, bytes]:
+    """A frozen or foreign bank's files, by relative path (a move's copy step)."""
+    name = v.bank_name(name)
+    shard.can_export(name)
+    bank = banks.get(name)
+    if bank is None:
+        raise errors.NotFoundError(f"no bank named {name!r} on this shard")
+    exported = export_files(bank.files.dir)
+    if MEMORIES in exported:  # as replay reads it: never a refused append left uncut
+        exported[MEMORIES] = bank.files.log.read_bytes()  # (``AppendLog.good_size``)
+    return exported
+
+
+def import_bank(
+    shard: ShardGuard, banks: Banks, root: Path, name: str, files: dict[str, bytes]
+) -> str:
+    """Place a bank's files (``export_bank``) under ``root``, for the caller to load; the bank
+    must not be owned by this shard yet, and an earlier copy of it goes to ``.trash``.
+    Answers the bank's name, checked."""
+    name = v.bank_name(name)
+    shard.can_import(name)
+    staged = check_import(files)
+    staging = write_staged(root, name, staged)
+    old = banks.get(name)
+    if old is not None:
+        banks.discard(old)
+    elif (root / name).exists():  # a folder no bank was loaded from
+        shutil.rmtree(staging, ignore_errors=True)
+        raise errors.ConflictError(f"{root / name} exists and is not a bank")
+    try:
+        place(staging, root / name)
+    except errors.MemoryServiceError:
+        if (root / name).is_dir():  # past the rename (the folder's sync failed): a
+            banks.reread(name)  # bank in place that RAM ignored refused the retry
+        raise
+    return name
+
+
+def release_bank(shard: ShardGuard, banks: Banks, name: str) -> Path:
+    """Trash this shard's copy of a bank another shard now owns (a move's last step)."""
+    name = v.bank_name(name)
+    shard.can_release(name)
+    bank = banks.get(name)
+    if bank is None:
+        raise errors.NotFoundError(f"no bank named {name!r} on this shard")
+    return banks.discard(bank)

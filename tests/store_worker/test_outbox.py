@@ -56,7 +56,8 @@ def test_turn_completed_writes_one_redacted_job(fresh_store: Factory) -> None:
 def test_a_secret_across_the_message_cut_is_redacted_whole(fresh_store: Factory, at: int) -> None:
     """A long message is cut to MAX_MESSAGE_CHARS after redaction, never before: no part of
     a secret the cut would halve reaches the job file (nor the extractor's prompt)."""
-    from store_worker.harness.outbox import MAX_ERROR_CHARS, MAX_MESSAGE_CHARS
+    from store_worker.harness.outbox import MAX_ERROR_CHARS
+    from store_worker.harness.turns import MAX_MESSAGE_CHARS
 
     store = fresh_store()
     lead = "w" * (MAX_MESSAGE_CHARS + at - 1) + " "

@@ -9,7 +9,8 @@ import pytest
 
 from shared.text import query_tokens
 from store_worker.core import MemoryStore
-from store_worker.recall.scoring import Tuning, synonym_scores
+from store_worker.recall.scoring import Tuning
+from store_worker.recall.signals import synonym_scores
 from store_worker.recall.synonyms import FakeSynonyms, Synonyms, packaged
 
 KIDS = FakeSynonyms({"kids": [("children", 0.8)], "caroline": [("melanie", 0.9)]})
