@@ -95,7 +95,8 @@ class SessionRoutes:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[session_id] = binding
 
-    # -- the rules: the store's own resolution (store_worker.harness.inject), as far as routing needs --
+    # -- the rules: the store's own resolution (store_worker.harness.inject), as far as
+    # routing needs --
 
     def step(
         self, session_id: str, metadata: Mapping[str, Any] | None, parent: str | None

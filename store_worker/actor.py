@@ -1,4 +1,4 @@
-"""``memory-store``: the Ray actor around ``MemoryStore`` (DESIGN §1, §10; issue 2).
+"""``memory-store``: the Ray actor around ``MemoryStore``.
 
 A thin shell: every public store method is a delegate with the core's own name, signature and
 docstring (``functools.wraps``), so the actor and the embedded library cannot drift apart.
@@ -6,7 +6,7 @@ The shell adds only what needs Ray:
 
 - the named detached actor (``memory-store`` in namespace ``memory``), restartable: Ray re-runs
   ``__init__`` after a crash and ``__init__`` replays the files, so every acknowledged write is
-  back (the files are the truth, DESIGN §2);
+  back (the files are the truth: docs/ARCHITECTURE.md);
 - push events to sibling actors (``subscribe(name, handle, banks)`` → ``handle.on_event``);
 - the doctor's sibling probe (are the installed siblings' actors alive?);
 - ``ray.util.metrics``: recall latency, writes by method, live memories per bank.
@@ -50,8 +50,8 @@ log = logging.getLogger(__name__)
 
 STORE_CONCURRENCY = 32  # calls served at once (threads); writes among them commit together
 
-# Everything public on the core is delegated (DESIGN §3 and what later issues add: approve,
-# pre_generate, outbox_* ...), except what only makes sense in-process. A new core method is
+# Everything public on the core is delegated (the whole StoreAPI: approve, pre_generate,
+# outbox_* ...), except what only makes sense in-process. A new core method is
 # counted as a write unless shared.client declares it @read.
 NOT_DELEGATED = frozenset({"close", "now", "purge_trash", "trash_dir"})
 WRITES_EXCEPT = READ_METHODS | {"doctor"}  # doctor's scratch bank is not a user's write
@@ -67,7 +67,7 @@ def _public_methods() -> list[str]:
     )
 
 
-# Histogram buckets for recall latency in ms: in-core recall is ~0.2-10 ms (issue 2 targets).
+# Histogram buckets for recall latency in ms: in-core recall is ~0.2-10 ms.
 LATENCY_BOUNDARIES_MS = [0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000]
 
 
@@ -116,7 +116,7 @@ class _Metrics:
     def refresh_bank(self, store: MemoryStore, bank: str) -> None:
         """After a memory write: only its bank's gauge, read without the store lock (an int,
         at most one batch old), so the caller's answer never waits for the next group
-        commit (issue 14: the lock is held through a batch's fsync)."""
+        commit (the lock is held through a batch's fsync)."""
         found = store.banks.get(bank)
         self.live.set(found.index_as_is.live_count if found else 0, tags={"bank": bank})
 
@@ -355,7 +355,7 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
 
 
 def shard_resource(value: str | None, shard: int, n: int) -> str | None:
-    """The custom resource a shard asks for (issue 16 §4): ``MEMORY_STORE_RESOURCE`` with
+    """The custom resource a shard asks for: ``MEMORY_STORE_RESOURCE`` with
     ``{i}`` replaced by the shard's number, or with ``_<i>`` appended when there are several
     shards (``memory_store`` → ``memory_store_0``, ``memory_store_1`` ...)."""
     if not value:

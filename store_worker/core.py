@@ -124,7 +124,7 @@ class MemoryStore(StoreParts):
         occurred_at: int | None = None,
     ) -> SaveResponse:
         """Save one memory; the same normalised text re-saved reinforces instead, unless
-        ``reinforce`` is False (memory.v1 Record always creates, seeds/001)."""
+        ``reinforce`` is False (memory.v1 Record always creates)."""
         # validation, redaction and derivations outside the lock (while a commit fsyncs)
         prepared = self.writer.prepare_save(
             text,
@@ -353,7 +353,7 @@ class MemoryStore(StoreParts):
         model_target: str | None = None,
         as_of: int | None = None,
     ) -> RecallResponse:
-        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran.
+        """The ranked memories for a query (``recall/scoring.py``); ``retrieval`` names what ran.
 
         An empty query ranks every visible record by standing strength, lifted by the words of
         ``hint`` (``recall.score_bank``). ``model_target`` counts ``tokens`` (and the budget)
@@ -418,7 +418,7 @@ class MemoryStore(StoreParts):
         metadata: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
     ) -> InjectResponse:
-        """The memory a step is given (DESIGN §5)."""
+        """The memory a step is given (``harness/inject.py``)."""
         return self.injector.pre_generate(
             session_id, turn_id, step, messages, metadata, parent_session_id
         )
@@ -427,7 +427,7 @@ class MemoryStore(StoreParts):
     def preview(
         self, query: str, *, bank: str | None = None, session_id: str | None = None
     ) -> PreviewResponse:
-        """What a new session would get for a hypothetical message (seeds/003)."""
+        """What a new session would get for a hypothetical message."""
         return self.injector.preview(query, bank=bank, session_id=session_id)
 
     @serialized
@@ -441,7 +441,8 @@ class MemoryStore(StoreParts):
         *,
         parent: str | None = None,
     ) -> TurnCompletedResponse:
-        """Queue one durable extraction job for a finished turn (seeds/003 turn-completed)."""
+        """Queue one durable extraction job for a finished turn (the harness's turn-completed
+        hook)."""
         return self.outbox.enqueue(
             session_id, turn_id, messages, status, parent_session_id, parent=parent
         )

@@ -1,8 +1,9 @@
-"""Operations: ``doctor``, ``describe``, ``capabilities``, ``configure`` (DESIGN §3).
+"""Operations: ``doctor``, ``describe``, ``capabilities``, ``configure``.
 
-``doctor`` is honest health (seeds/003): a real save → recall → trash roundtrip in a scratch
-bank, the index checked against the files, corrupt-line counts, and advisory checks
-(tokenizer, embeddings, siblings). ``ok`` is true only when every required check passes.
+``doctor`` is honest health, degradation explicit and never silent: a real save → recall →
+trash roundtrip in a scratch bank, the index checked against the files, corrupt-line counts,
+and advisory checks (tokenizer, embeddings, siblings). ``ok`` is true only when every
+required check passes.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def version() -> str:
 
 
 def source_digest() -> str:
-    """sha256 over this build's Python sources (Describe's digest, seeds/000)."""
+    """sha256 over this build's Python sources (memory.v1 Describe's digest)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
     for pkg in ("shared", "store_worker"):
@@ -193,7 +194,7 @@ def _embeddings(store: MemoryStore) -> str:
 
 
 def _extraction(store: MemoryStore) -> str:
-    """Advisory (DESIGN §6): what the extractor last reported through ``state_set``."""
+    """Advisory: what the extractor last reported through ``state_set``."""
     status = store.state.get("extractor", "status")
     if not isinstance(status, dict):
         raise errors.SourceUnavailableError(

@@ -151,7 +151,7 @@ class StoreParts:
         root = s.data_path
         self._dir_lock = dir_lock.hold(root, self._dir_lock)  # one writer per data dir
         remove_stale_staging(root)
-        check_writable(root, full_ok=True)  # boot-fatal: never run in RAM (DESIGN §2)
+        check_writable(root, full_ok=True)  # boot-fatal: the files are the truth, never RAM alone
         state = StateStore(root)
         state.remove_stale_temps()
         sessions = Sessions(state, s)

@@ -1,5 +1,5 @@
-"""Per-turn injection: the harness seam ``pre_generate`` and its dry run ``preview`` (DESIGN §5,
-seeds/003 "How it hooks into the harness").
+"""Per-turn injection: the harness seam ``pre_generate`` and its dry run ``preview`` (how the
+store hooks into an agent harness).
 
 What a step is given, for the bank resolved from turn metadata ``memory_bank`` → the session's
 ``memory_bank`` (``metadata["session"]["memory_bank"]``, remembered) → the parent session's bank
@@ -13,8 +13,8 @@ What a step is given, for the bank resolved from turn metadata ``memory_bank`` �
   block of dated recalled memories, skipping those the window still carries.
 
 An invalid name or a deleted bank (other than the default) means no memory — never another
-bank. Injection is fail-open (seeds/003 "Never denies"): a storage failure after the input
-checks returns the section the session already has and nothing new.
+bank. Injection is fail-open (the pre-generate hook never denies a turn): a storage failure
+after the input checks returns the section the session already has and nothing new.
 
 Per-session state (the frozen section, the section in force, each turn's bank) is one JSON file
 per session under ``<data_dir>/.state/inject/`` (atomic writes), so a store restart neither
@@ -137,7 +137,7 @@ class Injector:
         metadata: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
     ) -> InjectResponse:
-        """The memory a step is given (DESIGN §5); see the module docstring."""
+        """The memory a step is given; see the module docstring."""
         self.sessions.prune(force=False)
         session = v.no_credential(v.optional_str(session_id, "session_id"), "session_id")
         if session is None:
@@ -241,7 +241,7 @@ class Injector:
     def preview(
         self, query: str, *, bank: str | None = None, session_id: str | None = None
     ) -> PreviewResponse:
-        """Run the injection code for a hypothetical message in a new session (seeds/003)."""
+        """Run the injection code for a hypothetical message in a new session."""
         if not isinstance(query, str):
             raise errors.InvalidArgumentError("query must be a string")
         name = self.banks.resolve(bank).name  # an explicit unknown bank is not_found, never another
@@ -275,8 +275,9 @@ class Injector:
     def _resolve_bank(
         self, session: str, turn_bank: object, st: SessionState, *, serve: bool = False
     ) -> tuple[str | None, str]:
-        """One resolver for injection and extraction (seeds/003 "Bank selection"). ``serve``:
-        the bank is injected here, so this shard must own it (``_usable_bank``)."""
+        """One resolver for injection and extraction (and agent calls: one rule for which bank a
+        turn uses). ``serve``: the bank is injected here, so this shard must own it
+        (``_usable_bank``)."""
         if turn_bank is not None:
             return self._usable_bank(turn_bank, serve=serve)
         if st.session_bank is not None:
@@ -329,7 +330,7 @@ class Injector:
     # -- the rules section -----------------------------------------------------------------
 
     def _rules_section(self, name: str) -> RulesSection:
-        """Ambient header + each rule as ``## name`` within ``max_rule_chars`` (DESIGN §5).
+        """Ambient header + each rule as ``## name`` within ``max_rule_chars``.
 
         The budget counts rule headings and text; a cut rule ends in an explicit marker and a
         rule that no longer fits is named in one. Hand-written rules come first (by name) and
@@ -414,7 +415,8 @@ class Injector:
 
         Chosen on the index's columns (live canonical = ``counted``, scope, pinned,
         corroboration, stated_at), so only the records returned are read: a hook's process
-        decodes a handful of a lazily booted bank's records, not all of them (issue 13)."""
+        decodes a handful of a lazily booted bank's records, not all of them
+        (``storage/records.py``)."""
         idx = bank.index
         lineage = frozenset(self.sessions.lineage(session))
         mask = idx.col("alive").astype(bool) & idx.col("counted").astype(bool)

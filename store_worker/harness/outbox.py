@@ -1,4 +1,4 @@
-"""The durable extraction outbox (DESIGN §3 "sibling plumbing", §6).
+"""The durable extraction outbox: finished turns queued, redacted, for the extractor.
 
 ``turn_completed`` redacts a finished turn and writes it as one job file; the extractor drains
 the queue through ``outbox_claim`` → ``outbox_ack`` / ``outbox_fail``. One file per job, so a
@@ -254,7 +254,8 @@ class Outbox:
         *,
         parent: str | None = None,
     ) -> TurnCompletedResponse:
-        """Queue one durable extraction job for a finished turn (seeds/003 turn-completed).
+        """Queue one durable extraction job for a finished turn (the harness's
+        turn-completed hook).
 
         ``parent`` marks a sub-agent's turn (a live parent link): never extracted.
         ``parent_session_id`` is a parentless spawn's display parent: extracted, and its bank
@@ -531,7 +532,7 @@ class _Lease(NamedTuple):
 
 def _reply(value: object) -> dict[str, Any]:
     """A reply as stored: a JSON object, size-capped, every string redacted once more (the
-    outbox redacts on every write path, DESIGN §6)."""
+    outbox redacts on every write path: redaction before the disk)."""
     if not isinstance(value, dict):
         raise errors.InvalidArgumentError("reply must be a JSON object")
     clean: dict[str, Any] = _scrub(value)

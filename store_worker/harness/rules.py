@@ -1,4 +1,4 @@
-"""Rules: always-injected markdown files under ``<bank>/rules/`` (seeds/003 "rule::set").
+"""Rules: always-injected markdown files under ``<bank>/rules/`` (``rule_set``).
 
 Writes are atomic (temp + rename); empty content removes the rule; content is redacted like
 every other write path. ``learned`` is the auto-managed rule that extraction appends to.

@@ -1,4 +1,4 @@
-"""Sessions: who is whose parent, and forgetting idle sessions' state (DESIGN §2 "session_id").
+"""Sessions: who is whose parent, and forgetting idle sessions' state.
 
 A sub-session sees its ancestors' session-scoped memories, so the store remembers each
 sub-session's parent (``<data_dir>/.state/store/session-parents.json``). Injection and the

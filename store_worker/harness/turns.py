@@ -35,7 +35,8 @@ REMEMBERED_TAIL = 3
 def turn_messages(
     messages: list[dict[str, Any]] | None, now: int
 ) -> tuple[list[OutboxMessage], tuple[str, ...]]:
-    """User/assistant messages, redacted before anything is written (DESIGN §6)."""
+    """User/assistant messages, redacted before anything is written (docs/ARCHITECTURE.md:
+    redaction before the disk)."""
     if messages is None:
         return [], ()
     if not isinstance(messages, list | tuple):

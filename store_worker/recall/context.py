@@ -1,4 +1,4 @@
-"""Neighbouring dialog turns of one session as context at recall (issue 11).
+"""Neighbouring dialog turns of one session as context at recall.
 
 A conversation saved turn by turn leaves short turns that say little alone: "Three years now!"
 answers "How long have you had your turtles?", the turn before it. Recall lends each

@@ -1,9 +1,10 @@
-"""The semantic arm's outside dependency behind a small interface (STYLE §9).
+"""The semantic arm's outside dependency behind a small interface, so
+the store never depends on one provider and tests run without one.
 
 ``Embedder.embed(texts)`` returns one unit vector per text. Three backends ship:
 ``LiteLLMEmbedder`` (any provider litellm knows, imported lazily on first use because importing
-litellm costs ~6 s; FACTS.md), ``SentenceTransformerEmbedder`` (a sentence-transformers model
-folder on local disk, for users without an embedding API; issue 6), and ``FakeEmbedder``, a
+litellm costs ~6 s), ``SentenceTransformerEmbedder`` (a sentence-transformers model
+folder on local disk, for users without an embedding API), and ``FakeEmbedder``, a
 deterministic feature-hashing embedder for tests that makes texts sharing words (or word stems)
 land close together. ``embedder_for(model)`` picks the backend a configured model names:
 ``local:<folder>`` is the local one, anything else goes to litellm.

@@ -1,8 +1,8 @@
-"""Deterministic entity derivation for saves that name none (issue 6).
+"""Deterministic entity derivation for saves that name none.
 
 Extraction hands the store entities; an explicit ``save`` ("remember that Ana's husband Rui is
 a nurse in Braga") usually does not, and would then miss recall's exact-match entity signal
-(DESIGN §4). ``derive_entities`` picks the handles a reader would: proper names (runs of
+(``recall/signals.py``). ``derive_entities`` picks the handles a reader would: proper names (runs of
 capitalised words, "Sofia Almeida", "Campo de Ourique") and tool or project names by their
 shape ("FastAPI", "Auth0", "pg_trgm", "Fly.io", "ADR-007"). It is a heuristic with no model
 and no dictionary, so it is deliberately conservative:
@@ -100,7 +100,7 @@ def _leading_matches(sentence: str) -> list[re.Match[str]]:
     """The sentence's tokens, or only its first two when nothing from the second token on
     has an upper-case letter (most sentences: "The user prefers tabs ..."). ``_runs`` gets
     the same runs either way: a run starts only at a capitalised token, so after the second
-    token there is none to start, extend or join (issue 14: a fifth of a save's CPU went to
+    token there is none to start, extend or join (profiled: a fifth of a save's CPU went to
     entity derivation, most of it walking such sentences)."""
     found = _TOKEN.finditer(sentence)
     first = next(found, None)

@@ -1,6 +1,7 @@
 """The in-RAM recall index of one bank: incremental BM25 postings plus per-slot columns.
 
-Why not rank-bm25 or bm25s: neither adds a document without a rebuild (FACTS.md), and
+Why not rank-bm25 or bm25s: neither adds a document without a rebuild (both build their
+index in one pass over the corpus), and
 read-your-writes needs the very next recall to see a save. Here every record owns one *slot*;
 postings are growable numpy arrays per term, appended in O(1); a record's new revision gets a
 new slot and the old slot is masked dead; dead slots are compacted away when they pile up.
@@ -47,7 +48,7 @@ class _Postings:
     earlier appends were folded into) plus a tail of recent appends in plain ``array.array``s.
 
     A live write appends ~20 postings; a numpy scalar store costs ~10x a Python ``array``
-    append (issue 14 profile: postings were a fifth of a save's CPU). The tail is folded into
+    append (profiled: postings were a fifth of a save's CPU). The tail is folded into
     the numpy arrays (capacity doubling, so O(1) amortised) the next time a query reads them.
     """
 

@@ -1,5 +1,5 @@
-"""Cross-reference link queries (seeds/001 "A worked cross-reference example", seeds/002
-"Dangling [[name]] links rejected at write time: MUST NOT").
+"""Cross-reference link queries. The memory.v1 provider protocol lets a record link to one
+that does not exist yet: a dangling ``[[name]]`` link must not be rejected at write time.
 
 ``[[slug]]`` references are parsed into ``links`` on every write (``shared.text.parse_links``);
 a link to a record that does not exist yet is accepted, and stays queryable here:

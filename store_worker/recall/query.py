@@ -1,4 +1,4 @@
-"""Query-side handling of questions for the lexical arm (issue 11).
+"""Query-side handling of questions for the lexical arm.
 
 A question's frame says what kind of answer is wanted ("what kind of", "how many times", "how
 long", "did she mention"); its words are not what the answer is about, yet BM25 would score

@@ -1,4 +1,4 @@
-"""The read side: get, list (paged), tags and recall over the banks (DESIGN §3-4).
+"""The read side: get, list (paged), tags and recall over the banks.
 
 Nothing here writes. ``recall`` validates its parameters into ``recall.RecallParams`` and runs
 the one scorer (``store_worker.recall.scoring``) with the query's vector when a model is configured;
@@ -173,7 +173,7 @@ class Reader:
         model_target: str | None = None,
         as_of: int | None = None,
     ) -> RecallResponse:
-        """The ranked memories for a query (DESIGN §4); ``retrieval`` names what ran
+        """The ranked memories for a query (``scoring.py``); ``retrieval`` names what ran
         (``MemoryStore.recall`` says what ``hint``, ``model_target`` and ``as_of`` do)."""
         params = self._recall_params(
             query,
@@ -238,8 +238,8 @@ class Reader:
         )
 
     def _counter(self, model_target: str | None) -> TokenCounter:
-        """The tokenizer of ``model_target`` (seeds/000: a precise model reference for
-        CountTokens); the store's own when none or the same is named."""
+        """The tokenizer of ``model_target`` (the memory.v1 provider protocol's CountTokens
+        takes a precise model reference); the store's own when none or the same is named."""
         name = v.optional_str(model_target, "model_target")
         return self.tokens if name is None or name == self.tokens.model else TokenCounter(name)
 

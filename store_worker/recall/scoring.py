@@ -1,18 +1,18 @@
-"""Recall over one bank (DESIGN §4): filters first, then the fused score, then the cut.
+"""Recall over one bank: filters first, then the fused score, then the cut.
 
 hybrid  = lex + 2·best·cosine, best = the query's highest lex (RELEVANCE_HALF if none; ``fuse``)
           lex = match · (1 + 0.1·ln(1+corroboration) + 0.25·pinned) · decay
           match = bm25 + 0.6·entity_hits + W_DATE·date_hit   (a superseded record's match also
           credits its live successor; entity hits are weighted by the handle's rarity),
           decay = max(0.5^(age_days / half_life), 0.7), or 1 when the query names a date
-          (DESIGN §4 starts the floor at 0.35; the eval moved it, tests/recall_quality/HISTORY.md;
+          (the floor started at 0.35; the eval moved it, tests/recall_quality/HISTORY.md;
           ``DECAY_FLOOR`` stays 0.35 for the budget-pressure re-weighing)
           dialog turns ("Name: ..." saved with a session) then grow with the share of the
           query they and their neighbours cover, lend each other part of their
           lexical score and a question naming a speaker prefers their turns (context.py), before
           the cosine is fused, and the other turns of the best results' sessions rise a little
-          after it; question-frame words leave the query first (query.py; issue 11)
-lexical = plain BM25 over the query's content words (one raw arm, seeds/003 memory::recall)
+          after it; question-frame words leave the query first (query.py)
+lexical = plain BM25 over the query's content words (one raw arm of memory.v1's recall)
 semantic = plain cosine (the other raw arm)
 
 A candidate must match something (a query term, an entity, a date, or, with embeddings, a
@@ -21,9 +21,9 @@ fused score monotonically into [0, 1) as ``s / (s + RELEVANCE_HALF)``: a score o
 RELEVANCE_HALF (a solid single-term match) reads as 0.5. Ties break by id so results are
 deterministic.
 
-Time (issue 6). A query naming a date ("last May", "in March 2025", "this month"; parsed by
+Time. A query naming a date ("last May", "in March 2025", "this month"; parsed by
 ``shared.text.query_dates`` against the store's clock) matches records that happened inside
-that window (their ``occurred_at``, issue 11; without one, when they were stated, plus a short
+that window (their ``occurred_at``; without one, when they were stated, plus a short
 grace: events are often told a few days later) or whose text names a month inside it, and
 switches recency decay off: the caller asked about the past. Supersede
 chains: a query worded like an old statement ("which phone", when only the retired "The
@@ -32,7 +32,7 @@ user's phone is a Pixel 7" says "phone") reaches the statement that replaced it,
 above it. Every step is a numpy pass over index columns or postings; the only Python loops
 run over a bounded number of retired candidates (``SUCCESSOR_FANOUT``).
 
-Boosts scale the match instead of adding to it (DESIGN §4 adds 0.3·ln(1+c) + 0.75·pinned):
+Boosts scale the match instead of adding to it (the first design added 0.3·ln(1+c) + 0.75·pinned):
 BM25's IDF grows with the bank, so a fixed additive pin outweighed a real match in a small
 bank ("what day do I publish?" ranked a pinned note on tabs first in a two-memory bank) while
 meaning almost nothing in a large one. The eval is unchanged by the switch (HISTORY.md).
@@ -89,8 +89,8 @@ RELEVANCE_HALF = 4.0
 # An empty query's match of every visible record: its standing strength is then its boosts
 # and decay alone (about 1 over RELEVANCE_HALF + 1 in ``relevance_score``).
 AMBIENT = 1.0
-# Under budget pressure, project-type records decay this many times faster (seeds/002 SHOULD:
-# "project-type records weighted toward recency under budget pressure").
+# Under budget pressure, project-type records decay this many times faster (the memory.v1
+# provider protocol: project-type records SHOULD weigh toward recency under budget pressure).
 PROJECT_PRESSURE_FACTOR = 4.0
 # Records the semantic arm alone brings into a hybrid recall (``cosine_pool``); never fewer
 # than 4× the limit.
@@ -108,7 +108,7 @@ class Tuning:
 
     w_entity: float = W_ENTITY
     w_partial: float = 0.5  # a query word matching one part of a multi-word handle
-    decay_floor: float = 0.7  # DESIGN §4 starts at 0.35; the eval says milder (HISTORY.md)
+    decay_floor: float = 0.7  # first 0.35; the eval says milder (HISTORY.md)
     half_life_scale: float = 1.0
     w_date: float = W_DATE
     date_grace_days: float = 14.0
@@ -184,8 +184,9 @@ def visible(
 
 
 def _visible(bank: Bank, p: RecallParams) -> npt.NDArray[np.bool_]:
-    """Scope visibility (seeds/000 MemoryScope): global everywhere; project only for the
-    same working directory; session only in that session and its descendants."""
+    """Scope visibility (the memory.v1 provider protocol's MemoryScope): global everywhere;
+    project only for the same working directory; session only in that session and its
+    descendants."""
     idx = bank.index
     scope = idx.col("scope")
     visible = scope == SCOPE_CODE["global"]
@@ -222,7 +223,7 @@ def fuse(
     [0, 1] by the best plus ``w·cosine`` (a convex-combination fusion over normalised scores,
     Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", TOIS 2023), while the
     score keeps its lexical size for ``relevance_score``. BM25's scale grows with the bank
-    (IDF), so a fixed cosine weight (``sum``, DESIGN §4's ``+ 2.2·cosine``) means a different
+    (IDF), so a fixed cosine weight (``sum``, the first design's ``+ 2.2·cosine``) means a different
     mix at every bank size; measured in tests/recall_quality/HISTORY.md §7 (reciprocal rank
     fusion lost too, §3).
     """
@@ -354,7 +355,7 @@ def top(
         return []
     if len(slots) > k:
         # Keep every slot scoring at least the k-th best: argpartition alone would pick an
-        # arbitrary few of a tie at the boundary, and ties must break by id (DESIGN §4).
+        # arbitrary few of a tie at the boundary, and ties must break by id (deterministic results).
         cand = scores[slots]
         kth = np.partition(cand, len(cand) - k)[len(cand) - k]
         slots = slots[cand >= kth]

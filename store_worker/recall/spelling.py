@@ -1,4 +1,4 @@
-"""Misspelt query words (issue 11).
+"""Misspelt query words.
 
 People type fast: "torunament", "recieved", "funraiser". A query word that no memory of the
 bank holds matches nothing in BM25, however close it is to a word the bank does hold.

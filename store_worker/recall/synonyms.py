@@ -1,4 +1,4 @@
-"""Query words' near neighbours from a model's static word-embedding table (issue 11).
+"""Query words' near neighbours from a model's static word-embedding table.
 
 A question and the turn that answers it often name one thing with two words ("kids" /
 "children", "mother" / "mom", "counseling" / "counselor"): BM25 sees nothing in common. The

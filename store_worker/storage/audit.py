@@ -1,4 +1,4 @@
-"""Every file the store reads, checked afresh: doctor's ``files_readable`` (issue 18).
+"""Every file the store reads, checked afresh: doctor's ``files_readable``.
 
 Open never fails on one bad record or file: a bad ``bank.yaml`` value gets a safe default, an
 unreadable rule, draft, state or outbox file is skipped, a bad log line is counted corrupt.
@@ -6,7 +6,7 @@ Each of those only logs a warning at open, so this scan is what keeps them visib
 lists every problem (which file, which line, what) until the file is fixed or removed. It
 also lists what a repair left beside the data: ``*.torn`` fragments and ``*.bad`` jobs.
 
-It reads only; it never repairs. The constants name the layout of DESIGN §2.
+It reads only; it never repairs. The constants name the layout (``files.py``).
 """
 
 from __future__ import annotations

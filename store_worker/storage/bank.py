@@ -59,7 +59,7 @@ ROW = (
 
 
 def searchable_text(mem: Memory) -> str:
-    """What the lexical arm indexes: title, text and entities (DESIGN §4)."""
+    """What the lexical arm indexes: title, text and entities."""
     return " ".join((mem.title, mem.text, " ".join(mem.entities)))
 
 

@@ -1,4 +1,4 @@
-"""The repository of banks on one data dir (DESIGN §2 "On disk").
+"""The repository of banks on one data dir (the layout: ``files.py``).
 
 ``Banks`` finds the bank folders under the data dir, loads each (``Bank.load``: replay or
 snapshot, then whatever ``on_load`` hooks the store composed in: drafts, vectors), creates

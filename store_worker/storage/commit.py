@@ -1,4 +1,4 @@
-"""Group commit: concurrent writes share one fsync per bank (issue 14).
+"""Group commit: concurrent writes share one fsync per bank.
 
 Every write to a memory log goes through ``GroupCommit.run(fn)``. Callers queue their write;
 whichever caller finds no commit in progress becomes the leader, takes everything queued, and

@@ -1,4 +1,4 @@
-"""Ratification (seeds/000 "status", seeds/001 ApproveRecord/RejectRecord, DESIGN §2-3).
+"""Ratification: the memory.v1 provider protocol's pending status, ApproveRecord, RejectRecord.
 
 When ``ratification`` is on, automatic writes (extraction: ``confidence`` extracted or inferred,
 or an explicit ``status="pending"``) land as *pending drafts*. Drafts live apart from the
@@ -7,8 +7,8 @@ append-only memory log, one file per draft::
     <data_dir>/<bank>/drafts/<id>.json     one pending record, written atomically
 
 so that ``reject`` can discard a draft entirely — the file goes, no tombstone is left in
-``memories.jsonl`` (seeds/001: "RejectRecord discards a pending draft entirely — not a soft
-delete"). ``approve`` appends the record to the log as canonical and only then removes the
+``memories.jsonl`` (the protocol: RejectRecord discards a pending draft entirely, it is not a
+soft delete). ``approve`` appends the record to the log as canonical and only then removes the
 draft file; a crash in between is healed at load (the log wins over a leftover draft).
 
 In RAM a draft sits in ``bank.records`` and the index like any record, flagged ``pending``, so
@@ -210,8 +210,9 @@ def draft_files(bank_dir: Path) -> list[Path]:
 
 def refuse_stranding_drafts(banks: Iterable[Bank]) -> None:
     """Ratification goes off only with no draft waiting: with it off nothing may be pending
-    (seeds/002) and approve/reject refuse, so a draft left behind could never be resolved.
-    Refusing, rather than approving or discarding them, leaves that choice to a reviewer."""
+    (the memory.v1 provider protocol) and approve/reject refuse, so a draft left behind could
+    never be resolved. Refusing, rather than approving or discarding them, leaves that choice
+    to a reviewer."""
     waiting = {b.name: n for b in banks if (n := sum(m.status == "pending" for m in b.live()))}
     if waiting:
         where = ", ".join(f"{n} in {name!r}" for name, n in sorted(waiting.items()))

@@ -1,4 +1,4 @@
-"""Events (DESIGN §3): push to subscribers, and a bounded pull log with a cursor.
+"""Events: push to subscribers, and a bounded pull log with a cursor.
 
 Delivery is fire-and-forget and at-least-once; a subscriber that raises is dropped after three
 consecutive failures so a dead sibling cannot slow the store down. The pull log keeps the last

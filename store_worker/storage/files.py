@@ -1,4 +1,4 @@
-"""The on-disk layout (DESIGN §2 "On disk"): the files are the source of truth.
+"""The on-disk layout: the files are the source of truth (docs/ARCHITECTURE.md).
 
     <data_dir>/<bank>/bank.yaml          description, created_at
     <data_dir>/<bank>/rules/<name>.md    always-injected markdown
@@ -161,7 +161,8 @@ FULL = (errno.ENOSPC, errno.EDQUOT)  # a disk or quota that is full: writable on
 
 
 def check_writable(root: Path, *, full_ok: bool = False) -> None:
-    """Boot-fatal check (DESIGN §2): create the root and prove a file can be written in it.
+    """Boot-fatal check (the store never runs from RAM alone): create the root and prove a
+    file can be written in it.
 
     With ``full_ok`` (a boot) a data dir that exists but is full (``ENOSPC``, ``EDQUOT``) is
     no refusal: it is writable, and space may come back. A store restarted on a full disk

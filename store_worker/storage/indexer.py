@@ -1,4 +1,4 @@
-"""A group commit's index updates, made on a helper thread while its leader fsyncs (issue 14).
+"""A group commit's index updates, made on a helper thread while its leader fsyncs.
 
 A batch's leader (``commit.py``) calls ``fdatasync``, which releases the GIL for the ~0.2 ms
 the disk takes; the batch's index updates (tokenizing, BM25 postings: ~0.1-0.2 ms of Python

@@ -1,4 +1,4 @@
-"""One writer per data dir (issue 18): an exclusive ``flock`` on ``<data_dir>/.lock``.
+"""One writer per data dir: an exclusive ``flock`` on ``<data_dir>/.lock``.
 
 Two stores on one data dir each keep their own RAM and the last writer wins: a slug taken by
 one is silently replaced by the other's, a pin is lost to a retag. So a store takes this lock

@@ -49,7 +49,7 @@ def _identity(path: Path) -> tuple[int, int] | None:
 def _datasync(fd: int) -> None:
     """Make an append durable: ``fdatasync`` flushes the data and the metadata needed to read
     it back (the new file size), skipping timestamp-only inode writes, as SQLite does on Linux
-    (issue 14: ~10 % more appends per second here, interleaved); ``fsync`` where there is no
+    (measured: ~10 % more appends per second, interleaved); ``fsync`` where there is no
     ``fdatasync`` (macOS)."""
     sync = getattr(os, "fdatasync", None) or os.fsync
     sync(fd)
@@ -100,7 +100,7 @@ class AppendLog:
     def repair_tail(self) -> int:
         """Move an unterminated final fragment aside (``<file>.torn``) and cut it off.
 
-        Safe only because the caller holds the data dir's lock (``store_worker/storage/lock.py``): no
+        Safe only because the caller holds the data dir's lock (``lock.py``): no
         other process appends to this file, so the fragment is a torn write, never a line
         another writer is in the middle of. The sidecar is fsynced before the cut, so the
         bytes are never only in RAM; a failure cuts nothing (the next append starts a fresh

@@ -1,4 +1,4 @@
-"""Redacting what is already stored, and erasing for good (issue 12).
+"""Redacting what is already stored, and erasing for good.
 
 The log is append-only, and this module is the one exception: nothing else ever rewrites
 ``memories.jsonl``. Two operations, both run under the store lock (the façade's

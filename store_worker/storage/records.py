@@ -1,4 +1,4 @@
-"""A bank's records when some of them are still lines of its log (a lazy boot, issue 13).
+"""A bank's records when some of them are still lines of its log (a lazy boot).
 
 A one-shot command (``memory --data-dir D recall``) uses a handful of a bank's records: the
 hits. Decoding every line of a 10k-record log costs it ~65 ms of a ~400 ms process, so a bank

@@ -1,4 +1,4 @@
-"""This store as one shard of several (issue 16; routing is ``shared.shards``).
+"""This store as one shard of several (routing is ``shared.shards``).
 
 ``ShardGuard`` holds the slot table this store was last given (``shard_routing``), durably in
 its own state, and its own shard number (``StoreSettings.shard_index``). ``Banks.resolve``

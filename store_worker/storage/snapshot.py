@@ -6,8 +6,8 @@ every column, postings, the per-slot term lists, df, totals and the interned pro
 table — so a boot reads it back instead of rebuilding it, and replays only the log lines
 appended after it through the normal per-record path.
 
-The log stays the only source of truth (DESIGN §2). A snapshot is trusted only when all hold,
-else it is ignored and rebuilt:
+The log stays the only source of truth (docs/ARCHITECTURE.md). A snapshot is trusted only
+when all hold, else it is ignored and rebuilt:
 
 * its ``derivation`` key matches: the format version, the source bytes of every module that
   shapes the index (tokenizer, model, index, bank, this file), the versions of PyStemmer,
@@ -35,7 +35,7 @@ Measured (bench corpus, 1,019,612 lines, 418 MB log): boot 46-54 s before, 38-44
 has to rebuild (and write the 236 MB snapshot, in ~2 s off the boot), 11 s from the snapshot;
 100k records: 4.3-4.6 s, 3.5 s, 1.0 s.
 
-For a lazy boot (``store_worker/storage/records.py``: a one-shot CLI or hook process) the snapshot also
+For a lazy boot (``records.py``: a one-shot CLI or hook process) the snapshot also
 holds, per slot, where the live record's line starts in the log, its fingerprint and its
 dialog-turn facts (``entities.turn_of``), and in the header the replay's counts of the covered
 lines (lines, corrupt ones and where): such a boot takes the fingerprint maps, the context

@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 
 class StateStore:
-    """Sibling key-value checkpoints under ``.state/<owner>/<key>.json`` (DESIGN §3)."""
+    """Sibling key-value checkpoints under ``.state/<owner>/<key>.json``."""
 
     def __init__(self, root: Path) -> None:
         self.dir = root / STATE_DIR

@@ -1,7 +1,7 @@
 """Input checks for the store's public methods: every failure is typed and nothing is written.
 
 Bad input gets ``InvalidArgumentError`` (names, ids, sizes, turn ids), ``InvalidTypeError``
-or ``InvalidScopeError`` (seeds/002), before any file is touched.
+or ``InvalidScopeError`` (the memory.v1 provider protocol's errors), before any file is touched.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ MAX_FUTURE_MS = 100 * 366 * 86_400_000
 
 
 # Names and ids are matched whole (``fullmatch``): ``re.match`` with ``$`` also accepts a
-# trailing newline, and ``bank create $'main\n'`` made a folder named "main\n" (issue 18).
+# trailing newline, and ``bank create $'main\n'`` made a folder named "main\n".
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_STATE_DEPTH = 64
 MAX_STATE_SIZE = 8_000_000  # characters of its strings plus its items (a judge memo: ~1M)
@@ -83,7 +83,7 @@ QUOTED_MAX = 80  # characters of a long identifier an error quotes
 def quoted(value: object) -> str:
     """An identifier as an error quotes it: ``repr``, unless it holds a credential (an agent
     that passes a token where an id goes). An error reaches terminals, an agent's transcript
-    and gRPC metadata, none of which redacts (issue 12); only the kind is named then."""
+    and gRPC metadata, none of which redacts; only the kind is named then."""
     if isinstance(value, str) and value:
         label = _credential_in(value)
         if label is not None:
@@ -94,7 +94,7 @@ def quoted(value: object) -> str:
 
 
 def no_credential(value: str | None, what: str) -> str | None:
-    """Refuse an identifier that holds a credential (issue 12): an id, a session id, a bank,
+    """Refuse an identifier that holds a credential: an id, a session id, a bank,
     rule or state name is stored as given and shown everywhere, so a secret in one cannot be
     redacted, and silently rewriting a caller's id would be worse. Checked where a write
     takes a new identifier, not on reads (an id that was refused cannot be found anyway)."""

@@ -1,4 +1,4 @@
-"""The write chain: every change to a memory, in one place (DESIGN §2-3).
+"""The write chain: every change to a memory, in one place.
 
 Each write reads top to bottom as the same chain::
 
@@ -8,9 +8,10 @@ Each write reads top to bottom as the same chain::
     an ``item-changed`` event.
 
 ``save`` reinforces instead of duplicating when the same normalised text already lives in the
-same place (seeds/003); ids are slugs, a collision gets ``-2``, ``-3`` … (never an overwrite).
+same place (a restatement strengthens what it repeats); ids are slugs, a collision gets
+``-2``, ``-3`` … (never an overwrite).
 
-Redaction comes before every derivation, and nothing is derived from what it leaves (issue 12):
+Redaction comes before every derivation, and nothing is derived from what it leaves:
 slugs, derived entities and links come from the text with its placeholders blanked out
 (``strip_placeholders``), and a given tag or entity that is, or became, a placeholder is
 dropped. Identifier fields (``id``, ``session_id``, ``recorded_by``, ``project``, ``turn_id``)
@@ -168,8 +169,8 @@ class Writer:
     def commit_save(self, p: PreparedSave) -> SaveResponse:
         """The part of a save that reads and changes the store (under its lock, in a group
         commit): reinforce or create, a free id, the append. The same normalised text re-saved
-        reinforces instead, unless ``reinforce`` was False (memory.v1 Record always creates,
-        seeds/001)."""
+        reinforces instead, unless ``reinforce`` was False (memory.v1 Record always
+        creates)."""
         mem_status = self.drafts.status_for(p.status, p.confidence)  # pending under ratification
         target = self.banks.resolve(p.bank, create=True)
         clean = p.clean
@@ -226,7 +227,8 @@ class Writer:
         entities: Iterable[Any] | None = None,
         text_required: bool = True,
     ) -> dict[str, Any]:
-        """Validate, then redact every free-text field (DESIGN §6 "on every write path")."""
+        """Validate, then redact every free-text field (on every write path: redaction before
+        the disk)."""
         labels: set[str] = set()
         body = (
             v.text(text, max_chars=self.settings.max_text_chars)

@@ -1,4 +1,4 @@
-"""Neighbouring turns of one session as context at recall (store_worker/recall/context.py, issue 11)."""
+"""Neighbouring turns of one session as context at recall (``recall/context.py``)."""
 
 from __future__ import annotations
 

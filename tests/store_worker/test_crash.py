@@ -1,4 +1,4 @@
-"""Crash test (issue 2 "Tests"): SIGKILL a saving process; every acknowledged id survives.
+"""Crash test: SIGKILL a saving process; every acknowledged id survives.
 
 A child process saves in a loop and prints each id only after ``save`` returned (so after the
 fsync). The parent reads a few hundred acknowledgements, kills the child with SIGKILL mid-stream,
@@ -88,7 +88,7 @@ def test_every_acknowledged_save_survives_sigkill(
         reopened.close()
 
 
-# Eight threads saving at once: their lines share fsyncs (group commit, issue 14), so a kill
+# Eight threads saving at once: their lines share fsyncs (group commit), so a kill
 # lands before, during or after a batch's fsync. An id is printed only after its save returned.
 GROUP_CHILD = """
 import sys, threading
@@ -142,7 +142,7 @@ def test_every_acknowledged_group_committed_save_survives_sigkill(
         store.close()
 
 
-# A SIGKILL at each boundary of a group commit (issue 14 §3): eight writers (seven saving one
+# A SIGKILL at each boundary of a group commit: eight writers (seven saving one
 # by one, one with save_many bursts) share fsyncs; after `after` groups, the next group of
 # several lines dies just before its write, between its write and the end of its fsync, or
 # right after its fsync (before anyone is answered). An id is printed only after the call

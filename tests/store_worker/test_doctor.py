@@ -1,4 +1,4 @@
-"""doctor (issue 2): honest health; ``ok`` only when every required check passes."""
+"""doctor: honest health; ``ok`` only when every required check passes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Ratification: pending drafts live apart from the append-only log (store_worker/storage/drafts.py)."""
+"""Ratification: pending drafts live apart from the append-only log (``storage/drafts.py``)."""
 
 from __future__ import annotations
 

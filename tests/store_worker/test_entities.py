@@ -1,4 +1,4 @@
-"""Entity derivation for saves that name none (store_worker/recall/entities.py, issue 6)."""
+"""Entity derivation for saves that name none (``recall/entities.py``)."""
 
 from __future__ import annotations
 

@@ -362,7 +362,7 @@ def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
         store.purge(kept.id)
     # Then the mark measured the old file only: every restored line is read and kept
     want = {m.text for m in restored}
-    store.reload()  # a hand edit reaches RAM at reload (DESIGN §2)
+    store.reload()  # a hand edit reaches RAM at reload (the files are the truth)
     assert want <= texts(store)
     store.close()
     assert want <= texts(reopen(data_dir))

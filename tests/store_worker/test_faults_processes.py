@@ -1,7 +1,7 @@
-"""Fault suite: one writer per data dir (issue 18, class 1).
+"""Fault suite: one writer per data dir.
 
 Two processes on one data dir each kept their own RAM and the last writer won. Now the first
-store to open a data dir holds its ``.lock`` (``store_worker/storage/lock.py``) and every other opener
+store to open a data dir holds its ``.lock`` (``storage/lock.py``) and every other opener
 (an embedded store in another process or this one, ``memory --data-dir``) is refused with a
 typed error naming the holder, without changing a byte of the data dir.
 """

@@ -1,4 +1,4 @@
-"""Group commit (issue 14, ``store_worker/storage/commit.py``): concurrent writes share one fsync per
+"""Group commit (``storage/commit.py``): concurrent writes share one fsync per
 bank; a caller is answered only after the fsync that covers its line; a failed write or a
 failed flush leaves RAM exactly as the files say; ``save_many`` is all-or-nothing."""
 

@@ -1,4 +1,4 @@
-"""The deferred index updates' edges (``Bank.settle``, ``store_worker/storage/indexer.py``), found by
+"""The deferred index updates' edges (``Bank.settle``, ``storage/indexer.py``), found by
 an adversarial review: an update that fails inside a later write's read, lock-free gauge reads
 in the middle of a batch, and an indexer thread that cannot start."""
 

@@ -1,5 +1,5 @@
-"""Per-turn injection: ``pre_generate`` and ``preview`` (issue 4; DESIGN §5; seeds/003 "How it
-hooks into the harness")."""
+"""Per-turn injection: ``pre_generate`` and ``preview`` (how the store hooks
+into an agent harness)."""
 
 from __future__ import annotations
 

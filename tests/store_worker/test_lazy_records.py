@@ -1,4 +1,4 @@
-"""The lazy boot (``store_worker/storage/records.py``, issue 13): a one-shot store takes its index from
+"""The lazy boot (``storage/records.py``): a one-shot store takes its index from
 the snapshot and leaves the records it covers undecoded until used. Whatever it is asked, it
 answers as a store that decoded every line would: records, fingerprint maps, the counts of
 corrupt lines, dialog-turn chains, recall, and the writes that follow."""

@@ -1,4 +1,4 @@
-"""``occurred_at``: when the remembered thing happened or was said (issue 11 item 3).
+"""``occurred_at``: when the remembered thing happened or was said.
 
 Optional on every write path (save, save_many, update), validated with typed errors before
 anything is written, kept through write → replay, shown in the recalled block, and preferred

@@ -1,4 +1,4 @@
-"""The durable extraction outbox (issue 4; DESIGN §3 "sibling plumbing", §6)."""
+"""The durable extraction outbox: finished turns queued, redacted, for the extractor."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Outbox crash tests (issue 4): SIGKILL the store mid-turn; nothing acknowledged is lost.
+"""Outbox crash tests: SIGKILL the store mid-turn; nothing acknowledged is lost.
 
 Mirrors ``test_crash.py``. A child process runs a plain ``MemoryStore`` and prints a line
 *before* each call (``queuing``/``acking``: the call may or may not have happened when the kill

@@ -1,4 +1,4 @@
-"""Redacting what is already stored, and erasing for good (issue 12 item 4; ``purge.py``).
+"""Redacting what is already stored, and erasing for good (``purge.py``).
 
 ``redact_rescan`` applies today's catalogue to stored memories, rules and descriptions; with
 ``purge`` it rewrites the log without the secret. ``purge(id)`` removes a memory and every

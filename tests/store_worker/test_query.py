@@ -1,5 +1,5 @@
 """Question-frame words dropped from the lexical query, and "when" questions preferring
-memories that say when (store_worker/recall/query.py, issue 11)."""
+memories that say when (``recall/query.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recall's time and supersede signals (store_worker/recall/scoring.py, issue 6): dated questions,
+"""Recall's time and supersede signals (``recall/signals.py``): dated questions,
 successors that answer for their predecessors, and superseded records never ranked above
 what replaced them. The golden eval measures these; these tests pin the behaviour."""
 

@@ -1,4 +1,4 @@
-"""Redaction's order and reach in the store (issue 12, items 3 and "the leaks").
+"""Redaction's order and reach in the store: before the disk, and before every derivation.
 
 Redaction comes before anything derives an id, a slug, a tag, an entity or a link, and
 nothing is derived from what it leaves (no ``openai-key-redacted-openai-key``, no entity

@@ -1,4 +1,4 @@
-"""The semantic arm (issue 2): FakeEmbedder, the vectors.jsonl sidecar, rebuilds, degradation."""
+"""The semantic arm: FakeEmbedder, the vectors.jsonl sidecar, rebuilds, degradation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""supersede (DESIGN §2-3): retire one record in favour of a live survivor; refusals; reinforce."""
+"""supersede: retire one record in favour of a live survivor; refusals; reinforce."""
 
 from __future__ import annotations
 
