@@ -165,7 +165,7 @@ def _log_integrity(store: MemoryStore) -> str:
 
 
 def _files_readable(store: MemoryStore) -> str:
-    """Every hand-edit problem open worked around, until it is fixed (``store_worker/audit``)."""
+    """Every hand-edit problem open worked around, until it is fixed (``storage/audit.py``)."""
     corrupt = {name: b.stats.corrupt_at for name, b in store.banks.items()}
     found = audit.problems(store.root, corrupt)
     if found:

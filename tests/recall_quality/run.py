@@ -548,7 +548,7 @@ def _compare(where: str, cur: dict[str, Any], snap: dict[str, Any], tol: float) 
 
 def _ablations() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
     import shared.text as text_mod
-    import store_worker.core as core_mod
+    import store_worker.storage.writes as writes_mod
 
     def patch(obj: object, name: str, value: object) -> Callable[[], Iterator[None]]:
         @contextlib.contextmanager
@@ -563,7 +563,7 @@ def _ablations() -> dict[str, Callable[[], contextlib.AbstractContextManager[Non
         return cm  # type: ignore[return-value]
 
     table: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
-        "derived-entities": patch(core_mod, "derive_entities", lambda text: ()),  # type: ignore[dict-item]
+        "derived-entities": patch(writes_mod, "derive_entities", lambda text: ()),  # type: ignore[dict-item]
         "stopwords": patch(text_mod, "STOPWORDS", frozenset()),  # type: ignore[dict-item]
         "first-person": patch(text_mod, "FIRST_PERSON", frozenset()),  # type: ignore[dict-item]
     }
