@@ -73,7 +73,7 @@ from store_worker.storage import validate as v
 from store_worker.storage.banks import Banks
 from store_worker.storage.drafts import Drafts
 from store_worker.storage.events import Subscriber
-from store_worker.storage.writes import PreparedSave, batch
+from store_worker.storage.writes import PreparedSave
 
 
 class MemoryStore(StoreParts):
@@ -152,7 +152,7 @@ class MemoryStore(StoreParts):
         them, and nothing written when any item is refused (the extractor's and the
         consolidator's bursts)."""
         requests = [
-            SaveRequest.of(item, f"item {i}") for i, item in enumerate(batch(items, "save"))
+            SaveRequest.of(item, f"item {i}") for i, item in enumerate(v.many(items, "save"))
         ]
         prepared = [
             self.writer.prepare_save(r.text, **r.model_dump(exclude={"text"})) for r in requests
@@ -233,7 +233,7 @@ class MemoryStore(StoreParts):
         order, and sees the ones before it; when any is refused, none is written."""
         requests = [
             SupersedeRequest.of(item, f"item {i}")
-            for i, item in enumerate(batch(items, "supersede"))
+            for i, item in enumerate(v.many(items, "supersede"))
         ]
         return SupersedeManyResponse(results=tuple(self._commit_supersedes(requests)))
 

@@ -14,14 +14,14 @@ import math
 import ntpath
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any, TypeGuard
 
 from ulid import ULID
 
 from shared.errors import InvalidArgumentError, InvalidScopeError, InvalidTypeError
-from shared.models import CONFIDENCES, MEMORY_SCOPES, MEMORY_TYPES, Memory
+from shared.models import CONFIDENCES, MAX_SAVE_ITEMS, MEMORY_SCOPES, MEMORY_TYPES, Memory
 from shared.redact import find_credential
 from shared.text import NAME_RE, SLUG_RE, entity_norm
 
@@ -430,3 +430,12 @@ def limit(value: object, default: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 500:
         raise InvalidArgumentError("limit must be an integer from 1 to 500")
     return value
+
+
+def many(items: object, verb: str) -> Sequence[object]:
+    """A ``*_many`` call's items: a list or tuple of at most ``MAX_SAVE_ITEMS``."""
+    if not isinstance(items, list | tuple) or len(items) > MAX_SAVE_ITEMS:
+        raise InvalidArgumentError(
+            f"items must be a list of at most {MAX_SAVE_ITEMS} {verb} requests"
+        )
+    return items

@@ -20,7 +20,7 @@ are not redacted but refused when they hold a credential (``validate.no_credenti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,6 @@ from shared.clock import Clock
 from shared.config import StoreSettings
 from shared.models import (
     CORROBORATED_BY_KEPT,
-    MAX_SAVE_ITEMS,
     Event,
     Memory,
     MemoryResponse,
@@ -596,12 +595,3 @@ def _same_place(mem: Memory, scope: str, project: str | None, session: str | Non
     if scope == "session":
         return mem.session_id == session
     return True
-
-
-def batch(items: object, verb: str) -> Sequence[object]:
-    """A ``*_many`` call's items: a list or tuple of at most ``MAX_SAVE_ITEMS``."""
-    if not isinstance(items, list | tuple) or len(items) > MAX_SAVE_ITEMS:
-        raise errors.InvalidArgumentError(
-            f"items must be a list of at most {MAX_SAVE_ITEMS} {verb} requests"
-        )
-    return items
