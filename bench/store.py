@@ -147,7 +147,7 @@ def recall_with_model(n: int, cache: Path, *, n_queries: int) -> dict[str, Any]:
     beside it. The corpus is copied once per model next to the cached one, so the documents
     are embedded on the first run only (``vectors.jsonl`` then loads)."""
     from shared.errors import InvalidArgumentError
-    from store_worker.embed import embedder_for
+    from store_worker.recall.embed import embedder_for
 
     try:
         model = embedder_for(LOCAL_MODEL)
@@ -195,7 +195,7 @@ def rank_bm25_baseline(store: Any, queries: Sequence[str], *, max_queries: int) 
     from rank_bm25 import BM25Okapi
 
     from shared.text import query_tokens, tokenize
-    from store_worker.bank import searchable_text
+    from store_worker.storage.bank import searchable_text
 
     bank = store.banks[BANK]
     docs = [tokenize(searchable_text(m)) for m in bank.live()]

@@ -40,7 +40,7 @@ from typing import Any
 from bench import corpus
 from shared.redact import redact
 from shared.tokens import TokenCounter
-from store_worker.files import _datasync
+from store_worker.storage.log import _datasync
 
 CALLERS = 8
 Writer = Callable[[Sequence[str]], None]

@@ -268,7 +268,7 @@ def _chat_cmd(args: argparse.Namespace) -> int:
 
 
 def _close_store(store: StoreAPI) -> None:
-    """An embedded store holds its data dir's lock (store_worker/lock.py) until closed; a
+    """An embedded store holds its data dir's lock (store_worker/storage/lock.py) until closed; a
     gateway client holds a channel."""
     store.close()
 

@@ -517,7 +517,7 @@ class Extractor:
 
 def _stated_in(mem: Memory, turn: str) -> bool:
     """Whether ``turn`` created ``mem`` or is among its recent corroborations (as the store
-    reads it, ``store_worker.writes``)."""
+    reads it, ``store_worker.storage.writes``)."""
     return mem.provenance.source_turn_id == turn or turn in mem.corroborated_by
 
 

@@ -92,7 +92,7 @@ def status(value: int) -> str | None:
     return found
 
 
-# The most records the store's ``list`` pages at once (store_worker.validate.page_size).
+# The most records the store's ``list`` pages at once (store_worker.storage.validate.page_size).
 MAX_PAGE_SIZE = 500
 
 

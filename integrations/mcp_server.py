@@ -59,7 +59,8 @@ MemoryScope = Literal["global", "project", "session"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
 UNAUTHENTICATED = "unauthenticated:"  # how the gateway refuses a token (grpc_gateway.auth)
 T = TypeVar("T")
-RECALL_LIMIT_MAX = 500  # the store's recall limit (store_worker.validate.limit; a test checks)
+# the store's recall limit (store_worker.storage.validate.limit; a test checks)
+RECALL_LIMIT_MAX = 500
 # MemoryType / MemoryScope mirror shared.models.MEMORY_TYPES / MEMORY_SCOPES (a test checks).
 
 # The tools' parameters, each with the description an agent reads in the tool's JSON schema.

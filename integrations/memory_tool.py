@@ -45,7 +45,7 @@ from shared.api import StoreAPI
 ROOT = "/memories"
 MEMORIES_FILE = "memories.md"
 RULES_DIR = "rules"
-LEARNED_RULE = "learned"  # the extractor's rule (store_worker/rules.py LEARNED)
+LEARNED_RULE = "learned"  # the extractor's rule (store_worker/harness/rules.py LEARNED)
 MAX_PATH = 512
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 _LINES_SHOWN = 2000

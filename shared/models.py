@@ -248,7 +248,7 @@ class RecallResponse(Frozen):
     retrieval: RecallMode
     bank: str
     # The query as recall read it, when it read a misspelt word as a word the bank holds
-    # ("Which torunament …" → "Which tournament …", store_worker/spelling.py); None when it
+    # ("Which torunament …" → "Which tournament …", store_worker/recall/spelling.py); None when it
     # was read as asked. A caller can show it ("read as …") or ask again as it was meant.
     read_as: str | None = None
 

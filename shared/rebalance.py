@@ -8,7 +8,7 @@ shard 0 first, the commit point, then the new owner, then the rest), **release**
 to ``.trash``). Slots holding no bank switch together. A kill at any step leaves every
 acknowledged write in exactly one live bank; running ``rebalance`` again finishes the move
 (``tests/shared/test_sharded.py`` kills it at each step). The store's side of each step, and
-what it refuses, is ``store_worker/shards.py``.
+what it refuses, is ``store_worker/storage/shards.py``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def rebalance(
     shards: Sequence[StoreAPI], n: int | None = None, *, step: Step | None = None
 ) -> RebalanceReport:
     """Move every bank whose owner changes when ``n`` shards (default: all of ``shards``)
-    share the slots; resumes an interrupted run (see ``store_worker.shards``)."""
+    share the slots; resumes an interrupted run (see ``store_worker.storage.shards``)."""
     n = len(shards) if n is None else n
     if n > len(shards):
         raise InvalidArgumentError(f"{n} shards asked for, {len(shards)} reachable")

@@ -14,7 +14,7 @@ state (owner ``shard-sessions``, one key per session: the same hashed key the st
 its own per-session state), written only when it changes, cached per process. No entry means
 "the default bank" (a session that never names another bank costs no write at all). Shard 0
 already holds the slot table; the store prunes idle sessions' entries with its other
-per-session state (``store_worker.sessions.SESSION_STATE_OWNERS``). While shard 0 is down, a
+per-session state (``store_worker.harness.sessions.SESSION_STATE_OWNERS``). While shard 0 is down, a
 session's calls route as if it had no entry (the default bank's shard), as before this module.
 
 Known limit: a process that cached a session's binding does not see another process re-bind
@@ -38,7 +38,7 @@ MAX_CACHED = 10_000
 
 
 def session_key(session_id: str) -> str:
-    """A file-safe key per session (``store_worker.messages.session_key``'s scheme)."""
+    """A file-safe key per session (``store_worker.harness.messages.session_key``'s scheme)."""
     return "s" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
 
 
@@ -95,7 +95,8 @@ class SessionRoutes:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[session_id] = binding
 
-    # -- the rules: the store's own resolution (store_worker.inject), as far as routing needs --
+    # -- the rules: the store's own resolution (store_worker.harness.inject), as far as
+    # routing needs --
 
     def step(
         self, session_id: str, metadata: Mapping[str, Any] | None, parent: str | None

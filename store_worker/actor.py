@@ -1,4 +1,4 @@
-"""``memory-store``: the Ray actor around ``MemoryStore`` (DESIGN §1, §10; issue 2).
+"""``memory-store``: the Ray actor around ``MemoryStore``.
 
 A thin shell: every public store method is a delegate with the core's own name, signature and
 docstring (``functools.wraps``), so the actor and the embedded library cannot drift apart.
@@ -6,7 +6,7 @@ The shell adds only what needs Ray:
 
 - the named detached actor (``memory-store`` in namespace ``memory``), restartable: Ray re-runs
   ``__init__`` after a crash and ``__init__`` replays the files, so every acknowledged write is
-  back (the files are the truth, DESIGN §2);
+  back (the files are the truth: docs/ARCHITECTURE.md);
 - push events to sibling actors (``subscribe(name, handle, banks)`` → ``handle.on_event``);
 - the doctor's sibling probe (are the installed siblings' actors alive?);
 - ``ray.util.metrics``: recall latency, writes by method, live memories per bank.
@@ -69,7 +69,7 @@ def _public_methods() -> list[str]:
     )
 
 
-# Histogram buckets for recall latency in ms: in-core recall is ~0.2-10 ms (issue 2 targets).
+# Histogram buckets for recall latency in ms: in-core recall is ~0.2-10 ms.
 LATENCY_BOUNDARIES_MS = [0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000]
 
 
@@ -118,7 +118,7 @@ class _Metrics:
     def refresh_bank(self, store: MemoryStore, bank: str) -> None:
         """After a memory write: only its bank's gauge, read without the store lock (an int,
         at most one batch old), so the caller's answer never waits for the next group
-        commit (issue 14: the lock is held through a batch's fsync)."""
+        commit (the lock is held through a batch's fsync)."""
         found = store.banks.get(bank)
         self.live.set(found.index_as_is.live_count if found else 0, tags={"bank": bank})
 
@@ -375,7 +375,7 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
 
 
 def shard_resource(value: str | None, shard: int, n: int) -> str | None:
-    """The custom resource a shard asks for (issue 16 §4): ``MEMORY_STORE_RESOURCE`` with
+    """The custom resource a shard asks for: ``MEMORY_STORE_RESOURCE`` with
     ``{i}`` replaced by the shard's number, or with ``_<i>`` appended when there are several
     shards (``memory_store`` → ``memory_store_0``, ``memory_store_1`` ...)."""
     if not value:
@@ -396,7 +396,7 @@ def start_shard(env: dict[str, str], shard: int, n: int, *, name: str) -> Any:
         max_restarts=-1,
         max_task_retries=0,  # see the module docstring: writes are at-most-once
         # A threaded actor: MemoryStore is thread-safe, and concurrent callers' saves share
-        # fsyncs (group commit, store_worker/commit.py); reads wait for at most one batch.
+        # fsyncs (group commit, store_worker/storage/commit.py); reads wait for at most one batch.
         max_concurrency=STORE_CONCURRENCY,
         resources={node: 1} if node else None,
         release_on_error=True,  # the store could not open its data dir: free the name
@@ -407,5 +407,5 @@ def open_embedded(settings: StoreSettings, *, one_shot: bool = False) -> StoreAP
     """The store in this process, without Ray (``memory --data-dir``, the gateway's embedded
     mode, the chat example); the caller closes it (``MemoryStore.close``). ``one_shot``: a
     single-threaded caller that runs one command and ends (the CLI) gets the lazy boot
-    (``store_worker/records.py``)."""
+    (``store_worker/storage/records.py``)."""
     return MemoryStore(settings=settings, lazy_records=one_shot)

@@ -1,4 +1,4 @@
-"""The store worker's verbs (issue 16): ``memory up --store-shards N`` and ``memory shards``.
+"""The store worker's verbs for sharding: ``memory up --store-shards N`` and ``memory shards``.
 
 ``--store-shards N`` becomes ``MEMORY_STORE_SHARDS`` for the store's ``start`` (the same
 variable a Ray job or a deployment sets). ``memory shards status`` prints the slot table and

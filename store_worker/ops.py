@@ -1,8 +1,9 @@
-"""Operations: ``doctor``, ``describe``, ``capabilities``, ``configure`` (DESIGN §3).
+"""Operations: ``doctor``, ``describe``, ``capabilities``, ``configure``.
 
-``doctor`` is honest health (seeds/003): a real save → recall → trash roundtrip in a scratch
-bank, the index checked against the files, corrupt-line counts, and advisory checks
-(tokenizer, embeddings, siblings). ``ok`` is true only when every required check passes.
+``doctor`` is honest health, degradation explicit and never silent: a real save → recall →
+trash roundtrip in a scratch bank, the index checked against the files, corrupt-line counts,
+and advisory checks (tokenizer, embeddings, siblings). ``ok`` is true only when every
+required check passes.
 """
 
 from __future__ import annotations
@@ -16,14 +17,19 @@ from typing import TYPE_CHECKING, Any
 from shared import errors
 from shared.config import StoreSettings
 from shared.models import MEMORY_SCOPES, MEMORY_TYPES, DoctorCheck, DoctorResponse, Memory
+from shared.tokens import TokenCounter
 from shared.workers import package_version
-from store_worker import audit
-from store_worker.files import check_writable
-from store_worker.validate import stored_record_problem
+from store_worker.recall.embed import Embedder, from_settings
+from store_worker.recall.vectors import Vectors
+from store_worker.storage import audit
+from store_worker.storage import lock as dir_lock
+from store_worker.storage.drafts import refuse_stranding_drafts
+from store_worker.storage.files import check_writable
+from store_worker.storage.validate import stored_record_problem
 
 if TYPE_CHECKING:
-    from store_worker.bank import Bank
     from store_worker.core import MemoryStore
+    from store_worker.storage.bank import Bank
 
 SERVICE_NAME = "memory-store"
 SiblingProbe = Callable[[], dict[str, bool]]
@@ -34,7 +40,7 @@ def version() -> str:
 
 
 def source_digest() -> str:
-    """sha256 over this build's Python sources (Describe's digest, seeds/000)."""
+    """sha256 over this build's Python sources (memory.v1 Describe's digest)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
     for pkg in ("shared", "store_worker"):
@@ -159,7 +165,7 @@ def _log_integrity(store: MemoryStore) -> str:
 
 
 def _files_readable(store: MemoryStore) -> str:
-    """Every hand-edit problem open worked around, until it is fixed (``store_worker/audit``)."""
+    """Every hand-edit problem open worked around, until it is fixed (``storage/audit.py``)."""
     corrupt = {name: b.stats.corrupt_at for name, b in store.banks.items()}
     found = audit.problems(store.root, corrupt)
     if found:
@@ -188,7 +194,7 @@ def _embeddings(store: MemoryStore) -> str:
 
 
 def _extraction(store: MemoryStore) -> str:
-    """Advisory (DESIGN §6): what the extractor last reported through ``state_set``."""
+    """Advisory: what the extractor last reported through ``state_set``."""
     status = store.state.get("extractor", "status")
     if not isinstance(status, dict):
         raise errors.SourceUnavailableError(
@@ -253,3 +259,59 @@ def capabilities(store: MemoryStore) -> dict[str, Any]:
             "backoff_max_ms": store.settings.outbox_backoff_max_ms,
         },
     }
+
+
+def configure(store: MemoryStore, config: dict[str, Any]) -> dict[str, Any]:
+    """Validate and apply a partial settings change; unknown keys change nothing."""
+    if not isinstance(config, dict):
+        raise errors.InvalidArgumentError("config must be a mapping of setting → value")
+    new = store.settings.merged(config)
+    if store.settings.ratification and not new.ratification:
+        refuse_stranding_drafts(store.banks.values())
+    embedder = store.embedder
+    if "embedding_model" in config or "embeddings_enabled" in config:
+        fresh = from_settings(new)  # before any change: a bad folder changes nothing
+        if _embedder_name(fresh) != _embedder_name(store.embedder):
+            embedder = fresh
+    # Another model's vectors mean nothing to the new one: reopening re-reads the sidecars.
+    reopen = new.data_path != store.settings.data_path or embedder is not store.embedder
+    # A move takes the new dir's lock and lets go of the old one only once the parts are
+    # the new dir's: refused before that, the store goes on with the old dir, held.
+    held, banks = store._dir_lock, store.banks
+    moving = new.data_path != store.settings.data_path
+    taken = dir_lock.acquire(new.data_path) if moving else held  # refused: nothing changed
+    before = (store._dir_lock, store.settings, store.tokens, store.vectors)
+    store._dir_lock, store.settings, store.tokens = taken, new, TokenCounter(new.token_model)
+    try:
+        if reopen:
+            store.vectors = Vectors(embedder)
+            store._reopen()
+        else:
+            _retune(store, new)
+    except BaseException:
+        if store.banks is banks:  # the parts were not swapped in
+            store._dir_lock, store.settings, store.tokens, store.vectors = before
+        raise
+    finally:
+        if moving:
+            dir_lock.release(taken if store._dir_lock is held else held)
+    return new.model_dump()
+
+
+def _retune(store: MemoryStore, new: StoreSettings) -> None:
+    """Hand every part the new settings (no reopen needed: same data dir and embedder)."""
+    for part in (
+        store.sessions,
+        store.ratification,
+        store.banks,
+        store.writer,
+        store.reader,
+        store.injector,
+        store.outbox,
+    ):
+        part.settings = new
+    store.writer.tokens = store.reader.tokens = store.purger.tokens = store.tokens
+
+
+def _embedder_name(embedder: Embedder | None) -> str | None:
+    return None if embedder is None else embedder.name

@@ -41,7 +41,7 @@ from shared.clock import FakeClock
 
 if TYPE_CHECKING:
     from store_worker.core import MemoryStore
-    from store_worker.index import BankIndex
+    from store_worker.recall.index import BankIndex
 
 _banks = itertools.count(1)
 

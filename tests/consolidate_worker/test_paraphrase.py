@@ -19,7 +19,7 @@ from consolidate_worker.judge import LLMJudge
 from consolidate_worker.settings import ConsolidatorSettings
 from shared.llm import LiteLLMBackend
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 

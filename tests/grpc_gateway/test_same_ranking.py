@@ -26,10 +26,10 @@ import pytest
 from bench import corpus
 from shared.clock import FakeClock, SystemClock
 from shared.proto.memory.v1 import memory_pb2 as pb
-from store_worker import bank as bank_mod
-from store_worker import snapshot
 from store_worker.core import MemoryStore
-from store_worker.recall import relevance
+from store_worker.recall.scoring import relevance
+from store_worker.storage import bank as bank_mod
+from store_worker.storage import snapshot
 
 N_RECORDS = 1_500
 N_QUERIES = 60

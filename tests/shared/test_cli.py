@@ -803,7 +803,7 @@ def test_counts_read_as_english() -> None:
 
 
 def test_recall_shows_how_it_read_a_misspelt_query(tmp_path: Path) -> None:
-    from store_worker.synonyms import FakeSynonyms
+    from store_worker.recall.synonyms import FakeSynonyms
 
     store = MemoryStore(tmp_path / "data", synonyms=FakeSynonyms({"tournament": []}))
     cli = Cli(tmp_path / "data", store=store)

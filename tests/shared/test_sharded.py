@@ -25,8 +25,8 @@ from shared.llm import FakeLLM
 from shared.rebalance import initial_routing, rebalance
 from shared.sharded import ShardedStoreClient
 from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
-from store_worker import files
 from store_worker.core import MemoryStore
+from store_worker.storage import log as applog
 
 Opener = Callable[[int], list[MemoryStore]]
 
@@ -344,7 +344,7 @@ def test_a_move_never_carries_a_refused_write_the_disk_could_not_cut_back(
     bank = next(b for b in BANKS if Routing(slots=plan_slots(Routing().slots, 2)).owner(b) == 1)
     kept = first.save("acknowledged before the disk failed", bank=bank).memory
     with monkeypatch.context() as patch:
-        patch.setattr(files, "_datasync", _fail(errno.EIO))
+        patch.setattr(applog, "_datasync", _fail(errno.EIO))
         patch.setattr(os, "ftruncate", _fail(errno.EROFS))
         with pytest.raises(errors.SourceUnavailableError):
             first.save("refused: its sync failed", bank=bank)

@@ -1,4 +1,4 @@
-"""Fixtures of the fault suite (``test_faults_*.py``, issue 18).
+"""Fixtures of the fault suite (``test_faults_*.py``).
 
 - ``dir_bytes(root)``: every file under ``root`` with its bytes and every folder, so a test can
   assert a refused call left the data dir byte-identical.

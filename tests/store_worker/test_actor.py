@@ -242,7 +242,7 @@ def test_a_store_that_booted_into_a_held_lock_serves_once_it_is_free(
 ) -> None:
     """A restart (Ray re-runs ``__init__``) that met the data dir held by another process for
     a moment kept refusing every call, naming a holder long gone, until a manual restart."""
-    from store_worker import lock
+    from store_worker.storage import lock
 
     # Given a data dir another opener holds while the store (re)starts on it
     data = tmp_path / "data"

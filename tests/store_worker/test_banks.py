@@ -1,4 +1,4 @@
-"""Banks (issue 2 "Store core"): create idempotent, list counts, delete to .trash, names."""
+"""Banks: create idempotent, list counts, delete to .trash, names."""
 
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ import pytest
 
 from shared.models import Memory
 from shared.text import query_tokens
-from store_worker import index as index_mod
-from store_worker.bank import Bank
-from store_worker.index import BankIndex
+from store_worker.recall import index as index_mod
+from store_worker.recall.index import BankIndex
+from store_worker.storage.bank import Bank
 
 SameIndex = Callable[[BankIndex, BankIndex], None]  # the conftest fixture assert_same_index
 WORDS = [f"w{i}" for i in range(300)] + ["user", "prefers", "tabs", "running", "runs", "café"]

@@ -1,4 +1,4 @@
-"""Neighbouring turns of one session as context at recall (store_worker/context.py, issue 11)."""
+"""Neighbouring turns of one session as context at recall (``recall/context.py``)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 
 from shared.clock import FakeClock
-from store_worker.bank import Bank
-from store_worker.context import (
+from store_worker.core import MemoryStore
+from store_worker.recall.context import (
     chains,
     context_coverage,
     named_speakers,
     session_focus,
     with_neighbours,
 )
-from store_worker.core import MemoryStore
+from store_worker.storage.bank import Bank
 
 DIALOG = [
     "Joanna: So cute! How long have you had your turtles?",

@@ -1,4 +1,4 @@
-"""Crash test (issue 2 "Tests"): SIGKILL a saving process; every acknowledged id survives.
+"""Crash test: SIGKILL a saving process; every acknowledged id survives.
 
 A child process saves in a loop and prints each id only after ``save`` returned (so after the
 fsync). The parent reads a few hundred acknowledgements, kills the child with SIGKILL mid-stream,
@@ -88,7 +88,7 @@ def test_every_acknowledged_save_survives_sigkill(
         reopened.close()
 
 
-# Eight threads saving at once: their lines share fsyncs (group commit, issue 14), so a kill
+# Eight threads saving at once: their lines share fsyncs (group commit), so a kill
 # lands before, during or after a batch's fsync. An id is printed only after its save returned.
 GROUP_CHILD = """
 import sys, threading
@@ -142,7 +142,7 @@ def test_every_acknowledged_group_committed_save_survives_sigkill(
         store.close()
 
 
-# A SIGKILL at each boundary of a group commit (issue 14 §3): eight writers (seven saving one
+# A SIGKILL at each boundary of a group commit: eight writers (seven saving one
 # by one, one with save_many bursts) share fsyncs; after `after` groups, the next group of
 # several lines dies just before its write, between its write and the end of its fsync, or
 # right after its fsync (before anyone is answered). An id is printed only after the call
@@ -150,14 +150,14 @@ def test_every_acknowledged_group_committed_save_survives_sigkill(
 # group begins.
 POINT_CHILD = """
 import os, signal, sys, threading
-from store_worker import files
+from store_worker.storage import log as applog
 from store_worker.core import MemoryStore
 
 data_dir, point, after = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = MemoryStore(data_dir)
 groups = [0]
 out = threading.Lock()
-append_many = files.AppendLog.append_many
+append_many = applog.AppendLog.append_many
 
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
@@ -174,12 +174,12 @@ def dying_append(self, lines, **kw):
     if point == "before-write":
         die()
     if point == "during-fsync":  # the lines reach the file; the fsync never returns
-        files.os.fsync = files.os.fdatasync = lambda fd: die()
+        applog.os.fsync = applog.os.fdatasync = lambda fd: die()
         return append_many(self, lines, **kw)
     append_many(self, lines, **kw)  # after-fsync: durable, but nobody was answered
     die()
 
-files.AppendLog.append_many = dying_append
+applog.AppendLog.append_many = dying_append
 pad = " lorem ipsum dolor sit amet" * 20
 
 def ack(ids):

@@ -1,4 +1,4 @@
-"""doctor (issue 2): honest health; ``ok`` only when every required check passes."""
+"""doctor: honest health; ``ok`` only when every required check passes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from shared.clock import FakeClock
 from shared.models import DoctorResponse
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 REQUIRED = {"data_dir_writable", "roundtrip", "index_consistent"}
 ADVISORY = {

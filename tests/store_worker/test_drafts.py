@@ -1,4 +1,4 @@
-"""Ratification: pending drafts live apart from the append-only log (store_worker/drafts.py)."""
+"""Ratification: pending drafts live apart from the append-only log (``storage/drafts.py``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from shared import errors
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
-from store_worker.drafts import draft_files
+from store_worker.storage.drafts import draft_files
 
 
 @pytest.fixture

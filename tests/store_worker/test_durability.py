@@ -1,4 +1,5 @@
-"""Durability (DESIGN §2): on disk before the call returns, replay, torn/corrupt lines, failures."""
+"""Durability (the files are the truth): on disk before the call returns, replay, torn and
+corrupt lines, failures."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ import pytest
 
 from shared.errors import SourceUnavailableError
 from store_worker.core import MemoryStore
-from store_worker.embed import LiteLLMEmbedder
-from store_worker.files import VECTORS
+from store_worker.recall.embed import LiteLLMEmbedder
+from store_worker.storage.files import VECTORS
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 

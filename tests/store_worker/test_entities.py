@@ -1,4 +1,4 @@
-"""Entity derivation for saves that name none (store_worker/entities.py, issue 6)."""
+"""Entity derivation for saves that name none (``recall/entities.py``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from shared.clock import FakeClock
-from store_worker import entities
 from store_worker.core import MemoryStore
-from store_worker.entities import MAX_DERIVED, derive_entities
+from store_worker.recall import entities
+from store_worker.recall.entities import MAX_DERIVED, derive_entities
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_speaker_labels_and_greeted_names(text: str, expected: tuple[str, ...]) 
 
 
 def test_speaker_of() -> None:
-    from store_worker.entities import speaker_of
+    from store_worker.recall.entities import speaker_of
 
     assert speaker_of("Caroline: Hey!") == "Caroline"
     assert speaker_of("Ana Lopes: hi") == "Ana Lopes"

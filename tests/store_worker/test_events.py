@@ -1,4 +1,4 @@
-"""Events (DESIGN §3) and redaction on every write path (issue 2 "Secret redaction").
+"""Events, and redaction on every write path (redaction before the disk).
 
 item-changed {created|updated|superseded|deleted} and bank-changed {created|trashed|
 rules-changed}; push subscribers filtered by bank; a failing subscriber never fails a write; a
@@ -220,7 +220,7 @@ def test_secrets_never_reach_a_file_or_an_event(
     WRITE_PATHS[path](store)
     assert_no_secret(data_dir, seen)
     if path.endswith(("tags", "entities")):  # a label that held a secret is dropped whole
-        assert b"[redacted:" not in all_bytes(data_dir).lower()  # (issue 12)
+        assert b"[redacted:" not in all_bytes(data_dir).lower()
     else:
         assert b"[redacted:" in all_bytes(data_dir).lower() or any(
             e.reason and "[REDACTED:" in e.reason for e in seen

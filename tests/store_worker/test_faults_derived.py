@@ -18,7 +18,7 @@ import pytest
 
 from shared.clock import FakeClock
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import pytest
 from shared.clock import FakeClock
 from shared.errors import DataDirUnwritableError, SourceUnavailableError
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 ERRNOS = {
     "ENOSPC": (errno.ENOSPC, True),

@@ -19,7 +19,7 @@ from shared.clock import FakeClock
 from shared.errors import ConflictError, SourceUnavailableError
 from shared.models import Memory
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
 
 BAD_META = {
     "created_at_word": b"description: d\ncreated_at: abc\n",
@@ -377,7 +377,7 @@ def test_a_bank_that_cannot_be_read_leaves_the_others_serving(
     import errno
 
     from shared.errors import SourceUnavailableError
-    from store_worker.bank import Bank
+    from store_worker.storage.bank import Bank
 
     real_load = Bank.load
     failing = {"work"}

@@ -42,7 +42,7 @@ ROUNDS = 6
 CHILD = """
 import sys, threading
 from shared.config import StoreSettings
-from store_worker import bank as bank_mod
+from store_worker.storage import bank as bank_mod
 from store_worker.core import MemoryStore
 
 bank_mod.SNAPSHOT_MIN_LINES = 40  # every reload writes an index snapshot in the background

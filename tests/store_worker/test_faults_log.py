@@ -29,10 +29,11 @@ from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
 from shared.redact import Redaction
 from shared.shards import STATE_KEY, STATE_OWNER
-from store_worker import files, writes
-from store_worker.bank import Bank
 from store_worker.core import MemoryStore
-from store_worker.indexer import Indexer
+from store_worker.storage import files, writes
+from store_worker.storage import log as applog
+from store_worker.storage.bank import Bank
+from store_worker.storage.indexer import Indexer
 
 
 def reopen(data_dir: Path) -> MemoryStore:
@@ -58,7 +59,7 @@ def refuse_an_uncut_append(store: MemoryStore) -> None:
     """A save refused by a failed sync whose cut-back the file system refuses too (remounted
     read-only): its line stays in the file, past the log's mark (``good_size``)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(files, "_datasync", fail(errno.EIO))
+        patch.setattr(applog, "_datasync", fail(errno.EIO))
         patch.setattr(os, "ftruncate", fail(errno.EROFS))
         with pytest.raises(SourceUnavailableError):
             store.save("refused: its sync failed")
@@ -125,7 +126,7 @@ def test_a_refused_append_that_cannot_be_cut_back_is_never_read_nor_built_on(
     log = log_of(data_dir)
     before = log.read_bytes()
     # When the sync fails and the file system refuses the cut-back too (remounted read-only)
-    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
+    monkeypatch.setattr(applog, "_datasync", fail(errno.EIO))
     monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
     with pytest.raises(SourceUnavailableError):
         store.save("refused: its sync failed")
@@ -134,7 +135,7 @@ def test_a_refused_append_that_cannot_be_cut_back_is_never_read_nor_built_on(
     assert texts(store) == {kept.text}
     assert all(r.memory.id == kept.id for r in store.recall("refused sync").memories)
     # and while the cut still cannot be made, nothing is appended after it
-    monkeypatch.setattr(files, "_datasync", os.fsync)
+    monkeypatch.setattr(applog, "_datasync", os.fsync)
     with pytest.raises(SourceUnavailableError):
         store.save("refused: the failed lines are still there")
     # When the disk recovers, the next write cuts them first
@@ -195,11 +196,11 @@ def test_a_bank_that_cannot_be_read_back_is_loaded_at_its_next_use(
         raise OSError(errno.EIO, "Input/output error")
 
     # When a flush fails and reading the bank back fails too
-    monkeypatch.setattr(files, "_datasync", fail(errno.EIO))
+    monkeypatch.setattr(applog, "_datasync", fail(errno.EIO))
     monkeypatch.setattr(Bank, "load", unreadable)
     with pytest.raises(SourceUnavailableError):
         store.save("refused: its sync failed", bank="home")
-    monkeypatch.setattr(files, "_datasync", os.fsync)
+    monkeypatch.setattr(applog, "_datasync", os.fsync)
     # Then, while it still cannot be read, its calls fail typed (not "no such bank")
     with pytest.raises(SourceUnavailableError):
         store.get(kept.id, bank="home")
@@ -211,14 +212,14 @@ def test_a_bank_that_cannot_be_read_back_is_loaded_at_its_next_use(
 
 
 def _fail_sync_in(bank: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = files._datasync
+    real = applog._datasync
 
     def sync(fd: int) -> None:
         if f"/{bank}/" in os.readlink(f"/proc/self/fd/{fd}"):
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd)
 
-    monkeypatch.setattr(files, "_datasync", sync)
+    monkeypatch.setattr(applog, "_datasync", sync)
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names descriptors via /proc")
@@ -255,7 +256,7 @@ def test_eight_writers_under_failing_syncs_and_cuts_leave_exactly_what_was_ackno
 ) -> None:
     # Given a disk where every 4th sync fails with EIO and every 5th cut-back is refused
     store = reopen(data_dir)
-    real_sync, real_cut = files._datasync, os.ftruncate
+    real_sync, real_cut = applog._datasync, os.ftruncate
     calls = itertools.count()
     guard = threading.Lock()
 
@@ -273,7 +274,7 @@ def test_eight_writers_under_failing_syncs_and_cuts_leave_exactly_what_was_ackno
             raise OSError(errno.EROFS, "Read-only file system")
         real_cut(fd, size)
 
-    monkeypatch.setattr(files, "_datasync", sync)
+    monkeypatch.setattr(applog, "_datasync", sync)
     monkeypatch.setattr(os, "ftruncate", cut)
     acked: set[str] = set()
 
@@ -361,7 +362,7 @@ def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
         store.purge(kept.id)
     # Then the mark measured the old file only: every restored line is read and kept
     want = {m.text for m in restored}
-    store.reload()  # a hand edit reaches RAM at reload (DESIGN §2)
+    store.reload()  # a hand edit reaches RAM at reload (the files are the truth)
     assert want <= texts(store)
     store.close()
     assert want <= texts(reopen(data_dir))

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from shared import cli
 from shared.config import StoreSettings
 from shared.errors import InvalidArgumentError, MemoryServiceError
-from store_worker import validate as v
 from store_worker.core import MemoryStore
+from store_worker.storage import validate as v
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,79}")

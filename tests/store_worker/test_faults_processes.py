@@ -1,7 +1,7 @@
-"""Fault suite: one writer per data dir (issue 18, class 1).
+"""Fault suite: one writer per data dir.
 
 Two processes on one data dir each kept their own RAM and the last writer won. Now the first
-store to open a data dir holds its ``.lock`` (``store_worker/lock.py``) and every other opener
+store to open a data dir holds its ``.lock`` (``storage/lock.py``) and every other opener
 (an embedded store in another process or this one, ``memory --data-dir``) is refused with a
 typed error naming the holder, without changing a byte of the data dir.
 """
@@ -383,7 +383,7 @@ def test_bank_meta_read_without_yaml_is_what_yaml_reads(description: str, at: in
     plain words; whatever the fast path answers, the YAML parser answers the same."""
     import yaml
 
-    from store_worker.files import _meta_doc, _plain_meta
+    from store_worker.storage.bankfiles import _meta_doc, _plain_meta
 
     raw = _meta_doc(description, at)
     fast = _plain_meta(raw)

@@ -1,4 +1,4 @@
-"""Group commit (issue 14, ``store_worker/commit.py``): concurrent writes share one fsync per
+"""Group commit (``storage/commit.py``): concurrent writes share one fsync per
 bank; a caller is answered only after the fsync that covers its line; a failed write or a
 failed flush leaves RAM exactly as the files say; ``save_many`` is all-or-nothing."""
 
@@ -22,7 +22,7 @@ from shared.errors import (
 )
 from shared.models import SaveRequest, SupersedeRequest
 from store_worker.core import MemoryStore
-from store_worker.files import AppendLog
+from store_worker.storage.log import AppendLog
 
 WRITERS = 8
 

@@ -1,4 +1,4 @@
-"""BankIndex.bm25 against the rank-bm25 oracle with the same IDF (DESIGN §4, index.py docstring).
+"""BankIndex.bm25 against the rank-bm25 oracle with the same IDF (index.py docstring).
 
 rank-bm25's ``BM25Okapi`` floors negative IDFs to an epsilon; our index uses Lucene's
 non-negative ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with k1 = 1.2, b = 0.75. The oracle below
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from store_worker.index import K1, B, BankIndex
+from store_worker.recall.index import K1, B, BankIndex
 
 
 class LuceneIdfBM25(BM25Okapi):

@@ -1,5 +1,5 @@
 """A group commit's index updates run on the indexer thread while the leader fsyncs
-(``store_worker/indexer.py``, ``commit.py``): the fsync and the updates overlap, no reader
+(``store_worker/storage/indexer.py``, ``commit.py``): the fsync and the updates overlap, no reader
 gets in before both are done, and a failure of either leaves RAM exactly as the files say."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import pytest
 
 from shared.clock import FakeClock
 from shared.errors import SourceUnavailableError
-from store_worker.bank import Bank
 from store_worker.core import MemoryStore
-from store_worker.index import BankIndex
-from store_worker.indexer import Indexer, Job
+from store_worker.recall.index import BankIndex
+from store_worker.storage.bank import Bank
+from store_worker.storage.indexer import Indexer, Job
 
 TURN = "01HZX3V7K2M4N6P8Q9R0S1T2V3"  # a ULID
 WAIT_S = 30  # a bound on waits for another thread, never reached when the code is right

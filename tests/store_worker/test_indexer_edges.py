@@ -1,4 +1,4 @@
-"""The deferred index updates' edges (``Bank.settle``, ``store_worker/indexer.py``), found by
+"""The deferred index updates' edges (``Bank.settle``, ``storage/indexer.py``), found by
 an adversarial review: an update that fails inside a later write's read, lock-free gauge reads
 in the middle of a batch, and an indexer thread that cannot start."""
 
@@ -17,8 +17,8 @@ import pytest
 
 from shared.clock import FakeClock
 from shared.config import StoreSettings
-from store_worker.bank import Bank
 from store_worker.core import MemoryStore
+from store_worker.storage.bank import Bank
 from tests.store_worker.test_indexer import break_first_upsert
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
-"""Per-turn injection: ``pre_generate`` and ``preview`` (issue 4; DESIGN §5; seeds/003 "How it
-hooks into the harness")."""
+"""Per-turn injection: ``pre_generate`` and ``preview`` (how the store hooks
+into an agent harness)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
 from shared.models import InjectResponse
 from store_worker.core import MemoryStore
-from store_worker.messages import session_key
+from store_worker.harness.messages import session_key
 
 Factory = Callable[..., MemoryStore]
 DAY = 86_400_000
@@ -223,7 +223,7 @@ def test_ambient_is_chosen_on_columns_exactly_as_over_the_records(fresh_store: F
     cut that falls inside a run of ties."""
     import random
 
-    from store_worker.bank import Bank
+    from store_worker.storage.bank import Bank
 
     clock = FakeClock(start_ms=1_800_000_000_000, tick=0)  # one instant: stated_at ties
     store = fresh_store(ambient_floor=3, clock=clock)

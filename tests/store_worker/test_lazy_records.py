@@ -1,4 +1,4 @@
-"""The lazy boot (``store_worker/records.py``, issue 13): a one-shot store takes its index from
+"""The lazy boot (``storage/records.py``): a one-shot store takes its index from
 the snapshot and leaves the records it covers undecoded until used. Whatever it is asked, it
 answers as a store that decoded every line would: records, fingerprint maps, the counts of
 corrupt lines, dialog-turn chains, recall, and the writes that follow."""
@@ -16,11 +16,12 @@ import pytest
 
 from shared.clock import FakeClock
 from shared.models import Memory
-from store_worker import bank as bank_mod
-from store_worker import context, snapshot
-from store_worker.bank import Bank
 from store_worker.core import MemoryStore
-from store_worker.records import Records
+from store_worker.recall import context
+from store_worker.storage import bank as bank_mod
+from store_worker.storage import snapshot
+from store_worker.storage.bank import Bank
+from store_worker.storage.records import Records
 from tests.store_worker.test_snapshot import (
     assert_equivalent,
     log_of,
@@ -371,7 +372,7 @@ def test_a_hook_with_stderr_closed_still_exits_0(tmp_path: Path) -> None:
 
 
 def _links(bank: Bank) -> set[tuple[str, str]]:
-    from store_worker import context
+    from store_worker.recall import context
 
     ch, keys = context.chains(bank), bank.index.keys
     return {(keys[a], keys[b]) for a, b in enumerate(ch.next.tolist()) if b >= 0}

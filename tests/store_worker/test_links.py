@@ -1,4 +1,4 @@
-"""``[[slug]]`` links: accepted even when dangling, and queryable (store_worker/links.py)."""
+"""``[[slug]]`` links: accepted even when dangling, and queryable (store_worker/recall/links.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""list (DESIGN §3): newest first, opaque page tokens, filters, total, stable under inserts."""
+"""list: newest first, opaque page tokens, filters, total, stable under inserts."""
 
 from __future__ import annotations
 

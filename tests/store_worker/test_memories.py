@@ -1,4 +1,4 @@
-"""Memories (DESIGN §2-3): slug ids, fingerprints, revisions, tombstones, stated_at, provenance."""
+"""Memories: slug ids, fingerprints, revisions, tombstones, stated_at, provenance."""
 
 from __future__ import annotations
 

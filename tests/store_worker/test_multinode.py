@@ -1,4 +1,4 @@
-"""Shards and replicas on a real multi-node Ray cluster (issue 16 §5).
+"""Shards and replicas on a real multi-node Ray cluster.
 
 ``multinode_cluster.py`` runs in a child process (this session's driver is joined to the
 session cluster already): two raylets with ``memory_store_0`` / ``memory_store_1``, two shards,

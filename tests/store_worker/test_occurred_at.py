@@ -1,4 +1,4 @@
-"""``occurred_at``: when the remembered thing happened or was said (issue 11 item 3).
+"""``occurred_at``: when the remembered thing happened or was said.
 
 Optional on every write path (save, save_many, update), validated with typed errors before
 anything is written, kept through write → replay, shown in the recalled block, and preferred
@@ -23,7 +23,7 @@ from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError
 from shared.models import Memory
 from store_worker.core import MemoryStore
-from store_worker.validate import MAX_FUTURE_MS
+from store_worker.storage.validate import MAX_FUTURE_MS
 
 Factory = Callable[..., MemoryStore]
 DAY = 86_400_000

@@ -1,4 +1,4 @@
-"""The durable extraction outbox (issue 4; DESIGN §3 "sibling plumbing", §6)."""
+"""The durable extraction outbox: finished turns queued, redacted, for the extractor."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ulid import ULID
 from shared.clock import FakeClock
 from shared.errors import ConflictError, InvalidArgumentError, NotFoundError
 from store_worker.core import MemoryStore
-from store_worker.outbox import OUTBOX_DIR
+from store_worker.harness.outbox import OUTBOX_DIR
 
 SECRET = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd"
 Factory = Callable[..., MemoryStore]
@@ -56,7 +56,8 @@ def test_turn_completed_writes_one_redacted_job(fresh_store: Factory) -> None:
 def test_a_secret_across_the_message_cut_is_redacted_whole(fresh_store: Factory, at: int) -> None:
     """A long message is cut to MAX_MESSAGE_CHARS after redaction, never before: no part of
     a secret the cut would halve reaches the job file (nor the extractor's prompt)."""
-    from store_worker.outbox import MAX_ERROR_CHARS, MAX_MESSAGE_CHARS
+    from store_worker.harness.outbox import MAX_ERROR_CHARS
+    from store_worker.harness.turns import MAX_MESSAGE_CHARS
 
     store = fresh_store()
     lead = "w" * (MAX_MESSAGE_CHARS + at - 1) + " "

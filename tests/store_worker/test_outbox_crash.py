@@ -1,4 +1,4 @@
-"""Outbox crash tests (issue 4): SIGKILL the store mid-turn; nothing acknowledged is lost.
+"""Outbox crash tests: SIGKILL the store mid-turn; nothing acknowledged is lost.
 
 Mirrors ``test_crash.py``. A child process runs a plain ``MemoryStore`` and prints a line
 *before* each call (``queuing``/``acking``: the call may or may not have happened when the kill
@@ -23,7 +23,7 @@ from ulid import ULID
 from shared.clock import FakeClock
 from shared.models import OutboxJob
 from store_worker.core import MemoryStore
-from store_worker.outbox import OUTBOX_DIR
+from store_worker.harness.outbox import OUTBOX_DIR
 
 # Not marked slow: three child processes, yet ~2.5 s and ~1 s per test here (under the 5 s line).
 

@@ -1,4 +1,4 @@
-"""Redacting what is already stored, and erasing for good (issue 12 item 4; ``purge.py``).
+"""Redacting what is already stored, and erasing for good (``purge.py``).
 
 ``redact_rescan`` applies today's catalogue to stored memories, rules and descriptions; with
 ``purge`` it rewrites the log without the secret. ``purge(id)`` removes a memory and every
@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-import store_worker.bank as bank_mod
-import store_worker.snapshot as snapshot_mod
+import store_worker.storage.bank as bank_mod
+import store_worker.storage.snapshot as snapshot_mod
 from shared.clock import FakeClock
 from shared.errors import InvalidArgumentError, NotFoundError
 from shared.models import Event, Memory
 from store_worker.core import MemoryStore
-from store_worker.drafts import draft_files
-from store_worker.embed import FakeEmbedder
-from store_worker.snapshot import SNAPSHOT
+from store_worker.recall.embed import FakeEmbedder
+from store_worker.storage.drafts import draft_files
+from store_worker.storage.snapshot import SNAPSHOT
 
 Factory = Callable[..., MemoryStore]
 
@@ -581,15 +581,15 @@ def test_purge_drops_the_vectors_even_with_no_embedder_configured(
 def test_rescan_rewrites_queued_and_dead_lettered_turns(fresh_store: Factory) -> None:
     """Turns waiting for extraction (or dead-lettered) hold what was said: a secret an older
     catalogue let into a job file is redacted there too, and reported."""
-    import store_worker.outbox as outbox_mod
-    from store_worker.outbox import OUTBOX_DIR
+    import store_worker.harness.turns as turns_mod
+    from store_worker.harness.outbox import OUTBOX_DIR
 
     store = fresh_store()
     said = [{"role": "user", "content": f"run {SSHPASS} tonight"}]
     with pytest.MonkeyPatch.context() as older:  # an older catalogue: nothing redacted
-        older.setattr(outbox_mod, "redact", lambda text: outbox_mod.Redaction(text, ()))
+        older.setattr(turns_mod, "redact", lambda text: turns_mod.Redaction(text, ()))
         older.setattr(
-            outbox_mod, "redact_many", lambda texts: [outbox_mod.Redaction(t, ()) for t in texts]
+            turns_mod, "redact_many", lambda texts: [turns_mod.Redaction(t, ()) for t in texts]
         )
         queued = store.turn_completed("s1", None, said).job_id
         dead = store.turn_completed("s2", None, said).job_id
@@ -609,7 +609,7 @@ def test_rescan_rewrites_queued_and_dead_lettered_turns(fresh_store: Factory) ->
 def test_rescan_reads_a_jobs_messages_together(fresh_store: Factory) -> None:
     """A queued turn an older catalogue let through: the user names a password once, the
     assistant repeats it bare. The rescan reads the job as a whole, as an enqueue does."""
-    import store_worker.outbox as outbox_mod
+    import store_worker.harness.turns as turns_mod
 
     store = fresh_store()
     pw = "Qx7#vLm2pR9z"
@@ -619,7 +619,7 @@ def test_rescan_reads_a_jobs_messages_together(fresh_store: Factory) -> None:
     ]
     with pytest.MonkeyPatch.context() as older:  # an older catalogue: nothing redacted
         older.setattr(
-            outbox_mod, "redact_many", lambda texts: [outbox_mod.Redaction(t, ()) for t in texts]
+            turns_mod, "redact_many", lambda texts: [turns_mod.Redaction(t, ()) for t in texts]
         )
         job_id = store.turn_completed("s1", None, said).job_id
     assert job_id is not None and pw in store.outbox_job(job_id).messages[1].content

@@ -1,5 +1,5 @@
 """Question-frame words dropped from the lexical query, and "when" questions preferring
-memories that say when (store_worker/query.py, issue 11)."""
+memories that say when (``recall/query.py``)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from shared.clock import FakeClock
 from shared.text import query_tokens
 from store_worker.core import MemoryStore
-from store_worker.query import asks_when, names_a_time, strip_question_frame
-from store_worker.recall import Tuning
+from store_worker.recall.query import asks_when, names_a_time, strip_question_frame
+from store_worker.recall.scoring import Tuning
 
 
 @pytest.mark.parametrize(

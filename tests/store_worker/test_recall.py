@@ -1,4 +1,4 @@
-"""Recall (DESIGN §4): filters before the cut, deterministic ties, relevance, budget, modes,
+"""Recall: filters before the cut, deterministic ties, relevance, budget, modes,
 history view, read-your-writes, scope visibility, boosts and recency decay."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from shared.config import StoreSettings
 from shared.errors import BudgetExceededError, InvalidArgumentError, SourceUnavailableError
 from shared.models import RecallResponse
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
-from store_worker.recall import Tuning
+from store_worker.recall.embed import FakeEmbedder
+from store_worker.recall.scoring import Tuning
 
 TUNING = Tuning()  # what production runs
 
@@ -377,7 +377,7 @@ def test_first_person_matches_the_user(store: MemoryStore) -> None:
 
 @pytest.mark.parametrize("half_lives", [0.25, 0.5, 1, 2, 20])
 def test_recency_decay(store: MemoryStore, clock: FakeClock, half_lives: float) -> None:
-    # decay = max(0.5^(age / half_life), floor): DESIGN §4, with the eval's tuned knobs
+    # decay = max(0.5^(age / half_life), floor), with the eval's tuned knobs
     half_life = store.settings.decay_half_life_days * TUNING.half_life_scale
     days = half_lives * half_life
     factor = max(0.5**half_lives, TUNING.decay_floor)

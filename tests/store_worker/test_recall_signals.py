@@ -1,4 +1,4 @@
-"""Recall's time and supersede signals (store_worker/recall.py, issue 6): dated questions,
+"""Recall's time and supersede signals (``recall/signals.py``): dated questions,
 successors that answer for their predecessors, and superseded records never ranked above
 what replaced them. The golden eval measures these; these tests pin the behaviour."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from shared.clock import FakeClock
-from store_worker import recall as recall_mod
 from store_worker.core import MemoryStore
+from store_worker.recall import scoring as recall_mod
 
 
 def _ms(day: str) -> int:

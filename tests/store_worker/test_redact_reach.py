@@ -1,4 +1,4 @@
-"""Redaction's order and reach in the store.
+"""Redaction's order and reach in the store: before the disk, and before every derivation.
 
 Redaction comes before anything derives an id, a slug, a tag, an entity or a link, and
 nothing is derived from what it leaves (no ``openai-key-redacted-openai-key``, no entity
@@ -22,7 +22,7 @@ from shared.errors import InvalidArgumentError, MemoryServiceError
 from shared.models import Event, Memory
 from shared.redact import is_placeholder, redact
 from store_worker.core import MemoryStore
-from store_worker.writes import derived_entities, derived_links, derived_slug
+from store_worker.storage.writes import derived_entities, derived_links, derived_slug
 
 Factory = Callable[..., MemoryStore]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from shared.models import Memory, Provenance
-from store_worker.bank import Bank
+from store_worker.storage.bank import Bank
 
 
 def mem(i: int, **kw: object) -> Memory:

@@ -1,4 +1,4 @@
-"""Rules (issue 2): list, set, remove with empty content, atomic writes, hand edits on reload."""
+"""Rules: list, set, remove with empty content, atomic writes, hand edits on reload."""
 
 from __future__ import annotations
 

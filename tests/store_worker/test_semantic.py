@@ -1,4 +1,4 @@
-"""The semantic arm (issue 2): FakeEmbedder, the vectors.jsonl sidecar, rebuilds, degradation."""
+"""The semantic arm: FakeEmbedder, the vectors.jsonl sidecar, rebuilds, degradation."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from shared.clock import FakeClock
 from shared.errors import SourceUnavailableError
-from store_worker.bank import vector_key
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
+from store_worker.recall.embed import FakeEmbedder
+from store_worker.storage.bank import vector_key
 
 TEXTS = {
     "astro": "astronomers observe distant galaxies through telescopes",
@@ -328,7 +328,7 @@ def test_the_semantic_pool_never_changes_a_ranking(
 ) -> None:
     # Given a retired record close to the query whose successor is far from it, and
     # fillers in between (more than the smallest pool)
-    from store_worker import recall as recall_mod
+    from store_worker.recall import scoring as recall_mod
 
     store = fresh_store(embedder=_AngleEmbedder())
     store.save("retired ang5", id="r")

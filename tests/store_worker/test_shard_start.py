@@ -1,4 +1,4 @@
-"""Starting N store shards (and K extractor replicas): flags, names, placement (issue 16)."""
+"""Starting N store shards (and K extractor replicas): flags, names, placement."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A store as one shard of several (``store_worker/shards.py``): a frozen bank is never written.
+"""A store as one shard of several (``storage/shards.py``): a frozen bank is never written.
 
 While a bank's slot moves to another shard its owner reads it but refuses every write, so the
 copy the move takes is the bank: a write accepted after the copy would be lost with the old

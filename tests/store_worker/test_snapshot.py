@@ -17,11 +17,11 @@ import pytest
 from shared.clock import FakeClock
 from shared.models import Memory
 from shared.text import query_tokens
-from store_worker import bank as bank_mod
-from store_worker import snapshot
-from store_worker.bank import Bank
 from store_worker.core import MemoryStore
-from store_worker.index import BankIndex
+from store_worker.recall.index import BankIndex
+from store_worker.storage import bank as bank_mod
+from store_worker.storage import snapshot
+from store_worker.storage.bank import Bank
 
 SameIndex = Callable[[BankIndex, BankIndex], None]  # the conftest fixture assert_same_index
 WORDS = [f"w{i}" for i in range(200)] + ["user", "prefers", "tabs", "café", "東京都"]

@@ -1,4 +1,4 @@
-"""Misspelt words in the query or in the memories (store_worker/spelling.py)."""
+"""Misspelt words in the query or in the memories (store_worker/recall/spelling.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from store_worker.core import MemoryStore
-from store_worker.embed import FakeEmbedder
-from store_worker.recall import Tuning
-from store_worker.spelling import Dictionary, _Lengths, correction, max_edits
-from store_worker.synonyms import FakeSynonyms, packaged
+from store_worker.recall.embed import FakeEmbedder
+from store_worker.recall.scoring import Tuning
+from store_worker.recall.spelling import Dictionary, _Lengths, correction, max_edits
+from store_worker.recall.synonyms import FakeSynonyms, packaged
 
 # a dictionary of a few words (the real one is the model's word table)
 WORDS = FakeSynonyms(

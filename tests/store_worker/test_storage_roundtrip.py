@@ -1,4 +1,4 @@
-"""Property tests of the storage format (STYLE §13): every record survives write → replay.
+"""Property tests of the storage format (hypothesis): every record survives write → replay.
 
 Odd Unicode (line and paragraph separators, NEL, NUL, BOM, RTL overrides, combining marks,
 astral emoji, CJK), embedded newlines and huge texts: store → reopen → equal.

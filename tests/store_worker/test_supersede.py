@@ -1,4 +1,4 @@
-"""supersede (DESIGN §2-3): retire one record in favour of a live survivor; refusals; reinforce."""
+"""supersede: retire one record in favour of a live survivor; refusals; reinforce."""
 
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ def test_a_reason_of_megabytes_is_refused_and_writes_nothing(
     store: MemoryStore, data_dir: Path
 ) -> None:
     # A reason rides every event of its write, kept in RAM event_buffer times over
-    from store_worker.writes import MAX_REASON_CHARS
+    from store_worker.storage.writes import MAX_REASON_CHARS
 
     old = store.save("The API runs on port 8080").memory.id
     new = store.save("The API runs on port 9090").memory.id

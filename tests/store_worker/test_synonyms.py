@@ -1,4 +1,4 @@
-"""Query words' neighbours from the model's static word table (store_worker/synonyms.py)."""
+"""Query words' neighbours from the model's static word table (store_worker/recall/synonyms.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 
 from shared.text import query_tokens
 from store_worker.core import MemoryStore
-from store_worker.recall import Tuning, synonym_scores
-from store_worker.synonyms import FakeSynonyms, Synonyms, packaged
+from store_worker.recall.scoring import Tuning
+from store_worker.recall.signals import synonym_scores
+from store_worker.recall.synonyms import FakeSynonyms, Synonyms, packaged
 
 KIDS = FakeSynonyms({"kids": [("children", 0.8)], "caroline": [("melanie", 0.9)]})
 
@@ -89,7 +90,7 @@ def test_the_table_is_cached_for_the_next_process_and_rebuilt_for_another_model(
     """A one-shot `memory recall` reads the table from the user's cache (memory-mapped),
     built by the first process; the cache is keyed by the model file, so a changed model
     is never read from an old one."""
-    from store_worker import synonyms
+    from store_worker.recall import synonyms
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     synonyms._table.cache_clear()
@@ -118,7 +119,7 @@ def test_the_prefilter_finds_what_the_full_product_finds(minilm: Synonyms) -> No
     """A lookup ranks the table in its 96-dimension projection first and scores the best 128
     exactly; for 300 words (every 70th of the table) it must keep every neighbour the full
     product over all 384 dimensions keeps, with the same similarity."""
-    from store_worker import synonyms
+    from store_worker.recall import synonyms
 
     table = synonyms._table(minilm.folder)
     vectors = np.asarray(table.vectors)

@@ -1,4 +1,4 @@
-"""Bad input (DESIGN §9): a typed error, and not one byte of the data dir changes."""
+"""Bad input: a typed error, and not one byte of the data dir changes."""
 
 from __future__ import annotations
 

@@ -1,0 +1,595 @@
+"""Per-turn injection: the harness seam ``pre_generate`` and its dry run ``preview`` (how the
+store hooks into an agent harness).
+
+What a step is given, for the bank resolved from turn metadata ``memory_bank`` → the session's
+``memory_bank`` (``metadata["session"]["memory_bank"]``, remembered) → the parent session's bank
+(walked up) → ``default_bank``:
+
+* ``system_prompt``: the session's memory section (ambient header + ``## rule`` sections within
+  ``max_rule_chars``). It is frozen at the session's first step and returned verbatim after that,
+  so the prompt prefix stays append-only (cache-friendly);
+* ``append_messages``: a rules change (or a bank switch, or injection turned off) arrives once
+  as ``<memory update="rules">``; on step 0 of a turn, one ``<memory bank=... recalled=...>``
+  block of dated recalled memories, skipping those the window still carries.
+
+An invalid name or a deleted bank (other than the default) means no memory — never another
+bank. Injection is fail-open (the pre-generate hook never denies a turn): a storage failure
+after the input checks returns the section the session already has and nothing new.
+
+Per-session state (the frozen section, the section in force, each turn's bank) is one JSON file
+per session under ``<data_dir>/.state/inject/`` (atomic writes), so a store restart neither
+re-sends nor drops a section; a window that carries a newer rules update overrides it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from shared import errors
+from shared.models import InjectedMemory, InjectResponse, Memory, PreviewResponse, RecallResponse
+from shared.redact import redact
+from shared.text import NAME_RE
+from store_worker.harness.messages import is_memory_block, message_text, session_key
+from store_worker.harness.rules import LEARNED
+from store_worker.recall.scoring import visible
+from store_worker.storage import validate as v
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from shared.clock import Clock
+    from shared.config import StoreSettings
+    from store_worker.harness.sessions import Sessions
+    from store_worker.storage.bank import Bank
+    from store_worker.storage.banks import Banks
+    from store_worker.storage.state import StateStore
+
+    # ``Reader.recall``'s shape, as the recalled block calls it
+    RecallFn = Callable[..., RecallResponse]
+
+log = logging.getLogger(__name__)
+
+STATE_OWNER = "inject"
+MAX_REMEMBERED_TURNS = 64
+OFF_BANK = "none"
+_UPDATE = re.compile(r'^<memory update="rules"(?: bank="([^"]*)")?>\n(.*)\n</memory>\s*$', re.S)
+_CARRIED = re.compile(r"\(#([a-z0-9][a-z0-9-]{0,79})\)\s*$", re.M)
+_SPACE = re.compile(r"\s+")
+# What a stored text may not bring into a prompt: C0/C1 controls but the line breaks and tab
+# (an ANSI escape, a NUL), the bidi marks, embeddings, overrides and isolates, and the invisible
+# characters (zero-width space, word joiner, BOM, soft hyphen) that hide text or split a tag
+# so the pattern below misses it (``<\u200b/memory>``). They are dropped, not shown as escapes:
+# a text never grows past the tokens its budget charged. The zero-width (non-)joiners stay
+# (emoji sequences, Persian and Indic text need them).
+_HIDDEN = (
+    "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff"
+)
+_UNSAFE = re.compile(f"[{_HIDDEN}]")
+# Every other line break (a rule written on Windows, a form feed, U+2028) as a plain one: a
+# recalled memory's line collapses it to a space, a rule keeps it as a line end.
+_NEWLINES = re.compile("\r\n?|[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")
+# A memory tag inside a rule or a recalled text would close (or forge) the block it sits in;
+# also spaced out (``< /memory>``), split by a joiner, or with a full-width or small bracket.
+_GAP = r"[\s\u200c\u200d]*"
+_TAG = re.compile(rf"[<\uff1c\ufe64]{_GAP}(/?){_GAP}(memory)\b", re.I)
+MAX_NAMED_OMITTED = 8  # rules named in the "omitted" marker; the rest are counted
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SessionState(BaseModel):
+    """What the store remembers about one session's injection (persisted)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    started: bool = False
+    session_bank: str | None = None  # the session metadata's memory_bank, remembered
+    section: str | None = None  # the frozen section, exactly as first sent
+    effective: str | None = None  # the section in force: the frozen one or the last update
+    turns: dict[str, str | None] = Field(default_factory=dict)  # turn id → bank (None: no memory)
+
+
+class RulesSection(Frozen):
+    text: str
+    rules: int
+    truncated: bool
+
+
+class Injector:
+    """``pre_generate``, ``preview`` and the bank a session or turn resolves to."""
+
+    def __init__(
+        self,
+        settings: StoreSettings,
+        *,
+        banks: Banks,
+        sessions: Sessions,
+        state: StateStore,
+        clock: Clock,
+        recall: RecallFn,
+    ) -> None:
+        self.settings = settings
+        self.banks = banks
+        self.sessions = sessions
+        self.state = state
+        self.clock = clock
+        self.recall = recall
+
+    # -- the seam --------------------------------------------------------------------------
+
+    def pre_generate(
+        self,
+        session_id: str,
+        turn_id: str | None = None,
+        step: int = 0,
+        messages: list[dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
+        parent_session_id: str | None = None,
+    ) -> InjectResponse:
+        """The memory a step is given; see the module docstring."""
+        self.sessions.prune(force=False)
+        session = v.no_credential(v.optional_str(session_id, "session_id"), "session_id")
+        if session is None:
+            raise errors.InvalidArgumentError("session_id is required")
+        turn = v.no_credential(v.turn_id(turn_id), "turn_id")
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+            raise errors.InvalidArgumentError("step must be a non-negative integer")
+        window = _window(messages)
+        meta = _metadata(metadata)
+        parent = v.optional_str(parent_session_id, "parent_session_id")
+        v.no_credential(parent, "parent_session_id")
+        st = self._session_state(session)
+        try:
+            return self._pre_generate(session, turn, step, window, meta, parent, st)
+        except (errors.MemoryServiceError, OSError) as e:
+            # fail-open: the section the session already has stays; nothing new is injected
+            log.warning("pre_generate for %s failed open: %s", session, e)
+            return InjectResponse(bank=None, system_prompt=st.section, notes=(f"failed open: {e}",))
+
+    def _pre_generate(
+        self,
+        session: str,
+        turn: str | None,
+        step: int,
+        window: list[dict[str, Any]],
+        meta: dict[str, Any],
+        parent: str | None,
+        st: SessionState,
+    ) -> InjectResponse:
+        before = st.model_dump()
+        self.sessions.link(session, parent)
+        session_meta = meta.get("session")
+        if isinstance(session_meta, dict) and "memory_bank" in session_meta:
+            st.session_bank = _bank_value(session_meta["memory_bank"])
+        bank, note = self._resolve_bank(session, meta.get("memory_bank"), st, serve=True)
+        section = self._current_section(bank)
+        appended: list[dict[str, str]] = []
+        if not st.started:
+            st.started = True
+            st.section = st.effective = section.text if section else None
+        else:
+            update = self._rules_update(st, window, bank, section)
+            if update is not None:
+                appended.append({"role": "user", "content": update})
+        if turn is not None and (turn not in st.turns or step == 0):
+            st.turns[turn] = bank
+            st.turns = dict(list(st.turns.items())[-MAX_REMEMBERED_TURNS:])
+        memories: list[InjectedMemory] = []
+        retrieval = "none"
+        if step == 0 and bank is not None and self.settings.inject_memories:
+            message, memories, retrieval = self._recall_block(
+                bank,
+                _newest_user_text(window),
+                session=session,
+                project=_project(meta),
+                carried=_carried_ids(window),
+            )
+            if message is not None:
+                appended.append({"role": "user", "content": message})
+        if st.model_dump() != before:
+            self._save_session_state(session, st)
+        return InjectResponse(
+            bank=bank,
+            system_prompt=st.section,
+            append_messages=tuple(appended),
+            memories=tuple(memories),
+            retrieval=retrieval,
+            rules=section.rules if section else 0,
+            rules_truncated=section.truncated if section else False,
+            notes=(note,) if note else (),
+        )
+
+    def _rules_update(
+        self,
+        st: SessionState,
+        window: list[dict[str, Any]],
+        bank: str | None,
+        section: RulesSection | None,
+    ) -> str | None:
+        """One appended update when the section in force differs from the current one."""
+        in_force = _newest_update(window)
+        if in_force is None:
+            in_force = st.effective or ""
+        wanted = section.text if section else ""
+        if wanted == in_force:
+            return None
+        st.effective = wanted
+        if section is None:
+            reason = "injection is off" if bank is not None else "this session's bank is unusable"
+            body = f"No memory section applies to this session any more ({reason})."
+            return f'<memory update="rules" bank="{OFF_BANK}">\n{body}\n</memory>'
+        return f'<memory update="rules" bank="{bank}">\n{wanted}\n</memory>'
+
+    def _current_section(self, bank: str | None) -> RulesSection | None:
+        if bank is None or not (self.settings.inject_rules or self.settings.inject_memories):
+            return None
+        return self._rules_section(bank)
+
+    # -- preview ---------------------------------------------------------------------------
+
+    def preview(
+        self, query: str, *, bank: str | None = None, session_id: str | None = None
+    ) -> PreviewResponse:
+        """Run the injection code for a hypothetical message in a new session."""
+        if not isinstance(query, str):
+            raise errors.InvalidArgumentError("query must be a string")
+        name = self.banks.resolve(bank).name  # an explicit unknown bank is not_found, never another
+        section = self._rules_section(name)
+        message: str | None = None
+        memories: list[InjectedMemory] = []
+        retrieval = "none"
+        if self.settings.inject_memories:
+            message, memories, retrieval = self._recall_block(
+                name,
+                query,
+                session=v.optional_str(session_id, "session_id"),
+                project=None,
+                carried=set(),
+            )
+        return PreviewResponse(
+            bank=name,
+            system_prompt_section=section.text if self._injects_any() else "",
+            rules=section.rules,
+            rules_truncated=section.truncated,
+            memories=tuple(memories),
+            message=message,
+            retrieval=retrieval,
+        )
+
+    def _injects_any(self) -> bool:
+        return self.settings.inject_rules or self.settings.inject_memories
+
+    # -- bank resolution -------------------------------------------------------------------
+
+    def _resolve_bank(
+        self, session: str, turn_bank: object, st: SessionState, *, serve: bool = False
+    ) -> tuple[str | None, str]:
+        """One resolver for injection and extraction (and agent calls: one rule for which bank a
+        turn uses). ``serve``: the bank is injected here, so this shard must own it
+        (``_usable_bank``)."""
+        if turn_bank is not None:
+            return self._usable_bank(turn_bank, serve=serve)
+        if st.session_bank is not None:
+            return self._usable_bank(st.session_bank, serve=serve)
+        for ancestor in self.sessions.lineage(session)[1:]:
+            parent = self.state.get(STATE_OWNER, session_key(ancestor))
+            if isinstance(parent, dict):  # a sub-agent works in its parent's bank
+                known = SessionState.model_validate(parent)
+                if known.session_bank is not None:
+                    return self._usable_bank(known.session_bank, serve=serve)
+                if known.turns:
+                    last = list(known.turns.values())[-1]
+                    return (last, "") if last is not None else (None, "parent has no memory")
+        return self._usable_bank(self.settings.default_bank, serve=serve)
+
+    def _usable_bank(self, name: object, *, serve: bool = False) -> tuple[str | None, str]:
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            return None, f"invalid bank name {name!r}: no memory"
+        if serve and self.banks.guard is not None:
+            # another shard's bank (a moved one is trashed here): the caller's table is stale.
+            # [moved] (retryable) fails this step open; the sharded client sees it in the
+            # notes, re-reads the table and resends. A turn's job may name any bank: the
+            # extractor writes through the client, which routes by bank.
+            self.banks.guard.check(name)
+        if name in self.banks or name == self.settings.default_bank:
+            return name, ""
+        if self.banks.trashed(name):
+            return None, f"bank {name!r} was deleted: no memory"
+        if not self._extraction_on():
+            return None, f"bank {name!r} does not exist and extraction is off: no memory"
+        return name, f"bank {name!r} is new: extraction creates it after a turn"
+
+    def _extraction_on(self) -> bool:
+        """What the extractor last reported through ``state_set("extractor", "status")``."""
+        status = self.state.get("extractor", "status")
+        return isinstance(status, dict) and bool(status.get("enabled"))
+
+    def turn_bank(
+        self, session_id: str, turn_id: str | None, parent_session_id: str | None
+    ) -> tuple[str | None, bool]:
+        """The bank a finished turn was injected with (else resolved now) and whether to skip."""
+        st = self._session_state(session_id)
+        if turn_id is not None and turn_id in st.turns:
+            bank = st.turns[turn_id]
+        else:
+            self.sessions.link(session_id, parent_session_id)
+            bank, _ = self._resolve_bank(session_id, None, st)
+        return bank, bank is None
+
+    # -- the rules section -----------------------------------------------------------------
+
+    def _rules_section(self, name: str) -> RulesSection:
+        """Ambient header + each rule as ``## name`` within ``max_rule_chars``.
+
+        The budget counts rule headings and text; a cut rule ends in an explicit marker and a
+        rule that no longer fits is named in one. Hand-written rules come first (by name) and
+        ``learned`` last, so the rules a person wrote win the budget.
+        """
+        header = (
+            f'# Memory (bank "{name}")\n'
+            "Durable memory for this conversation. The rules below are standing instructions. "
+            f'Memories recalled for a turn arrive as <memory bank="{name}" recalled="DATE"> '
+            "messages, one per line, each dated (YYYY-MM-DD, when it was last stated); "
+            "a newer statement wins over an older one."
+        )
+        bank = self.banks.get(name)
+        if bank is None or not self.settings.inject_rules or not bank.rules:
+            return RulesSection(text=header, rules=0, truncated=False)
+        ordered = sorted(bank.rules.items(), key=lambda kv: (kv[0] == LEARNED, kv[0]))
+        parts, count, truncated = _fit_rules(ordered, self.settings.max_rule_chars)
+        return RulesSection(text="\n\n".join([header, *parts]), rules=count, truncated=truncated)
+
+    # -- the recalled block ----------------------------------------------------------------
+
+    def _recall_block(
+        self,
+        bank: str,
+        query: str,
+        *,
+        session: str | None,
+        project: str | None,
+        carried: set[str],
+    ) -> tuple[str | None, list[InjectedMemory], str]:
+        """Up to ``recall_limit`` memories in ``recall_budget_tokens``, topped up to the floor."""
+        target = self.banks.get(bank)
+        if target is None:
+            return None, [], "none"
+        limit = self.settings.recall_limit
+        budget = self.settings.recall_budget_tokens
+        retrieval = "hybrid"
+        candidates: list[tuple[Memory, float]] = []
+        if query.strip():
+            found = self.recall(
+                query,
+                bank=bank,
+                limit=min(limit + len(carried), 500),
+                session_id=session,
+                project=project,
+            )
+            retrieval = found.retrieval
+            candidates = [(h.memory, h.score) for h in found.memories]
+        chosen: list[InjectedMemory] = []
+        used = 0
+
+        def take(mem: Memory, score: float) -> None:
+            nonlocal used
+            seen = mem.id in carried or any(c.memory.id == mem.id for c in chosen)
+            if not seen and used + mem.tokens <= budget:
+                chosen.append(InjectedMemory(memory=mem, score=score))
+                used += mem.tokens
+
+        for mem, score in candidates:
+            if len(chosen) >= limit:
+                break
+            take(mem, score)
+        floor = min(self.settings.ambient_floor, limit)
+        for mem, score in self._ambient(target, session, project):
+            if len(chosen) >= floor:
+                break
+            take(mem, score)
+        if not chosen:
+            return None, [], retrieval
+        today = _date(self.clock.now_ms())
+        lines = [
+            f"- [{_date(_when(c.memory))}] {_one_line(c.memory.text)} (#{c.memory.id})"
+            for c in chosen
+        ]
+        body = "\n".join(lines)
+        return f'<memory bank="{bank}" recalled="{today}">\n{body}\n</memory>', chosen, retrieval
+
+    def _ambient(
+        self, bank: Bank, session: str | None, project: str | None
+    ) -> list[tuple[Memory, float]]:
+        """The bank's strongest visible memories: pinned, corroborated, recently stated.
+
+        Chosen on the index's columns (live canonical = ``counted``, scope, pinned,
+        corroboration, stated_at), so only the records returned are read: a hook's process
+        decodes a handful of a lazily booted bank's records, not all of them
+        (``storage/records.py``)."""
+        idx = bank.index
+        lineage = frozenset(self.sessions.lineage(session))
+        mask = idx.col("alive").astype(bool) & idx.col("counted").astype(bool)
+        slots = np.flatnonzero(mask & visible(bank, session_ids=lineage, project=project))
+        want = self.settings.ambient_floor + 64
+        pinned = idx.col("pinned")[slots].astype(np.float64) > 0
+        corroboration = idx.col("corroboration")[slots].astype(np.float64)
+        stated = idx.col("stated_at")[slots].astype(np.float64)
+        order = np.lexsort((-stated, -corroboration, ~pinned))  # the last key sorts first
+        if len(order) > want:  # the first ``want`` and every slot tied with the last of them
+            last = order[want - 1]
+            tied = (
+                (pinned == pinned[last])
+                & (corroboration == corroboration[last])
+                & (stated == stated[last])
+            )
+            keep = np.zeros(len(order), dtype=bool)
+            keep[order[:want]] = True
+            order = np.flatnonzero(keep | tied)
+        keys = idx.keys
+        rows = sorted(
+            (not pinned[i], -float(corroboration[i]), -float(stated[i]), keys[slots[i]])
+            for i in order.tolist()
+        )
+        return [(bank.records[row[3]], 0.0) for row in rows[:want]]
+
+    # -- per-session state -----------------------------------------------------------------
+
+    def _session_state(self, session: str) -> SessionState:
+        raw = self.state.get(STATE_OWNER, session_key(session))
+        if not isinstance(raw, dict):
+            return SessionState()
+        try:
+            return SessionState.model_validate(raw)
+        except ValidationError:
+            log.warning("session %s: unreadable injection state; starting over", session)
+            return SessionState()
+
+    def _save_session_state(self, session: str, st: SessionState) -> None:
+        self.state.set(STATE_OWNER, session_key(session), st.model_dump())
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _fit_rules(ordered: list[tuple[str, str]], budget: int) -> tuple[list[str], int, bool]:
+    """The ``## name`` parts that fit ``budget`` chars, the count shown, and whether any was cut."""
+    parts: list[str] = []
+    omitted: list[str] = []
+    remaining = budget
+    truncated = False
+    for name, content in ordered:
+        head = f"## {name}\n"
+        body = _safe(content).strip()
+        if truncated or remaining < len(head) + 40:
+            omitted.append(name)
+            continue
+        if len(head) + len(body) <= remaining:
+            parts.append(head + body)
+            remaining -= len(head) + len(body)
+            continue
+        cut = _cut(body, remaining - len(head))
+        marker = (
+            f'[memory: rule "{name}" truncated: {len(cut)} of {len(body)} chars shown, '
+            f"max_rule_chars {budget}]"
+        )
+        parts.append(f"{head}{cut}\n{marker}")
+        truncated = True
+    if omitted:
+        # a few names, not all: a bank of 500 rules made this one line three times the budget
+        named = ", ".join(omitted[:MAX_NAMED_OMITTED])
+        if len(omitted) > MAX_NAMED_OMITTED:
+            named += f" and {len(omitted) - MAX_NAMED_OMITTED} more"
+        parts.append(
+            f"[memory: {len(omitted)} rule(s) omitted ({named}): max_rule_chars {budget} reached]"
+        )
+    shown = len(ordered) - len(omitted)
+    return parts, shown, truncated or bool(omitted)
+
+
+def _cut(body: str, room: int) -> str:
+    """Cut at the last line break that keeps at least half of the room, else hard."""
+    piece = body[: max(room, 0)]
+    newline = piece.rfind("\n")
+    return (piece[:newline] if newline >= room // 2 else piece).rstrip()
+
+
+def _window(messages: object) -> list[dict[str, Any]]:
+    if messages is None:
+        return []
+    if not isinstance(messages, list | tuple) or not all(isinstance(m, dict) for m in messages):
+        raise errors.InvalidArgumentError("messages must be a list of mappings")
+    return list(messages)
+
+
+def _metadata(metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise errors.InvalidArgumentError("metadata must be a mapping")
+    return metadata
+
+
+def _bank_value(value: object) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _project(meta: dict[str, Any]) -> str | None:
+    raw = meta.get("project") or meta.get("cwd")
+    if not isinstance(raw, str) or not os.path.isabs(raw.strip()):
+        return None  # a relative folder names no project here (``validate.project_path``)
+    return v.project_path(raw)
+
+
+def _newest_user_text(window: list[dict[str, Any]]) -> str:
+    for msg in reversed(window):
+        text = message_text(msg.get("content"))
+        if msg.get("role") == "user" and text.strip() and not is_memory_block(text):
+            return text
+    return ""
+
+
+def _newest_update(window: list[dict[str, Any]]) -> str | None:
+    """The rules section the window says is in force (its newest rules update), if any."""
+    for msg in reversed(window):
+        found = _UPDATE.match(message_text(msg.get("content")))
+        if found:
+            return "" if found.group(1) == OFF_BANK else found.group(2)
+    return None
+
+
+def _carried_ids(window: list[dict[str, Any]]) -> set[str]:
+    """Ids of memories an earlier turn's block, still in the window, already carries."""
+    out: set[str] = set()
+    for msg in window:
+        text = message_text(msg.get("content"))
+        if text.startswith("<memory bank="):
+            out.update(_CARRIED.findall(text))
+    return out
+
+
+def _one_line(text: str) -> str:
+    return _SPACE.sub(" ", _safe(text)).strip()
+
+
+def _safe(text: str) -> str:
+    """``_safe_text``, cached per text: rules and memories repeat turn after turn. A rule may
+    hold 256k characters, so only texts of a memory's size are kept in the cache."""
+    return _safe_cached(text) if len(text) <= _CACHED_CHARS else _safe_text(text)
+
+
+_CACHED_CHARS = 16_000
+
+
+@functools.lru_cache(maxsize=1024)
+def _safe_cached(text: str) -> str:
+    return _safe_text(text)
+
+
+def _safe_text(text: str) -> str:
+    """``text`` as it may enter a prompt: redacted (the last line of defence for what never
+    went through a write: a rule or a log line edited by hand, a record stored under an older
+    catalogue), without control and invisible characters (an ANSI escape, a bidi override, a
+    zero-width space) and with any ``<memory``/``</memory`` tag defused, so a stored text can
+    neither close the block it is shown in nor forge one, nor hide or reorder what it says."""
+    shown = _UNSAFE.sub("", _NEWLINES.sub("\n", redact(text).text))
+    return _TAG.sub(r"&lt;\1\2", shown)
+
+
+def _when(mem: Memory) -> int:
+    """The date a recalled line shows: when it happened if known, else when it was stated."""
+    return mem.stated_at if mem.occurred_at is None else mem.occurred_at
+
+
+def _date(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
