@@ -125,8 +125,7 @@ def ray_service(data_dir: Path) -> Iterator[str]:
 def local_gateway(data_dir: Path) -> Iterator[None]:
     """The gateway in this process over an embedded store, recorded as ``up`` records it."""
     from grpc_gateway.server import build_server
-    from shared import gateway_file
-    from shared.connect import connect
+    from shared.client import connect, gateway_file
 
     store = connect(f"file:{data_dir!s}")
     server, port = build_server(store, port=0)

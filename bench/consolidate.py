@@ -47,7 +47,7 @@ from consolidate_worker import dedup
 from consolidate_worker.core import Consolidator
 from consolidate_worker.report import Report
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.models import Memory
+from shared.contract.models import Memory
 from shared.text import fingerprint, normalize
 
 REPO = Path(__file__).resolve().parent.parent

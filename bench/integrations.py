@@ -33,7 +33,7 @@ MAIN = "import sys; from shared.cli import main; sys.exit(main())"
 
 
 def _seed(data: Path, n: int) -> None:
-    from shared.config import StoreSettings
+    from shared.contract.config import StoreSettings
     from store_worker.core import MemoryStore
 
     store = MemoryStore(settings=StoreSettings(data_dir=str(data)))

@@ -63,10 +63,10 @@ def run(shards: int, banks: int, per_bank: int) -> dict[str, Any]:
 
     from consolidate_worker.actor import RayShardRunner
     from consolidate_worker.settings import ConsolidatorSettings
-    from shared.client import StoreClient
-    from shared.rebalance import initial_routing
-    from shared.sharded import ShardedStoreClient
-    from shared.shards import shard_dir
+    from shared.client.ray import StoreClient
+    from shared.client.rebalance import initial_routing
+    from shared.client.sharded import ShardedStoreClient
+    from shared.client.shards import shard_dir
     from store_worker.actor import start_shard
 
     tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))

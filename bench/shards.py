@@ -82,8 +82,8 @@ def _texts(n: int) -> tuple[list[str], list[str]]:
 
 
 def embedded(shards: Sequence[int], per_caller: int, workdir: Path) -> dict[str, Any]:
-    from shared.config import StoreSettings
-    from shared.sharded import open_embedded_shards
+    from shared.client.sharded import open_embedded_shards
+    from shared.contract.config import StoreSettings
 
     texts, queries = _texts(CALLERS * per_caller)
     out = {}
@@ -130,10 +130,10 @@ def _actor_row(
 ) -> dict[str, Any]:
     import ray
 
-    from shared.client import StoreClient
-    from shared.rebalance import initial_routing
-    from shared.sharded import ShardedStoreClient
-    from shared.shards import shard_dir
+    from shared.client.ray import StoreClient
+    from shared.client.rebalance import initial_routing
+    from shared.client.sharded import ShardedStoreClient
+    from shared.client.shards import shard_dir
     from store_worker.actor import start_shard
 
     root = workdir / f"shards-actor-{n}"

@@ -77,7 +77,7 @@ def _bank_meta(bank_dir: Path) -> None:
 
 
 def open_store(path: Path) -> Any:
-    from shared.clock import FakeClock
+    from shared.contract.clock import FakeClock
     from store_worker.core import MemoryStore
 
     # recency decay is computed against the corpus's own "now" (2026-01-01)
@@ -146,7 +146,7 @@ def recall_with_model(n: int, cache: Path, *, n_queries: int) -> dict[str, Any]:
     embedded before (its query-vector cache never answers). Lexical recall on the same store
     beside it. The corpus is copied once per model next to the cached one, so the documents
     are embedded on the first run only (``vectors.jsonl`` then loads)."""
-    from shared.errors import InvalidArgumentError
+    from shared.contract.errors import InvalidArgumentError
     from store_worker.recall.embed import embedder_for
 
     try:
@@ -158,7 +158,7 @@ def recall_with_model(n: int, cache: Path, *, n_queries: int) -> dict[str, Any]:
     if not (path / "lines.txt").exists():
         shutil.rmtree(path, ignore_errors=True)
         shutil.copytree(base, path)
-    from shared.clock import FakeClock
+    from shared.contract.clock import FakeClock
     from store_worker.core import MemoryStore
 
     start = time.perf_counter()

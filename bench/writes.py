@@ -10,7 +10,7 @@ on a shared machine; the figure is the median of the rounds' rates.
   (a caller with many writes at hand: an extractor's reply, an import);
 - the store through the Ray actor (``StoreClient``) from 1 caller and from 8 concurrent callers
   (threads sharing one client, whose concurrent saves go out together as ``save_many`` calls,
-  ``shared/coalesce.py``), and the 8 callers again with coalescing off, when Ray is enabled;
+  ``shared/client/coalesce.py``), and the 8 callers again with coalescing off, when Ray is enabled;
 - SQLite in WAL mode with ``synchronous=FULL``: an FTS5 table, one transaction per insert;
   1 thread, and 8 threads sharing one connection behind a lock;
 - a bare ``os.write`` + ``os.fsync`` of each line: 1 thread, and 8 threads on one fd;
@@ -39,7 +39,7 @@ from typing import Any
 
 from bench import corpus
 from shared.redact import redact
-from shared.tokens import TokenCounter
+from shared.text.tokens import TokenCounter
 from store_worker.storage.log import _datasync
 
 CALLERS = 8
@@ -144,7 +144,7 @@ def writers(root: Path, *, ray_handle: Any = None) -> dict[str, tuple[Writer, Ca
         ),
     }
     if ray_handle is not None:
-        from shared.client import StoreClient
+        from shared.client.ray import StoreClient
 
         client = StoreClient(ray_handle, actor_name="memory-store-writes")
         plain = StoreClient(ray_handle, actor_name="memory-store-writes", coalesce=False)

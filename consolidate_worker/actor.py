@@ -29,14 +29,14 @@ from consolidate_worker.schedule import PassScheduler
 from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.shards import ShardJob, failed
 from consolidate_worker.spec import ACTOR_NAME
-from shared import errors
-from shared.api import StoreAPI
-from shared.sharded import ShardedStoreClient
-from shared.workers import sibling_options, start_detached
+from shared.client.sharded import ShardedStoreClient
+from shared.client.workers import sibling_options, start_detached
+from shared.contract import errors
+from shared.contract.api import StoreAPI
 
 log = logging.getLogger(__name__)
 
-# The actor's retry-safe methods (``shared.client.ActorClient`` re-sends them after a restart).
+# The actor's retry-safe methods (``shared.client.ray.ActorClient`` re-sends them after a restart).
 ACTOR_READS = frozenset({"ping", "status", "wait_boot", "last_report"})
 
 
@@ -80,7 +80,7 @@ def shard_pass(
     settings: ConsolidatorSettings, actor_name: str, job: ShardJob, dry_run: bool
 ) -> Report:
     """The body of one shard's task: a ``Consolidator`` over that shard's actor only."""
-    from shared.client import StoreClient
+    from shared.client.ray import StoreClient
 
     core = Consolidator(
         StoreClient(actor_name=actor_name), settings=settings, judge=judge_from(settings)
@@ -115,7 +115,7 @@ class RayShardRunner:
             try:
                 out.append(ray.get(ref))
             except ray.exceptions.RayTaskError as e:
-                from shared.client import unwrap
+                from shared.client.ray import unwrap
 
                 out.append(failed(job, unwrap(e)))
             except ray.exceptions.RayError as e:  # the task's worker died (its node went)
@@ -206,7 +206,7 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     The store must be running (its handle is looked up now, so a missing store fails here).
     ``settings_env`` holds ``MEMORY_CONSOLIDATE_*`` variables.
     """
-    from shared.client import get_actor
+    from shared.client.ray import get_actor
 
     get_actor("memory-store")  # a missing store fails here, not in the actor
     env = dict(settings_env or {})

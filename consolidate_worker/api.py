@@ -1,7 +1,7 @@
 """The mutable tally of one pass.
 
-The consolidator is typed against the store's one contract, ``shared.api.StoreAPI``, so the
-same code runs over the embedded store and over the Ray ``shared.client.StoreClient``;
+The consolidator is typed against the store's one contract, ``shared.contract.api.StoreAPI``, so the
+same code runs over the embedded store and over the Ray ``shared.client.ray.StoreClient``;
 nothing here imports another worker (DESIGN §10).
 """
 

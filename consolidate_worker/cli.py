@@ -25,9 +25,9 @@ from consolidate_worker.judge import judge_from
 from consolidate_worker.report import Report
 from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.shards import ShardRunner, run_in_turn
-from shared import errors
-from shared.api import StoreAPI
-from shared.connect import connect
+from shared.client import connect
+from shared.contract import errors
+from shared.contract.api import StoreAPI
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
@@ -75,8 +75,8 @@ def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
 def _remote(banks: list[str] | None, dry_run: bool) -> Report:
     from consolidate_worker.actor import ACTOR_READS, RayShardRunner
     from consolidate_worker.spec import ACTOR_NAME
-    from shared.client import ActorClient, join_cluster
-    from shared.sharded import ShardedStoreClient
+    from shared.client.ray import ActorClient, join_cluster
+    from shared.client.sharded import ShardedStoreClient
 
     join_cluster()
     actor = ActorClient(actor_name=ACTOR_NAME, reads=ACTOR_READS, timeout=None)

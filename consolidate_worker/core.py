@@ -6,8 +6,8 @@ merges as one call; a refused call is sent again merge by merge), ``supersede`` 
 verdicts, one at a time) and ``rule_set`` (the optional promote-to-rule path), and keeps
 its checkpoint in the store's sibling state (``state_get/state_set("consolidator",
 "last-run")``), so the worker itself is stateless.
-It is written against ``shared.api.StoreAPI`` and so runs over the embedded store or the Ray
-``StoreClient`` alike.
+It is written against ``shared.contract.api.StoreAPI`` and so runs over the embedded store or the
+Ray ``StoreClient`` alike.
 
 A pass: for each bank, read → candidates → plan (``plan.Planner``) → optional judge → apply.
 Each supersede (and each ``supersede_many``) is atomic in the store, so a pass killed half-way
@@ -38,11 +38,11 @@ from consolidate_worker.report import Change, Group, PassError, Report
 from consolidate_worker.settings import ConsolidatorSettings
 from consolidate_worker.shards import ShardRunner, merge, shard_jobs
 from consolidate_worker.tiers import JudgeTier
-from shared import errors
-from shared.api import Sharding, StoreAPI
-from shared.clock import Clock, SystemClock
-from shared.models import MAX_SAVE_ITEMS, Memory, RecallResponse
-from shared.shards import Routing
+from shared.client.shards import Routing
+from shared.contract import errors
+from shared.contract.api import Sharding, StoreAPI
+from shared.contract.clock import Clock, SystemClock
+from shared.contract.models import MAX_SAVE_ITEMS, Memory, RecallResponse
 
 log = logging.getLogger(__name__)
 

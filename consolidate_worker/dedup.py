@@ -25,7 +25,7 @@ from itertools import pairwise
 
 from rapidfuzz import fuzz
 
-from shared.models import Memory
+from shared.contract.models import Memory
 from shared.text import STOPWORDS, normalize
 
 # Word runs that keep inner apostrophes, so "don't" stays one negation token.

@@ -21,9 +21,9 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.errors import UnknownError
+from shared.contract.errors import UnknownError
+from shared.contract.models import Memory
 from shared.llm import LLM, create_llm
-from shared.models import Memory
 
 log = logging.getLogger(__name__)
 

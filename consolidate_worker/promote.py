@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from consolidate_worker.api import PassTally
 from consolidate_worker.report import Promotion
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.api import StoreAPI
-from shared.models import Memory
+from shared.contract.api import StoreAPI
+from shared.contract.models import Memory
 from shared.text import fingerprint
 
 LEARNED = "learned"

@@ -24,7 +24,7 @@ from typing import Any
 
 from consolidate_worker.core import Consolidator
 from consolidate_worker.report import Report
-from shared import errors
+from shared.contract import errors
 
 log = logging.getLogger(__name__)
 

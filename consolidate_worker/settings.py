@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from shared.config import EnvSettings
+from shared.contract.config import EnvSettings
 
 ENV_PREFIX = "MEMORY_CONSOLIDATE_"
 

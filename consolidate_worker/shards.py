@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from consolidate_worker.report import PassError, Report
-from shared import errors
+from shared.contract import errors
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """The consolidator's entry point (``agent_memory.workers``: ``consolidator``), importing
 nothing heavy: ``start`` and the verb's ``run`` are imported at their first call
-(``shared.workers.lazy``); ``memory --help`` only builds the parser."""
+(``shared.client.workers.lazy``); ``memory --help`` only builds the parser."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from shared.workers import WorkerSpec, lazy
+from shared.client.workers import WorkerSpec, lazy
 
 ACTOR_NAME = "memory-consolidator"
 HELP = "Run one consolidation pass (dedup and supersede) now and print its report."

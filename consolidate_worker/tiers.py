@@ -34,8 +34,8 @@ from consolidate_worker.judge import Judge, Kind, Verdict
 from consolidate_worker.plan import BankPlan, Edge, survivor_key
 from consolidate_worker.report import Change, Group, JudgeDecision, PassError
 from consolidate_worker.settings import ConsolidatorSettings
-from shared import errors
-from shared.models import Memory
+from shared.contract import errors
+from shared.contract.models import Memory
 
 Supersede = Callable[..., None]
 MAX_REASON = 300

@@ -26,9 +26,9 @@ import sys
 import time
 from collections.abc import Sequence
 
-from shared import cluster
-from shared.client import StoreClient, join_cluster
-from shared.errors import MemoryServiceError
+from shared.cli import cluster
+from shared.client.ray import StoreClient, join_cluster
+from shared.contract.errors import MemoryServiceError
 
 RETRY_S = 5.0
 

@@ -23,8 +23,8 @@ from typing import Any
 from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.settings import ExtractorSettings, retired_settings
 from extract_worker.spec import ACTOR_NAME, replica_count, replica_name
+from shared.client.workers import NAMESPACE, sibling_options, start_detached
 from shared.llm import LLM, create_llm
-from shared.workers import NAMESPACE, sibling_options, start_detached
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class ExtractorActor:
     def __init__(
         self, env: dict[str, str] | None = None, llm: LLM | None = None, name: str = ACTOR_NAME
     ) -> None:
-        from shared.sharded import ShardedStoreClient
+        from shared.client.sharded import ShardedStoreClient
 
         self.name = name  # a replica's own actor name: its wake-ups come here
         self.settings = ExtractorSettings.from_env(dict(env or {}))

@@ -18,8 +18,8 @@ failure stops it.
 
 It lives with the extractor (it runs one in the embedded mode), not in ``shared``, which
 imports no worker package (so a client or the gateway never loads a worker's code). The store
-is a ``shared.api.StoreAPI``: the running store as the CLI reaches it (the gateway, else Ray),
-or the embedded store opened through the store worker's entry point.
+is a ``shared.contract.api.StoreAPI``: the running store as the CLI reaches it (the gateway, else
+Ray), or the embedded store opened through the store worker's entry point.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ulid import ULID
 
-from shared.clock import Clock, SystemClock
-from shared.errors import MemoryServiceError, reason
+from shared.contract.clock import Clock, SystemClock
+from shared.contract.errors import MemoryServiceError, reason
 
 if TYPE_CHECKING:  # memory --help builds this module's parser: no pydantic for that
-    from shared.api import StoreAPI
+    from shared.contract.api import StoreAPI
     from shared.llm.base import LLM
 
 BASE_SYSTEM_PROMPT = "You are a helpful assistant. Answer briefly."
@@ -221,12 +221,12 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _open_store(args: argparse.Namespace) -> StoreAPI:
     if getattr(args, "data_dir", None):
-        from shared.connect import connect
+        from shared.client import connect
 
         return connect(f"file:{args.data_dir}")
     # as every store verb reaches it: the gateway when recorded, else Ray (a Ray driver made
     # `memory outbox` take ~1.5 s where the gateway answers in ~0.1 s)
-    from shared.connect import connect
+    from shared.client import connect
 
     return connect(timeout=getattr(args, "timeout", 120.0))
 
@@ -246,7 +246,7 @@ def _embedded_extractor(args: argparse.Namespace, store: StoreAPI) -> Callable[[
 
 
 def _chat_cmd(args: argparse.Namespace) -> int:
-    from shared.errors import InvalidArgumentError
+    from shared.contract.errors import InvalidArgumentError
     from shared.llm import create_llm
 
     if not args.model:

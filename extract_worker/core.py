@@ -1,7 +1,7 @@
 """``Extractor``: drains the store's extraction outbox, one LLM call per turn.
 
-A plain class over two interfaces — ``shared.api.StoreAPI`` (the store's contract, so the same
-code runs over the embedded store and over the Ray ``StoreClient``) and ``shared.llm.LLM``
+A plain class over two interfaces — ``shared.contract.api.StoreAPI`` (the store's contract, so the
+same code runs over the embedded store and over the Ray ``StoreClient``) and ``shared.llm.LLM``
 (whose error policy makes a transient model failure a retry and a refused call a dead
 letter) — and the Ray shell (``extract_worker.actor``) only adds a loop and metrics.
 
@@ -48,11 +48,11 @@ from pydantic import ValidationError
 from extract_worker import prompt
 from extract_worker.parse import ExtractedMemory, ExtractionReply, parse_reply
 from extract_worker.settings import ExtractorSettings
-from shared import errors
-from shared.api import StoreAPI
-from shared.clock import Clock, SystemClock
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.clock import Clock, SystemClock
+from shared.contract.models import Memory, OutboxJob, OutboxPolicy, SaveResponse
 from shared.llm import LLM, Completion
-from shared.models import Memory, OutboxJob, OutboxPolicy, SaveResponse
 from shared.redact import redact
 from shared.text import fingerprint
 

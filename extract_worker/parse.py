@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from shared import errors
-from shared.models import MEMORY_TYPES
+from shared.contract import errors
+from shared.contract.models import MEMORY_TYPES
 from shared.redact import is_placeholder, redact
 from shared.text import SLUG_RE, entity_norm
 

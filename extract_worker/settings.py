@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
-from shared.config import EnvSettings
+from shared.contract.config import EnvSettings
 
 
 class ExtractorSettings(EnvSettings):

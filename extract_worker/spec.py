@@ -1,12 +1,13 @@
 """The extractor's entry point (``agent_memory.workers``: ``extractor``), importing nothing
-heavy: ``start`` (the actor, litellm) is imported at its first call (``shared.workers.lazy``)."""
+heavy: ``start`` (the actor, litellm) is imported at its first call
+(``shared.client.workers.lazy``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from shared.errors import InvalidArgumentError
-from shared.workers import UpSetting, WorkerSpec, lazy
+from shared.client.workers import UpSetting, WorkerSpec, lazy
+from shared.contract.errors import InvalidArgumentError
 
 ACTOR_NAME = "memory-extractor"
 MAX_REPLICAS = 64

@@ -1,10 +1,10 @@
 """``memory-grpc``: the gateway as a named detached Ray actor.
 
 It holds no data and forwards every RPC to the ``memory-store`` actor through
-``shared.client.StoreClient``, so it can be stopped (``memory stop grpc``), restarted or run in
+``shared.client.ray.StoreClient``, so it can be stopped (``memory stop grpc``), restarted or run in
 several copies on other ports without touching stored memory. ``memory up`` starts it by
 default (the CLI reaches the store through it, without Ray) and it records where it
-listens in ``<data_dir>/.state/gateway.json`` (``shared.gateway_file``; mode 0600, with the
+listens in ``<data_dir>/.state/gateway.json`` (``shared.client.gateway_file``; mode 0600, with the
 token); ``memory grpc`` serves it in the foreground instead — against the running store, or
 with ``--data-dir`` over an embedded store without Ray.
 
@@ -30,12 +30,12 @@ from pydantic import Field
 
 from grpc_gateway.server import build_server
 from grpc_gateway.spec import ACTOR_NAME, DEFAULT_PORT, ENV_PREFIX
-from shared import gateway_file
-from shared.api import StoreAPI
-from shared.bearer import refused_open
-from shared.config import EnvSettings
-from shared.errors import InvalidArgumentError
-from shared.workers import NAMESPACE, sibling_options, start_detached
+from shared.client import gateway_file
+from shared.client.bearer import refused_open
+from shared.client.workers import NAMESPACE, sibling_options, start_detached
+from shared.contract.api import StoreAPI
+from shared.contract.config import EnvSettings
+from shared.contract.errors import InvalidArgumentError
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class GatewaySettings(EnvSettings):
 
 def _refuse_open(settings: GatewaySettings, env: dict[str, str]) -> None:
     """A gateway beyond loopback with no token serves every memory to whoever reaches it:
-    refused before it binds, unless asked for knowingly (``shared.bearer.refused_open``)."""
+    refused before it binds, unless asked for knowingly (``shared.client.bearer.refused_open``)."""
     why = refused_open("the gRPC gateway", settings.host, settings.token, env)
     if why is not None:
         raise InvalidArgumentError(why)
@@ -64,7 +64,7 @@ def _refuse_open(settings: GatewaySettings, env: dict[str, str]) -> None:
 
 def store_client() -> StoreAPI:
     """The ``memory-store`` actor as a ``StoreAPI`` (the gateway's production store)."""
-    from shared.sharded import ShardedStoreClient
+    from shared.client.sharded import ShardedStoreClient
 
     # implements StoreAPI (the views call public store methods only); routes over the shards
     return ShardedStoreClient.connect(follow=True)  # follows shards added or removed
@@ -179,12 +179,12 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
     _refuse_open(settings, dict(os.environ))
     store: StoreAPI
     if getattr(args, "data_dir", None):
-        from shared.connect import connect
+        from shared.client import connect
 
         store = connect(f"file:{args.data_dir}")
         serialize = True
     else:
-        from shared.client import join_cluster
+        from shared.client.ray import join_cluster
 
         join_cluster()
         store, serialize = store_client(), False

@@ -16,8 +16,8 @@ from typing import Any
 
 import grpc
 
-from shared import errors
-from shared.bearer import bearer_matches
+from shared.client.bearer import bearer_matches
+from shared.contract import errors
 
 HEADER = "authorization"
 

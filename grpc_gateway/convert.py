@@ -15,8 +15,8 @@ from typing import Any
 
 from google.protobuf import json_format, struct_pb2, timestamp_pb2
 
-from shared import errors
-from shared.models import Memory, ScoredMemory
+from shared.contract import errors
+from shared.contract.models import Memory, ScoredMemory
 from shared.proto.memory.v1 import memory_pb2 as pb
 
 TYPE_ENUM = {

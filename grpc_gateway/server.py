@@ -1,8 +1,8 @@
 """The memory.v1 servicers: every RPC is one protocol view (``views.py``, ``tools.py``) over
 the store's public API (DESIGN §8).
 
-``shared.api.StoreAPI`` is the store contract the gateway uses; a plain ``MemoryStore``
-satisfies it (tests, embedded mode) and so does ``shared.client.StoreClient`` over the
+``shared.contract.api.StoreAPI`` is the store contract the gateway uses; a plain ``MemoryStore``
+satisfies it (tests, embedded mode) and so does ``shared.client.ray.StoreClient`` over the
 ``memory-store`` actor (``actor.py``). Errors translate only here, at the edge (STYLE §7): a
 ``MemoryServiceError`` is classified into one of seeds/002's seven categories (``on_the_wire``:
 the store's own ``invalid_argument`` is not one of them) and becomes that category's gRPC
@@ -33,10 +33,10 @@ from grpc_gateway.store_service import DESCRIPTOR as STORE_DESCRIPTOR
 from grpc_gateway.store_service import StoreServicer, ping
 from grpc_gateway.tools import Tools
 from grpc_gateway.views import ProtocolViews
-from shared import errors
-from shared.api import StoreAPI
-from shared.config import refused_remotely
-from shared.models import Memory
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.config import refused_remotely
+from shared.contract.models import Memory
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
 from shared.text import parse_links
@@ -162,7 +162,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         def body() -> pb.ConfigureResponse:
             config = convert.config_in(request.config)
             if why := refused_remotely(config):  # a remote caller never points the store
-                raise errors.InvalidArgumentError(why)  # at its files (shared.config)
+                raise errors.InvalidArgumentError(why)  # at its files (shared.contract.config)
             return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
 
         return self.edge.run(context, body)

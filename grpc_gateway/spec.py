@@ -1,6 +1,6 @@
 """The gateway's entry point (``agent_memory.workers``: ``grpc``) and its CLI flags, importing
 nothing heavy: ``start`` and ``memory grpc``'s server are imported at their first call
-(``shared.workers.lazy``), so ``memory --help`` loads no grpcio."""
+(``shared.client.workers.lazy``), so ``memory --help`` loads no grpcio."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from shared.workers import UpSetting, WorkerSpec, lazy
+from shared.client.workers import UpSetting, WorkerSpec, lazy
 
 ACTOR_NAME = "memory-grpc"
 ENV_PREFIX = "MEMORY_GRPC_"

@@ -1,7 +1,7 @@
 """memory.store.v1.StoreService: every store operation over gRPC, for the CLI.
 
-One RPC, ``Call``: the request names an op (``shared.ops``) and carries its arguments as JSON;
-they are checked against the op's fields and types (``shared.store_wire.decode_op``, the one
+One RPC, ``Call``: the request names an op (``shared.contract.ops``) and carries its arguments as
+JSON; they are checked against the op's fields and types (``shared.client.wire.decode_op``, the one
 validation at this boundary), the store runs the op, and its answer goes back as JSON of the
 op's declared response type. A failure ends the call with the store's own category
 (``invalid_argument`` included: these callers speak the store's API, not memory.v1's seven
@@ -18,9 +18,10 @@ from typing import Any
 
 import grpc
 
-from shared import errors, ops, store_wire
-from shared.api import StoreAPI
-from shared.config import refused_remotely
+from shared.client import wire as store_wire
+from shared.contract import errors, ops
+from shared.contract.api import StoreAPI
+from shared.contract.config import refused_remotely
 from shared.proto.memory.store.v1 import store_pb2 as spb
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ writes nothing and returns the candidates, so the caller (the model) chooses: up
 fact (same fingerprint, same place) is not ambiguous: it reinforces, as the store's ``save``
 does (unlike memory.v1 ``Record``, which always creates).
 
-The check itself (``similarity``, ``near_matches``) lives in ``shared.nearmatch``: the MCP
+The check itself (``similarity``, ``near_matches``) lives in ``shared.client.nearmatch``: the MCP
 server's ``remember`` (``integrations``) runs the same one.
 """
 
@@ -19,22 +19,22 @@ from collections.abc import Iterable
 from typing import Literal
 
 from grpc_gateway.views import ProtocolViews
-from shared import errors
-from shared.models import (
-    MEMORY_SCOPES,
-    MEMORY_TYPES,
-    Frozen,
-    Memory,
-    MemoryResponse,
-    RecallResponse,
-)
-from shared.nearmatch import (
+from shared.client.nearmatch import (
     NEAR_MATCH,
     Candidate,
     check_threshold,
     near_matches,
     restates,
     similarity,
+)
+from shared.contract import errors
+from shared.contract.models import (
+    MEMORY_SCOPES,
+    MEMORY_TYPES,
+    Frozen,
+    Memory,
+    MemoryResponse,
+    RecallResponse,
 )
 
 __all__ = ["NEAR_MATCH", "Candidate", "RememberResponse", "Tools", "similarity"]

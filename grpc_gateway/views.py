@@ -34,9 +34,15 @@ from typing import Any
 from ulid import ULID
 
 from grpc_gateway.owners import Owners
-from shared import errors
-from shared.api import StoreAPI
-from shared.models import ListResponse, Memory, MemoryResponse, RecallResponse, SaveResponse
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.models import (
+    ListResponse,
+    Memory,
+    MemoryResponse,
+    RecallResponse,
+    SaveResponse,
+)
 
 MAX_FILES = 64
 _PATH_SPLIT = re.compile(r"[/\\._\-\s]+")

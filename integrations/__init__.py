@@ -3,5 +3,5 @@
 
 ``integrations.store.open_store_for`` is the one place that decides which store they reach.
 The package imports ``shared`` only (``make lint``), and its verbs reach the CLI through the
-``agent_memory.commands`` entry point (``shared.workers.discover_commands``).
+``agent_memory.commands`` entry point (``shared.client.workers.discover_commands``).
 """

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from shared import errors
-from shared.bearer import refused_open
-from shared.workers import CommandSpec
+from shared.client.bearer import refused_open
+from shared.client.workers import CommandSpec
+from shared.contract import errors
 
 # How long `memory hook --data-dir D` waits for D's lock (another hook of the same agent).
 HOOK_LOCK_WAIT_S = 5.0

@@ -11,7 +11,7 @@ The agent runs the hook with its JSON on stdin (``session_id``, ``transcript_pat
 Both inject events go through ``pre_generate`` with ``metadata.session.memory_bank``, so the
 store binds the session to its bank and ``turn_completed`` later files the turn there; over
 store shards the client keeps that binding where the next hook process finds it
-(``shared.session_routes``), so the turn reaches the shard that holds the bank.
+(``shared.client.sessions``), so the turn reaches the shard that holds the bank.
 
 The bank (``bank_for``): ``--bank``, else ``MEMORY_HOOK_BANK``, else the project's name: the
 nearest folder at or above ``cwd`` holding ``.git`` (else ``cwd`` itself), lower-cased, every
@@ -39,11 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from shared import errors, gateway_file
+from shared.client import gateway_file
+from shared.contract import errors
 
 if TYPE_CHECKING:  # annotations only: a hook runs at every prompt, and
     # importing pydantic would add ~0.1 s to each
-    from shared.api import Message, StoreAPI
+    from shared.contract.api import StoreAPI
+    from shared.contract.op import Message
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 INJECT_EVENTS = ("SessionStart", "UserPromptSubmit")

@@ -4,7 +4,7 @@ Tools (each with a JSON schema from its signature, a description an agent can ac
 MCP hints ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint``); what each does is
 ``integrations.mcp_tools.MemoryTools``, this module wires it into MCP:
 
-    remember     save a fact; asks first when a near-match exists (shared.nearmatch)
+    remember     save a fact; asks first when a near-match exists (shared.client.nearmatch)
     recall       the memories that best match a query (explicit search, no turn budget)
     forget       retire one memory by id (a tombstone: it stays in history)
     supersede    retire a memory in favour of a live one (a correction); idempotent: the same
@@ -48,10 +48,10 @@ from pydantic import Field, ValidationError
 
 from integrations.mcp_tools import MemoryTools
 from integrations.store import RunningStore
-from shared import errors
-from shared.api import StoreAPI
-from shared.cli_output import jsonable
-from shared.workers import package_version
+from shared.client.workers import package_version
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.text.format import jsonable
 
 SERVER_NAME = "agent-memory"
 MemoryType = Literal["user", "feedback", "project", "reference"]
@@ -61,7 +61,8 @@ UNAUTHENTICATED = "unauthenticated:"  # how the gateway refuses a token (grpc_ga
 T = TypeVar("T")
 # the store's recall limit (store_worker.storage.validate.limit; a test checks)
 RECALL_LIMIT_MAX = 500
-# MemoryType / MemoryScope mirror shared.models.MEMORY_TYPES / MEMORY_SCOPES (a test checks).
+# MemoryType / MemoryScope mirror shared.contract.models.MEMORY_TYPES / MEMORY_SCOPES (a test
+# checks).
 
 # The tools' parameters, each with the description an agent reads in the tool's JSON schema.
 Bank = Annotated[

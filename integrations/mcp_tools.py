@@ -16,12 +16,12 @@ import os
 from typing import Any
 
 from integrations.store import RunningStore
-from shared import errors
-from shared.api import StoreAPI
-from shared.cli_output import date, folder, jsonable
-from shared.models import Memory, MemoryResponse
-from shared.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
+from shared.client.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.models import Memory, MemoryResponse
 from shared.text import iso_ms
+from shared.text.format import date, folder, jsonable
 
 RECORDED_BY = "mcp.remember"
 

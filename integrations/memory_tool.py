@@ -39,8 +39,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from shared import errors
-from shared.api import StoreAPI
+from shared.contract import errors
+from shared.contract.api import StoreAPI
 
 ROOT = "/memories"
 MEMORIES_FILE = "memories.md"

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from integrations.store import RunningStore
-from shared.api import StoreAPI
-from shared.bearer import bearer_matches
+from shared.client.bearer import bearer_matches
+from shared.contract.api import StoreAPI
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -1,9 +1,9 @@
 """Which store an integration talks to: the one function every integration calls.
 
 - ``data_dir`` given (``--data-dir D``, or ``MEMORY_EMBEDDED=1`` with ``MEMORY_DATA_DIR``): the
-  embedded store on D in this process (``shared.connect``). It takes the data dir's
+  embedded store on D in this process (``shared.client``). It takes the data dir's
   lock, so a second process on D gets ``DataDirLockedError`` naming the first (pid, host, since).
-- otherwise: the running store, as the CLI reaches it (``shared.connect``):
+- otherwise: the running store, as the CLI reaches it (``shared.client``):
   through the gateway ``memory up`` recorded (``GrpcStoreClient``, no Ray in this process),
   else the ``memory-store`` actor over Ray. Many ``memory mcp`` processes and every hook call
   share that one store, so no write is lost to another process's RAM (several MCP servers each
@@ -25,7 +25,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shared.api import StoreAPI
+    from shared.contract.api import StoreAPI
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -39,12 +39,12 @@ def open_store_for(
     one_shot: bool = False,
 ) -> StoreAPI:
     """The store an integration uses (see the module docstring); close it with ``close``.
-    ``validate=False``: a gateway's answers come as ``shared.store_wire.View``s (a caller that
+    ``validate=False``: a gateway's answers come as ``shared.client.wire.View``s (a caller that
     only reads fields, such as a hook, loads no pydantic). ``lock_wait_s``: an embedded store
     whose data dir another process holds is tried again for that long (two hooks of one
     agent often overlap by a fraction of a second) before ``DataDirLockedError``.
     ``one_shot``: this single-threaded process runs one command and ends (a hook), so an
-    embedded store may boot lazily (``shared.connect``)."""
+    embedded store may boot lazily (``shared.client``)."""
     if data_dir:
         return _embedded(data_dir, lock_wait_s, one_shot)
     return _running_store(timeout, validate)
@@ -53,8 +53,8 @@ def open_store_for(
 def _embedded(data_dir: str, lock_wait_s: float, one_shot: bool) -> StoreAPI:
     import time
 
-    from shared.connect import connect
-    from shared.errors import DataDirLockedError
+    from shared.client import connect
+    from shared.contract.errors import DataDirLockedError
 
     deadline = time.monotonic() + lock_wait_s
     while True:
@@ -69,8 +69,8 @@ def _embedded(data_dir: str, lock_wait_s: float, one_shot: bool) -> StoreAPI:
 def _running_store(timeout: float, validate: bool) -> StoreAPI:
     # Imported here: the gateway's client, or Ray (about half a second to import) when no
     # gateway is recorded; an embedded caller needs neither.
-    from shared.connect import connect
-    from shared.errors import SourceUnavailableError
+    from shared.client import connect
+    from shared.contract.errors import SourceUnavailableError
 
     try:
         return connect(timeout=timeout, validate=validate)

@@ -14,14 +14,14 @@ The shell adds only what needs Ray:
 Ray is imported lazily: the embedded mode (``memory --data-dir``) opens the store through this
 module (``store_worker.spec``'s ``WORKER.open_embedded(settings)`` calls ``open_embedded``
 here) and must not pay for ``import ray``. ``open_embedded`` returns a plain ``MemoryStore``
-typed as ``shared.api.StoreAPI``, so mypy checks that the store implements the contract.
+typed as ``shared.contract.api.StoreAPI``, so mypy checks that the store implements the contract.
 
 Retries (``max_task_retries=0``): a call in flight when the actor dies is *not* re-run after the
 restart. ``save`` is not idempotent (a re-run of an acknowledged-but-unanswered save would
 reinforce, i.e. count one observation twice), and neither are ``delete``/``supersede`` (a re-run
 would answer ``ConflictError`` for a call that succeeded). The caller instead gets a retryable
-``SourceUnavailableError`` from ``shared.client`` and decides; the client itself retries only
-read-only ops (``shared.ops.Read``), once.
+``SourceUnavailableError`` from ``shared.client.ray`` and decides; the client itself retries only
+read-only ops (``shared.contract.Read``), once.
 """
 
 from __future__ import annotations
@@ -34,16 +34,17 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from shared.api import StoreAPI
-from shared.cli_output import counted
-from shared.config import StoreSettings
-from shared.errors import InvalidArgumentError, MemoryServiceError
-from shared.models import DoctorResponse, Event, SaveManyResponse, SupersedeManyResponse
-from shared.ops import REGISTRY as OPS
-from shared.ops import Doctor, Op, Ping, Subscribe, Unsubscribe
-from shared.shards import actor_name as shard_actor
-from shared.shards import shard_count, shard_dir
-from shared.workers import NAMESPACE, discover, start_detached
+from shared.client.shards import actor_name as shard_actor
+from shared.client.shards import shard_count, shard_dir
+from shared.client.workers import NAMESPACE, discover, start_detached
+from shared.contract.api import StoreAPI
+from shared.contract.config import StoreSettings
+from shared.contract.errors import InvalidArgumentError, MemoryServiceError
+from shared.contract.models import DoctorResponse, Event, SaveManyResponse, SupersedeManyResponse
+from shared.contract.op import REGISTRY as OPS
+from shared.contract.op import Op
+from shared.contract.ops import Doctor, Ping, Subscribe, Unsubscribe
+from shared.text.format import counted
 from store_worker.core import MemoryStore
 from store_worker.spec import ACTOR_NAME
 
@@ -53,7 +54,7 @@ STORE_CONCURRENCY = 32  # calls served at once (threads); writes among them comm
 
 # Every public method of the core is delegated by name too (tests and benchmarks call the actor
 # directly), except what only makes sense in-process. An op is counted as a write unless it
-# is a read (shared.ops).
+# is a read (shared.contract.ops).
 NOT_DELEGATED = frozenset({"call", "close", "now", "purge_trash", "trash_dir"})
 READS = frozenset(name for name, op in OPS.items() if op.retry)
 WRITES_EXCEPT = READS | {"doctor"}  # doctor's scratch bank is not a user's write
@@ -245,7 +246,7 @@ class StoreActor:
         return result
 
     def call(self, op: Op[Any]) -> Any:
-        """The one entry of ``shared.client.StoreClient``: an op, served by the core (or, for
+        """The one entry of ``shared.client.ray.StoreClient``: an op, served by the core (or, for
         the few that need Ray, by this shell: ``_OWN``)."""
         if not isinstance(op, Op):
             raise InvalidArgumentError(f"{type(op).__name__} is not a store operation")
@@ -347,7 +348,7 @@ def _probe_siblings() -> dict[str, bool]:
 
 def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME) -> Any:
     """Start (or find) the store: ``MEMORY_STORE_SHARDS`` shards (default 1), each a named
-    detached actor (``shared.shards.actor_name``) on its own data dir; returns shard 0.
+    detached actor (``shared.client.shards.actor_name``) on its own data dir; returns shard 0.
 
     ``settings_env`` holds ``MEMORY_*`` variables; ``MEMORY_DATA_DIR`` should be absolute,
     because the actor's working directory is not the caller's. A running actor is returned
@@ -367,8 +368,8 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
             "MEMORY_SHARD_INDEX": str(i),
         }
         handles.append(start_shard(shard_env, i, n, name=shard_actor(i) if i else name))
-    from shared.client import StoreClient
-    from shared.rebalance import initial_routing
+    from shared.client.ray import StoreClient
+    from shared.client.rebalance import initial_routing
 
     initial_routing([StoreClient(h, actor_name=shard_actor(i)) for i, h in enumerate(handles)])
     return handles[0]

@@ -3,7 +3,7 @@
 ``--store-shards N`` becomes ``MEMORY_STORE_SHARDS`` for the store's ``start`` (the same
 variable a Ray job or a deployment sets). ``memory shards status`` prints the slot table and
 where each bank lives; ``memory shards rebalance [--shards N]`` moves the banks whose owner
-changes (``shared.sharded.rebalance``: freeze, copy, switch, release; rerun it after a kill).
+changes (``shared.client.sharded.rebalance``: freeze, copy, switch, release; rerun it after a kill).
 Both act on the running cluster's shards, or with ``--data-dir D`` (the embedded mode) on the
 ``MEMORY_STORE_SHARDS`` shards on D in this process, as every embedded verb opens them.
 """
@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from shared.workers import UpSetting, lazy
+from shared.client.workers import UpSetting, lazy
 
 if TYPE_CHECKING:
-    from shared.api import StoreAPI
+    from shared.contract.api import StoreAPI
 
 
 def add_cli(sub: Any) -> None:
@@ -32,7 +32,7 @@ def add_cli(sub: Any) -> None:
             metavar="N",
             action=UpSetting,
             env="MEMORY_STORE_SHARDS",
-            check=lazy("shared.shards:shard_count"),  # pydantic only once the flag is given
+            check=lazy("shared.client.shards:shard_count"),  # pydantic only once the flag is given
             help="run N store shards (memory-store, memory-store-1 ...); default 1. On a "
             "running cluster it starts the missing ones; `memory shards rebalance` then moves "
             "banks to them (the running siblings and gateway follow without a restart)",
@@ -67,15 +67,15 @@ def _options(p: argparse.ArgumentParser) -> None:
 def _shards(args: argparse.Namespace) -> Iterator[list[StoreAPI]]:
     """Every store shard: the embedded ones on ``--data-dir`` (it was ignored: the verbs
     showed and moved the running cluster's), else the running cluster's."""
-    from shared.sharded import ShardedStoreClient
+    from shared.client.sharded import ShardedStoreClient
 
     data_dir = getattr(args, "data_dir", None)
     if data_dir:
-        from shared.connect import connect
+        from shared.client import connect
 
         store = connect(f"file:{data_dir}")
     else:
-        from shared.client import join_cluster
+        from shared.client.ray import join_cluster
 
         join_cluster()
         store = ShardedStoreClient.connect()
@@ -88,7 +88,7 @@ def _shards(args: argparse.Namespace) -> Iterator[list[StoreAPI]]:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from shared.shards import Routing
+    from shared.client.shards import Routing
 
     with _shards(args) as shards:
         views = [s.shard_routing() for s in shards]
@@ -104,7 +104,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _rebalance(args: argparse.Namespace) -> int:
-    from shared.rebalance import rebalance
+    from shared.client.rebalance import rebalance
 
     with _shards(args) as shards:
         report = rebalance(shards, args.shards)

@@ -1,4 +1,5 @@
-"""``MemoryStore``: the store's whole public API (``shared.api.StoreAPI``) as a plain class.
+"""``MemoryStore``: the store's whole public API (``shared.contract.api.StoreAPI``) as a plain
+class.
 
 The Ray actor (``store_worker.actor``) is a thin shell over this class, and it is usable as a
 library without Ray (the embedded mode): ``MemoryStore(data_dir=...)``.
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from shared.models import (
+from shared.contract.models import (
     BacklinksResponse,
     BankCreateResponse,
     BankDeleteResponse,
@@ -557,7 +558,7 @@ class MemoryStore(StoreParts):
         corrupt = sum(b.stats.corrupt for b in self.banks.values())
         return ReloadResponse(ok=True, banks=tuple(sorted(self.banks)), corrupt_lines=corrupt)
 
-    # -- this store as one shard of several (shards.py; the mover is shared.sharded) ----------
+    # -- this store as one shard of several (shards.py; the mover: shared.client.sharded) --
 
     @reading
     def shard_routing(self, table: dict[str, Any] | None = None) -> dict[str, Any]:

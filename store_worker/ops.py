@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shared import errors
-from shared.config import StoreSettings
-from shared.models import MEMORY_SCOPES, MEMORY_TYPES, DoctorCheck, DoctorResponse, Memory
-from shared.tokens import TokenCounter
-from shared.workers import package_version
+from shared.client.workers import package_version
+from shared.contract import errors
+from shared.contract.config import StoreSettings
+from shared.contract.models import MEMORY_SCOPES, MEMORY_TYPES, DoctorCheck, DoctorResponse, Memory
+from shared.text.tokens import TokenCounter
 from store_worker.recall.embed import Embedder, from_settings
 from store_worker.recall.vectors import Vectors
 from store_worker.storage import audit
@@ -36,7 +36,7 @@ SiblingProbe = Callable[[], dict[str, bool]]
 
 
 def version() -> str:
-    return package_version()  # the MCP server reports the same (shared.workers)
+    return package_version()  # the MCP server reports the same (shared.client.workers)
 
 
 def source_digest() -> str:

@@ -18,12 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, cast
 
-from shared import errors
-from shared.api import StoreAPI
-from shared.clock import Clock, SystemClock
-from shared.config import StoreSettings
-from shared.ops import Op
-from shared.tokens import TokenCounter
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.clock import Clock, SystemClock
+from shared.contract.config import StoreSettings
+from shared.contract.op import Op
+from shared.text.tokens import TokenCounter
 from store_worker.harness.inject import Injector
 from store_worker.harness.outbox import Outbox
 from store_worker.harness.rules import Rules
@@ -268,15 +268,15 @@ class StoreParts(StoreAPI):
     def embedder(self) -> Embedder | None:
         return self.vectors.embedder
 
-    # -- the one entry of every transport (shared.api) --------------------------------------
+    # -- the one entry of every transport (shared.contract.api) -----------------------------
 
     def ping(self) -> str:
         """``"pong"``: an open store answers (it reads nothing, and writes nothing)."""
         return "pong"
 
     def call(self, op: Op[R]) -> R:
-        """Serve one op (``shared.ops``) by the façade method of its name, which delegates to
-        the part that owns the concept."""
+        """Serve one op (``shared.contract.ops``) by the façade method of its name, which delegates
+        to the part that owns the concept."""
         if not isinstance(op, Op):
             raise errors.InvalidArgumentError(f"{type(op).__name__} is not a store operation")
         serve = getattr(type(self), op.method)

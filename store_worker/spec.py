@@ -2,12 +2,12 @@
 
 The ``memory`` CLI loads every worker's spec on ``--help``, ``up`` and ``status``; the parts
 that need the store's core, numpy or Ray (``start``, ``open_embedded``) are named here and
-imported at their first call (``shared.workers.lazy``), so loading the spec costs nothing.
+imported at their first call (``shared.client.workers.lazy``), so loading the spec costs nothing.
 """
 
 from __future__ import annotations
 
-from shared.workers import WorkerSpec, lazy
+from shared.client.workers import WorkerSpec, lazy
 
 ACTOR_NAME = "memory-store"
 

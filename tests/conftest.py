@@ -9,7 +9,7 @@
 - ``fresh_store``: a factory of plain ``MemoryStore`` objects on ``tmp_path`` with a ``FakeClock``
   (no Ray): ``store = fresh_store(recall_limit=5)``; ``store.clock.advance(days=3)``.
 - ``user_state`` (autouse, session): ``XDG_STATE_HOME`` in a temp folder, so nothing a test
-  runs (``memory up``, a hook's log, the gateway pointer ``shared.gateway_file.point``) reads
+  runs (``memory up``, a hook's log, the gateway pointer ``shared.client.gateway_file.point``) reads
   or writes the state folder of the user running the tests.
 - ``ray_cluster``: one Ray cluster for the whole session (FACTS "Ray": a cluster per module
   costs 5 s each; reuse actors instead). Isolated from any developer cluster: its own temp dir
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 
 if TYPE_CHECKING:
     from store_worker.core import MemoryStore
@@ -159,7 +159,7 @@ def sigkill_child() -> Callable[..., None]:
 def fresh_store(tmp_path: Path) -> Iterator[Callable[..., MemoryStore]]:
     """``create(*, clock=None, embedder=None, data_dir=None, **settings) -> MemoryStore``."""
     # Imported here: a half-edited core must fail the tests that use it, not the whole run.
-    from shared.config import StoreSettings
+    from shared.contract.config import StoreSettings
     from store_worker.core import MemoryStore
 
     made: list[MemoryStore] = []
@@ -218,7 +218,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def store_actor(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A ``StoreClient`` over the session's ``memory-store`` actor (its data dir is temp)."""
-    from shared.client import StoreClient
+    from shared.client.ray import StoreClient
     from store_worker.spec import WORKER
 
     data_dir = tmp_path_factory.mktemp("store-actor-data")

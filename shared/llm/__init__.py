@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.errors import InvalidArgumentError
+from shared.contract.errors import InvalidArgumentError
 from shared.llm.base import (
     LLM,
     Completion,

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from shared.errors import MemoryServiceError, SourceUnavailableError, UnknownError
+from shared.contract.errors import MemoryServiceError, SourceUnavailableError, UnknownError
 
 Message = dict[str, str]
 

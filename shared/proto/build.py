@@ -23,7 +23,7 @@ OUTPUTS = tuple("memory" + s for s in SUFFIXES)  # memory.v1's, as before
 SERVICE_STUBS = frozenset({PROTO})
 """Protos whose gRPC service stubs are generated. memory.store.v1's service has one method,
 ``Call``, served and called through grpcio's generic handlers on the message classes alone
-(``grpc_gateway.store_service``, ``shared.grpc_client``): a generated stub would be unused."""
+(``grpc_gateway.store_service``, ``shared.client.grpc``): a generated stub would be unused."""
 
 
 def outputs(proto: Path) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from shared.errors import UnknownError
+from shared.contract.errors import UnknownError
 
 __all__ = ["CHECKS", "KINDS", "Format", "catalogue", "github_checksum_ok", "parse_catalogue"]
 

@@ -33,10 +33,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared import errors
-from shared.models import InjectedMemory, InjectResponse, Memory, PreviewResponse, RecallResponse
+from shared.contract import errors
+from shared.contract.config import NAME_RE
+from shared.contract.models import (
+    InjectedMemory,
+    InjectResponse,
+    Memory,
+    PreviewResponse,
+    RecallResponse,
+)
 from shared.redact import redact
-from shared.text import NAME_RE
 from store_worker.harness.messages import is_memory_block, message_text, session_key
 from store_worker.harness.rules import LEARNED
 from store_worker.recall.scoring import visible
@@ -45,8 +51,8 @@ from store_worker.storage import validate as v
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from shared.clock import Clock
-    from shared.config import StoreSettings
+    from shared.contract.clock import Clock
+    from shared.contract.config import StoreSettings
     from store_worker.harness.sessions import Sessions
     from store_worker.storage.bank import Bank
     from store_worker.storage.banks import Banks

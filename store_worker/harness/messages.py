@@ -8,7 +8,7 @@ import hashlib
 import math
 from datetime import UTC, datetime
 
-from shared import errors
+from shared.contract import errors
 from store_worker.storage.validate import MAX_FUTURE_MS
 
 

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from pydantic import ValidationError
 from ulid import ULID
 
-from shared import errors
-from shared.models import (
+from shared.contract import errors
+from shared.contract.models import (
     OutboxAckResponse,
     OutboxJob,
     OutboxJobSummary,
@@ -56,8 +56,8 @@ from store_worker.storage.files import atomic_write, fsync_dir, make_dirs, synce
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from shared.clock import Clock
-    from shared.config import StoreSettings
+    from shared.contract.clock import Clock
+    from shared.contract.config import StoreSettings
     from store_worker.harness.sessions import Sessions
     from store_worker.storage.banks import Banks
     from store_worker.storage.state import StateStore

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from shared import errors
-from shared.models import Rule, RuleListResponse, RuleSetResponse
+from shared.contract import errors
+from shared.contract.models import Rule, RuleListResponse, RuleSetResponse
 from shared.redact import redact
 from store_worker.storage import validate as v
 
 if TYPE_CHECKING:
-    from shared.clock import Clock
+    from shared.contract.clock import Clock
     from store_worker.storage.bank import Bank
     from store_worker.storage.banks import Banks
     from store_worker.storage.events import EventBus

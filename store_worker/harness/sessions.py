@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import time
 
-from shared.config import StoreSettings
+from shared.contract.config import StoreSettings
 from store_worker.storage import validate as v
 from store_worker.storage.state import StateStore
 
 log = logging.getLogger(__name__)
 
 # Sibling-state owners whose keys are per session (inject.py, outbox.py): safe to forget.
-SESSION_STATE_OWNERS = ("inject", "outbox", "shard-sessions")  # the last: shared.session_routes
+SESSION_STATE_OWNERS = ("inject", "outbox", "shard-sessions")  # the last: shared.client.sessions
 PRUNE_EVERY_S = 86_400.0
 MAX_LINEAGE = 64
 

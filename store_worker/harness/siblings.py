@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared import errors
+from shared.client.shards import STATE_KEY, STATE_OWNER
+from shared.contract import errors
 from shared.redact import redact_json
-from shared.shards import STATE_KEY, STATE_OWNER
 from store_worker.harness.inject import STATE_OWNER as INJECT_OWNER
 from store_worker.storage import validate as v
 

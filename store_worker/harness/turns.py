@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from shared import errors
-from shared.models import OutboxMessage
+from shared.contract import errors
+from shared.contract.models import OutboxMessage
 from shared.redact import Redaction, redact, redact_many
 from shared.text import fingerprint
 from store_worker.harness.messages import is_memory_block, message_text, message_time, session_key

@@ -26,8 +26,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from shared.config import PACKAGED_MODELS, StoreSettings
-from shared.errors import InvalidArgumentError, SourceUnavailableError, reason
+from shared.contract.config import PACKAGED_MODELS, StoreSettings
+from shared.contract.errors import InvalidArgumentError, SourceUnavailableError, reason
 from shared.text import tokenize
 
 LOCAL_PREFIX = "local:"

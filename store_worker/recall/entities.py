@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from shared.models import Memory
+from shared.contract.models import Memory
 from shared.text import STOPWORDS, entity_norm
 
 MAX_DERIVED = 8

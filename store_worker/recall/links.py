@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shared.models import BacklinksResponse, DanglingLink, DanglingResponse, Memory
+from shared.contract.models import BacklinksResponse, DanglingLink, DanglingResponse, Memory
 from store_worker.storage import validate as v
 
 if TYPE_CHECKING:

@@ -14,10 +14,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from shared import errors
-from shared.clock import Clock
-from shared.config import StoreSettings
-from shared.models import (
+from shared.contract import errors
+from shared.contract.clock import Clock
+from shared.contract.config import StoreSettings
+from shared.contract.models import (
     ListResponse,
     Memory,
     MemoryResponse,
@@ -26,7 +26,7 @@ from shared.models import (
     TagCount,
     TagsResponse,
 )
-from shared.tokens import TokenCounter
+from shared.text.tokens import TokenCounter
 from store_worker.harness.sessions import Sessions
 from store_worker.recall import scoring as recall_mod
 from store_worker.recall.synonyms import SynonymSource

@@ -54,8 +54,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from shared.errors import BudgetExceededError
-from shared.models import Memory
+from shared.contract.errors import BudgetExceededError
+from shared.contract.models import Memory
 from shared.text import (
     query_dates,
     query_tokens,

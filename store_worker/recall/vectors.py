@@ -17,8 +17,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from shared import errors
-from shared.models import Memory
+from shared.contract import errors
+from shared.contract.models import Memory
 from shared.redact import redact, strip_placeholders
 from shared.text import fingerprint
 from store_worker.recall.spelling import respelt

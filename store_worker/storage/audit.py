@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from shared.errors import reason
-from shared.models import Memory
+from shared.contract.errors import reason
+from shared.contract.models import Memory
 from store_worker.storage.bankfiles import meta_problem, read_rule_files
 from store_worker.storage.files import (
     BANK_META,

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shared.models import MEMORY_SCOPES, MEMORY_TYPES, Memory
-from shared.shards import frozen_error
+from shared.client.shards import frozen_error
+from shared.contract.models import MEMORY_SCOPES, MEMORY_TYPES, Memory
 from shared.text import fingerprint, tokenize
 from store_worker.recall.entities import turn_of
 from store_worker.recall.index import BankIndex

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from shared.errors import SourceUnavailableError, reason, storage_error
+from shared.contract.errors import SourceUnavailableError, reason, storage_error
 from store_worker.storage.files import (
     BANK_META,
     CREATING_PREFIX,

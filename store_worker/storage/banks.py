@@ -19,12 +19,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shared import errors
-from shared.clock import Clock
-from shared.config import StoreSettings
-from shared.models import BankCreateResponse, BankInfo
+from shared.client.shards import frozen_error
+from shared.contract import errors
+from shared.contract.clock import Clock
+from shared.contract.config import StoreSettings
+from shared.contract.models import BankCreateResponse, BankInfo
 from shared.redact import redact
-from shared.shards import frozen_error
 from store_worker.storage import validate as v
 from store_worker.storage.bank import Bank
 from store_worker.storage.events import EventBus

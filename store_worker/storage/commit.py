@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from shared.errors import MemoryServiceError, SourceUnavailableError
+from shared.contract.errors import MemoryServiceError, SourceUnavailableError
 from store_worker.storage.indexer import Indexer, Job
 
 if TYPE_CHECKING:

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from shared import errors
-from shared.models import Memory
+from shared.contract import errors
+from shared.contract.models import Memory
 from store_worker.storage import validate as v
 from store_worker.storage.files import DRAFTS_DIR, atomic_write, fsync_dir
 
 if TYPE_CHECKING:
-    from shared.config import StoreSettings
+    from shared.contract.config import StoreSettings
     from store_worker.storage.bank import Bank
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
-from shared.models import Event, EventsResponse, Memory
+from shared.contract.models import Event, EventsResponse, Memory
 from store_worker.storage import validate as v
 
 log = logging.getLogger(__name__)

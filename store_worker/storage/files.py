@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from shared.errors import DataDirUnwritableError, storage_error
+from shared.contract.errors import DataDirUnwritableError, storage_error
 
 MEMORIES = "memories.jsonl"
 VECTORS = "vectors.jsonl"

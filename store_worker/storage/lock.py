@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.errors import DataDirLockedError, DataDirUnwritableError
+from shared.contract.errors import DataDirLockedError, DataDirUnwritableError
 from store_worker.storage.files import fsync_dir, make_dirs, names
 
 LOCK_FILE = ".lock"

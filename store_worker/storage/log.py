@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.errors import SourceUnavailableError, storage_error
+from shared.contract.errors import SourceUnavailableError, storage_error
 from store_worker.storage.files import (
     atomic_write,
     fsync_dir,

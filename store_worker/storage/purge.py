@@ -41,12 +41,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from shared import errors
-from shared.clock import Clock
-from shared.models import BankRescan, Event, Memory, PurgeResponse, RescanResponse
+from shared.contract import errors
+from shared.contract.clock import Clock
+from shared.contract.models import BankRescan, Event, Memory, PurgeResponse, RescanResponse
 from shared.redact import find_credential, is_placeholder, redact
 from shared.text import fingerprint
-from shared.tokens import TokenCounter
+from shared.text.tokens import TokenCounter
 from store_worker.harness.rules import Rules
 from store_worker.recall.vectors import Vectors
 from store_worker.storage import snapshot

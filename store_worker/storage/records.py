@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from shared.models import Memory
+from shared.contract.models import Memory
 
 if TYPE_CHECKING:
     from _collections_abc import dict_items, dict_keys, dict_values

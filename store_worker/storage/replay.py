@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shared.models import Memory, Provenance
+from shared.contract.models import Memory, Provenance
 from store_worker.storage import snapshot
 from store_worker.storage.log import ReplayStats
 from store_worker.storage.records import Records

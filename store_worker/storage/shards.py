@@ -1,4 +1,4 @@
-"""This store as one shard of several (routing is ``shared.shards``).
+"""This store as one shard of several (routing is ``shared.client.shards``).
 
 ``ShardGuard`` holds the slot table this store was last given (``shard_routing``), durably in
 its own state, and its own shard number (``StoreSettings.shard_index``). ``Banks.resolve``
@@ -9,7 +9,7 @@ asks it about every bank a call names:
 - a bank whose slot is being moved away is *frozen*: it is read, but every write (a log line,
   a rule file, its description, its deletion) is refused, retryably, until the move is done.
 
-The move itself (``shared.sharded.rebalance``) uses three admin calls, each refusing what
+The move itself (``shared.client.sharded.rebalance``) uses three admin calls, each refusing what
 would lose data: ``export`` only a frozen or foreign bank (no write can follow the copy),
 ``import`` only a bank this shard does not own yet (never over a live one; a leftover copy of an
 earlier attempt goes to ``.trash``), ``release`` only a bank this shard no longer owns.
@@ -24,8 +24,8 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from shared import errors
-from shared.shards import STATE_KEY, STATE_OWNER, Routing, frozen_error, moved_error
+from shared.client.shards import STATE_KEY, STATE_OWNER, Routing, frozen_error, moved_error
+from shared.contract import errors
 from store_worker.storage import validate as v
 from store_worker.storage.files import (
     CREATING_PREFIX,

@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared.models import Memory
+from shared.contract.models import Memory
 from store_worker.recall.entities import turn_of
 from store_worker.recall.index import COLUMNS, BankIndex, _Column, _Postings
 from store_worker.storage.files import fsync_dir
@@ -86,7 +86,7 @@ U16_TERMS = 1 << 16  # up to this many terms, a term id is stored in 2 bytes (44
 # lines are records at all, which a lazy boot relies on without checking them again).
 SOURCES = (
     "shared.text",
-    "shared.models",
+    "shared.contract.models",
     "store_worker.recall.index",
     "store_worker.storage.bank",
     "store_worker.storage.replay",

@@ -20,10 +20,11 @@ from typing import Any, TypeGuard
 
 from ulid import ULID
 
-from shared.errors import InvalidArgumentError, InvalidScopeError, InvalidTypeError
-from shared.models import CONFIDENCES, MAX_SAVE_ITEMS, MEMORY_SCOPES, MEMORY_TYPES, Memory
+from shared.contract.config import NAME_RE
+from shared.contract.errors import InvalidArgumentError, InvalidScopeError, InvalidTypeError
+from shared.contract.models import CONFIDENCES, MAX_SAVE_ITEMS, MEMORY_SCOPES, MEMORY_TYPES, Memory
 from shared.redact import find_credential
-from shared.text import NAME_RE, SLUG_RE, entity_norm
+from shared.text import SLUG_RE, entity_norm
 
 MAX_LABELS = 8
 MAX_TITLE_CHARS = 200
@@ -210,7 +211,7 @@ def project_path(value: object) -> str:
     Absolute only: a relative path or ``~`` would be resolved against the store's own working
     directory and home, not the caller's, so two callers' ``.`` (an agent in ``/work/a``, one
     in ``/work/b``, both through the gateway) would name the same project and see each
-    other's project memories. Clients resolve them where they run (``shared.cli_output.folder``)."""
+    other's project memories. Clients resolve them where they run (``shared.cli.output.folder``)."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidScopeError("scope 'project' needs a project (working directory)")
     if len(value) > MAX_PATH_CHARS or _CONTROL.search(value):

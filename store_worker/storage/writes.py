@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from shared import errors
-from shared.clock import Clock
-from shared.config import StoreSettings
-from shared.models import (
+from shared.contract import errors
+from shared.contract.clock import Clock
+from shared.contract.config import StoreSettings
+from shared.contract.models import (
     CORROBORATED_BY_KEPT,
     Event,
     Memory,
@@ -41,7 +41,7 @@ from shared.models import (
 )
 from shared.redact import is_placeholder, redact, redact_many, repeats, strip_placeholders
 from shared.text import fingerprint, parse_links, slugify
-from shared.tokens import TokenCounter
+from shared.text.tokens import TokenCounter
 from store_worker.recall.entities import derive_entities
 from store_worker.recall.vectors import Vectors
 from store_worker.storage import validate as v

@@ -15,7 +15,7 @@ import pytest
 
 from bench import corpus
 from bench.__main__ import main
-from shared.models import Memory
+from shared.contract.models import Memory
 
 
 def test_corpus_is_deterministic_and_replayable(tmp_path: Path) -> None:

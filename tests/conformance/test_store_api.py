@@ -2,7 +2,7 @@
 tests are the model): each test runs against
 
 - ``embedded``: the store in this process, opened through the store worker's entry point
-  (``shared.workers.open_embedded_store``), as ``memory --data-dir`` opens it;
+  (``shared.client.workers.open_embedded_store``), as ``memory --data-dir`` opens it;
 - ``sharded``: ``ShardedStoreClient`` over two in-process store shards with an even slot table
   (issue 16): the tests' banks land on both, and the fan-out calls merge them;
 - ``actor``: ``StoreClient`` over the session's ``memory-store`` actor (marked ``ray``);
@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from shared import errors
-from shared.api import StoreAPI
-from shared.config import StoreSettings
-from shared.sharded import ShardedStoreClient, open_embedded_shards
-from shared.workers import open_embedded_store
+from shared.client.sharded import ShardedStoreClient, open_embedded_shards
+from shared.client.workers import open_embedded_store
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.config import StoreSettings
 
 BACKENDS = [
     "embedded",
@@ -48,9 +48,9 @@ BACKENDS = [
 def sharded_actors(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Two store shard actors of their own (not ``memory-store``: the session's single store
     stays what every other test finds) behind ``ShardedStoreClient``, with an even table."""
-    from shared.client import StoreClient
-    from shared.rebalance import initial_routing
-    from shared.shards import shard_dir
+    from shared.client.ray import StoreClient
+    from shared.client.rebalance import initial_routing
+    from shared.client.shards import shard_dir
     from store_worker.actor import start_shard
 
     root = tmp_path_factory.mktemp("sharded-actors-data")
@@ -80,7 +80,7 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreAPI]:
     store = open_embedded_store(settings)
     if request.param == "grpc":
         from grpc_gateway.server import build_server
-        from shared.grpc_client import GrpcStoreClient
+        from shared.client.grpc import GrpcStoreClient
 
         server, port = build_server(store, port=0)
         server.start()
@@ -89,11 +89,11 @@ def api(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreAPI]:
         client.close()
         server.stop(None)
     elif request.param == "mock":
-        from shared.mock import MockStore
+        from shared.client.mock import MockStore
 
         yield MockStore(store.call)
     elif request.param == "coalesced":
-        from shared.coalesce import Coalescing
+        from shared.client.coalesce import Coalescing
 
         yield Coalescing(store)
     else:
@@ -143,7 +143,7 @@ def test_save_get_and_reinforce(api: StoreAPI, bank: str) -> None:
 
 
 def test_concurrent_saves_each_get_their_own_answer(api: StoreAPI, bank: str) -> None:
-    """Eight threads saving at once (a client may send them together, shared/coalesce.py):
+    """Eight threads saving at once (a client may send them together, shared/client/coalesce.py):
     each caller gets its own memory, a refused save its own error, a re-save reinforces."""
     import threading
 

@@ -12,8 +12,8 @@ from consolidate_worker.candidates import RareTokenBlocker
 from consolidate_worker.core import Consolidator
 from consolidate_worker.dedup import Features
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.clock import FakeClock
-from shared.models import Memory
+from shared.contract.clock import FakeClock
+from shared.contract.models import Memory
 from shared.text import fingerprint
 from store_worker.core import MemoryStore
 

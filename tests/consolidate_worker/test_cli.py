@@ -11,8 +11,8 @@ import pytest
 
 from consolidate_worker.spec import WORKER
 from shared import cli
-from shared.clock import FakeClock
-from shared.workers import discover
+from shared.client.workers import discover
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 
 

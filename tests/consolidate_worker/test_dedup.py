@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from consolidate_worker.dedup import Features, is_duplicate, score, veto
-from shared.models import Memory
+from shared.contract.models import Memory
 from shared.text import fingerprint
 
 

@@ -23,8 +23,8 @@ from consolidate_worker.dedup import Features, veto
 from consolidate_worker.plan import Planner
 from consolidate_worker.report import Group
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.clock import FakeClock
-from shared.models import Memory
+from shared.contract.clock import FakeClock
+from shared.contract.models import Memory
 from shared.text import fingerprint
 from store_worker.core import MemoryStore
 

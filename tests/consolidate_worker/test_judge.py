@@ -12,8 +12,8 @@ import pytest
 from consolidate_worker.core import Consolidator
 from consolidate_worker.judge import LLMJudge, _pair_prompt, judge_from
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.clock import FakeClock
-from shared.errors import UnknownError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import UnknownError
 from shared.llm import FakeLLM, LiteLLMBackend
 from store_worker.core import MemoryStore
 
@@ -198,7 +198,7 @@ def test_the_settings_point_the_judge_at_a_server() -> None:
 
 def test_validation_rejects_an_unknown_decision() -> None:
     from consolidate_worker.judge import _validated
-    from shared.models import Memory
+    from shared.contract.models import Memory
 
     m = Memory(id="a", fingerprint="fp0", text="x", created_at=0, updated_at=0, stated_at=0)
     n = m.model_copy(update={"id": "b"})

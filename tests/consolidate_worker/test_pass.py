@@ -13,8 +13,8 @@ import pytest
 from consolidate_worker.core import LAST_RUN_KEY, OWNER, Consolidator
 from consolidate_worker.report import Report
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.clock import FakeClock
-from shared.errors import ConflictError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import ConflictError
 from store_worker.core import MemoryStore
 
 TOPICS = ("dark mode", "vim keybindings", "large fonts", "soft wraps", "tab indentation", "rulers")

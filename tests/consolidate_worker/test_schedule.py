@@ -10,7 +10,7 @@ import pytest
 from consolidate_worker.core import LAST_RUN_KEY, OWNER, Consolidator
 from consolidate_worker.schedule import PassScheduler
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.clock import FakeClock, SystemClock
+from shared.contract.clock import FakeClock, SystemClock
 from store_worker.core import MemoryStore
 
 HOUR_MS = 3_600_000
@@ -163,7 +163,7 @@ def test_settings_from_env() -> None:
     ],
 )
 def test_bad_settings_are_typed_errors(env: dict[str, str]) -> None:
-    from shared.errors import InvalidArgumentError
+    from shared.contract.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError):
         ConsolidatorSettings.from_env(env)

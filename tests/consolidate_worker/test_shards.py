@@ -22,11 +22,11 @@ from consolidate_worker.shards import (
     shard_jobs,
     split_budget,
 )
-from shared import errors
-from shared.api import StoreAPI
-from shared.config import StoreSettings
-from shared.sharded import ShardedStoreClient, open_embedded_shards
-from shared.shards import slot_of
+from shared.client.sharded import ShardedStoreClient, open_embedded_shards
+from shared.client.shards import slot_of
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.config import StoreSettings
 
 TOPICS = ("dark mode", "vim keybindings", "large fonts")
 

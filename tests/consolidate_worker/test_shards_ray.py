@@ -13,7 +13,7 @@ import pytest
 from consolidate_worker.actor import RayShardRunner
 from consolidate_worker.core import LAST_RUN_KEY, OWNER, Consolidator
 from consolidate_worker.settings import ConsolidatorSettings
-from shared.sharded import ShardedStoreClient
+from shared.client.sharded import ShardedStoreClient
 
 pytestmark = pytest.mark.ray
 
@@ -22,9 +22,9 @@ TOPICS = ("dark mode", "vim keybindings")
 
 @pytest.fixture(scope="module")
 def shard_actors(ray_cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from shared.client import StoreClient
-    from shared.rebalance import initial_routing
-    from shared.shards import shard_dir
+    from shared.client.ray import StoreClient
+    from shared.client.rebalance import initial_routing
+    from shared.client.shards import shard_dir
     from store_worker.actor import start_shard
 
     root = tmp_path_factory.mktemp("consolidate-shards")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from deploy import bootstrap
-from shared.errors import SourceUnavailableError
+from shared.contract.errors import SourceUnavailableError
 
 
 def _flaky(failures: int) -> tuple[list[int], object]:

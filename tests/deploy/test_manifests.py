@@ -166,7 +166,7 @@ def test_the_store_shards_mount_where_the_store_looks(path: Path) -> None:
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
 def test_the_gateway_listens_on_the_pod_and_a_service_exposes_it(path: Path) -> None:
     from grpc_gateway.spec import DEFAULT_PORT, ENV_PREFIX
-    from shared.bearer import is_loopback
+    from shared.client.bearer import is_loopback
 
     head_env = env_of(groups(path)[HEAD])  # the bootstrap runs there: the actors' settings
     host = head_env[ENV_PREFIX + "HOST"]["value"]

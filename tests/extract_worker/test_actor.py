@@ -10,8 +10,8 @@ from ulid import ULID
 
 from extract_worker.actor import start
 from extract_worker.spec import ACTOR_NAME, WORKER
+from shared.client.workers import discover
 from shared.llm import FakeLLM
-from shared.workers import discover
 
 pytestmark = pytest.mark.ray
 

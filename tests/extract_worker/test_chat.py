@@ -18,7 +18,7 @@ from extract_worker.chat import ChatSession, model_complete, run_chat
 from extract_worker.core import Extractor
 from extract_worker.settings import ExtractorSettings
 from shared.cli import run as cli_run
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from shared.llm import FakeLLM, LiteLLMBackend
 from store_worker.core import MemoryStore
 

@@ -12,15 +12,15 @@ from ulid import ULID
 from extract_worker.core import Extractor, JobResult
 from extract_worker.parse import parse_reply
 from extract_worker.settings import ExtractorSettings, retired_settings
-from shared.clock import FakeClock
-from shared.errors import (
+from shared.contract.clock import FakeClock
+from shared.contract.errors import (
     ConflictError,
     InvalidArgumentError,
     SourceUnavailableError,
     UnknownError,
 )
+from shared.contract.models import OutboxPolicy
 from shared.llm import FakeLLM
-from shared.models import OutboxPolicy
 from store_worker.core import MemoryStore
 
 Factory = Callable[..., MemoryStore]

@@ -24,7 +24,7 @@ from ulid import ULID
 
 from extract_worker.core import Extractor
 from extract_worker.settings import ExtractorSettings
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from shared.llm import FakeLLM
 from store_worker.core import MemoryStore
 

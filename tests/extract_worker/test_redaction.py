@@ -17,9 +17,9 @@ from ulid import ULID
 
 from extract_worker.core import Extractor
 from extract_worker.settings import ExtractorSettings
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
+from shared.contract.models import Event
 from shared.llm import LiteLLMBackend
-from shared.models import Event
 from store_worker.core import MemoryStore
 
 # One value per shape family the redactor covers.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from extract_worker.spec import replica_count, replica_name
-from shared import errors
+from shared.contract import errors
 
 
 def test_replica_names_and_counts() -> None:

@@ -12,7 +12,7 @@ import grpc
 import pytest
 
 from grpc_gateway.server import CATEGORY_KEY, ERROR_KEY, build_server
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
 from store_worker.core import MemoryStore

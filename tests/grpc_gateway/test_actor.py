@@ -10,7 +10,7 @@ import pytest
 from grpc_gateway.actor import GatewaySettings
 from grpc_gateway.auth import bearer_metadata
 from grpc_gateway.spec import ACTOR_NAME, WORKER
-from shared.errors import InvalidArgumentError
+from shared.contract.errors import InvalidArgumentError
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
 
@@ -96,7 +96,9 @@ def test_memory_up_grpc_flags_start_the_gateway_beside_the_defaults() -> None:
 def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any) -> None:
     import io
 
-    from shared import cli, client, cluster
+    from shared import cli
+    from shared.cli import cluster
+    from shared.client import ray as client
 
     started: list[tuple[list[str], dict[str, str]]] = []
 
@@ -141,9 +143,9 @@ def test_memory_grpc_on_a_data_dir_is_found_by_the_cli_while_it_serves(tmp_path:
     import time
 
     from grpc_gateway.actor import serve_from_args
-    from shared import gateway_file
     from shared.cli import build_parser
-    from shared.grpc_client import GrpcStoreClient
+    from shared.client import gateway_file
+    from shared.client.grpc import GrpcStoreClient
 
     args = build_parser().parse_args(["grpc", "--grpc-port", "0", "--data-dir", str(tmp_path)])
     stop = threading.Event()
@@ -213,9 +215,9 @@ def test_memory_grpc_beyond_loopback_without_a_token_is_refused_before_it_binds(
     import pytest
 
     from grpc_gateway.actor import serve_from_args
-    from shared import gateway_file
     from shared.cli import build_parser
-    from shared.errors import InvalidArgumentError
+    from shared.client import gateway_file
+    from shared.contract.errors import InvalidArgumentError
 
     monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
     monkeypatch.delenv("MEMORY_ALLOW_NO_TOKEN", raising=False)

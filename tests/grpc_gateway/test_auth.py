@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from grpc_gateway.auth import bearer_metadata
-from shared.errors import InvalidArgumentError
+from shared.contract.errors import InvalidArgumentError
 from shared.proto.memory.v1 import memory_pb2 as pb
 
 

@@ -13,7 +13,7 @@ from google.protobuf import struct_pb2
 from ulid import ULID
 
 from shared.proto.memory.v1 import memory_pb2 as pb
-from shared.tokens import TokenCounter
+from shared.text.tokens import TokenCounter
 from store_worker import ops
 
 T = pb.MemoryType
@@ -311,7 +311,7 @@ def test_must_record_type_and_scope_are_immutable_after_creation(gw: Any) -> Non
     assert (got.type, got.scope) == (pb.MEMORY_TYPE_USER, pb.MEMORY_SCOPE_GLOBAL)
     assert other == "on-call-2"
     # and the store refuses a type or scope change outright
-    from shared.errors import InvalidScopeError, InvalidTypeError
+    from shared.contract.errors import InvalidScopeError, InvalidTypeError
 
     with pytest.raises(InvalidTypeError):
         gw.store.update(rid, type="feedback")
@@ -680,7 +680,7 @@ class _Broken:
 def test_must_errors_follow_the_structured_taxonomy(
     gw: Any, make_gateway: Any, rpc_error: Any
 ) -> None:
-    from shared.errors import SourceUnavailableError
+    from shared.contract.errors import SourceUnavailableError
 
     rid = put(gw, "Taxonomy probe record")
     cases = [

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from grpc_gateway.server import build_server
-from shared.clock import FakeClock
-from shared.grpc_client import GrpcStoreClient
+from shared.client.grpc import GrpcStoreClient
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 
 

@@ -123,7 +123,7 @@ def test_one_agents_recall_never_owns_another_agents_record(tmp_path: Any) -> No
     import grpc
 
     from grpc_gateway.server import build_server
-    from shared.clock import FakeClock
+    from shared.contract.clock import FakeClock
     from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
     from store_worker.core import MemoryStore
 

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 from google.protobuf import struct_pb2
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from shared.proto.memory.v1 import memory_pb2 as pb
 from store_worker.core import MemoryStore
 

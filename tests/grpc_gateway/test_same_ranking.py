@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from bench import corpus
-from shared.clock import FakeClock, SystemClock
+from shared.contract.clock import FakeClock, SystemClock
 from shared.proto.memory.v1 import memory_pb2 as pb
 from store_worker.core import MemoryStore
 from store_worker.recall.scoring import relevance

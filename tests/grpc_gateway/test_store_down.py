@@ -1,6 +1,6 @@
 """An unreachable store over real gRPC → UNAVAILABLE + ``source_unavailable`` (issue 3).
 
-No stub raises the error here: the gateway serves a real ``shared.client.StoreClient`` whose
+No stub raises the error here: the gateway serves a real ``shared.client.ray.StoreClient`` whose
 actor is missing or was killed in the session cluster, so the error comes from the client's
 own transport handling (``get_actor`` → ``ValueError``; a dead handle → ``RayActorError``).
 The shared ``memory-store`` actor is never touched: each test uses an actor name of its own.
@@ -33,7 +33,7 @@ def _actor_name(kind: str) -> str:
 
 def _client(actor_name: str) -> StoreAPI:
     """What ``grpc_gateway.actor.store_client`` builds, but on an actor name of our own."""
-    from shared.client import StoreClient
+    from shared.client.ray import StoreClient
 
     return StoreClient(actor_name=actor_name, timeout=30)
 

@@ -16,9 +16,11 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from grpc_gateway import store_service
 from grpc_gateway.server import build_server
-from shared import errors, ops, store_wire
-from shared.errors import InvalidArgumentError
-from shared.grpc_client import GrpcStoreClient
+from shared.client import wire as store_wire
+from shared.client.grpc import GrpcStoreClient
+from shared.contract import errors, ops
+from shared.contract.errors import InvalidArgumentError
+from shared.contract.op import REGISTRY
 from shared.proto.memory.store.v1 import store_pb2 as spb
 from store_worker.core import MemoryStore
 
@@ -67,7 +69,7 @@ def _store_error(e: grpc.RpcError) -> spb.StoreError:
 def test_one_rpc_carries_every_op_but_the_callback_ones() -> None:
     assert [m.name for m in store_service.DESCRIPTOR.methods] == ["Call"]
     assert spb.DESCRIPTOR.package == "memory.store.v1"
-    not_carried = {name for name, op in ops.REGISTRY.items() if not op.wire}
+    not_carried = {name for name, op in REGISTRY.items() if not op.wire}
     assert {"subscribe", "outbox_watch"} <= not_carried
     for name in not_carried:
         with pytest.raises(InvalidArgumentError, match="not served over gRPC"):

@@ -9,8 +9,8 @@ import pytest
 
 from grpc_gateway.tools import NEAR_MATCH, Tools, similarity
 from grpc_gateway.views import ProtocolViews
-from shared import errors
-from shared.clock import FakeClock
+from shared.contract import errors
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from grpc_gateway.views import ProtocolViews
-from shared import errors
-from shared.clock import FakeClock
-from shared.tokens import TokenCounter
+from shared.contract import errors
+from shared.contract.clock import FakeClock
+from shared.text.tokens import TokenCounter
 from store_worker.core import MemoryStore
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ulid import ULID
 
 from shared.proto.memory.v1 import memory_pb2 as pb
-from shared.tokens import TokenCounter
+from shared.text.tokens import TokenCounter
 
 CWD = "/home/user/code/acme-widgets"
 TURN_07, TURN_12, TURN_03 = (str(ULID()) for _ in range(3))

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from integrations.cli import read_token
-from shared import errors
 from shared.cli import build_parser
-from shared.workers import discover_commands
+from shared.client.workers import discover_commands
+from shared.contract import errors
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -25,7 +25,7 @@ from integrations.hooks import (
     run_hook,
     write_settings,
 )
-from shared import errors
+from shared.contract import errors
 from tests.integrations.conftest import GOLDEN
 
 GOLDEN_FILES = {
@@ -234,7 +234,7 @@ def test_a_hook_in_the_project_folder_finds_the_gateway_through_the_users_pointe
     """Claude Code runs hooks in the project folder, where no ./data/memory records the
     gateway: each hook went over Ray (1.4-2.2 s a prompt) unless MEMORY_DATA_DIR was set."""
     from grpc_gateway.server import build_server
-    from shared import gateway_file
+    from shared.client import gateway_file
 
     # Given the gateway `memory up` started on its data dir, and up's pointer in the user's
     # state folder
@@ -414,8 +414,8 @@ def test_a_hooks_turn_reaches_its_banks_shard_from_a_fresh_process(
 ) -> None:
     """Each hook event is its own process; the project's bank lives on shard 1 of 2, the
     default bank on shard 0: the Stop process must still file the turn on shard 1."""
-    from shared.connect import connect
-    from shared.sharded import ShardedStoreClient
+    from shared.client import connect
+    from shared.client.sharded import ShardedStoreClient
 
     # Given two embedded shards and the project's bank on shard 1
     data = project.parent / "data"

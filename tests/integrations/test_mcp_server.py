@@ -21,8 +21,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from integrations.mcp_server import MemoryScope, MemoryType, build_server
-from shared import errors
-from shared.models import MEMORY_SCOPES, MEMORY_TYPES
+from shared.contract import errors
+from shared.contract.models import MEMORY_SCOPES, MEMORY_TYPES
 
 Session = Callable[[Client], Awaitable[None]]
 FACT = "The deploy script lives in tools/ship.sh and needs the staging profile"
@@ -387,7 +387,7 @@ def test_a_server_started_before_the_store_serves_once_it_is_up(
     """An agent starts its MCP servers with the session, often before `memory up`: the
     server exited ("Connection closed" in the client) and was gone for the session."""
     from grpc_gateway.server import build_server as build_gateway
-    from shared import gateway_file
+    from shared.client import gateway_file
 
     # Given `memory mcp` started in the agent's project folder while no store runs (no
     # gateway recorded, no Ray cluster in its TMPDIR)
@@ -436,7 +436,7 @@ def test_a_server_follows_the_gateway_to_its_new_token(
     the token it had found, and every call failed `unknown: unauthenticated` until the agent
     was restarted (only an unreachable store was looked for again)."""
     from grpc_gateway.server import build_server as build_gateway
-    from shared import gateway_file
+    from shared.client import gateway_file
 
     served = tmp_path / "served"
     store = fresh_store(data_dir=served)
@@ -548,7 +548,7 @@ def test_a_second_server_on_the_data_dir_names_the_first_and_serves_once_free(
     """Two agent windows on one `--data-dir`: the second server exited at start (the client
     said only "Connection closed") and that window had no memory tools for its session, even
     after the first window closed."""
-    from shared.connect import connect
+    from shared.client import connect
 
     data = str(tmp_path / "data")
     store = connect(f"file:{data}")

@@ -12,7 +12,7 @@ from integrations.memory_tool import (
     PathOutsideMemoriesError,
     parse_path,
 )
-from shared import errors
+from shared.contract import errors
 
 RULE = "/memories/ops/rules/deploys.md"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-import shared.client
+import shared.client.ray
 from integrations.store import close, open_store_for
-from shared import errors
+from shared.contract import errors
 
 
 def test_a_data_dir_is_the_embedded_store_and_its_lock(tmp_path: Path) -> None:
@@ -28,9 +28,9 @@ def test_a_data_dir_is_the_embedded_store_and_its_lock(tmp_path: Path) -> None:
 
 def test_no_running_store_says_how_to_go_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
     def down(*args: object, **kwargs: object) -> None:
-        raise errors.SourceUnavailableError(shared.client.NO_STORE_HINT)
+        raise errors.SourceUnavailableError(shared.client.ray.NO_STORE_HINT)
 
-    monkeypatch.setattr(shared.client, "join_cluster", down)
+    monkeypatch.setattr(shared.client.ray, "join_cluster", down)
     with pytest.raises(errors.SourceUnavailableError, match="pass --data-dir DIR") as caught:
         open_store_for(None)
     assert caught.value.retryable

@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from shared.text import STOPWORDS
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import Embedder

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 from store_worker.recall import scoring as recall_mod
 from store_worker.recall.embed import Embedder, FakeEmbedder

@@ -63,7 +63,7 @@ def free_ports(count: int) -> list[int]:
 CLIENT = textwrap.dedent(
     """
     import time, ray
-    from shared.client import StoreClient, join_cluster
+    from shared.client.ray import StoreClient, join_cluster
     join_cluster()
     StoreClient(timeout=60).tags()
     ray.shutdown()

@@ -1,10 +1,10 @@
-"""``shared.bearer``: the one check of an Authorization header the gateway and MCP share."""
+"""``shared.client.bearer``: the one check of an Authorization header the gateway and MCP share."""
 
 from __future__ import annotations
 
 import pytest
 
-from shared.bearer import bearer_matches
+from shared.client.bearer import bearer_matches
 
 TOKEN = b"s3cr3t-t0ken"
 
@@ -43,13 +43,13 @@ def test_anything_else_is_refused(header: str) -> None:
     ],
 )
 def test_only_this_machine_reaches_a_loopback_host(host: str, loopback: bool) -> None:
-    from shared.bearer import is_loopback
+    from shared.client.bearer import is_loopback
 
     assert is_loopback(host) is loopback
 
 
 def test_a_server_beyond_loopback_needs_a_token_or_an_explicit_yes() -> None:
-    from shared.bearer import refused_open
+    from shared.client.bearer import refused_open
 
     why = refused_open("the gRPC gateway", "0.0.0.0", None, {})
     assert why is not None and "no bearer token" in why and "MEMORY_ALLOW_NO_TOKEN=1" in why

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from shared import gateway_file
 from shared.cli import build_parser, run
-from shared.clock import FakeClock
+from shared.client import gateway_file
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 from tests.shared.conftest import MEMORY, OwnCluster, free_ports, isolated_env
 
@@ -341,7 +341,7 @@ def test_down_and_stop_in_the_embedded_mode_are_refused_and_touch_no_cluster(
     def no_cluster() -> Any:
         raise AssertionError("the embedded mode reached for the running cluster")
 
-    monkeypatch.setattr("shared.client.join_cluster", no_cluster)
+    monkeypatch.setattr("shared.client.ray.join_cluster", no_cluster)
     code, out, err = cli(*argv)
     assert (code, out) == (2, "")
     assert err.startswith(f"error: invalid_argument: `{argv[0]}` stops the running cluster")
@@ -453,15 +453,15 @@ def test_a_relative_project_is_the_callers_folder_not_the_stores(
 def test_status_finds_the_gateway_from_another_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from shared.workers import WorkerSpec
+    from shared.client.workers import WorkerSpec
 
     # Given a running store on a data dir whose gateway is recorded there, as `up` leaves it
     store = MemoryStore(tmp_path / "data")
     gateway_file.write(store.root, "127.0.0.1:50999", None)  # this process: a live pid
-    monkeypatch.setattr("shared.client.join_cluster", lambda: {"dashboard_url": None})
+    monkeypatch.setattr("shared.client.ray.join_cluster", lambda: {"dashboard_url": None})
     spec = WorkerSpec(name="store", actor_name="memory-store", start=lambda env: None)
     monkeypatch.setattr("shared.cli.discover", lambda: [spec])
-    lifecycle = importlib.import_module("shared.lifecycle")  # shared.cli loads it lazily
+    lifecycle = importlib.import_module("shared.client.lifecycle")  # shared.cli loads it lazily
     monkeypatch.setattr(lifecycle, "worker_answers", lambda name, ns: True)
     monkeypatch.setattr(lifecycle, "dashboard_answers", lambda url: False)
     # When `memory status` runs in another folder (no ./data/memory there)
@@ -510,7 +510,7 @@ def test_no_running_store_prints_the_hint(tmp_path: Path) -> None:
 
 
 def test_up_moves_busy_default_ports_aside() -> None:
-    from shared.cluster import HeadOptions, with_free_ports
+    from shared.cli.cluster import HeadOptions, with_free_ports
 
     with socket.socket() as held:
         held.bind(("0.0.0.0", 0))
@@ -530,8 +530,9 @@ def test_up_moves_busy_default_ports_aside() -> None:
 
 
 LIST_WORKERS = (
-    "import json, os; from shared.client import join_cluster; from shared import lifecycle; "
-    "join_cluster(); print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
+    "import json, os; from shared.client.ray import join_cluster; "
+    "from shared.client import lifecycle; join_cluster(); "
+    "print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
 )
 
 
@@ -623,7 +624,7 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
 
 
 def test_store_verbs_is_every_verb_the_store_adds() -> None:
-    from shared.cli_store import STORE_VERBS, add_store_verbs
+    from shared.cli.store import STORE_VERBS, add_store_verbs
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
@@ -667,7 +668,7 @@ def test_a_hook_process_loads_no_worker_package_nor_pydantic(tmp_path: Path) -> 
         "sys.stderr.write(f'LOADED {heavy}\\n')\n"
         "raise SystemExit(code)\n"
     )
-    from shared import gateway_file
+    from shared.client import gateway_file
 
     gateway_file.write(tmp_path, "127.0.0.1:1", None)  # recorded, but nothing answers there
     env = {
@@ -695,7 +696,7 @@ def test_a_hook_process_loads_no_worker_package_nor_pydantic(tmp_path: Path) -> 
 def test_help_loads_the_worker_specs_but_no_worker_core(argv: list[str]) -> None:
     """Every worker's entry point is a light spec module (``<package>.spec``): its verbs and
     ``up`` flags are there, and the core, grpcio, numpy and Ray are imported only when a verb
-    runs (``shared.workers.lazy``)."""
+    runs (``shared.client.workers.lazy``)."""
     script = (
         "import sys\n"
         "from shared.cli import main\n"
@@ -765,7 +766,7 @@ def test_up_help_still_offers_every_worker_flag() -> None:
 
 
 def test_a_lazy_target_is_imported_at_its_first_call_and_errors_then() -> None:
-    from shared.workers import lazy
+    from shared.client.workers import lazy
 
     join = lazy("posixpath:join")
     assert join("a", "b") == "a/b"
@@ -794,7 +795,7 @@ def test_a_stored_control_sequence_is_shown_escaped_never_sent_to_the_terminal(
 
 
 def test_counts_read_as_english() -> None:
-    from shared.cli_output import bank_line, counted
+    from shared.cli.output import bank_line, counted
 
     assert [counted(n, "memory") for n in (0, 1, 2)] == ["0 memories", "1 memory", "2 memories"]
     assert counted(1, "corrupt line") == "1 corrupt line" and counted(3, "bank") == "3 banks"

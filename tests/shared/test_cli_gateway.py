@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from grpc_gateway.server import build_server
-from shared import gateway_file
+from shared.client import gateway_file
 from store_worker.core import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]

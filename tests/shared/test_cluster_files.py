@@ -1,4 +1,5 @@
-"""Where the CLI looks for the local Ray cluster, without importing Ray (``shared.cluster``)."""
+"""Where the CLI looks for the local Ray cluster, without importing Ray
+(``shared.client.lifecycle``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import cluster
+from shared.client import lifecycle
 
 
 @pytest.mark.parametrize(
@@ -29,8 +30,8 @@ def test_rays_rule_read_here_names_the_file_ray_names(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert cluster.ray_temp_dir() / "ray_current_cluster" == Path(get_ray_address_file(None))
-    assert cluster.address_file() == Path(get_ray_address_file(None))
+    assert lifecycle.ray_temp_dir() / "ray_current_cluster" == Path(get_ray_address_file(None))
+    assert lifecycle.address_file() == Path(get_ray_address_file(None))
 
 
 def test_a_cli_call_that_finds_no_cluster_never_imports_ray(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""SaveCoalescer (shared/coalesce.py): concurrent saves go out together, each caller gets its
+"""SaveCoalescer (shared/client/coalesce.py): concurrent saves go out together, each caller gets its
 own answer, a refused burst is re-sent item by item, any other failure is never re-sent."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from shared.coalesce import SaveCoalescer
-from shared.errors import InvalidArgumentError, SourceUnavailableError
-from shared.models import Memory, SaveManyResponse, SaveResponse
+from shared.client.coalesce import SaveCoalescer
+from shared.contract.errors import InvalidArgumentError, SourceUnavailableError
+from shared.contract.models import Memory, SaveManyResponse, SaveResponse
 
 
 def answer(item: dict[str, Any]) -> SaveResponse:

@@ -1,4 +1,4 @@
-"""shared/config.py: explicit settings, read once from MEMORY_* variables, validated."""
+"""shared/contract/config.py: explicit settings, read once from MEMORY_* variables, validated."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from shared.config import DEFAULT_DATA_DIR, StoreSettings
-from shared.errors import InvalidArgumentError
+from shared.contract.config import DEFAULT_DATA_DIR, StoreSettings
+from shared.contract.errors import InvalidArgumentError
 
 
 def test_defaults() -> None:
@@ -100,7 +100,7 @@ def test_every_field_is_documented() -> None:
 
 
 def test_a_remote_configure_never_points_the_store_at_its_hosts_files() -> None:
-    from shared.config import refused_remotely
+    from shared.contract.config import refused_remotely
 
     assert refused_remotely({"data_dir": "/x"}) == "data_dir cannot be configured over gRPC"
     for folder in ("local:/models/x", "local:./x", "local:~/m", "local:all-MiniLM-L6-v2x"):

@@ -1,4 +1,5 @@
-"""shared/errors.py: one tree, every error survives pickling, every category has a gRPC code."""
+"""shared/contract/errors.py: one tree, every error survives pickling, every category has a gRPC
+code."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pickle
 
 import pytest
 
-from shared import errors
+from shared.contract import errors
 
 ALL_ERRORS = [
     errors.MemoryServiceError,

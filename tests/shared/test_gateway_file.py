@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import gateway_file
-from shared.config import DEFAULT_DATA_DIR
+from shared.client import gateway_file
+from shared.contract.config import DEFAULT_DATA_DIR
 
 
 def test_written_0600_read_back_and_forgotten(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_dial_address(host: str, dial: str) -> None:
 def test_the_default_data_dir_is_the_store_settings_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from shared.config import StoreSettings
+    from shared.contract.config import StoreSettings
 
     assert gateway_file.DEFAULT_DATA_DIR == DEFAULT_DATA_DIR
     monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import lifecycle
+from shared.client import lifecycle
 from tests.shared.conftest import OwnCluster
 
 # -- without Ray -------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 from ulid import ULID
 
-from shared.errors import UnknownError
+from shared.contract.errors import UnknownError
 from shared.llm import Completion, FakeLLM
 from store_worker.core import MemoryStore
 
@@ -189,13 +189,13 @@ def test_extractor_actor_records_jobs_by_outcome_llm_latency_and_tokens(
     metrics: dict[str, FakeMetric], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import extract_worker.actor as extract_actor
-    import shared.client
+    import shared.client.ray
 
     # Given the extractor actor's class over a plain store (its StoreClient replaced), and an
     # LLM that answers once and then fails for good (a permanent error dead-letters at once)
     plain = MemoryStore(tmp_path / "data")
     store = Serialized(plain)
-    monkeypatch.setattr(shared.client, "StoreClient", lambda *a, **kw: store)
+    monkeypatch.setattr(shared.client.ray, "StoreClient", lambda *a, **kw: store)
     monkeypatch.setattr(extract_actor, "Wake", lambda name: lambda: None)  # no Ray lookup
     reply = json.dumps({"memories": [{"text": "The user publishes on Tuesdays."}], "rules": []})
     llm = TimedLLM(replies=[reply, UnknownError("bad request", False)], tokens_per_call=(90, 30))
@@ -230,8 +230,8 @@ def test_extractor_metrics_count_retries(metrics: dict[str, FakeMetric], tmp_pat
     from extract_worker.actor import _Metrics
     from extract_worker.core import Extractor
     from extract_worker.settings import ExtractorSettings
-    from shared.clock import FakeClock
-    from shared.config import StoreSettings
+    from shared.contract.clock import FakeClock
+    from shared.contract.config import StoreSettings
 
     # Given the actor's metrics wired as the actor wires them (on_result=metrics.observe)
     clock = FakeClock()
@@ -259,7 +259,7 @@ def test_extractor_metrics_count_retries(metrics: dict[str, FakeMetric], tmp_pat
 def test_consolidator_actor_records_each_pass_report(
     metrics: dict[str, FakeMetric], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import shared.client
+    import shared.client.ray
     from consolidate_worker.actor import ConsolidatorActor
 
     # Given duplicates in a plain store behind the consolidator actor's class (no boot pass)
@@ -267,7 +267,7 @@ def test_consolidator_actor_records_each_pass_report(
     old = store.save(DUPLICATES[0]).memory
     new = store.save(DUPLICATES[1]).memory
     store.save("The user wants commit messages in the imperative mood")
-    monkeypatch.setattr(shared.client, "StoreClient", lambda *a, **kw: store)
+    monkeypatch.setattr(shared.client.ray, "StoreClient", lambda *a, **kw: store)
     actor = ConsolidatorActor({"MEMORY_CONSOLIDATE_RUN_ON_BOOT": "false"})
     try:
         # When a dry run and then a real pass run on demand

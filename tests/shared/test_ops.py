@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-from shared import ops
-from shared.api import METHODS, StoreAPI
-from shared.client import ActorClient, StoreClient
-from shared.errors import InvalidArgumentError, UnknownError
-from shared.grpc_client import GrpcStoreClient
-from shared.models import RecallResponse, SaveResponse
-from shared.sharded import ShardedStoreClient
+from shared.client.grpc import GrpcStoreClient
+from shared.client.ray import ActorClient, StoreClient
+from shared.client.sharded import ShardedStoreClient
+from shared.contract import ops
+from shared.contract.api import METHODS, StoreAPI
+from shared.contract.errors import InvalidArgumentError, UnknownError
+from shared.contract.models import RecallResponse, SaveResponse
+from shared.contract.op import REGISTRY, Op, op_named
 from store_worker.core import MemoryStore
 
 # MemoryStore's public methods that are not operations, and why: in-process helpers.
@@ -25,7 +26,7 @@ IN_PROCESS_PARAMS = {"doctor": frozenset({"siblings"})}
 RAY_TRACING_PARAM = "_ray_trace_ctx"  # Ray adds it to the methods of a class made an actor
 
 
-def fields(cls: type[ops.Op[Any]]) -> list[tuple[str, Any, Any]]:
+def fields(cls: type[Op[Any]]) -> list[tuple[str, Any, Any]]:
     sig = inspect.signature(cls)
     return [(p.name, p.kind, p.default) for p in sig.parameters.values()]
 
@@ -41,7 +42,7 @@ def params(fn: Any, skip: frozenset[str] = frozenset()) -> list[tuple[str, Any, 
 
 def test_every_op_is_registered_once_with_a_resolvable_answer() -> None:
     assert len(METHODS) > 50
-    for name, cls in ops.REGISTRY.items():
+    for name, cls in REGISTRY.items():
         assert cls.method == name
         assert cls.response_type() is not None
         assert dataclasses.is_dataclass(cls)
@@ -51,14 +52,14 @@ def test_every_op_is_registered_once_with_a_resolvable_answer() -> None:
 def test_reads_are_the_ops_that_change_nothing() -> None:
     # the writes a re-run would count twice, or answer a conflict for, are never re-sent
     for write in ("save", "update", "delete", "supersede", "pin", "turn_completed", "outbox_fail"):
-        assert not ops.REGISTRY[write].retry
+        assert not REGISTRY[write].retry
     for read in ("get", "list", "recall", "tags", "describe", "events_since", "outbox_list"):
-        assert ops.REGISTRY[read].retry
+        assert REGISTRY[read].retry
 
 
 @pytest.mark.parametrize("name", METHODS)
 def test_the_store_serves_each_op_with_its_parameters(name: str) -> None:
-    cls = ops.REGISTRY[name]
+    cls = REGISTRY[name]
     skip = IN_PROCESS_PARAMS.get(name, frozenset())
     assert params(getattr(MemoryStore, name), skip) == fields(cls)
 
@@ -84,7 +85,7 @@ def test_an_op_freezes_its_labels_and_carries_only_what_changed() -> None:
 
 def test_an_unknown_op_is_a_typed_refusal() -> None:
     with pytest.raises(InvalidArgumentError, match="not a store operation"):
-        ops.op_named("drop_everything")
+        op_named("drop_everything")
 
 
 def test_a_sibling_actor_client_retries_only_its_declared_reads() -> None:

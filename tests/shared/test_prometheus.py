@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import prometheus
-from shared.cli import run
+from shared.cli import prometheus, run
 
 RAY = 'Component="core_worker",NodeAddress="192.0.2.2",SessionName="session_x",Version="2.60.0"'
 OTEL = 'otel_scope_name="ray._private.telemetry",otel_scope_schema_url="",otel_scope_version=""'

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import shared.redact.engine as engine
-from shared.errors import UnknownError
+from shared.contract.errors import UnknownError
 from shared.redact import redact
 from shared.redact.catalogue import (
     CHECKS,

@@ -1,4 +1,4 @@
-"""A session's calls reach its bank's shard from any client (``shared.session_routes``).
+"""A session's calls reach its bank's shard from any client (``shared.client.sessions``).
 
 Two ``ShardedStoreClient`` objects over the same two in-process shards stand for two processes
 (a hook's ``SessionStart`` and its ``Stop`` run in fresh processes): nothing is shared between
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from ulid import ULID
 
-from shared.config import StoreSettings
-from shared.session_routes import OWNER, session_key
-from shared.sharded import ShardedStoreClient, open_embedded_shards
+from shared.client.sessions import OWNER, session_key
+from shared.client.sharded import ShardedStoreClient, open_embedded_shards
+from shared.contract.config import StoreSettings
 
 SAID = [{"role": "user", "content": "I deploy with the staging profile"}]
 
@@ -104,7 +104,7 @@ def test_a_session_on_the_default_bank_writes_no_entry(shards: ShardedStoreClien
 def test_bad_session_ids_are_refused_by_the_store_and_record_nothing(
     shards: ShardedStoreClient,
 ) -> None:
-    from shared import errors
+    from shared.contract import errors
 
     bank = bank_on(shards, 1)
     with pytest.raises(errors.InvalidArgumentError):

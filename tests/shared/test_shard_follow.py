@@ -19,13 +19,13 @@ from ulid import ULID
 
 from extract_worker.core import Extractor
 from extract_worker.settings import ExtractorSettings
-from shared import errors
-from shared.config import StoreSettings
+from shared.client.finder import ListShards
+from shared.client.rebalance import rebalance
+from shared.client.sharded import ShardedStoreClient
+from shared.client.shards import shard_dir
+from shared.contract import errors
+from shared.contract.config import StoreSettings
 from shared.llm import FakeLLM
-from shared.rebalance import rebalance
-from shared.shard_finder import ListShards
-from shared.sharded import ShardedStoreClient
-from shared.shards import shard_dir
 from store_worker.core import MemoryStore
 
 Opener = Callable[[int], MemoryStore]
@@ -129,8 +129,8 @@ def test_over_ray_a_started_shard_is_found_by_name_and_drained(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
     """``RayShards``: the same, with shard actors of their own in the session cluster."""
-    from shared.client import StoreClient
-    from shared.shard_finder import RayShards
+    from shared.client.finder import RayShards
+    from shared.client.ray import StoreClient
     from store_worker.actor import start_shard
 
     finder = RayShards(base="memory-follow-shard", timeout=60)
@@ -215,9 +215,9 @@ def test_over_ray_a_dead_shard_in_the_middle_leaves_the_ones_above_it_serving(
     ray_cluster: Any, tmp_path: Path
 ) -> None:
     """Shards were counted up to the first missing name: shard 1 gone hid shard 2 too."""
-    from shared.client import StoreClient
-    from shared.rebalance import initial_routing
-    from shared.shard_finder import RayShards
+    from shared.client.finder import RayShards
+    from shared.client.ray import StoreClient
+    from shared.client.rebalance import initial_routing
     from store_worker.actor import start_shard
 
     finder = RayShards(base="memory-gap-shard", timeout=60)

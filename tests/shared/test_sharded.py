@@ -19,12 +19,12 @@ from ulid import ULID
 
 from extract_worker.core import Extractor
 from extract_worker.settings import ExtractorSettings
-from shared import errors
-from shared.config import StoreSettings
+from shared.client.rebalance import initial_routing, rebalance
+from shared.client.sharded import ShardedStoreClient
+from shared.client.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
+from shared.contract import errors
+from shared.contract.config import StoreSettings
 from shared.llm import FakeLLM
-from shared.rebalance import initial_routing, rebalance
-from shared.sharded import ShardedStoreClient
-from shared.shards import Routing, actor_name, plan_slots, shard_dir, slot_of
 from store_worker.core import MemoryStore
 from store_worker.storage import log as applog
 

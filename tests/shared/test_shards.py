@@ -1,4 +1,4 @@
-"""The slot table (``shared.shards``): stable slots, fair shares, minimal moves."""
+"""The slot table (``shared.client.shards``): stable slots, fair shares, minimal moves."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from shared import errors
-from shared.shards import SLOTS, Routing, actor_name, plan_slots, shard_count, slot_of
+from shared.client.shards import SLOTS, Routing, actor_name, plan_slots, shard_count, slot_of
+from shared.contract import errors
 
 
 def test_a_banks_slot_is_stable_and_spread() -> None:

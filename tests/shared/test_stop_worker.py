@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from shared.cluster import stop_worker, worker_actor_names
-from shared.workers import NAMESPACE, WorkerSpec
+from shared.cli.cluster import stop_worker, worker_actor_names
+from shared.client.workers import NAMESPACE, WorkerSpec
 
 
 def spec(actor_name: str) -> WorkerSpec:

@@ -6,8 +6,9 @@ import inspect
 
 import pytest
 
-from shared import models, store_wire
-from shared.errors import UnknownError
+from shared.client import wire as store_wire
+from shared.contract import models
+from shared.contract.errors import UnknownError
 
 
 def test_a_view_reads_fields_as_attributes_and_stays_a_dict() -> None:
@@ -41,7 +42,7 @@ def test_no_model_field_is_shadowed_by_a_dict_method() -> None:
 
 @pytest.mark.parametrize("args", ["[" * 100_000, '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"])
 def test_arguments_nested_past_the_parser_are_an_invalid_argument(args: str) -> None:
-    from shared.errors import InvalidArgumentError
+    from shared.contract.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match=r"nested too deeply|arguments"):
         store_wire.decode_op("save", args)

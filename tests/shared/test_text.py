@@ -1,4 +1,5 @@
-"""shared/text.py: normalisation, fingerprints, slugs, links and recall tokens (DESIGN §2, §4)."""
+"""shared/text/__init__.py: normalisation, fingerprints, slugs, links and recall tokens (DESIGN §2,
+§4)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared.contract.config import NAME_RE
 from shared.text import (
-    NAME_RE,
     SLUG_RE,
     entity_norm,
     fingerprint,

@@ -1,4 +1,4 @@
-"""Date phrases in queries and dated mentions in stored text (shared/text.py, issue 6)."""
+"""Date phrases in queries and dated mentions in stored text (shared/text/__init__.py, issue 6)."""
 
 from __future__ import annotations
 

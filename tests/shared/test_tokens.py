@@ -1,4 +1,4 @@
-"""Token counts (``shared/tokens.py``): the encoding's parameters are cached per user, and an
+"""Token counts (``shared/text/tokens.py``): the encoding's parameters are cached per user, and an
 encoder built from the cache counts exactly as tiktoken's own."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 tiktoken = pytest.importorskip("tiktoken")
 
-from shared import tokens  # noqa: E402
+from shared.text import tokens  # noqa: E402
 
 TEXTS = [
     "hello world, how are you",

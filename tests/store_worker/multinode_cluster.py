@@ -48,10 +48,10 @@ def wait_until(check: Any, timeout: float) -> bool:
 
 def main(work: Path) -> None:
     from extract_worker.actor import ExtractorActor
-    from shared import errors
-    from shared.client import StoreClient
+    from shared.client.ray import StoreClient
+    from shared.client.sharded import ShardedStoreClient
+    from shared.contract import errors
     from shared.llm import FakeLLM
-    from shared.sharded import ShardedStoreClient
     from store_worker.actor import start
 
     head_args = {

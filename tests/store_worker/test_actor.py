@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from shared.client import StoreClient, unwrap
-from shared.errors import (
+from shared.client.ray import StoreClient, unwrap
+from shared.contract.errors import (
     ConflictError,
     DataDirLockedError,
     DataDirUnwritableError,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.errors import InvalidArgumentError, NotFoundError
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.errors import InvalidArgumentError, NotFoundError
 from store_worker.core import MemoryStore
 
 BAD_NAMES = ["../evil", "Bad", "-x", "", "x" * 65, "_x", "a b", "a/b", ".hidden", "ü"]

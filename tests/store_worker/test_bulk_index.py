@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shared.models import Memory
+from shared.contract.models import Memory
 from shared.text import query_tokens
 from store_worker.recall import index as index_mod
 from store_worker.recall.index import BankIndex

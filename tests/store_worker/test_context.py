@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 from store_worker.recall.context import (
     chains,

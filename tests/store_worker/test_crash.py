@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import NotFoundError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import NotFoundError
 from store_worker.core import MemoryStore
 
 # Two child processes each pay the store's import (~3 s here): over the 5 s line.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from shared.clock import FakeClock
-from shared.models import DoctorResponse
+from shared.contract.clock import FakeClock
+from shared.contract.models import DoctorResponse
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 

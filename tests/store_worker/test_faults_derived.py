@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 

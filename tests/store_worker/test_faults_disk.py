@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import DataDirUnwritableError, SourceUnavailableError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import DataDirUnwritableError, SourceUnavailableError
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
 from store_worker.core import MemoryStore
 
 RATIFY = StoreSettings(ratification=True)

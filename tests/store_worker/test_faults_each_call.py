@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.errors import MemoryServiceError
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.errors import MemoryServiceError
 from store_worker.core import MemoryStore
 
 CALLS = (

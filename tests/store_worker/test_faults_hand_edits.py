@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import ConflictError, SourceUnavailableError
-from shared.models import Memory
+from shared.contract.clock import FakeClock
+from shared.contract.errors import ConflictError, SourceUnavailableError
+from shared.contract.models import Memory
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 
@@ -376,7 +376,7 @@ def test_a_bank_that_cannot_be_read_leaves_the_others_serving(
     and once the files read again the bank is back whole."""
     import errno
 
-    from shared.errors import SourceUnavailableError
+    from shared.contract.errors import SourceUnavailableError
     from store_worker.storage.bank import Bank
 
     real_load = Bank.load

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.config import StoreSettings
-from shared.errors import NotFoundError
+from shared.contract.config import StoreSettings
+from shared.contract.errors import NotFoundError
 from store_worker.core import MemoryStore
 
 pytestmark = pytest.mark.slow  # six child processes: ~10 s here
@@ -41,7 +41,7 @@ ROUNDS = 6
 
 CHILD = """
 import sys, threading
-from shared.config import StoreSettings
+from shared.contract.config import StoreSettings
 from store_worker.storage import bank as bank_mod
 from store_worker.core import MemoryStore
 

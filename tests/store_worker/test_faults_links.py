@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import SourceUnavailableError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import SourceUnavailableError
 from store_worker.core import MemoryStore
 
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
+from shared.client.shards import STATE_KEY, STATE_OWNER
+from shared.contract.clock import FakeClock
+from shared.contract.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
 from shared.redact import Redaction
-from shared.shards import STATE_KEY, STATE_OWNER
 from store_worker.core import MemoryStore
 from store_worker.storage import files, writes
 from store_worker.storage import log as applog

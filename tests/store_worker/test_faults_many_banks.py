@@ -22,7 +22,7 @@ LIMIT = 64  # descriptors: the interpreter, the lock and a few imports use a doz
 CHILD = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[2]), int(sys.argv[2])))
-from shared.errors import MemoryServiceError
+from shared.contract.errors import MemoryServiceError
 from store_worker.core import MemoryStore
 store = MemoryStore(sys.argv[1])
 acked, refused = {}, []

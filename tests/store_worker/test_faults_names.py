@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared import cli
-from shared.config import StoreSettings
-from shared.errors import InvalidArgumentError, MemoryServiceError
+from shared.contract.config import StoreSettings
+from shared.contract.errors import InvalidArgumentError, MemoryServiceError
 from store_worker.core import MemoryStore
 from store_worker.storage import validate as v
 

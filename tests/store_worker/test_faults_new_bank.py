@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.errors import MemoryServiceError
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.errors import MemoryServiceError
 from store_worker.core import MemoryStore
 from tests.store_worker.test_faults_each_call import FailAt
 

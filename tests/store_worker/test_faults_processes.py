@@ -24,8 +24,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from shared.clock import FakeClock
-from shared.errors import DataDirLockedError, InvalidArgumentError, SourceUnavailableError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import DataDirLockedError, InvalidArgumentError, SourceUnavailableError
 from store_worker.core import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ SNAPSHOT = Callable[[Path], dict[str, bytes | None]]
 # waits: a line "list" prints the ids it sees, EOF closes it.
 HOLDER = """
 import sys
-from shared.errors import DataDirLockedError
+from shared.contract.errors import DataDirLockedError
 from store_worker.core import MemoryStore
 try:
     store = MemoryStore(sys.argv[1])
@@ -345,7 +345,7 @@ def test_what_the_store_writes_only_its_user_can_read(data_dir: Path, clock: Fak
 def test_oversized_fields_are_refused_and_write_nothing(
     data_dir: Path, clock: FakeClock, write: Callable[[MemoryStore], object]
 ) -> None:
-    from shared.errors import InvalidArgumentError
+    from shared.contract.errors import InvalidArgumentError
 
     store = MemoryStore(data_dir, clock=clock)
     before = sorted(p.name for p in data_dir.rglob("*") if p.is_file())
@@ -360,7 +360,7 @@ def test_a_flag_is_true_or_false_never_a_truthy_string(
     data_dir: Path, clock: FakeClock, value: object
 ) -> None:
     """``pin(id, "false")`` pinned the memory for good (``bool("false")`` is True)."""
-    from shared.errors import InvalidArgumentError
+    from shared.contract.errors import InvalidArgumentError
 
     store = MemoryStore(data_dir, clock=clock)
     mem = store.save("a plain fact").memory

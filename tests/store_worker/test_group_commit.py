@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.errors import (
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.errors import (
     InvalidArgumentError,
     InvalidTypeError,
     NotFoundError,
     SourceUnavailableError,
 )
-from shared.models import SaveRequest, SupersedeRequest
+from shared.contract.models import SaveRequest, SupersedeRequest
 from store_worker.core import MemoryStore
 from store_worker.storage.log import AppendLog
 

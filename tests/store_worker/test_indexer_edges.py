@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
 from store_worker.core import MemoryStore
 from store_worker.storage.bank import Bank
 from tests.store_worker.test_indexer import break_first_upsert
@@ -204,7 +204,7 @@ def test_lockless_gauge_refresh_cannot_drop_a_batchs_index_update(
 _THREAD_START_FAILS = """
 import os, sys, threading, time
 from pathlib import Path
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 
 store = MemoryStore(Path(sys.argv[1]), clock=FakeClock())

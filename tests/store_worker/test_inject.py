@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
-from shared.models import InjectResponse
+from shared.contract.clock import FakeClock
+from shared.contract.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
+from shared.contract.models import InjectResponse
 from store_worker.core import MemoryStore
 from store_worker.harness.messages import session_key
 

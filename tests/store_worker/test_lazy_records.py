@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shared.clock import FakeClock
-from shared.models import Memory
+from shared.contract.clock import FakeClock
+from shared.contract.models import Memory
 from store_worker.core import MemoryStore
 from store_worker.recall import context
 from store_worker.storage import bank as bank_mod
@@ -382,7 +382,7 @@ def test_dialog_turns_with_an_empty_source_session_chain_alike(root: Path) -> No
     """A ``source_session_id`` of ``""`` (a hand edit, an import, an older writer: replay
     accepts it) names no session: such turns chain in neither boot (``entities.turn_of``),
     so the snapshot's ``""`` for "no turn" means the same thing."""
-    from shared.models import Provenance
+    from shared.contract.models import Provenance
 
     turns = [
         Memory(

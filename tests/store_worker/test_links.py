@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import errors
-from shared.clock import FakeClock
+from shared.contract import errors
+from shared.contract.clock import FakeClock
 from store_worker.core import MemoryStore
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError, InvalidScopeError, InvalidTypeError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import InvalidArgumentError, InvalidScopeError, InvalidTypeError
 from store_worker.core import MemoryStore
 
 

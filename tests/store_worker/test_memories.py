@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from ulid import ULID
 
-from shared.clock import FakeClock
-from shared.errors import (
+from shared.contract.clock import FakeClock
+from shared.contract.errors import (
     ConflictError,
     InvalidArgumentError,
     InvalidScopeError,
     InvalidTypeError,
     NotFoundError,
 )
-from shared.models import CORROBORATED_BY_KEPT, Memory
+from shared.contract.models import CORROBORATED_BY_KEPT, Memory
 from shared.text import fingerprint
 from store_worker.core import MemoryStore
 

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
-from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError
-from shared.models import Memory
+from shared.contract.clock import FakeClock
+from shared.contract.errors import InvalidArgumentError
+from shared.contract.models import Memory
 from store_worker.core import MemoryStore
 from store_worker.storage.validate import MAX_FUTURE_MS
 

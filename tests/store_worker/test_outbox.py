@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from shared.clock import FakeClock
-from shared.errors import ConflictError, InvalidArgumentError, NotFoundError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import ConflictError, InvalidArgumentError, NotFoundError
 from store_worker.core import MemoryStore
 from store_worker.harness.outbox import OUTBOX_DIR
 
@@ -411,7 +411,7 @@ def test_a_queued_turn_is_answered_queued_when_its_bookkeeping_write_fails(
     """The job file is the turn's durable record; the note of which messages were queued (for
     a caller that sends the whole window each turn) is bookkeeping. A refused note must not
     turn a queued turn into an error, or the harness sends it again as a second job."""
-    from shared.errors import SourceUnavailableError
+    from shared.contract.errors import SourceUnavailableError
 
     store = fresh_store()
     real_set = store.state.set

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ulid import ULID
 
-from shared.clock import FakeClock
-from shared.models import OutboxJob
+from shared.contract.clock import FakeClock
+from shared.contract.models import OutboxJob
 from store_worker.core import MemoryStore
 from store_worker.harness.outbox import OUTBOX_DIR
 

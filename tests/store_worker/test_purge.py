@@ -19,9 +19,9 @@ import pytest
 
 import store_worker.storage.bank as bank_mod
 import store_worker.storage.snapshot as snapshot_mod
-from shared.clock import FakeClock
-from shared.errors import InvalidArgumentError, NotFoundError
-from shared.models import Event, Memory
+from shared.contract.clock import FakeClock
+from shared.contract.errors import InvalidArgumentError, NotFoundError
+from shared.contract.models import Event, Memory
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 from store_worker.storage.drafts import draft_files

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
+from shared.contract.clock import FakeClock
 from shared.text import query_tokens
 from store_worker.core import MemoryStore
 from store_worker.recall.query import asks_when, names_a_time, strip_question_frame

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.errors import BudgetExceededError, InvalidArgumentError, SourceUnavailableError
-from shared.models import RecallResponse
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.errors import BudgetExceededError, InvalidArgumentError, SourceUnavailableError
+from shared.contract.models import RecallResponse
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 from store_worker.recall.scoring import Tuning
@@ -439,7 +439,7 @@ def test_an_empty_query_ranks_by_standing_strength_with_recalls_boosts(tmp_path:
 def test_model_target_counts_tokens_for_that_model_in_the_response_only(
     store: MemoryStore,
 ) -> None:
-    from shared.tokens import TokenCounter
+    from shared.text.tokens import TokenCounter
 
     text = "ラーメンが好きです、とユーザーは言った。"
     saved = store.save(text).memory

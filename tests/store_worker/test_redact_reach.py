@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ulid import ULID
 
-from shared.errors import InvalidArgumentError, MemoryServiceError
-from shared.models import Event, Memory
+from shared.contract.errors import InvalidArgumentError, MemoryServiceError
+from shared.contract.models import Event, Memory
 from shared.redact import is_placeholder, redact
 from store_worker.core import MemoryStore
 from store_worker.storage.writes import derived_entities, derived_links, derived_slug

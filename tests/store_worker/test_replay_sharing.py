@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shared.models import Memory, Provenance
+from shared.contract.models import Memory, Provenance
 from store_worker.storage.bank import Bank
 
 

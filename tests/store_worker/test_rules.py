@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import NotFoundError, SourceUnavailableError
-from shared.models import Event
+from shared.contract.clock import FakeClock
+from shared.contract.errors import NotFoundError, SourceUnavailableError
+from shared.contract.models import Event
 from store_worker.core import MemoryStore
 
 

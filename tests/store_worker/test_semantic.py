@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import SourceUnavailableError
+from shared.contract.clock import FakeClock
+from shared.contract.errors import SourceUnavailableError
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 from store_worker.storage.bank import vector_key

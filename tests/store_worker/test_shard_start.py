@@ -49,7 +49,7 @@ def test_each_shard_asks_for_its_own_resource(
 def test_the_sharded_manifest_gives_each_shard_its_resource_and_volume() -> None:
     import yaml
 
-    from shared.shards import shard_dir
+    from shared.client.shards import shard_dir
 
     path = Path(__file__).resolve().parents[2] / "deploy" / "raycluster-sharded.yaml"
     docs = list(yaml.safe_load_all(path.read_text("utf-8")))
@@ -76,8 +76,8 @@ def test_shards_status_and_rebalance_read_the_data_dir_given(
     where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from shared.cli import run
-    from shared.connect import connect
-    from shared.sharded import ShardedStoreClient
+    from shared.client import connect
+    from shared.client.sharded import ShardedStoreClient
 
     # Given two embedded shards on a data dir, a bank on shard 1 (no cluster is asked)
     monkeypatch.setenv("MEMORY_STORE_SHARDS", "2")

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.errors import SourceUnavailableError
-from shared.shards import Routing, slot_of
+from shared.client.shards import Routing, slot_of
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.errors import SourceUnavailableError
 from store_worker.core import MemoryStore
 
 SNAPSHOT = Callable[[Path], dict[str, bytes | None]]

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from shared.clock import FakeClock
-from shared.models import Memory
+from shared.contract.clock import FakeClock
+from shared.contract.models import Memory
 from shared.text import query_tokens
 from store_worker.core import MemoryStore
 from store_worker.recall.index import BankIndex

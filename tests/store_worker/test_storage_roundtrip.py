@@ -13,9 +13,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared.clock import FakeClock
-from shared.config import StoreSettings
-from shared.models import Memory, Provenance
+from shared.contract.clock import FakeClock
+from shared.contract.config import StoreSettings
+from shared.contract.models import Memory, Provenance
 from store_worker.core import MemoryStore
 
 ODD = "\n\r\t\x00\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\ufeff\u200b\u200d\u202e\u0301\u0308"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.clock import FakeClock
-from shared.errors import ConflictError, InvalidArgumentError, NotFoundError
-from shared.models import Event, Memory
+from shared.contract.clock import FakeClock
+from shared.contract.errors import ConflictError, InvalidArgumentError, NotFoundError
+from shared.contract.models import Event, Memory
 from store_worker.core import MemoryStore
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from shared import errors
-from shared.clock import FakeClock
-from shared.errors import (
+from shared.contract import errors
+from shared.contract.clock import FakeClock
+from shared.contract.errors import (
     ConflictError,
     InvalidArgumentError,
     InvalidScopeError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.errors import InvalidArgumentError, NotFoundError
+from shared.contract.errors import InvalidArgumentError, NotFoundError
 from shared.llm import (
     LLM,
     FakeLLM,

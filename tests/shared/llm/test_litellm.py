@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from shared.errors import SourceUnavailableError, UnknownError
+from shared.contract.errors import SourceUnavailableError, UnknownError
 from shared.llm import (
     LiteLLMBackend,
     LLMError,

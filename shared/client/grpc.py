@@ -1,13 +1,13 @@
 """``GrpcStoreClient``: the gRPC transport, over the gateway's memory.store.v1 service.
 
 The ``memory`` CLI reaches the running store through this client, without Ray in its process:
-``memory up`` starts the gateway and records where it listens (``shared.gateway_file``), and
+``memory up`` starts the gateway and records where it listens (``shared.client.gateway_file``), and
 each op is one unary ``Call`` (a few milliseconds) instead of a Ray driver (seconds)::
 
     store = GrpcStoreClient("127.0.0.1:50051", token=None)
     store.save("The user prefers tabs", tags=["style"])
 
-The op travels by name with its arguments as JSON (``shared.store_wire``); the answer is
+The op travels by name with its arguments as JSON (``shared.client.wire``); the answer is
 validated against the op's declared response type, or, with ``validate=False``, handed back as
 ``store_wire.View``s (a caller that only reads fields skips loading pydantic). Errors reach the
 caller as the store raised them (same class, category, message, retryable); a gateway that does
@@ -23,9 +23,11 @@ from typing import Any, TypeVar, cast
 
 import grpc
 
-from shared import errors, ops, store_wire
-from shared.api import StoreAPI
-from shared.errors import MemoryServiceError, SourceUnavailableError, UnknownError
+from shared.client import wire as store_wire
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.errors import MemoryServiceError, SourceUnavailableError, UnknownError
+from shared.contract.op import Op
 from shared.proto.memory.store.v1 import store_pb2 as spb
 
 R = TypeVar("R")
@@ -101,7 +103,7 @@ class GrpcStoreClient(StoreAPI):
     def close(self) -> None:
         self._channel.close()
 
-    def call(self, op: ops.Op[R]) -> R:
+    def call(self, op: Op[R]) -> R:
         cls = store_wire.served(op.method)
         request = spb.StoreCall(op=op.method, args_json=store_wire.encode_args(op))
         try:

@@ -24,7 +24,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -33,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.errors import SourceUnavailableError
+from shared.contract.errors import SourceUnavailableError
 
 MARKER = "memory-up.json"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -243,3 +246,86 @@ def worker_answers(spec_actor_name: str, namespace: str, timeout: float = 5.0) -
     except Exception:  # missing, dead, restarting or too slow: it does not answer
         return False
     return True
+
+
+# -- the local cluster's files ------------------------------------------------------------
+
+
+def address_file() -> Path:
+    """Where ``ray start`` records the latest local cluster (``<temp>/ray/ray_current_cluster``).
+
+    Ray's rule, read here rather than through Ray's helper: importing Ray takes ~0.9 s, and
+    a CLI call that finds no cluster (``memory status`` before ``up``) never needs it
+    (``tests/shared/test_cluster_files.py`` holds the rule to Ray's helper)."""
+    return ray_temp_dir() / "ray_current_cluster"
+
+
+def ray_temp_dir() -> Path:
+    """Ray's default temp folder (``ray._common.utils.get_default_ray_temp_dir``): under
+    ``RAY_TMPDIR``, else ``TMPDIR`` on Linux, else ``/tmp`` on Linux and macOS."""
+    if "RAY_TMPDIR" in os.environ:
+        base = os.environ["RAY_TMPDIR"]
+    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
+        base = os.environ["TMPDIR"]
+    elif sys.platform.startswith(("linux", "darwin")):
+        base = os.path.join(os.sep, "tmp")
+    else:
+        base = tempfile.gettempdir()
+    return Path(base) / "ray"
+
+
+def local_address() -> str | None:
+    """The local ``ray start`` cluster's GCS address, if its file exists and the port answers.
+
+    Never Ray's ``address="auto"``: when the file is missing, "auto" falls back to *any* GCS
+    process on the machine (Ray's legacy behaviour), e.g. somebody else's test cluster.
+    """
+    try:
+        address = address_file().read_text("utf-8").strip()
+        host, _, port = address.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=2):
+            return address
+    except (OSError, ValueError):
+        return None
+
+
+def half_dead() -> str | None:
+    """Why no cluster answers, when the one ``memory up`` started last is half dead: its GCS
+    is gone (killed, crashed) while some of its processes still run. Ray's raylet, the store
+    and the gateway live on for a while without the GCS (the store may still hold the data
+    dir, the gateway may still serve), so "no store is running, start it" was wrong: a new
+    ``up`` started a second head whose store was refused the data dir. ``None`` otherwise."""
+    marker = Marker.read(latest_session(address_file().parent))
+    if marker is None:
+        return None
+    try:
+        alive = session_pids(marker.session_id)
+    except SourceUnavailableError:  # no /proc: nothing to tell
+        return None
+    if not alive:
+        return None
+    return (
+        f"the Ray cluster `memory up` started ({marker.address or 'its GCS'}) no longer "
+        f"answers: its GCS is gone while {len(alive)} of its processes still run (the store "
+        "among them may still hold the data dir); stop them with `memory down`, then "
+        "`memory up` again"
+    )
+
+
+def forget_address(address: str) -> None:
+    """Remove the address file if it still names the cluster just stopped."""
+    path = address_file()
+    with contextlib.suppress(OSError):
+        if path.read_text("utf-8").strip() == address:
+            path.unlink()
+
+
+def session_dir() -> Path | None:
+    """The connected cluster's session folder (no public API exposes it)."""
+    try:
+        from ray._private.worker import global_worker
+
+        node: Any = global_worker.node
+        return Path(node.get_session_dir_path())
+    except Exception:
+        return None

@@ -1,6 +1,6 @@
 """Moving banks between store shards (issue 16 §2): ``rebalance`` and the first slot table.
 
-``rebalance(shards, n)`` spreads the slots over ``n`` shards (``shared.shards.plan_slots``)
+``rebalance(shards, n)`` spreads the slots over ``n`` shards (``shared.client.shards.plan_slots``)
 and moves each bank whose owner changes, one slot at a time: **freeze** (the slot is marked
 moving; its owner refuses writes with a retryable ``[moving]``), **copy** (``bank_export`` →
 ``bank_import`` on the new owner, staged and renamed into place), **switch** (the new table to
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from shared.api import StoreAPI
-from shared.errors import InvalidArgumentError
-from shared.shards import STATE_KEY, STATE_OWNER, Routing, plan_slots, slot_of
+from shared.client.shards import STATE_KEY, STATE_OWNER, Routing, plan_slots, slot_of
+from shared.contract.api import StoreAPI
+from shared.contract.errors import InvalidArgumentError
 
 
 def initial_routing(shards: Sequence[StoreAPI]) -> Routing | None:

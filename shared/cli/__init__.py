@@ -1,8 +1,8 @@
 """``memory``: the command line of the memory service (DESIGN §10, issue 2).
 
 Cluster verbs: ``up``, ``down``, ``stop``, ``status``. Every store method has a verb
-(``save``, ``recall``, ``rule set`` ...; defined in ``shared.cli_store``) that talks to the
-running ``memory-store`` actor through ``shared.client`` — or, in the embedded mode
+(``save``, ``recall``, ``rule set`` ...; defined in ``shared.cli.store``) that talks to the
+running ``memory-store`` actor through ``shared.client.ray`` — or, in the embedded mode
 (``--data-dir DIR``, or ``MEMORY_EMBEDDED=1`` with ``MEMORY_DATA_DIR``), to a ``MemoryStore``
 in this process, no Ray.
 
@@ -34,17 +34,20 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-from shared import cli_output as show
-from shared import gateway_file
-from shared.cli_store import (
+from shared.cli import down as down_verbs
+from shared.cli import output as show
+from shared.cli import report
+from shared.cli.down import say
+from shared.cli.store import (
     STORE_VERBS,
     Render,
     Verb,
     add_store_verbs,
     add_verb,
 )
-from shared.connect import connect
-from shared.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
+from shared.client import connect, gateway_file
+from shared.contract.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
+from shared.text import format as fmt
 
 
 def _lazy(name: str) -> ModuleType:
@@ -64,25 +67,26 @@ def _lazy(name: str) -> ModuleType:
 
 
 if TYPE_CHECKING:
-    from shared import cluster, lifecycle
-    from shared.api import StoreAPI
-    from shared.workers import CommandSpec, WorkerSpec
+    from shared.cli import cluster
+    from shared.client import lifecycle
+    from shared.client.workers import CommandSpec, WorkerSpec
+    from shared.contract.api import StoreAPI
 else:
-    cluster = _lazy("shared.cluster")
-    lifecycle = _lazy("shared.lifecycle")
+    cluster = _lazy("shared.cli.cluster")
+    lifecycle = _lazy("shared.client.lifecycle")
 
 
 def discover() -> list[WorkerSpec]:
-    """The installed workers (``shared.workers.discover``, imported only when called)."""
-    from shared.workers import discover as installed
+    """The installed workers (``shared.client.workers.discover``, imported only when called)."""
+    from shared.client.workers import discover as installed
 
     return installed()
 
 
 def discover_commands() -> list[CommandSpec]:
-    """The installed command plug-ins (``shared.workers.discover_commands``, imported only
+    """The installed command plug-ins (``shared.client.workers.discover_commands``, imported only
     when called: a store verb never loads them)."""
-    from shared.workers import discover_commands as installed
+    from shared.client.workers import discover_commands as installed
 
     return installed()
 
@@ -270,11 +274,11 @@ def _dispatch(ctx: Ctx) -> int:
 
 def _print(ctx: Ctx, result: Any, render: Render | None) -> None:
     if ctx.args.json:
-        ctx.out.write(json.dumps(show.jsonable(result), indent=2, ensure_ascii=False) + "\n")
+        ctx.out.write(json.dumps(fmt.jsonable(result), indent=2, ensure_ascii=False) + "\n")
         return
     text = render(result) if render else show.default_render(result)
     if text:
-        ctx.out.write(show.terminal_safe(text.rstrip("\n")) + "\n")
+        ctx.out.write(fmt.terminal_safe(text.rstrip("\n")) + "\n")
 
 
 # -- the parser --------------------------------------------------------------------------------
@@ -358,7 +362,11 @@ def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--client-port", type=int, help="Ray client server port (default 10001)")
     p.add_argument("--agent-port", type=int, help="dashboard agent port (default 52365)")
     p = add_verb(
-        sub, "down", "Stop the memory workers, and the cluster if `up` started it.", common, _down
+        sub,
+        "down",
+        "Stop the memory workers, and the cluster if `up` started it.",
+        common,
+        down_verbs.down,
     )
     p.add_argument(
         "--keep-cluster", action="store_true", help="stop the workers only; leave Ray running"
@@ -369,11 +377,15 @@ def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
         "Stop one worker's actor and its numbered siblings: every store shard, every "
         "extractor replica (ray.kill, no restart).",
         common,
-        _stop,
+        down_verbs.stop,
     )
     p.add_argument("worker", help="worker name, e.g. store, extractor or consolidator")
     add_verb(
-        sub, "status", "Show workers, banks with counts, and the dashboard URL.", common, _status
+        sub,
+        "status",
+        "Show workers, banks with counts, and the dashboard URL.",
+        common,
+        report.status,
     )
     p = add_verb(
         sub,
@@ -381,7 +393,7 @@ def _add_cluster_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
         "Show the workers' current metrics (recall latency, writes, live memories, outbox, "
         "extraction and consolidation), read from Ray's metrics endpoint.",
         common,
-        _metrics,
+        report.metrics,
     )
     p.add_argument(
         "--url", action="append", help="read this Prometheus endpoint instead of asking Ray"
@@ -407,7 +419,7 @@ def _up(ctx: Ctx) -> int:
     env = {**cluster.settings_env(), **(getattr(a, "worker_env", None) or {})}
     if a.data_dir:  # `memory up --data-dir D`: the workers serve D (there is no embedded `up`)
         env["MEMORY_DATA_DIR"] = os.path.abspath(os.path.expanduser(a.data_dir))
-    launch = ctx.launch = lifecycle.Launch(cluster.address_file().parent)
+    launch = ctx.launch = lifecycle.Launch(lifecycle.address_file().parent)
     started: list[WorkerSpec] = []
     try:
         info = _join_or_start(
@@ -423,12 +435,12 @@ def _up(ctx: Ctx) -> int:
     if gateway is not None:  # a hook or an MCP server in any folder of this user finds it
         gateway_file.point(described["data_dir"])
     info["gateway"] = gateway.address if gateway else None
-    _say(ctx, f"gateway:   {_gateway_line(gateway)}")
-    _say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
+    say(ctx, f"gateway:   {_gateway_line(gateway)}")
+    say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
     if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
         # Ray's token auth stays on (FACTS.md): the dashboard asks for this token once
-        _say(ctx, f"           sign in with the token from `{_ray_bin()} get-auth-token`")
-    _say(ctx, f"data dir:  {described['data_dir']}")
+        say(ctx, f"           sign in with the token from `{_ray_bin()} get-auth-token`")
+    say(ctx, f"data dir:  {described['data_dir']}")
     if ctx.args.json:
         info.update(data_dir=described["data_dir"], workers=[s.name for s in specs])
         ctx.out.write(json.dumps(info, indent=2) + "\n")
@@ -453,8 +465,8 @@ def _start_workers(
             for verb, names in (("started", new), ("already running:", old))
             if names
         )
-        _say(ctx, line)
-    from shared.client import StoreClient
+        say(ctx, line)
+    from shared.client.ray import StoreClient
 
     return StoreClient(timeout=ctx.args.timeout).describe()
 
@@ -463,7 +475,7 @@ def _dashboard_answers(info: dict[str, Any]) -> None:
     """A dashboard this `up` started must answer before `up` says it is up."""
     url = info["dashboard_url"]
     if info.get("cluster") == "started" and url and not lifecycle.wait_dashboard(url, 60):
-        session = cluster.session_dir()
+        session = lifecycle.session_dir()
         log = f"{session}/logs/dashboard.log" if session else "Ray's dashboard.log"
         raise SourceUnavailableError(f"the dashboard at {url} does not answer; see {log}")
 
@@ -475,186 +487,41 @@ def _undo(ctx: Ctx, launch: lifecycle.Launch, started: list[WorkerSpec]) -> None
         ray.shutdown()
         count = launch.abort()
         if launch.address:
-            cluster.forget_address(launch.address)
-        _say(ctx, f"`up` failed: stopped the Ray cluster it started ({count} processes)")
+            lifecycle.forget_address(launch.address)
+        say(ctx, f"`up` failed: stopped the Ray cluster it started ({count} processes)")
         return
     for spec in reversed(started):  # a joined cluster stays; only what this `up` added goes
         with contextlib.suppress(Exception):
             if cluster.stop_worker(spec):
-                _say(ctx, f"`up` failed: stopped {spec.name}")
+                say(ctx, f"`up` failed: stopped {spec.name}")
 
 
 def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
-    from shared.client import join_cluster
+    from shared.client.ray import join_cluster
 
     try:
         info = join_cluster()
         info["cluster"] = "joined"
     except SourceUnavailableError:
-        stuck = cluster.half_dead()
+        stuck = lifecycle.half_dead()
         if stuck:  # a second head's store would be refused the data dir the first still holds
             raise SourceUnavailableError(stuck, retryable=False) from None
-        _say(ctx, "starting a local Ray cluster (ray start --head) ...")
+        say(ctx, "starting a local Ray cluster (ray start --head) ...")
         opts, moved = cluster.with_free_ports(opts)
         for note in moved:
-            _say(ctx, note)
-        launch = ctx.launch or lifecycle.Launch(cluster.address_file().parent)
+            say(ctx, note)
+        launch = ctx.launch or lifecycle.Launch(lifecycle.address_file().parent)
         cluster.start_head(opts, launch)
         info = join_cluster()
         import ray
 
-        launch.mark(cluster.session_dir(), ray.get_runtime_context().gcs_address)
+        launch.mark(lifecycle.session_dir(), ray.get_runtime_context().gcs_address)
         info["cluster"] = "started"
-    _say(ctx, f"ray cluster: {info['cluster']}")
+    say(ctx, f"ray cluster: {info['cluster']}")
     return info
-
-
-def _say(ctx: Ctx, line: str) -> None:
-    stream = sys.stderr if ctx.args.json else ctx.out
-    stream.write(line + "\n")
-    stream.flush()
-
-
-def _cluster_only(ctx: Ctx, verb: str) -> None:
-    """``down`` and ``stop`` act on the running cluster; the embedded mode (``--data-dir``, or
-    ``MEMORY_EMBEDDED=1``) has none, and must not stop one serving another data dir."""
-    if ctx.embedded:
-        raise InvalidArgumentError(
-            f"`{verb}` stops the running cluster; the embedded mode (--data-dir, "
-            "MEMORY_EMBEDDED) has nothing to stop: drop it"
-        )
-
-
-def _down(ctx: Ctx) -> int:
-    _cluster_only(ctx, "down")
-    import ray
-
-    from shared.client import join_cluster
-
-    try:
-        join_cluster()
-    except SourceUnavailableError:
-        return _down_unreachable(ctx)
-    gateway = _recorded_gateway(ctx)  # asked before the store stops
-    for spec in reversed(discover()):
-        if cluster.stop_worker(spec):
-            _say(ctx, f"stopped {spec.name}")
-    marker = lifecycle.Marker.read(cluster.session_dir())
-    if ctx.args.keep_cluster or marker is None:
-        why = "" if ctx.args.keep_cluster else " (not started by `memory up`)"
-        _forget_gateway(gateway)
-        _say(ctx, f"ray cluster left running{why}")
-        return 0
-    workers = lifecycle.ray_worker_pids()  # Ray's own list, while it still answers
-    ray.shutdown()
-    count = lifecycle.stop_marked(marker, workers)
-    cluster.forget_address(marker.address)
-    _forget_gateway(gateway)
-    _say(ctx, f"ray cluster stopped ({count} processes)")
-    return 0
-
-
-def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo | None] | None:
-    """The running store's data dir and the gateway recorded there, if any."""
-    from shared.client import StoreClient
-
-    try:
-        data_dir = str(StoreClient(timeout=ctx.args.timeout).describe()["data_dir"])
-    except MemoryServiceError:  # no store running: nothing recorded by this cluster to find
-        return None
-    return data_dir, gateway_file.read(data_dir)
-
-
-def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo | None] | None) -> None:
-    """``down`` stopped the gateway with ``ray.kill``, which skips its own clean-up: remove
-    its ``gateway.json`` (which holds the token) once its process is gone, and the user's
-    pointer to that data dir."""
-    if gateway is None:
-        return
-    data_dir, info = gateway
-    if info is not None:
-        gateway_file.forget(data_dir, info)
-    gateway_file.unpoint(data_dir)
-
-
-def _down_unreachable(ctx: Ctx) -> int:
-    """No cluster answers: stop a half-dead one `up` started (its GCS gone), found by the
-    marker in Ray's latest session folder; anything else is not ours to stop."""
-    marker = lifecycle.Marker.read(lifecycle.latest_session(cluster.address_file().parent))
-    alive = lifecycle.session_pids(marker.session_id) if marker else []
-    if marker is None or not alive or ctx.args.keep_cluster:
-        _say(ctx, "nothing to stop: no memory cluster is running")
-        return 0
-    count = lifecycle.stop_marked(marker)
-    cluster.forget_address(marker.address)
-    _say(ctx, f"ray cluster stopped ({count} processes; it no longer answered)")
-    return 0
-
-
-def _stop(ctx: Ctx) -> int:
-    _cluster_only(ctx, "stop")
-    from shared.client import join_cluster
-
-    spec = cluster.select_workers([ctx.args.worker])[0]
-    join_cluster()
-    stopped = cluster.stop_worker(spec)
-    _say(
-        ctx,
-        f"stopped {spec.name} ({', '.join(stopped)})"
-        if stopped
-        else f"{spec.name} was not running",
-    )
-    return 0
-
-
-def _status(ctx: Ctx) -> Any:
-    ctx.args.render = show.status
-    if ctx.embedded:
-        return {"mode": "embedded", "data_dir": ctx.args.data_dir, "banks": _banks(ctx)}
-    from shared.client import join_cluster
-
-    url = join_cluster()["dashboard_url"]
-    # what status prints, it checked: each worker answers ping, the dashboard answers HTTP
-    from shared.workers import NAMESPACE
-
-    workers = {s.name: lifecycle.worker_answers(s.actor_name, NAMESPACE) for s in discover()}
-    banks = _banks(ctx) if workers.get("store") else []
-    found = gateway_file.discover()
-    gateway = found[1] if found is not None else None
-    if gateway is None and workers.get("store"):
-        # run from another folder than `up`'s: the gateway is recorded in the data dir the
-        # store serves (it said "not running" while memory-grpc was up)
-        gateway = gateway_file.read(ctx.store.describe()["data_dir"])
-    return {
-        "mode": "ray",
-        "gateway": gateway.address if gateway else None,
-        "dashboard_url": url,
-        "dashboard_answers": lifecycle.dashboard_answers(url),
-        "workers": workers,
-        "banks": banks,
-    }
-
-
-def _metrics(ctx: Ctx) -> Any:
-    from shared import prometheus
-
-    urls = ctx.args.url
-    if not urls:
-        if ctx.embedded:
-            raise InvalidArgumentError("metrics come from the running cluster: drop --data-dir")
-        from shared.client import join_cluster
-
-        join_cluster()
-        urls = prometheus.endpoints()
-    ctx.args.render = prometheus.render
-    return prometheus.summary(prometheus.parse(prometheus.scrape(urls)))
 
 
 def _gateway_line(gateway: gateway_file.GatewayInfo | None) -> str:
     if gateway is None:
         return "not running (the CLI goes through Ray)"
     return f"{gateway.address} (memory.v1, memory.store.v1, grpc.health.v1)"
-
-
-def _banks(ctx: Ctx) -> list[dict[str, Any]]:
-    return [show.jsonable(b) for b in ctx.store.bank_list().banks]

@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from shared.errors import DataDirLockedError, InvalidArgumentError
+from shared.contract.errors import DataDirLockedError, InvalidArgumentError
 
 if TYPE_CHECKING:
-    from shared.api import StoreAPI
+    from shared.contract.api import StoreAPI
 
 DEFAULT_TIMEOUT_S = 120.0
 SCHEMES = ("file:", "grpc://", "ray://")
@@ -48,7 +48,7 @@ def connect(
     if target.startswith("file:"):
         return open_store(target.removeprefix("file:"), one_shot=one_shot)
     if target.startswith("grpc://"):
-        from shared.grpc_client import GrpcStoreClient
+        from shared.client.grpc import GrpcStoreClient
 
         token = token if token is not None else os.environ.get("MEMORY_GRPC_TOKEN") or None
         address = target.removeprefix("grpc://").rstrip("/")
@@ -62,13 +62,13 @@ def connect(
 
 def _running(timeout: float | None, *, validate: bool, follow: bool) -> StoreAPI:
     """Through the gateway ``memory up`` recorded (no Ray in this process; found from any
-    folder by ``shared.gateway_file.discover``), else over Ray."""
-    from shared import gateway_file
+    folder by ``shared.client.gateway_file.discover``), else over Ray."""
+    from shared.client import gateway_file
 
     found = gateway_file.discover()  # MEMORY_DATA_DIR, ./data/memory, the user's pointer
     if found is not None:
         gateway = found[1]
-        from shared.grpc_client import GrpcStoreClient
+        from shared.client.grpc import GrpcStoreClient
 
         return GrpcStoreClient(
             gateway.address, token=gateway.token, timeout=timeout, validate=validate
@@ -77,8 +77,8 @@ def _running(timeout: float | None, *, validate: bool, follow: bool) -> StoreAPI
 
 
 def _over_ray(address: str | None, timeout: float | None, *, follow: bool) -> StoreAPI:
-    from shared.client import join_cluster
-    from shared.sharded import ShardedStoreClient
+    from shared.client.ray import join_cluster
+    from shared.client.sharded import ShardedStoreClient
 
     join_cluster(address)
     return ShardedStoreClient.connect(timeout=timeout, follow=follow)  # one shard: StoreClient
@@ -87,18 +87,18 @@ def _over_ray(address: str | None, timeout: float | None, *, follow: bool) -> St
 def open_store(data_dir: str, *, one_shot: bool = False) -> StoreAPI:
     """The store on ``data_dir`` in this process (the embedded mode, no Ray), with the other
     ``MEMORY_*`` settings from the environment; opened through the store worker's entry point
-    (``shared.workers.open_embedded_store``), so ``shared`` imports no worker. ``one_shot``:
+    (``shared.client.workers.open_embedded_store``), so ``shared`` imports no worker. ``one_shot``:
     this single-threaded process runs one command (the CLI), so the store may boot lazily."""
-    from shared.config import StoreSettings
-    from shared.shards import shard_count
-    from shared.workers import open_embedded_store
+    from shared.client.shards import shard_count
+    from shared.client.workers import open_embedded_store
+    from shared.contract.config import StoreSettings
 
     n = shard_count(os.environ.get("MEMORY_STORE_SHARDS") or 1)  # one store per shard dir
     settings = StoreSettings.from_env(dict(os.environ), data_dir=data_dir)
     try:
         if n == 1:  # the plain embedded store: no sharding client to import (~13 ms)
             return open_embedded_store(settings, one_shot=one_shot)
-        from shared.sharded import open_embedded_shards
+        from shared.client.sharded import open_embedded_shards
 
         return open_embedded_shards(settings, n, one_shot=one_shot)
     except DataDirLockedError as e:

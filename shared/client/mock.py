@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from shared import ops
-from shared.api import StoreAPI
+from shared.contract.api import StoreAPI
+from shared.contract.op import Op
 
 R = TypeVar("R")
 
@@ -23,10 +23,10 @@ R = TypeVar("R")
 class MockStore(StoreAPI):
     """Answers each op with ``handler(op)`` and keeps every op it was given in ``calls``."""
 
-    def __init__(self, handler: Callable[[ops.Op[Any]], object]) -> None:
+    def __init__(self, handler: Callable[[Op[Any]], object]) -> None:
         self.handler = handler
-        self.calls: list[ops.Op[Any]] = []
+        self.calls: list[Op[Any]] = []
 
-    def call(self, op: ops.Op[R]) -> R:
+    def call(self, op: Op[R]) -> R:
         self.calls.append(op)
         return cast(R, self.handler(op))

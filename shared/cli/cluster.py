@@ -8,27 +8,28 @@ unless ``RAY_AUTH_MODE`` says otherwise.
 
 ``memory down`` never runs ``ray stop``: that kills *every* Ray process on the machine, other
 people's clusters included. It stops the cluster only when ``memory up`` started it (a marker
-in the session dir), and then only that cluster's processes (``shared.lifecycle``).
+in the session dir), and then only that cluster's processes (``shared.client.lifecycle``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from shared.errors import SourceUnavailableError
-from shared.lifecycle import Launch, Marker, error_line, latest_session, session_pids
-from shared.workers import NAMESPACE, WorkerSpec, discover
+from shared.client.lifecycle import (
+    Launch,
+    error_line,
+)
+from shared.client.workers import NAMESPACE, WorkerSpec, discover
+from shared.contract.errors import SourceUnavailableError
 
 
 @dataclass(frozen=True)
@@ -129,86 +130,6 @@ def _run(cmd: Sequence[str], env: dict[str, str], what: str) -> None:
         raise SourceUnavailableError(f"could not {what}: {why}")
 
 
-def address_file() -> Path:
-    """Where ``ray start`` records the latest local cluster (``<temp>/ray/ray_current_cluster``).
-
-    Ray's rule, read here rather than through Ray's helper: importing Ray takes ~0.9 s, and
-    a CLI call that finds no cluster (``memory status`` before ``up``) never needs it
-    (``tests/shared/test_cluster_files.py`` holds the rule to Ray's helper)."""
-    return ray_temp_dir() / "ray_current_cluster"
-
-
-def ray_temp_dir() -> Path:
-    """Ray's default temp folder (``ray._common.utils.get_default_ray_temp_dir``): under
-    ``RAY_TMPDIR``, else ``TMPDIR`` on Linux, else ``/tmp`` on Linux and macOS."""
-    if "RAY_TMPDIR" in os.environ:
-        base = os.environ["RAY_TMPDIR"]
-    elif sys.platform.startswith("linux") and "TMPDIR" in os.environ:
-        base = os.environ["TMPDIR"]
-    elif sys.platform.startswith(("linux", "darwin")):
-        base = os.path.join(os.sep, "tmp")
-    else:
-        base = tempfile.gettempdir()
-    return Path(base) / "ray"
-
-
-def local_address() -> str | None:
-    """The local ``ray start`` cluster's GCS address, if its file exists and the port answers.
-
-    Never Ray's ``address="auto"``: when the file is missing, "auto" falls back to *any* GCS
-    process on the machine (Ray's legacy behaviour), e.g. somebody else's test cluster.
-    """
-    try:
-        address = address_file().read_text("utf-8").strip()
-        host, _, port = address.rpartition(":")
-        with socket.create_connection((host, int(port)), timeout=2):
-            return address
-    except (OSError, ValueError):
-        return None
-
-
-def half_dead() -> str | None:
-    """Why no cluster answers, when the one ``memory up`` started last is half dead: its GCS
-    is gone (killed, crashed) while some of its processes still run. Ray's raylet, the store
-    and the gateway live on for a while without the GCS (the store may still hold the data
-    dir, the gateway may still serve), so "no store is running, start it" was wrong: a new
-    ``up`` started a second head whose store was refused the data dir. ``None`` otherwise."""
-    marker = Marker.read(latest_session(address_file().parent))
-    if marker is None:
-        return None
-    try:
-        alive = session_pids(marker.session_id)
-    except SourceUnavailableError:  # no /proc: nothing to tell
-        return None
-    if not alive:
-        return None
-    return (
-        f"the Ray cluster `memory up` started ({marker.address or 'its GCS'}) no longer "
-        f"answers: its GCS is gone while {len(alive)} of its processes still run (the store "
-        "among them may still hold the data dir); stop them with `memory down`, then "
-        "`memory up` again"
-    )
-
-
-def forget_address(address: str) -> None:
-    """Remove the address file if it still names the cluster just stopped."""
-    path = address_file()
-    with contextlib.suppress(OSError):
-        if path.read_text("utf-8").strip() == address:
-            path.unlink()
-
-
-def session_dir() -> Path | None:
-    """The connected cluster's session folder (no public API exposes it)."""
-    try:
-        from ray._private.worker import global_worker
-
-        node: Any = global_worker.node
-        return Path(node.get_session_dir_path())
-    except Exception:
-        return None
-
-
 # -- workers -------------------------------------------------------------------------------
 
 
@@ -222,7 +143,7 @@ def select_workers(
     known = {s.name: s for s in specs}
     unknown = [n for n in names if n not in known]
     if unknown:
-        from shared.errors import InvalidArgumentError
+        from shared.contract.errors import InvalidArgumentError
 
         have = ", ".join(sorted(known)) or "none"
         raise InvalidArgumentError(f"unknown worker {', '.join(unknown)} (installed: {have})")
@@ -290,7 +211,7 @@ def worker_actor_names(spec: WorkerSpec, named: list[Any]) -> list[str]:
 
 def settings_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     """The ``MEMORY_*`` variables workers are started with; the data dir made absolute."""
-    from shared.config import StoreSettings
+    from shared.contract.config import StoreSettings
 
     source = dict(os.environ if environ is None else environ)
     env = {k: v for k, v in source.items() if k.startswith("MEMORY_") and k != "MEMORY_EMBEDDED"}

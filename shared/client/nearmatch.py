@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from rapidfuzz import fuzz
 
-from shared import errors
-from shared.api import StoreAPI
-from shared.models import Frozen, Memory
+from shared.contract import errors
+from shared.contract.api import StoreAPI
+from shared.contract.models import Frozen, Memory
 from shared.redact import redact
 from shared.text import fingerprint, normalize
 

@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 NAME = "gateway.json"
-DEFAULT_DATA_DIR = "./data/memory"  # shared.config.DEFAULT_DATA_DIR (a test keeps them equal)
+DEFAULT_DATA_DIR = (
+    "./data/memory"  # shared.contract.config.DEFAULT_DATA_DIR (a test keeps them equal)
+)
 STATE_DIR = ".state"
 _ANY_HOST = ("", "0.0.0.0", "::", "[::]")
 

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.errors import SourceUnavailableError
+from shared.contract.errors import SourceUnavailableError
 
 PREFIX = "ray_memory_"
 # name{labels} value [timestamp]; label values are quoted with \" and \\ escapes

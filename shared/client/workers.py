@@ -26,8 +26,8 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from shared.api import StoreAPI
-    from shared.config import StoreSettings
+    from shared.contract.api import StoreAPI
+    from shared.contract.config import StoreSettings
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def lazy(target: str) -> Callable[..., Any]:
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"{target}, imported at the first call (shared.workers.lazy)."
+    call.__doc__ = f"{target}, imported at the first call (shared.client.workers.lazy)."
     return call
 
 
@@ -106,7 +106,7 @@ class UpSetting(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        from shared.errors import MemoryServiceError
+        from shared.contract.errors import MemoryServiceError
 
         value = values
         if self.check is not None:
@@ -166,7 +166,7 @@ def open_embedded_store(settings: StoreSettings, *, one_shot: bool = False) -> S
             continue
         if isinstance(spec, WorkerSpec) and spec.open_embedded is not None:
             return spec.open_embedded(settings, one_shot=one_shot)
-    from shared.errors import SourceUnavailableError
+    from shared.contract.errors import SourceUnavailableError
 
     raise SourceUnavailableError(
         "no installed worker can open an embedded store (is store_worker installed?)",
@@ -226,7 +226,7 @@ def start_detached(
     except ray.exceptions.RayTaskError as e:
         if not release_on_error:
             raise
-        from shared.client import unwrap
+        from shared.client.ray import unwrap
 
         ray.kill(handle, no_restart=True)
         raise unwrap(e) from None

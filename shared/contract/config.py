@@ -10,14 +10,18 @@ is an ``InvalidArgumentError`` and changes nothing.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from shared.errors import InvalidArgumentError
-from shared.text import NAME_RE
+from shared.contract.errors import InvalidArgumentError
+
+# \A…\Z, not ^…$: "$" also matches before a trailing newline ("main\n" would pass .match()).
+NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,63}\Z")
+"""A bank, rule or owner name."""
 
 DEFAULT_DATA_DIR = "./data/memory"
 

@@ -1,13 +1,13 @@
 """The Ray transport: ``StoreClient`` carries each op to the ``memory-store`` actor.
 
-``join_cluster()`` joins a running cluster; ``StoreClient`` implements ``shared.api.StoreAPI``'s one
-``call(op)`` over the actor's one ``call`` entry::
+``join_cluster()`` joins a running cluster; ``StoreClient`` implements
+``shared.contract.api.StoreAPI``'s one ``call(op)`` over the actor's one ``call`` entry::
 
     join_cluster()
     store = StoreClient()
     store.save("The user prefers tabs", tags=["style"])  # handle.call.remote(Save(...))
 
-An op says whether it may be re-sent after the actor restarted mid-call (``shared.ops``): a
+An op says whether it may be re-sent after the actor restarted mid-call (``shared.contract.ops``): a
 read is re-sent by Ray ``READ_RETRIES`` times, and the client tries once more on a fresh
 handle; a write goes at most once (``store_worker.actor`` says why). The answer is checked
 against the op's declared response type (a mismatch is an ``UnknownError``, never a wrong
@@ -32,11 +32,11 @@ from typing import Any, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 
-from shared import ops
-from shared.api import StoreAPI
-from shared.coalesce import LINGER_S, Coalescing
-from shared.errors import MemoryServiceError, SourceUnavailableError, UnknownError
-from shared.workers import NAMESPACE
+from shared.client.coalesce import LINGER_S, Coalescing
+from shared.client.workers import NAMESPACE
+from shared.contract.api import StoreAPI
+from shared.contract.errors import MemoryServiceError, SourceUnavailableError, UnknownError
+from shared.contract.op import Op
 
 STORE_ACTOR = "memory-store"
 NO_STORE_HINT = "no memory store is running; start it with `memory up` or `make run`"
@@ -50,10 +50,10 @@ def join_cluster(address: str | None = None, *, quiet: bool = True) -> dict[str,
     """Join a running Ray cluster in namespace ``memory``; returns ``{"dashboard_url": ...}``.
 
     ``address`` defaults to ``RAY_ADDRESS``, else the local ``ray start`` cluster (never Ray's
-    "auto", which may join any cluster on the machine: ``shared.cluster.local_address``).
+    "auto", which may join any cluster on the machine: ``shared.client.lifecycle.local_address``).
     Already connected (a test's cluster, a Ray job): nothing changes.
     """
-    from shared.cluster import local_address
+    from shared.client.lifecycle import local_address
 
     # Ray takes ~0.9 s to import: a process that never imported it is joined to no cluster,
     # and with no cluster to join (`memory status` before `up`) it is not imported at all.
@@ -81,8 +81,9 @@ def join_cluster(address: str | None = None, *, quiet: bool = True) -> dict[str,
 
 def _why_no_cluster() -> str:
     """``NO_STORE_HINT``, unless the cluster ``memory up`` started is half dead (its GCS
-    gone, its processes running: ``shared.cluster.half_dead``), which a new ``up`` cannot fix."""
-    from shared.cluster import half_dead
+    gone, its processes running: ``shared.client.lifecycle.half_dead``), which a new ``up`` cannot
+    fix."""
+    from shared.client.lifecycle import half_dead
 
     return half_dead() or NO_STORE_HINT
 
@@ -232,9 +233,9 @@ def _checked(expect: Any, value: object, where: str) -> Any:
 class StoreClient(StoreAPI):
     """``StoreAPI`` over Ray: the ``memory-store`` actor (or another store actor by name).
 
-    Each op goes to the actor's one ``call`` entry; a read (``ops.Read``) may be re-sent after
+    Each op goes to the actor's one ``call`` entry; a read (``Read``) may be re-sent after
     the actor restarted mid-call, a write never is. With ``coalesce`` (the default) concurrent
-    saves of this process go out together (``shared.coalesce``)."""
+    saves of this process go out together (``shared.client.coalesce``)."""
 
     def __init__(
         self,
@@ -257,7 +258,7 @@ class StoreClient(StoreAPI):
     def handle(self) -> Any:
         return self.actor.handle
 
-    def call(self, op: ops.Op[R]) -> R:
+    def call(self, op: Op[R]) -> R:
         return self._send.call(op)
 
 
@@ -267,7 +268,7 @@ class _Direct(StoreAPI):
     def __init__(self, actor: ActorClient) -> None:
         self.actor = actor
 
-    def call(self, op: ops.Op[R]) -> R:
+    def call(self, op: Op[R]) -> R:
         result = self.actor._invoke("call", (op,), {}, retry=op.retry)
         where = f"{self.actor.actor_name}.{op.method}"
         return cast(R, _checked(op.response_type(), result, where))

@@ -28,7 +28,7 @@ import fnv_c  # type: ignore[import-untyped]
 import Stemmer
 from anyascii import anyascii
 
-from shared.errors import InvalidArgumentError
+from shared.contract.errors import InvalidArgumentError
 
 _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
@@ -41,8 +41,8 @@ _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")
 # \A…\Z, not ^…$: "$" also matches before a trailing newline, so "main\n" would pass a
 # .match() (issue 18); these patterns match the whole string with .match() or .fullmatch().
+
 SLUG_RE = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
-NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9_-]{0,63}\Z")
 
 # A compact English stopword list (the NLTK/Lucene core set, minus the pronouns we map).
 STOPWORDS = frozenset(

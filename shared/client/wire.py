@@ -5,8 +5,8 @@ arguments by name as a JSON object (only those that differ from their defaults),
 ``StoreResult`` the op's declared response as JSON. This module is the one place both ends
 agree on that: the argument check the gateway runs before the store does (``decode_op``, the
 one validation of a call at this boundary), the response codec the client validates with, and
-the error trailers. The ops (``shared.ops``) are the schema, so an op that changes changes the
-wire with it.
+the error trailers. The ops (``shared.contract.ops``) are the schema, so an op that changes changes
+the wire with it.
 
 Errors keep the store's own tree (``invalid_argument`` included, unlike memory.v1's seven wire
 categories): the status is the category's (``errors.GRPC_CODES``), and the trailing metadata
@@ -20,7 +20,8 @@ import json
 import typing
 from typing import TYPE_CHECKING, Any
 
-from shared import errors, ops
+from shared.contract import errors
+from shared.contract.op import Op, op_named
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -45,9 +46,9 @@ _WIRE_TYPES: dict[str, object] = {
 }
 
 
-def served(method: str) -> type[ops.Op[Any]]:
+def served(method: str) -> type[Op[Any]]:
     """The op called ``method``, if the wire carries it; else ``InvalidArgumentError``."""
-    cls = ops.op_named(method)
+    cls = op_named(method)
     if not cls.wire:
         raise errors.InvalidArgumentError(
             f"{method!r} is not served over gRPC: its arguments only make sense in the "
@@ -60,12 +61,12 @@ _ARGS: dict[type, dict[str, TypeAdapter[Any]]] = {}
 _RESULTS: dict[type, TypeAdapter[Any]] = {}
 
 
-def _arg_adapters(cls: type[ops.Op[Any]]) -> dict[str, TypeAdapter[Any]]:
+def _arg_adapters(cls: type[Op[Any]]) -> dict[str, TypeAdapter[Any]]:
     if cls in _ARGS:
         return _ARGS[cls]
     from pydantic import TypeAdapter
 
-    hints = typing.get_type_hints(cls, vars(ops))
+    hints = typing.get_type_hints(cls)
     out: dict[str, TypeAdapter[Any]] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         declared = f.type if isinstance(f.type, str) else str(f.type)
@@ -75,7 +76,7 @@ def _arg_adapters(cls: type[ops.Op[Any]]) -> dict[str, TypeAdapter[Any]]:
     return out
 
 
-def encode_args(op: ops.Op[Any]) -> str:
+def encode_args(op: Op[Any]) -> str:
     """The client's side: the op's arguments that differ from their defaults, by name as JSON
     (a pydantic model or an op as its fields); a value JSON cannot hold (a set, an object) is
     ``InvalidArgumentError``, as the store says it."""
@@ -86,7 +87,7 @@ def encode_args(op: ops.Op[Any]) -> str:
 
 
 def _model(value: object) -> object:
-    if isinstance(value, ops.Op):
+    if isinstance(value, Op):
         return value.changed()
     from pydantic import BaseModel
 
@@ -95,7 +96,7 @@ def _model(value: object) -> object:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def decode_op(method: str, args_json: str) -> ops.Op[Any]:
+def decode_op(method: str, args_json: str) -> Op[Any]:
     """The gateway's side: the op named ``method``, its JSON arguments checked against the op's
     fields and types; anything else is ``InvalidArgumentError`` and nothing runs."""
     cls = served(method)
@@ -132,7 +133,7 @@ def decode_op(method: str, args_json: str) -> ops.Op[Any]:
     return cls(**out)
 
 
-def _result_adapter(cls: type[ops.Op[Any]]) -> TypeAdapter[Any]:
+def _result_adapter(cls: type[Op[Any]]) -> TypeAdapter[Any]:
     if cls not in _RESULTS:
         from pydantic import TypeAdapter
 
@@ -140,7 +141,7 @@ def _result_adapter(cls: type[ops.Op[Any]]) -> TypeAdapter[Any]:
     return _RESULTS[cls]
 
 
-def encode_result(cls: type[ops.Op[Any]], value: object) -> str:
+def encode_result(cls: type[Op[Any]], value: object) -> str:
     """The gateway's side: the method's answer as JSON of its declared type, fields hidden
     from dumps included (an outbox job's ``lease``: its claimer needs it back)."""
     dumped = _result_adapter(cls).dump_python(value, mode="json")
@@ -168,7 +169,7 @@ def _with_hidden(value: object, dumped: Any) -> Any:
     return dumped
 
 
-def decode_result(cls: type[ops.Op[Any]], result_json: str) -> Any:
+def decode_result(cls: type[Op[Any]], result_json: str) -> Any:
     """The client's side: the answer validated as the op's declared type, or
     ``UnknownError`` (a gateway of another version answered something else)."""
     from pydantic import BaseModel, ValidationError

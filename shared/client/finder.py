@@ -7,12 +7,12 @@ client asks it again whenever the slot table's version changes or names a shard 
 reach (``ShardedStoreClient.refresh``).
 
 - ``RayShards``: the named actors ``<base>``, ``<base>-1`` ... in namespace ``memory`` (shard
-  ``i`` is ``shared.shards.actor_name(i)`` for the default base), counted up to the highest
+  ``i`` is ``shared.client.shards.actor_name(i)`` for the default base), counted up to the highest
   one running: shards start in order and stop from the top, but one in the middle may be gone
   (killed, or dead for good) while the ones above it serve. Counting up to the first missing
   name left those out: every bank of shard 2 was unreachable because shard 1 was down. A
   missing shard below the top keeps its place; its client answers, typed, that it is not
-  running (``shared.client.get_actor``), naming it.
+  running (``shared.client.ray.get_actor``), naming it.
 - ``ListShards``: in-process stores in a list the caller may grow (embedded shards, tests): the
   fake beside the Ray finder.
 """
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from shared.api import StoreAPI
-from shared.shards import MAX_SHARDS, STORE_ACTOR
+from shared.client.shards import MAX_SHARDS, STORE_ACTOR
+from shared.contract.api import StoreAPI
 
 
 class ShardFinder(Protocol):
@@ -50,7 +50,7 @@ class RayShards:
         """One past the highest shard whose actor name is registered (one GCS call)."""
         import ray
 
-        from shared.workers import NAMESPACE
+        from shared.client.workers import NAMESPACE
 
         names = {
             entry["name"]
@@ -60,7 +60,7 @@ class RayShards:
         return 1 + max((i for i in range(1, MAX_SHARDS) if self.name(i) in names), default=0)
 
     def client(self, shard: int) -> StoreAPI:
-        from shared.client import DEFAULT_TIMEOUT_S, StoreClient
+        from shared.client.ray import DEFAULT_TIMEOUT_S, StoreClient
 
         wait = DEFAULT_TIMEOUT_S if self.timeout is None else self.timeout
         return StoreClient(actor_name=self.name(shard), timeout=wait)

@@ -3,11 +3,11 @@
 Every caller that takes a ``StoreAPI`` (the CLI, the extractor, the consolidator, the gateway)
 can be handed this client instead of one ``StoreClient``: it holds one ``StoreAPI`` per shard
 (``StoreClient`` per actor over Ray, ``connect()``; or in-process stores in tests) and sends each
-call where ``shared.shards`` routes it:
+call where ``shared.client.shards`` routes it:
 
 - a call naming a bank goes to the bank's owner; naming none, to the default bank's owner;
 - the harness seam (``pre_generate``, ``turn_completed``, sessions) goes to the owner of the
-  session's bank (``shared.session_routes``: the turn's ``memory_bank``, the session's, its
+  session's bank (``shared.client.sessions``: the turn's ``memory_bank``, the session's, its
   parent's, else the default bank), kept in shard 0 so that a ``turn_completed`` from another
   process (a hook, another gateway) reaches the shard its session's ``pre_generate`` went to;
 - calls that span banks fan out and merge: ``bank_list``, ``events_since`` (one cursor packing
@@ -17,7 +17,7 @@ call where ``shared.shards`` routes it:
 - ``save_many`` must stay on one shard (all or nothing is a single store's promise).
 
 A shard that no longer owns a bank answers ``[moved]``: the client re-reads the slot table from
-shard 0 and goes to the owner. A client given a finder (``shared.shard_finder``; ``connect(
+shard 0 and goes to the owner. A client given a finder (``shared.client.finder``; ``connect(
 follow=True)``, which the extractor, the consolidator and the gateway use) also follows the
 number of shards: whenever the table's version changes, names a shard it does not reach, or is
 older than ``follow_s`` at a fan-out, it asks the finder how many run now, adds the new ones
@@ -26,7 +26,7 @@ stopped ones, so N can change under a running sibling without restarting it.
 
 A bank being moved answers ``[moving]`` to writes: the client waits (backing off) and retries
 for up to ``freeze_wait_s``, then hands the retryable ``SourceUnavailableError`` on.
-``shared.rebalance`` is the mover (``memory shards rebalance``).
+``shared.client.rebalance`` is the mover (``memory shards rebalance``).
 """
 
 from __future__ import annotations
@@ -38,11 +38,28 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
-from shared import ops
-from shared.api import Sharding, StoreAPI, Subscriber, Wake
-from shared.config import StoreSettings
-from shared.errors import ConflictError, InvalidArgumentError, NotFoundError, SourceUnavailableError
-from shared.models import (
+from shared.client.finder import RayShards, ShardFinder
+from shared.client.sessions import SessionRoutes
+from shared.client.shards import (
+    FROZEN_MARK,
+    MOVED_MARK,
+    STATE_KEY,
+    STATE_OWNER,
+    Routing,
+    shard_count,
+    shard_dir,
+    slot_of,
+)
+from shared.contract import ops
+from shared.contract.api import Sharding, StoreAPI, Subscriber, Wake
+from shared.contract.config import StoreSettings
+from shared.contract.errors import (
+    ConflictError,
+    InvalidArgumentError,
+    NotFoundError,
+    SourceUnavailableError,
+)
+from shared.contract.models import (
     BankDeleteResponse,
     BankInfo,
     BankListResponse,
@@ -58,18 +75,7 @@ from shared.models import (
     RescanResponse,
     TurnCompletedResponse,
 )
-from shared.session_routes import SessionRoutes
-from shared.shard_finder import RayShards, ShardFinder
-from shared.shards import (
-    FROZEN_MARK,
-    MOVED_MARK,
-    STATE_KEY,
-    STATE_OWNER,
-    Routing,
-    shard_count,
-    shard_dir,
-    slot_of,
-)
+from shared.contract.op import Op
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -129,7 +135,7 @@ class ShardedStoreClient(StoreAPI):
         follows shards being added and removed (the module docstring)."""
         import ray
 
-        from shared.client import DEFAULT_TIMEOUT_S, StoreClient
+        from shared.client.ray import DEFAULT_TIMEOUT_S, StoreClient
 
         wait = DEFAULT_TIMEOUT_S if timeout is None else timeout
         if not ray.is_initialized():  # never start Ray here (get_actor would): one store
@@ -272,7 +278,7 @@ class ShardedStoreClient(StoreAPI):
 
     # -- the one entry: each op by its route, or by its own rule (``_SPECIAL``) --------------
 
-    def call(self, op: ops.Op[R]) -> R:
+    def call(self, op: Op[R]) -> R:
         special = _SPECIAL.get(type(op))
         if special is not None:
             return cast(R, special(self, op))
@@ -476,7 +482,7 @@ class ShardedStoreClient(StoreAPI):
     def _shard_routing(self, op: ops.ShardRouting) -> dict[str, Any]:
         """Every shard's view; with ``table``, shard 0 (the truth) takes it first, then each."""
         if op.table is not None:
-            from shared.rebalance import publish
+            from shared.client.rebalance import publish
 
             publish(self.shards, Routing.parse(op.table))
         views = self._all(lambda s: s.shard_routing())
@@ -496,7 +502,7 @@ class ShardedStoreClient(StoreAPI):
         raise NotFoundError(f"no store shard holds a copy of {op.name!r} to release")
 
 
-_SPECIAL: dict[type[ops.Op[Any]], Callable[[ShardedStoreClient, Any], object]] = {
+_SPECIAL: dict[type[Op[Any]], Callable[[ShardedStoreClient, Any], object]] = {
     ops.BankList: ShardedStoreClient._bank_list,
     ops.RedactRescan: ShardedStoreClient._redact_rescan,
     ops.PreGenerate: ShardedStoreClient._pre_generate,
@@ -576,11 +582,11 @@ def _one_shard(store: ShardedStoreClient, items: Sequence[object], verb: str) ->
 
 
 def open_embedded_shards(settings: StoreSettings, n: int, *, one_shot: bool = False) -> StoreAPI:
-    """``n`` in-process store shards on one data dir (``shared.shards.shard_dir``); one shard
+    """``n`` in-process store shards on one data dir (``shared.client.shards.shard_dir``); one shard
     is the plain embedded store. A fresh set of shards gets an even slot table. ``one_shot``
-    as for ``shared.workers.open_embedded_store``."""
-    from shared.rebalance import initial_routing
-    from shared.workers import open_embedded_store
+    as for ``shared.client.workers.open_embedded_store``."""
+    from shared.client.rebalance import initial_routing
+    from shared.client.workers import open_embedded_store
 
     if shard_count(n) == 1:
         return open_embedded_store(settings, one_shot=one_shot)

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shared import cli_output as show
-from shared.errors import InvalidArgumentError
+from shared.cli import output as show
+from shared.contract.errors import InvalidArgumentError
+from shared.text import format as fmt
 
 if TYPE_CHECKING:
     from shared.cli import Ctx
-    from shared.models import RecallResponse, SaveResponse
+    from shared.contract.models import RecallResponse, SaveResponse
 
 STORE_VERBS = frozenset(
     {
@@ -227,7 +228,7 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
 def _save(ctx: Ctx) -> SaveResponse:
     a = ctx.args
     text = sys.stdin.read() if a.text == "-" else a.text
-    project = show.folder(a.project) or (os.getcwd() if a.scope == "project" else None)
+    project = fmt.folder(a.project) or (os.getcwd() if a.scope == "project" else None)
     return ctx.store.save(
         text,
         bank=a.bank,
@@ -267,7 +268,7 @@ def _recall(ctx: Ctx) -> RecallResponse:
         session_id=a.session_id,
         # what a session in this folder sees: `save --scope project` files a memory under the
         # cwd, and a hook's turn recalls with its cwd (store_worker/harness/inject.py `_project`)
-        project=show.folder(a.project) or os.getcwd(),
+        project=fmt.folder(a.project) or os.getcwd(),
         type_filter=a.types,
         scope_filter=a.scopes,
     )
@@ -342,9 +343,7 @@ def _watch(ctx: Ctx) -> int:
         found = ctx.store.events_since(cursor, bank=a.bank)
         for event in found.events:
             line = (
-                json.dumps(show.jsonable(event))
-                if a.json
-                else show.terminal_safe(show.event(event))
+                json.dumps(fmt.jsonable(event)) if a.json else fmt.terminal_safe(show.event(event))
             )
             ctx.out.write(line + "\n")
         ctx.out.flush()
@@ -539,8 +538,8 @@ def _doctor(ctx: Ctx) -> Any:
 
 def _reload(ctx: Ctx) -> Any:
     ctx.args.render = lambda r: (
-        f"reloaded {show.counted(len(r.banks), 'bank')} "
-        f"({show.counted(r.corrupt_lines, 'corrupt line')})"
+        f"reloaded {fmt.counted(len(r.banks), 'bank')} "
+        f"({fmt.counted(r.corrupt_lines, 'corrupt line')})"
     )
     return ctx.store.reload()
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from shared.errors import InvalidArgumentError, SourceUnavailableError
+from shared.contract.errors import InvalidArgumentError, SourceUnavailableError
 
 SLOTS = 1024
 STATE_OWNER = "shards"

@@ -28,10 +28,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from shared import ops
-from shared.api import Sharding, StoreAPI
-from shared.errors import REFUSALS, UnknownError
-from shared.models import MAX_SAVE_ITEMS, SaveManyResponse, SaveResponse
+from shared.contract import ops
+from shared.contract.api import Sharding, StoreAPI
+from shared.contract.errors import REFUSALS, UnknownError
+from shared.contract.models import MAX_SAVE_ITEMS, SaveManyResponse, SaveResponse
+from shared.contract.op import Op
 
 R = TypeVar("R")
 
@@ -188,7 +189,7 @@ class Coalescing(StoreAPI):
             linger_s=linger_s,
         )
 
-    def call(self, op: ops.Op[R]) -> R:
+    def call(self, op: Op[R]) -> R:
         if isinstance(op, ops.Save) and op.reinforce:  # save_many always reinforces
             return cast(R, self.coalescer.save(op.changed()))
         return self.inner.call(op)

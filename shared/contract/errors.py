@@ -199,7 +199,7 @@ def reason(e: BaseException) -> str:
 
 
 # What the store raises for a call's *input*: a refused ``save_many`` or ``supersede_many``
-# wrote nothing, so its items may be sent again one by one (``shared/coalesce.py``, the
+# wrote nothing, so its items may be sent again one by one (``shared/client/coalesce.py``, the
 # extractor and the consolidator). Any other failure is an outcome the caller cannot know.
 REFUSALS: tuple[type[MemoryServiceError], ...] = (
     InvalidArgumentError,

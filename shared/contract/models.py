@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from shared.errors import InvalidArgumentError, UnknownError
+from shared.contract.errors import InvalidArgumentError, UnknownError
 
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MemoryScope = Literal["session", "project", "global"]
@@ -151,7 +151,7 @@ def _request(cls: type[RequestT], value: object, where: str, verb: str) -> Reque
     the verb's arguments; anything else, or a bad shape, is ``invalid_argument``."""
     if isinstance(value, cls):
         return value
-    changed = getattr(value, "changed", None)  # an op (shared.ops): its arguments
+    changed = getattr(value, "changed", None)  # an op (shared.contract.ops): its arguments
     if callable(changed):
         value = changed()
     if not isinstance(value, dict):

@@ -1,16 +1,16 @@
 """``StoreAPI``: the store's public methods, written once over ``call(op)``.
 
-Every operation is declared once in ``shared.ops`` (its arguments, answer, read or write,
+Every operation is declared once in ``shared.contract.ops`` (its arguments, answer, read or write,
 route); each typed method below is that operation bound by ``operation`` and costs one line.
 A way of reaching a store subclasses ``StoreAPI`` and implements only ``call`` (a transport,
 as an HTTP client's transport implements only ``handle_request``):
 
 - ``store_worker.core.MemoryStore``: the store itself, in this process (embedded);
-- ``shared.client.StoreClient``: the ``memory-store`` actor over Ray;
-- ``shared.grpc_client.GrpcStoreClient``: the gateway's memory.store.v1 service;
-- ``shared.sharded.ShardedStoreClient``: several stores, routed by each op's route;
-- ``shared.coalesce.Coalescing``: concurrent saves sent together, over another transport;
-- ``shared.mock.MockStore``: a handler function, for tests.
+- ``shared.client.ray.StoreClient``: the ``memory-store`` actor over Ray;
+- ``shared.client.grpc.GrpcStoreClient``: the gateway's memory.store.v1 service;
+- ``shared.client.sharded.ShardedStoreClient``: several stores, routed by each op's route;
+- ``shared.client.coalesce.Coalescing``: concurrent saves sent together, over another transport;
+- ``shared.client.mock.MockStore``: a handler function, for tests.
 
 The conformance suite (``tests/conformance``) runs the same behavioural tests against each.
 """
@@ -21,10 +21,11 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from shared import ops
+from shared.contract import ops
+from shared.contract.op import REGISTRY, Op, response_name
 
 if TYPE_CHECKING:  # a CLI process builds ops without loading pydantic or the models
-    from shared.models import Event
+    from shared.contract.models import Event
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,8 +35,6 @@ Subscriber = Callable[["Event"], object]
 
 Wake = Callable[[], object]
 """Called after each ``turn_completed`` enqueue (``outbox_watch``); must be picklable over Ray."""
-
-Message = ops.Message
 
 
 class Sharding(Protocol):
@@ -50,7 +49,7 @@ class Sharding(Protocol):
     def refresh(self, *, recount: bool = False) -> Any: ...
 
 
-def operation(op: Callable[P, ops.Op[R]]) -> Callable[Concatenate[StoreAPI, P], R]:
+def operation(op: Callable[P, Op[R]]) -> Callable[Concatenate[StoreAPI, P], R]:
     """The typed method of an operation: builds the op from its arguments and calls it."""
 
     def method(self: StoreAPI, /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -62,7 +61,7 @@ def operation(op: Callable[P, ops.Op[R]]) -> Callable[Concatenate[StoreAPI, P], 
     signature = inspect.signature(cls)
     me = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     method.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[me, *signature.parameters.values()], return_annotation=ops.response_name(cls)
+        parameters=[me, *signature.parameters.values()], return_annotation=response_name(cls)
     )
     return method
 
@@ -70,7 +69,7 @@ def operation(op: Callable[P, ops.Op[R]]) -> Callable[Concatenate[StoreAPI, P], 
 class StoreAPI:
     """The store's public methods; a subclass implements ``call`` (see the module docstring)."""
 
-    def call(self, op: ops.Op[R]) -> R:
+    def call(self, op: Op[R]) -> R:
         """Run one operation and answer its declared response."""
         raise NotImplementedError
 
@@ -87,7 +86,7 @@ class StoreAPI:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the operations, one line each (declared in shared.ops) ----------------------------
+    # -- the operations, one line each (declared in shared.contract.ops) --------------------
     ping = operation(ops.Ping)
     bank_create = operation(ops.BankCreate)
     bank_list = operation(ops.BankList)
@@ -142,5 +141,5 @@ class StoreAPI:
     bank_release = operation(ops.BankRelease)
 
 
-METHODS: tuple[str, ...] = tuple(sorted(ops.REGISTRY))
+METHODS: tuple[str, ...] = tuple(sorted(REGISTRY))
 """Every operation's method name."""

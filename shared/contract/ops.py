@@ -1,36 +1,20 @@
-"""The store's operations as data: one frozen request per operation.
+"""The store's operations, one frozen request each (what an op is: ``shared.contract.op``).
 
-Each operation is declared here once, as a dataclass whose fields are the operation's
-arguments (positional where the store takes them so, keyword-only after ``_: KW_ONLY``). The
-class says everything a transport needs to carry it:
-
-- its **response type** (``Op[Response]``; ``response_type()`` resolves it lazily, so a
-  process that builds ops never imports pydantic or the models);
-- whether it is a **read** (``Read``: changes nothing, safe to re-send after a lost answer) or a
-  **write** (``Write``: sent at most once; a re-run could count an observation twice);
-- its **route** for a sharded store: ``bank`` (the op's ``bank``, else the default bank),
-  ``name`` (the op's ``name`` is a bank), ``items`` (every item on one bank), ``session`` (the
-  session's bank), ``job`` (the outbox job's shard), ``all`` (fans out and merges), ``first``
-  (shard 0, the holder of shared state) or ``local`` (never crosses a process boundary).
-
-``StoreAPI`` (``shared.api``) writes the typed methods once over ``call(op)``; every way of
-reaching a store is a transport implementing only ``call`` (``docs/ARCHITECTURE.md``).
-
-Ops are plain frozen dataclasses, not pydantic models, on purpose: building one costs a CLI
-process nothing to import, pickles small over Ray, and the side that receives an op from the
-wire validates it once (``decode``). Label options (tags, filters) accept any iterable and are
-frozen into a tuple, so an op can be re-sent (a spent generator cannot).
+Each dataclass's fields are the operation's arguments; its base names its answer and whether it
+is a read or a write; ``route`` says how a sharded store routes it. ``StoreAPI`` binds each one
+to a typed method in one line (``shared.contract.api``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Sequence
-from dataclasses import KW_ONLY, dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from collections.abc import Sequence
+from dataclasses import KW_ONLY
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from shared.contract.op import Labels, Message, Read, Route, Write
 
 if TYPE_CHECKING:  # the answers' types, named in strings (no pydantic at run time)
-    from shared.models import (  # noqa: F401
+    from shared.contract.models import (  # noqa: F401
         BacklinksResponse,
         BankCreateResponse,
         BankDeleteResponse,
@@ -63,124 +47,10 @@ if TYPE_CHECKING:  # the answers' types, named in strings (no pydantic at run ti
         TurnCompletedResponse,
     )
 
-R = TypeVar("R", covariant=True)
-Route = Literal["bank", "name", "items", "session", "job", "all", "first", "local"]
-Labels = Iterable[str] | None
-Message = dict[str, Any]
-"""One chat message as a harness sends it: ``role``, ``content``, optional ``timestamp``."""
-
-REGISTRY: dict[str, type[Op[Any]]] = {}
-"""Every operation by its method name (``save``, ``bank_create``...)."""
-
-
-class Op(Generic[R]):
-    """An operation whose answer is an ``R``. Subclass ``Read`` or ``Write``, never this."""
-
-    method: ClassVar[str]  # the StoreAPI method: the class name in snake case
-    retry: ClassVar[bool]  # True: safe to re-send after a lost answer
-    route: ClassVar[Route] = "bank"
-    wire: ClassVar[bool] = True  # False: its arguments only make sense in the caller's process
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.__name__ in ("Read", "Write"):
-            return
-        if "method" not in cls.__dict__:
-            cls.method = _snake(cls.__name__)
-        REGISTRY[cls.method] = cls
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if f.type == "Labels" and value is not None and not isinstance(value, str | tuple):
-                object.__setattr__(self, f.name, tuple(value))
-
-    def args(self) -> dict[str, Any]:
-        """Every argument by name."""
-        return {f.name: getattr(self, f.name) for f in _fields(type(self))}
-
-    def changed(self) -> dict[str, Any]:
-        """The arguments that differ from their defaults (what a wire needs to carry)."""
-        out: dict[str, Any] = {}
-        for f in _fields(type(self)):
-            value = getattr(self, f.name)
-            if f.default is dataclasses.MISSING or value != f.default:
-                out[f.name] = value
-        return out
-
-    @classmethod
-    def response_type(cls) -> Any:
-        """The declared answer type (``SaveResponse``, ``tuple[Memory, ...]``, ``None``...)."""
-        return _response_type(cls)
-
-
-class Read(Op[R]):
-    """Changes nothing: a transport may re-send it after a lost answer."""
-
-    retry = True
-
-
-class Write(Op[R]):
-    """Changes the store: sent at most once."""
-
-    retry = False
-
-
-def _snake(name: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
-
-
-_FIELDS: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
-_RESPONSES: dict[type, Any] = {}
-
-
-def _fields(cls: type[Op[Any]]) -> tuple[dataclasses.Field[Any], ...]:
-    found = _FIELDS.get(cls)
-    if found is None:
-        found = _FIELDS[cls] = tuple(dataclasses.fields(cls))  # type: ignore[arg-type]
-    return found
-
-
-def response_name(cls: type[Op[Any]]) -> Any:
-    """The declared answer as written in ``Op[...]``: a string, or a type (``str``, ``None``)."""
-    for base in getattr(cls, "__orig_bases__", ()):
-        args = getattr(base, "__args__", ())
-        if args:
-            return getattr(args[0], "__forward_arg__", args[0])
-    raise TypeError(f"{cls.__name__} declares no response type")
-
-
-def _response_type(cls: type[Op[Any]]) -> Any:
-    if cls in _RESPONSES:
-        return _RESPONSES[cls]
-    import builtins
-
-    from shared import models
-
-    text = response_name(cls)
-    if not isinstance(text, str):
-        found = type(None) if text is None else text
-    else:
-        namespace = {**vars(builtins), **vars(models), "Any": Any}
-        found = eval(text, namespace)  # a type expression of our own, never input
-    _RESPONSES[cls] = found
-    return found
-
-
-def op_named(method: str) -> type[Op[Any]]:
-    """The operation called ``method``; ``InvalidArgumentError`` when there is none."""
-    cls = REGISTRY.get(method)
-    if cls is None:
-        from shared.errors import InvalidArgumentError
-
-        raise InvalidArgumentError(f"{method!r} is not a store operation")
-    return cls
-
 
 # -- liveness ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Ping(Read[str]):
     """``"pong"`` once the store answers (its boot error otherwise)."""
 
@@ -190,7 +60,6 @@ class Ping(Read[str]):
 # -- banks -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class BankCreate(Write["BankCreateResponse"]):
     """Create a bank (or describe an existing one anew)."""
 
@@ -199,14 +68,12 @@ class BankCreate(Write["BankCreateResponse"]):
     description: str | None = None
 
 
-@dataclass(frozen=True)
 class BankList(Read["BankListResponse"]):
     """Every bank, with its counts."""
 
     route: ClassVar[Route] = "all"
 
 
-@dataclass(frozen=True)
 class BankDelete(Write["BankDeleteResponse"]):
     """Move a bank to the trash (recoverable by hand)."""
 
@@ -217,7 +84,6 @@ class BankDelete(Write["BankDeleteResponse"]):
 # -- memories: writes --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Save(Write["SaveResponse"]):
     """Save one memory; the same normalised text re-saved reinforces instead, unless
     ``reinforce`` is False (memory.v1 Record always creates)."""
@@ -242,7 +108,6 @@ class Save(Write["SaveResponse"]):
     occurred_at: int | None = None
 
 
-@dataclass(frozen=True)
 class SaveMany(Write["SaveManyResponse"]):
     """Several saves committed together, all or nothing (one fsync per bank). Each item is a
     ``Save`` (its ``reinforce`` left as it is: a batch always reinforces) or a mapping of its
@@ -252,7 +117,6 @@ class SaveMany(Write["SaveManyResponse"]):
     items: Sequence[object]
 
 
-@dataclass(frozen=True)
 class Update(Write["MemoryResponse"]):
     """Edit a memory's text, title, labels, pin or date (a new revision)."""
 
@@ -269,7 +133,6 @@ class Update(Write["MemoryResponse"]):
     occurred_at: int | None = None
 
 
-@dataclass(frozen=True)
 class Pin(Write["MemoryResponse"]):
     """Pin (or unpin) a memory: no automatic path touches a pinned one."""
 
@@ -279,7 +142,6 @@ class Pin(Write["MemoryResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class Delete(Write["MemoryResponse"]):
     """Retire a memory with a tombstone (never erased)."""
 
@@ -289,7 +151,6 @@ class Delete(Write["MemoryResponse"]):
     reason: str | None = None
 
 
-@dataclass(frozen=True)
 class Supersede(Write["SupersedeResponse"]):
     """Retire ``id`` in favour of ``superseded_by``."""
 
@@ -302,7 +163,6 @@ class Supersede(Write["SupersedeResponse"]):
     revision: int | None = None
 
 
-@dataclass(frozen=True)
 class SupersedeMany(Write["SupersedeManyResponse"]):
     """Several supersedes committed together, all or nothing (one fsync per bank)."""
 
@@ -313,7 +173,6 @@ class SupersedeMany(Write["SupersedeManyResponse"]):
 # -- memories: reads ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Get(Read["MemoryResponse"]):
     """One memory by id."""
 
@@ -322,7 +181,6 @@ class Get(Read["MemoryResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class List(Read["ListResponse"]):
     """A bank's memories, filtered and paged."""
 
@@ -339,7 +197,6 @@ class List(Read["ListResponse"]):
     scope_filter: Labels = None
 
 
-@dataclass(frozen=True)
 class Tags(Read["TagsResponse"]):
     """A bank's tags with their counts."""
 
@@ -347,7 +204,6 @@ class Tags(Read["TagsResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class Recall(Read["RecallResponse"]):
     """The memories that best answer ``query``."""
 
@@ -369,7 +225,6 @@ class Recall(Read["RecallResponse"]):
     as_of: int | None = None
 
 
-@dataclass(frozen=True)
 class Backlinks(Read["BacklinksResponse"]):
     """The memories whose text links to ``id`` with ``[[id]]``."""
 
@@ -378,7 +233,6 @@ class Backlinks(Read["BacklinksResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class Dangling(Read["DanglingResponse"]):
     """Links to memories that do not exist."""
 
@@ -389,7 +243,6 @@ class Dangling(Read["DanglingResponse"]):
 # -- drafts (ratification) ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Approve(Write["MemoryResponse"]):
     """Make a pending draft canonical."""
 
@@ -398,7 +251,6 @@ class Approve(Write["MemoryResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class Reject(Write["RejectResponse"]):
     """Drop a pending draft."""
 
@@ -407,7 +259,6 @@ class Reject(Write["RejectResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class Drafts(Read["tuple[Memory, ...]"]):
     """The drafts waiting for ratification."""
 
@@ -418,7 +269,6 @@ class Drafts(Read["tuple[Memory, ...]"]):
 # -- secrets already stored --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class RedactRescan(Write["RescanResponse"]):
     """Re-run redaction over stored memories; ``purge`` rewrites the logs without them.
     No bank: every bank (on every shard)."""
@@ -429,7 +279,6 @@ class RedactRescan(Write["RescanResponse"]):
     purge: bool = False
 
 
-@dataclass(frozen=True)
 class Purge(Write["PurgeResponse"]):
     """Rewrite a bank's log without a record's lines (audited; the one erasure)."""
 
@@ -441,7 +290,6 @@ class Purge(Write["PurgeResponse"]):
 # -- rules -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class RuleList(Read["RuleListResponse"]):
     """A bank's rules."""
 
@@ -449,7 +297,6 @@ class RuleList(Read["RuleListResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class RuleGet(Read["Rule"]):
     """One rule by name."""
 
@@ -458,7 +305,6 @@ class RuleGet(Read["Rule"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class RuleSet(Write["RuleSetResponse"]):
     """Write a rule (empty content removes it); ``expect`` refuses a rule changed since read."""
 
@@ -472,7 +318,6 @@ class RuleSet(Write["RuleSetResponse"]):
 # -- the harness seam --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class PreGenerate(Write["InjectResponse"]):
     """What a turn is given: the rules section and the recalled block. A write: it remembers
     the session's bank and what its rules section was."""
@@ -486,7 +331,6 @@ class PreGenerate(Write["InjectResponse"]):
     parent_session_id: str | None = None
 
 
-@dataclass(frozen=True)
 class Preview(Read["PreviewResponse"]):
     """What a turn asking ``query`` would be given."""
 
@@ -496,7 +340,6 @@ class Preview(Read["PreviewResponse"]):
     session_id: str | None = None
 
 
-@dataclass(frozen=True)
 class TurnCompleted(Write["TurnCompletedResponse"]):
     """A finished turn: queued (redacted) for extraction."""
 
@@ -510,7 +353,6 @@ class TurnCompleted(Write["TurnCompletedResponse"]):
     parent: str | None = None
 
 
-@dataclass(frozen=True)
 class LinkSession(Write[None]):
     """Declare a session's parent (its lineage)."""
 
@@ -519,7 +361,6 @@ class LinkSession(Write[None]):
     parent_session_id: str | None
 
 
-@dataclass(frozen=True)
 class SessionLineage(Read["tuple[str, ...]"]):
     """A session and its ancestors, nearest first."""
 
@@ -530,7 +371,6 @@ class SessionLineage(Read["tuple[str, ...]"]):
 # -- sibling plumbing: the extraction outbox ---------------------------------------------------
 
 
-@dataclass(frozen=True)
 class OutboxWatch(Write[None]):
     """Have ``callback`` called after each enqueued turn (in the store's process)."""
 
@@ -540,7 +380,6 @@ class OutboxWatch(Write[None]):
     callback: Any
 
 
-@dataclass(frozen=True)
 class OutboxClaim(Write["list[OutboxJob]"]):
     """Lease up to ``limit`` jobs."""
 
@@ -548,7 +387,6 @@ class OutboxClaim(Write["list[OutboxJob]"]):
     limit: int = 8
 
 
-@dataclass(frozen=True)
 class OutboxNote(Write["OutboxJob"]):
     """Keep a job's model reply with it (a retry does not pay for the model twice)."""
 
@@ -559,7 +397,6 @@ class OutboxNote(Write["OutboxJob"]):
     lease: str
 
 
-@dataclass(frozen=True)
 class OutboxAck(Write["OutboxAckResponse"]):
     """A job is done."""
 
@@ -567,7 +404,6 @@ class OutboxAck(Write["OutboxAckResponse"]):
     job_id: str
 
 
-@dataclass(frozen=True)
 class OutboxFail(Write["OutboxAckResponse"]):
     """A job failed: retried later, or dead-lettered."""
 
@@ -580,7 +416,6 @@ class OutboxFail(Write["OutboxAckResponse"]):
     lease: str | None = None
 
 
-@dataclass(frozen=True)
 class OutboxRequeue(Write["OutboxAckResponse"]):
     """Queue a dead-lettered (or leased) job again."""
 
@@ -590,7 +425,6 @@ class OutboxRequeue(Write["OutboxAckResponse"]):
     fresh: bool = False
 
 
-@dataclass(frozen=True)
 class OutboxList(Read["OutboxListResponse"]):
     """The outbox's counts and jobs."""
 
@@ -600,7 +434,6 @@ class OutboxList(Read["OutboxListResponse"]):
     limit: int = 100
 
 
-@dataclass(frozen=True)
 class OutboxLookup(Read["OutboxJob"]):
     """One job by id."""
 
@@ -612,7 +445,6 @@ class OutboxLookup(Read["OutboxJob"]):
 # -- sibling plumbing: events and state --------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Subscribe(Write[None]):
     """Push matching events to ``callback`` (over Ray: the subscriber's actor handle)."""
 
@@ -623,7 +455,6 @@ class Subscribe(Write[None]):
     banks: Labels = None
 
 
-@dataclass(frozen=True)
 class Unsubscribe(Write[bool]):
     """Stop a subscription; whether there was one."""
 
@@ -631,7 +462,6 @@ class Unsubscribe(Write[bool]):
     name: str
 
 
-@dataclass(frozen=True)
 class EventsSince(Read["EventsResponse"]):
     """Events after ``cursor`` (a resume token)."""
 
@@ -642,7 +472,6 @@ class EventsSince(Read["EventsResponse"]):
     bank: str | None = None
 
 
-@dataclass(frozen=True)
 class StateGet(Read["object | None"]):
     """A sibling's checkpoint value."""
 
@@ -651,7 +480,6 @@ class StateGet(Read["object | None"]):
     key: str
 
 
-@dataclass(frozen=True)
 class StateSet(Write[None]):
     """Keep a sibling's checkpoint value (atomic write)."""
 
@@ -664,28 +492,24 @@ class StateSet(Write[None]):
 # -- operations --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Doctor(Read["DoctorResponse"]):
     """The store's self-test."""
 
     route: ClassVar[Route] = "all"
 
 
-@dataclass(frozen=True)
 class Describe(Read["dict[str, Any]"]):
     """The store's settings and counts."""
 
     route: ClassVar[Route] = "all"
 
 
-@dataclass(frozen=True)
 class Capabilities(Read["dict[str, Any]"]):
     """What the store supports (memory.v1 capabilities)."""
 
     route: ClassVar[Route] = "first"
 
 
-@dataclass(frozen=True)
 class Configure(Write["dict[str, Any]"]):
     """Change settings at run time; answers the settings in force."""
 
@@ -693,7 +517,6 @@ class Configure(Write["dict[str, Any]"]):
     config: dict[str, Any]
 
 
-@dataclass(frozen=True)
 class Reload(Write["ReloadResponse"]):
     """Read the files again (hand edits)."""
 
@@ -703,7 +526,6 @@ class Reload(Write["ReloadResponse"]):
 # -- this store as one shard of several --------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class ShardRouting(Write["dict[str, Any]"]):
     """``{"shard", "routing", "banks"}``; with ``table``, take that slot table first."""
 
@@ -712,7 +534,6 @@ class ShardRouting(Write["dict[str, Any]"]):
     table: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
 class BankExport(Read["dict[str, bytes]"]):
     """A bank's files by relative path; only a frozen (moving) or foreign bank."""
 
@@ -721,7 +542,6 @@ class BankExport(Read["dict[str, bytes]"]):
     name: str
 
 
-@dataclass(frozen=True)
 class BankImport(Write["BankInfo"]):
     """Place and load a bank's files; only a bank this shard does not own yet."""
 
@@ -731,7 +551,6 @@ class BankImport(Write["BankInfo"]):
     files: dict[str, bytes]
 
 
-@dataclass(frozen=True)
 class BankRelease(Write["BankDeleteResponse"]):
     """Trash this shard's copy of a bank another shard now owns."""
 

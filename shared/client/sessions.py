@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from shared.api import StoreAPI
-from shared.errors import SourceUnavailableError
+from shared.contract.api import StoreAPI
+from shared.contract.errors import SourceUnavailableError
 
 OWNER = "shard-sessions"
 MAX_CACHED = 10_000

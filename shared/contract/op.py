@@ -1,0 +1,182 @@
+"""What an operation is: ``Op`` and its two kinds, ``Read`` and ``Write`` (``shared.contract.ops``
+declares the store's operations on them).
+
+The store's operations as data: one frozen request per operation.
+
+Each operation is declared here once, as a dataclass whose fields are the operation's
+arguments (positional where the store takes them so, keyword-only after ``_: KW_ONLY``). The
+class says everything a transport needs to carry it:
+
+- its **response type** (``Op[Response]``; ``response_type()`` resolves it lazily, so a
+  process that builds ops never imports pydantic or the models);
+- whether it is a **read** (``Read``: changes nothing, safe to re-send after a lost answer) or a
+  **write** (``Write``: sent at most once; a re-run could count an observation twice);
+- its **route** for a sharded store: ``bank`` (the op's ``bank``, else the default bank),
+  ``name`` (the op's ``name`` is a bank), ``items`` (every item on one bank), ``session`` (the
+  session's bank), ``job`` (the outbox job's shard), ``all`` (fans out and merges), ``first``
+  (shard 0, the holder of shared state) or ``local`` (never crosses a process boundary).
+
+``StoreAPI`` (``shared.contract.api``) writes the typed methods once over ``call(op)``; every way of
+reaching a store is a transport implementing only ``call`` (``docs/ARCHITECTURE.md``).
+
+Ops are plain frozen dataclasses, not pydantic models, on purpose: building one costs a CLI
+process nothing to import, pickles small over Ray, and the side that receives an op from the
+wire validates it once (``decode``). Label options (tags, filters) accept any iterable and are
+frozen into a tuple, so an op can be re-sent (a spent generator cannot).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, dataclass_transform
+
+if TYPE_CHECKING:  # the answers' types, named in strings (no pydantic at run time)
+    from shared.contract.models import (  # noqa: F401
+        BacklinksResponse,
+        BankCreateResponse,
+        BankDeleteResponse,
+        BankInfo,
+        BankListResponse,
+        DanglingResponse,
+        DoctorResponse,
+        EventsResponse,
+        InjectResponse,
+        ListResponse,
+        Memory,
+        MemoryResponse,
+        OutboxAckResponse,
+        OutboxJob,
+        OutboxListResponse,
+        PreviewResponse,
+        PurgeResponse,
+        RecallResponse,
+        RejectResponse,
+        ReloadResponse,
+        RescanResponse,
+        Rule,
+        RuleListResponse,
+        RuleSetResponse,
+        SaveManyResponse,
+        SaveResponse,
+        SupersedeManyResponse,
+        SupersedeResponse,
+        TagsResponse,
+        TurnCompletedResponse,
+    )
+
+R = TypeVar("R", covariant=True)
+Route = Literal["bank", "name", "items", "session", "job", "all", "first", "local"]
+Labels = Iterable[str] | None
+Message = dict[str, Any]
+"""One chat message as a harness sends it: ``role``, ``content``, optional ``timestamp``."""
+
+REGISTRY: dict[str, type[Op[Any]]] = {}
+"""Every operation by its method name (``save``, ``bank_create``...)."""
+
+
+@dataclass_transform(frozen_default=True)
+class Op(Generic[R]):
+    """An operation whose answer is an ``R``. Subclass ``Read`` or ``Write``, never this: each
+    subclass is made a frozen dataclass of its annotated fields as it is defined."""
+
+    method: ClassVar[str]  # the StoreAPI method: the class name in snake case
+    retry: ClassVar[bool]  # True: safe to re-send after a lost answer
+    route: ClassVar[Route] = "bank"
+    wire: ClassVar[bool] = True  # False: its arguments only make sense in the caller's process
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(frozen=True)(cls)  # in place: the class keeps its identity
+        if cls.__name__ in ("Read", "Write"):
+            return
+        if "method" not in cls.__dict__:
+            cls.method = _snake(cls.__name__)
+        REGISTRY[cls.method] = cls
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.type == "Labels" and value is not None and not isinstance(value, str | tuple):
+                object.__setattr__(self, f.name, tuple(value))
+
+    def args(self) -> dict[str, Any]:
+        """Every argument by name."""
+        return {f.name: getattr(self, f.name) for f in _fields(type(self))}
+
+    def changed(self) -> dict[str, Any]:
+        """The arguments that differ from their defaults (what a wire needs to carry)."""
+        out: dict[str, Any] = {}
+        for f in _fields(type(self)):
+            value = getattr(self, f.name)
+            if f.default is dataclasses.MISSING or value != f.default:
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def response_type(cls) -> Any:
+        """The declared answer type (``SaveResponse``, ``tuple[Memory, ...]``, ``None``...)."""
+        return _response_type(cls)
+
+
+class Read(Op[R]):
+    """Changes nothing: a transport may re-send it after a lost answer."""
+
+    retry = True
+
+
+class Write(Op[R]):
+    """Changes the store: sent at most once."""
+
+    retry = False
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+
+
+_FIELDS: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
+_RESPONSES: dict[type, Any] = {}
+
+
+def _fields(cls: type[Op[Any]]) -> tuple[dataclasses.Field[Any], ...]:
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(dataclasses.fields(cls))  # type: ignore[arg-type]
+    return found
+
+
+def response_name(cls: type[Op[Any]]) -> Any:
+    """The declared answer as written in ``Op[...]``: a string, or a type (``str``, ``None``)."""
+    for base in getattr(cls, "__orig_bases__", ()):
+        args = getattr(base, "__args__", ())
+        if args:
+            return getattr(args[0], "__forward_arg__", args[0])
+    raise TypeError(f"{cls.__name__} declares no response type")
+
+
+def _response_type(cls: type[Op[Any]]) -> Any:
+    if cls in _RESPONSES:
+        return _RESPONSES[cls]
+    import builtins
+
+    from shared.contract import models
+
+    text = response_name(cls)
+    if not isinstance(text, str):
+        found = type(None) if text is None else text
+    else:
+        namespace = {**vars(builtins), **vars(models), "Any": Any}
+        found = eval(text, namespace)  # a type expression of our own, never input
+    _RESPONSES[cls] = found
+    return found
+
+
+def op_named(method: str) -> type[Op[Any]]:
+    """The operation called ``method``; ``InvalidArgumentError`` when there is none."""
+    cls = REGISTRY.get(method)
+    if cls is None:
+        from shared.contract.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"{method!r} is not a store operation")
+    return cls
