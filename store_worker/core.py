@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from shared.contract import ops as op_types
 from shared.contract.models import (
     BacklinksResponse,
     BankCreateResponse,
@@ -103,50 +104,11 @@ class MemoryStore(StoreParts):
 
     # -- memories: writes (writes.py) --------------------------------------------------------
 
-    def save(
-        self,
-        text: str,
-        *,
-        bank: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        type: str = "user",
-        scope: str = "global",
-        project: str | None = None,
-        session_id: str | None = None,
-        turn_id: str | None = None,
-        recorded_by: str | None = None,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
-        pinned: bool = False,
-        confidence: str = "stated",
-        status: str | None = None,
-        reinforce: bool = True,
-        occurred_at: int | None = None,
-    ) -> SaveResponse:
+    def _save(self, op: op_types.Save) -> SaveResponse:
         """Save one memory; the same normalised text re-saved reinforces instead, unless
-        ``reinforce`` is False (memory.v1 Record always creates)."""
-        # validation, redaction and derivations outside the lock (while a commit fsyncs)
-        prepared = self.writer.prepare_save(
-            text,
-            bank=bank,
-            title=title,
-            id=id,
-            type=type,
-            scope=scope,
-            project=project,
-            session_id=session_id,
-            turn_id=turn_id,
-            recorded_by=recorded_by,
-            tags=tags,
-            entities=entities,
-            pinned=pinned,
-            confidence=confidence,
-            status=status,
-            reinforce=reinforce,
-            occurred_at=occurred_at,
-        )
-        return self._commit_saves([prepared])[0]
+        ``reinforce`` is False (memory.v1 Record always creates). Validation, redaction and
+        derivations run outside the lock (while a commit fsyncs)."""
+        return self._commit_saves([self.writer.prepare_save(op)])[0]
 
     def save_many(self, items: Sequence[object]) -> SaveManyResponse:
         """Save several memories as one all-or-nothing write: one fsync per bank for all of
@@ -155,9 +117,7 @@ class MemoryStore(StoreParts):
         requests = [
             SaveRequest.of(item, f"item {i}") for i, item in enumerate(v.many(items, "save"))
         ]
-        prepared = [
-            self.writer.prepare_save(r.text, **r.model_dump(exclude={"text"})) for r in requests
-        ]
+        prepared = [self.writer.prepare_save(op_types.Save(**r.model_dump())) for r in requests]
         results = tuple(self._commit_saves(prepared))
         return SaveManyResponse(results=results, created=sum(r.created for r in results))
 
@@ -293,35 +253,11 @@ class MemoryStore(StoreParts):
         return self.reader.get(id, bank=bank)
 
     @reading
-    def list(
-        self,
-        *,
-        bank: str | None = None,
-        tag: str | None = None,
-        type: str | None = None,
-        scope: str | None = None,
-        status: str | None = None,
-        include_superseded: bool = False,
-        page_size: int | None = None,
-        page_token: str | None = None,
-        type_filter: Iterable[str] | None = None,
-        scope_filter: Iterable[str] | None = None,
-    ) -> ListResponse:
+    def _list(self, op: op_types.List) -> ListResponse:
         """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive.
         ``type_filter``/``scope_filter`` keep any of several types/scopes (with ``type`` and
         ``scope``, a record must match both)."""
-        return self.reader.list(
-            bank=bank,
-            tag=tag,
-            type=type,
-            scope=scope,
-            status=status,
-            include_superseded=include_superseded,
-            page_size=page_size,
-            page_token=page_token,
-            type_filter=type_filter,
-            scope_filter=scope_filter,
-        )
+        return self.reader.list(op)
 
     @reading
     def tags(self, *, bank: str | None = None) -> TagsResponse:
@@ -333,25 +269,7 @@ class MemoryStore(StoreParts):
         return Drafts.of(self.banks.resolve(bank))
 
     @reading
-    def recall(
-        self,
-        query: str,
-        *,
-        bank: str | None = None,
-        limit: int | None = None,
-        tag: str | None = None,
-        mode: str = "hybrid",
-        include_superseded: bool = False,
-        include_pending: bool = False,
-        token_budget: int | None = None,
-        session_id: str | None = None,
-        project: str | None = None,
-        type_filter: Iterable[str] | None = None,
-        scope_filter: Iterable[str] | None = None,
-        hint: str | None = None,
-        model_target: str | None = None,
-        as_of: int | None = None,
-    ) -> RecallResponse:
+    def _recall(self, op: op_types.Recall) -> RecallResponse:
         """The ranked memories for a query (``recall/scoring.py``); ``retrieval`` names what ran.
 
         An empty query ranks every visible record by standing strength, lifted by the words of
@@ -359,23 +277,7 @@ class MemoryStore(StoreParts):
         with that model's tokenizer, in the response only. ``as_of`` (epoch ms) ranks as of
         that instant instead of the store's clock: recency decay makes a ranking a function
         of the time it is asked at, so two processes compare rankings only at one ``as_of``."""
-        return self.reader.recall(
-            query,
-            bank=bank,
-            limit=limit,
-            tag=tag,
-            mode=mode,
-            include_superseded=include_superseded,
-            include_pending=include_pending,
-            token_budget=token_budget,
-            session_id=session_id,
-            project=project,
-            type_filter=type_filter,
-            scope_filter=scope_filter,
-            hint=hint,
-            model_target=model_target,
-            as_of=as_of,
-        )
+        return self.reader.recall(op)
 
     @reading
     def dangling(self, *, bank: str | None = None) -> DanglingResponse:
@@ -596,3 +498,10 @@ class MemoryStore(StoreParts):
     def purge_trash(self, path: str) -> None:
         """Remove one trashed folder for good (doctor's scratch bank only)."""
         self.banks.purge_trashed(path)
+
+
+MemoryStore.SERVED_AS_OPS = {
+    op_types.Save: MemoryStore._save,
+    op_types.List: MemoryStore._list,
+    op_types.Recall: MemoryStore._recall,
+}

@@ -16,7 +16,7 @@ import functools
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, cast
+from typing import Any, ClassVar, Concatenate, Literal, ParamSpec, TypeVar, cast
 
 from shared.contract import errors
 from shared.contract.api import StoreAPI
@@ -270,6 +270,10 @@ class StoreParts(StoreAPI):
 
     # -- the one entry of every transport (shared.contract.api) -----------------------------
 
+    SERVED_AS_OPS: ClassVar[dict[type[Op[Any]], Callable[..., Any]]] = {}
+    """Ops served by a method that takes the op itself (no second copy of its arguments);
+    every other op by the façade method of its name, with the op's arguments."""
+
     def ping(self) -> str:
         """``"pong"``: an open store answers (it reads nothing, and writes nothing)."""
         return "pong"
@@ -279,6 +283,9 @@ class StoreParts(StoreAPI):
         to the part that owns the concept."""
         if not isinstance(op, Op):
             raise errors.InvalidArgumentError(f"{type(op).__name__} is not a store operation")
+        served_as_op = self.SERVED_AS_OPS.get(type(op))
+        if served_as_op is not None:  # a part that takes the op itself
+            return cast(R, served_as_op(self, op))
         serve = getattr(type(self), op.method)
         if serve is getattr(StoreAPI, op.method):  # not served here: it would call itself
             raise errors.InvalidArgumentError(f"this store does not serve {op.method!r}")

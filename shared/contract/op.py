@@ -28,8 +28,18 @@ frozen into a tuple, so an op can be re-sent (a spent generator cannot).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar, dataclass_transform
+import itertools
+from collections.abc import Iterable, Mapping
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    TypeGuard,
+    TypeVar,
+    dataclass_transform,
+)
 
 if TYPE_CHECKING:  # the answers' types, named in strings (no pydantic at run time)
     from shared.contract.models import (  # noqa: F401
@@ -97,8 +107,8 @@ class Op(Generic[R]):
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
-            if f.type == "Labels" and value is not None and not isinstance(value, str | tuple):
-                object.__setattr__(self, f.name, tuple(value))
+            if f.type == "Labels" and _freezable(value):
+                object.__setattr__(self, f.name, tuple(itertools.islice(value, LABELS_READ)))
 
     def args(self) -> dict[str, Any]:
         """Every argument by name."""
@@ -129,6 +139,19 @@ class Write(Op[R]):
     """Changes the store: sent at most once."""
 
     retry = False
+
+
+LABELS_READ = 1_001
+"""How many values of a label option an op reads from an iterable: past the store's limit of
+given values (1,000), so an endless generator is refused, typed, instead of hanging."""
+
+
+def _freezable(value: object) -> TypeGuard[Iterable[object]]:
+    """An iterable to freeze into a tuple; a string is one label, and what the store refuses
+    (a number, bytes, a mapping) is left for it to refuse."""
+    return isinstance(value, Iterable) and not isinstance(
+        value, str | tuple | bytes | bytearray | Mapping
+    )
 
 
 def _snake(name: str) -> str:

@@ -42,6 +42,7 @@ from shared.contract.models import (
     PreviewResponse,
     RecallResponse,
 )
+from shared.contract.ops import Recall
 from shared.redact import redact
 from store_worker.harness.messages import is_memory_block, message_text, session_key
 from store_worker.harness.rules import LEARNED
@@ -376,12 +377,9 @@ class Injector:
         retrieval = "hybrid"
         candidates: list[tuple[Memory, float]] = []
         if query.strip():
+            wanted = min(limit + len(carried), 500)
             found = self.recall(
-                query,
-                bank=bank,
-                limit=min(limit + len(carried), 500),
-                session_id=session,
-                project=project,
+                Recall(query, bank=bank, limit=wanted, session_id=session, project=project)
             )
             retrieval = found.retrieval
             candidates = [(h.memory, h.score) for h in found.memories]

@@ -11,7 +11,6 @@ import base64
 import bisect
 import json
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from shared.contract import errors
@@ -26,6 +25,7 @@ from shared.contract.models import (
     TagCount,
     TagsResponse,
 )
+from shared.contract.ops import List, Recall
 from shared.text.tokens import TokenCounter
 from store_worker.harness.sessions import Sessions
 from store_worker.recall import scoring as recall_mod
@@ -77,33 +77,28 @@ class Reader:
             raise errors.NotFoundError(f"no memory {v.quoted(id)} in bank {target.name!r}")
         return MemoryResponse(memory=mem, bank=target.name)
 
-    def list(
-        self,
-        *,
-        bank: str | None = None,
-        tag: str | None = None,
-        type: str | None = None,
-        scope: str | None = None,
-        status: str | None = None,
-        include_superseded: bool = False,
-        page_size: int | None = None,
-        page_token: str | None = None,
-        type_filter: Iterable[str] | None = None,
-        scope_filter: Iterable[str] | None = None,
-    ) -> ListResponse:
+    def list(self, op: List) -> ListResponse:
         """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive.
         ``type_filter``/``scope_filter`` keep any of several types/scopes."""
-        size = v.page_size(page_size)
-        mem_type = v.memory_type(type) if type is not None else None
-        mem_scope = v.memory_scope(scope) if scope is not None else None
-        if status not in (None, "canonical", "pending"):
-            raise errors.InvalidArgumentError(f"unknown status {status!r}")
-        after = _decode_token(page_token) if page_token else None
-        target = self.banks.resolve(bank)
-        tag_norm = v.labels([tag], "tags")[0] if tag else None
-        types = frozenset(v.memory_types(type_filter))
-        scopes = frozenset(v.memory_scopes(scope_filter))
-        filters = (tag_norm, mem_type, mem_scope, status, bool(include_superseded), types, scopes)
+        size = v.page_size(op.page_size)
+        mem_type = v.memory_type(op.type) if op.type is not None else None
+        mem_scope = v.memory_scope(op.scope) if op.scope is not None else None
+        if op.status not in (None, "canonical", "pending"):
+            raise errors.InvalidArgumentError(f"unknown status {op.status!r}")
+        after = _decode_token(op.page_token) if op.page_token else None
+        target = self.banks.resolve(op.bank)
+        tag_norm = v.labels([op.tag], "tags")[0] if op.tag else None
+        types = frozenset(v.memory_types(op.type_filter))
+        scopes = frozenset(v.memory_scopes(op.scope_filter))
+        filters = (
+            tag_norm,
+            mem_type,
+            mem_scope,
+            op.status,
+            bool(op.include_superseded),
+            types,
+            scopes,
+        )
         rows, keys = self._listing(target, filters)
         total = len(rows)
         # keys ascend (oldest first): the page after a cursor is the slice just below it
@@ -154,44 +149,13 @@ class Reader:
             bank=target.name, tags=tuple(TagCount(tag=t, count=c) for t, c in ordered)
         )
 
-    def recall(
-        self,
-        query: str,
-        *,
-        bank: str | None = None,
-        limit: int | None = None,
-        tag: str | None = None,
-        mode: str = "hybrid",
-        include_superseded: bool = False,
-        include_pending: bool = False,
-        token_budget: int | None = None,
-        session_id: str | None = None,
-        project: str | None = None,
-        type_filter: Iterable[str] | None = None,
-        scope_filter: Iterable[str] | None = None,
-        hint: str | None = None,
-        model_target: str | None = None,
-        as_of: int | None = None,
-    ) -> RecallResponse:
+    def recall(self, op: Recall) -> RecallResponse:
         """The ranked memories for a query (``scoring.py``); ``retrieval`` names what ran
         (``MemoryStore.recall`` says what ``hint``, ``model_target`` and ``as_of`` do)."""
-        params = self._recall_params(
-            query,
-            limit=limit,
-            tag=tag,
-            mode=mode,
-            include_superseded=include_superseded,
-            include_pending=include_pending,
-            token_budget=token_budget,
-            session_id=session_id,
-            project=project,
-            type_filter=type_filter,
-            scope_filter=scope_filter,
-            hint=hint,
-        )
-        target = self.banks.resolve(bank)
-        counter = self._counter(model_target)
-        now = self.clock.now_ms() if as_of is None else _instant(as_of)
+        params = self._recall_params(op)
+        target = self.banks.resolve(op.bank)
+        counter = self._counter(op.model_target)
+        now = self.clock.now_ms() if op.as_of is None else _instant(op.as_of)
         read = as_read(target, params) if params.query.strip() else params.query
         query_vector, retrieval = (
             self.vectors.query_vector(target, params, read)
@@ -210,29 +174,30 @@ class Reader:
             read_as=None if read == params.query else read,  # a misspelt word read as another
         )
 
-    def _recall_params(self, query: object, **kw: Any) -> recall_mod.RecallParams:
+    def _recall_params(self, op: Recall) -> recall_mod.RecallParams:
+        query = op.query
         if not isinstance(query, str):
             raise errors.InvalidArgumentError("query must be a string")
-        if kw["mode"] not in ("hybrid", "lexical", "semantic"):
-            raise errors.InvalidArgumentError(f"unknown recall mode {kw['mode']!r}")
-        budget = kw["token_budget"]
+        if op.mode not in ("hybrid", "lexical", "semantic"):
+            raise errors.InvalidArgumentError(f"unknown recall mode {op.mode!r}")
+        budget = op.token_budget
         if budget is not None and (not isinstance(budget, int) or budget < 0):
             raise errors.InvalidArgumentError("token_budget must be a non-negative integer")
-        session = v.optional_str(kw["session_id"], "session_id")
+        session = v.optional_str(op.session_id, "session_id")
         return recall_mod.RecallParams(
             query=query[: self.settings.max_text_chars],
-            limit=v.limit(kw["limit"], self.settings.recall_limit),
-            mode=kw["mode"],
-            tag=v.labels([kw["tag"]], "tags")[0] if kw["tag"] else None,
-            include_superseded=bool(kw["include_superseded"]),
-            include_pending=bool(kw["include_pending"]),
+            limit=v.limit(op.limit, self.settings.recall_limit),
+            mode=op.mode,
+            tag=v.labels([op.tag], "tags")[0] if op.tag else None,
+            include_superseded=bool(op.include_superseded),
+            include_pending=bool(op.include_pending),
             token_budget=budget,
             session_ids=frozenset(self.sessions.lineage(session)),
-            project=v.project_path(kw["project"]) if kw["project"] else None,
-            type_filter=v.memory_types(kw["type_filter"]),
-            scope_filter=v.memory_scopes(kw["scope_filter"]),
+            project=v.project_path(op.project) if op.project else None,
+            type_filter=v.memory_types(op.type_filter),
+            scope_filter=v.memory_scopes(op.scope_filter),
             half_life_days=self.settings.decay_half_life_days,
-            hint=v.optional_str(kw.get("hint"), "hint") or "",
+            hint=v.optional_str(op.hint, "hint") or "",
             tuning=self.tuning,
             synonyms=self.synonyms,
         )

@@ -39,6 +39,7 @@ from shared.contract.models import (
     SaveResponse,
     SupersedeResponse,
 )
+from shared.contract.ops import Save
 from shared.redact import is_placeholder, redact, redact_many, repeats, strip_placeholders
 from shared.text import fingerprint, parse_links, slugify
 from shared.text.tokens import TokenCounter
@@ -97,50 +98,34 @@ class Writer:
         self.clock = clock
         self.tokens = tokens
 
-    def prepare_save(
-        self,
-        text: str,
-        *,
-        bank: str | None = None,
-        title: str | None = None,
-        id: str | None = None,
-        type: str = "user",
-        scope: str = "global",
-        project: str | None = None,
-        session_id: str | None = None,
-        turn_id: str | None = None,
-        recorded_by: str | None = None,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
-        pinned: bool = False,
-        confidence: str = "stated",
-        status: str | None = None,
-        reinforce: bool = True,
-        occurred_at: int | None = None,
-    ) -> PreparedSave:
+    def prepare_save(self, op: Save) -> PreparedSave:
         """Everything of a save that reads no store state: validation, redaction and what is
         derived from the redacted text. It runs outside the store lock, in the caller's
         thread, so concurrent callers do it while a group commit's fsync is under way
         (``commit.py``); a refused input raises here, before anything is queued."""
-        clean = self._clean_fields(text=text, title=title, tags=tags, entities=entities)
-        mem_type = v.memory_type(type)
-        mem_scope = v.memory_scope(scope)
-        project_dir = v.project_path(project) if mem_scope == "project" else None
+        clean = self._clean_fields(text=op.text, title=op.title, tags=op.tags, entities=op.entities)
+        mem_type = v.memory_type(op.type)
+        mem_scope = v.memory_scope(op.scope)
+        project_dir = v.project_path(op.project) if mem_scope == "project" else None
         v.no_credential(project_dir, "project")
-        session = v.no_credential(v.optional_str(session_id, "session_id"), "session_id")
+        session = v.no_credential(v.optional_str(op.session_id, "session_id"), "session_id")
         if mem_scope == "session" and session is None:
             raise errors.InvalidScopeError("scope 'session' needs a session_id")
         provenance = Provenance(
             source_session_id=session,
-            source_turn_id=v.no_credential(v.turn_id(turn_id), "turn_id"),
-            recorded_by=v.no_credential(v.optional_str(recorded_by, "recorded_by"), "recorded_by"),
+            source_turn_id=v.no_credential(v.turn_id(op.turn_id), "turn_id"),
+            recorded_by=v.no_credential(
+                v.optional_str(op.recorded_by, "recorded_by"), "recorded_by"
+            ),
         )
-        wanted_id = v.no_credential(v.memory_id(id), "id") if id is not None else None
-        when = None if occurred_at is None else v.occurred_at(occurred_at, self.clock.now_ms())
-        conf = v.confidence(confidence)
+        wanted_id = v.no_credential(v.memory_id(op.id), "id") if op.id is not None else None
+        when = (
+            None if op.occurred_at is None else v.occurred_at(op.occurred_at, self.clock.now_ms())
+        )
+        conf = v.confidence(op.confidence)
         body = clean["text"]
         return PreparedSave(
-            bank=bank,
+            bank=op.bank,
             clean=clean,
             type=mem_type,
             scope=mem_scope,
@@ -150,9 +135,9 @@ class Writer:
             wanted_id=wanted_id or derived_slug(clean["title"] or body),
             occurred_at=when,
             confidence=conf,
-            status=status,
-            pinned=v.flag(pinned, "pinned"),
-            reinforce=v.flag(reinforce, "reinforce"),
+            status=op.status,
+            pinned=v.flag(op.pinned, "pinned"),
+            reinforce=v.flag(op.reinforce, "reinforce"),
             fingerprint=fingerprint(body),
             entities=clean["entities"] or derived_entities(body),
             links=derived_links(body),
