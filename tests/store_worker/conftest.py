@@ -1,6 +1,10 @@
 """Fixtures of the store tests.
 
 - ``seen``: every event the test's ``store`` pushes, in order (a subscriber named ``recorder``).
+- ``root``: ``tmp_path / "data"``, the data dir of the snapshot tests.
+- ``snapshot_every_replay``: any replayed tail writes an index snapshot
+  (``SNAPSHOT_MIN_LINES`` 1); a file asks for it with
+  ``pytestmark = pytest.mark.usefixtures("snapshot_every_replay")``.
 - ``dir_bytes(root)``: every file under ``root`` with its bytes and every folder, so a test can
   assert a refused call left the data dir byte-identical.
 - ``failing_fs``: ``failing_fs(root, errno)`` makes the file layer under ``root`` fail the way
@@ -36,6 +40,18 @@ def seen(store: MemoryStore) -> list[Event]:
     out: list[Event] = []
     store.subscribe("recorder", out.append)
     return out
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def snapshot_every_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    from store_worker.storage import bank as bank_mod
+
+    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 1)
 
 
 def snapshot_dir(root: Path) -> dict[str, bytes | None]:
