@@ -8,6 +8,8 @@
   slot (the bulk build, the snapshot boot and the incremental path must agree).
 - ``fresh_store``: a factory of plain ``MemoryStore`` objects on ``tmp_path`` with a ``FakeClock``
   (no Ray): ``store = fresh_store(recall_limit=5)``; ``store.clock.advance(days=3)``.
+- ``shards``: a ``ShardedStoreClient`` over two in-process shards on ``tmp_path / "data"``
+  (closed after the test).
 - ``user_state`` (autouse, session): ``XDG_STATE_HOME`` in a temp folder, so nothing a test
   runs (``memory up``, a hook's log, the gateway pointer ``shared.client.gateway_file.point``) reads
   or writes the state folder of the user running the tests.
@@ -40,6 +42,7 @@ import pytest
 from shared.contract.clock import FakeClock
 
 if TYPE_CHECKING:
+    from shared.client.sharded import ShardedStoreClient
     from store_worker.core import MemoryStore
     from store_worker.recall.index import BankIndex
 
@@ -183,6 +186,17 @@ def fresh_store(tmp_path: Path) -> Iterator[Callable[..., MemoryStore]]:
     yield create
     for store in made:
         store.close()
+
+
+@pytest.fixture
+def shards(tmp_path: Path) -> Iterator[ShardedStoreClient]:
+    from shared.client.sharded import ShardedStoreClient, open_embedded_shards
+    from shared.contract.config import StoreSettings
+
+    store = open_embedded_shards(StoreSettings(data_dir=str(tmp_path / "data")), 2)
+    assert isinstance(store, ShardedStoreClient)
+    yield store
+    store.close()
 
 
 @pytest.fixture(scope="session")

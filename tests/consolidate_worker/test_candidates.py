@@ -10,12 +10,10 @@ import pytest
 
 from consolidate_worker.candidates import RareTokenBlocker
 from consolidate_worker.core import Consolidator
-from consolidate_worker.dedup import Features
 from consolidate_worker.settings import ConsolidatorSettings
 from shared.contract.clock import FakeClock
-from shared.contract.models import Memory
-from shared.text import fingerprint
 from store_worker.core import MemoryStore
+from tests.consolidate_worker.test_dedup import feat
 
 TEXTS = (
     "The user prefers dark mode in the editor",
@@ -26,21 +24,9 @@ TEXTS = (
 )
 
 
-def memory(i: int, text: str, **kw: Any) -> Memory:
-    return Memory(
-        id=f"m{i}",
-        fingerprint=fingerprint(text),
-        text=text,
-        created_at=0,
-        updated_at=0,
-        stated_at=0,
-        **kw,
-    )
-
-
 def test_blocking_pairs_near_duplicates_only_within_one_place() -> None:
-    feats = [Features(memory(i, t)) for i, t in enumerate(TEXTS)]
-    feats.append(Features(memory(9, TEXTS[0], type="feedback")))
+    feats = [feat(t, f"m{i}") for i, t in enumerate(TEXTS)]
+    feats.append(feat(TEXTS[0], "m9", type="feedback"))
     found = RareTokenBlocker().neighbours(feats)
     pairs = {tuple(sorted((a, b))) for a, bs in found.items() for b in bs}
     assert ("m0", "m1") in pairs and ("m2", "m3") in pairs
@@ -49,7 +35,7 @@ def test_blocking_pairs_near_duplicates_only_within_one_place() -> None:
 
 
 def test_common_words_are_no_keys() -> None:
-    feats = [Features(memory(i, f"the user {w}")) for i, w in enumerate(("a", "b", "c", "d"))]
+    feats = [feat(f"the user {w}", f"m{i}") for i, w in enumerate(("a", "b", "c", "d"))]
     found = RareTokenBlocker(max_postings=2).neighbours(feats)
     assert all(len(v) == 0 for v in found.values())  # only 'the'/'user' are shared: too common
 

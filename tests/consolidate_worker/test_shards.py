@@ -6,11 +6,6 @@ same plan as Ray tasks against shard actors.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from consolidate_worker.core import LAST_RUN_KEY, OWNER, Consolidator
 from consolidate_worker.report import PassError, Report
 from consolidate_worker.settings import ConsolidatorSettings
@@ -22,21 +17,12 @@ from consolidate_worker.shards import (
     shard_jobs,
     split_budget,
 )
-from shared.client.sharded import ShardedStoreClient, open_embedded_shards
+from shared.client.sharded import ShardedStoreClient
 from shared.client.shards import slot_of
 from shared.contract import errors
 from shared.contract.api import StoreAPI
-from shared.contract.config import StoreSettings
 
 TOPICS = ("dark mode", "vim keybindings", "large fonts")
-
-
-@pytest.fixture
-def shards(tmp_path: Path) -> Iterator[ShardedStoreClient]:
-    store = open_embedded_shards(StoreSettings(data_dir=str(tmp_path / "data")), 2)
-    assert isinstance(store, ShardedStoreClient)
-    yield store
-    store.close()
 
 
 def banks_on_each(store: ShardedStoreClient) -> list[str]:

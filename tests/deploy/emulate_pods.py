@@ -38,14 +38,11 @@ from tests.deploy.manifests import (
     offers,
     submit_block,
 )
+from tests.deploy.ray_child import placed, say, wait_until
 
 NAMESPACE = "memory"
 SIBLINGS = ("memory-extractor", "memory-consolidator", "memory-grpc")
 FACT = "The deploy emulation prefers tabs over spaces"
-
-
-def say(key: str, value: Any) -> None:
-    print(json.dumps({key: value}), flush=True)
 
 
 def free_port() -> int:
@@ -58,27 +55,6 @@ def node_args(group: dict[str, Any]) -> dict[str, Any]:
     offer = offers(group)
     cpus = int(offer.pop("CPU", 0))
     return {"num_cpus": cpus, "resources": offer, "object_store_memory": 80 * 1024 * 1024}
-
-
-def placed(cluster: Cluster) -> dict[str, str]:
-    """Each live memory actor's node id."""
-    out = {}
-    for info in cluster.global_state.actor_table(None).values():
-        if str(info.get("Name")).startswith("memory-") and info.get("State") == "ALIVE":
-            out[str(info["Name"])] = str(info["Address"]["NodeID"])
-    return out
-
-
-def wait_until(check: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return True
-        except Exception:  # still restarting
-            pass
-        time.sleep(0.3)  # polling a restart across processes: there is nothing to join
-    return False
 
 
 def pod_env(manifest: Path, work: Path) -> dict[str, str]:

@@ -7,25 +7,13 @@ them but the shards.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from ulid import ULID
 
 from shared.client.sessions import OWNER, session_key
-from shared.client.sharded import ShardedStoreClient, open_embedded_shards
-from shared.contract.config import StoreSettings
+from shared.client.sharded import ShardedStoreClient
 
 SAID = [{"role": "user", "content": "I deploy with the staging profile"}]
-
-
-@pytest.fixture
-def shards(tmp_path: Path) -> Iterator[ShardedStoreClient]:
-    store = open_embedded_shards(StoreSettings(data_dir=str(tmp_path / "data")), 2)
-    assert isinstance(store, ShardedStoreClient)
-    yield store
-    store.close()
 
 
 def other_process(shards: ShardedStoreClient) -> ShardedStoreClient:

@@ -1,5 +1,10 @@
-"""Fixtures of the fault suite (``test_faults_*.py``).
+"""Fixtures of the store tests.
 
+- ``seen``: every event the test's ``store`` pushes, in order (a subscriber named ``recorder``).
+- ``root``: ``tmp_path / "data"``, the data dir of the snapshot tests.
+- ``snapshot_every_replay``: any replayed tail writes an index snapshot
+  (``SNAPSHOT_MIN_LINES`` 1); a file asks for it with
+  ``pytestmark = pytest.mark.usefixtures("snapshot_every_replay")``.
 - ``dir_bytes(root)``: every file under ``root`` with its bytes and every folder, so a test can
   assert a refused call left the data dir byte-identical.
 - ``failing_fs``: ``failing_fs(root, errno)`` makes the file layer under ``root`` fail the way
@@ -17,13 +22,36 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from shared.contract.models import Event
+    from store_worker.core import MemoryStore
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 READ_ONLY_ERRNOS = (errno_mod.EROFS, errno_mod.EACCES, errno_mod.EPERM)
 DATA_ERRNOS = (errno_mod.ENOSPC, errno_mod.EDQUOT, errno_mod.EIO)
+
+
+@pytest.fixture
+def seen(store: MemoryStore) -> list[Event]:
+    out: list[Event] = []
+    store.subscribe("recorder", out.append)
+    return out
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def snapshot_every_replay(monkeypatch: pytest.MonkeyPatch) -> None:
+    from store_worker.storage import bank as bank_mod
+
+    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 1)
 
 
 def snapshot_dir(root: Path) -> dict[str, bytes | None]:

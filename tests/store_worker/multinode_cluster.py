@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +21,11 @@ from ray.cluster_utils import Cluster
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from ulid import ULID
 
-
-def say(key: str, value: Any) -> None:
-    print(json.dumps({key: value}), flush=True)
+from tests.deploy.ray_child import placed, say, wait_until
 
 
 def node_of(cluster: Cluster, name: str) -> str:
-    for info in cluster.global_state.actor_table(None).values():
-        if info.get("Name") == name and info.get("State") == "ALIVE":
-            return str(info["Address"]["NodeID"])
-    return ""
-
-
-def wait_until(check: Any, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                return True
-        except Exception:  # the shard is still restarting
-            pass
-        time.sleep(0.2)  # polling a restart across processes: there is nothing to join
-    return False
+    return placed(cluster).get(name, "")
 
 
 def main(work: Path) -> None:
@@ -93,7 +75,7 @@ def main(work: Path) -> None:
 
         # Node A goes away: only shard 1's banks become unavailable (typed, retryable).
         cluster.remove_node(node_a, allow_graceful=False)
-        gone = wait_until(lambda: not node_of(cluster, "memory-store-1"), 30)
+        gone = wait_until(lambda: not node_of(cluster, "memory-store-1"), 30, every=0.2)
         served = all(client.get(acked[b], bank=b).memory.id == acked[b] for b in on0)
         refused = []
         for call in (
@@ -109,7 +91,9 @@ def main(work: Path) -> None:
 
         # It comes back (the same volume: the same folder here): the shard restarts there.
         node_a2 = cluster.add_node(num_cpus=1, resources={"memory_store_1": 1})
-        back = wait_until(lambda: StoreClient(actor_name="memory-store-1", timeout=5).ping(), 60)
+        back = wait_until(
+            lambda: StoreClient(actor_name="memory-store-1", timeout=5).ping(), 60, every=0.2
+        )
         kept = back and all(client.get(acked[b], bank=b).memory.id == acked[b] for b in on1)
         say(
             "node_back",

@@ -22,13 +22,6 @@ SLACK = "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
 SECRETS = (AWS, GITHUB, SLACK)
 
 
-@pytest.fixture
-def seen(store: MemoryStore) -> list[Event]:
-    out: list[Event] = []
-    store.subscribe("recorder", out.append)
-    return out
-
-
 def shape(events: list[Event] | tuple[Event, ...]) -> list[tuple[str, str, str, str | None]]:
     return [(e.kind, e.event_type, e.bank, e.memory.id if e.memory else None) for e in events]
 

@@ -24,6 +24,14 @@ def texts(store: MemoryStore, bank: str = "main") -> dict[str, str]:
     return {m.id: m.text for m in store.list(bank=bank).memories}
 
 
+def texts_after_reopen(data_dir: Path, clock: FakeClock) -> dict[str, str]:
+    again = MemoryStore(data_dir, clock=clock)
+    try:
+        return texts(again)
+    finally:
+        again.close()
+
+
 def files_problem(store: MemoryStore) -> str:
     check = next(c for c in store.doctor().checks if c.name == "files_readable")
     return check.detail
@@ -50,11 +58,7 @@ def test_a_link_to_another_bank_of_the_data_dir_is_not_a_second_bank(
         assert "alias" in files_problem(store)
     finally:
         store.close()
-    again = MemoryStore(data_dir, clock=clock)
-    try:
-        assert texts(again) == {"seed": "a seed fact", "x": "beta fact"}
-    finally:
-        again.close()
+    assert texts_after_reopen(data_dir, clock) == {"seed": "a seed fact", "x": "beta fact"}
 
 
 def test_two_stores_never_write_one_log_through_a_link(tmp_path: Path, clock: FakeClock) -> None:
@@ -75,8 +79,4 @@ def test_two_stores_never_write_one_log_through_a_link(tmp_path: Path, clock: Fa
         second.close()
         first.close()
     # And every acknowledged save is there after a reopen
-    again = MemoryStore(one, clock=clock)
-    try:
-        assert texts(again) == {"seed": "a seed fact", "y": "from store one"}
-    finally:
-        again.close()
+    assert texts_after_reopen(one, clock) == {"seed": "a seed fact", "y": "from store one"}

@@ -28,6 +28,7 @@ import pytest
 from shared.client.shards import STATE_KEY, STATE_OWNER
 from shared.contract.clock import FakeClock
 from shared.contract.errors import InvalidArgumentError, NotFoundError, SourceUnavailableError
+from shared.contract.models import Memory
 from shared.redact import Redaction
 from store_worker.core import MemoryStore
 from store_worker.storage import files, writes
@@ -63,6 +64,15 @@ def refuse_an_uncut_append(store: MemoryStore) -> None:
         patch.setattr(os, "ftruncate", fail(errno.EROFS))
         with pytest.raises(SourceUnavailableError):
             store.save("refused: its sync failed")
+
+
+def one_acknowledged(
+    data_dir: Path, text: str = "acknowledged before the disk failed"
+) -> tuple[MemoryStore, Memory, bytes]:
+    """A running store with one acknowledged memory in ``main``, and its log's bytes then."""
+    store = reopen(data_dir)
+    kept = store.save(text).memory
+    return store, kept, log_of(data_dir).read_bytes()
 
 
 def save_by_hand(log: Path, data: bytes) -> None:
@@ -121,21 +131,16 @@ def test_a_refused_append_that_cannot_be_cut_back_is_never_read_nor_built_on(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a store with one acknowledged memory
-    store = reopen(data_dir)
-    kept = store.save("acknowledged before the disk failed").memory
+    store, kept, before = one_acknowledged(data_dir)
     log = log_of(data_dir)
-    before = log.read_bytes()
     # When the sync fails and the file system refuses the cut-back too (remounted read-only)
-    monkeypatch.setattr(applog, "_datasync", fail(errno.EIO))
-    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
-    with pytest.raises(SourceUnavailableError):
-        store.save("refused: its sync failed")
+    refuse_an_uncut_append(store)
     # Then the refused line, still in the file, is not in RAM
     assert log.read_bytes() != before  # the cut could not be made
     assert texts(store) == {kept.text}
     assert all(r.memory.id == kept.id for r in store.recall("refused sync").memories)
     # and while the cut still cannot be made, nothing is appended after it
-    monkeypatch.setattr(applog, "_datasync", os.fsync)
+    monkeypatch.setattr(os, "ftruncate", fail(errno.EROFS))
     with pytest.raises(SourceUnavailableError):
         store.save("refused: the failed lines are still there")
     # When the disk recovers, the next write cuts them first
@@ -150,8 +155,7 @@ def test_a_refused_append_that_cannot_be_cut_back_is_never_read_nor_built_on(
 
 def test_a_failed_cut_back_is_remembered_across_a_reload(data_dir: Path) -> None:
     # Given a refused append that could not be cut back
-    store = reopen(data_dir)
-    kept = store.save("acknowledged before the disk failed").memory
+    store, kept, _ = one_acknowledged(data_dir)
     refuse_an_uncut_append(store)
     # When the store is reloaded (reading every bank from its files again)
     store.reload()
@@ -164,10 +168,8 @@ def test_a_fault_between_write_and_sync_cuts_the_lines_back(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a store whose indexer cannot be started (a fault that is not an OSError)
-    store = reopen(data_dir)
-    kept = store.save("acknowledged before the fault").memory
+    store, kept, before = one_acknowledged(data_dir, "acknowledged before the fault")
     log = log_of(data_dir)
-    before = log.read_bytes()
 
     def broken(self: Indexer, work: object) -> object:
         raise ValueError("no indexer")
@@ -343,10 +345,8 @@ def test_a_log_replaced_after_an_uncut_refused_append_is_read_and_kept_whole(
     data_dir: Path, then: str
 ) -> None:
     # Given a refused append that could not be cut back (its mark hides the bytes past it)
-    store = reopen(data_dir)
-    kept = store.save("acknowledged before the disk failed").memory
+    store, kept, backup = one_acknowledged(data_dir)
     log = log_of(data_dir)
-    backup = log.read_bytes()
     refuse_an_uncut_append(store)
     # When the log is replaced by hand with a longer one (a restore holding more lines)
     restored = [

@@ -35,14 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 STILL = 2_000_000_000_000  # stores compared read one fixed time: scores compare exactly
 
 
-@pytest.fixture(autouse=True)
-def snapshot_every_replay(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 1)
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "data"
+pytestmark = pytest.mark.usefixtures("snapshot_every_replay")
 
 
 def history(seed: int, n: int) -> list[Memory]:

@@ -90,13 +90,6 @@ def store(fresh_store: Factory) -> MemoryStore:
 
 
 @pytest.fixture
-def seen(store: MemoryStore) -> list[Event]:
-    got: list[Event] = []
-    store.subscribe("test", got.append)
-    return got
-
-
-@pytest.fixture
 def leaky(store: MemoryStore) -> dict[str, Memory]:
     """A bank with a secret in an old revision, in a current one, in a tag, in a rule and in
     the description, and plain records around them (one superseded by another)."""
@@ -494,24 +487,26 @@ def crash_at(monkeypatch: pytest.MonkeyPatch, step: str, log: Path) -> None:
     monkeypatch.setattr(os, "replace", replace)
 
 
+def seeded(fresh_store: Factory, root: Path) -> MemoryStore:
+    """A planted secret, four plain facts and one supersession, in a store on ``root``."""
+    store = fresh_store(data_dir=root)
+    mem = store.save("deploy notes").memory
+    plant(store, mem, text=f"deploy with {SSHPASS}")
+    for i in range(4):
+        store.save(f"plain fact {i}")
+    loser, winner = store.save("lives in Braga").memory, store.save("lives in Porto").memory
+    store.supersede(loser.id, winner.id)
+    return store
+
+
 @pytest.fixture
 def two_outcomes(
     fresh_store: Factory, tmp_path: Path
 ) -> Iterator[Callable[[Callable[[MemoryStore], object]], tuple[Any, Any, Path]]]:
     """``run(op)`` → (state before, state after ``op`` completed, data dir for a crash)."""
 
-    def build(root: Path) -> MemoryStore:
-        store = fresh_store(data_dir=root)
-        mem = store.save("deploy notes").memory
-        plant(store, mem, text=f"deploy with {SSHPASS}")
-        for i in range(4):
-            store.save(f"plain fact {i}")
-        loser, winner = store.save("lives in Braga").memory, store.save("lives in Porto").memory
-        store.supersede(loser.id, winner.id)
-        return store
-
     def run(op: Callable[[MemoryStore], object]) -> tuple[Any, Any, Path]:
-        done = build(tmp_path / "done")
+        done = seeded(fresh_store, tmp_path / "done")
         old = in_ram(done)
         op(done)
         done.close()
@@ -540,13 +535,7 @@ def test_a_crash_at_any_step_leaves_the_old_log_or_the_new(
     old, new, root = two_outcomes(OPS[op])
     assert old != new
     # When the same operation dies at ``step`` of the log's rewrite
-    store = fresh_store(data_dir=root)
-    mem = store.save("deploy notes").memory
-    plant(store, mem, text=f"deploy with {SSHPASS}")
-    for i in range(4):
-        store.save(f"plain fact {i}")
-    loser, winner = store.save("lives in Braga").memory, store.save("lives in Porto").memory
-    store.supersede(loser.id, winner.id)
+    store = seeded(fresh_store, root)
     crash_at(monkeypatch, step, log_of(store))
     with pytest.raises(Crash):
         OPS[op](store)

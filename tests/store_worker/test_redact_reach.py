@@ -87,13 +87,6 @@ def store(fresh_store: Factory) -> MemoryStore:
     return fresh_store()
 
 
-@pytest.fixture
-def seen(store: MemoryStore) -> list[Event]:
-    got: list[Event] = []
-    store.subscribe("test", got.append)
-    return got
-
-
 def dumped(events: list[Event]) -> str:
     return "\n".join(e.model_dump_json() for e in events)
 

@@ -66,14 +66,7 @@ def revise(rng: random.Random, mem: Memory, revision: int) -> Memory:
     return mem.model_copy(update={"text": mem.text + " w7 tabs", "revision": revision})
 
 
-@pytest.fixture(autouse=True)
-def small_banks_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bank_mod, "SNAPSHOT_MIN_LINES", 1)
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return tmp_path / "data"
+pytestmark = pytest.mark.usefixtures("snapshot_every_replay")
 
 
 def log_of(root: Path) -> Path:

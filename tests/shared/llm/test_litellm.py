@@ -53,23 +53,41 @@ def test_a_reply_comes_back_with_its_tokens_and_latency() -> None:
     assert out.tokens > 0 and out.latency_ms >= 0
 
 
+TRANSIENT = [
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "ServiceUnavailableError",
+    "InternalServerError",
+    "BadGatewayError",
+]
+REFUSED = [
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "NotFoundError",
+    "BadRequestError",
+    "ContextWindowExceededError",
+    "ContentPolicyViolationError",
+]
+
+
 @pytest.mark.parametrize(
-    "name",
+    ("name", "raised", "base", "retryable", "category"),
     [
-        "RateLimitError",
-        "Timeout",
-        "APIConnectionError",
-        "ServiceUnavailableError",
-        "InternalServerError",
-        "BadGatewayError",
-    ],
+        (n, LLMUnavailableError, SourceUnavailableError, True, "source_unavailable")
+        for n in TRANSIENT
+    ]
+    + [(n, LLMRejectedError, UnknownError, False, "unknown") for n in REFUSED],
+    ids=TRANSIENT + REFUSED,
 )
-def test_a_transient_failure_is_retryable_source_unavailable(name: str) -> None:
-    with pytest.raises(LLMUnavailableError) as caught:
+def test_a_transient_failure_is_retryable_and_a_refused_call_is_not(
+    name: str, raised: type[LLMError], base: type[Exception], retryable: bool, category: str
+) -> None:
+    with pytest.raises(raised) as caught:
         LiteLLMBackend(mock_response=provider_error(name)).complete(HI, model=MODEL)
     error = caught.value
-    assert isinstance(error, SourceUnavailableError) and isinstance(error, LLMError)
-    assert error.retryable and error.category == "source_unavailable"
+    assert isinstance(error, base) and isinstance(error, LLMError)
+    assert bool(error.retryable) is retryable and error.category == category
     assert name in error.message and "sk-proj" not in str(error)  # the prompt stays out
 
 
@@ -78,26 +96,6 @@ def test_an_unnamed_server_failure_is_transient_too() -> None:
     with pytest.raises(LLMUnavailableError) as caught:
         LiteLLMBackend(mock_response=Exception("boom")).complete(HI, model=MODEL)
     assert "HTTP 500" in caught.value.message
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "AuthenticationError",
-        "PermissionDeniedError",
-        "NotFoundError",
-        "BadRequestError",
-        "ContextWindowExceededError",
-        "ContentPolicyViolationError",
-    ],
-)
-def test_a_refused_call_is_a_non_retryable_typed_error(name: str) -> None:
-    with pytest.raises(LLMRejectedError) as caught:
-        LiteLLMBackend(mock_response=provider_error(name)).complete(HI, model=MODEL)
-    error = caught.value
-    assert isinstance(error, UnknownError) and isinstance(error, LLMError)
-    assert not error.retryable and error.category == "unknown"
-    assert name in error.message and "sk-proj" not in str(error)
 
 
 def test_the_typed_errors_survive_pickling() -> None:
