@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from shared.redact.keywords import _KEYWORDS, _is_placeholder, _is_plain, _keyword_label
-from shared.redact.rule import RuleSpec, Scan, Seek, _fixed, find_all
+from shared.redact.keywords import _KEYWORDS, _is_placeholder, _is_plain, _keyword_label, _line_lead
+from shared.redact.rule import RuleSpec, Scan, Seek, _fixed, _match_line, find_all
 from shared.redact.shell import _VALUE
 
 __all__ = ["COMMANDS"]
@@ -208,9 +208,7 @@ _HERESTRING = re.compile(r"<<<[ \t]*" + _VALUE)
 
 
 def _judge_heredoc(m: re.Match[str], secret: str) -> str | None:
-    text = m.string
-    line_end = text.find("\n", m.start())
-    line = text[text.rfind("\n", 0, m.start()) + 1 : line_end if line_end >= 0 else len(text)]
+    line = _match_line(m)
     if _READS_A_PASSWORD.search(line) is None or _is_template(secret):
         return None
     if "delim" in m.re.groupindex and secret == m.group("delim"):
@@ -283,9 +281,7 @@ def _judge_tool_password(m: re.Match[str], secret: str) -> str | None:
 
 def _pulumi_secret(m: re.Match[str]) -> bool:
     """``--secret`` anywhere on the command's line, or a key named for a credential."""
-    text = m.string
-    line_end = text.find("\n", m.end())
-    line = text[text.rfind("\n", 0, m.start()) + 1 : line_end if line_end >= 0 else len(text)]
+    line = _match_line(m, through_end=True)
     return "--secret" in line or _NAMED.search(m.group("pkey")) is not None
 
 
@@ -425,7 +421,7 @@ _EXAMPLE_VALUES = frozenset("value val values foo bar baz example changeme".spli
 
 
 def _judge_from_literal(m: re.Match[str], secret: str) -> str | None:
-    line = m.string[m.string.rfind("\n", 0, m.start()) + 1 : m.start()]
+    line = _line_lead(m)
     if _CREATES_A_SECRET.search(line) is None or _is_template(secret):
         return None
     if len(secret.strip()) < 3 or secret.lower() in _EXAMPLE_VALUES:

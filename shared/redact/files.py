@@ -24,8 +24,8 @@ from functools import lru_cache
 
 from shared.redact.assignments import _ASSIGNMENT_WORDS
 from shared.redact.catalogue import entropy_bits, is_random, is_strong, looks_like_password
-from shared.redact.keywords import _KEYWORDS, _is_placeholder, _is_plain, _keyword_label
-from shared.redact.rule import RuleSpec, Scan, Seek, find_all
+from shared.redact.keywords import _KEYWORDS, _is_placeholder, _is_plain, _keyword_label, _line_lead
+from shared.redact.rule import RuleSpec, Scan, Seek, _match_line, find_all
 from shared.redact.tables import _HEADER_WORDS, _cell_label, _header_label
 
 __all__ = ["FILES", "FILES_TEXT_ANCHORS"]
@@ -277,8 +277,7 @@ def _redis_password_starts(scan: Scan) -> list[int]:
 def _judge_redis_password(m: re.Match[str], secret: str) -> str | None:
     if _is_placeholder(secret):
         return None
-    text = m.string
-    before = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+    before = _line_lead(m)
     if m.group("auth_pass") is not None:
         sentinel = _SENTINEL_BEFORE.search(before)
         if sentinel is None or (m.group("master") is None) == (
@@ -320,13 +319,7 @@ def _judge_redis_acl(m: re.Match[str], secret: str) -> str | None:
     line = text.rfind("\n", 0, m.start()) + 1
     if _is_placeholder(secret) or _ACL_USER.fullmatch(text, line, m.start()) is None:
         return None
-    return "password" if _ACL_RULE.search(_line_at(m)) is not None else None
-
-
-def _line_at(m: re.Match[str]) -> str:
-    text = m.string
-    end = text.find("\n", m.start())
-    return text[text.rfind("\n", 0, m.start()) + 1 : end if end >= 0 else len(text)]
+    return "password" if _ACL_RULE.search(_match_line(m)) is not None else None
 
 
 # --- pgbouncer's auth_file (userlist.txt) ---------------------------------------------------------

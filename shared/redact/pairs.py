@@ -23,7 +23,7 @@ import re
 
 from shared.redact.catalogue import looks_like_password
 from shared.redact.keywords import _is_placeholder, _is_plain
-from shared.redact.rule import RuleSpec, Scan
+from shared.redact.rule import RuleSpec, Scan, _match_line
 
 __all__ = ["PAIRS", "PAIRS_TEXT_ANCHORS"]
 
@@ -93,19 +93,13 @@ def _is_strong(value: str) -> bool:
     return has_symbol or not (_is_wordy(value) or _is_name(value))
 
 
-def _line_of(m: re.Match[str]) -> str:
-    text = m.string
-    end = text.find("\n", m.end())
-    return text[text.rfind("\n", 0, m.start()) + 1 : end if end >= 0 else len(text)]
-
-
 def _judge_pair(m: re.Match[str], secret: str) -> str | None:
     user = m.group("user")
     if user.lower() in _NOT_A_USER or _FILE.search(user) or not _is_strong(secret):
         return None
     if m.group("sep") == "/" and "." in user:
         return None  # a path: "v1.2/Release-Notes"
-    line = _line_of(m)
+    line = _match_line(m, through_end=True)
     if len(line.strip()) > _SHORT_LINE and _LOGIN_WORDS.search(line) is None:
         return None
     return "password"

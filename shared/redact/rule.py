@@ -33,6 +33,13 @@ def _fixed(label: str, ok: Callable[[str], bool] | None = None) -> Judge:
     return judge
 
 
+def _match_line(m: re.Match[str], *, through_end: bool = False) -> str:
+    """The line the match starts on; with ``through_end``, up to the end of the line it ends on."""
+    text = m.string
+    end = text.find("\n", m.end() if through_end else m.start())
+    return text[text.rfind("\n", 0, m.start()) + 1 : end if end >= 0 else len(text)]
+
+
 # Keywords are found with ``str.find`` in the folded text (shared/redact/anchors.folded:
 # lowercase, with the characters ``re.I`` matches to ASCII letters mapped to them): several
 # times faster than a regex alternation. Folding keeps every character's position (each folds

@@ -19,6 +19,7 @@ the common ones are here.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from shared.redact.catalogue import entropy_bits, is_random, is_strong, looks_like_password
 from shared.redact.keywords import _is_placeholder, _is_plain
@@ -162,13 +163,18 @@ def _judge_before_noun(m: re.Match[str], secret: str) -> str | None:
     return "password" if looks_like_password(secret) else None
 
 
+def _line_before(scan: Scan, at: int, word: re.Pattern[str], haystack: str) -> Iterator[int]:
+    """Where ``word`` matches in ``haystack`` (the text or its folded form) up to 80 characters
+    before ``at`` on its line."""
+    low = max(scan.text.rfind("\n", 0, at) + 1, at - 80)
+    return (found.start() for found in word.finditer(haystack, low, at))
+
+
 def _before_noun_starts(scan: Scan) -> list[int]:
     """Each word's start up to 80 characters before a "pass" or "pw" on its line."""
-    text, starts = scan.text, set()
+    starts: set[int] = set()
     for at in scan.find("pass", "pw"):
-        low = max(text.rfind("\n", 0, at) + 1, at - 80)
-        for word in _WORD.finditer(text, low, at):
-            starts.add(word.start())
+        starts.update(_line_before(scan, at, _WORD, scan.text))
     return sorted(starts)
 
 
@@ -248,9 +254,7 @@ def _login_with_starts(scan: Scan) -> list[int]:
         if at and text[at - 1].isalpha():
             continue  # "blog", "design"
         starts.add(at)
-        low = max(text.rfind("\n", 0, at) + 1, at - 80)
-        for word in _USE.finditer(scan.folded, low, at):
-            starts.add(word.start())
+        starts.update(_line_before(scan, at, _USE, scan.folded))
     return sorted(starts)
 
 

@@ -80,11 +80,6 @@ NOT_SECRETS = [
 ]
 
 
-@pytest.mark.parametrize("text", NOT_SECRETS)
-def test_data_that_is_no_secrets_survives(text: str) -> None:
-    assert redact(text) == Redaction(text=text, labels=())
-
-
 SAID = [
     f"the creds are base64 {b64('admin:hunter2')}",
     f"the token, base64-encoded, is {b64('tok-123456')}",
@@ -108,11 +103,6 @@ SAID_PROSE = [
 ]
 
 
-@pytest.mark.parametrize("text", SAID_PROSE)
-def test_base64_said_of_no_credential_survives(text: str) -> None:
-    assert redact(text) == Redaction(text=text, labels=())
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -125,13 +115,6 @@ def test_an_auth_value_that_decodes_to_a_user_and_password_is_redacted(text: str
     assert redact(text).labels == ("basic_auth",)
 
 
-@pytest.mark.parametrize(
-    "text", ["auth: required", '"auth": "none"', f"auth: {b64('hello world')}"]
-)
-def test_an_auth_value_that_is_no_user_and_password_survives(text: str) -> None:
-    assert redact(text) == Redaction(text=text, labels=())
-
-
 def test_every_from_literal_of_a_created_secret_is_redacted() -> None:
     text = (
         "kubectl create secret generic db --from-literal=username=admin "
@@ -142,18 +125,6 @@ def test_every_from_literal_of_a_created_secret_is_redacted() -> None:
         "kubectl create secret generic db --from-literal=username=[REDACTED:secret] "
         "--from-literal=conn=[REDACTED:secret] --from-literal='pw=[REDACTED:secret]'"
     )
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "kubectl create secret generic NAME --from-literal=key=value",
-        "kubectl create secret generic db --from-literal=password=$DB_PASSWORD",
-        "kubectl create configmap cfg --from-literal=mode=fast",
-    ],
-)
-def test_a_from_literal_template_survives(text: str) -> None:
-    assert redact(text) == Redaction(text=text, labels=())
 
 
 # Found by the round-7 probe: base64 said after the value, a Basic credential being made.
@@ -169,14 +140,27 @@ def test_base64_said_after_the_value_or_made_with_echo_is_redacted(text: str, se
     assert secret not in redact(text).text
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "the logo (base64) is big",
-        "echo $USER:$PASS | base64",
-        "echo -n user:password | base64",
-        "echo hello:world | base64",
-    ],
-)
-def test_base64_made_of_no_credential_survives(text: str) -> None:
+_SURVIVES: list[str] = [
+    # data that is no secrets survives
+    *NOT_SECRETS,
+    # base64 said of no credential survives
+    *SAID_PROSE,
+    # an auth value that is no user and password survives
+    "auth: required",
+    '"auth": "none"',
+    f"auth: {b64('hello world')}",
+    # a from literal template survives
+    "kubectl create secret generic NAME --from-literal=key=value",
+    "kubectl create secret generic db --from-literal=password=$DB_PASSWORD",
+    "kubectl create configmap cfg --from-literal=mode=fast",
+    # base64 made of no credential survives
+    "the logo (base64) is big",
+    "echo $USER:$PASS | base64",
+    "echo -n user:password | base64",
+    "echo hello:world | base64",
+]
+
+
+@pytest.mark.parametrize("text", _SURVIVES)
+def test_text_without_a_secret_survives(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
