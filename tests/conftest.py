@@ -13,8 +13,8 @@
 - ``user_state`` (autouse, session): ``XDG_STATE_HOME`` in a temp folder, so nothing a test
   runs (``memory up``, a hook's log, the gateway pointer ``shared.client.gateway_file.point``) reads
   or writes the state folder of the user running the tests.
-- ``ray_cluster``: one Ray cluster for the whole session (FACTS "Ray": a cluster per module
-  costs 5 s each; reuse actors instead). Isolated from any developer cluster: its own temp dir
+- ``ray_cluster``: one Ray cluster for the whole session (starting a cluster per module
+  costs ~5 s each; reuse actors instead). Isolated from any developer cluster: its own temp dir
   (so ``address="auto"`` never finds it), a temporary ``HOME`` and ``RAY_AUTH_MODE=disabled``
   (no token files are read or written). Mark tests that use it ``@pytest.mark.ray``.
 - ``store_actor``: the named detached ``memory-store`` actor in that cluster, over a

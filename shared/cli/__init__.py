@@ -1,4 +1,4 @@
-"""``memory``: the command line of the memory service (DESIGN §10, issue 2).
+"""``memory``: the command line of the memory service (docs/ARCHITECTURE.md#the-parts).
 
 Cluster verbs: ``up``, ``down``, ``stop``, ``status``. Every store method has a verb
 (``save``, ``recall``, ``rule set`` ...; defined in ``shared.cli.store``) that talks to the
@@ -52,7 +52,8 @@ from shared.text import format as fmt
 
 def _lazy(name: str) -> ModuleType:
     """``name`` imported on first use (``importlib.util.LazyLoader``): a store verb through the
-    gateway never needs the cluster code or the worker entry points (issue 13)."""
+    gateway never needs the cluster code or the worker entry points, whose imports would
+    slow every one-shot command."""
     found = sys.modules.get(name)
     if found is not None:
         return found
@@ -138,7 +139,7 @@ def console() -> NoReturn:
 
     A one-shot verb's process lives for one command: the cyclic collector would only walk the
     objects the imports and the bank's replay leave alive (~30 ms of a ~450 ms embedded
-    recall on 10k memories, issue 13), and the interpreter's teardown frees every one of them
+    recall on 10k memories, measured), and the interpreter's teardown frees every one of them
     again (~50 ms) just before the OS takes the whole heap back. So the collector is off, and
     once the command is done the process ends as Python would end it, minus the teardown:
     non-daemon threads (a snapshot being written) are waited for, ``atexit`` handlers run, the
@@ -176,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``memory``: parse ``argv`` (default ``sys.argv[1:]``), run it, return the exit code."""
     # pydantic looks for plugins among every installed package's entry points when it builds
     # its first model schema (importlib.metadata, zipfile, email ...: ~10 ms of a ~160 ms
-    # command, issue 13); this CLI uses none. A caller's own setting wins.
+    # command, measured); this CLI uses none. A caller's own setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     return run(list(sys.argv[1:] if argv is None else argv))
 
@@ -229,7 +230,7 @@ def _verb(argv: Sequence[str]) -> str | None:
 def _plugins_for(verb: str | None) -> tuple[list[WorkerSpec], list[CommandSpec]]:
     """The worker specs and command plug-ins the parser needs for ``verb``: none for a store
     verb; only its own plug-in for a plug-in's verb (``memory hook`` runs on every prompt of
-    a coding agent: loading every worker package would cost it ~0.3 s, issue 13); all of them
+    a coding agent: loading every worker package would cost it ~0.3 s, measured); all of them
     for the cluster verbs, a worker's own verbs and ``--help``."""
     if verb in STORE_VERBS:
         return [], []
@@ -438,7 +439,8 @@ def _up(ctx: Ctx) -> int:
     say(ctx, f"gateway:   {_gateway_line(gateway)}")
     say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
     if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
-        # Ray's token auth stays on (FACTS.md): the dashboard asks for this token once
+        # Ray's token auth stays on (docs/PROTOCOLS.md#token-auth): the dashboard asks for
+        # this token once
         say(ctx, f"           sign in with the token from `{_ray_bin()} get-auth-token`")
     say(ctx, f"data dir:  {described['data_dir']}")
     if ctx.args.json:
@@ -457,7 +459,7 @@ def _start_workers(
     started.extend(spec for spec in specs if not running[spec.name])
     before = {spec.name: cluster.running_actor_names(spec) for spec in specs}
     for spec, _ in cluster.start_workers(specs, env):
-        # a running worker may gain numbered siblings (`up --store-shards N+1`, issue 16)
+        # a running worker may gain numbered siblings (`up --store-shards N+1`, docs/SCALING.md)
         new = [n for n in cluster.running_actor_names(spec) if n not in before[spec.name]]
         old = before[spec.name] or ([] if new else [spec.actor_name])
         line = "; ".join(

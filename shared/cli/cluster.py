@@ -1,10 +1,10 @@
-"""A local Ray cluster for ``memory up`` / ``memory down`` (DESIGN §10), and worker start-up.
+"""A local Ray cluster for ``memory up`` / ``memory down``, and worker start-up.
 
 ``memory up`` joins a running cluster or starts a head with ``ray start --head`` in its own
 processes, so the cluster (and the detached actors in it) outlives the CLI. Token auth stays
 on: Ray ≥ 2.59 turns it on for ``ray.init()`` clusters, but ``ray start`` turns it on only when
-a token already exists (FACTS "Ray"), so ``up`` makes one with ``ray get-auth-token --generate``
-unless ``RAY_AUTH_MODE`` says otherwise.
+a token already exists (docs/PROTOCOLS.md#token-auth), so ``up`` makes one with
+``ray get-auth-token --generate`` unless ``RAY_AUTH_MODE`` says otherwise.
 
 ``memory down`` never runs ``ray stop``: that kills *every* Ray process on the machine, other
 people's clusters included. It stops the cluster only when ``memory up`` started it (a marker
@@ -170,8 +170,8 @@ def worker_status(specs: Sequence[WorkerSpec]) -> dict[str, bool]:
 
 def stop_worker(spec: WorkerSpec) -> list[str]:
     """``ray.kill(no_restart=True)`` of the worker's actor and of its numbered siblings (store
-    shards ``memory-store-<i>``, extractor replicas ``memory-extractor-<i>``, issue 16): frees
-    their names, touching no other actor. The names stopped (empty: none was running)."""
+    shards ``memory-store-<i>``, extractor replicas ``memory-extractor-<i>``; docs/SCALING.md):
+    frees their names, touching no other actor. The names stopped (empty: none was running)."""
     import ray
 
     stopped = []

@@ -136,8 +136,9 @@ def memory_flags(m: Any) -> list[str]:
 
 
 def redacted_note(r: Any) -> str:
-    """``; redacted: aws_access_key, password`` when a write redacted something (issue 12:
-    every response that redacted says what kinds), else nothing."""
+    """``; redacted: aws_access_key, password`` when a write redacted something (every response
+    that redacted names the kinds, never the value: docs/ARCHITECTURE.md#redaction-before-the-disk),
+    else nothing."""
     kinds = getattr(r, "redacted", ())
     return f"; redacted: {', '.join(kinds)}" if kinds else ""
 

@@ -1,4 +1,4 @@
-"""The ``memory`` verbs that call the store: memories, banks, rules and operations (DESIGN §3).
+"""The ``memory`` verbs that call the store: memories, banks, rules and operations.
 
 ``shared.cli`` builds the parser and runs a verb: each ``add_*_verbs(sub, common)`` here adds
 verbs whose ``fn(ctx)`` calls ``ctx.store`` (a ``StoreAPI``: the actor's client, or the
@@ -355,7 +355,7 @@ def _watch(ctx: Ctx) -> int:
         time.sleep(a.interval)  # a polling follower, like `tail -f`
 
 
-# -- secrets already stored (issue 12) ---------------------------------------------------------
+# -- secrets already stored (today's catalogue on what is on disk) -----------------------------
 
 
 def add_secret_verbs(sub: Any, common: argparse.ArgumentParser) -> None:

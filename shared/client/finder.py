@@ -1,4 +1,5 @@
-"""Finding the store shards that run now, so a long-lived client follows N changing (issue 16).
+"""Finding the store shards that run now, so a long-lived client follows N changing
+(docs/SCALING.md: changing N while everything runs).
 
 ``ShardedStoreClient`` learns its shards once; a sibling or gateway that lives for weeks must
 notice ``memory up --store-shards N+1`` and a rebalance without a restart. A *finder* says how

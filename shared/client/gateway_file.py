@@ -1,4 +1,5 @@
-"""Where the running gateway listens: ``<data_dir>/.state/gateway.json`` (issue 13).
+"""Where the running gateway listens: ``<data_dir>/.state/gateway.json``
+(docs/PROTOCOLS.md#memorystorev1-the-stores-own-service: finding the gateway).
 
 The gateway (``grpc_gateway.actor``, started by ``memory up``) writes this file when it starts
 serving a data dir, mode 0600 because it holds the bearer token when one is set; the ``memory``

@@ -1,11 +1,12 @@
-"""The near-match check before a new memory is created (seeds/002 "memory.remember fuzzy
-near-match check before creating a new record: MUST"), over ``StoreAPI`` only.
+"""The near-match check before a new memory is created (the memory.v1 conformance matrix:
+"memory.remember fuzzy near-match check before creating a new record: MUST"), over ``StoreAPI``
+only.
 
 Shared by every front door that offers ``remember``: memory.v1 over gRPC
 (``grpc_gateway.tools``) and the MCP server (``integrations.mcp_server``), so both answer the
 same candidates for the same text.
 
-Similarity (FACTS.md "Near-duplicates"): ``token_set_ratio`` scores a subset as 100 ("user
+Similarity (rapidfuzz): ``token_set_ratio`` scores a subset as 100 ("user
 prefers tabs" vs "user prefers tabs over spaces"), so it is discounted by the length ratio and
 paired with ``token_sort_ratio``; the larger wins.
 """

@@ -89,7 +89,8 @@ def _why_no_cluster() -> str:
 
 
 def _token_auth_if_available() -> None:
-    """Send the cluster token when there is one (FACTS "Ray": clients need RAY_AUTH_MODE=token).
+    """Send the cluster token when there is one (clients of a token-auth cluster need
+    RAY_AUTH_MODE=token: docs/PROTOCOLS.md#token-auth).
 
     Ray turns token mode on by itself only for ``address="auto"``; with an explicit address
     and the mode unset, a token-auth cluster (``memory up`` keeps auth on) refuses the

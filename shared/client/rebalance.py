@@ -1,4 +1,4 @@
-"""Moving banks between store shards (issue 16 §2): ``rebalance`` and the first slot table.
+"""Moving banks between store shards (docs/SCALING.md): ``rebalance`` and the first slot table.
 
 ``rebalance(shards, n)`` spreads the slots over ``n`` shards (``shared.client.shards.plan_slots``)
 and moves each bank whose owner changes, one slot at a time: **freeze** (the slot is marked

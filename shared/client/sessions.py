@@ -1,4 +1,5 @@
-"""Which bank, and so which store shard, a session's calls go to, across processes (issue 16).
+"""Which bank, and so which store shard, a session's calls go to, across processes
+(docs/SCALING.md: sessions across processes).
 
 A session is bound to a bank by its metadata (``memory_bank`` for one turn,
 ``session.memory_bank`` for the session, else its parent's bank, else the default bank), and the

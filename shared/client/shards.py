@@ -1,4 +1,4 @@
-"""Which store shard owns a bank: hash slots and a slot table (issue 16).
+"""Which store shard owns a bank: hash slots and a slot table (docs/SCALING.md).
 
 A bank's slot is a stable hash of its name (``slot_of``: BLAKE2b, 1024 slots); the slot table
 (``Routing.slots``) says which shard owns each slot. Hash slots with a table, not rendezvous

@@ -1,4 +1,5 @@
-"""The clock behind a small interface, with a fake for tests (STYLE §9)."""
+"""The clock behind a small interface, with a fake for tests (recency decay and leases depend
+on "now", so a test sets it instead of sleeping)."""
 
 from __future__ import annotations
 

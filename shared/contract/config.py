@@ -1,4 +1,5 @@
-"""Explicit settings, built once at start-up and passed in (STYLE §8).
+"""Explicit settings, built once at start-up and passed in (so no module depends on the
+environment it happens to be imported in, and a test builds the settings it needs).
 
 ``EnvSettings`` is the one way every service's settings model reads its ``MEMORY_*`` variables
 (``StoreSettings``; the extractor's, the consolidator's and the gRPC gateway's models subclass
@@ -85,13 +86,15 @@ class StoreSettings(EnvSettings):
     )
     default_bank: str = Field("main", description="Bank used when a call names none.")
     shard_index: int = Field(
-        0, ge=0, lt=64, description="This store's shard number among several (issue 16)."
+        0, ge=0, lt=64, description="This store's shard number among several (docs/SCALING.md)."
     )
     recall_limit: int = Field(10, ge=1, le=500, description="Default number of recalled memories.")
     recall_budget_tokens: int = Field(
         1500, ge=0, description="Token budget of a turn's recalled block."
     )
-    decay_half_life_days: float = Field(60.0, gt=0, description="Recency half-life (DESIGN §4).")
+    decay_half_life_days: float = Field(
+        60.0, gt=0, description="Recency half-life of recall's score."
+    )
     max_text_chars: int = Field(16_000, ge=1, description="Largest memory text accepted.")
     ratification: bool = Field(False, description="Automatic writes land as pending drafts.")
     token_model: str | None = Field(None, description="Model whose tokenizer counts tokens.")
@@ -131,7 +134,7 @@ class StoreSettings(EnvSettings):
     @classmethod
     def _default_bank_is_a_name(cls, value: str) -> str:
         # Checked here so start-up (from_env) and ``configure`` (merged) refuse the same values:
-        # "../../x" was accepted by configure and then broke every default-bank call (issue 18).
+        # "../../x" was once accepted by configure and then broke every default-bank call.
         if NAME_RE.fullmatch(value) is None:
             raise ValueError("must be a bank name: [a-z0-9][a-z0-9_-]{0,63}")
         return value

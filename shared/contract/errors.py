@@ -1,4 +1,5 @@
-"""The one error tree of the memory service (DESIGN §9, seeds/002 "Error taxonomy").
+"""The one error tree of the memory service (docs/ARCHITECTURE.md#errors; on the wire, the
+memory.v1 error taxonomy, docs/PROTOCOLS.md#errors).
 
     MemoryServiceError(category, message, retryable)
     ├── NotFoundError                 category not_found
@@ -14,8 +15,8 @@
         └── ConflictError             (the call is well-formed but the record's state refuses it)
             └── DraftsWaitingError    (ratification turned off with drafts outstanding)
 
-``invalid_argument`` is the store's own API's (DESIGN §9): on the memory.v1 wire every failure
-is one of seeds/002's seven, so the gateway classifies it there (``grpc_gateway.server.
+``invalid_argument`` is the store's own API's: on the memory.v1 wire every failure is one of
+the protocol's seven categories, so the gateway classifies it there (``grpc_gateway.server.
 on_the_wire``: a malformed id is ``not_found``, other malformed input ``unknown``).
 
 Every constructor argument stays in ``args`` so the errors survive pickling: Ray moves them
@@ -39,7 +40,8 @@ CATEGORIES = (
     "invalid_argument",
 )
 
-# seeds/002: each category's gRPC status code; never UNKNOWN.
+# Each category's gRPC status code, as memory.v1 maps them; never UNKNOWN, which a client
+# cannot tell from a crash (docs/PROTOCOLS.md#errors).
 GRPC_CODES = {
     "not_found": "NOT_FOUND",
     "invalid_type": "INVALID_ARGUMENT",
@@ -145,8 +147,9 @@ class DraftsWaitingError(ConflictError):
     """Raised when ratification would be turned off while pending drafts wait for review."""
 
 
-# errno values that mean the storage, not the call, is at fault (issue 18): a full disk or
-# quota, a read-only or failing device, no descriptors or inodes left, no permission.
+# errno values that mean the storage, not the call, is at fault, so the caller gets a typed
+# source_unavailable (retryable when the cause may pass) instead of an unknown error: a full
+# disk or quota, a read-only or failing device, no descriptors or inodes left, no permission.
 STORAGE_ERRNOS = frozenset(
     {
         errno.ENOSPC,

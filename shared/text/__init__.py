@@ -1,14 +1,15 @@
 """Text normalisation shared by every worker: fingerprints, slugs, links and recall tokens.
 
-Tokens (DESIGN §4): Unicode letter/digit runs, casefolded; CJK as unigrams plus bigrams;
-Latin-script words reduced with the Snowball English stemmer (PyStemmer, the C build of
-snowballstem.org) so "publishes" meets "publish". Queries additionally drop English stopwords,
-and a first-person query (I, me, my, mine, myself) also matches "user", because extraction
-writes facts about the speaker as "The user ..." (seeds/003 "One LLM call per turn").
+Tokens (what recall's lexical index and its queries are made of): Unicode letter/digit runs,
+casefolded; CJK as unigrams plus bigrams; Latin-script words reduced with the Snowball English
+stemmer (PyStemmer, the C build of snowballstem.org) so "publishes" meets "publish". Queries
+additionally drop English stopwords, and a first-person query (I, me, my, mine, myself) also
+matches "user", because extraction writes facts about the speaker as "The user ..." (the form
+``extract_worker/prompt.py`` asks for).
 (Portuguese stopwords and first-person forms were measured and dropped: no gain on the eval,
 tests/recall_quality/HISTORY.md.)
 
-Dates (issue 6, "a question about last May reaches the memory dated then"): ``tokenize`` adds
+Dates (so that a question about last May reaches the memory dated then): ``tokenize`` adds
 one ``ymYYYYMM`` token per explicit date a text mentions ("16 May 2026", "2025-03-18",
 "agosto de 2025"), and ``query_dates`` turns a query's date phrase ("last May", "in March
 2025", "this month", "o ano passado") into a time window plus those month tokens, relative to
@@ -40,7 +41,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SLUG_DROP = re.compile(r"[^a-z0-9]+")
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,200})\]\]")
 # \A…\Z, not ^…$: "$" also matches before a trailing newline, so "main\n" would pass a
-# .match() (issue 18); these patterns match the whole string with .match() or .fullmatch().
+# .match() and a name could carry a newline into a path; these patterns match the whole
+# string with .match() or .fullmatch().
 
 SLUG_RE = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
 
@@ -60,7 +62,8 @@ _STEMMER = Stemmer.Stemmer("english")
 
 
 def normalize(text: str) -> str:
-    """NFKC, casefold, collapse whitespace, strip trailing punctuation (DESIGN §2)."""
+    """NFKC, casefold, collapse whitespace, strip trailing punctuation: the same fact typed
+    twice (a ligature or full-width form, case, a final period) gets the same fingerprint."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     folded = _WS.sub(" ", folded).strip()
     return _TRAILING_PUNCT.sub("", folded)
@@ -112,7 +115,8 @@ def _is_han_or_kana(ch: str) -> bool:
 
 
 def parse_links(text: str) -> list[str]:
-    """Slugs named as ``[[slug]]`` in text (seeds/001 cross-references), in order, unique."""
+    """Slugs named as ``[[slug]]`` in text (cross-references between memories, which ``Render``
+    marks when they point nowhere), in order, unique."""
     seen: dict[str, None] = {}
     for raw in _LINK.findall(text):
         if not any(ch.isalnum() for ch in raw):

@@ -1,13 +1,14 @@
-"""Real token counts, offline, without importing litellm (DESIGN §2 ``tokens``).
+"""Real token counts, offline, without importing litellm (a recall budget is counted in the
+target model's tokens, so an estimate would over- or under-fill it).
 
 tiktoken needs its BPE files on disk; litellm ships the cl100k_base and o200k_base files inside
 its package, so we point ``TIKTOKEN_CACHE_DIR`` there, found with ``importlib.util.find_spec``
-(which locates the package without running its 6-second import: FACTS.md "litellm").
+(which locates the package without running its import, which takes seconds).
 Without tiktoken or those files the counter falls back to a documented estimate (4 chars per
 token) and says so in ``exact``; ``doctor`` reports it.
 
-Loading an encoding took ~0.13 s of every process that counts (a one-shot ``memory --data-dir
-D save``, issue 13): ~75 ms to read and base64-decode the 100k-line BPE file, ~50 ms for
+Loading an encoding took ~0.13 s of every process that counts (measured on a one-shot
+``memory --data-dir D save``): ~75 ms to read and base64-decode the 100k-line BPE file, ~50 ms for
 tiktoken to build its encoder. The decoded parameters are cached per user
 (``$XDG_CACHE_HOME/agent-memory/tiktoken-<encoding>-<tiktoken version>.marshal``, written
 atomically, 0600) and read back in ~20 ms; tiktoken checks the BPE file's SHA-256 when it
@@ -125,7 +126,8 @@ class TokenCounter:
     @property
     def _count(self) -> Callable[[str], int] | None:
         # loaded on the first count, not here: the BPE takes ~0.3 s to load, and a store
-        # opened for one recall (`memory --data-dir D recall`) may never count (issue 13)
+        # opened for one recall (`memory --data-dir D recall`) may never count, and a one-shot
+        # CLI command should not pay for what it never uses
         return _encoder(self.encoding)
 
     @property

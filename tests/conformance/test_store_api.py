@@ -4,7 +4,7 @@ tests are the model): each test runs against
 - ``embedded``: the store in this process, opened through the store worker's entry point
   (``shared.client.workers.open_embedded_store``), as ``memory --data-dir`` opens it;
 - ``sharded``: ``ShardedStoreClient`` over two in-process store shards with an even slot table
-  (issue 16): the tests' banks land on both, and the fan-out calls merge them;
+  (docs/SCALING.md): the tests' banks land on both, and the fan-out calls merge them;
 - ``actor``: ``StoreClient`` over the session's ``memory-store`` actor (marked ``ray``);
 - ``sharded-actors``: ``ShardedStoreClient`` over two store shard actors (marked ``ray``).
 - ``grpc``: ``GrpcStoreClient`` over a real channel to a gateway (``build_server``, as
@@ -316,7 +316,7 @@ def _claim(api: StoreAPI, job_id: str) -> Any:
 
 
 def test_rescan_and_purge_answer_their_shapes(api: StoreAPI, bank: str) -> None:
-    # issue 12: redaction of what is stored, and erasure, over every backend
+    # redaction of what is stored, and erasure, over every backend
     gone = api.save("deploy notes for the box", bank=bank).memory.id
     kept = api.save("a plain fact", bank=bank).memory.id
     res = api.redact_rescan(bank=bank, purge=True)

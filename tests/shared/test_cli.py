@@ -1,5 +1,6 @@
-"""The ``memory`` CLI: help for every command (STYLE §20), every store verb through the
-embedded mode (``--data-dir``), ``--json``, exit codes, and one real ``up``/``down`` run."""
+"""The ``memory`` CLI: help for every command (a user learns the CLI from ``--help``), every
+store verb through the embedded mode (``--data-dir``), ``--json``, exit codes, and one real
+``up``/``down`` run."""
 
 from __future__ import annotations
 
@@ -353,7 +354,7 @@ def test_usage_errors_exit_2(cli: Cli) -> None:
     assert exited.value.code == 2
 
 
-# -- (b2) readable output (issue 13) ----------------------------------------------------------
+# -- (b2) readable output --------------------------------------------------------------------
 
 
 def test_describe_and_capabilities_print_text_and_json_only_with_json(cli: Cli) -> None:
@@ -546,7 +547,7 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     up = memory("up", "store", *args)
     assert up.returncode == 0, up.stderr
     assert "ray cluster: started" in up.stdout and "started store (memory-store)" in up.stdout
-    # the gateway too (--grpc-port implies it), recorded where the CLI finds it (issue 13)
+    # the gateway too (--grpc-port implies it), recorded where the CLI finds it
     assert "started grpc (memory-grpc)" in up.stdout
     assert f"gateway:   127.0.0.1:{grpc_port}" in up.stdout
     assert f"dashboard: http://127.0.0.1:{dash}" in up.stdout
@@ -598,7 +599,7 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     driver, workers = json.loads(listed.stdout.strip().splitlines()[-1])
     assert own_cluster.pid_of("ray::StoreActor") in workers and driver not in workers
 
-    # a second store shard joins the running cluster; `stop store` stops every shard (issue 16)
+    # a second store shard joins the running cluster; `stop store` stops every shard
     grown = memory("up", "store", "--store-shards", "2")
     assert grown.returncode == 0, grown.stderr
     assert "started store (memory-store-1); already running: store (memory-store)" in grown.stdout

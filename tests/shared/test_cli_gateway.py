@@ -1,5 +1,6 @@
-"""The ``memory`` CLI in its own process against a gateway (issue 13): no Ray imported, the
-store's answers printed, the store's errors as ``error: <category>: ...`` with exit code 2.
+"""The ``memory`` CLI in its own process against a gateway: no Ray imported (its import would
+be most of a one-shot command's time), the store's answers printed, the store's errors as
+``error: <category>: ...`` with exit code 2.
 
 The gateway runs in this test process over an embedded store (``build_server``, as ``memory
 up`` starts it) and is recorded in the data dir's ``.state/gateway.json`` as the gateway actor
@@ -52,7 +53,7 @@ class Cli:
 
     def __call__(self, *argv: str, code: int = 0, lean: bool = True) -> str:
         """Run ``memory argv``; ``lean``: it must not load pydantic either (the answers come
-        as views, issue 13), only a verb that builds a request model may."""
+        as views, so a read stays fast), only a verb that builds a request model may."""
         done = subprocess.run(
             [sys.executable, "-c", SCRIPT, *argv],
             env=self.env,

@@ -69,7 +69,8 @@ def test_pickle_round_trip_after_raise_with_cause(cls: type[errors.MemoryService
 
 def test_grpc_codes_cover_every_category() -> None:
     assert set(errors.GRPC_CODES) == set(errors.CATEGORIES)
-    assert "UNKNOWN" not in errors.GRPC_CODES.values()  # seeds/002: never UNKNOWN
+    # memory.v1: never UNKNOWN, which a client cannot tell from a crash
+    assert "UNKNOWN" not in errors.GRPC_CODES.values()
     for cls in ALL_ERRORS:
         assert cls.category in errors.CATEGORIES
         assert cls.category in errors.GRPC_CODES

@@ -1,4 +1,5 @@
-"""``<data_dir>/.state/gateway.json``: where the CLI finds the running gateway (issue 13)."""
+"""``<data_dir>/.state/gateway.json``: where the CLI finds the running gateway
+(without Ray)."""
 
 from __future__ import annotations
 

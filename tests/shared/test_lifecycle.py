@@ -1,5 +1,5 @@
-"""The lifecycle of a cluster ``memory up`` starts (issue 13): a failed ``up`` leaves nothing
-behind and says why; ``down`` stops a half-dead cluster ``up`` started, every process of it and
+"""The lifecycle of a cluster ``memory up`` starts: a failed ``up`` leaves nothing behind and
+says why; ``down`` stops a half-dead cluster ``up`` started, every process of it and
 only those (a client that connected and disconnected survives); ``status`` checks what it
 prints. The real-process tests run a private head (``own_cluster``: own TMPDIR, HOME, ports)."""
 

@@ -1,5 +1,6 @@
-"""A following ``ShardedStoreClient`` notices shards added and removed (issue 16 "Not built
-yet": siblings and gateways discovered shards only at start).
+"""A following ``ShardedStoreClient`` notices shards added and removed (siblings and
+gateways that found their shards only at start missed a shard added later; docs/SCALING.md:
+changing N while everything runs).
 
 In-process shards behind ``ListShards`` (the fake finder): the sibling's client is made while
 one shard runs; a second shard starts and a rebalance moves banks to it, with the sibling still

@@ -1,4 +1,5 @@
-"""``ShardedStoreClient`` and ``rebalance`` over in-process shards (issue 16 §1-2).
+"""``ShardedStoreClient`` and ``rebalance`` over in-process shards (docs/SCALING.md: routing
+and rebalance).
 
 The kill tests stop a rebalance at each step (an exception where the step starts), drop every
 store's RAM (close, reopen from the files), run ``rebalance`` again, and require every

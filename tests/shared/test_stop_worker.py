@@ -1,5 +1,5 @@
 """``memory stop <worker>`` stops the worker's actor and its numbered siblings (store shards
-``memory-store-<i>``, extractor replicas ``memory-extractor-<i>``; issue 16), nothing else."""
+``memory-store-<i>``, extractor replicas ``memory-extractor-<i>``), nothing else."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``store_wire.View``: the gateway's answers as a CLI reads them, without pydantic (issue 13)."""
+"""``store_wire.View``: the gateway's answers as a CLI reads them, without pydantic (a
+one-shot command should not pay its import)."""
 
 from __future__ import annotations
 

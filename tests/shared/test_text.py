@@ -1,5 +1,4 @@
-"""shared/text/__init__.py: normalisation, fingerprints, slugs, links and recall tokens (DESIGN §2,
-§4)."""
+"""shared/text/__init__.py: normalisation, fingerprints, slugs, links and recall tokens."""
 
 from __future__ import annotations
 

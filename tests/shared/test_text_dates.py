@@ -1,4 +1,5 @@
-"""Date phrases in queries and dated mentions in stored text (shared/text/__init__.py, issue 6)."""
+"""Date phrases in queries and dated mentions in stored text (shared/text/__init__.py): a
+question about last May reaches the memory dated then."""
 
 from __future__ import annotations
 

@@ -583,9 +583,10 @@ class MemoryService:
 
 
 class MemoryToolsStub:
-    """The reference tools (seeds/001 "Write triggers": memory.remember / memory.forget /
-    memory.search), served by the same process beside MemoryService (seeds/002 "Multi-protocol
-    plugin (memory + tool provider in one process): MAY").
+    """The reference tools a model may call to write and read memory (memory.remember /
+    memory.forget / memory.search), served by the same process beside MemoryService (the memory.v1
+    conformance matrix allows one process to be memory and tool provider at once: MAY;
+    docs/PROTOCOLS.md#record-and-the-reference-tools).
     """
 
     def __init__(self, channel):
@@ -612,14 +613,16 @@ class MemoryToolsStub:
 
 
 class MemoryToolsServicer:
-    """The reference tools (seeds/001 "Write triggers": memory.remember / memory.forget /
-    memory.search), served by the same process beside MemoryService (seeds/002 "Multi-protocol
-    plugin (memory + tool provider in one process): MAY").
+    """The reference tools a model may call to write and read memory (memory.remember /
+    memory.forget / memory.search), served by the same process beside MemoryService (the memory.v1
+    conformance matrix allows one process to be memory and tool provider at once: MAY;
+    docs/PROTOCOLS.md#record-and-the-reference-tools).
     """
 
     def Remember(self, request, context):
         """Remember creates a record unless a close one exists: then it writes nothing and returns
-        the candidates (seeds/002 "fuzzy near-match check before creating a new record: MUST").
+        the candidates (the memory.v1 conformance matrix: a fuzzy near-match check before creating
+        a new record is a MUST, so a model re-stating a fact does not duplicate it).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -666,9 +669,10 @@ def add_MemoryToolsServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class MemoryTools:
-    """The reference tools (seeds/001 "Write triggers": memory.remember / memory.forget /
-    memory.search), served by the same process beside MemoryService (seeds/002 "Multi-protocol
-    plugin (memory + tool provider in one process): MAY").
+    """The reference tools a model may call to write and read memory (memory.remember /
+    memory.forget / memory.search), served by the same process beside MemoryService (the memory.v1
+    conformance matrix allows one process to be memory and tool provider at once: MAY;
+    docs/PROTOCOLS.md#record-and-the-reference-tools).
     """
 
     @staticmethod
