@@ -1,5 +1,5 @@
-"""``python -m bench`` (``make bench``): every store benchmark of issue 2 and the redaction
-benchmark of issue 12 in one run.
+"""``python -m bench`` (``make bench``): every store benchmark and the redaction benchmark
+in one run.
 
 Prints a table and writes ``.bench/results.json``. Figures are reports, never assertions:
 each target row says met / missed, and the run exits 0 either way.

@@ -1,4 +1,5 @@
-"""Whole-process wall time of ``memory`` commands (issue 13): ``python -m bench.cli``.
+"""Whole-process wall time of ``memory`` commands, start-up included (what a user waits
+for): ``python -m bench.cli``.
 
 Each row runs one command ``--runs`` times (default 20) as a user does, a fresh process each
 time, and reports p50/p95 of the wall time from spawn to exit:

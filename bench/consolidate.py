@@ -1,4 +1,4 @@
-"""Consolidation benchmark (issue 5): ``python -m bench.consolidate``.
+"""Consolidation benchmark: ``python -m bench.consolidate``.
 
 A bank of N synthetic memories (``bench.corpus`` records: 10-40 Zipfian words, mixed types and
 scopes, a few pinned) gets planted near-duplicates (2 % of N: copies with one or two small
@@ -11,7 +11,7 @@ and is scored against the planted groups at the pair level: precision, recall, a
 merges on traps.
 
 Baseline, in the same run: a rapidfuzz ``process.cdist`` with ``fuzz.ratio`` (the cheapest
-scorer; FACTS.md measured ``token_set_ratio`` at 12× its cost) thresholded at the same
+scorer: ``token_set_ratio`` measured at 12× the cost of ``ratio`` per pair) thresholded at the same
 ``duplicate_score``. Up to ``--cdist-full-up-to`` (12k) it is the full N × N matrix. At 100k the
 full matrix (10^10 cells) is out of reach, so it runs on ``--cdist-sample`` rows (500: whole
 planted groups and trap pairs for half of them, random rows for the rest) against all 100k

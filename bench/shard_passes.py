@@ -1,4 +1,5 @@
-"""A consolidation pass over store shards (issue 16 §3): ``python -m bench.shard_passes``.
+"""A consolidation pass over store shards (docs/SCALING.md#how-it-works):
+``python -m bench.shard_passes``.
 
 Two (``--shards``) store shard actors on a throwaway local Ray cluster hold ``--banks`` banks
 of ``--per-bank`` memories each, a fifth of them planted near-duplicates. The same pass runs

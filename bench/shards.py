@@ -1,4 +1,5 @@
-"""Store shards under 8 concurrent callers (issue 16 §6): aggregate saves/s and recall p50.
+"""Store shards under 8 concurrent callers (docs/SCALING.md, "Measured"): aggregate saves/s and
+recall p50.
 
 For 1, 2 and 4 shards: 8 threads save into 64 banks (spread over the shards by the slot
 table), then recall from them. ``actor``: each shard a store actor on a throwaway local Ray

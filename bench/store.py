@@ -1,4 +1,4 @@
-"""The store benchmarks (issue 2 "Benchmarks"): each function measures one thing and returns a
+"""The store benchmarks: each function measures one thing and returns a
 JSON-ready dict. Reports, never assertions: ``bench.__main__`` compares them to the targets.
 
 Memory is measured as the *RSS delta* of opening a store in a fresh child process (VmRSS from

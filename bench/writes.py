@@ -1,4 +1,4 @@
-"""Durable writes side by side (issue 14): the store against SQLite and a bare fsynced append.
+"""Durable writes side by side: the store against SQLite and a bare fsynced append.
 
 Every writer makes each write durable before it returns, on the same disk (one temp folder),
 with the same texts. Writers alternate in ``rounds`` blocks, so all see the same disk weather
@@ -17,7 +17,7 @@ on a shared machine; the figure is the median of the rounds' rates.
 - the floor of a save that keeps the store's promises (``floor_redacted_1``): the text
   redacted (``shared.redact.redact``), its tokens counted, one JSON line appended and
   ``fdatasync``ed, from 1 thread. No validation, id, entities, index or model: what no store
-  that redacts before the disk can go below, in this language, on this disk (issue 14's
+  that redacts before the disk can go below, in this language, on this disk (the
   "embedded 1 caller vs SQLite" line is read against it).
 
 ``fsyncs_per_save`` is the store's log fsyncs per line appended (``describe()["commits"]``).

@@ -1,14 +1,14 @@
 """The memory.v1 servicers: every RPC is one protocol view (``views.py``, ``tools.py``) over
-the store's public API (DESIGN §8).
+the store's public API (docs/ARCHITECTURE.md#the-gateway).
 
 ``shared.contract.api.StoreAPI`` is the store contract the gateway uses; a plain ``MemoryStore``
 satisfies it (tests, embedded mode) and so does ``shared.client.ray.StoreClient`` over the
-``memory-store`` actor (``actor.py``). Errors translate only here, at the edge (STYLE §7): a
-``MemoryServiceError`` is classified into one of seeds/002's seven categories (``on_the_wire``:
-the store's own ``invalid_argument`` is not one of them) and becomes that category's gRPC
-status with ``MemoryError{category, message, retryable}`` in the trailing metadata
-(``memory-error-bin``, serialized; ``memory-error-category``, its name). README "Errors on the
-wire" has the table. No path answers gRPC ``UNKNOWN``.
+``memory-store`` actor (``actor.py``). Errors translate only here, at the edge (the core raises
+typed errors; only the edge knows the wire): a ``MemoryServiceError`` is classified into one of
+memory.v1's seven error categories (``on_the_wire``: the store's own ``invalid_argument`` is not one
+of them) and becomes that category's gRPC status with ``MemoryError{category, message, retryable}``
+in the trailing metadata (``memory-error-bin``, serialized; ``memory-error-category``, its name).
+README "Errors on the wire" has the table. No path answers gRPC ``UNKNOWN``.
 
 The bank: the gateway's configured bank, or per call the ``x-memory-bank`` metadata.
 """
@@ -48,7 +48,7 @@ CATEGORY_KEY = "memory-error-category"
 BANK_KEY = "x-memory-bank"
 RENDER_PAGE = 50
 # gRPC refuses a request over 4 MiB before any servicer sees it, as RESOURCE_EXHAUSTED with no
-# MemoryError (and RESOURCE_EXHAUSTED is budget_exceeded's code, seeds/002). Admitting up to
+# MemoryError (and RESOURCE_EXHAUSTED is budget_exceeded's code in memory.v1). Admitting up to
 # 64 MiB lets an oversized record or query reach the store's own limits and come back
 # classified (`unknown`, naming the field); past 64 MiB gRPC's own refusal stands.
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -63,7 +63,8 @@ SERVICES = (
 """What the gateway serves (besides grpc.health.v1 and reflection): reflection lists them."""
 
 
-# seeds/002 "Error taxonomy": the closed set a memory.v1 failure is classified into.
+# memory.v1's error taxonomy (docs/PROTOCOLS.md#errors): the closed set a memory.v1 failure is
+# classified into.
 WIRE_CATEGORIES = frozenset(
     {
         "not_found",
@@ -78,7 +79,7 @@ WIRE_CATEGORIES = frozenset(
 
 
 def on_the_wire(err: errors.MemoryServiceError) -> errors.MemoryServiceError:
-    """``err`` as one of the seven seed categories. The views already turn a malformed or
+    """``err`` as one of memory.v1's seven categories. The views already turn a malformed or
     retired id into ``not_found``; turning ratification off with drafts waiting is refused
     as ``ratification_unsupported`` (FailedPrecondition: the state forbids it, retrying
     as-is cannot help); any other malformed input is ``unknown`` ("anything else", with the
@@ -136,7 +137,7 @@ class _Edge:
                 return fn()
         except errors.MemoryServiceError as e:
             err = e
-        except Exception as e:  # translate, never leak: seeds/002 "unknown → Internal"
+        except Exception as e:  # translate, never leak: "unknown" maps to INTERNAL
             log.exception("gateway call failed")
             err = errors.UnknownError(f"{type(e).__name__}: {e}")
         abort(context, err)
@@ -254,8 +255,8 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
                 page_size=convert.page_size(request.page_size),
                 page_token=request.page_token or None,
             )
-            # No relevance on a plain listing: seeds/000 "SHOULD leave the field unset rather
-            # than fabricating a value".
+            # No relevance on a plain listing: memory.v1 asks to leave the field unset rather
+            # than fabricate a value.
             return pb.ListRecordsResponse(
                 records=[convert.record(m) for m in page.memories],
                 next_page_token=page.next_page_token or "",
@@ -344,7 +345,7 @@ def record_kwargs(req: pb.RecordRequest, *, types_required: bool = True) -> dict
     out: dict[str, Any] = {
         "text": convert.content_text(req.content),
         "title": req.title or None,
-        # seeds/000 "id string? ... if omitted, the provider derives one": an empty id
+        # memory.v1's id is optional (the provider derives one when omitted): an empty id
         # (proto3 presence set to "") suggests nothing
         "id": req.id or None,
         "session_id": convert.optional(req.session_id),

@@ -94,7 +94,7 @@ def rpc_error() -> Callable[..., Failure]:
         with pytest.raises(grpc.RpcError) as info:
             method(request, timeout=10, **kwargs)
         failure = _failure(info.value)
-        assert failure.code != grpc.StatusCode.UNKNOWN  # seeds/002: never Unknown
+        assert failure.code != grpc.StatusCode.UNKNOWN  # memory.v1: never UNKNOWN
         return failure
 
     return call

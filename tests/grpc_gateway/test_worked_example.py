@@ -1,8 +1,7 @@
-"""seeds/001 replayed over the wire: "A worked Recall/Record sequence" and "A worked
-cross-reference example", checking the response shapes.
+"""memory.v1's worked examples replayed over the wire: a Recall/Record sequence across
+turns and a cross-reference between records, checking the response shapes.
 
-The seed writes turn ids as ``turn_03`` / ``turn_07``; seeds/002 makes ``turn_id`` a ULID
-(MUST), so the replay uses real ULIDs in their place.
+``turn_id`` must be a ULID (docs/PROTOCOLS.md#recall), so the turns use real ULIDs.
 """
 
 from __future__ import annotations
@@ -86,7 +85,7 @@ def _history(gw: Any) -> None:
 def test_worked_recall_record_sequence(gw: Any) -> None:
     # Given the records earlier sessions wrote
     _history(gw)
-    # When the session recalls at context-assemble (the seed's RecallRequest, verbatim)
+    # When the session recalls at context-assemble (a plain memory.v1 RecallRequest)
     response = gw.memory.Recall(
         pb.RecallRequest(
             session_id="sess_042",
@@ -100,7 +99,7 @@ def test_worked_recall_record_sequence(gw: Any) -> None:
             include_pending=False,
         )
     )
-    # Then the seed's two kinds of record come back, shaped as in the seed
+    # Then the two kinds of record come back, shaped as the protocol says
     by_id = {r.id: r for r in response.records}
     assert "other-project-note" not in by_id
     assert {"user-role", "deploy-pipeline-migration-in-progress"} <= set(by_id)
@@ -154,7 +153,7 @@ def test_worked_recall_record_sequence(gw: Any) -> None:
 
 
 def test_worked_cross_reference_example(gw: Any) -> None:
-    # Given the seed's two records, the referencing one written FIRST (a forward reference)
+    # Given two records, the referencing one written FIRST (a forward reference)
     gw.memory.Record(
         pb.RecordRequest(
             type=pb.MEMORY_TYPE_PROJECT,
@@ -177,7 +176,7 @@ def test_worked_cross_reference_example(gw: Any) -> None:
             working_directory=CWD,
         )
     )
-    # Then links are as in the seed, and nothing dangles any more
+    # Then links are as written, and nothing dangles any more
     get = gw.memory.GetRecord
     runbook = get(pb.GetRecordRequest(id="deploy-pipeline-runbook")).record
     migration = get(pb.GetRecordRequest(id="deploy-pipeline-migration-in-progress")).record
