@@ -12,6 +12,7 @@ import pytest
 from google.protobuf import struct_pb2
 
 from shared.proto.memory.v1 import memory_pb2 as pb
+from tests.grpc_gateway.conftest import SPEC_CODES
 
 CWD = "/srv/acme"
 BIG = "x" * 16_001  # one past the default max_text_chars
@@ -31,17 +32,6 @@ def _config(values: dict[str, Any]) -> pb.ConfigureRequest:
     return pb.ConfigureRequest(config=struct)
 
 
-# memory.v1's error taxonomy (docs/PROTOCOLS.md#errors): the seven categories and their gRPC
-# codes, written out here (not imported from the code under test).
-SPEC_CODES = {
-    "not_found": "NOT_FOUND",
-    "invalid_type": "INVALID_ARGUMENT",
-    "ratification_unsupported": "FAILED_PRECONDITION",
-    "budget_exceeded": "RESOURCE_EXHAUSTED",
-    "source_unavailable": "UNAVAILABLE",
-    "unknown": "INTERNAL",
-    "invalid_scope": "INVALID_ARGUMENT",
-}
 BAD_ID = "Not A Slug!"
 CASES = [
     # (service, rpc, request, category, words the message must name)

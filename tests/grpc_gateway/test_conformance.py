@@ -15,6 +15,7 @@ from ulid import ULID
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.text.tokens import TokenCounter
 from store_worker import ops
+from tests.grpc_gateway.conftest import SPEC_CODES
 
 T = pb.MemoryType
 S = pb.MemoryScope
@@ -651,18 +652,6 @@ def test_should_reference_tools_remember_forget_search(gw: Any, rpc_error: Any) 
 
 
 # -- the error taxonomy ----------------------------------------------------------------------
-
-# memory.v1: each category maps to one gRPC status code (docs/PROTOCOLS.md#errors), written
-# out here, not imported from the code under test.
-SPEC_CODES = {
-    "not_found": "NOT_FOUND",
-    "invalid_type": "INVALID_ARGUMENT",
-    "ratification_unsupported": "FAILED_PRECONDITION",
-    "budget_exceeded": "RESOURCE_EXHAUSTED",
-    "source_unavailable": "UNAVAILABLE",
-    "unknown": "INTERNAL",
-    "invalid_scope": "INVALID_ARGUMENT",
-}
 
 
 class _Broken:
