@@ -15,13 +15,14 @@ The bank: the gateway's configured bank, or per call the ``x-memory-bank`` metad
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 
@@ -144,6 +145,23 @@ class _Edge:
         raise AssertionError("unreachable")  # context.abort raised
 
 
+def _rpc(body: Callable[[Any, Any, Any, str | None], T]) -> Callable[[Any, Any, Any], T]:
+    """A servicer's RPC method from its body: the body gets the call's bank (``x-memory-bank``
+    metadata, else the gateway's) and runs under the edge (``_Edge.run``: one failure policy
+    for every RPC)."""
+
+    @functools.wraps(body)
+    def rpc(self: Any, request: Any, context: Any) -> T:
+        return cast(
+            T,
+            self.edge.run(
+                context, lambda: body(self, request, context, self.edge.bank_of(context))
+            ),
+        )
+
+    return rpc
+
+
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
     """memory.v1.MemoryService over ``StoreAPI``."""
 
@@ -152,130 +170,127 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.store = edge.store
         self.views = edge.views
 
-    def GetCapabilities(self, request: pb.GetCapabilitiesRequest, context: Any) -> Any:
-        def body() -> pb.GetCapabilitiesResponse:
-            caps = convert.capabilities(self.store.capabilities())
-            return pb.GetCapabilitiesResponse(capabilities=caps)
+    @_rpc
+    def GetCapabilities(
+        self, request: pb.GetCapabilitiesRequest, context: Any, bank: str | None
+    ) -> pb.GetCapabilitiesResponse:
+        caps = convert.capabilities(self.store.capabilities())
+        return pb.GetCapabilitiesResponse(capabilities=caps)
 
-        return self.edge.run(context, body)
+    @_rpc
+    def Configure(
+        self, request: pb.ConfigureRequest, context: Any, bank: str | None
+    ) -> pb.ConfigureResponse:
+        config = convert.config_in(request.config)
+        if why := refused_remotely(config):  # a remote caller never points the store
+            raise errors.InvalidArgumentError(why)  # at its files (shared.contract.config)
+        return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
 
-    def Configure(self, request: pb.ConfigureRequest, context: Any) -> Any:
-        def body() -> pb.ConfigureResponse:
-            config = convert.config_in(request.config)
-            if why := refused_remotely(config):  # a remote caller never points the store
-                raise errors.InvalidArgumentError(why)  # at its files (shared.contract.config)
-            return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
+    @_rpc
+    def Recall(
+        self, request: pb.RecallRequest, context: Any, bank: str | None
+    ) -> pb.RecallResponse:
+        found = self.views.recall_context(
+            bank=bank,
+            query=request.query or None,
+            files_touched=list(request.files_touched),
+            session_id=convert.optional(request.session_id),
+            turn_id=convert.optional(request.turn_id),
+            project=convert.optional(request.working_directory),
+            token_budget=request.token_budget or None,
+            model_target=convert.optional(request.model_target.id),
+            type_filter=convert.type_filter(request.type_filter),
+            scope_filter=convert.scope_filter(request.scope_filter),
+            include_pending=request.include_pending,
+            limit=request.limit or None,
+            caller=_caller(context),
+        )
+        return pb.RecallResponse(records=convert.scored(found.memories))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def Record(
+        self, request: pb.RecordRequest, context: Any, bank: str | None
+    ) -> pb.RecordResponse:
+        saved = self.views.record(**record_kwargs(request), bank=bank, caller=_caller(context))
+        return pb.RecordResponse(result=convert.result(saved.memory))
 
-    def Recall(self, request: pb.RecallRequest, context: Any) -> Any:
-        def body() -> pb.RecallResponse:
-            found = self.views.recall_context(
-                bank=self.edge.bank_of(context),
-                query=request.query or None,
-                files_touched=list(request.files_touched),
-                session_id=convert.optional(request.session_id),
-                turn_id=convert.optional(request.turn_id),
-                project=convert.optional(request.working_directory),
-                token_budget=request.token_budget or None,
-                model_target=convert.optional(request.model_target.id),
-                type_filter=convert.type_filter(request.type_filter),
-                scope_filter=convert.scope_filter(request.scope_filter),
-                include_pending=request.include_pending,
-                limit=request.limit or None,
-                caller=_caller(context),
-            )
-            return pb.RecallResponse(records=convert.scored(found.memories))
+    @_rpc
+    def UpdateRecord(
+        self, request: pb.UpdateRecordRequest, context: Any, bank: str | None
+    ) -> pb.UpdateRecordResponse:
+        updated = self.views.update_record(
+            request.id,
+            text=convert.content_text(request.content),
+            title=request.title if request.HasField("title") else None,
+            bank=bank,
+        )
+        return pb.UpdateRecordResponse(result=convert.result(updated.memory))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def DeleteRecord(
+        self, request: pb.DeleteRecordRequest, context: Any, bank: str | None
+    ) -> pb.DeleteRecordResponse:
+        self.views.delete_record(request.id, bank=bank)
+        return pb.DeleteRecordResponse(result=pb.DeleteResult(deleted=True))
 
-    def Record(self, request: pb.RecordRequest, context: Any) -> Any:
-        def body() -> pb.RecordResponse:
-            saved = self.views.record(
-                **record_kwargs(request), bank=self.edge.bank_of(context), caller=_caller(context)
-            )
-            return pb.RecordResponse(result=convert.result(saved.memory))
+    @_rpc
+    def ApproveRecord(
+        self, request: pb.ApproveRecordRequest, context: Any, bank: str | None
+    ) -> pb.ApproveRecordResponse:
+        approved = self.views.approve(request.id, bank=bank)
+        return pb.ApproveRecordResponse(result=convert.result(approved.memory))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def RejectRecord(
+        self, request: pb.RejectRecordRequest, context: Any, bank: str | None
+    ) -> pb.RejectRecordResponse:
+        done = self.views.reject(request.id, bank=bank)
+        return pb.RejectRecordResponse(result=pb.DeleteResult(deleted=bool(done.deleted)))
 
-    def UpdateRecord(self, request: pb.UpdateRecordRequest, context: Any) -> Any:
-        def body() -> pb.UpdateRecordResponse:
-            updated = self.views.update_record(
-                request.id,
-                text=convert.content_text(request.content),
-                title=request.title if request.HasField("title") else None,
-                bank=self.edge.bank_of(context),
-            )
-            return pb.UpdateRecordResponse(result=convert.result(updated.memory))
+    @_rpc
+    def Render(
+        self, request: pb.RenderRequest, context: Any, bank: str | None
+    ) -> pb.RenderResponse:
+        page = self.views.list_records(
+            bank=bank,
+            status=convert.status(request.status_filter),
+            page_size=convert.page_size(request.page_size) or RENDER_PAGE,
+        )
+        missing = {(d.source, d.target) for d in self.store.dangling(bank=bank).links}
+        return pb.RenderResponse(tree=render_tree(page.memories, missing))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def ListRecords(
+        self, request: pb.ListRecordsRequest, context: Any, bank: str | None
+    ) -> pb.ListRecordsResponse:
+        wanted = request.status_filter if request.HasField("status_filter") else 0
+        page = self.views.list_records(
+            bank=bank,
+            type_filter=convert.type_filter(request.type_filter),
+            scope_filter=convert.scope_filter(request.scope_filter),
+            status=convert.status(wanted),
+            page_size=convert.page_size(request.page_size),
+            page_token=request.page_token or None,
+        )
+        # No relevance on a plain listing: memory.v1 asks to leave the field unset rather
+        # than fabricate a value.
+        return pb.ListRecordsResponse(
+            records=[convert.record(m) for m in page.memories],
+            next_page_token=page.next_page_token or "",
+        )
 
-    def DeleteRecord(self, request: pb.DeleteRecordRequest, context: Any) -> Any:
-        def body() -> pb.DeleteRecordResponse:
-            self.views.delete_record(request.id, bank=self.edge.bank_of(context))
-            return pb.DeleteRecordResponse(result=pb.DeleteResult(deleted=True))
+    @_rpc
+    def GetRecord(
+        self, request: pb.GetRecordRequest, context: Any, bank: str | None
+    ) -> pb.GetRecordResponse:
+        found = self.views.get_record(request.id, bank=bank)
+        return pb.GetRecordResponse(record=convert.record(found.memory))
 
-        return self.edge.run(context, body)
-
-    def ApproveRecord(self, request: pb.ApproveRecordRequest, context: Any) -> Any:
-        def body() -> pb.ApproveRecordResponse:
-            approved = self.views.approve(request.id, bank=self.edge.bank_of(context))
-            return pb.ApproveRecordResponse(result=convert.result(approved.memory))
-
-        return self.edge.run(context, body)
-
-    def RejectRecord(self, request: pb.RejectRecordRequest, context: Any) -> Any:
-        def body() -> pb.RejectRecordResponse:
-            done = self.views.reject(request.id, bank=self.edge.bank_of(context))
-            return pb.RejectRecordResponse(result=pb.DeleteResult(deleted=bool(done.deleted)))
-
-        return self.edge.run(context, body)
-
-    def Render(self, request: pb.RenderRequest, context: Any) -> Any:
-        def body() -> pb.RenderResponse:
-            bank = self.edge.bank_of(context)
-            page = self.views.list_records(
-                bank=bank,
-                status=convert.status(request.status_filter),
-                page_size=convert.page_size(request.page_size) or RENDER_PAGE,
-            )
-            missing = {(d.source, d.target) for d in self.store.dangling(bank=bank).links}
-            return pb.RenderResponse(tree=render_tree(page.memories, missing))
-
-        return self.edge.run(context, body)
-
-    def ListRecords(self, request: pb.ListRecordsRequest, context: Any) -> Any:
-        def body() -> pb.ListRecordsResponse:
-            wanted = request.status_filter if request.HasField("status_filter") else 0
-            page = self.views.list_records(
-                bank=self.edge.bank_of(context),
-                type_filter=convert.type_filter(request.type_filter),
-                scope_filter=convert.scope_filter(request.scope_filter),
-                status=convert.status(wanted),
-                page_size=convert.page_size(request.page_size),
-                page_token=request.page_token or None,
-            )
-            # No relevance on a plain listing: memory.v1 asks to leave the field unset rather
-            # than fabricate a value.
-            return pb.ListRecordsResponse(
-                records=[convert.record(m) for m in page.memories],
-                next_page_token=page.next_page_token or "",
-            )
-
-        return self.edge.run(context, body)
-
-    def GetRecord(self, request: pb.GetRecordRequest, context: Any) -> Any:
-        def body() -> pb.GetRecordResponse:
-            found = self.views.get_record(request.id, bank=self.edge.bank_of(context))
-            return pb.GetRecordResponse(record=convert.record(found.memory))
-
-        return self.edge.run(context, body)
-
-    def Describe(self, request: pb.DescribeRequest, context: Any) -> Any:
-        def body() -> pb.DescribeResponse:
-            return pb.DescribeResponse(producer=convert.producer(self.store.describe()))
-
-        return self.edge.run(context, body)
+    @_rpc
+    def Describe(
+        self, request: pb.DescribeRequest, context: Any, bank: str | None
+    ) -> pb.DescribeResponse:
+        return pb.DescribeResponse(producer=convert.producer(self.store.describe()))
 
 
 class ToolsServicer(pb_grpc.MemoryToolsServicer):
@@ -285,52 +300,52 @@ class ToolsServicer(pb_grpc.MemoryToolsServicer):
         self.edge = edge
         self.tools = edge.tools
 
-    def Remember(self, request: pb.RememberRequest, context: Any) -> Any:
-        def body() -> pb.RememberResponse:
-            rec = request.record
-            chosen = request.update_id or None
-            kwargs = record_kwargs(rec, types_required=chosen is None)
-            kwargs.pop("status", None)
-            kwargs.pop("id", None)
-            kwargs["recorded_by"] = kwargs.get("recorded_by") or "memory.remember"
-            done = self.tools.remember(
-                **kwargs,
-                bank=self.edge.bank_of(context),
-                update_id=chosen,
-                confirm_new=request.confirm_new,
-                caller=_caller(context),
-            )
-            out = pb.RememberResponse(action=convert.REMEMBER_ACTIONS[done.action])
-            if done.memory is not None:
-                out.result.CopyFrom(convert.result(done.memory))
-            for cand in done.candidates:
-                out.candidates.add(record=convert.record(cand.memory), similarity=cand.similarity)
-            return out
+    @_rpc
+    def Remember(
+        self, request: pb.RememberRequest, context: Any, bank: str | None
+    ) -> pb.RememberResponse:
+        rec = request.record
+        chosen = request.update_id or None
+        kwargs = record_kwargs(rec, types_required=chosen is None)
+        kwargs.pop("status", None)
+        kwargs.pop("id", None)
+        kwargs["recorded_by"] = kwargs.get("recorded_by") or "memory.remember"
+        done = self.tools.remember(
+            **kwargs,
+            bank=bank,
+            update_id=chosen,
+            confirm_new=request.confirm_new,
+            caller=_caller(context),
+        )
+        out = pb.RememberResponse(action=convert.REMEMBER_ACTIONS[done.action])
+        if done.memory is not None:
+            out.result.CopyFrom(convert.result(done.memory))
+        for cand in done.candidates:
+            out.candidates.add(record=convert.record(cand.memory), similarity=cand.similarity)
+        return out
 
-        return self.edge.run(context, body)
+    @_rpc
+    def Forget(
+        self, request: pb.ForgetRequest, context: Any, bank: str | None
+    ) -> pb.ForgetResponse:
+        self.tools.forget(request.id, bank=bank)
+        return pb.ForgetResponse(result=pb.DeleteResult(deleted=True))
 
-    def Forget(self, request: pb.ForgetRequest, context: Any) -> Any:
-        def body() -> pb.ForgetResponse:
-            self.tools.forget(request.id, bank=self.edge.bank_of(context))
-            return pb.ForgetResponse(result=pb.DeleteResult(deleted=True))
-
-        return self.edge.run(context, body)
-
-    def Search(self, request: pb.SearchRequest, context: Any) -> Any:
-        def body() -> pb.RecallResponse:
-            found = self.tools.search(
-                request.query,
-                bank=self.edge.bank_of(context),
-                limit=request.limit or None,
-                session_id=convert.optional(request.session_id),
-                project=convert.optional(request.working_directory),
-                type_filter=convert.type_filter(request.type_filter),
-                scope_filter=convert.scope_filter(request.scope_filter),
-                include_pending=request.include_pending,
-            )
-            return pb.RecallResponse(records=convert.scored(found.memories))
-
-        return self.edge.run(context, body)
+    @_rpc
+    def Search(
+        self, request: pb.SearchRequest, context: Any, bank: str | None
+    ) -> pb.RecallResponse:
+        found = self.tools.search(
+            request.query,
+            bank=bank,
+            limit=request.limit or None,
+            session_id=convert.optional(request.session_id),
+            project=convert.optional(request.working_directory),
+            type_filter=convert.type_filter(request.type_filter),
+            scope_filter=convert.scope_filter(request.scope_filter),
+            include_pending=request.include_pending,
+        )
+        return pb.RecallResponse(records=convert.scored(found.memories))
 
 
 def _caller(context: Any) -> str | None:
