@@ -3,33 +3,15 @@ the real data set is never read by the tests."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from store_worker.recall.embed import FakeEmbedder
+from tests.recall_quality.conftest import load_by_path
 
-HERE = Path(__file__).resolve().parent
-
-
-def _load() -> ModuleType:
-    # tests/ has no __init__.py (pytest importlib mode), so load the module by path.
-    name = "recall_quality_locomo"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "locomo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve their module through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-L = _load()
+L = load_by_path("recall_quality_locomo", "locomo.py")
 
 
 def tiny_doc() -> dict[str, Any]:

@@ -8,40 +8,22 @@ them (or raises a trap, leak or pollution count) fails here. Regenerate on purpo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from consolidate_worker.judge import LLMJudge
 from shared.llm import LiteLLMBackend
+from tests.recall_quality.conftest import load_by_path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 DISTINCT = json.dumps({"decision": "distinct", "keep": None, "reason": "different facts"})
 
-HERE = Path(__file__).resolve().parent
 
-
-def _load_runner() -> ModuleType:
-    # tests/ has no __init__.py (pytest importlib mode), so load the runner by path.
-    name = "recall_quality_run"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve their module through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-run = _load_runner()
+run = load_by_path("recall_quality_run", "run.py")
 
 
 @pytest.fixture(scope="module")
