@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from bench.corpus import records
+from bench.stats import write_results
 from consolidate_worker import dedup
 from consolidate_worker.core import Consolidator
 from consolidate_worker.report import Report
@@ -414,8 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(bench_size(n, args))
         print(json.dumps(results[-1], indent=2), file=sys.stderr)
     out = {"results": results, "wall_s": round(time.perf_counter() - started, 1)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    write_results(args.out, out)
     print(table(results))
     print(f"(total wall {out['wall_s']} s; results: {args.out})")
     return 0
