@@ -50,12 +50,19 @@ def in_threads(n: int, work: Callable[[int], None]) -> float:
     return time.perf_counter() - started
 
 
+def import_ray() -> Any:
+    """The ``ray`` module, set up for a throwaway local cluster (no auth token)."""
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster
+    import ray
+
+    return ray
+
+
 @contextmanager
 def local_ray(namespace: str) -> Iterator[Any]:
     """A throwaway local Ray cluster for one benchmark (2 CPUs, no dashboard, its own temp dir,
     removed afterwards); yields the ``ray`` module. Imports Ray only when called."""
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster
-    import ray
+    ray = import_ray()
 
     tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     ray.init(
