@@ -38,7 +38,7 @@ def report(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# -- the golden set is what the issue asks for --------------------------------------------
+# -- the golden set is big and varied enough to measure something ---------------------------
 
 
 def test_golden_set_has_the_required_shape(doc: dict[str, Any]) -> None:
