@@ -1,1 +1,1 @@
-"""Benchmarks of the store (issue 2): ``python -m bench`` / ``make bench``; see ``__main__``."""
+"""Benchmarks of the store: ``python -m bench`` / ``make bench``; see ``__main__``."""

@@ -1,4 +1,5 @@
-"""Whole-process wall time of ``memory`` commands (issue 13): ``python -m bench.cli``.
+"""Whole-process wall time of ``memory`` commands, start-up included (what a user waits
+for): ``python -m bench.cli``.
 
 Each row runs one command ``--runs`` times (default 20) as a user does, a fresh process each
 time, and reports p50/p95 of the wall time from spawn to exit:
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import store as b
+from bench.stats import local_ray, percentiles
 
 TARGETS_MS = {"gateway": 150.0, "embedded": 400.0}
 QUERY = "what does the user prefer"
@@ -76,7 +78,7 @@ def wall(
         if i >= 2:
             samples.append(took)
             cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return {**b.percentiles(samples), "cpu_p50_ms": round(statistics.median(cpu) * 1000, 1)}
+    return {**percentiles(samples), "cpu_p50_ms": round(statistics.median(cpu) * 1000, 1)}
 
 
 def _env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -100,25 +102,16 @@ def commands(env: dict[str, str], runs: int) -> dict[str, Any]:
 def ray_service(data_dir: Path) -> Iterator[str]:
     """A throwaway cluster with the store and gateway actors on ``data_dir``; yields the GCS
     address (the gateway records itself in ``data_dir``)."""
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    import ray
+    with local_ray("memory") as ray:
+        from grpc_gateway.actor import start as start_gateway
+        from store_worker.actor import start as start_store
 
-    from grpc_gateway.actor import start as start_gateway
-    from store_worker.actor import start as start_store
-
-    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="memory",
-             _temp_dir=str(tmp))  # fmt: skip
-    try:
         env = {"MEMORY_DATA_DIR": str(data_dir), "MEMORY_GRPC_PORT": "0"}
         store = start_store(env)
         gateway = start_gateway(env)
         yield str(ray.get_runtime_context().gcs_address)
         ray.kill(gateway, no_restart=True)
         ray.kill(store, no_restart=True)
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Consolidation benchmark (issue 5): ``python -m bench.consolidate``.
+"""Consolidation benchmark: ``python -m bench.consolidate``.
 
 A bank of N synthetic memories (``bench.corpus`` records: 10-40 Zipfian words, mixed types and
 scopes, a few pinned) gets planted near-duplicates (2 % of N: copies with one or two small
@@ -11,7 +11,7 @@ and is scored against the planted groups at the pair level: precision, recall, a
 merges on traps.
 
 Baseline, in the same run: a rapidfuzz ``process.cdist`` with ``fuzz.ratio`` (the cheapest
-scorer; FACTS.md measured ``token_set_ratio`` at 12× its cost) thresholded at the same
+scorer: ``token_set_ratio`` measured at 12× the cost of ``ratio`` per pair) thresholded at the same
 ``duplicate_score``. Up to ``--cdist-full-up-to`` (12k) it is the full N × N matrix. At 100k the
 full matrix (10^10 cells) is out of reach, so it runs on ``--cdist-sample`` rows (500: whole
 planted groups and trap pairs for half of them, random rows for the rest) against all 100k
@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from bench.corpus import records
+from bench.stats import write_results
 from consolidate_worker import dedup
 from consolidate_worker.core import Consolidator
 from consolidate_worker.report import Report
@@ -414,8 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(bench_size(n, args))
         print(json.dumps(results[-1], indent=2), file=sys.stderr)
     out = {"results": results, "wall_s": round(time.perf_counter() - started, 1)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    write_results(args.out, out)
     print(table(results))
     print(f"(total wall {out['wall_s']} s; results: {args.out})")
     return 0

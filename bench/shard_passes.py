@@ -1,4 +1,5 @@
-"""A consolidation pass over store shards (issue 16 §3): ``python -m bench.shard_passes``.
+"""A consolidation pass over store shards (docs/SCALING.md#how-it-works):
+``python -m bench.shard_passes``.
 
 Two (``--shards``) store shard actors on a throwaway local Ray cluster hold ``--banks`` banks
 of ``--per-bank`` memories each, a fifth of them planted near-duplicates. The same pass runs
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.corpus import records
+from bench.stats import local_ray
 
 
 def _seed(store: Any, banks: list[str], per_bank: int) -> int:
@@ -58,47 +59,37 @@ def _timed_pass(store: Any, runner: Any) -> dict[str, Any]:
 
 
 def run(shards: int, banks: int, per_bank: int) -> dict[str, Any]:
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster
-    import ray
-
-    from consolidate_worker.actor import RayShardRunner
-    from consolidate_worker.settings import ConsolidatorSettings
-    from shared.client.ray import StoreClient
-    from shared.client.rebalance import initial_routing
-    from shared.client.sharded import ShardedStoreClient
-    from shared.client.shards import shard_dir
-    from store_worker.actor import start_shard
-
-    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     work = Path(tempfile.mkdtemp(prefix="shard-passes-"))
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        namespace="memory-bench-passes",
-        _temp_dir=str(tmp),
-    )
     out: dict[str, Any] = {"shards": shards, "banks": banks, "per_bank": per_bank}
     try:
-        for way in ("bank_by_bank", "per_shard_tasks"):
-            root = work / way
-            clients = []
-            for i in range(shards):
-                name = f"memory-bench-pass-{way}-{i}"
-                env = {"MEMORY_DATA_DIR": str(shard_dir(root, i)), "MEMORY_SHARD_INDEX": str(i)}
-                clients.append(StoreClient(start_shard(env, i, shards, name=name), actor_name=name))
-            initial_routing(clients)
-            store = ShardedStoreClient(clients)
-            names = [f"bench-{b:03d}" for b in range(banks)]
-            out["planted"] = _seed(store, names, per_bank)
-            tasks = way == "per_shard_tasks"
-            runner = RayShardRunner(store, ConsolidatorSettings()) if tasks else None
-            out[way] = _timed_pass(store, runner)
-            for client in clients:
-                ray.kill(client.handle, no_restart=True)
+        with local_ray("memory-bench-passes") as ray:
+            # the imports load Ray: after local_ray has set up its environment
+            from consolidate_worker.actor import RayShardRunner
+            from consolidate_worker.settings import ConsolidatorSettings
+            from shared.client.ray import StoreClient
+            from shared.client.rebalance import initial_routing
+            from shared.client.sharded import ShardedStoreClient
+            from shared.client.shards import shard_dir
+            from store_worker.actor import start_shard
+
+            for way in ("bank_by_bank", "per_shard_tasks"):
+                root = work / way
+                clients = []
+                for i in range(shards):
+                    name = f"memory-bench-pass-{way}-{i}"
+                    env = {"MEMORY_DATA_DIR": str(shard_dir(root, i)), "MEMORY_SHARD_INDEX": str(i)}
+                    handle = start_shard(env, i, shards, name=name)
+                    clients.append(StoreClient(handle, actor_name=name))
+                initial_routing(clients)
+                store = ShardedStoreClient(clients)
+                names = [f"bench-{b:03d}" for b in range(banks)]
+                out["planted"] = _seed(store, names, per_bank)
+                tasks = way == "per_shard_tasks"
+                runner = RayShardRunner(store, ConsolidatorSettings()) if tasks else None
+                out[way] = _timed_pass(store, runner)
+                for client in clients:
+                    ray.kill(client.handle, no_restart=True)
     finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
     return out
 

@@ -1,4 +1,5 @@
-"""Store shards under 8 concurrent callers (issue 16 §6): aggregate saves/s and recall p50.
+"""Store shards under 8 concurrent callers (docs/SCALING.md, "Measured"): aggregate saves/s and
+recall p50.
 
 For 1, 2 and 4 shards: 8 threads save into 64 banks (spread over the shards by the slot
 table), then recall from them. ``actor``: each shard a store actor on a throwaway local Ray
@@ -13,7 +14,6 @@ figures say how much. Reports, never assertions.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import corpus
-from bench.store import percentiles
+from bench.stats import in_threads, local_ray, percentiles
 
 CALLERS = 8
 BANKS = 64
@@ -29,24 +29,12 @@ BANKS = 64
 
 def _threads(fn: Callable[[int, int], None], per_caller: int) -> float:
     """``fn(caller, k)`` for k < per_caller in each of CALLERS threads; returns wall seconds."""
-    errors: list[BaseException] = []
 
     def work(i: int) -> None:
-        try:
-            for k in range(per_caller):
-                fn(i, k)
-        except BaseException as e:
-            errors.append(e)
+        for k in range(per_caller):
+            fn(i, k)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(CALLERS)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    return time.perf_counter() - started
+    return in_threads(CALLERS, work)
 
 
 def measure(
@@ -101,27 +89,11 @@ def embedded(shards: Sequence[int], per_caller: int, workdir: Path) -> dict[str,
 
 def actors(shards: Sequence[int], per_caller: int, workdir: Path) -> dict[str, Any]:
     """Each shard count on one throwaway local cluster; shard actors named for the bench."""
-    import os
-
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster
-    import ray
-
     texts, queries = _texts(CALLERS * per_caller)
-    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        namespace="memory-bench-shards",
-        _temp_dir=str(tmp),
-    )
     out = {}
-    try:
+    with local_ray("memory-bench-shards"):
         for n in shards:
             out[str(n)] = _actor_row(n, per_caller, workdir, texts, queries)
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 

@@ -1,4 +1,4 @@
-"""The store benchmarks (issue 2 "Benchmarks"): each function measures one thing and returns a
+"""The store benchmarks: each function measures one thing and returns a
 JSON-ready dict. Reports, never assertions: ``bench.__main__`` compares them to the targets.
 
 Memory is measured as the *RSS delta* of opening a store in a fresh child process (VmRSS from
@@ -24,20 +24,11 @@ from typing import Any
 import numpy as np
 
 from bench import corpus
+from bench.stats import import_ray, local_ray, percentiles
 
 BANK = "main"
 REPO = Path(__file__).resolve().parent.parent
 CORPUS_VERSION = 2  # bump when corpus.py changes what it writes
-
-
-def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
-    ms = np.asarray(samples_s, dtype=np.float64) * 1000.0
-    return {
-        "p50_ms": round(float(np.percentile(ms, 50)), 3),
-        "p95_ms": round(float(np.percentile(ms, 95)), 3),
-        "mean_ms": round(float(ms.mean()), 3),
-        "n": len(ms),
-    }
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
@@ -247,23 +238,13 @@ def recall_sizes(
 
 def recall_actor(n: int, cache: Path, *, n_queries: int) -> dict[str, Any]:
     """Round trip ``handle.recall.remote(q)`` → ``ray.get`` against the real store actor."""
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster
-    import ray
-
-    from store_worker.actor import start
-
     path, _ = data_dir(n, cache)
-    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    import_ray()  # before the clock: ``ray_init_s`` is ray.init alone
     t0 = time.perf_counter()
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        namespace="memory-bench",
-        _temp_dir=str(tmp),
-    )
-    try:
+    with local_ray("memory-bench") as ray:
         init_s = time.perf_counter() - t0
+        from store_worker.actor import start
+
         t0 = time.perf_counter()
         handle = start({"MEMORY_DATA_DIR": str(path)}, name="memory-store-bench")
         start_s = time.perf_counter() - t0
@@ -277,9 +258,6 @@ def recall_actor(n: int, cache: Path, *, n_queries: int) -> dict[str, Any]:
             samples.append(time.perf_counter() - t0)
         ping = timed(lambda: ray.get(handle.ping.remote()), 200)
         ray.kill(handle, no_restart=True)
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
     row = {
         **percentiles(samples),
         "ping_p50_ms": percentiles(ping)["p50_ms"],

@@ -1,4 +1,4 @@
-"""Durable writes side by side (issue 14): the store against SQLite and a bare fsynced append.
+"""Durable writes side by side: the store against SQLite and a bare fsynced append.
 
 Every writer makes each write durable before it returns, on the same disk (one temp folder),
 with the same texts. Writers alternate in ``rounds`` blocks, so all see the same disk weather
@@ -17,7 +17,7 @@ on a shared machine; the figure is the median of the rounds' rates.
 - the floor of a save that keeps the store's promises (``floor_redacted_1``): the text
   redacted (``shared.redact.redact``), its tokens counted, one JSON line appended and
   ``fdatasync``ed, from 1 thread. No validation, id, entities, index or model: what no store
-  that redacts before the disk can go below, in this language, on this disk (issue 14's
+  that redacts before the disk can go below, in this language, on this disk (the
   "embedded 1 caller vs SQLite" line is read against it).
 
 ``fsyncs_per_save`` is the store's log fsyncs per line appended (``describe()["commits"]``).
@@ -34,10 +34,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from bench import corpus
+from bench.stats import in_threads, local_ray
 from shared.redact import redact
 from shared.text.tokens import TokenCounter
 from store_worker.storage.log import _datasync
@@ -48,22 +50,12 @@ Writer = Callable[[Sequence[str]], None]
 
 def _threads(fn: Callable[[str], Any], texts: Sequence[str], n: int) -> None:
     """Run ``fn`` over ``texts`` from ``n`` threads (each takes every n-th text)."""
-    errors: list[BaseException] = []
 
     def work(i: int) -> None:
-        try:
-            for t in texts[i::n]:
-                fn(t)
-        except BaseException as e:
-            errors.append(e)
+        for t in texts[i::n]:
+            fn(t)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    in_threads(n, work)
 
 
 def _batches(
@@ -178,30 +170,26 @@ def compare(n: int, workdir: Path, *, rounds: int = 5, use_ray: bool = False) ->
     """Saves/s of every writer (median of ``rounds`` interleaved blocks of ``n`` writes)."""
     texts = [str(r["text"]) for r in corpus.records(n * rounds * 8, seed=corpus.SEED + 11)]
     root = Path(tempfile.mkdtemp(prefix="writes-", dir=workdir))
-    handle = None
-    ray_tmp = None
     try:
-        if use_ray:
-            handle, ray_tmp = _start_actor(root)
-        ws = writers(root, ray_handle=handle)
-        rates: dict[str, list[float]] = {name: [] for name in ws}
-        fsyncs: dict[str, list[float]] = {}
-        cursor = 0
-        for _ in range(rounds):
-            for name, (write, stats) in ws.items():
-                batch = texts[cursor : cursor + n]
-                cursor += n
-                before = _commits(stats())
-                t0 = time.perf_counter()
-                write(batch)
-                rates[name].append(n / (time.perf_counter() - t0))
-                after = _commits(stats())
-                if before and after and after[1] > before[1]:
-                    per = (after[0] - before[0]) / (after[1] - before[1])
-                    fsyncs.setdefault(name, []).append(per)
+        with ExitStack() as actor:
+            handle = _start_actor(actor, root) if use_ray else None
+            ws = writers(root, ray_handle=handle)
+            rates: dict[str, list[float]] = {name: [] for name in ws}
+            fsyncs: dict[str, list[float]] = {}
+            cursor = 0
+            for _ in range(rounds):
+                for name, (write, stats) in ws.items():
+                    batch = texts[cursor : cursor + n]
+                    cursor += n
+                    before = _commits(stats())
+                    t0 = time.perf_counter()
+                    write(batch)
+                    rates[name].append(n / (time.perf_counter() - t0))
+                    after = _commits(stats())
+                    if before and after and after[1] > before[1]:
+                        per = (after[0] - before[0]) / (after[1] - before[1])
+                        fsyncs.setdefault(name, []).append(per)
     finally:
-        if handle is not None:
-            _stop_actor(handle, ray_tmp)
         shutil.rmtree(root, ignore_errors=True)
     row: dict[str, Any] = {"n_per_round": n, "rounds": rounds}
     for name, rs in rates.items():
@@ -213,36 +201,20 @@ def compare(n: int, workdir: Path, *, rounds: int = 5, use_ray: bool = False) ->
     return row
 
 
-def _start_actor(root: Path) -> tuple[Any, Path]:
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster
-    import ray
-
+def _start_actor(stack: ExitStack, root: Path) -> Any:
+    """The store actor on ``root / "actor"``, on a throwaway cluster that ``stack`` shuts down
+    (after killing the actor)."""
+    ray = stack.enter_context(local_ray("memory-bench-writes"))
     from store_worker.actor import start
 
-    tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        namespace="memory-bench-writes",
-        _temp_dir=str(tmp),
-    )
     handle = start({"MEMORY_DATA_DIR": str(root / "actor")}, name="memory-store-writes")
-    return handle, tmp
-
-
-def _stop_actor(handle: Any, tmp: Path | None) -> None:
-    import ray
-
-    ray.kill(handle, no_restart=True)
-    ray.shutdown()
-    if tmp is not None:
-        shutil.rmtree(tmp, ignore_errors=True)
+    stack.callback(ray.kill, handle, no_restart=True)
+    return handle
 
 
 def ratios(row: dict[str, Any]) -> dict[str, float | None]:
-    """The issue's lines: embedded 1 caller vs SQLite FULL; actor 8 callers vs its 1 and vs
-    SQLite with 8 threads on one shared connection."""
+    """The ratios the targets are read on: embedded 1 caller vs SQLite FULL; actor 8 callers vs its
+    1 and vs SQLite with 8 threads on one shared connection."""
 
     def rate(name: str) -> float | None:
         r = row.get(name)

@@ -2,7 +2,8 @@
 
 The consolidator is typed against the store's one contract, ``shared.contract.api.StoreAPI``, so the
 same code runs over the embedded store and over the Ray ``shared.client.ray.StoreClient``;
-nothing here imports another worker (DESIGN §10).
+nothing here imports another worker
+(docs/ARCHITECTURE.md#the-siblings-reach-the-store-only-through-its-contract).
 """
 
 from __future__ import annotations

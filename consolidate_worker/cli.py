@@ -55,7 +55,8 @@ def _consolidator(store: StoreAPI, runner: ShardRunner | None = None) -> Consoli
 def _embedded(data_dir: str, banks: list[str] | None, dry_run: bool) -> Report:
     # The embedded mode opens the folder the way every ``memory --data-dir`` verb does (the
     # other MEMORY_* settings apply), through the store worker's entry point: this package
-    # keeps no dependency on the store worker (DESIGN §10).
+    # keeps no dependency on the store worker (siblings reach it only through its contract:
+    # docs/ARCHITECTURE.md#the-siblings-reach-the-store-only-through-its-contract).
     store = connect(f"file:{data_dir}")
     try:
         runner = None

@@ -1,4 +1,5 @@
-"""``Consolidator``: one consolidation pass over the store's public API (DESIGN §7, issue 5).
+"""``Consolidator``: one consolidation pass over the store's public API: near-duplicates
+merged, contradictions resolved, corroborated facts promoted.
 
 The consolidator never opens the data dir. It reads through ``bank_list``, ``list`` and
 ``recall(mode=lexical|semantic)``, writes only through ``supersede_many`` (a bank's planned
@@ -349,10 +350,10 @@ class Consolidator:
     def _apply_groups(
         self, groups: Sequence[Group], tally: PassTally, by_id: Mapping[str, Memory]
     ) -> None:
-        """Every planned merge of a bank, sent as few ``supersede_many`` calls: a pass's
-        hundreds of merges are one store call and one fsync each, not one of each per merge
-        (issue 14). A refused call wrote nothing; its merges go again one by one, so each gets
-        its own answer, as ``_supersede`` gives it."""
+        """Every planned merge of a bank, sent as few ``supersede_many`` calls: a pass's hundreds of
+        merges are one store call and one fsync each, not one of each per merge (an fsync per merge
+        would dominate the pass). A refused call wrote nothing; its merges go again one by one, so
+        each gets its own answer, as ``_supersede`` gives it."""
         changes: list[Change] = []
         for group in groups:
             top = max((s.combined for s in group.scores), default=100.0)

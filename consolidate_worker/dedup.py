@@ -2,7 +2,7 @@
 
 A pair of memories is a duplicate only when nothing vetoes it and several scorers agree.
 
-Vetoes (DESIGN §7, issue 5 "Never grouped"): a different type, scope, project or session; a
+Vetoes (pairs that are never grouped): a different type, scope, project or session; a
 polarity flip (a negation or a polar word such as "always"/"never" on one side only); different
 numbers or dates; different named entities; and a role swap, where the same names appear in a
 different order ("Alice manages Bob" / "Bob manages Alice" share one token multiset, so no
@@ -10,7 +10,7 @@ bag-of-words scorer can tell them apart). A veto means "not the same fact"; a mi
 costs little, a false merge retires a true memory, so every veto errs towards keeping both.
 
 Similarity: ``token_set_ratio`` alone scores a subset as 100 ("user prefers tabs" vs "user
-prefers tabs over spaces in python", FACTS.md "Near-duplicates"), so the combined score is
+prefers tabs over spaces in python" are different facts), so the combined score is
 ``min(token_set_ratio, max(token_sort_ratio, ratio))`` and a word-count length ratio must also
 clear ``min_length_ratio``.
 """

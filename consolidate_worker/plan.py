@@ -9,7 +9,8 @@ chain A into a group with a C it must never meet. After grouping, every member m
 like the survivor (``is_duplicate`` at the looser ``grey_score``), which stops slow drift along
 a chain of paraphrases.
 
-Survivor (DESIGN §7): pinned > corroboration > newest ``stated_at`` > smallest id.
+Survivor (the record with the most standing wins): pinned > corroboration > newest
+``stated_at`` > smallest id.
 
 Paraphrases (judge tier only): a pair the store's semantic arm found close (cosine at or above
 ``judge_semantic_min``) that no group joined is listed for the judge whatever its lexical

@@ -1,11 +1,11 @@
 """Promote-to-rule: memories re-observed often are proposed as lines of the ``learned`` rule.
 
-A memory whose ``corroboration`` reaches ``promote_corroboration_threshold`` has been stated
-again and again; as a standing instruction it belongs in the always-injected ``learned`` rule
-(seeds/003 "rule learning"), which extraction also appends to. The rule is read first and lines
-are deduped by fingerprint, so a fact already there (by either writer) is never added twice.
-Only global-scope memories qualify: a rule is injected into every session of the bank. Dry runs
-propose without writing. Corroboration is read as listed at the start of the pass.
+A memory whose ``corroboration`` reaches ``promote_corroboration_threshold`` has been stated again
+and again; as a standing instruction it belongs in the always-injected ``learned`` rule (standing
+instructions learned from what the user keeps saying), which extraction also appends to. The rule is
+read first and lines are deduped by fingerprint, so a fact already there (by either writer) is never
+added twice. Only global-scope memories qualify: a rule is injected into every session of the bank.
+Dry runs propose without writing. Corroboration is read as listed at the start of the pass.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The pass report: immutable values returned, logged and exported as metrics (issue 5).
+"""The pass report: immutable values returned, logged and exported as metrics, so an operator sees
+what a pass did.
 
 ``Report`` says what a pass saw (banks, memories scanned, pairs scored, vetoes by reason), what
 it planned (``groups``), and what it did (``merged``), left alone (``skipped_pinned``), left for

@@ -9,7 +9,7 @@ and the actor's own threads stay free to answer.
 Passes never overlap: the job has ``max_instances=1`` and ``coalesce=True`` (a backlog of missed
 runs becomes one run), and every pass, scheduled or ``run_now``, takes ``Consolidator``'s lock.
 
-Catch-up: re-adding a job resets its schedule and skips missed runs (FACTS.md "APScheduler"), so
+Catch-up: re-adding a job resets its schedule and skips missed runs (APScheduler's behaviour), so
 the first run time is computed from the stored last clean pass (``Consolidator.next_run_at``):
 now when it is older than the interval (or missing), else one interval after it.
 """

@@ -1,4 +1,5 @@
-"""One consolidation pass over several store shards: a pass per shard, in parallel (issue 16).
+"""One consolidation pass over several store shards: a pass per shard, in parallel
+(docs/SCALING.md).
 
 Banks never span shards, and a pass works bank by bank, so a pass over N shards is N
 independent passes, each over the banks one shard owns, talking only to that shard. The

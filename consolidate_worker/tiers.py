@@ -9,12 +9,13 @@ deterministic tier:
 
 - ambiguous or paraphrase + "duplicate": a restatement, ``reinforce=True``; the survivor is a
   pinned record if either is pinned, else the one the judge keeps (it read both, so it keeps
-  the one that says more), else DESIGN §7's rule;
+  the one that says more), else the survivor rule (pinned > corroboration > newest
+  ``stated_at`` > smallest id);
 - any + "contradiction": the record the judge keeps survives, ``reinforce=False`` (a correction
   is not a re-observation);
 - a "duplicate" verdict on a contradiction pair (lexically near-identical, vetoed for polarity
   or numbers) is recorded but never applied: polarity flips and number changes are never
-  merged as duplicates (DESIGN §7);
+  merged as duplicates (a false merge retires a true memory);
 - a pinned loser is never retired, only reported.
 
 Every settled verdict is remembered (``memo_key``: bank, older and newer text, pins; kept by
@@ -142,7 +143,7 @@ def memo_key(bank: str, a: Memory, b: Memory) -> str:
 
 
 def _duplicate_survivor(a: Memory, b: Memory, judge_keeps: str | None) -> tuple[Memory, Memory]:
-    """(survivor, loser): pinned first, then the judge's pick, then DESIGN §7's rule."""
+    """(survivor, loser): pinned first, then the judge's pick, then the survivor rule."""
     if a.pinned != b.pinned:
         return (a, b) if a.pinned else (b, a)
     if judge_keeps in (a.id, b.id):

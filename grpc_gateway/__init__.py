@@ -1,4 +1,4 @@
-"""``memory-grpc``: the memory.v1 gRPC gateway (DESIGN §8, issue 3).
+"""``memory-grpc``: the memory.v1 gRPC gateway (docs/ARCHITECTURE.md#the-gateway).
 
 It holds no data: every RPC is one call on the store's public API
 (``shared.contract.api.StoreAPI``), served by a plain ``MemoryStore`` in tests and embedded mode,

@@ -1,12 +1,12 @@
-"""Optional bearer-token authentication for the gateway (issue 3: "an optional bearer token").
+"""Optional bearer-token authentication for the gateway (docs/PROTOCOLS.md#authentication).
 
-With a token configured, every call must carry ``authorization: Bearer <token>`` metadata;
-anything else is refused before the servicer runs, with a ``MemoryError`` in the trailing
-metadata like every other failure. seeds/002's seven categories have no authentication one, so
-a refused token is ``unknown`` and, as that category maps, gRPC ``INTERNAL`` (issue 17: never a
-status outside the mapping), with a message naming the missing header. The comparison is
-constant-time (``hmac``). ``open_services`` names services that need no token
-(``grpc.health.v1.Health``: a Kubernetes probe or load balancer carries none).
+With a token configured, every call must carry ``authorization: Bearer <token>`` metadata; anything
+else is refused before the servicer runs, with a ``MemoryError`` in the trailing metadata like every
+other failure. memory.v1's seven error categories have no authentication one, so a refused token is
+``unknown`` and, as that category maps, gRPC ``INTERNAL`` (a kernel must never see a status outside
+the mapping), with a message naming the missing header. The comparison is constant-time (``hmac``).
+``open_services`` names services that need no token (``grpc.health.v1.Health``: a Kubernetes probe
+or load balancer carries none).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""proto ⇄ pydantic for memory.v1 (seeds/000 shapes; ``shared/proto/memory/v1/memory.proto``).
+"""proto ⇄ pydantic for memory.v1 (``shared/proto/memory/v1/memory.proto``).
 
 Enums: ``*_UNSPECIFIED`` (or a number the proto does not know) never turns into a valid-looking
-value — it is ``invalid_type`` / ``invalid_scope`` (seeds/001: "a caller that forgets to set
-type or scope gets a named unspecified state"). Content is text-only in v1: blocks are joined
-with a blank line on the way in and come back as one block. ``relevance_score`` is set only on
-Recall/ListRecords results, and only when the store computed one (seeds/000).
+value — it is ``invalid_type`` / ``invalid_scope`` (a caller that forgets to set type or scope must
+get a named error, not a default; docs/PROTOCOLS.md#types-and-scopes). Content is text-only in v1:
+blocks are joined with a blank line on the way in and come back as one block. ``relevance_score`` is
+set only on Recall/ListRecords results, and only when the store computed one (a fabricated score
+would mislead the kernel).
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ MAX_PAGE_SIZE = 500
 
 def page_size(value: int) -> int | None:
     """A page size: 0 is the provider's default; above the store's largest page, the largest
-    (seeds/000 sets no maximum on ``page_size``, and a page is allowed to be shorter than
+    (memory.v1 sets no maximum on ``page_size``, and a page is allowed to be shorter than
     asked: the token carries on). A negative size stays malformed."""
     if value == 0:
         return None

@@ -1,4 +1,5 @@
-"""Standard gRPC citizenship (issue 13): ``grpc.health.v1.Health`` and server reflection.
+"""Standard gRPC citizenship (what probes and grpcurl expect of any gRPC server):
+``grpc.health.v1.Health`` and server reflection.
 
 Both come from grpcio's own packages (``grpcio-health-checking``, ``grpcio-reflection``).
 Health answers SERVING only while the store answers: each ``Check`` (at most once per

@@ -1,21 +1,19 @@
 """Who owns a record whose write does not say: the session a ``session`` record belongs to
 and the directory a ``project`` record belongs to.
 
-seeds/000's ``RecordRequest`` is ``{type, scope, id, title, content}``: no session, no
-directory (``session_id`` and ``working_directory`` are this provider's extension fields), and
-seeds/001's worked sequence records a ``MEMORY_SCOPE_PROJECT`` record with neither. The scope
-is one GetCapabilities lists, so refusing it as ``invalid_scope`` ("absent from
-supported_scopes", seeds/002) would be false; the store needs an owner, so the gateway names
-one. The owner is the context of the latest Recall (seeds/001: "a session working in a project
-recalls memory at context-assemble, then later in the same session ... writes a new
-project-type record") made by the same caller (its connection, ``context.peer()``): one
-gateway serves many agents, and another agent's latest Recall would file this one's record in
+memory.v1's ``RecordRequest`` is ``{type, scope, id, title, content}``: no session, no directory
+(``session_id`` and ``working_directory`` are this provider's extension fields), so a plain client
+records a ``MEMORY_SCOPE_PROJECT`` record with neither. The scope is one GetCapabilities lists, so
+refusing it as ``invalid_scope`` (which means "not a supported scope") would be false; the store
+needs an owner, so the gateway names one. The owner is the context of the latest Recall (a session
+recalls at context-assemble, then writes later in the same session and directory;
+docs/PROTOCOLS.md#types-and-scopes) made by the same caller (its connection, ``context.peer()``):
+one gateway serves many agents, and another agent's latest Recall would file this one's record in
 that agent's project or session, where that agent then recalls it. For a directory, the latest
-Recall of the same session when the write names one. Before any Recall of its own, the
-gateway's own: its working directory and a session of its own lifetime (a session record from
-nobody known is recalled by no later session, as seeds/000 says of session scope). An owner the
-request gives always wins; reads never guess (a Recall without a directory sees no project
-records).
+Recall of the same session when the write names one. Before any Recall of its own, the gateway's
+own: its working directory and a session of its own lifetime (a session record from nobody known is
+recalled by no later session: session scope is recalled only in its own session). An owner the
+request gives always wins; reads never guess (a Recall without a directory sees no project records).
 """
 
 from __future__ import annotations

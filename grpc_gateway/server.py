@@ -1,27 +1,28 @@
 """The memory.v1 servicers: every RPC is one protocol view (``views.py``, ``tools.py``) over
-the store's public API (DESIGN §8).
+the store's public API (docs/ARCHITECTURE.md#the-gateway).
 
 ``shared.contract.api.StoreAPI`` is the store contract the gateway uses; a plain ``MemoryStore``
 satisfies it (tests, embedded mode) and so does ``shared.client.ray.StoreClient`` over the
-``memory-store`` actor (``actor.py``). Errors translate only here, at the edge (STYLE §7): a
-``MemoryServiceError`` is classified into one of seeds/002's seven categories (``on_the_wire``:
-the store's own ``invalid_argument`` is not one of them) and becomes that category's gRPC
-status with ``MemoryError{category, message, retryable}`` in the trailing metadata
-(``memory-error-bin``, serialized; ``memory-error-category``, its name). README "Errors on the
-wire" has the table. No path answers gRPC ``UNKNOWN``.
+``memory-store`` actor (``actor.py``). Errors translate only here, at the edge (the core raises
+typed errors; only the edge knows the wire): a ``MemoryServiceError`` is classified into one of
+memory.v1's seven error categories (``on_the_wire``: the store's own ``invalid_argument`` is not one
+of them) and becomes that category's gRPC status with ``MemoryError{category, message, retryable}``
+in the trailing metadata (``memory-error-bin``, serialized; ``memory-error-category``, its name).
+README "Errors on the wire" has the table. No path answers gRPC ``UNKNOWN``.
 
 The bank: the gateway's configured bank, or per call the ``x-memory-bank`` metadata.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 
@@ -48,7 +49,7 @@ CATEGORY_KEY = "memory-error-category"
 BANK_KEY = "x-memory-bank"
 RENDER_PAGE = 50
 # gRPC refuses a request over 4 MiB before any servicer sees it, as RESOURCE_EXHAUSTED with no
-# MemoryError (and RESOURCE_EXHAUSTED is budget_exceeded's code, seeds/002). Admitting up to
+# MemoryError (and RESOURCE_EXHAUSTED is budget_exceeded's code in memory.v1). Admitting up to
 # 64 MiB lets an oversized record or query reach the store's own limits and come back
 # classified (`unknown`, naming the field); past 64 MiB gRPC's own refusal stands.
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -63,7 +64,8 @@ SERVICES = (
 """What the gateway serves (besides grpc.health.v1 and reflection): reflection lists them."""
 
 
-# seeds/002 "Error taxonomy": the closed set a memory.v1 failure is classified into.
+# memory.v1's error taxonomy (docs/PROTOCOLS.md#errors): the closed set a memory.v1 failure is
+# classified into.
 WIRE_CATEGORIES = frozenset(
     {
         "not_found",
@@ -78,7 +80,7 @@ WIRE_CATEGORIES = frozenset(
 
 
 def on_the_wire(err: errors.MemoryServiceError) -> errors.MemoryServiceError:
-    """``err`` as one of the seven seed categories. The views already turn a malformed or
+    """``err`` as one of memory.v1's seven categories. The views already turn a malformed or
     retired id into ``not_found``; turning ratification off with drafts waiting is refused
     as ``ratification_unsupported`` (FailedPrecondition: the state forbids it, retrying
     as-is cannot help); any other malformed input is ``unknown`` ("anything else", with the
@@ -136,11 +138,28 @@ class _Edge:
                 return fn()
         except errors.MemoryServiceError as e:
             err = e
-        except Exception as e:  # translate, never leak: seeds/002 "unknown → Internal"
+        except Exception as e:  # translate, never leak: "unknown" maps to INTERNAL
             log.exception("gateway call failed")
             err = errors.UnknownError(f"{type(e).__name__}: {e}")
         abort(context, err)
         raise AssertionError("unreachable")  # context.abort raised
+
+
+def _rpc(body: Callable[[Any, Any, Any, str | None], T]) -> Callable[[Any, Any, Any], T]:
+    """A servicer's RPC method from its body: the body gets the call's bank (``x-memory-bank``
+    metadata, else the gateway's) and runs under the edge (``_Edge.run``: one failure policy
+    for every RPC)."""
+
+    @functools.wraps(body)
+    def rpc(self: Any, request: Any, context: Any) -> T:
+        return cast(
+            T,
+            self.edge.run(
+                context, lambda: body(self, request, context, self.edge.bank_of(context))
+            ),
+        )
+
+    return rpc
 
 
 class MemoryServicer(pb_grpc.MemoryServiceServicer):
@@ -151,130 +170,127 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         self.store = edge.store
         self.views = edge.views
 
-    def GetCapabilities(self, request: pb.GetCapabilitiesRequest, context: Any) -> Any:
-        def body() -> pb.GetCapabilitiesResponse:
-            caps = convert.capabilities(self.store.capabilities())
-            return pb.GetCapabilitiesResponse(capabilities=caps)
+    @_rpc
+    def GetCapabilities(
+        self, request: pb.GetCapabilitiesRequest, context: Any, bank: str | None
+    ) -> pb.GetCapabilitiesResponse:
+        caps = convert.capabilities(self.store.capabilities())
+        return pb.GetCapabilitiesResponse(capabilities=caps)
 
-        return self.edge.run(context, body)
+    @_rpc
+    def Configure(
+        self, request: pb.ConfigureRequest, context: Any, bank: str | None
+    ) -> pb.ConfigureResponse:
+        config = convert.config_in(request.config)
+        if why := refused_remotely(config):  # a remote caller never points the store
+            raise errors.InvalidArgumentError(why)  # at its files (shared.contract.config)
+        return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
 
-    def Configure(self, request: pb.ConfigureRequest, context: Any) -> Any:
-        def body() -> pb.ConfigureResponse:
-            config = convert.config_in(request.config)
-            if why := refused_remotely(config):  # a remote caller never points the store
-                raise errors.InvalidArgumentError(why)  # at its files (shared.contract.config)
-            return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
+    @_rpc
+    def Recall(
+        self, request: pb.RecallRequest, context: Any, bank: str | None
+    ) -> pb.RecallResponse:
+        found = self.views.recall_context(
+            bank=bank,
+            query=request.query or None,
+            files_touched=list(request.files_touched),
+            session_id=convert.optional(request.session_id),
+            turn_id=convert.optional(request.turn_id),
+            project=convert.optional(request.working_directory),
+            token_budget=request.token_budget or None,
+            model_target=convert.optional(request.model_target.id),
+            type_filter=convert.type_filter(request.type_filter),
+            scope_filter=convert.scope_filter(request.scope_filter),
+            include_pending=request.include_pending,
+            limit=request.limit or None,
+            caller=_caller(context),
+        )
+        return pb.RecallResponse(records=convert.scored(found.memories))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def Record(
+        self, request: pb.RecordRequest, context: Any, bank: str | None
+    ) -> pb.RecordResponse:
+        saved = self.views.record(**record_kwargs(request), bank=bank, caller=_caller(context))
+        return pb.RecordResponse(result=convert.result(saved.memory))
 
-    def Recall(self, request: pb.RecallRequest, context: Any) -> Any:
-        def body() -> pb.RecallResponse:
-            found = self.views.recall_context(
-                bank=self.edge.bank_of(context),
-                query=request.query or None,
-                files_touched=list(request.files_touched),
-                session_id=convert.optional(request.session_id),
-                turn_id=convert.optional(request.turn_id),
-                project=convert.optional(request.working_directory),
-                token_budget=request.token_budget or None,
-                model_target=convert.optional(request.model_target.id),
-                type_filter=convert.type_filter(request.type_filter),
-                scope_filter=convert.scope_filter(request.scope_filter),
-                include_pending=request.include_pending,
-                limit=request.limit or None,
-                caller=_caller(context),
-            )
-            return pb.RecallResponse(records=convert.scored(found.memories))
+    @_rpc
+    def UpdateRecord(
+        self, request: pb.UpdateRecordRequest, context: Any, bank: str | None
+    ) -> pb.UpdateRecordResponse:
+        updated = self.views.update_record(
+            request.id,
+            text=convert.content_text(request.content),
+            title=request.title if request.HasField("title") else None,
+            bank=bank,
+        )
+        return pb.UpdateRecordResponse(result=convert.result(updated.memory))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def DeleteRecord(
+        self, request: pb.DeleteRecordRequest, context: Any, bank: str | None
+    ) -> pb.DeleteRecordResponse:
+        self.views.delete_record(request.id, bank=bank)
+        return pb.DeleteRecordResponse(result=pb.DeleteResult(deleted=True))
 
-    def Record(self, request: pb.RecordRequest, context: Any) -> Any:
-        def body() -> pb.RecordResponse:
-            saved = self.views.record(
-                **record_kwargs(request), bank=self.edge.bank_of(context), caller=_caller(context)
-            )
-            return pb.RecordResponse(result=convert.result(saved.memory))
+    @_rpc
+    def ApproveRecord(
+        self, request: pb.ApproveRecordRequest, context: Any, bank: str | None
+    ) -> pb.ApproveRecordResponse:
+        approved = self.views.approve(request.id, bank=bank)
+        return pb.ApproveRecordResponse(result=convert.result(approved.memory))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def RejectRecord(
+        self, request: pb.RejectRecordRequest, context: Any, bank: str | None
+    ) -> pb.RejectRecordResponse:
+        done = self.views.reject(request.id, bank=bank)
+        return pb.RejectRecordResponse(result=pb.DeleteResult(deleted=bool(done.deleted)))
 
-    def UpdateRecord(self, request: pb.UpdateRecordRequest, context: Any) -> Any:
-        def body() -> pb.UpdateRecordResponse:
-            updated = self.views.update_record(
-                request.id,
-                text=convert.content_text(request.content),
-                title=request.title if request.HasField("title") else None,
-                bank=self.edge.bank_of(context),
-            )
-            return pb.UpdateRecordResponse(result=convert.result(updated.memory))
+    @_rpc
+    def Render(
+        self, request: pb.RenderRequest, context: Any, bank: str | None
+    ) -> pb.RenderResponse:
+        page = self.views.list_records(
+            bank=bank,
+            status=convert.status(request.status_filter),
+            page_size=convert.page_size(request.page_size) or RENDER_PAGE,
+        )
+        missing = {(d.source, d.target) for d in self.store.dangling(bank=bank).links}
+        return pb.RenderResponse(tree=render_tree(page.memories, missing))
 
-        return self.edge.run(context, body)
+    @_rpc
+    def ListRecords(
+        self, request: pb.ListRecordsRequest, context: Any, bank: str | None
+    ) -> pb.ListRecordsResponse:
+        wanted = request.status_filter if request.HasField("status_filter") else 0
+        page = self.views.list_records(
+            bank=bank,
+            type_filter=convert.type_filter(request.type_filter),
+            scope_filter=convert.scope_filter(request.scope_filter),
+            status=convert.status(wanted),
+            page_size=convert.page_size(request.page_size),
+            page_token=request.page_token or None,
+        )
+        # No relevance on a plain listing: memory.v1 asks to leave the field unset rather
+        # than fabricate a value.
+        return pb.ListRecordsResponse(
+            records=[convert.record(m) for m in page.memories],
+            next_page_token=page.next_page_token or "",
+        )
 
-    def DeleteRecord(self, request: pb.DeleteRecordRequest, context: Any) -> Any:
-        def body() -> pb.DeleteRecordResponse:
-            self.views.delete_record(request.id, bank=self.edge.bank_of(context))
-            return pb.DeleteRecordResponse(result=pb.DeleteResult(deleted=True))
+    @_rpc
+    def GetRecord(
+        self, request: pb.GetRecordRequest, context: Any, bank: str | None
+    ) -> pb.GetRecordResponse:
+        found = self.views.get_record(request.id, bank=bank)
+        return pb.GetRecordResponse(record=convert.record(found.memory))
 
-        return self.edge.run(context, body)
-
-    def ApproveRecord(self, request: pb.ApproveRecordRequest, context: Any) -> Any:
-        def body() -> pb.ApproveRecordResponse:
-            approved = self.views.approve(request.id, bank=self.edge.bank_of(context))
-            return pb.ApproveRecordResponse(result=convert.result(approved.memory))
-
-        return self.edge.run(context, body)
-
-    def RejectRecord(self, request: pb.RejectRecordRequest, context: Any) -> Any:
-        def body() -> pb.RejectRecordResponse:
-            done = self.views.reject(request.id, bank=self.edge.bank_of(context))
-            return pb.RejectRecordResponse(result=pb.DeleteResult(deleted=bool(done.deleted)))
-
-        return self.edge.run(context, body)
-
-    def Render(self, request: pb.RenderRequest, context: Any) -> Any:
-        def body() -> pb.RenderResponse:
-            bank = self.edge.bank_of(context)
-            page = self.views.list_records(
-                bank=bank,
-                status=convert.status(request.status_filter),
-                page_size=convert.page_size(request.page_size) or RENDER_PAGE,
-            )
-            missing = {(d.source, d.target) for d in self.store.dangling(bank=bank).links}
-            return pb.RenderResponse(tree=render_tree(page.memories, missing))
-
-        return self.edge.run(context, body)
-
-    def ListRecords(self, request: pb.ListRecordsRequest, context: Any) -> Any:
-        def body() -> pb.ListRecordsResponse:
-            wanted = request.status_filter if request.HasField("status_filter") else 0
-            page = self.views.list_records(
-                bank=self.edge.bank_of(context),
-                type_filter=convert.type_filter(request.type_filter),
-                scope_filter=convert.scope_filter(request.scope_filter),
-                status=convert.status(wanted),
-                page_size=convert.page_size(request.page_size),
-                page_token=request.page_token or None,
-            )
-            # No relevance on a plain listing: seeds/000 "SHOULD leave the field unset rather
-            # than fabricating a value".
-            return pb.ListRecordsResponse(
-                records=[convert.record(m) for m in page.memories],
-                next_page_token=page.next_page_token or "",
-            )
-
-        return self.edge.run(context, body)
-
-    def GetRecord(self, request: pb.GetRecordRequest, context: Any) -> Any:
-        def body() -> pb.GetRecordResponse:
-            found = self.views.get_record(request.id, bank=self.edge.bank_of(context))
-            return pb.GetRecordResponse(record=convert.record(found.memory))
-
-        return self.edge.run(context, body)
-
-    def Describe(self, request: pb.DescribeRequest, context: Any) -> Any:
-        def body() -> pb.DescribeResponse:
-            return pb.DescribeResponse(producer=convert.producer(self.store.describe()))
-
-        return self.edge.run(context, body)
+    @_rpc
+    def Describe(
+        self, request: pb.DescribeRequest, context: Any, bank: str | None
+    ) -> pb.DescribeResponse:
+        return pb.DescribeResponse(producer=convert.producer(self.store.describe()))
 
 
 class ToolsServicer(pb_grpc.MemoryToolsServicer):
@@ -284,52 +300,52 @@ class ToolsServicer(pb_grpc.MemoryToolsServicer):
         self.edge = edge
         self.tools = edge.tools
 
-    def Remember(self, request: pb.RememberRequest, context: Any) -> Any:
-        def body() -> pb.RememberResponse:
-            rec = request.record
-            chosen = request.update_id or None
-            kwargs = record_kwargs(rec, types_required=chosen is None)
-            kwargs.pop("status", None)
-            kwargs.pop("id", None)
-            kwargs["recorded_by"] = kwargs.get("recorded_by") or "memory.remember"
-            done = self.tools.remember(
-                **kwargs,
-                bank=self.edge.bank_of(context),
-                update_id=chosen,
-                confirm_new=request.confirm_new,
-                caller=_caller(context),
-            )
-            out = pb.RememberResponse(action=convert.REMEMBER_ACTIONS[done.action])
-            if done.memory is not None:
-                out.result.CopyFrom(convert.result(done.memory))
-            for cand in done.candidates:
-                out.candidates.add(record=convert.record(cand.memory), similarity=cand.similarity)
-            return out
+    @_rpc
+    def Remember(
+        self, request: pb.RememberRequest, context: Any, bank: str | None
+    ) -> pb.RememberResponse:
+        rec = request.record
+        chosen = request.update_id or None
+        kwargs = record_kwargs(rec, types_required=chosen is None)
+        kwargs.pop("status", None)
+        kwargs.pop("id", None)
+        kwargs["recorded_by"] = kwargs.get("recorded_by") or "memory.remember"
+        done = self.tools.remember(
+            **kwargs,
+            bank=bank,
+            update_id=chosen,
+            confirm_new=request.confirm_new,
+            caller=_caller(context),
+        )
+        out = pb.RememberResponse(action=convert.REMEMBER_ACTIONS[done.action])
+        if done.memory is not None:
+            out.result.CopyFrom(convert.result(done.memory))
+        for cand in done.candidates:
+            out.candidates.add(record=convert.record(cand.memory), similarity=cand.similarity)
+        return out
 
-        return self.edge.run(context, body)
+    @_rpc
+    def Forget(
+        self, request: pb.ForgetRequest, context: Any, bank: str | None
+    ) -> pb.ForgetResponse:
+        self.tools.forget(request.id, bank=bank)
+        return pb.ForgetResponse(result=pb.DeleteResult(deleted=True))
 
-    def Forget(self, request: pb.ForgetRequest, context: Any) -> Any:
-        def body() -> pb.ForgetResponse:
-            self.tools.forget(request.id, bank=self.edge.bank_of(context))
-            return pb.ForgetResponse(result=pb.DeleteResult(deleted=True))
-
-        return self.edge.run(context, body)
-
-    def Search(self, request: pb.SearchRequest, context: Any) -> Any:
-        def body() -> pb.RecallResponse:
-            found = self.tools.search(
-                request.query,
-                bank=self.edge.bank_of(context),
-                limit=request.limit or None,
-                session_id=convert.optional(request.session_id),
-                project=convert.optional(request.working_directory),
-                type_filter=convert.type_filter(request.type_filter),
-                scope_filter=convert.scope_filter(request.scope_filter),
-                include_pending=request.include_pending,
-            )
-            return pb.RecallResponse(records=convert.scored(found.memories))
-
-        return self.edge.run(context, body)
+    @_rpc
+    def Search(
+        self, request: pb.SearchRequest, context: Any, bank: str | None
+    ) -> pb.RecallResponse:
+        found = self.tools.search(
+            request.query,
+            bank=bank,
+            limit=request.limit or None,
+            session_id=convert.optional(request.session_id),
+            project=convert.optional(request.working_directory),
+            type_filter=convert.type_filter(request.type_filter),
+            scope_filter=convert.scope_filter(request.scope_filter),
+            include_pending=request.include_pending,
+        )
+        return pb.RecallResponse(records=convert.scored(found.memories))
 
 
 def _caller(context: Any) -> str | None:
@@ -344,7 +360,7 @@ def record_kwargs(req: pb.RecordRequest, *, types_required: bool = True) -> dict
     out: dict[str, Any] = {
         "text": convert.content_text(req.content),
         "title": req.title or None,
-        # seeds/000 "id string? ... if omitted, the provider derives one": an empty id
+        # memory.v1's id is optional (the provider derives one when omitted): an empty id
         # (proto3 presence set to "") suggests nothing
         "id": req.id or None,
         "session_id": convert.optional(req.session_id),

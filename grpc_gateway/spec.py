@@ -51,7 +51,7 @@ def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
     ``MEMORY_GRPC_*`` settings for the actor and imply ``--grpc``.
 
     The token is read from ``MEMORY_GRPC_TOKEN`` or a file, never from a flag's value: a
-    command line shows in ``ps`` to every user of the machine (issue 18)."""
+    command line shows in ``ps`` to every user of the machine."""
     flags = (
         ("host", "HOST", str, "interface to listen on (default 127.0.0.1)"),
         ("port", "PORT", int, f"port to listen on (default {DEFAULT_PORT})"),
@@ -115,7 +115,7 @@ WORKER = WorkerSpec(
     name="grpc",
     actor_name=ACTOR_NAME,
     start=lazy("grpc_gateway.actor:start"),
-    default_on=True,  # the CLI reaches the store through it (issue 13)
+    default_on=True,  # the CLI reaches the store through it without loading Ray
     order=30,
     add_cli=add_cli,
 )

@@ -1,6 +1,6 @@
 """The reference tools over the store's public API: ``remember``, ``forget``, ``search``
-(seeds/001 "Write triggers (reference tools)", seeds/002 "memory.remember fuzzy near-match
-check before creating a new record: MUST").
+(docs/PROTOCOLS.md#record-and-the-reference-tools: ``remember`` must check for near-matches
+before creating a record).
 
 ``remember`` never silently duplicates or overwrites: before creating, it recalls the caller's
 visible records for the new text and scores each with rapidfuzz. When a close record exists it
@@ -85,7 +85,7 @@ class Tools:
         body = _checked(text, type, scope, threshold)
         session_id, project = self.views.owners.fill(
             scope, session_id=session_id, project=project, caller=caller
-        )  # as Record: a seed-only caller names no owner
+        )  # as Record: a plain memory.v1 caller names no owner
         if not confirm_new:
             near, bank_name = near_matches(
                 self.store,

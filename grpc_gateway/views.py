@@ -1,4 +1,5 @@
-"""The memory.v1 views of the store (seeds/000-002), written over the store's public API only.
+"""The memory.v1 views of the store (docs/PROTOCOLS.md#memoryv1-the-provider-protocol), written over
+the store's public API only.
 
 Each RPC of ``MemoryService`` is one method here; each calls the public store methods any
 caller has (``recall``, ``list``, ``get``, ``save``, ``update``, ``delete``, ``approve``,
@@ -12,17 +13,19 @@ What the protocol asks beyond the store's own API:
   boosts and decay as a match), lifted by the words of ``files_touched``. ``tokens`` and the
   budget use ``model_target``'s tokenizer; the budget defaults to the capability's
   ``default_token_budget`` (recall competes for the context's pool, so it is never unbounded).
-- A retired record, or an id that cannot exist, does not exist for the protocol: ``not_found``
-  (seeds/002 "fail on unknown id rather than no-op"; DESIGN §9).
-- ``status: pending`` is never returned while ``ratification_supported`` is false (seeds/002):
+- A retired record, or an id that cannot exist, does not exist for the protocol: ``not_found`` (a
+  silent no-op would hide the caller's mistake; docs/PROTOCOLS.md#record-and-the-reference-tools).
+- ``status: pending`` is never returned while ``ratification_supported`` is false
+  (docs/PROTOCOLS.md#ratification-and-pending-drafts):
   every read asks the store's capabilities and leaves drafts out when ratification is off.
   The store refuses to turn ratification off while drafts wait (``DraftsWaitingError``), so
   only drafts left on disk by a restart with ratification off are hidden this way; they come
   back when it is turned on again.
-- Record always creates (seeds/001): ``save(..., reinforce=False)``; the suggested id is used,
-  and a collision gets a numeric suffix. A session or project record whose request names no
-  session or directory (a seed-only client) is owned by the same caller's latest Recall
-  context (``owners.py``), never refused as ``invalid_scope``: the scope is a supported one.
+- Record always creates (the protocol's write side; a merge would lose a record): ``save(...,
+  reinforce=False)``; the suggested id is used, and a collision gets a numeric suffix. A session or
+  project record whose request names no session or directory (a plain memory.v1 client) is owned by
+  the same caller's latest Recall context (``owners.py``), never refused as ``invalid_scope``: the
+  scope is a supported one.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class ProtocolViews:
     ) -> RecallResponse:
         """Recall for context assembly: the query if one is given, else standing strength;
         ``caller`` (the connection) is whose context a later ownerless Record takes."""
-        check_turn_id(turn_id)  # seeds/002: RecallRequest.turn_id is a ULID
+        check_turn_id(turn_id)  # memory.v1: RecallRequest.turn_id is a ULID
         caps = self.store.capabilities()
         explicit = (query or "").strip()
         found = self.store.recall(

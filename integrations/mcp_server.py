@@ -59,6 +59,7 @@ MemoryScope = Literal["global", "project", "session"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
 UNAUTHENTICATED = "unauthenticated:"  # how the gateway refuses a token (grpc_gateway.auth)
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 # the store's recall limit (store_worker.storage.validate.limit; a test checks)
 RECALL_LIMIT_MAX = 500
 # MemoryType / MemoryScope mirror shared.contract.models.MEMORY_TYPES / MEMORY_SCOPES (a test
@@ -101,6 +102,17 @@ def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool) -> T
         idempotent_hint=idempotent,
         open_world_hint=False,  # the memory store only, never the outside world
     )
+
+
+def _tool(server: MCPServer[Any], description: str, **hints: bool) -> Callable[[F], F]:
+    """Adds the decorated function to ``server`` as a tool: its signature is the input schema,
+    ``description`` what the agent reads, ``hints`` the MCP annotations (``_hints``)."""
+
+    def add(fn: F) -> F:
+        server.add_tool(fn, description=description, annotations=_hints(**hints))
+        return fn
+
+    return add
 
 
 def error_result(e: errors.MemoryServiceError) -> CallToolResult:
@@ -233,6 +245,18 @@ def build_server(
 
 
 def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
+    @_tool(
+        server,
+        "Save one durable fact (a preference, decision or convention) so later "
+        "sessions can recall it. If a close memory already exists nothing is written and "
+        "`action` is `needs_confirmation` with `candidates`: call again with `update_id` set to "
+        "a candidate's id to revise it, or `confirm_new: true` to keep both. Saving the exact "
+        "same fact again reinforces it. `scope: project` files it under `project` (default: "
+        "the folder this server runs in); `scope: session` needs `session_id`. Secrets are "
+        "redacted before anything is stored (`redacted` then names their kinds).",
+        read_only=False,
+        idempotent=False,
+    )
     def remember(
         text: Annotated[
             str,
@@ -282,32 +306,31 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     ) -> CallToolResult:
         return _guarded(tools, tools.remember)(**_given(tools.remember, locals()))
 
-    server.add_tool(
-        remember,
-        description="Save one durable fact (a preference, decision or convention) so later "
-        "sessions can recall it. If a close memory already exists nothing is written and "
-        "`action` is `needs_confirmation` with `candidates`: call again with `update_id` set to "
-        "a candidate's id to revise it, or `confirm_new: true` to keep both. Saving the exact "
-        "same fact again reinforces it. `scope: project` files it under `project` (default: "
-        "the folder this server runs in); `scope: session` needs `session_id`. Secrets are "
-        "redacted before anything is stored (`redacted` then names their kinds).",
-        annotations=_hints(read_only=False, idempotent=False),
+    @_tool(
+        server,
+        "Retire one memory by id (from `recall`) when the user asks to forget it "
+        "or it is wrong and there is no replacement. It stops being recalled; the history "
+        "keeps it. An unknown or already retired id is `not_found`, and so is another "
+        "project's memory, or a session's without its `session_id`.",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
     )
-
     def forget(
         id: MemoryId, bank: Bank = None, reason: Reason = None, session_id: SessionId = None
     ) -> CallToolResult:
         return _guarded(tools, tools.forget)(**_given(tools.forget, locals()))
 
-    server.add_tool(
-        forget,
-        description="Retire one memory by id (from `recall`) when the user asks to forget it "
-        "or it is wrong and there is no replacement. It stops being recalled; the history "
-        "keeps it. An unknown or already retired id is `not_found`, and so is another "
-        "project's memory, or a session's without its `session_id`.",
-        annotations=_hints(read_only=False, destructive=True, idempotent=False),
+    @_tool(
+        server,
+        "Record a correction: memory `id` is replaced by the live memory `by` "
+        "(first `remember` the corrected fact, then supersede the old one with its id). The "
+        "old memory stops being recalled but stays in history. The same call again answers "
+        "the same (`already: true`) and writes nothing.",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
     )
-
     def supersede(
         id: Annotated[str, Field(description="The memory to retire (an id from `recall`).")],
         by: Annotated[
@@ -320,15 +343,13 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     ) -> CallToolResult:
         return _guarded(tools, tools.supersede)(**_given(tools.supersede, locals()))
 
-    server.add_tool(
-        supersede,
-        description="Record a correction: memory `id` is replaced by the live memory `by` "
-        "(first `remember` the corrected fact, then supersede the old one with its id). The "
-        "old memory stops being recalled but stays in history. The same call again answers "
-        "the same (`already: true`) and writes nothing.",
-        annotations=_hints(read_only=False, destructive=True, idempotent=True),
+    @_tool(
+        server,
+        "Pin a memory (`pinned: true`) so automatic consolidation never merges, "
+        "decays or retires it, or unpin it (`pinned: false`).",
+        read_only=False,
+        idempotent=True,
     )
-
     def pin(
         id: MemoryId,
         pinned: Annotated[bool, Field(description="true pins it, false unpins it.")] = True,
@@ -337,14 +358,17 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     ) -> CallToolResult:
         return _guarded(tools, tools.pin)(**_given(tools.pin, locals()))
 
-    server.add_tool(
-        pin,
-        description="Pin a memory (`pinned: true`) so automatic consolidation never merges, "
-        "decays or retires it, or unpin it (`pinned: false`).",
-        annotations=_hints(read_only=False, idempotent=True),
-    )
     if tools.allow_rule_edits:
 
+        @_tool(
+            server,
+            "Create or replace the rule `name` (markdown instructions given to "
+            "every session of the bank); empty `content` removes it. Rules are human-owned: "
+            "change one only when the user asks.",
+            read_only=False,
+            destructive=True,
+            idempotent=True,
+        )
         def set_rule(
             name: Annotated[str, Field(description="The rule's name: [a-z0-9][a-z0-9_-]{0,63}.")],
             content: Annotated[
@@ -354,16 +378,18 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         ) -> CallToolResult:
             return _guarded(tools, tools.set_rule)(**_given(tools.set_rule, locals()))
 
-        server.add_tool(
-            set_rule,
-            description="Create or replace the rule `name` (markdown instructions given to "
-            "every session of the bank); empty `content` removes it. Rules are human-owned: "
-            "change one only when the user asks.",
-            annotations=_hints(read_only=False, destructive=True, idempotent=True),
-        )
-
 
 def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
+    @_tool(
+        server,
+        "Search memory: the memories that best match `query` (words from the "
+        "question or task), best first, each with an `id` to use with forget, supersede or "
+        "pin, and its dates: `occurred` (when it happened, when known) and `stated` (when it "
+        "was last said). Finds what was remembered a moment ago. `limit` caps the count "
+        "(default 10).",
+        read_only=True,
+        idempotent=True,
+    )
     def recall(
         query: Annotated[
             str, Field(description="Words of the question or task to look for (not empty).")
@@ -390,25 +416,15 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     ) -> CallToolResult:
         return _guarded(tools, tools.recall)(**_given(tools.recall, locals()))
 
-    server.add_tool(
-        recall,
-        description="Search memory: the memories that best match `query` (words from the "
-        "question or task), best first, each with an `id` to use with forget, supersede or "
-        "pin, and its dates: `occurred` (when it happened, when known) and `stated` (when it "
-        "was last said). Finds what was remembered a moment ago. `limit` caps the count "
-        "(default 10).",
-        annotations=_hints(read_only=True, idempotent=True),
+    @_tool(
+        server,
+        "List a bank's rules: the standing instructions every session of that "
+        "bank is given. Follow them.",
+        read_only=True,
+        idempotent=True,
     )
-
     def list_rules(bank: Bank = None) -> CallToolResult:
         return _guarded(tools, tools.list_rules)(**_given(tools.list_rules, locals()))
-
-    server.add_tool(
-        list_rules,
-        description="List a bank's rules: the standing instructions every session of that "
-        "bank is given. Follow them.",
-        annotations=_hints(read_only=True, idempotent=True),
-    )
 
 
 def _add_resources(server: MCPServer[Any], tools: MemoryTools) -> None:

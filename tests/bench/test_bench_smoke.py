@@ -1,4 +1,4 @@
-"""The benchmark still runs (issue 2 "Benchmarks"): every bench function at a tiny size.
+"""The benchmark still runs: every bench function at a tiny size.
 
 Checks the shape of the results, never a timing: benchmarks are reports, not assertions.
 """

@@ -1,4 +1,5 @@
-"""Golden dedup fixtures (STYLE §12): memories in → expected plan, in any input order.
+"""Golden dedup fixtures (a plan is data, so a change to it shows in review): memories in → expected
+plan, in any input order.
 
 Each ``golden/*.json`` holds memories (text, type, scope, project, session, pinned,
 corroboration, stated day) and the expected groups, supersedes, pinned skips, capped changes,

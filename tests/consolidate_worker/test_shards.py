@@ -1,4 +1,4 @@
-"""A consolidation pass over several store shards: one pass per shard, merged (issue 16).
+"""A consolidation pass over several store shards: one pass per shard, merged (docs/SCALING.md).
 
 In-process shards and the in-process runner (``run_in_turn``); ``test_shards_ray.py`` runs the
 same plan as Ray tasks against shard actors.

@@ -1,4 +1,5 @@
-"""A sharded consolidation pass as Ray tasks, one per store shard actor (issue 16 §3).
+"""A sharded consolidation pass as Ray tasks, one per store shard actor
+(docs/SCALING.md#how-it-works).
 
 Two shard actors of their own in the session cluster (not ``memory-store``: the session's
 single store stays what other tests find); the pass's tasks each talk to their own shard.

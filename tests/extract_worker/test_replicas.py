@@ -1,4 +1,4 @@
-"""K extractor replicas (issue 16 §3): their names and how many may run."""
+"""K extractor replicas (docs/SCALING.md#how-it-works): their names and how many may run."""
 
 from __future__ import annotations
 

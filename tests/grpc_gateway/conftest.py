@@ -17,6 +17,18 @@ from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
 from store_worker.core import MemoryStore
 
+# memory.v1's error taxonomy (docs/PROTOCOLS.md#errors): each of the seven categories maps to
+# one gRPC status code, written out here, not imported from the code under test.
+SPEC_CODES = {
+    "not_found": "NOT_FOUND",
+    "invalid_type": "INVALID_ARGUMENT",
+    "ratification_unsupported": "FAILED_PRECONDITION",
+    "budget_exceeded": "RESOURCE_EXHAUSTED",
+    "source_unavailable": "UNAVAILABLE",
+    "unknown": "INTERNAL",
+    "invalid_scope": "INVALID_ARGUMENT",
+}
+
 
 @dataclass
 class Gateway:
@@ -94,7 +106,7 @@ def rpc_error() -> Callable[..., Failure]:
         with pytest.raises(grpc.RpcError) as info:
             method(request, timeout=10, **kwargs)
         failure = _failure(info.value)
-        assert failure.code != grpc.StatusCode.UNKNOWN  # seeds/002: never Unknown
+        assert failure.code != grpc.StatusCode.UNKNOWN  # memory.v1: never UNKNOWN
         return failure
 
     return call

@@ -89,7 +89,7 @@ def test_memory_up_grpc_flags_start_the_gateway_beside_the_defaults() -> None:
     assert args.also_start == ["grpc"] and args.worker_env == {"MEMORY_GRPC_PORT": "50999"}
     assert build_parser().parse_args(["up", "--grpc"]).also_start == ["grpc"]
     assert getattr(build_parser().parse_args(["up"]), "also_start", None) is None
-    # on by default since issue 13: the CLI reaches the store through it
+    # on by default: the CLI reaches the store through it without loading Ray
     assert WORKER.default_on is True and WORKER.actor_name == "memory-grpc"
 
 
@@ -121,7 +121,7 @@ def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any)
     (with_grpc, env), (plain, _) = started
     assert with_grpc[0] == "store" and with_grpc[-1] == "grpc"
     assert env["MEMORY_GRPC_PORT"] == "50999"
-    assert plain[-1] == "grpc"  # a bare `up` starts the gateway too (issue 13)
+    assert plain[-1] == "grpc"  # a bare `up` starts the gateway too: the CLI needs it
 
 
 def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -> None:
@@ -170,7 +170,7 @@ def test_the_token_flag_is_refused_with_what_to_use_instead(
 ) -> None:
     from shared.cli import build_parser
 
-    # a token on the command line shows in `ps` to every user of the machine (issue 18)
+    # a token on the command line shows in `ps` to every user of the machine
     with pytest.raises(SystemExit) as caught:
         build_parser().parse_args([verb, "--grpc-token", "s3cret"])
     assert caught.value.code == 2

@@ -1,5 +1,6 @@
-"""The optional bearer token: a wrong or missing token is refused as one of seeds/002's seven
-categories (``unknown`` → INTERNAL: the seven have none for authentication; issue 17), says
+"""The optional bearer token: a wrong or missing token is refused as one of memory.v1's seven
+error categories (``unknown`` → INTERNAL: the seven have none for authentication, and no status
+outside the mapping may reach a kernel), says
 which header is wanted, and writes nothing; the right one passes."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Bad input to every RPC: one of seeds/002's seven categories with its gRPC code (never
-UNKNOWN, never a category outside the seven: issue 17), a message naming what was malformed,
-and the data dir byte-identical afterwards (issue 3 "Bad input")."""
+"""Bad input to every RPC: one of memory.v1's seven error categories with its gRPC code
+(never UNKNOWN, never a category outside the seven: a kernel handles only those), a message
+naming what was malformed, and the data dir byte-identical afterwards (bad input writes
+nothing)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from google.protobuf import struct_pb2
 
 from shared.proto.memory.v1 import memory_pb2 as pb
+from tests.grpc_gateway.conftest import SPEC_CODES
 
 CWD = "/srv/acme"
 BIG = "x" * 16_001  # one past the default max_text_chars
@@ -30,17 +32,6 @@ def _config(values: dict[str, Any]) -> pb.ConfigureRequest:
     return pb.ConfigureRequest(config=struct)
 
 
-# seeds/002 "Error taxonomy": the seven categories and their gRPC codes, written out here from
-# the seed (not imported from the code under test).
-SEED_CODES = {
-    "not_found": "NOT_FOUND",
-    "invalid_type": "INVALID_ARGUMENT",
-    "ratification_unsupported": "FAILED_PRECONDITION",
-    "budget_exceeded": "RESOURCE_EXHAUSTED",
-    "source_unavailable": "UNAVAILABLE",
-    "unknown": "INTERNAL",
-    "invalid_scope": "INVALID_ARGUMENT",
-}
 BAD_ID = "Not A Slug!"
 CASES = [
     # (service, rpc, request, category, words the message must name)
@@ -150,9 +141,9 @@ def test_bad_input_is_a_typed_error_and_writes_nothing(
     # When the bad request is sent
     stub = gw.memory if service == "memory" else gw.tools
     failure = rpc_error(getattr(stub, rpc), request_)
-    # Then one of the seven seed categories comes back with the seed's gRPC code, a message
+    # Then one of the seven memory.v1 categories comes back with its gRPC code, a message
     # naming what was wrong, and no file changed
-    assert failure.code == grpc.StatusCode[SEED_CODES[category]]
+    assert failure.code == grpc.StatusCode[SPEC_CODES[category]]
     assert failure.category_name == category
     assert names.lower() in failure.error.message.lower()
     assert failure.error.category == pb.MemoryErrorCategory.Value(

@@ -1,4 +1,4 @@
-"""The seeds/002 conformance matrix, one test per MUST / SHOULD row (named after the row), driven
+"""The memory.v1 conformance matrix, one test per MUST / SHOULD row (named after the row), driven
 over a real gRPC channel against a real gateway and store (fixtures in this folder's conftest).
 """
 
@@ -15,6 +15,7 @@ from ulid import ULID
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.text.tokens import TokenCounter
 from store_worker import ops
+from tests.grpc_gateway.conftest import SPEC_CODES
 
 T = pb.MemoryType
 S = pb.MemoryScope
@@ -70,7 +71,7 @@ def test_must_configure_is_validated_and_unknown_keys_are_errors(gw: Any, rpc_er
     config = struct_pb2.Struct()
     config.update({"no_such_setting": 1})
     failure = rpc_error(gw.memory.Configure, pb.ConfigureRequest(config=config))
-    # seeds/002 has no category for a bad setting: "unknown" (anything else), saying which
+    # memory.v1 has no category for a bad setting: "unknown" (anything else), saying which
     assert (failure.code, failure.category_name) == (grpc.StatusCode.INTERNAL, "unknown")
     assert "no_such_setting" in failure.error.message
     config = struct_pb2.Struct()
@@ -134,7 +135,7 @@ def test_must_listrecords_serves_any_page_size_and_ends_on_the_last_page(gw: Any
     exact = gw.memory.ListRecords(pb.ListRecordsRequest(page_size=3))
     huge = gw.memory.ListRecords(pb.ListRecordsRequest(page_size=1_000_000))
     tree = gw.memory.Render(pb.RenderRequest(page_size=1_000_000)).tree
-    # Then each is the last page (seeds/000 sets no maximum; "empty when this is the last page")
+    # Then each is the last page (memory.v1 sets no maximum; an empty token means the last page)
     for page in (exact, huge):
         assert {r.id for r in page.records} == ids
         assert page.next_page_token == ""
@@ -646,22 +647,11 @@ def test_should_reference_tools_remember_forget_search(gw: Any, rpc_error: Any) 
         grpc.StatusCode.NOT_FOUND
     )
     assert rpc_error(gw.tools.Search, pb.SearchRequest(query="  ")).code == (
-        grpc.StatusCode.INTERNAL  # "unknown": seeds/002 has no category for an empty query
+        grpc.StatusCode.INTERNAL  # "unknown": memory.v1 has no category for an empty query
     )
 
 
 # -- the error taxonomy ----------------------------------------------------------------------
-
-# seeds/002: "each category maps to a gRPC status code", written out from the seed.
-SEED_CODES = {
-    "not_found": "NOT_FOUND",
-    "invalid_type": "INVALID_ARGUMENT",
-    "ratification_unsupported": "FAILED_PRECONDITION",
-    "budget_exceeded": "RESOURCE_EXHAUSTED",
-    "source_unavailable": "UNAVAILABLE",
-    "unknown": "INTERNAL",
-    "invalid_scope": "INVALID_ARGUMENT",
-}
 
 
 class _Broken:
@@ -703,10 +693,10 @@ def test_must_errors_follow_the_structured_taxonomy(
         ("source_unavailable", down.memory.Describe, pb.DescribeRequest(), down),
         ("unknown", crashed.memory.Describe, pb.DescribeRequest(), crashed),
     ]
-    assert {c[0] for c in cases} == set(SEED_CODES)  # each of the seven, and only those
+    assert {c[0] for c in cases} == set(SPEC_CODES)  # each of the seven, and only those
     for category, method, req, _ in cases:
         failure = rpc_error(method, req)
-        assert failure.code == grpc.StatusCode[SEED_CODES[category]], category
+        assert failure.code == grpc.StatusCode[SPEC_CODES[category]], category
         assert failure.category_name == category
         assert pb.MemoryErrorCategory.Name(failure.error.category) == (
             "MEMORY_ERROR_CATEGORY_" + category.upper()

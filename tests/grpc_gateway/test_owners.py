@@ -1,8 +1,8 @@
-"""A Record without the owner its scope needs (seeds/000's RecordRequest has no session or
-directory; those are this provider's extension fields) is created, owned by the latest Recall's
-context, never refused as ``invalid_scope`` for a scope GetCapabilities lists (seeds/002:
-invalid_scope is a scope "absent from GetCapabilities.supported_scopes"). Over a real gRPC
-channel."""
+"""A Record without the owner its scope needs (memory.v1's RecordRequest has no session
+or directory; those are this provider's extension fields) is created, owned by the latest
+Recall's context, never refused as ``invalid_scope`` for a scope GetCapabilities lists
+(invalid_scope means a scope absent from ``supported_scopes``;
+docs/PROTOCOLS.md#types-and-scopes). Over a real gRPC channel."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from shared.proto.memory.v1 import memory_pb2 as pb
 CWD = "/home/user/code/acme-widgets"
 
 
-def _seed_record(scope: int, text: str, **kw: Any) -> pb.RecordRequest:
-    """A RecordRequest with seeds/000's fields only."""
+def _plain_record(scope: int, text: str, **kw: Any) -> pb.RecordRequest:
+    """A RecordRequest with memory.v1's own fields only."""
     return pb.RecordRequest(
         type=pb.MEMORY_TYPE_PROJECT, scope=scope, content=[pb.ContentBlock(text=text)], **kw
     )
@@ -27,8 +27,8 @@ def _recalled(gw: Any, **context: Any) -> list[str]:
     return [r.id for r in gw.memory.Recall(pb.RecallRequest(**context)).records]
 
 
-def test_the_seeds_worked_record_is_created_in_the_recalled_project(gw: Any) -> None:
-    # Given the session recalled at context-assemble (seeds/001's RecallRequest)
+def test_a_plain_project_record_is_created_in_the_recalled_project(gw: Any) -> None:
+    # Given the session recalled at context-assemble (memory.v1's RecallRequest)
     gw.memory.Recall(
         pb.RecallRequest(
             session_id="sess_042",
@@ -38,9 +38,9 @@ def test_the_seeds_worked_record_is_created_in_the_recalled_project(gw: Any) -> 
             scope_filter=[pb.MEMORY_SCOPE_PROJECT, pb.MEMORY_SCOPE_GLOBAL],
         )
     )
-    # When the model writes the seed's RecordRequest, verbatim (no directory, no session)
+    # When the model writes a plain memory.v1 RecordRequest (no directory, no session)
     written = gw.memory.Record(
-        _seed_record(
+        _plain_record(
             pb.MEMORY_SCOPE_PROJECT,
             "New deploy tool is live in production; old pipeline decommissioned. "
             "Rollback steps are documented in the runbook.",
@@ -48,7 +48,7 @@ def test_the_seeds_worked_record_is_created_in_the_recalled_project(gw: Any) -> 
             title="Deploy pipeline migration complete",
         )
     )
-    # Then the seed's RecordResponse comes back, and the record belongs to that project
+    # Then a RecordResponse comes back, and the record belongs to that project
     assert written == pb.RecordResponse(
         result=pb.RecordResult(
             id="deploy-pipeline-migration-done", status=pb.RECORD_STATUS_CANONICAL
@@ -60,12 +60,12 @@ def test_the_seeds_worked_record_is_created_in_the_recalled_project(gw: Any) -> 
     assert _recalled(gw, working_directory="/srv/elsewhere", query="deploy tool") == []
 
 
-def test_every_supported_scope_can_be_recorded_with_the_seed_fields_only(gw: Any) -> None:
+def test_every_supported_scope_can_be_recorded_with_the_protocol_fields_only(gw: Any) -> None:
     # Given a gateway no Recall has told of any context
     caps = gw.memory.GetCapabilities(pb.GetCapabilitiesRequest()).capabilities
     # When each supported scope is recorded without an owner
     ids = {
-        scope: gw.memory.Record(_seed_record(scope, f"Scope probe {scope}")).result.id
+        scope: gw.memory.Record(_plain_record(scope, f"Scope probe {scope}")).result.id
         for scope in caps.supported_scopes
     }
     # Then each is created with its scope, owned by the gateway's own directory and session
@@ -87,7 +87,7 @@ def test_a_given_owner_wins_and_a_session_keeps_its_own_directory(gw: Any) -> No
 
     def owner(**kw: Any) -> tuple[str | None, str | None]:
         scope = kw.pop("scope")
-        rid = gw.memory.Record(_seed_record(scope, f"Owner probe {ULID()}", **kw)).result.id
+        rid = gw.memory.Record(_plain_record(scope, f"Owner probe {ULID()}", **kw)).result.id
         mem = gw.store.get(rid).memory
         return mem.session_id, mem.project
 
@@ -103,14 +103,14 @@ def test_a_given_owner_wins_and_a_session_keeps_its_own_directory(gw: Any) -> No
 def test_a_refused_recall_leaves_the_context_alone(gw: Any, rpc_error: Any) -> None:
     gw.memory.Recall(pb.RecallRequest(session_id="sess_a", working_directory="/srv/a"))
     rpc_error(gw.memory.Recall, pb.RecallRequest(working_directory="/srv/b", token_budget=-1))
-    rid = gw.memory.Record(_seed_record(pb.MEMORY_SCOPE_PROJECT, "After a refusal")).result.id
+    rid = gw.memory.Record(_plain_record(pb.MEMORY_SCOPE_PROJECT, "After a refusal")).result.id
     assert gw.store.get(rid).memory.project == "/srv/a"
 
 
-def test_remember_with_the_seed_fields_only_is_created(gw: Any) -> None:
+def test_remember_with_the_protocol_fields_only_is_created(gw: Any) -> None:
     gw.memory.Recall(pb.RecallRequest(session_id="sess_042", working_directory=CWD))
     made = gw.tools.Remember(
-        pb.RememberRequest(record=_seed_record(pb.MEMORY_SCOPE_PROJECT, "The CI runs on arm64"))
+        pb.RememberRequest(record=_plain_record(pb.MEMORY_SCOPE_PROJECT, "The CI runs on arm64"))
     )
     assert made.action == pb.REMEMBER_ACTION_CREATED
     assert gw.store.get(made.result.id).memory.project == CWD
@@ -136,16 +136,17 @@ def test_one_agents_recall_never_owns_another_agents_record(tmp_path: Any) -> No
         agent_a, agent_b = (pb_grpc.MemoryServiceStub(c) for c in channels)
         agent_b.Recall(pb.RecallRequest(session_id="sess_b", working_directory="/srv/b"))
         agent_a.Recall(pb.RecallRequest(session_id="sess_a", working_directory="/srv/a"))
-        project = agent_b.Record(_seed_record(pb.MEMORY_SCOPE_PROJECT, "B ships with heron"))
-        session = agent_b.Record(_seed_record(pb.MEMORY_SCOPE_SESSION, "B drafts the memo"))
+        project = agent_b.Record(_plain_record(pb.MEMORY_SCOPE_PROJECT, "B ships with heron"))
+        session = agent_b.Record(_plain_record(pb.MEMORY_SCOPE_SESSION, "B drafts the memo"))
         assert store.get(project.result.id).memory.project == "/srv/b"
         assert store.get(session.result.id).memory.session_id == "sess_b"
         seen = agent_a.Recall(
             pb.RecallRequest(session_id="sess_a", working_directory="/srv/a", query="heron memo")
         )
         assert [r.id for r in seen.records] == []
-        # and the same caller still gets its own latest context (seeds/001's sequence)
-        again = agent_a.Record(_seed_record(pb.MEMORY_SCOPE_PROJECT, "A ships with kestrel"))
+        # and the same caller still gets its own latest context (recall, then write in the same
+        # session)
+        again = agent_a.Record(_plain_record(pb.MEMORY_SCOPE_PROJECT, "A ships with kestrel"))
         assert store.get(again.result.id).memory.project == "/srv/a"
     finally:
         for channel in channels:

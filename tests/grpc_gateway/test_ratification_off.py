@@ -1,5 +1,6 @@
-"""seeds/002 "status: pending ever returned — MUST NOT, unless ratification_supported: true"
-(issue 17 row 2), over a real gRPC channel.
+"""memory.v1: a ``status: pending`` record is never returned unless ``ratification_supported``
+is true (the memory.v1 conformance matrix; docs/PROTOCOLS.md#ratification-and-pending-drafts),
+over a real gRPC channel.
 
 Turning ratification off while drafts wait is refused (``ratification_unsupported``,
 FailedPrecondition, naming how many wait): approving or discarding them silently would decide a

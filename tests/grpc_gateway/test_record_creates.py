@@ -1,7 +1,8 @@
-"""memory.v1 Record always creates (issue 17 row 3; seeds/001 "Record is the write side: it
-creates a new record"; seeds/000: a suggested id is used, a collision gets a numeric suffix
-"rather than overwriting or rejecting"), while the store's own ``save`` keeps reinforcing a
-re-saved fact (seed 003). Over a real gRPC channel."""
+"""memory.v1 Record always creates (the memory.v1 conformance matrix; Record is the
+write side: a suggested id is used, a collision gets a numeric suffix rather than overwriting
+or rejecting; docs/PROTOCOLS.md#record-and-the-reference-tools), while the store's own ``save``
+keeps reinforcing a re-saved fact (corroboration counts re-observations). Over a real gRPC
+channel."""
 
 from __future__ import annotations
 

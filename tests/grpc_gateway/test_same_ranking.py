@@ -1,4 +1,5 @@
-"""The same query over the same files ranks the same wherever it enters (issue 10 item 3): the
+"""The same query over the same files ranks the same wherever it enters (a ranking that
+depended on the door would make every figure door-specific): the
 embedded store's ``recall``, a second store opened on a copy of the data dir from the index
 snapshot (plus a log tail written after it), a third that replays the log, and the gateway's
 ``Search`` and ``Recall`` over a real gRPC channel.

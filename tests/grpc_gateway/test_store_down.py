@@ -1,4 +1,5 @@
-"""An unreachable store over real gRPC → UNAVAILABLE + ``source_unavailable`` (issue 3).
+"""An unreachable store over real gRPC → UNAVAILABLE + ``source_unavailable``, which a kernel may
+retry.
 
 No stub raises the error here: the gateway serves a real ``shared.client.ray.StoreClient`` whose
 actor is missing or was killed in the session cluster, so the error comes from the client's
@@ -67,7 +68,7 @@ def _assert_unavailable(call: Callable[..., Any], request: Any) -> pb.MemoryErro
     with pytest.raises(grpc.RpcError) as info:
         call(request, timeout=60)
     exc = info.value
-    assert exc.code() != grpc.StatusCode.UNKNOWN  # seeds/002: never Unknown
+    assert exc.code() != grpc.StatusCode.UNKNOWN  # memory.v1: never UNKNOWN
     assert exc.code() == grpc.StatusCode.UNAVAILABLE, exc.details()
     trailers = dict(exc.trailing_metadata() or ())
     assert ERROR_KEY in trailers, f"no MemoryError trailer: {exc.details()}"

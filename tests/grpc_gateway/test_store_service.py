@@ -1,7 +1,8 @@
 """memory.store.v1 and standard gRPC citizenship on a real gateway over an embedded store
-(issue 13): the proto serves exactly ``StoreAPI``; bad arguments are refused as the store's own
-``invalid_argument`` before the store runs; ``grpc.health.v1`` answers SERVING to a plain
-grpcio client (without the bearer token); reflection lists the services."""
+(docs/PROTOCOLS.md#memorystorev1-the-stores-own-service): the proto serves exactly ``StoreAPI``; bad
+arguments are refused as the store's own ``invalid_argument`` before the store runs;
+``grpc.health.v1`` answers SERVING to a plain grpcio client (without the bearer token); reflection
+lists the services."""
 
 from __future__ import annotations
 

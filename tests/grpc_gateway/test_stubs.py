@@ -22,7 +22,7 @@ def test_generated_stubs_are_current(tmp_path: Path) -> None:
         )
 
 
-def test_proto_declares_every_seed_rpc_and_unspecified_zero_enums() -> None:
+def test_proto_declares_every_memory_v1_rpc_and_unspecified_zero_enums() -> None:
     from shared.proto.memory.v1 import memory_pb2 as pb
 
     service = pb.DESCRIPTOR.services_by_name["MemoryService"]

@@ -1,8 +1,7 @@
-"""seeds/001 replayed over the wire: "A worked Recall/Record sequence" and "A worked
-cross-reference example", checking the response shapes.
+"""memory.v1's worked examples replayed over the wire: a Recall/Record sequence across
+turns and a cross-reference between records, checking the response shapes.
 
-The seed writes turn ids as ``turn_03`` / ``turn_07``; seeds/002 makes ``turn_id`` a ULID
-(MUST), so the replay uses real ULIDs in their place.
+``turn_id`` must be a ULID (docs/PROTOCOLS.md#recall), so the turns use real ULIDs.
 """
 
 from __future__ import annotations
@@ -27,66 +26,67 @@ MIGRATION = (
 )
 
 
-def _content(text: str) -> list[pb.ContentBlock]:
-    return [pb.ContentBlock(text=text)]
+RUNBOOK_TITLE = "Deploy pipeline runbook"
+MIGRATION_TITLE = "Migrating the release pipeline to the new deploy tool"
+
+
+def _record(
+    gw: Any, rid: str, type_: int, text: str, scope: int = pb.MEMORY_SCOPE_PROJECT, **fields: Any
+) -> pb.RecordResponse:
+    """memory.v1 Record of one text block; ``fields`` are the request's other fields."""
+    request = pb.RecordRequest(
+        type=type_, scope=scope, id=rid, content=[pb.ContentBlock(text=text)], **fields
+    )
+    return gw.memory.Record(request)
 
 
 def _history(gw: Any) -> None:
     """The records earlier sessions wrote through memory.remember."""
-    gw.memory.Record(
-        pb.RecordRequest(
-            type=pb.MEMORY_TYPE_USER,
-            scope=pb.MEMORY_SCOPE_GLOBAL,
-            id="user-role",
-            title="Operator role",
-            content=_content("The user is the release operator for acme."),
-            session_id="sess_001",
-            turn_id=TURN_07,
-            recorded_by="memory.remember",
-        )
+    remembered = {"recorded_by": "memory.remember"}
+    sess_038 = {"session_id": "sess_038", "turn_id": TURN_12, "working_directory": CWD}
+    _record(
+        gw,
+        "user-role",
+        pb.MEMORY_TYPE_USER,
+        "The user is the release operator for acme.",
+        pb.MEMORY_SCOPE_GLOBAL,
+        title="Operator role",
+        session_id="sess_001",
+        turn_id=TURN_07,
+        **remembered,
     )
-    gw.memory.Record(
-        pb.RecordRequest(
-            type=pb.MEMORY_TYPE_REFERENCE,
-            scope=pb.MEMORY_SCOPE_PROJECT,
-            id="deploy-pipeline-runbook",
-            title="Deploy pipeline runbook",
-            content=_content(RUNBOOK),
-            session_id="sess_038",
-            turn_id=TURN_12,
-            recorded_by="memory.remember",
-            working_directory=CWD,
-        )
+    _record(
+        gw,
+        "deploy-pipeline-runbook",
+        pb.MEMORY_TYPE_REFERENCE,
+        RUNBOOK,
+        title=RUNBOOK_TITLE,
+        **sess_038,
+        **remembered,
     )
-    gw.memory.Record(
-        pb.RecordRequest(
-            type=pb.MEMORY_TYPE_PROJECT,
-            scope=pb.MEMORY_SCOPE_PROJECT,
-            id="deploy-pipeline-migration-in-progress",
-            title="Migrating the release pipeline to the new deploy tool",
-            content=_content(MIGRATION),
-            session_id="sess_038",
-            turn_id=TURN_12,
-            recorded_by="memory.remember",
-            working_directory=CWD,
-        )
+    _record(
+        gw,
+        "deploy-pipeline-migration-in-progress",
+        pb.MEMORY_TYPE_PROJECT,
+        MIGRATION,
+        title=MIGRATION_TITLE,
+        **sess_038,
+        **remembered,
     )
     # an unrelated project's record must stay invisible to this working directory
-    gw.memory.Record(
-        pb.RecordRequest(
-            type=pb.MEMORY_TYPE_PROJECT,
-            scope=pb.MEMORY_SCOPE_PROJECT,
-            id="other-project-note",
-            content=_content("The gizmo project pins Node 18."),
-            working_directory="/srv/gizmo",
-        )
+    _record(
+        gw,
+        "other-project-note",
+        pb.MEMORY_TYPE_PROJECT,
+        "The gizmo project pins Node 18.",
+        working_directory="/srv/gizmo",
     )
 
 
 def test_worked_recall_record_sequence(gw: Any) -> None:
     # Given the records earlier sessions wrote
     _history(gw)
-    # When the session recalls at context-assemble (the seed's RecallRequest, verbatim)
+    # When the session recalls at context-assemble (a plain memory.v1 RecallRequest)
     response = gw.memory.Recall(
         pb.RecallRequest(
             session_id="sess_042",
@@ -100,7 +100,7 @@ def test_worked_recall_record_sequence(gw: Any) -> None:
             include_pending=False,
         )
     )
-    # Then the seed's two kinds of record come back, shaped as in the seed
+    # Then the two kinds of record come back, shaped as the protocol says
     by_id = {r.id: r for r in response.records}
     assert "other-project-note" not in by_id
     assert {"user-role", "deploy-pipeline-migration-in-progress"} <= set(by_id)
@@ -117,7 +117,7 @@ def test_worked_recall_record_sequence(gw: Any) -> None:
     )
     migration = by_id["deploy-pipeline-migration-in-progress"]
     assert (migration.type, migration.scope) == (pb.MEMORY_TYPE_PROJECT, pb.MEMORY_SCOPE_PROJECT)
-    assert migration.title == "Migrating the release pipeline to the new deploy tool"
+    assert migration.title == MIGRATION_TITLE
     assert list(migration.links) == ["deploy-pipeline-runbook"]
     assert migration.provenance.source_session_id == "sess_038"
     counter = TokenCounter("claude-opus-5")
@@ -128,21 +128,17 @@ def test_worked_recall_record_sequence(gw: Any) -> None:
     assert sum(r.tokens for r in response.records) <= 1500
 
     # When, turns later, the model writes a new project fact via memory.remember
-    written = gw.memory.Record(
-        pb.RecordRequest(
-            type=pb.MEMORY_TYPE_PROJECT,
-            scope=pb.MEMORY_SCOPE_PROJECT,
-            id="deploy-pipeline-migration-done",
-            title="Deploy pipeline migration complete",
-            content=_content(
-                "New deploy tool is live in production; old pipeline decommissioned. "
-                "Rollback steps are documented in the runbook."
-            ),
-            session_id="sess_042",
-            turn_id=str(ULID()),
-            recorded_by="memory.remember",
-            working_directory=CWD,
-        )
+    written = _record(
+        gw,
+        "deploy-pipeline-migration-done",
+        pb.MEMORY_TYPE_PROJECT,
+        "New deploy tool is live in production; old pipeline decommissioned. "
+        "Rollback steps are documented in the runbook.",
+        title="Deploy pipeline migration complete",
+        session_id="sess_042",
+        turn_id=str(ULID()),
+        recorded_by="memory.remember",
+        working_directory=CWD,
     )
     # Then the RecordResponse is exactly {result: {id, status: canonical}}
     assert written == pb.RecordResponse(
@@ -154,30 +150,27 @@ def test_worked_recall_record_sequence(gw: Any) -> None:
 
 
 def test_worked_cross_reference_example(gw: Any) -> None:
-    # Given the seed's two records, the referencing one written FIRST (a forward reference)
-    gw.memory.Record(
-        pb.RecordRequest(
-            type=pb.MEMORY_TYPE_PROJECT,
-            scope=pb.MEMORY_SCOPE_PROJECT,
-            id="deploy-pipeline-migration-in-progress",
-            title="Migrating the release pipeline to the new deploy tool",
-            content=_content(MIGRATION),
-            working_directory=CWD,
-        )
+    # Given two records, the referencing one written FIRST (a forward reference)
+    migration_id, runbook_id = "deploy-pipeline-migration-in-progress", "deploy-pipeline-runbook"
+    _record(
+        gw,
+        migration_id,
+        pb.MEMORY_TYPE_PROJECT,
+        MIGRATION,
+        title=MIGRATION_TITLE,
+        working_directory=CWD,
     )
     dangling = [(d.source, d.target) for d in gw.store.dangling().links]
     assert dangling == [("deploy-pipeline-migration-in-progress", "deploy-pipeline-runbook")]
-    gw.memory.Record(
-        pb.RecordRequest(
-            type=pb.MEMORY_TYPE_REFERENCE,
-            scope=pb.MEMORY_SCOPE_PROJECT,
-            id="deploy-pipeline-runbook",
-            title="Deploy pipeline runbook",
-            content=_content(RUNBOOK),
-            working_directory=CWD,
-        )
+    _record(
+        gw,
+        runbook_id,
+        pb.MEMORY_TYPE_REFERENCE,
+        RUNBOOK,
+        title=RUNBOOK_TITLE,
+        working_directory=CWD,
     )
-    # Then links are as in the seed, and nothing dangles any more
+    # Then links are as written, and nothing dangles any more
     get = gw.memory.GetRecord
     runbook = get(pb.GetRecordRequest(id="deploy-pipeline-runbook")).record
     migration = get(pb.GetRecordRequest(id="deploy-pipeline-migration-in-progress")).record

@@ -43,6 +43,13 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
+async def office_moved(client: Client) -> tuple[str, str]:
+    """(old, new): the ids of a fact and of its correction, both remembered, neither superseded."""
+    old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
+    new = (await call(client, "remember", text="We moved the office to York"))["memory"]["id"]
+    return old, new
+
+
 async def refused(client: Client, tool: str, **arguments: Any) -> tuple[str, str]:
     """(category, text) of a tool error."""
     result = await client.call_tool(tool, arguments)
@@ -198,8 +205,7 @@ def test_remember_takes_when_it_happened(embedded: Any) -> None:
 
 def test_supersede_answers_with_the_brief_form(embedded: Any) -> None:
     async def body(client: Client) -> None:
-        old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
-        new = (await call(client, "remember", text="We moved the office to York"))["memory"]["id"]
+        old, new = await office_moved(client)
         done = await call(client, "supersede", id=old, by=new, reason="moved")
         # the same memory shape as remember/recall/pin, no index internals
         assert done["action"] == "superseded" and done["bank"] == "main"
@@ -217,8 +223,7 @@ def test_supersede_again_answers_the_same_and_writes_nothing(embedded: Any) -> N
 
     async def body(client: Client) -> None:
         # Given a correction done once
-        old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
-        new = (await call(client, "remember", text="We moved the office to York"))["memory"]["id"]
+        old, new = await office_moved(client)
         first = await call(client, "supersede", id=old, by=new, reason="moved")
         log = (embedded.root / "main" / "memories.jsonl").read_bytes()
         # When the same call comes again, then it answers the same and writes nothing
@@ -255,8 +260,7 @@ def test_supersede_pin_and_rules(embedded: Any) -> None:
     embedded.rule_set("style", "Answer in British English.")
 
     async def body(client: Client) -> None:
-        old = (await call(client, "remember", text="The office is in Leeds"))["memory"]["id"]
-        new = (await call(client, "remember", text="We moved the office to York"))["memory"]["id"]
+        old, new = await office_moved(client)
         await call(client, "supersede", id=old, by=new, reason="moved")
         assert await recall_ids(client, "office") == [new]
         assert (await call(client, "pin", id=new))["memory"]["pinned"] is True

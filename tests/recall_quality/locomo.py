@@ -1,4 +1,5 @@
-"""The LoCoMo eval (issue 11): turn-level evidence recall on real, long conversations.
+"""The LoCoMo eval (Maharana et al. 2024, https://snap-research.github.io/locomo/): turn-level
+evidence recall on real, long conversations.
 
 The data (five LoCoMo conversations, the development split) stays outside the repository, in
 ``<repo root>/../shared/data/locomo-dev`` (``MEMORY_LOCOMO_DIR`` overrides); when it is absent
@@ -20,7 +21,8 @@ millisecond apart from ``SAVED_AT`` and asked about a day later, so recency play
 ``--dated`` saves each turn at its session's date instead and asks a day after the last
 session (recency decay then favours later sessions). ``--occurred`` keeps the README's
 protocol (saved at ``SAVED_AT``) and passes each turn's session date as its ``occurred_at``
-(issue 11 item 3: a question naming a time prefers memories from then); ``make eval`` runs both.
+(a question naming a time
+prefers memories from then); ``make eval`` runs both.
 The model embeds every turn once per run, in batches, when the store is reopened with it;
 nothing is cached.
 

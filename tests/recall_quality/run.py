@@ -1,11 +1,11 @@
-"""The recall-quality eval (issue 6; seeds/003 "Recall quality eval").
+"""The recall-quality eval: hand-written golden queries over a real store.
 
 Loads ``golden.json`` (two personas, hand-written) into a real ``MemoryStore`` on a temp dir
 through the public write path (``save`` with a FakeClock set to each memory's ``stated_at``,
 then ``supersede`` for the golden corrections), runs every query through ``recall`` and scores
 the rankings. Run it with ``python -m tests.recall_quality.run`` (``make eval``).
 
-Metric conventions (after Hindsight's retrieval eval, as seeds/003 says):
+Metric conventions (after Hindsight's retrieval eval, https://github.com/vectorize-io/hindsight):
 - a memory's *fact* is its paraphrase-duplicate group (``dup_of`` pairs, and, after a
   consolidation pass, the survivor a retired memory points to); a query's relevance grades
   apply to the whole group, and a fact counts once: hit@k / MRR@10 look for the first relevant
@@ -153,7 +153,7 @@ def consolidate(
 
 class GoldenJudge:
     """An oracle judge answering from the golden labels: "duplicate" for a ``dup_of`` pair
-    (keeping neither, so DESIGN §7's survivor rule picks), "distinct" for anything else.
+    (keeping neither, so the survivor rule picks), "distinct" for anything else.
     ``asked`` records every pair, so ``--record-judge`` can ask a real model the same ones."""
 
     def __init__(self, doc: dict[str, Any]) -> None:
@@ -207,11 +207,11 @@ def judge_settings() -> Any:
 
 
 def merge_duplicates(store: MemoryStore, doc: dict[str, Any]) -> dict[str, str]:
-    """Merge every golden ``dup_of`` pair through ``supersede(reinforce=True)``, the survivor
-    picked by DESIGN §7's rule (pinned > corroboration > newest ``stated_at`` > id): what a
-    consolidation pass whose judge tier recognised every paraphrase would do. seeds/003's eval
-    replays its judge's recorded decisions the same way; ours has no recorded LLM decisions,
-    so this is an upper bound of consolidation, not a measurement of the consolidator."""
+    """Merge every golden ``dup_of`` pair through ``supersede(reinforce=True)``, the survivor picked
+    by the survivor rule (pinned > corroboration > newest ``stated_at`` > id): what a consolidation
+    pass whose judge tier recognised every paraphrase would do. An eval that replays a judge's
+    recorded decisions would merge the same way; ours has no recorded LLM decisions, so this is an
+    upper bound of consolidation, not a measurement of the consolidator."""
     moved: dict[str, str] = {}
     for m in doc["memories"]:
         if not m.get("dup_of"):
