@@ -130,37 +130,13 @@ class MemoryStore(StoreParts):
         return [self.writer.commit_save(p) for p in prepared]
 
     @grouped
-    def update(
-        self,
-        id: str,
-        *,
-        bank: str | None = None,
-        text: str | None = None,
-        title: str | None = None,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
-        pinned: bool | None = None,
-        type: str | None = None,
-        scope: str | None = None,
-        occurred_at: int | None = None,
-    ) -> MemoryResponse:
+    def _update(self, op: op_types.Update) -> MemoryResponse:
         """Revise a live memory in place: same id, next revision. Type and scope are immutable."""
-        return self.writer.update(
-            id,
-            bank=bank,
-            text=text,
-            title=title,
-            tags=tags,
-            entities=entities,
-            pinned=pinned,
-            type=type,
-            scope=scope,
-            occurred_at=occurred_at,
-        )
+        return self.writer.update(op)
 
     @grouped
     def pin(self, id: str, pinned: bool = True, *, bank: str | None = None) -> MemoryResponse:
-        return self.writer.update(id, bank=bank, pinned=pinned)
+        return self.writer.update(op_types.Update(id, bank=bank, pinned=pinned))
 
     @grouped
     def delete(
@@ -504,4 +480,5 @@ MemoryStore.SERVED_AS_OPS = {
     op_types.Save: MemoryStore._save,
     op_types.List: MemoryStore._list,
     op_types.Recall: MemoryStore._recall,
+    op_types.Update: MemoryStore._update,
 }

@@ -31,7 +31,6 @@ import dataclasses
 import itertools
 from collections.abc import Iterable, Mapping
 from typing import (
-    TYPE_CHECKING,
     Any,
     ClassVar,
     Generic,
@@ -40,40 +39,6 @@ from typing import (
     TypeVar,
     dataclass_transform,
 )
-
-if TYPE_CHECKING:  # the answers' types, named in strings (no pydantic at run time)
-    from shared.contract.models import (  # noqa: F401
-        BacklinksResponse,
-        BankCreateResponse,
-        BankDeleteResponse,
-        BankInfo,
-        BankListResponse,
-        DanglingResponse,
-        DoctorResponse,
-        EventsResponse,
-        InjectResponse,
-        ListResponse,
-        Memory,
-        MemoryResponse,
-        OutboxAckResponse,
-        OutboxJob,
-        OutboxListResponse,
-        PreviewResponse,
-        PurgeResponse,
-        RecallResponse,
-        RejectResponse,
-        ReloadResponse,
-        RescanResponse,
-        Rule,
-        RuleListResponse,
-        RuleSetResponse,
-        SaveManyResponse,
-        SaveResponse,
-        SupersedeManyResponse,
-        SupersedeResponse,
-        TagsResponse,
-        TurnCompletedResponse,
-    )
 
 R = TypeVar("R", covariant=True)
 Route = Literal["bank", "name", "items", "session", "job", "all", "first", "local"]
@@ -189,7 +154,7 @@ def _response_type(cls: type[Op[Any]]) -> Any:
     if not isinstance(text, str):
         found = type(None) if text is None else text
     else:
-        namespace = {**vars(builtins), **vars(models), "Any": Any}
+        namespace = {**vars(builtins), **vars(models), "models": models, "Any": Any}
         found = eval(text, namespace)  # a type expression of our own, never input
     _RESPONSES[cls] = found
     return found

@@ -14,38 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from shared.contract.op import Labels, Message, Read, Route, Write
 
 if TYPE_CHECKING:  # the answers' types, named in strings (no pydantic at run time)
-    from shared.contract.models import (  # noqa: F401
-        BacklinksResponse,
-        BankCreateResponse,
-        BankDeleteResponse,
-        BankInfo,
-        BankListResponse,
-        DanglingResponse,
-        DoctorResponse,
-        EventsResponse,
-        InjectResponse,
-        ListResponse,
-        Memory,
-        MemoryResponse,
-        OutboxAckResponse,
-        OutboxJob,
-        OutboxListResponse,
-        PreviewResponse,
-        PurgeResponse,
-        RecallResponse,
-        RejectResponse,
-        ReloadResponse,
-        RescanResponse,
-        Rule,
-        RuleListResponse,
-        RuleSetResponse,
-        SaveManyResponse,
-        SaveResponse,
-        SupersedeManyResponse,
-        SupersedeResponse,
-        TagsResponse,
-        TurnCompletedResponse,
-    )
+    from shared.contract import models  # noqa: F401
 
 
 # -- liveness ----------------------------------------------------------------------------------
@@ -60,7 +29,7 @@ class Ping(Read[str]):
 # -- banks -------------------------------------------------------------------------------------
 
 
-class BankCreate(Write["BankCreateResponse"]):
+class BankCreate(Write["models.BankCreateResponse"]):
     """Create a bank (or describe an existing one anew)."""
 
     route: ClassVar[Route] = "name"
@@ -68,13 +37,13 @@ class BankCreate(Write["BankCreateResponse"]):
     description: str | None = None
 
 
-class BankList(Read["BankListResponse"]):
+class BankList(Read["models.BankListResponse"]):
     """Every bank, with its counts."""
 
     route: ClassVar[Route] = "all"
 
 
-class BankDelete(Write["BankDeleteResponse"]):
+class BankDelete(Write["models.BankDeleteResponse"]):
     """Move a bank to the trash (recoverable by hand)."""
 
     route: ClassVar[Route] = "name"
@@ -84,7 +53,7 @@ class BankDelete(Write["BankDeleteResponse"]):
 # -- memories: writes --------------------------------------------------------------------------
 
 
-class Save(Write["SaveResponse"]):
+class Save(Write["models.SaveResponse"]):
     """Save one memory; the same normalised text re-saved reinforces instead, unless
     ``reinforce`` is False (memory.v1 Record always creates)."""
 
@@ -108,7 +77,7 @@ class Save(Write["SaveResponse"]):
     occurred_at: int | None = None
 
 
-class SaveMany(Write["SaveManyResponse"]):
+class SaveMany(Write["models.SaveManyResponse"]):
     """Several saves committed together, all or nothing (one fsync per bank). Each item is a
     ``Save`` (its ``reinforce`` left as it is: a batch always reinforces) or a mapping of its
     arguments."""
@@ -117,7 +86,7 @@ class SaveMany(Write["SaveManyResponse"]):
     items: Sequence[object]
 
 
-class Update(Write["MemoryResponse"]):
+class Update(Write["models.MemoryResponse"]):
     """Edit a memory's text, title, labels, pin or date (a new revision)."""
 
     id: str
@@ -133,7 +102,7 @@ class Update(Write["MemoryResponse"]):
     occurred_at: int | None = None
 
 
-class Pin(Write["MemoryResponse"]):
+class Pin(Write["models.MemoryResponse"]):
     """Pin (or unpin) a memory: no automatic path touches a pinned one."""
 
     id: str
@@ -142,7 +111,7 @@ class Pin(Write["MemoryResponse"]):
     bank: str | None = None
 
 
-class Delete(Write["MemoryResponse"]):
+class Delete(Write["models.MemoryResponse"]):
     """Retire a memory with a tombstone (never erased)."""
 
     id: str
@@ -151,7 +120,7 @@ class Delete(Write["MemoryResponse"]):
     reason: str | None = None
 
 
-class Supersede(Write["SupersedeResponse"]):
+class Supersede(Write["models.SupersedeResponse"]):
     """Retire ``id`` in favour of ``superseded_by``."""
 
     id: str
@@ -163,7 +132,7 @@ class Supersede(Write["SupersedeResponse"]):
     revision: int | None = None
 
 
-class SupersedeMany(Write["SupersedeManyResponse"]):
+class SupersedeMany(Write["models.SupersedeManyResponse"]):
     """Several supersedes committed together, all or nothing (one fsync per bank)."""
 
     route: ClassVar[Route] = "items"
@@ -173,7 +142,7 @@ class SupersedeMany(Write["SupersedeManyResponse"]):
 # -- memories: reads ---------------------------------------------------------------------------
 
 
-class Get(Read["MemoryResponse"]):
+class Get(Read["models.MemoryResponse"]):
     """One memory by id."""
 
     id: str
@@ -181,7 +150,7 @@ class Get(Read["MemoryResponse"]):
     bank: str | None = None
 
 
-class List(Read["ListResponse"]):
+class List(Read["models.ListResponse"]):
     """A bank's memories, filtered and paged."""
 
     _: KW_ONLY
@@ -197,14 +166,14 @@ class List(Read["ListResponse"]):
     scope_filter: Labels = None
 
 
-class Tags(Read["TagsResponse"]):
+class Tags(Read["models.TagsResponse"]):
     """A bank's tags with their counts."""
 
     _: KW_ONLY
     bank: str | None = None
 
 
-class Recall(Read["RecallResponse"]):
+class Recall(Read["models.RecallResponse"]):
     """The memories that best answer ``query``."""
 
     query: str
@@ -225,7 +194,7 @@ class Recall(Read["RecallResponse"]):
     as_of: int | None = None
 
 
-class Backlinks(Read["BacklinksResponse"]):
+class Backlinks(Read["models.BacklinksResponse"]):
     """The memories whose text links to ``id`` with ``[[id]]``."""
 
     id: str
@@ -233,7 +202,7 @@ class Backlinks(Read["BacklinksResponse"]):
     bank: str | None = None
 
 
-class Dangling(Read["DanglingResponse"]):
+class Dangling(Read["models.DanglingResponse"]):
     """Links to memories that do not exist."""
 
     _: KW_ONLY
@@ -243,7 +212,7 @@ class Dangling(Read["DanglingResponse"]):
 # -- drafts (ratification) ---------------------------------------------------------------------
 
 
-class Approve(Write["MemoryResponse"]):
+class Approve(Write["models.MemoryResponse"]):
     """Make a pending draft canonical."""
 
     id: str
@@ -251,7 +220,7 @@ class Approve(Write["MemoryResponse"]):
     bank: str | None = None
 
 
-class Reject(Write["RejectResponse"]):
+class Reject(Write["models.RejectResponse"]):
     """Drop a pending draft."""
 
     id: str
@@ -259,7 +228,7 @@ class Reject(Write["RejectResponse"]):
     bank: str | None = None
 
 
-class Drafts(Read["tuple[Memory, ...]"]):
+class Drafts(Read["tuple[models.Memory, ...]"]):
     """The drafts waiting for ratification."""
 
     _: KW_ONLY
@@ -269,7 +238,7 @@ class Drafts(Read["tuple[Memory, ...]"]):
 # -- secrets already stored --------------------------------------------------------------------
 
 
-class RedactRescan(Write["RescanResponse"]):
+class RedactRescan(Write["models.RescanResponse"]):
     """Re-run redaction over stored memories; ``purge`` rewrites the logs without them.
     No bank: every bank (on every shard)."""
 
@@ -279,7 +248,7 @@ class RedactRescan(Write["RescanResponse"]):
     purge: bool = False
 
 
-class Purge(Write["PurgeResponse"]):
+class Purge(Write["models.PurgeResponse"]):
     """Rewrite a bank's log without a record's lines (audited; the one erasure)."""
 
     id: str
@@ -290,14 +259,14 @@ class Purge(Write["PurgeResponse"]):
 # -- rules -------------------------------------------------------------------------------------
 
 
-class RuleList(Read["RuleListResponse"]):
+class RuleList(Read["models.RuleListResponse"]):
     """A bank's rules."""
 
     _: KW_ONLY
     bank: str | None = None
 
 
-class RuleGet(Read["Rule"]):
+class RuleGet(Read["models.Rule"]):
     """One rule by name."""
 
     name: str
@@ -305,7 +274,7 @@ class RuleGet(Read["Rule"]):
     bank: str | None = None
 
 
-class RuleSet(Write["RuleSetResponse"]):
+class RuleSet(Write["models.RuleSetResponse"]):
     """Write a rule (empty content removes it); ``expect`` refuses a rule changed since read."""
 
     name: str
@@ -318,7 +287,7 @@ class RuleSet(Write["RuleSetResponse"]):
 # -- the harness seam --------------------------------------------------------------------------
 
 
-class PreGenerate(Write["InjectResponse"]):
+class PreGenerate(Write["models.InjectResponse"]):
     """What a turn is given: the rules section and the recalled block. A write: it remembers
     the session's bank and what its rules section was."""
 
@@ -331,7 +300,7 @@ class PreGenerate(Write["InjectResponse"]):
     parent_session_id: str | None = None
 
 
-class Preview(Read["PreviewResponse"]):
+class Preview(Read["models.PreviewResponse"]):
     """What a turn asking ``query`` would be given."""
 
     query: str
@@ -340,7 +309,7 @@ class Preview(Read["PreviewResponse"]):
     session_id: str | None = None
 
 
-class TurnCompleted(Write["TurnCompletedResponse"]):
+class TurnCompleted(Write["models.TurnCompletedResponse"]):
     """A finished turn: queued (redacted) for extraction."""
 
     route: ClassVar[Route] = "session"
@@ -380,14 +349,14 @@ class OutboxWatch(Write[None]):
     callback: Any
 
 
-class OutboxClaim(Write["list[OutboxJob]"]):
+class OutboxClaim(Write["list[models.OutboxJob]"]):
     """Lease up to ``limit`` jobs."""
 
     route: ClassVar[Route] = "all"
     limit: int = 8
 
 
-class OutboxNote(Write["OutboxJob"]):
+class OutboxNote(Write["models.OutboxJob"]):
     """Keep a job's model reply with it (a retry does not pay for the model twice)."""
 
     route: ClassVar[Route] = "job"
@@ -397,14 +366,14 @@ class OutboxNote(Write["OutboxJob"]):
     lease: str
 
 
-class OutboxAck(Write["OutboxAckResponse"]):
+class OutboxAck(Write["models.OutboxAckResponse"]):
     """A job is done."""
 
     route: ClassVar[Route] = "job"
     job_id: str
 
 
-class OutboxFail(Write["OutboxAckResponse"]):
+class OutboxFail(Write["models.OutboxAckResponse"]):
     """A job failed: retried later, or dead-lettered."""
 
     route: ClassVar[Route] = "job"
@@ -416,7 +385,7 @@ class OutboxFail(Write["OutboxAckResponse"]):
     lease: str | None = None
 
 
-class OutboxRequeue(Write["OutboxAckResponse"]):
+class OutboxRequeue(Write["models.OutboxAckResponse"]):
     """Queue a dead-lettered (or leased) job again."""
 
     route: ClassVar[Route] = "job"
@@ -425,7 +394,7 @@ class OutboxRequeue(Write["OutboxAckResponse"]):
     fresh: bool = False
 
 
-class OutboxList(Read["OutboxListResponse"]):
+class OutboxList(Read["models.OutboxListResponse"]):
     """The outbox's counts and jobs."""
 
     route: ClassVar[Route] = "all"
@@ -434,7 +403,7 @@ class OutboxList(Read["OutboxListResponse"]):
     limit: int = 100
 
 
-class OutboxLookup(Read["OutboxJob"]):
+class OutboxLookup(Read["models.OutboxJob"]):
     """One job by id."""
 
     method: ClassVar[str] = "outbox_job"
@@ -462,7 +431,7 @@ class Unsubscribe(Write[bool]):
     name: str
 
 
-class EventsSince(Read["EventsResponse"]):
+class EventsSince(Read["models.EventsResponse"]):
     """Events after ``cursor`` (a resume token)."""
 
     route: ClassVar[Route] = "all"
@@ -492,7 +461,7 @@ class StateSet(Write[None]):
 # -- operations --------------------------------------------------------------------------------
 
 
-class Doctor(Read["DoctorResponse"]):
+class Doctor(Read["models.DoctorResponse"]):
     """The store's self-test."""
 
     route: ClassVar[Route] = "all"
@@ -517,7 +486,7 @@ class Configure(Write["dict[str, Any]"]):
     config: dict[str, Any]
 
 
-class Reload(Write["ReloadResponse"]):
+class Reload(Write["models.ReloadResponse"]):
     """Read the files again (hand edits)."""
 
     route: ClassVar[Route] = "all"
@@ -542,7 +511,7 @@ class BankExport(Read["dict[str, bytes]"]):
     name: str
 
 
-class BankImport(Write["BankInfo"]):
+class BankImport(Write["models.BankInfo"]):
     """Place and load a bank's files; only a bank this shard does not own yet."""
 
     route: ClassVar[Route] = "local"
@@ -551,7 +520,7 @@ class BankImport(Write["BankInfo"]):
     files: dict[str, bytes]
 
 
-class BankRelease(Write["BankDeleteResponse"]):
+class BankRelease(Write["models.BankDeleteResponse"]):
     """Trash this shard's copy of a bank another shard now owns."""
 
     route: ClassVar[Route] = "local"

@@ -39,7 +39,7 @@ from shared.contract.models import (
     SaveResponse,
     SupersedeResponse,
 )
-from shared.contract.ops import Save
+from shared.contract.ops import Save, Update
 from shared.redact import is_placeholder, redact, redact_many, repeats, strip_placeholders
 from shared.text import fingerprint, parse_links, slugify
 from shared.text.tokens import TokenCounter
@@ -293,32 +293,21 @@ class Writer:
         self._emit_item("updated", bank, mem, reason="reinforced", redacted=redacted)
         return SaveResponse(created=False, memory=mem, bank=bank.name, redacted=redacted)
 
-    def update(
-        self,
-        id: str,
-        *,
-        bank: str | None = None,
-        text: str | None = None,
-        title: str | None = None,
-        tags: Iterable[str] | None = None,
-        entities: Iterable[str] | None = None,
-        pinned: bool | None = None,
-        type: str | None = None,
-        scope: str | None = None,
-        occurred_at: int | None = None,
-    ) -> MemoryResponse:
+    def update(self, op: Update) -> MemoryResponse:
         """Revise a live memory in place: same id, next revision. Type and scope are immutable."""
-        when = None if occurred_at is None else v.occurred_at(occurred_at, self.clock.now_ms())
-        target = self.banks.resolve(bank)
-        current = self._live(target, id)
-        if type is not None and type != current.type:
+        when = (
+            None if op.occurred_at is None else v.occurred_at(op.occurred_at, self.clock.now_ms())
+        )
+        target = self.banks.resolve(op.bank)
+        current = self._live(target, op.id)
+        if op.type is not None and op.type != current.type:
             raise errors.InvalidTypeError(f"type is immutable ({current.type}); save a new memory")
-        if scope is not None and scope != current.scope:
+        if op.scope is not None and op.scope != current.scope:
             raise errors.InvalidScopeError(
                 f"scope is immutable ({current.scope}); save a new memory"
             )
         clean = self._clean_fields(
-            text=text, title=title, tags=tags, entities=entities, text_required=False
+            text=op.text, title=op.title, tags=op.tags, entities=op.entities, text_required=False
         )
         now = self.clock.now_ms()
         changes: dict[str, Any] = {"updated_at": now, "revision": current.revision + 1}
@@ -330,14 +319,14 @@ class Writer:
                 tokens=self.tokens.count(clean["text"]),
                 stated_at=now,  # the fact was re-stated; pin/tag edits never move it
             )
-        if title is not None:
+        if op.title is not None:
             changes["title"] = clean["title"]
-        if tags is not None:
+        if op.tags is not None:
             changes["tags"] = clean["tags"]
-        if entities is not None:
+        if op.entities is not None:
             changes["entities"] = clean["entities"]
-        if pinned is not None:
-            changes["pinned"] = v.flag(pinned, "pinned")
+        if op.pinned is not None:
+            changes["pinned"] = v.flag(op.pinned, "pinned")
         if when is not None:
             changes["occurred_at"] = when
         mem = self.drafts.commit(target, current.model_copy(update=changes))
