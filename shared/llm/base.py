@@ -32,8 +32,8 @@ can quote the prompt, which may hold what the redactor did not catch.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 from shared.contract.errors import MemoryServiceError, SourceUnavailableError, UnknownError
 
@@ -85,11 +85,27 @@ class Completion:
         return self.prompt_tokens + self.completion_tokens
 
 
-@runtime_checkable
-class LLM(Protocol):
+@dataclass(frozen=True)
+class Prompt:
+    """One chat completion asked of a model: what every backend receives (``LLM.send``)."""
+
+    messages: list[Message]
+    model: str
+    timeout_s: float | None = None
+    max_tokens: int | None = None
+    temperature: float | None = 0.0
+    json_object: bool = False
+
+    def options(self) -> dict[str, object]:
+        """Everything but the messages, by name."""
+        return {k: v for k, v in vars(self).items() if k != "messages"}
+
+
+class LLM(ABC):
     """One chat completion. ``temperature=None`` leaves the provider's default;
     ``max_tokens=None`` and ``timeout_s=None`` set no limit of ours; ``json_object`` asks for a
-    JSON reply where the provider supports it (others get the call without it)."""
+    JSON reply where the provider supports it (others get the call without it). A backend
+    implements ``send``; every failure it raises goes through ``classify``."""
 
     def complete(
         self,
@@ -100,7 +116,12 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = 0.0,
         json_object: bool = False,
-    ) -> Completion: ...
+    ) -> Completion:
+        return self.send(Prompt(messages, model, timeout_s, max_tokens, temperature, json_object))
+
+    @abstractmethod
+    def send(self, prompt: Prompt) -> Completion:
+        """The completion of ``prompt``, or the policy's typed error."""
 
 
 def is_transient(e: BaseException) -> bool:

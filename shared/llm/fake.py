@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from shared.llm.base import Completion, LLMRejectedError, Message, classify
+from shared.llm.base import LLM, Completion, LLMRejectedError, Message, Prompt, classify
 
 Reply = str | BaseException | Callable[[list[Message]], str]
 
 
 @dataclass
-class FakeLLM:
+class FakeLLM(LLM):
     """Each call takes the next reply (a string, an exception to raise, or a function of the
     messages); the last reply repeats. ``calls`` records the messages it received, ``options``
     the keywords of each call. A scripted exception goes through the same error policy as a
@@ -30,26 +30,10 @@ class FakeLLM:
     def script(self, replies: Iterable[Reply]) -> None:
         self.replies.extend(replies)
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        model: str,
-        timeout_s: float | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = 0.0,
-        json_object: bool = False,
-    ) -> Completion:
+    def send(self, prompt: Prompt) -> Completion:
+        messages, model = prompt.messages, prompt.model
         self.calls.append([dict(m) for m in messages])
-        self.options.append(
-            {
-                "model": model,
-                "timeout_s": timeout_s,
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "json_object": json_object,
-            }
-        )
+        self.options.append(prompt.options())
         if not self.replies:
             raise LLMRejectedError("FakeLLM has no scripted reply")
         reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]

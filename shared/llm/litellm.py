@@ -22,7 +22,7 @@ import time
 from types import ModuleType
 from typing import Any
 
-from shared.llm.base import Completion, Message, classify
+from shared.llm.base import LLM, Completion, Prompt, classify
 
 COST_MAP_VARIABLE = "LITELLM_LOCAL_MODEL_COST_MAP"
 _LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
@@ -41,7 +41,7 @@ def load_litellm() -> ModuleType:
     return litellm
 
 
-class LiteLLMBackend:
+class LiteLLMBackend(LLM):
     """``litellm.completion`` behind ``LLM``; ``extra`` keywords pass through to every call
     and win over the ones built from the arguments (tests use litellm's ``mock_response=``)."""
 
@@ -55,24 +55,16 @@ class LiteLLMBackend:
     def __repr__(self) -> str:
         return f"LiteLLMBackend(api_base={self.api_base!r})"
 
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        model: str,
-        timeout_s: float | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = 0.0,
-        json_object: bool = False,
-    ) -> Completion:
+    def send(self, prompt: Prompt) -> Completion:
+        model, messages = prompt.model, prompt.messages
         kwargs: dict[str, Any] = {}
-        if timeout_s is not None:
-            kwargs["timeout"] = timeout_s
-        if max_tokens is not None:
-            kwargs["max_tokens"] = max_tokens
-        if temperature is not None:
-            kwargs["temperature"] = temperature
-        if json_object:
+        if prompt.timeout_s is not None:
+            kwargs["timeout"] = prompt.timeout_s
+        if prompt.max_tokens is not None:
+            kwargs["max_tokens"] = prompt.max_tokens
+        if prompt.temperature is not None:
+            kwargs["temperature"] = prompt.temperature
+        if prompt.json_object:
             kwargs["response_format"] = {"type": "json_object"}
             kwargs["drop_params"] = True  # a provider without JSON mode still gets the call
         if self.api_base is not None:
