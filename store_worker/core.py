@@ -41,6 +41,7 @@ from shared.contract.models import (
     DanglingResponse,
     DoctorResponse,
     EventsResponse,
+    HistoryResponse,
     InjectResponse,
     ListResponse,
     Memory,
@@ -70,7 +71,7 @@ from store_worker import ops
 from store_worker.harness import siblings
 from store_worker.parts import StoreParts, grouped, reading, serialized
 from store_worker.recall import links
-from store_worker.storage import shards
+from store_worker.storage import history, shards
 from store_worker.storage import validate as v
 from store_worker.storage.banks import Banks
 from store_worker.storage.drafts import Drafts
@@ -227,6 +228,10 @@ class MemoryStore(StoreParts):
     @reading
     def get(self, id: str, *, bank: str | None = None) -> MemoryResponse:
         return self.reader.get(id, bank=bank)
+
+    @reading
+    def _history(self, op: op_types.History) -> HistoryResponse:
+        return history.history(self.banks.resolve(op.bank), op)
 
     @reading
     def _list(self, op: op_types.List) -> ListResponse:
@@ -481,4 +486,5 @@ MemoryStore.SERVED_AS_OPS = {
     op_types.List: MemoryStore._list,
     op_types.Recall: MemoryStore._recall,
     op_types.Update: MemoryStore._update,
+    op_types.History: MemoryStore._history,
 }

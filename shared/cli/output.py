@@ -205,6 +205,22 @@ def memory(r: Any) -> str:
     return "\n".join(f"{k:<14}{v}" for k, v in rows if v)
 
 
+def history(r: Any) -> str:
+    """One line per revision (its number, the date it was stated, what changed to it), then
+    the supersede chain."""
+    lines = [f"{r.id} in bank {r.bank}: {len(r.revisions)} revision(s)"]
+    for m in r.revisions:
+        state = "pinned " if m.pinned else ""
+        if m.invalid_at is not None:
+            state += f"superseded by {m.superseded_by} " if m.superseded_by else "deleted "
+        lines.append(f"  r{m.revision:<3} {date(m.updated_at)}  {state}{one_line(m.text, 120)}")
+    if r.supersedes:
+        lines.append(f"supersedes:    {', '.join(r.supersedes)}")
+    if r.superseded_by:
+        lines.append(f"superseded by: {r.superseded_by}")
+    return "\n".join(lines)
+
+
 def memories(r: Any) -> str:
     lines = [memory_line(m, *_widths(list(r.memories))) for m in r.memories]
     lines.append(f"({len(r.memories)} of {r.total} in bank {r.bank})")

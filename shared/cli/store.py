@@ -34,6 +34,7 @@ STORE_VERBS = frozenset(
         "describe",
         "doctor",
         "get",
+        "history",
         "list",
         "pin",
         "preview",
@@ -145,6 +146,18 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     bank_opt(p)
 
     p = add_verb(sub, "get", "Show one memory by id.", common, _get, show.memory)
+    p.add_argument("id", help="memory id")
+    bank_opt(p)
+
+    p = add_verb(
+        sub,
+        "history",
+        "Show every stored revision of a memory, oldest first, and what it superseded or "
+        "was superseded by.",
+        common,
+        lambda ctx: ctx.store.history(ctx.args.id, bank=ctx.args.bank),
+        show.history,
+    )
     p.add_argument("id", help="memory id")
     bank_opt(p)
 

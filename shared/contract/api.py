@@ -99,6 +99,7 @@ class StoreAPI:
     supersede = operation(ops.Supersede)
     supersede_many = operation(ops.SupersedeMany)
     get = operation(ops.Get)
+    history = operation(ops.History)
     list = operation(ops.List)
     tags = operation(ops.Tags)
     recall = operation(ops.Recall)

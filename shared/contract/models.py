@@ -204,6 +204,17 @@ class MemoryResponse(Frozen):
     redacted: tuple[str, ...] = ()  # what kinds an update's fields or a reason held
 
 
+class HistoryResponse(Frozen):
+    """``history``: every stored revision of one memory, oldest first (its last is the memory
+    as it stands), the memories it superseded, and the one that superseded it, if any."""
+
+    bank: str
+    id: str
+    revisions: tuple[Memory, ...]
+    supersedes: tuple[str, ...] = ()
+    superseded_by: str | None = None
+
+
 class SupersedeResponse(Frozen):
     memory: Memory
     survivor: Memory

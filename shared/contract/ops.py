@@ -166,6 +166,15 @@ class List(Read["models.ListResponse"]):
     scope_filter: Labels = None
 
 
+class History(Read["models.HistoryResponse"]):
+    """A memory's revisions as its bank's log holds them, oldest first, and its supersede
+    chain: what it replaced and what replaced it (retired memories included)."""
+
+    id: str
+    _: KW_ONLY
+    bank: str | None = None
+
+
 class Tags(Read["models.TagsResponse"]):
     """A bank's tags with their counts."""
 

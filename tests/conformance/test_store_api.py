@@ -213,6 +213,26 @@ def test_supersede_retires_and_reinforces(api: StoreAPI, bank: str) -> None:
     assert sorted(ids(history.memories)) == sorted([old.id, new.id])
 
 
+def test_history_lists_revisions_and_the_supersede_chain(api: StoreAPI, bank: str) -> None:
+    # Given a memory edited twice, then superseded
+    mem = api.save("The user runs CI on GitHub", bank=bank).memory
+    api.update(mem.id, bank=bank, text="The user runs CI on GitLab")
+    api.pin(mem.id, bank=bank)
+    api.pin(mem.id, False, bank=bank)
+    new = api.save("The user runs CI on Buildkite", bank=bank).memory
+    api.supersede(mem.id, new.id, bank=bank, reason="moved CI")
+    # When its history is asked for
+    old = api.history(mem.id, bank=bank)
+    # Then every revision is there, oldest first, and the chain both ways
+    assert [m.revision for m in old.revisions] == list(range(len(old.revisions)))
+    assert old.revisions[0].text == "The user runs CI on GitHub"
+    assert old.revisions[-1].superseded_by == new.id and old.superseded_by == new.id
+    assert [m.pinned for m in old.revisions[2:4]] == [True, False]
+    assert api.history(new.id, bank=bank).supersedes == (mem.id,)
+    with pytest.raises(errors.NotFoundError):
+        api.history("no-such-memory", bank=bank)
+
+
 def test_tags_count_live_memories(api: StoreAPI, bank: str) -> None:
     api.save("a fact about cats", bank=bank, tags=["pets", "cats"])
     api.save("a fact about dogs", bank=bank, tags=["pets"])
