@@ -20,7 +20,10 @@ from hypothesis import strategies as st
 
 import shared.redact.engine as engine
 from shared.redact import Redaction, contains_secret, redact, redact_text
+from tests.golden.redaction.cases import load, rows
 from tests.shared.conftest import cpu_seconds
+
+CASES = load("redact")
 
 B62 = string.ascii_letters + string.digits
 B64URL = B62 + "_-"
@@ -234,49 +237,7 @@ SECRETS = [
     Case("token", "the bot's token: ", fake(28, seed=82), " (keep safe)"),
 ]
 
-LOOKALIKES = [
-    "commit 3f2a9c1d4e5b6a7c8d9e0f1a2b3c4d5e6f7a8b9c fixed the build",
-    "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 matches",
-    "docker pull app@sha256:9b2a1c0d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b",
-    "md5 d41d8cd98f00b204e9800998ecf8427e of the empty file",
-    "request 123e4567-e89b-12d3-a456-426614174000 timed out",
-    "ulid 01ARZ3NDEKTSV4RRFFQ69G5FAV sorts by time",
-    "the string SGVsbG8sIHdvcmxkIQ== decodes to a greeting",
-    "upgrade from v2.60.0 to 1.110.2 next week",
-    "I forgot my password again.",
-    "the token budget is 2000 and tokens are cheap",
-    "keep it secret, keep it safe",
-    "the secret: keep the diff small",
-    "set password= in the config",
-    "set password=<your-password> in the config",
-    "password=${DB_PASSWORD} and token=$API_TOKEN come from the environment",
-    'password = os.environ["DB_PASSWORD"]',
-    "token = get_token()",
-    "token=self.token",
-    "client.login(api_key=api_key)",
-    "max_tokens=2000 and token_budget: 4000",
-    "Authorization: Bearer <token>",
-    "curl -H 'Authorization: Bearer YOUR_TOKEN' https://api.example.com",
-    "the Bearer of bad news learned Basic English",
-    "pass the --token flag to the CLI",
-    "see https://example.com/a?b=c&page=2",
-    "postgres://localhost:5432/db is the dev database",
-    "npm install https://registry.npmjs.org:443/@scope/pkg",
-    "git clone git@github.com:org/repo.git or ssh://git@github.com/org/repo",
-    "mail alice@example.com or bob.smith+tag@example.co.uk",
-    "edit /home/alice/.ssh/config and C:\\Users\\alice\\secrets.txt",
-    "hosts 192.168.1.10, 10.0.0.1:8080 and ::1",
-    "sk-ill is not a key, nor is sk-learn-compatible-estimator-interface",
-    "colours #ff8800, #FFF and #1e90ffcc",
-    "call +1 (555) 010-9999 before 2024-03-15T10:30:00Z",
-    "memory user-prefers-tabs has print fp0123456789abcdef",
-    "PWD=/home/alice/project OLDPWD=/tmp",
-    "arn:aws:iam::123456789012:role/deploy runs the job",
-    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
-    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYI\n-----END PUBLIC KEY-----",
-    "a key file starts with -----BEGIN OPENSSH PRIVATE KEY----- on its first line",
-    "already clean: [REDACTED:jwt] and [REDACTED:password]",
-]
+LOOKALIKES = rows(CASES["lookalikes"], "text")
 
 
 @pytest.mark.parametrize("case", SECRETS, ids=str)
@@ -470,51 +431,7 @@ def test_adversarial_input_stays_fast(unit: str) -> None:
 
 # --- properties --------------------------------------------------------------------------------
 
-FRAGMENTS = [
-    "password",
-    "token",
-    "secret",
-    "api_key",
-    "=",
-    ": ",
-    '"',
-    "'",
-    "`",
-    " ",
-    "\n",
-    "export ",
-    "Bearer ",
-    "Basic ",
-    "Authorization: ",
-    "sk-",
-    "ghp_",
-    "://",
-    "@",
-    ":",
-    "/",
-    "-----",
-    "BEGIN ",
-    "PRIVATE KEY",
-    "END ",
-    "eyJ",
-    ".",
-    "[REDACTED:jwt]",
-    "[REDACTED:",
-    "]",
-    "$",
-    "${X}",
-    "<x>",
-    "(",
-    "AKIA",
-    "hunter2",
-    "Tr0ub4dor",
-    "is ",
-    "my ",
-    "--",
-    ";",
-    "&",
-    "?",
-]
+FRAGMENTS = rows(CASES["fragments"], "text")
 ADVERSARIAL_TEXT = st.lists(
     st.one_of(st.sampled_from(FRAGMENTS), st.text(alphabet=B64URL + "=+/ ", max_size=12)),
     max_size=24,
@@ -613,33 +530,7 @@ def test_case_folding_look_alikes_still_reach_the_keyword_rules(text: str) -> No
     assert redact(text).labels
 
 
-CASE_FRAGMENTS = [
-    "PASSWORD",
-    "Token",
-    "SECRET",
-    "Api-Key",
-    "pwd",
-    "sig=",
-    "Signature=",
-    "AccountKey=",
-    "\u017f",
-    "\u212a",
-    "\u0130",
-    "\u0131",
-    "bearer ",
-    "BASIC ",
-    "authorization=",
-    "?",
-    "&",
-    "x-amz-signature=",
-    "SK",
-    "AKIA",
-    "ya29.",
-    "hvs.",
-    "12345678:AA",
-    "eyJhbGciOi.",
-    "dapi",
-]
+CASE_FRAGMENTS = rows(CASES["case_fragments"], "text")
 
 
 @FAST

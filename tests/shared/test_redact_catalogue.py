@@ -22,6 +22,9 @@ from shared.redact.catalogue import (
     github_checksum_ok,
     parse_catalogue,
 )
+from tests.golden.redaction.cases import load, rows
+
+CASES = load("catalogue")
 
 FORMATS = catalogue()
 
@@ -106,30 +109,7 @@ def test_the_discord_entry_checks_that_the_token_names_a_bot_id() -> None:
 
 @pytest.mark.parametrize(
     ("toml", "message"),
-    [
-        ("[[format]]\nid = 'a'\n", "lacks"),
-        (
-            "[[format]]\nid='a'\nlabel='a'\nkind='prefix'\npattern='a_[0-9]{9}'\ncheck='nope'\n"
-            "sample='a_123456789'\nlookalike='a'\nsource='s'\n",
-            "unknown check",
-        ),
-        (
-            "[[format]]\nid='a'\nlabel='A B'\nkind='prefix'\npattern='x'\nsample='x'\n"
-            "lookalike='y'\nsource='s'\n",
-            "bad kind or label",
-        ),
-        (
-            "[[format]]\nid='a'\nlabel='a'\nkind='prefix'\npattern='('\nsample='x'\n"
-            "lookalike='y'\nsource='s'\n",
-            "missing",
-        ),
-        (
-            "[[format]]\nid='a'\nlabel='a'\nkind='keyword'\nsample='x'\nlookalike='y'\n"
-            "source='s'\n",
-            "needs a pattern",
-        ),
-        ("[[format]\n", "credentials.toml"),
-    ],
+    rows(CASES["a_broken_catalogue_is_refused_with_a_typed_error"], "toml", "message"),
 )
 def test_a_broken_catalogue_is_refused_with_a_typed_error(toml: str, message: str) -> None:
     with pytest.raises(UnknownError, match=message):
@@ -162,43 +142,8 @@ _SOLANA = "[" + ",\n  ".join(str((i * 37 + 11) % 256) for i in range(64)) + "]"
     [
         (f"xprv: {_XPRV}", _XPRV[20:60], "private_key"),
         (f"backup {_XPRV}", _XPRV[20:60], "private_key"),
-        # a PEM body pasted without its armor lines: every line of it goes
-        (f"the key body is:\n{_RSA_BODY}", "Q2xw8TyUbq4Lm0Fn7cd3", "private_key"),
-        (
-            "ed25519 (pkcs8): MC4CAQAwBQYDK2VwBCIEIGd9aB3kLmQ7rT2xVn8pWc5sYh1uJz4fE6oN0iK",
-            "IGd9aB3kLmQ7rT2x",
-            "private_key",
-        ),
-        (
-            "Unseal Key 1: uoTQ/fTwuhPubB9napmWCLd59JgEqKFK+Tfp8TFWhzOw\nUnseal Key 2: x",
-            "uoTQ/fTwuhPubB9napmW",
-            "vault_unseal_key",
-        ),
-        (
-            "docker swarm join --token SWMTKN-1-3pu6hszjas19xyp7ghgosyx9k8atbfcr8p2is99znpy26u2lkl"
-            "-1awxwuwd3z9j1z3puu7rcgdbx 10.0.0.1:2377",
-            "1awxwuwd3z9j1z3puu7rcgdbx",
-            "docker_swarm_token",
-        ),
-        (
-            "K3S_TOKEN=K10fe232be9e5cf0357858d4e067e4d25501b94f3a866fe096fff67b86c79d3e7ad::server:"
-            "6d6766143b171b2ae08145f49da63e77 sh -",
-            "6d6766143b171b2ae08145f49da63e77",
-            "k3s_token",
-        ),
-        (
-            "cloudflared service install eyJhIjoiW1jHRh4MG9iHh6wJJ8N0FRfYOTDH9ynwmOnddPqTGEVW73qF8t"
-            "qotkfc0UZceanuqZKYVskOb3rYFYYKrNNL08hN6Vf72xJ7JQ",
-            "W1jHRh4MG9iHh6wJJ8N0",
-            "cloudflare_tunnel_token",
-        ),
+        *rows(CASES["formats_are_redacted"], "text", "secret", "label", _RSA_BODY=_RSA_BODY),
         (f"cat ~/.config/solana/id.json\n{_SOLANA}", _SOLANA[:40], "private_key"),
-        # a Doppler service token names its config between prefix and secret
-        (
-            "DOPPLER_TOKEN=dp.st.prd.eEmO1y3iIdKAVwowdCj4WLHwxfneawzbD3AGb0W0PgQ",
-            "eEmO1y3iIdKAVwowdCj4WLHw",
-            "doppler_token",
-        ),
     ],
 )
 def test_formats_are_redacted(text: str, secret: str, label: str) -> None:
@@ -210,15 +155,7 @@ def test_formats_are_redacted(text: str, secret: str, label: str) -> None:
 # Automation and chat webhooks whose URL is itself the credential (synthetic keys).
 @pytest.mark.parametrize(
     ("text", "secret"),
-    [
-        ("ZAPIER_HOOK=https://hooks.zapier.com/hooks/catch/1234567/u0qjz5/", "u0qjz5"),
-        ("post to https://hook.eu1.make.com/hlx0ic5o8gw1mx7r739o6978l8hkzinz", "hlx0ic5o8gw1mx"),
-        ("https://hook.integromat.com/hlx0ic5o8gw1mx7r739o6978l8hkzinz", "hlx0ic5o8gw1mx"),
-        ("https://maker.ifttt.com/trigger/door_open/with/key/l0aE74tiaHdv3-rEyEXjM2", "l0aE74ti"),
-        ("https://maker.ifttt.com/trigger/x/json/with/key/l0aE74tiaHdv3-rEyEXjM2", "l0aE74ti"),
-        ("MM_HOOK=https://chat.example.com/hooks/cqdeaf20s5lkhvad5ptz7k7dyh", "cqdeaf20s5"),
-        ("curl -X POST https://eo9x8k2m1q7z3a.m.pipedream.net -d '{}'", "eo9x8k2m1q7z3a"),
-    ],
+    rows(CASES["webhook_urls_are_redacted"], "text", "secret"),
 )
 def test_webhook_urls_are_redacted(text: str, secret: str) -> None:
     result = redact(text)
@@ -226,18 +163,7 @@ def test_webhook_urls_are_redacted(text: str, secret: str) -> None:
     assert result.labels == ("chat_webhook",)
 
 
-_STAYS: list[str] = [
-    # lookalikes stay
-    "derive the account from the xpub6CUGRUonZSQ4TWtTMmzXdrXDtypWKiKrhko4egpiMZbpiaQL2jkwSB1i"
-    "cqYh2cfDfVxdx4df189oLKnC5fSwqPfgyP3hooxujYzAu3fDVmz key",
-    "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJRTESMBAGA1UEChMJ",
-    "the array [1, 2, 3, 4] and the docker swarm SWMTKN-1- prefix",
-    # webhook lookalikes stay
-    "Zapier's https://hooks.zapier.com/hooks/catch/ URL is made per Zap",
-    "see https://docs.mattermost.com/hooks/abcdefghijklmnopqrstuvwxyz for the page",
-    "https://github.com/org/repo/settings/hooks/new",
-    "the git hooks/pre-commit script",
-]
+_STAYS: list[str] = rows(CASES["stays"], "text")
 
 
 @pytest.mark.parametrize("text", _STAYS)

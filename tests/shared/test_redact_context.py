@@ -22,7 +22,10 @@ from shared.redact import (
 )
 from shared.redact.anchors import folded
 from shared.redact.catalogue import catalogue
+from tests.golden.redaction.cases import load, rows
 from tests.shared.conftest import cpu_seconds
+
+CASES = load("context")
 
 PW = "Tr0ub4dor&3xK9"  # fake, shaped like a human password
 KEY = "9fQ2xLmZ7bR4kWp1HsN8dYc3"  # fake, 24 random base62 characters
@@ -39,282 +42,24 @@ FEISHU = "https://open.larksuite.com/open-apis/bot/v2/hook/0f3b2c1d-9e8a-4b7c-a6
 
 # (text, the secret in it, its label)
 CONTEXT = [
-    (f"curl -u deploy:{PW} https://api.example.com/v1", PW, "password"),
-    (f"curl --user deploy:{PW} https://x.example.com", PW, "password"),
-    (f"curl -s -X POST -u 'ci-bot:{PW}' https://x.example.com", PW, "password"),
-    (f"http -a admin:{PW} POST example.com", PW, "password"),
-    (f"mysql -u root -p{PW} -h db.internal app", PW, "password"),
-    (f"mysqldump -uroot -p'{PW}' shop > shop.sql", PW, "password"),
-    (f"sshpass -p '{PW}' ssh deploy@10.0.0.5", PW, "password"),
-    (f"sshpass -p{PW} scp a.txt host:", PW, "password"),
-    (f"redis-cli -h cache -a {PW} ping", PW, "password"),
-    (f"psql --password {PW} -h db", PW, "password"),
-    (f"run it with --api-key {KEY} tonight", KEY, "api_key"),
-    (f"STRIPE_KEY={KEY}", KEY, "api_key"),
-    (f'{{"session_key": "{KEY}"}}', KEY, "api_key"),
-    (f"token: {KEY}", KEY, "token"),
-    (f'"password": "{PW}"', PW, "password"),
-    (f"Authorization: Basic {KEY}==", f"{KEY}==", "basic_auth"),
-    (f"the Acme API key is {KEY}, keep it safe", KEY, "api_key"),
-    (f"the deploy token was {KEY}.", KEY, "token"),
-    (f"my password is {PW}", PW, "password"),
-    # no verb between the noun and the value
-    (f"and the secret {AWS_SECRET} for the same user", AWS_SECRET, "secret"),
-    (f"use api key {KEY} for staging", KEY, "api_key"),
-    (f"the wifi password {PW} works", PW, "password"),
-    (f"my password for the router is {PW}", PW, "password"),
-    ("the password to the wifi was 'blue sky 99 river'", "blue sky 99 river", "password"),
-    ("passphrase: correct horse battery staple", "correct horse battery staple", "password"),
-    (
-        "my wallet seed phrase is abandon ability able about above absent absorb abstract",
-        "abandon ability able about above absent absorb abstract",
-        "password",
+    *rows(
+        CASES["context"],
+        "text",
+        "secret",
+        "label",
+        AWS_SECRET=AWS_SECRET,
+        B64_DOCKER=B64_DOCKER,
+        B64_PEM=B64_PEM,
+        FEISHU=FEISHU,
+        KEY=KEY,
+        PW=PW,
+        SECRET_STRING=SECRET_STRING,
+        TG=TG,
     ),
-    ("pass=Summer2024!", "Summer2024!", "password"),
-    (f'api_key: str = "{KEY}"', KEY, "api_key"),  # an annotation before the literal
-    (f'const token: string = "{KEY}";', KEY, "token"),
-    (f"docker login -u bob -p {PW} registry.example.com", PW, "password"),
-    (f"sqlcmd -S db -U sa -P {PW}", PW, "password"),
-    (f"az login -u bob@example.com -p {PW}", PW, "password"),
-    # aws secretsmanager get-secret-value: a JSON document inside a JSON string
-    (SECRET_STRING, PW, "password"),
-    (f"<password>{PW}</password>", PW, "password"),
-    (f"<ApiKey>{KEY}</ApiKey>", KEY, "api_key"),
-    # the value on the next line, or in a table
-    (f"password: |\n  {PW}\n", PW, "password"),
-    (f"config:\n  token:\n    {KEY}\n", KEY, "token"),
-    (f"| Name | Value |\n|---|---|\n| DB_PASSWORD | {PW} |", PW, "password"),
-    (f"name,value\napi_key,{KEY}", KEY, "api_key"),
-    # a padded base64 value followed by more text (a Kubernetes Secret's data:)
-    (
-        "kind: Secret\ndata:\n  password: UXo3I3ZMcDIhZVI=\n  user: YWRtaW4=\n",
-        "UXo3I3ZMcDIhZVI=",
-        "password",
-    ),
-    (
-        "data:\n  api-token: c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=\n",
-        "c2pGTUt2WG1hZmVjaFJTWE1uSHlEQTdOS1BuNldVV1k=",
-        "token",
-    ),
-    ("DB_PASSWORD=cGFzc3dvcmQxMjM0NQ== # from the vault", "cGFzc3dvcmQxMjM0NQ==", "password"),
-    # base64 of a PEM private key or of a docker config (tls.key, .dockerconfigjson)
-    (f"  tls.key: {B64_PEM}\n", B64_PEM, "private_key"),
-    (f"data:\n  .dockerconfigjson: {B64_DOCKER}\n", B64_DOCKER, "docker_config"),
-    # webhook and bot URLs whose secret is a path segment or glued to a word
-    (f"curl https://api.telegram.org/bot{TG}/sendMessage -d text=hi", TG, "telegram_bot_token"),
-    (f"alerts: {FEISHU}", FEISHU, "chat_webhook"),
-    # a PHP array or Perl hash: the "=>" separator
-    (f"'password' => '{PW}',", PW, "password"),
-    ("$cfg = ['db_pass' => 'n0t-Real!pw'];", "n0t-Real!pw", "password"),
-    # keywords: "pw", a keyword with a suffix saying how the value is written, and names that
-    # are only sometimes secret (auth, credentials, cookie, session) with a key-shaped value
-    (f"wifi_pw: {PW}", PW, "password"),
-    (f"user: bob / pw: {PW}", PW, "password"),
     (f"heroku config:set SECRET_KEY_BASE={'5e2f' * 16}", "5e2f" * 16, "secret"),
-    (f"TOKEN_VALUE={KEY}", KEY, "token"),
-    (f"api_key_b64: {KEY}", KEY, "api_key"),
-    (f"DB_CREDENTIALS=admin:{PW}", f"admin:{PW}", "credential"),
-    (f'credentials = "{KEY}"', KEY, "credential"),
-    (f"authkey={KEY}", KEY, "credential"),
-    (f"bot_auth = '{KEY}'", KEY, "credential"),
-    (f"session_cookie={KEY}", KEY, "credential"),
-    (f"Cookie: sessionid={KEY}; theme=dark", KEY, "credential"),
-    (f"--auth {KEY}", KEY, "credential"),
-    # said in other ways: "password's", set/changed ... to, a numeric password, Italian "è"
-    (f"my password's {PW}", PW, "password"),
-    (f"I changed my password to {PW} yesterday", PW, "password"),
-    ("we reset the router password to Kiwi-7733 last night", "Kiwi-7733", "password"),
-    ("the passcode is 739104", "739104", "password"),
-    ("my password is 58213467", "58213467", "password"),
-    (f"la password è {PW}", PW, "password"),
-    # a PIN or a lock's code, said or labelled
-    ("my PIN is 4821.", "4821", "pin"),
-    ("Bank card PIN: 90317", "90317", "pin"),
-    ("the garage code is 7391#", "7391#", "pin"),
-    ("PIN=2468", "2468", "pin"),
-    ("the pin number was 660412", "660412", "pin"),
-    # a password named in another language, in any case
-    (f"Passwort: {PW}", PW, "password"),
-    ("mein Passwort ist sonne123", "sonne123", "password"),
-    (f"mot de passe : {PW}", PW, "password"),
-    ('La contraseña es "Perro2020"', "Perro2020", "password"),
-    (f"a senha é {PW}", PW, "password"),
-    (f"wachtwoord: {PW}", PW, "password"),
-    (f"Lösenord: {PW}", PW, "password"),
-    (f"HASŁO: {PW}", PW, "password"),
-    (f"Пароль: {PW}", PW, "password"),
-    (f"мой пароль {PW}", PW, "password"),
-    (f"密码是{PW}", PW, "password"),
-    (f"パスワード: {PW}", PW, "password"),
-    (f"비밀번호는 {PW}", PW, "password"),
-    (f"Şifre: {PW}", PW, "password"),
-    (f"salasana on {PW}", PW, "password"),
-    (f"passordet er {PW}", PW, "password"),
-    # Markdown labels and a key's label with a colon
-    (f"**Password:** {PW}", PW, "password"),
-    (f"- **Token**: {KEY}", KEY, "token"),
-    (f"- **API key**: {KEY}", KEY, "api_key"),
-    (f"encryption key: {KEY}Zq=", f"{KEY}Zq=", "api_key"),
-    (f"client_secret {AWS_SECRET}", AWS_SECRET, "secret"),
-    # a password labelled with an arrow, a dash or a qualifier before its colon
-    (f"Password - {PW}", PW, "password"),
-    (f"password -> {PW}", PW, "password"),
-    (f"password \u2192 {PW}", PW, "password"),
-    (f"password (prod): {PW}", PW, "password"),
-    (f"Password [staging]: {PW}", PW, "password"),
-    (f"password for bob@example.com: {PW}", PW, "password"),
-    (f"the admin password for the NAS: {PW}", PW, "password"),
-    (f"API key (prod): {KEY}", KEY, "api_key"),
-    # the short nouns: pw, pwd, passwd
-    (f"user bob, pw {PW}", PW, "password"),
-    (f"passwd {PW}", PW, "password"),
-    (f"the pwd is {PW}", PW, "password"),
-    (f"the pass is {PW}", PW, "password"),
-    # other languages
-    (f"Kennwort: {PW}", PW, "password"),
-    (f"Das Passwort lautet {PW}", PW, "password"),
-    (f"Passwort f\u00fcr WLAN: {PW}", PW, "password"),
-    (f"mdp : {PW}", PW, "password"),
-    (f"la clave es {PW}", PW, "password"),
-    (f"contrase\u00f1a del wifi: {PW}", PW, "password"),
-    (
-        f"\u043f\u0430\u0440\u043e\u043b\u044c \u043e\u0442 \u043f\u043e\u0447\u0442\u044b {PW}",
-        PW,
-        "password",
-    ),
-    (f"\u03ba\u03c9\u03b4\u03b9\u03ba\u03cc\u03c2: {PW}", PW, "password"),
-    (f"m\u1eadt kh\u1ea9u: {PW}", PW, "password"),
-    (f"\u0643\u0644\u0645\u0629 \u0627\u0644\u0645\u0631\u0648\u0631: {PW}", PW, "password"),
-    (f"\u05e1\u05d9\u05e1\u05de\u05d4: {PW}", PW, "password"),
-    (f"\uc554\ud638: {PW}", PW, "password"),
-    # Hindi (the verb before or after the value, and Hinglish), Thai (glued), a
-    # possessive after the noun (Greek, Vietnamese, Thai), a word naming what it opens
-    ("मेरा पासवर्ड है tiger8842", "tiger8842", "password"),
-    ("मेरा पासवर्ड tiger8842 है", "tiger8842", "password"),
-    (f"पासवर्ड: {PW}", PW, "password"),
-    ("mera password hai tiger8842", "tiger8842", "password"),
-    ("รหัสผ่านของฉันคือ tiger8842", "tiger8842", "password"),
-    (f"รหัสผ่าน: {PW}", PW, "password"),
-    ("รหัสผ่าน wifi คือ tiger8842", "tiger8842", "password"),
-    ("ο κωδικός μου είναι tiger8842", "tiger8842", "password"),
-    ("ο κωδικός πρόσβασης είναι tiger8842", "tiger8842", "password"),
-    ("mật khẩu của tôi là tiger8842", "tiger8842", "password"),
-    ("mật khẩu wifi là tiger8842", "tiger8842", "password"),
-    ("비밀번호 tiger8842 입니다", "tiger8842", "password"),
-    ("пароль від пошти tiger8842", "tiger8842", "password"),
-    # found by the round-7 probe: "=" after a qualifier, "set to" with no "is"
-    ("pw for the nas = meadowlark44", "meadowlark44", "password"),
-    (f"vnc password set to {PW}", PW, "password"),
-    # keys named as a key-store's or Wi-Fi's password
-    (f"PreSharedKey = {KEY}=", f"{KEY}=", "secret"),
-    (f"keyStorePass={PW}", PW, "password"),
-    # session ids under their cookies' names, and said as one
-    ("PHPSESSID=q3v8n1k5m2b7c9x4z6l0p8r2t5", "q3v8n1k5m2b7c9x4z6l0p8r2t5", "credential"),
-    (
-        "JSESSIONID=9F2C4A7E1B3D5F60A8C2E4B6D8F0A1C3",
-        "9F2C4A7E1B3D5F60A8C2E4B6D8F0A1C3",
-        "credential",
-    ),
 ]
 
-PROSE = [
-    # the Hindi, Thai, Greek and Vietnamese nouns in sentences with no password in them
-    "मेरा पासवर्ड याद नहीं है",
-    "पासवर्ड है क्या?",
-    "mera password hai kya",
-    "รหัสผ่านของฉันหายไป",
-    "ใส่รหัสผ่าน แล้วกด ok",
-    "mật khẩu của tôi là bí mật",
-    "ο κωδικός μου είναι μυστικός",
-    "мій пароль простий",
-    "the password is base64 encoded before it is hashed",
-    "the password set to expire in 90 days",
-    "my password manager is great",
-    "the key point is that we ship on Friday",
-    "a token of appreciation for the team",
-    "the secret is patience, honestly",
-    "the token budget is 2000 per call",
-    "I use mysql -p and type the password when it asks",
-    "run mysql -u root -p then enter it",
-    "sshpass -p is in the docs, but do not use it",
-    "curl -u is how you pass a user",
-    "curl -u $USER:$PASS https://x.example.com",
-    "mysql -u root -p$MYSQL_PWD app",
-    "the cache_key=user:42:profile is recomputed",
-    "sort_key: name",
-    "the key is TheQuickBrownFox",
-    "the api key is in 1password under Ops",
-    "Basic English is a controlled language",
-    "pass the --password flag to prompt",
-    "the cache key user-1234-profile-abcdefgh expired",
-    "the secret santa list for 2024",
-    "password reset links expire in 24h",
-    "api key rotation happens monthly",
-    "the passphrase is set in the vault",
-    "mnemonic: see the docs",
-    "the password for the admin account is in 1password",
-    "Passphrases are long. Use one.",
-    # declarations and tags are code, and a label that a sentence follows is prose
-    "class Settings(BaseSettings):\n    openai_api_key: str\n    auth_token: bytes",
-    'db_password: SecretStr = SecretStr("")',
-    "token: int = 0",
-    "password: Optional[str] = None",
-    "secret: !vault |",
-    "token: `gh auth token`",
-    "Secret: she is planning a surprise party for Mel",
-    "Token: I gave her a token of appreciation",
-    "docker run -p 8080:80 nginx",
-    "<password>required</password>",
-    "password:\n  file: /etc/pw\n",
-    "token:\n  The token is rotated monthly.\n",
-    "| password | required |",
-    "| Token | see the vault |",
-    "password,required",
-    # an attribute set from its namesake, and names that are only sometimes secret
-    "self.token = token",
-    "this.apiKey = apiKey;",
-    "self._password = password",
-    "auth: required",
-    "auth: oauth2",
-    "credentials: see the wiki",
-    "session: 42",
-    "session_id: abc-123",
-    "cookie: chocolate chip",
-    "auth_method: oauth",
-    "session_timeout=3600",
-    "the author=Tolkien field",
-    "credentials_file: ~/.aws/credentials",
-    "pw: see above",
-    # a PIN, a code, a password word in prose or in another language, with no value
-    "the LED pin is 13",
-    "pin 4821 of the header",
-    "ping: 4821 ms",
-    "My PIN is secret.",
-    "the door code changed last week",
-    "error code is 404 and the zip code is 94107",
-    "Mein Passwort ist zu kurz.",
-    "Le mot de passe est dans le coffre.",
-    "La contraseña es muy larga.",
-    "I moved my password to 1Password",
-    "**Token:** see the vault",
-    "primary key: user_id_2024_v2_final",
-    "cache key: user-1234-profile-abcdefgh",
-    "the S3 key is uploads/2024/IMG_1234.jpg",
-    # the new separators, nouns and languages, with no value
-    "Password - see the vault",
-    "password -> reset flow -> email",
-    "password (optional): leave empty",
-    "the pass is valid until Friday",
-    "tests pass v1.2.3-beta on CI",
-    "pwd ~/projects/app2",
-    "pwd /srv/app-v2",
-    "la clave es importante",
-    "Das Passwort lautet anders",
-    "the bypass flag -bypassCache 1 is off",
-    "session_id=claude-code-5f0c2a",
-    "pw: n/a",
-    "session_id: 550e8400-e29b-41d4-a716-446655440000",
-]
+PROSE = rows(CASES["prose"], "text")
 
 
 @pytest.mark.parametrize(("text", "secret", "label"), CONTEXT, ids=[c[0][:30] for c in CONTEXT])
@@ -380,7 +125,7 @@ def test_find_credential_names_a_credential_in_an_identifier(value: str) -> None
 
 
 @pytest.mark.parametrize(
-    "value", ["01JD8X3Q4Z5Y6W7V8T9S0R1P2N", "session-2026-12-01", "kestrel/api", "my-project"]
+    "value", rows(CASES["find_credential_passes_ordinary_identifiers"], "value")
 )
 def test_find_credential_passes_ordinary_identifiers(value: str) -> None:
     assert find_credential(value) is None
@@ -388,24 +133,13 @@ def test_find_credential_passes_ordinary_identifiers(value: str) -> None:
 
 @pytest.mark.parametrize(
     "token",
-    [
-        "[REDACTED:aws_access_key]",
-        "[redacted:aws_access_key]",
-        "redacted",
-        "REDACTED",
-        "redacted-openai-key",
-        "openai-key-redacted-openai-key",
-        "openai_key]",
-        "[REDACTED:jwt].",
-    ],
+    rows(CASES["is_placeholder_knows_a_placeholder_and_its_pieces"], "token"),
 )
 def test_is_placeholder_knows_a_placeholder_and_its_pieces(token: str) -> None:
     assert is_placeholder(token)
 
 
-@pytest.mark.parametrize(
-    "token", ["openai", "redaction", "unredacted", "deploy", "key", "aws_access_key"]
-)
+@pytest.mark.parametrize("token", rows(CASES["is_placeholder_leaves_ordinary_words"], "token"))
 def test_is_placeholder_leaves_ordinary_words(token: str) -> None:
     assert not is_placeholder(token)
 
@@ -463,31 +197,9 @@ def test_placeholders_are_stable(labels: list[str]) -> None:
 
 
 CATALOGUE_FRAGMENTS = [
+    *rows(CASES["catalogue_fragments"], "text"),
     *(f.sample for f in catalogue()),
     *(f.lookalike for f in catalogue()),
-    "mysql -u root -p",
-    "sshpass -p ",
-    "curl -u a:",
-    "redis-cli -a ",
-    "--password ",
-    "the ",
-    " key is ",
-    " token: ",
-    "datadog",
-    "Twilio",
-    " api key = ",
-    "_KEY=",
-    "ＫＥＹ＝",
-    "\n",
-    " ",
-    "'",
-    '"',
-    "=",
-    ":",
-    "-",
-    "_",
-    ".",
-    "[REDACTED:jwt]",
 ]
 
 
@@ -575,13 +287,7 @@ def test_an_invisible_character_inside_a_token_does_not_hide_it() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "ci uses key-ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
-        "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789_old",
-        "old_sk_live_51HqLyjAbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-        "sk_live_51HqLyjAbCdEfGhIjKlMnOpQrStUvWxYz0123456789-rotated",
-        "rotated-glpat-aB1cD2eF3gH4iJ5kL6mN",
-    ],
+    rows(CASES["a_token_with_a_marked_prefix_is_a_token_glued_by_a_separator"], "text"),
 )
 def test_a_token_with_a_marked_prefix_is_a_token_glued_by_a_separator(text: str) -> None:
     """ "key-ghp_...", "old_sk_live_...": a prefix that ends in "_" or "-" marks a token even
@@ -598,121 +304,8 @@ def test_a_marked_prefix_inside_a_word_is_left_alone() -> None:
 # --- passwords on other tools' command lines (shared/redact/commands.py) -----------------------
 
 PW2 = "q8!Zr2vLw#4n"  # fake
-COMMAND_LINES = [
-    (f"htpasswd -b /etc/nginx/.htpasswd admin {PW}", PW),
-    (f"htpasswd -bc .htpasswd bob '{PW2}'", PW2),
-    (f"htpasswd -nb deploy {PW2}", PW2),
-    (f"openssl enc -aes-256-cbc -salt -in a.txt -out a.enc -k {PW}", PW),
-    (f"openssl enc -d -aes-256-cbc -in a.enc -k '{PW2}'", PW2),
-    (f"zip -r -P {PW} backup.zip docs/", PW),
-    (f"zip -P '{PW2}' notes.zip notes.txt", PW2),
-    (f"7z a -p{PW} -mhe=on backup.7z docs/", PW),
-    (f"7za x -p{PW2} backup.7z", PW2),
-    (f"unrar x -p{PW} old.rar", PW),
-    (f"ldapsearch -x -H ldap://dc1 -D cn=admin,dc=ex,dc=com -w {PW} -b dc=ex,dc=com", PW),
-    (f"ldapmodify -h dc1 -p 389 -D cn=admin -w '{PW2}' -f change.ldif", PW2),
-    (f"smbclient //fs01/share -U alice%{PW}", PW),
-    (f"smbclient '\\\\fs01\\it' --user='CORP\\bob%{PW2}'", PW2),
-    (f"sqlplus scott/{PW}@orcl", PW),
-    (f"sqlplus -s system/{PW2}@//db.internal:1521/XEPDB1 @report.sql", PW2),
-    (f'sqlplus "hr/{PW}@db.internal:1521/hr" @load.sql', PW),
-    (f"net use \\\\fs01\\share {PW} /user:CORP\\alice", PW),
-    (f"NET USE Z: \\\\fs01\\finance /user:bob {PW2} /persistent:no", PW2),
-    (f"net user backup_admin {PW} /add", PW),
-    (f"setx DB_PASSWORD {PW}", PW),
-    (f'setx /M SERVICE_TOKEN "{KEY}"', KEY),
-    (f"unzip -P {PW} backup.zip", PW),
-    (f"keytool -importkeystore -srckeystore a.p12 -srcstorepass {PW}", PW),
-    (f"keytool -importkeystore -deststorepass {PW2} -destkeystore b.jks", PW2),
-    (f"jarsigner -keystore ks.jks -storepass {PW2} app.jar alias", PW2),
-    (f"keytool -genkey -keypass {PW} -alias a", PW),
-    # a password piped to a command that reads it from its standard input
-    (f"echo {PW} | sudo -S apt update", PW),
-    (f"echo '{PW2}' | docker login -u bob --password-stdin", PW2),
-    (f'printf "%s" "{PW}" | podman login --username bob --password-stdin quay.io', PW),
-    (f"echo -n '{PW}' | passwd --stdin bob", PW),
-    (f"echo 'bob:{PW2}' | chpasswd", f"bob:{PW2}"),
-    (f"echo -n {KEY} | gh secret set API_KEY", KEY),
-    # config and secret-store commands that take the value as an argument
-    (f"npm config set //registry.npmjs.org/:_authToken {KEY}", KEY),
-    (f"npm config set _authToken={KEY}", KEY),
-    (f"yarn config set npmAuthToken {KEY}", KEY),
-    (f"poetry config http-basic.pypi __token__ {KEY}", KEY),
-    (f"poetry config pypi-token.private {KEY}", KEY),
-    (f"composer config --global http-basic.repo.example.com bob {PW}", PW),
-    (f'dotnet user-secrets set "Db:Password" "{PW2}"', PW2),
-    (f"gh secret set API_KEY --body {KEY}", KEY),
-    (f"gh secret set DEPLOY_HOOK -b'{KEY}'", KEY),
-    (f"aws ssm put-parameter --name /prod/db --value {PW} --type SecureString", PW),
-    (f"aws secretsmanager put-secret-value --secret-id prod/db --secret-string {PW2}", PW2),
-    (f"az keyvault secret set --vault-name kv --name db --value '{PW}'", PW),
-    (f"kubectl create secret generic app --from-literal=url=x --from-literal=dsn={PW}", PW),
-    (f"redis-cli -h cache --pass {PW}", PW),
-    # Oracle's user/password@db in a JDBC URL
-    (f"jdbc:oracle:thin:scott/{PW}@db.internal:1521:orcl", PW),
-    (f"jdbc:oracle:thin:hr/{PW2}@//db:1521/XEPDB1", PW2),
-    # a here-document or here-string read by a command that takes a password on its input
-    (f"docker login -u bob --password-stdin <<EOF\n{PW}\nEOF", PW),
-    (f"cat <<'EOF' | docker login -u bob --password-stdin\n  {PW2}\nEOF", PW2),
-    (f"sudo -S apt-get update <<< '{PW}'", PW),
-    (f"chpasswd <<-END\nbob:{PW2}\nEND", f"bob:{PW2}"),
-    # vault login's positional token; the password flags of login brute-forcers and clients
-    (f"vault login {KEY}", KEY),
-    (f"vault login -address=https://vault.internal:8200 {KEY}", KEY),
-    (f"hydra -l admin -p {PW} ssh://10.0.0.1", PW),
-    (f"medusa -h 10.0.0.1 -u admin -p '{PW2}' -M ssh", PW2),
-    (f"crackmapexec smb 10.0.0.0/24 -u bob -p {PW}", PW),
-    (f"nxc winrm dc01 -u administrator -p '{PW2}'", PW2),
-    (f"evil-winrm -i 10.0.0.9 -u Administrator -p {PW}", PW),
-    (f"xfreerdp /v:10.0.0.9 /u:bob /p:{PW}", PW),
-]
-COMMAND_PROSE = [
-    "use zip -P to set a password",
-    "zip -P is weak encryption; prefer 7z -p",
-    "7z a -p archive.7z docs/",
-    "openssl enc -aes-256-cbc -in a.txt -k",
-    "ldapsearch -x -W -h host -p 389 -b dc=ex,dc=com",
-    "smbclient -L //fs01 -U alice",
-    "htpasswd -c .htpasswd bob",
-    "htpasswd -b file user password",
-    "sqlplus /nolog",
-    "sqlplus / as sysdba",
-    "sqlplus username/password@db",
-    "net use Z: \\\\fs01\\share /persistent:yes",
-    "net use \\\\fs01\\ipc$ * /user:bob",
-    "the net user count grew this quarter",
-    "net user bob /domain",
-    "setx PATH %PATH%;C:\\tools",
-    "setx API_KEY %API_KEY%",
-    "unzip -P to give the password",
-    "keytool -list -storepass:env KS_PASS",
-    "echo hello | sudo -S true",
-    "echo $PW | sudo -S apt update",
-    'echo "$DOCKER_TOKEN" | docker login -u bob --password-stdin',
-    "cat token.txt | docker login -u bob --password-stdin",
-    "echo done | tee log.txt",
-    "npm config set registry https://registry.npmjs.org/",
-    "npm config get _authToken",
-    "poetry config virtualenvs.in-project true",
-    "gh secret set API_KEY < key.txt",
-    "gh secret list",
-    "aws ssm put-parameter --name /prod/db --value file://pw.txt",
-    'aws ssm put-parameter --name /app/db --value "$(cat pw.txt)" --type SecureString',
-    "echo $PASSWORD | sudo -S true",
-    "kubectl create secret generic app --from-file=key.pem",
-    "jdbc:oracle:thin:@db.internal:1521:orcl",
-    "docker login -u bob --password-stdin <<EOF\n$DOCKER_TOKEN\nEOF",
-    "cat <<EOF > notes.txt\nhello world again\nEOF",
-    "python - <<EOF\nprint(1)\nEOF",
-    "vault login -method=oidc",
-    "vault login -method=userpass username=bob",
-    "vault login -",
-    "vault login $VAULT_TOKEN",
-    "hydra -l admin -P rockyou.txt ssh://10.0.0.1",
-    "hydra -p is the single-password flag",
-    "crackmapexec smb 10.0.0.0/24 -u users.txt -p passwords.txt",
-    "xfreerdp /v:10.0.0.9 /u:bob /p:$PW",
-]
+COMMAND_LINES = rows(CASES["command_lines"], "text", "secret", KEY=KEY, PW=PW, PW2=PW2)
+COMMAND_PROSE = rows(CASES["command_prose"], "text")
 
 
 @pytest.mark.parametrize(("text", "secret"), COMMAND_LINES, ids=[c[0][:30] for c in COMMAND_LINES])
@@ -731,32 +324,10 @@ def test_a_tools_flag_without_a_password_survives(text: str) -> None:
 # --- XML attributes and URLs -------------------------------------------------------------------
 
 HEX40 = "3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c"  # fake, a classic 40-hex token's shape
-XML_AND_URLS = [
-    (f'<add key="ApiKey" value="{KEY}"/>', KEY, "api_key"),
-    (f'<add key="SmtpPassword" value="{PW}" />', PW, "password"),
-    (f"<property name='hibernate.connection.password' value='{PW2}'/>", PW2, "password"),
-    (f'<param name="apiToken" value="{KEY}"/>', KEY, "token"),
-    (f'<entry key="db.password">{PW}</entry>', PW, "password"),
-    (f'<setting name="ClientSecret" serializeAs="String">\n<value>{KEY}</value>', KEY, "secret"),
-    (f"git remote add origin https://{HEX40}@github.com/org/repo.git", HEX40, "credential_url"),
-    (f"git clone https://{KEY}@gitlab.example.com/g/p.git", KEY, "credential_url"),
-    (f"https://maps.example.com/api/js?key={KEY}&callback=init", KEY, "api_key"),
-    (f"wss://push.example.com/feed?auth={KEY}Qz", f"{KEY}Qz", "token"),
-    (f"https://x.example.com/f?expires=1700000000&signature={HEX40}", HEX40, "url_signature"),
-]
-XML_AND_URL_PROSE = [
-    '<add key="PageSize" value="20"/>',
-    '<add key="RequirePassword" value="true"/>',
-    '<property name="url" value="jdbc:mysql://db/shop"/>',
-    '<property name="passwordEncoder" ref="bcryptEncoder"/>',
-    '<entry key="timeout">30</entry>',
-    '<param name="token" value="${token}"/>',
-    "https://bob@bitbucket.org/team/repo.git",
-    "ssh://git@github.com/org/repo.git",
-    "https://firstname.lastname.example@host.example.com/",
-    "https://maps.example.com/api?key=value&q=paris",
-    "https://s3.example.com/b?key=uploads/2024/IMG_1234Photo.jpg",
-]
+XML_AND_URLS = rows(
+    CASES["xml_and_urls"], "text", "secret", "label", HEX40=HEX40, KEY=KEY, PW=PW, PW2=PW2
+)
+XML_AND_URL_PROSE = rows(CASES["xml_and_url_prose"], "text")
 
 
 @pytest.mark.parametrize(
@@ -781,7 +352,9 @@ def test_xml_and_urls_without_a_secret_survive(text: str) -> None:
 GHP = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"  # fake
 
 
-@pytest.mark.parametrize("space", ["\u00a0", "\u2009", "\u202f", "\u3000", "\u2002"])
+@pytest.mark.parametrize(
+    "space", rows(CASES["an_odd_space_inside_a_token_does_not_hide_it"], "space")
+)
 def test_an_odd_space_inside_a_token_does_not_hide_it(space: str) -> None:
     for token, label in ((GHP, "github_token"), (f"sk-proj-{KEY}{KEY}", "openai_key")):
         result = redact(f"ci uses {token[:14]}{space}{token[14:]} now")
@@ -803,14 +376,14 @@ def test_an_odd_space_between_words_is_no_token() -> None:
 
 @pytest.mark.parametrize(
     ("text", "label"),
-    [
-        (f"\u0440\u0430ssword: {PW}", "password"),  # Cyrillic р, а
-        (f"t\u043eken: {KEY}", "token"),  # Cyrillic о
-        (f"s\u0435cret={KEY}", "secret"),  # Cyrillic е
-        (f"my p\u0430ssword is {PW}", "password"),
-        (f"\u0391PI_K\u0395Y={KEY}", "api_key"),  # Greek Α, Ε
-        (f"DB_PASSW\u039fRD={PW2}", "password"),  # Greek Ο
-    ],
+    rows(
+        CASES["look_alike_letters_in_a_keyword_do_not_hide_the_value"],
+        "text",
+        "label",
+        KEY=KEY,
+        PW=PW,
+        PW2=PW2,
+    ),
 )
 def test_look_alike_letters_in_a_keyword_do_not_hide_the_value(text: str, label: str) -> None:
     result = redact(text)
@@ -819,7 +392,7 @@ def test_look_alike_letters_in_a_keyword_do_not_hide_the_value(text: str, label:
     assert PW not in result.text and KEY not in result.text and PW2 not in result.text
 
 
-@pytest.mark.parametrize("text", ["мой пароль слишком короткий", "токен: см. хранилище", "ΑΒΓ 123"])
+@pytest.mark.parametrize("text", rows(CASES["words_in_one_script_keep_their_letters"], "text"))
 def test_words_in_one_script_keep_their_letters(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
@@ -833,66 +406,18 @@ SEED_24 = (
 )  # fake
 BITLOCKER = "233453-683320-108757-284636-469260-034815-052228-592064"  # fake, blocks of 11k
 CODES = [
-    ("your verification code is 482913", "482913", "one_time_code"),
-    ("the phone's unlock code is 739104", "739104", "one_time_code"),
-    (f"BitLocker recovery key: {BITLOCKER}", BITLOCKER, "recovery_key"),
-    (f"the recovery key is {BITLOCKER}.", BITLOCKER, "recovery_key"),
-    (
-        "FileVault recovery key: 7KQ2-M9XD-4HTP-Z8WC-3RNB-6FJA",
-        "7KQ2-M9XD-4HTP-Z8WC-3RNB-6FJA",
-        "recovery_key",
+    *rows(
+        CASES["codes"],
+        "text",
+        "secret",
+        "label",
+        BITLOCKER=BITLOCKER,
+        SEED_12=SEED_12,
+        SEED_24=SEED_24,
     ),
-    ("Your Google verification code is G-730155.", "G-730155", "one_time_code"),
-    ("2FA code: 551203", "551203", "one_time_code"),
-    ("the OTP is 739201, valid for 5 minutes", "739201", "one_time_code"),
-    ("sign-in code: 804 112", "804 112", "one_time_code"),
-    ("Your one-time passcode is 55102918", "55102918", "one_time_code"),
-    (
-        "backup codes: 1234-5678 2345-6789 3456-7890",
-        "1234-5678 2345-6789 3456-7890",
-        "one_time_code",
-    ),
-    (
-        "My GitHub recovery codes are 3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
-        "3f9a1-b2c4d 5e6f7-08192 a3b4c-5d6e7",
-        "one_time_code",
-    ),
-    ("Google backup codes:\n4829 1038\n5729 3018", "4829 1038\n5729 3018", "one_time_code"),
-    ("TOTP seed: JBSW Y3DP EHPK 3PXP GEZD GNBV", "JBSW Y3DP EHPK 3PXP GEZD GNBV", "totp_seed"),
-    ("authenticator key: mfrg gzdf mztw q2lk", "mfrg gzdf mztw q2lk", "totp_seed"),
-    (
-        "MFA secret: GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ",
-        "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ",
-        "totp_seed",
-    ),
-    (f"my 12 words are: {SEED_12}", SEED_12, "seed_phrase"),
-    (f"seed words: {SEED_24}", SEED_24, "seed_phrase"),
-    (f"the 24-word recovery phrase is {SEED_24}. Keep it offline", SEED_24, "password"),
     (f"12 words: {SEED_12.replace(' ', ', ')}.", SEED_12.replace(" ", ", "), "seed_phrase"),
 ]
-CODE_PROSE = [
-    "the code is 404",
-    # 48 digits whose blocks are no multiples of 11, and a template's letters
-    "recovery key: 123456-234567-345678-456789-567890-678901-789012-890123",
-    "recovery key: XXXX-XXXX-XXXX-XXXX-XXXX-XXXX",
-    "the recovery key is stored in Azure AD",
-    "error code 500 again",
-    "the zip code is 94107",
-    "my verification code expired, send another",
-    "the OTP is sent by SMS",
-    "security code is on the back",
-    "backup codes are stored offline in the safe",
-    "recovery codes: see the vault",
-    "2FA key: this will come soon",
-    "MFA is 100% required",
-    "my twelve words of advice are: be kind",
-    "my 12 words are: always be kind to others and yourself",
-    "in other words, it was 2024",
-    "the 24 words are the keys to the wallet",
-    "the seed words are in my drawer",
-    "550e8400-e29b-41d4-a716-446655440000",
-    "commit 3f9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c fixed it",
-]
+CODE_PROSE = rows(CASES["code_prose"], "text")
 
 
 @pytest.mark.parametrize(("text", "secret", "label"), CODES, ids=[c[0][:30] for c in CODES])
@@ -909,23 +434,8 @@ def test_a_code_or_words_in_prose_survive(text: str) -> None:
 
 
 # Codes in lowercase groups with no digit, after a noun that says what they are.
-SPACED_CODES = [
-    ("my gmail app password is abcd efgh ijkl mnop", "abcd efgh ijkl mnop", "password"),
-    ("App password: qwer tyui opas dfgh", "qwer tyui opas dfgh", "password"),
-    ("app-specific password: wxyz-abcd-efgh-ijkl", "wxyz-abcd-efgh-ijkl", "password"),
-    ("Your app password for your device\nxkcd qrst uvwp lmno", "xkcd qrst uvwp lmno", "password"),
-    ("yahoo app password is qwertyuiopasdfgh", "qwertyuiopasdfgh", "password"),
-    ("secret key: jbsw y3dp ehpk 3pxp", "jbsw y3dp ehpk 3pxp", "totp_seed"),
-    ("setup key: abcd efgh ijkl mnop qrst uvwx", "abcd efgh ijkl mnop qrst uvwx", "totp_seed"),
-    ("2FA secret key: jbswy3dpehpk3pxp", "jbswy3dpehpk3pxp", "totp_seed"),
-]
-SPACED_CODE_PROSE = [
-    "the app password: keep this safe from them",
-    "app password: keep them safe here",
-    "generate an app password from your account page",
-    "the secret key: this will come soon",
-    "setup key: none",
-]
+SPACED_CODES = rows(CASES["spaced_codes"], "text", "secret", "label")
+SPACED_CODE_PROSE = rows(CASES["spaced_code_prose"], "text")
 
 
 @pytest.mark.parametrize(
@@ -948,38 +458,9 @@ def test_four_letter_words_after_the_noun_survive(text: str) -> None:
 
 TWILIO_SID = "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0"  # fakes
 # (text, the id that stays, the secret that goes, its label)
-ID_SECRET_PAIRS = [
-    (
-        f"{TWILIO_SID}:7c6b5a49382716f5e4d3c2b1a0f9e8d7",
-        TWILIO_SID,
-        "7c6b5a49382716f5e4d3c2b1a0f9e8d7",
-        "twilio_key",
-    ),
-    (
-        f"account {TWILIO_SID}, 'a1b2c3d4e5f60718293a4b5c6d7e8f90'",
-        TWILIO_SID,
-        "a1b2c3d4e5f60718293a4b5c6d7e8f90",
-        "twilio_key",
-    ),
-    (
-        f"use {TWILIO_SID} / Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga",
-        TWILIO_SID,
-        "Zk4Qp9Lm2Xv7Rt1Wn6Bc3Hd8Fs5Jy0Ga",
-        "twilio_key",
-    ),
-    (
-        "Iv1.8a61f9b3a7aba766:0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6",
-        "Iv1.8a61f9b3a7aba766",
-        "0f9e8d7c6b5a49382716f5e4d3c2b1a0f9e8d7c6",
-        "github_oauth_secret",
-    ),
-    (
-        "GITHUB_APP=Iv23liQw3Er5Ty7Ui9Op / 1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
-        "Iv23liQw3Er5Ty7Ui9Op",
-        "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d",
-        "github_oauth_secret",
-    ),
-]
+ID_SECRET_PAIRS = rows(
+    CASES["id_secret_pairs"], "text", "ident", "secret", "label", TWILIO_SID=TWILIO_SID
+)
 
 
 @pytest.mark.parametrize(("text", "ident", "secret", "label"), ID_SECRET_PAIRS)
@@ -993,13 +474,7 @@ def test_a_secret_written_after_its_vendor_shaped_id_is_redacted(
     assert ident in result.text
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "AC0f1e2d3c4b5a69788796a5b4c3d2e1f0 is the account SID",
-        "client id Iv1.8a61f9b3a7aba766, see the app settings",
-    ],
-)
+@pytest.mark.parametrize("text", rows(CASES["a_vendor_shaped_id_alone_stays"], "text"))
 def test_a_vendor_shaped_id_alone_stays(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
@@ -1009,18 +484,9 @@ def test_a_vendor_shaped_id_alone_stays(text: str) -> None:
 PW2 = "Qz7#vLp2!eR"  # fakes
 TOKEN2 = "tk9aZ2mQ8xLw4Rp7"
 
-XML_REVERSED = [
-    (f'<add value="{PW2}" key="DbPassword"/>', PW2, "password"),
-    (f'<property value="{TOKEN2}" name="apiToken"/>', TOKEN2, "token"),
-    (f"<add value='{PW2}' key='ConnectionPassword' />", PW2, "password"),
-    (f'<param value="{KEY}" type="string" name="client.secret"/>', KEY, "secret"),
-    (f'<setting value="{KEY}" name="ApiKey"></setting>', KEY, "api_key"),
-    (
-        f'<appSettings>\n  <add value="{PW2}" key="Smtp.Password" />\n</appSettings>',
-        PW2,
-        "password",
-    ),
-]
+XML_REVERSED = rows(
+    CASES["xml_reversed"], "text", "secret", "label", KEY=KEY, PW2=PW2, TOKEN2=TOKEN2
+)
 
 
 @pytest.mark.parametrize(("text", "secret", "label"), XML_REVERSED, ids=range(len(XML_REVERSED)))
@@ -1041,17 +507,7 @@ def test_both_attribute_orders_redact_alike() -> None:
     assert PW2 not in forward.text and PW2 not in reversed_.text
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        '<add value="true" key="EnableLogging"/>',
-        '<property value="localhost" name="db.host"/>',
-        '<add value="${DB_PASSWORD}" key="DbPassword"/>',
-        '<add value="" key="DbPassword"/>',
-        '<add value="changeme" key="PasswordPolicy"/>',
-        '<input value="Sign in" name="submit"/> <label>Password</label>',
-    ],
-)
+@pytest.mark.parametrize("text", rows(CASES["xml_without_a_secret_stays"], "text"))
 def test_xml_without_a_secret_stays(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
 
@@ -1059,28 +515,9 @@ def test_xml_without_a_secret_stays(text: str) -> None:
 # --- a credential column of a pipe table -------------------------------------------------------
 
 # (text, the secrets that go, in order, their labels)
-TABLE_SECRETS = [
-    (f"| user | password |\n|---|---|\n| alice | {PW2} |", [PW2], "password"),
-    (  # several rows, a plain word under "password" too
-        f"| user | password |\n| --- | --- |\n| alice | {PW2} |\n| bob | sunshine |\n"
-        f"| carol | {PW} |",
-        [PW2, "sunshine", PW],
-        "password",
-    ),
-    (f"user | password\n---|---\nalice | {PW2}\nbob | {PW}", [PW2, PW], "password"),  # no outer |
-    (f"password | user\n---|---\n{PW2} | alice", [PW2], "password"),  # the first column
-    (f"| Login | Passwd |\r\n|:-|:-:|\r\n| root | {PW2} |\r\n", [PW2], "password"),
-    (f"| Account | PWD | Notes |\n|--|--|--|\n| db | {PW2} | prod |", [PW2], "password"),
-    (f"| Wallet | Passphrase |\n|---|---|\n| main | {PW2} |", [PW2], "password"),
-    (f"| **User** | **DB_PASSWORD** |\n|---|---|\n| app | `{PW2}` |", [f"`{PW2}`"], "password"),
-    (f"| Service | API Key |\n|---|---|\n| maps | {KEY} |", [KEY], "api_key"),
-    (f"| service | api_key |\n|---|---|\n| maps | {KEY} |", [KEY], "api_key"),
-    (f"| service | apiKey |\n|---|---|\n| maps | {KEY} |", [KEY], "api_key"),
-    (f"| app | Client Secret |\n|---|---|\n| web | {KEY} |", [KEY], "secret"),
-    (f"| bot | Token |\n|---|---|\n| ci | {TOKEN2} |", [TOKEN2], "token"),
-    (f"| host | private key |\n|---|---|\n| web1 | {KEY} |", [KEY], "private_key"),
-    (f"name | secret\nweb | {KEY}\napi | {TOKEN2}", [KEY, TOKEN2], "secret"),  # no separator
-]
+TABLE_SECRETS = rows(
+    CASES["table_secrets"], "text", "secrets", "label", KEY=KEY, PW=PW, PW2=PW2, TOKEN2=TOKEN2
+)
 
 
 @pytest.mark.parametrize(("text", "secrets", "label"), TABLE_SECRETS, ids=range(len(TABLE_SECRETS)))
@@ -1112,21 +549,7 @@ def test_only_the_credential_column_goes_and_the_other_cells_stay() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "| Name | Age |\n|---|---|\n| Alice | 30 |\n| Bob | 41 |",
-        "| user | password |\n|---|---|\n| alice |  |\n| bob | - |\n| carol | n/a |\n"
-        "| dan | *** |\n| eve | <your-password> |\n| fay | N/A |\n| gus | ${DB_PASSWORD} |",
-        # a column about passwords, not of them
-        "| System | Password policy |\n|---|---|\n| AD | at least 12 characters |\n"
-        "| VPN | 8chars+1digit |",
-        "| user | password |\n|---|---|\n| alice | same as staging |\n| bob | yes |",
-        "| Model | Max tokens | Token count |\n|---|---|---|\n| gpt | 8192 | 1500 |",
-        "| word | token |\n|---|---|\n| hello | 15339 |\n| world | 1917 |",  # a tokenizer's ids
-        "| Character | Secret |\n|---|---|\n| Anna | she was adopted |",
-        "| key | value |\n|---|---|\n| colour | blue |",
-        "ps aux | grep token\nsort -u | head",
-        "| password |\n|---|\n",  # a header with no rows
-    ],
+    rows(CASES["a_table_without_a_credential_in_a_credential_column_stays"], "text"),
 )
 def test_a_table_without_a_credential_in_a_credential_column_stays(text: str) -> None:
     assert redact(text) == Redaction(text=text, labels=())
@@ -1135,77 +558,20 @@ def test_a_table_without_a_credential_in_a_credential_column_stays(text: str) ->
 # Command lines an earlier rule set let keep their password (fakes).
 @pytest.mark.parametrize(
     ("text", "secret"),
-    [
-        ("helm registry login ghcr.io -u bob -p lisdOD103*cw", "lisdOD103*cw"),
-        (
-            "helm repo add corp https://charts.example.com --username bob --password Hq7#kLm2pX",
-            "Hq7#kLm2pX",
-        ),
-        ("cqlsh -u cassandra -p bvpjHW269%jh 10.0.0.1", "bvpjHW269%jh"),
-        ("mosquitto_pub -h broker -u dev -P pprqGM875#mj -t t -m hi", "pprqGM875#mj"),
-        (
-            "dotnet nuget add source https://nuget.example.com/v3/index.json -n x -u bob "
-            "-p rjiqRR595!oq --store-password-in-clear-text",
-            "rjiqRR595!oq",
-        ),
-        ("useradd -m -p pplyMQ801!kg bob", "pplyMQ801!kg"),
-        ("ssh-keygen -t ed25519 -N 'nzyfMA893%eg' -f ~/.ssh/id_ed25519", "nzyfMA893%eg"),
-        ("wpa_passphrase HomeNet ecnhFW315&sy > /etc/wpa.conf", "ecnhFW315&sy"),
-        ('wpa_passphrase "Home Net" "ecnh FW315&sy"', "ecnh FW315&sy"),
-        ("rabbitmqctl add_user app jkldOT329!uv", "jkldOT329!uv"),
-        ("rabbitmqctl -n rabbit@mq change_password app gaczSL159*jq", "gaczSL159*jq"),
-        ("mc alias set myminio http://10.0.0.5:9000 minioadmin vilaCI456&sw", "vilaCI456&sw"),
-        ("cargo login 6xHZhM8JhXpOIWHe9y8wAQ2BzZge8212", "6xHZhM8JhXpOIWHe9y8wAQ2BzZge8212"),
-        (
-            "ngrok config add-authtoken FwCcHP9DzljUqQGLZJqTK_aw0TrrzjKoGgAsF",
-            "FwCcHP9DzljUqQGLZJqTK",
-        ),
-        ("ngrok http 80 --authtoken BQwoc9k98CI5R4ygF0YuI6aPswZRyTp02LugzPro", "BQwoc9k98CI5R4yg"),
-        ("deploy --dbpassword Xk9#mP2qLw --env prod", "Xk9#mP2qLw"),
-        ("bot run --clientsecret 8fJk2Lm9Qr4Tz7Wp1Xv3 now", "8fJk2Lm9Qr4Tz7Wp1Xv3"),
-        ("curl -u :K8Rhd2U1xcwyYTnDaSHApM7Irc0gyk02 https://api.example.com", "K8Rhd2U1xcwyYTnD"),
-        ("SSHPASS=wsfgRB584#la sshpass -e ssh bob@host", "wsfgRB584#la"),
-        ('expect "password:"\nsend "pvgdAQ750*nv\\r"', "pvgdAQ750*nv"),
-        ("child.expect('Password:')\nchild.sendline('pvgdAQ750*nv')", "pvgdAQ750*nv"),
-    ],
+    rows(CASES["command_line_passwords_are_redacted"], "text", "secret"),
 )
 def test_command_line_passwords_are_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "run ssh-keygen -N to set a passphrase",
-        "useradd -m -s /bin/bash bob",
-        "helm install -n prod app ./chart --set replicas=2",
-        "rabbitmqctl add_user app $RABBIT_PASSWORD",
-        "mc alias list",
-        "cargo login",
-        "ngrok http 80",
-        "ngrok http 80 --authtoken $NGROK_AUTHTOKEN",
-        'expect "password:"\nsend "$pw\\r"',
-        "curl -u bob https://api.example.com",
-        "mytool --bypass-cache true --tokenizer bert",
-        "mosquitto_sub -h broker -p 1883 -t sensors/#",
-    ],
-)
+@pytest.mark.parametrize("text", rows(CASES["command_line_lookalikes_stay"], "text"))
 def test_command_line_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "token = page.next_page_token",
-        "        token = page.next_page_token if page else None",
-        "return GrpcStoreClient(gateway.address, token=gateway.token, timeout=timeout)",
-        "page = ctx.store.list(page_token=a.page_token, **kwargs)",
-        "api_key = cfg.api_key",
-        "page = store.list(page_token=token)\nwhile token:\n    page = next(page)",
-        "password=DB_PASSWORD",
-        'lines.append(f"next page: --page-token {r.next_page_token}")',
-    ],
+    rows(CASES["code_that_reads_a_credential_attribute_stays"], "text"),
 )
 def test_code_that_reads_a_credential_attribute_stays(text: str) -> None:
     # an attribute read or a format field is code, not a literal (once false positives on this
@@ -1219,22 +585,13 @@ _WP_SALT = "CEP;eP<5G(ADY9*VmTidEa|E+c%/j|vZqn!>h,fjM$VFX.9z7:x3|6wF<(_LvC?f"
 
 @pytest.mark.parametrize(
     ("text", "secret", "label"),
-    [
-        (f"define( 'NONCE_SALT',       '{_WP_SALT}' );", _WP_SALT, "secret"),
-        (f"define('SECURE_AUTH_SALT', '{_WP_SALT}');", _WP_SALT, "secret"),
-        ("HASHID_SALT=Zq8vLm3Kx9Pw2Rt7Abc", "Zq8vLm3Kx9Pw2Rt7Abc", "secret"),
-        ('SECURITY_PASSWORD_SALT = "Zq8vLm3Kx9Pw2Rt7Abc"', "Zq8vLm3Kx9Pw2Rt7Abc", "secret"),
-        ("APP_PEPPER: Zq8vLm3Kx9Pw2Rt7Abc", "Zq8vLm3Kx9Pw2Rt7Abc", "secret"),
-        (
-            "| service | user | pass |\n|---|---|---|\n| db | app | Gr33nHill*nruYj |",
-            "Gr33nHill",
-            "password",
-        ),
-        ("| host | pw |\n|---|---|\n| nas | Gr33nHill*nruYj |", "Gr33nHill", "password"),
-        ("| Dienst | Passwort |\n|---|---|\n| NAS | Gr33nHill*nruYj |", "Gr33nHill", "password"),
-        ("| servicio | contraseña |\n|---|---|\n| db | Gr33nHill*nruYj |", "Gr33nHill", "password"),
-        ("| env | creds |\n|---|---|\n| prod | Zq8vLm3Kx9Pw2Rt7Abc |", "Zq8vLm3Kx9", "password"),
-    ],
+    rows(
+        CASES["salts_and_short_table_nouns_are_redacted"],
+        "text",
+        "secret",
+        "label",
+        _WP_SALT=_WP_SALT,
+    ),
 )
 def test_salts_and_short_table_nouns_are_redacted(text: str, secret: str, label: str) -> None:
     result = redact(text)
@@ -1242,38 +599,18 @@ def test_salts_and_short_table_nouns_are_redacted(text: str, secret: str, label:
     assert label in result.labels
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "SALT_ROUNDS=12",
-        "BCRYPT_SALT=10",
-        "salt = os.urandom(16)",
-        "add sea_salt: 2 tsp",
-        "| suite | pass | fail |\n|---|---|---|\n| unit | 120 | 3 |\n| e2e | PASSED | no |",
-        "| player | pass % |\n|---|---|\n| Kane | 87.5% |",
-        "| route | pass |\n|---|---|\n| A1 | Brenner |",
-        "| step | pw |\n|---|---|\n| 1 | - |",
-    ],
-)
+@pytest.mark.parametrize("text", rows(CASES["salt_and_table_lookalikes_stay"], "text"))
 def test_salt_and_table_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "| Key | Value |\n|---|---|\n| API Token | miknhCtFxS0O88s2ik56REpnqmOwGTipTuypn99K |",
-        "| Setting | Value |\n|---|---|\n| DB Password | Gr33nHill*nruYj |",
-    ],
-)
+@pytest.mark.parametrize("text", rows(CASES["a_first_cell_naming_a_credential_in_words"], "text"))
 def test_a_first_cell_naming_a_credential_in_words(text: str) -> None:
     result = redact(text)
     assert "miknhCtFxS0O88" not in result.text and "Gr33nHill" not in result.text
 
 
-@pytest.mark.parametrize(
-    "text", ["| Max tokens | 4096 |", "| Token count | 5 |", "| API Token | see the vault |"]
-)
+@pytest.mark.parametrize("text", rows(CASES["first_cell_lookalikes_stay"], "text"))
 def test_first_cell_lookalikes_stay(text: str) -> None:
     assert redact(text).text == text
 
@@ -1283,26 +620,13 @@ def test_first_cell_lookalikes_stay(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "ADMIN_PASSWORD=!Vault7xQ2",
-        "export DB_PASSWORD=!Vault7xQ2",
-        "ADMIN_PASSWORD: !Vault7xQ2",
-    ],
+    rows(CASES["a_password_that_starts_with_a_bang_is_redacted"], "text"),
 )
 def test_a_password_that_starts_with_a_bang_is_redacted(text: str) -> None:
     assert redact(text).text == text.replace("!Vault7xQ2", "[REDACTED:password]")
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "DbPassword: !Ref DbPasswordParam",
-        "secret: !vault |\n  $ANSIBLE_VAULT;1.1;AES256",
-        "api_key: !secret openai_key",
-        "password: !ENV ${DB_PW}",
-        "password = !self.ok",
-    ],
-)
+@pytest.mark.parametrize("text", rows(CASES["a_yaml_tag_after_a_credential_key_stays"], "text"))
 def test_a_yaml_tag_after_a_credential_key_stays(text: str) -> None:
     assert redact(text).text == text
 
@@ -1314,15 +638,11 @@ _CHANGED_PW = "Camb1o!Nuevo"  # fake
 
 @pytest.mark.parametrize(
     "text",
-    [
-        f"He cambiado la contraseña a {_CHANGED_PW}",
-        f"J'ai changé le mot de passe en {_CHANGED_PW}",
-        f"Ich habe das Passwort auf {_CHANGED_PW} geändert",
-        f"Mudei a senha para {_CHANGED_PW}",
-        f"ho cambiato la password in {_CHANGED_PW}",
-        f"la password del wifi è {_CHANGED_PW}",
-        f"el password de la base es {_CHANGED_PW}",
-    ],
+    rows(
+        CASES["a_password_changed_to_in_another_language_is_redacted"],
+        "text",
+        _CHANGED_PW=_CHANGED_PW,
+    ),
 )
 def test_a_password_changed_to_in_another_language_is_redacted(text: str) -> None:
     assert redact(text).text == text.replace(_CHANGED_PW, "[REDACTED:password]")
@@ -1330,16 +650,7 @@ def test_a_password_changed_to_in_another_language_is_redacted(text: str) -> Non
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "J'ai changé le mot de passe en 2023",
-        "hay que cambiar la contraseña a menudo",
-        "la password del sistema è cambiata",
-        "I changed the password in 1Password",
-        "I changed my password in March",
-        "the password in the vault is old",
-        "store the password in Vault2 now",
-        "the password of the day is in the vault",
-    ],
+    rows(CASES["a_password_changed_without_a_new_value_stays"], "text"),
 )
 def test_a_password_changed_without_a_new_value_stays(text: str) -> None:
     assert redact(text).text == text

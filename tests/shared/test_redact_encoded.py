@@ -11,6 +11,9 @@ import base64
 import pytest
 
 from shared.redact import Redaction, redact
+from tests.golden.redaction.cases import load, rows
+
+CASES = load("encoded")
 
 
 def b64(text: str) -> str:
@@ -37,28 +40,7 @@ def test_every_value_under_a_secrets_data_is_redacted_whatever_its_key() -> None
     assert "name: db" in result.text and "app: web" in result.text
 
 
-SECRETS = [
-    # stringData: plain values, quoted or not, and a block scalar (a whole file)
-    (
-        "kind: Secret\napiVersion: v1\nstringData:\n  conn: hunter-prod\n  other: 'x y z'\n"
-        "  app.ini: |\n    [db]\n    pass = sunflower\n",
-        ["hunter-prod", "x y z", "[db]", "sunflower"],
-    ),
-    # a list from `kubectl get secrets -o yaml`: the item's kind is after its data
-    (
-        f"apiVersion: v1\nitems:\n- apiVersion: v1\n  data:\n    blob: {BLOB}\n  kind: Secret\n"
-        "  metadata:\n    name: x\nkind: List\n",
-        [BLOB],
-    ),
-    # several documents: only the Secret's
-    (f"---\nkind: ConfigMap\ndata:\n  a: plain\n---\nkind: Secret\ndata:\n  k: {BLOB}\n", [BLOB]),
-    # JSON, one line or pretty-printed
-    (
-        f'{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"db"}},"data":{{"k":"{BLOB}"}}}}',
-        [BLOB],
-    ),
-    (f'{{\n  "data": {{\n    "blob": "{BLOB}"\n  }},\n  "kind": "Secret"\n}}', [BLOB]),
-]
+SECRETS = rows(CASES["secrets"], "text", "secrets", BLOB=BLOB)
 
 
 @pytest.mark.parametrize(("text", "secrets"), SECRETS, ids=range(len(SECRETS)))
@@ -69,15 +51,7 @@ def test_a_secret_manifests_values_are_redacted(text: str, secrets: list[str]) -
     assert "secret" in result.labels
 
 
-NOT_SECRETS = [
-    f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  blob: {BLOB}\n",
-    f'{{"kind":"ConfigMap","data":{{"blob":"{BLOB}"}}}}',
-    "kind: Secret\nstringData:\n  password: {{ .Values.db.password | quote }}\n"
-    '  user: "{{ .Values.user }}"\n',
-    "kind: Secret\ndata:\n  k: ''\n  t: <base64>\n",
-    "kind: ExternalSecret\nspec:\n  data:\n  - secretKey: pw\n",
-    "The secret data: keys are arbitrary strings",
-]
+NOT_SECRETS = rows(CASES["not_secrets"], "text", BLOB=BLOB)
 
 
 SAID = [
@@ -95,12 +69,7 @@ def test_a_value_said_to_be_a_credentials_base64_is_redacted(text: str) -> None:
     assert value not in redact(text).text
 
 
-SAID_PROSE = [
-    "the image is base64 encoded in the payload",
-    "base64 of the logo: iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ",
-    "use base64 encoding for the token field",
-    "the password is base64 encoded before it is hashed",
-]
+SAID_PROSE = rows(CASES["said_prose"], "text")
 
 
 @pytest.mark.parametrize(
@@ -130,34 +99,23 @@ def test_every_from_literal_of_a_created_secret_is_redacted() -> None:
 # Found by the round-7 probe: base64 said after the value, a Basic credential being made.
 @pytest.mark.parametrize(
     ("text", "secret"),
-    [
-        (f"The Secret's value is {BLOB} (base64)", BLOB),
-        ("echo -n 'admin:sunflower42' | base64", "sunflower42"),
-        (f"echo deploy:{PW} | base64", PW),
-    ],
+    rows(
+        CASES["base64_said_after_the_value_or_made_with_echo_is_redacted"],
+        "text",
+        "secret",
+        BLOB=BLOB,
+        PW=PW,
+    ),
 )
 def test_base64_said_after_the_value_or_made_with_echo_is_redacted(text: str, secret: str) -> None:
     assert secret not in redact(text).text
 
 
 _SURVIVES: list[str] = [
-    # data that is no secrets survives
+    *rows(CASES["survives"], "text"),
     *NOT_SECRETS,
-    # base64 said of no credential survives
     *SAID_PROSE,
-    # an auth value that is no user and password survives
-    "auth: required",
-    '"auth": "none"',
     f"auth: {b64('hello world')}",
-    # a from literal template survives
-    "kubectl create secret generic NAME --from-literal=key=value",
-    "kubectl create secret generic db --from-literal=password=$DB_PASSWORD",
-    "kubectl create configmap cfg --from-literal=mode=fast",
-    # base64 made of no credential survives
-    "the logo (base64) is big",
-    "echo $USER:$PASS | base64",
-    "echo -n user:password | base64",
-    "echo hello:world | base64",
 ]
 
 
