@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.client.workers import UpSetting, WorkerSpec, lazy
-from shared.contract.errors import InvalidArgumentError
+from shared.client.workers import WorkerSpec, add_up_setting, flag_count, lazy
 
 ACTOR_NAME = "memory-extractor"
 MAX_REPLICAS = 64
@@ -18,27 +17,19 @@ def replica_name(name: str, i: int) -> str:
 
 
 def replica_count(value: object) -> int:
-    try:
-        k = int(str(value))
-    except ValueError:
-        k = 0
-    if not 1 <= k <= MAX_REPLICAS:
-        raise InvalidArgumentError(f"extractor replicas must be 1..{MAX_REPLICAS}, got {value!r}")
-    return k
+    return flag_count(value, MAX_REPLICAS, "extractor replicas")
 
 
 def _add_cli(sub: Any) -> None:
     lazy("extract_worker.chat:add_cli")(sub)
-    up = sub.choices.get("up")
-    if up is not None:
-        up.add_argument(
-            "--extractor-replicas",
-            metavar="K",
-            action=UpSetting,
-            env="MEMORY_EXTRACTOR_REPLICAS",
-            check=replica_count,
-            help="run K extractors (memory-extractor, memory-extractor-1 ...); default 1",
-        )
+    add_up_setting(
+        sub,
+        "--extractor-replicas",
+        metavar="K",
+        env="MEMORY_EXTRACTOR_REPLICAS",
+        check=replica_count,
+        help="run K extractors (memory-extractor, memory-extractor-1 ...); default 1",
+    )
 
 
 WORKER = WorkerSpec(

@@ -98,13 +98,7 @@ def read_token_file(path: str) -> str:
 class _RemovedTokenFlag(argparse.Action):
     """``--grpc-token T`` is refused with what to use instead (exit 2, argparse's usage)."""
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any, **__: Any) -> None:
         parser.error(
             "--grpc-token was removed: a token on the command line shows in `ps` to every "
             f"user; set {ENV_PREFIX}TOKEN or pass --grpc-token-file PATH"

@@ -18,25 +18,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from shared.client.workers import UpSetting, lazy
+from shared.client.workers import add_up_setting, lazy
 
 if TYPE_CHECKING:
     from shared.contract.api import StoreAPI
 
 
 def add_cli(sub: Any) -> None:
-    up = sub.choices.get("up")
-    if up is not None:
-        up.add_argument(
-            "--store-shards",
-            metavar="N",
-            action=UpSetting,
-            env="MEMORY_STORE_SHARDS",
-            check=lazy("shared.client.shards:shard_count"),  # pydantic only once the flag is given
-            help="run N store shards (memory-store, memory-store-1 ...); default 1. On a "
-            "running cluster it starts the missing ones; `memory shards rebalance` then moves "
-            "banks to them (the running siblings and gateway follow without a restart)",
-        )
+    add_up_setting(
+        sub,
+        "--store-shards",
+        metavar="N",
+        env="MEMORY_STORE_SHARDS",
+        check=lazy("shared.client.shards:shard_count"),  # pydantic only once the flag is given
+        help="run N store shards (memory-store, memory-store-1 ...); default 1. On a "
+        "running cluster it starts the missing ones; `memory shards rebalance` then moves "
+        "banks to them (the running siblings and gateway follow without a restart)",
+    )
     parser = sub.add_parser(
         "shards",
         help="Store shards: show the slot table, rebalance banks after N changed.",

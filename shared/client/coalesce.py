@@ -55,23 +55,17 @@ class _Pending:
     done: bool = False
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class SaveCoalescer:
     """Sends concurrent ``save`` calls as few ``save_many`` calls (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        one: Callable[[dict[str, Any]], SaveResponse],
-        many: Callable[[list[dict[str, Any]]], SaveManyResponse],
-        max_items: int,
-        max_in_flight: int = MAX_IN_FLIGHT,
-        linger_s: float = LINGER_S,
-    ) -> None:
-        self._one = one
-        self._many = many
-        self.max_items = max_items
-        self.max_in_flight = max_in_flight
-        self.linger_s = linger_s
+    one: Callable[[dict[str, Any]], SaveResponse]
+    many: Callable[[list[dict[str, Any]]], SaveManyResponse]
+    max_items: int
+    max_in_flight: int = MAX_IN_FLIGHT
+    linger_s: float = LINGER_S
+
+    def __post_init__(self) -> None:
         self._cv = threading.Condition(threading.Lock())
         self._queue: list[_Pending] = []
         self._in_flight = 0
@@ -150,13 +144,13 @@ class SaveCoalescer:
 
     def _alone(self, pending: _Pending) -> None:
         try:
-            pending.result = self._one(pending.item)
+            pending.result = self.one(pending.item)
         except BaseException as e:  # the caller's own save's error, raised in its thread
             pending.error = e
 
     def _together(self, batch: Sequence[_Pending]) -> None:
         try:
-            answer = self._many([p.item for p in batch])
+            answer = self.many([p.item for p in batch])
         except REFUSALS:  # nothing was written: each save alone gets its own answer
             for pending in batch:
                 self._alone(pending)

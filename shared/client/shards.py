@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from shared.client.workers import flag_count
 from shared.contract.errors import InvalidArgumentError, SourceUnavailableError
 
 SLOTS = 1024
@@ -56,13 +57,7 @@ def shard_dir(data_dir: Path, shard: int) -> Path:
 
 def shard_count(value: object) -> int:
     """A shard count from a flag or ``MEMORY_STORE_SHARDS``, or ``InvalidArgumentError``."""
-    try:
-        n = int(str(value))
-    except ValueError:
-        n = 0
-    if not 1 <= n <= MAX_SHARDS:
-        raise InvalidArgumentError(f"store shards must be 1..{MAX_SHARDS}, got {value!r}")
-    return n
+    return flag_count(value, MAX_SHARDS, "store shards")
 
 
 class Routing(BaseModel):

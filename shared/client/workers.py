@@ -122,6 +122,28 @@ class UpSetting(argparse.Action):
             namespace.also_start = [*also, self.implies]
 
 
+def add_up_setting(sub: argparse._SubParsersAction[Any], flag: str, **kw: Any) -> None:
+    """Add ``flag`` to ``memory up`` as an ``UpSetting`` (``kw``: its ``env``, ``check``,
+    ``metavar``, ``help`` ...); nothing when the CLI being built has no ``up`` verb."""
+    up = sub.choices.get("up")
+    if up is not None:
+        up.add_argument(flag, action=UpSetting, **kw)
+
+
+def flag_count(value: object, most: int, what: str) -> int:
+    """A count of 1 to ``most`` from a flag or a ``MEMORY_*`` variable (an ``UpSetting``'s
+    ``check``), or ``InvalidArgumentError``: "``what`` must be 1..``most``"."""
+    from shared.contract.errors import InvalidArgumentError
+
+    try:
+        n = int(str(value))
+    except ValueError:
+        n = 0
+    if not 1 <= n <= most:
+        raise InvalidArgumentError(f"{what} must be 1..{most}, got {value!r}")
+    return n
+
+
 @dataclass(frozen=True)
 class CommandSpec:
     """Verbs a package adds to ``memory`` without being a worker (nothing to start)."""

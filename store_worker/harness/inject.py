@@ -27,6 +27,7 @@ import functools
 import logging
 import os
 import re
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -113,25 +114,17 @@ class RulesSection(Frozen):
     truncated: bool
 
 
+@dataclass(eq=False, repr=False)
 class Injector:
     """``pre_generate``, ``preview`` and the bank a session or turn resolves to."""
 
-    def __init__(
-        self,
-        settings: StoreSettings,
-        *,
-        banks: Banks,
-        sessions: Sessions,
-        state: StateStore,
-        clock: Clock,
-        recall: RecallFn,
-    ) -> None:
-        self.settings = settings
-        self.banks = banks
-        self.sessions = sessions
-        self.state = state
-        self.clock = clock
-        self.recall = recall
+    settings: StoreSettings
+    _: KW_ONLY
+    banks: Banks
+    sessions: Sessions
+    state: StateStore
+    clock: Clock
+    recall: RecallFn
 
     # -- the seam --------------------------------------------------------------------------
 

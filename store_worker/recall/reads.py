@@ -11,6 +11,7 @@ import base64
 import bisect
 import json
 from collections import Counter
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from shared.contract import errors
@@ -38,30 +39,20 @@ from store_worker.storage.banks import Banks
 list_ = list  # ``Reader.list`` shadows the builtin inside the class body
 
 
+@dataclass(eq=False, repr=False)
 class Reader:
     """get, list, tags and recall; caches one filtered listing per bank."""
 
-    def __init__(
-        self,
-        settings: StoreSettings,
-        *,
-        banks: Banks,
-        vectors: Vectors,
-        sessions: Sessions,
-        clock: Clock,
-        tokens: TokenCounter,
-        tuning: recall_mod.Tuning,
-        synonyms: SynonymSource | None = None,
-    ) -> None:
-        self.settings = settings
-        self.banks = banks
-        self.vectors = vectors
-        self.sessions = sessions
-        self.clock = clock
-        self.tokens = tokens
-        self.tuning = tuning  # recall's weights: data, varied only by the eval
-        self.synonyms = synonyms  # query words' neighbours (synonyms.py), None: none
-        self._list_cache: dict[str, tuple[object, Any, Any]] = {}
+    settings: StoreSettings
+    _: KW_ONLY
+    banks: Banks
+    vectors: Vectors
+    sessions: Sessions
+    clock: Clock
+    tokens: TokenCounter
+    tuning: recall_mod.Tuning  # recall's weights: data, varied only by the eval
+    synonyms: SynonymSource | None = None  # query words' neighbours (synonyms.py), None: none
+    _list_cache: dict[str, tuple[object, Any, Any]] = field(init=False, default_factory=dict)
 
     def forget(self, bank: str | None = None) -> None:
         """Drop cached listings (of one bank, or all after a reopen)."""

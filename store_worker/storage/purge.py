@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,25 +62,16 @@ from store_worker.storage.writes import derived_links
 Found = tuple[Memory, tuple[str, ...]]
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class Purger:
     """``redact_rescan`` and ``purge`` over the banks: the only rewrites of a log."""
 
-    def __init__(
-        self,
-        *,
-        banks: Banks,
-        rules: Rules,
-        vectors: Vectors,
-        events: EventBus,
-        clock: Clock,
-        tokens: TokenCounter,
-    ) -> None:
-        self.banks = banks
-        self.rules = rules
-        self.vectors = vectors
-        self.events = events
-        self.clock = clock
-        self.tokens = tokens
+    banks: Banks
+    rules: Rules
+    vectors: Vectors
+    events: EventBus
+    clock: Clock
+    tokens: TokenCounter
 
     # -- redact --rescan -------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ are not redacted but refused when they hold a credential (``validate.no_credenti
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -75,28 +75,19 @@ class PreparedSave:
     tokens: int
 
 
+@dataclass(eq=False, repr=False)
 class Writer:
     """save (prepare_save, then commit_save), update, delete, supersede, approve and reject
     over the banks."""
 
-    def __init__(
-        self,
-        settings: StoreSettings,
-        *,
-        banks: Banks,
-        drafts: Drafts,
-        vectors: Vectors,
-        events: EventBus,
-        clock: Clock,
-        tokens: TokenCounter,
-    ) -> None:
-        self.settings = settings
-        self.banks = banks
-        self.drafts = drafts
-        self.vectors = vectors
-        self.events = events
-        self.clock = clock
-        self.tokens = tokens
+    settings: StoreSettings
+    _: KW_ONLY
+    banks: Banks
+    drafts: Drafts
+    vectors: Vectors
+    events: EventBus
+    clock: Clock
+    tokens: TokenCounter
 
     def prepare_save(self, op: Save) -> PreparedSave:
         """Everything of a save that reads no store state: validation, redaction and what is
