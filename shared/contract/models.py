@@ -1,4 +1,4 @@
-"""The shared pydantic models: the stored record and the store's responses (DESIGN §2-3).
+"""The shared pydantic models: the stored record and the store's responses.
 
 All models are immutable values (``frozen=True, extra="forbid"``). ``Memory`` is exactly one
 ``memories.jsonl`` line; ``relevance_score`` never lives on it (it rides on ``ScoredMemory``).
@@ -26,13 +26,14 @@ CORROBORATED_BY_KEPT = 8
 
 
 class Frozen(BaseModel):
-    # defer_build: a model's validator is built on its first use, not at import (issue 13:
-    # a CLI call that validates one response type should not build forty)
+    # defer_build: a model's validator is built on its first use, not at import (a CLI call
+    # that validates one response type should not build forty)
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Provenance(Frozen):
-    """Where a record came from; set at creation, never changed (seeds/000 provenance)."""
+    """Where a record came from; set at creation, never changed (memory.v1 provenance:
+    docs/PROTOCOLS.md#record-and-the-reference-tools)."""
 
     source_session_id: str | None = None
     source_turn_id: str | None = None
@@ -65,7 +66,7 @@ class Memory(Frozen):
     created_at: int
     updated_at: int
     stated_at: int
-    # When the remembered thing happened or was said (ms since epoch; issue 11): a dialog
+    # When the remembered thing happened or was said (ms since epoch): a dialog
     # turn's session date, the date an event refers to. None: unknown (``stated_at`` stands in).
     occurred_at: int | None = None
     revision: int = 0
@@ -369,7 +370,7 @@ def dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json")
 
 
-# -- ratification, links, injection (DESIGN §3, §5) ----------------------------------------
+# -- ratification, links, injection ----------------------------------------------------------
 
 
 class RejectResponse(Frozen):
@@ -386,7 +387,8 @@ class InjectedMemory(Frozen):
 
 
 class InjectResponse(Frozen):
-    """``pre_generate``'s reply: never a denial, only optional additions (seeds/003)."""
+    """``pre_generate``'s reply: never a denial, only optional additions (memory never blocks
+    a harness's turn)."""
 
     decision: Literal["continue"] = "continue"
     bank: str | None
@@ -400,7 +402,7 @@ class InjectResponse(Frozen):
 
 
 class PreviewResponse(Frozen):
-    """``preview``: what a new session would get for a hypothetical message (seeds/003)."""
+    """``preview``: what a new session would get for a hypothetical message."""
 
     bank: str
     system_prompt_section: str
@@ -432,17 +434,19 @@ class BacklinksResponse(Frozen):
     memories: tuple[Memory, ...]
 
 
-# -- the extraction outbox (DESIGN §3 sibling plumbing) ------------------------------
+# -- the extraction outbox: the siblings' plumbing -----------------------------------------
 
 
 class OutboxMessage(Frozen):
     role: Literal["user", "assistant"]
     content: str
-    timestamp: int  # ms since epoch: each message keeps its own date (seeds/003 "Time-aware")
+    timestamp: (
+        int  # ms since epoch: each message keeps its own date (relative dates resolve against it)
+    )
 
 
 class OutboxJob(Frozen):
-    """One queued extraction pass over one finished turn (seeds/003 ``memory::extract-job``)."""
+    """One queued extraction pass over one finished turn."""
 
     job_id: str
     session_id: str
@@ -504,7 +508,7 @@ class OutboxAckResponse(Frozen):
 class OutboxPolicy(Frozen):
     """The outbox's one retry policy, as the store publishes it in ``capabilities()["outbox"]``
     (``StoreSettings.outbox_*``). The extractor reads it instead of configuring its own copy,
-    so both sides agree on when a job is dead (issue 10 §5)."""
+    so both sides agree on when a job is dead."""
 
     max_attempts: int = Field(ge=1)
     lease_ms: int = Field(ge=0)

@@ -1,4 +1,4 @@
-"""The LoCoMo eval's parsing, metrics and rankers on a tiny conversation built here (issue 11);
+"""The LoCoMo eval's parsing, metrics and rankers on a tiny conversation built here;
 the real data set is never read by the tests."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The recall-quality gate (issue 6): the golden eval must not fall below its snapshot.
+"""The recall-quality gate: the golden eval must not fall below its snapshot.
 
 ``tests/golden/recall_quality.json`` holds the headline figures; a change that lowers any of
 them (or raises a trap, leak or pollution count) fails here. Regenerate on purpose with
