@@ -582,21 +582,17 @@ def _one_shard(store: ShardedStoreClient, items: Sequence[object], verb: str) ->
 
 
 def open_embedded_shards(settings: StoreSettings, n: int, *, one_shot: bool = False) -> StoreAPI:
-    """``n`` in-process store shards on one data dir (``shared.client.shards.shard_dir``); one shard
-    is the plain embedded store. A fresh set of shards gets an even slot table. ``one_shot``
-    as for ``shared.client.workers.open_embedded_store``."""
+    """``n`` in-process store shards on one data dir (``shards.shard_dir``), an even slot table
+    for a fresh set; one shard is the plain embedded store (``workers.open_embedded_store``)."""
     from shared.client.rebalance import initial_routing
     from shared.client.workers import open_embedded_store
 
     if shard_count(n) == 1:
         return open_embedded_store(settings, one_shot=one_shot)
     root = settings.data_path
-    stores = [
-        open_embedded_store(
-            settings.merged({"data_dir": str(shard_dir(root, i)), "shard_index": i}),
-            one_shot=one_shot,
-        )
-        for i in range(n)
+    each = [
+        settings.merged({"data_dir": str(shard_dir(root, i)), "shard_index": i}) for i in range(n)
     ]
+    stores = [open_embedded_store(shard, one_shot=one_shot) for shard in each]
     initial_routing(stores)
     return ShardedStoreClient(stores)
