@@ -51,7 +51,7 @@ from integrations.store import RunningStore
 from shared.client.workers import package_version
 from shared.contract import errors
 from shared.contract.api import StoreAPI
-from shared.text.format import jsonable
+from shared.format import jsonable
 
 SERVER_NAME = "agent-memory"
 MemoryType = Literal["user", "feedback", "project", "reference"]

@@ -21,7 +21,7 @@ from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.models import Memory, MemoryResponse
 from shared.text import iso_ms
-from shared.text.format import date, folder, jsonable
+from shared.format import date, folder, jsonable
 
 RECORDED_BY = "mcp.remember"
 

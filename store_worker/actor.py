@@ -44,7 +44,7 @@ from shared.contract.models import DoctorResponse, Event, SaveManyResponse, Supe
 from shared.contract.op import REGISTRY as OPS
 from shared.contract.op import Op
 from shared.contract.ops import Doctor, Ping, Subscribe, Unsubscribe
-from shared.text.format import counted
+from shared.format import counted
 from store_worker.core import MemoryStore
 from store_worker.spec import ACTOR_NAME
 

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from shared import format as fmt
 from shared.cli import down as down_verbs
 from shared.cli import output as show
 from shared.cli import report
@@ -47,7 +48,6 @@ from shared.cli.store import (
 )
 from shared.client import connect, gateway_file
 from shared.contract.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
-from shared.text import format as fmt
 
 
 def _lazy(name: str) -> ModuleType:

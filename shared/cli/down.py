@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from shared.client import gateway_file, lifecycle
+from shared.client import gateway_file
 from shared.contract.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ def cluster_only(ctx: Ctx, verb: str) -> None:
 
 
 def down(ctx: Ctx) -> int:
+    from shared.client import lifecycle  # urllib and /proc reads: only when asked
+
     cluster_only(ctx, "down")
     import ray
 
@@ -85,6 +87,8 @@ def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo | None] | None)
 def _down_unreachable(ctx: Ctx) -> int:
     """No cluster answers: stop a half-dead one `up` started (its GCS gone), found by the
     marker in Ray's latest session folder; anything else is not ours to stop."""
+    from shared.client import lifecycle  # urllib and /proc reads: only when asked
+
     marker = lifecycle.Marker.read(lifecycle.latest_session(lifecycle.address_file().parent))
     alive = lifecycle.session_pids(marker.session_id) if marker else []
     if marker is None or not alive or ctx.args.keep_cluster:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shared.text.format import counted, date, jsonable, one_line
+from shared.format import counted, date, jsonable, one_line
 
 
 def with_fields(value: Any, **update: Any) -> Any:

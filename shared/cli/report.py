@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from shared import format as fmt
 from shared.cli import output as show
-from shared.client import gateway_file, lifecycle
+from shared.client import gateway_file
 from shared.contract.errors import InvalidArgumentError
-from shared.text import format as fmt
 
 if TYPE_CHECKING:
     from shared.cli import Ctx
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 def status(ctx: Ctx) -> Any:
     from shared import cli as app  # its discover(), as tests replace it
+    from shared.client import lifecycle  # urllib and /proc reads: only when asked
 
     ctx.args.render = show.status
     if ctx.embedded:

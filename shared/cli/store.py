@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shared import format as fmt
 from shared.cli import output as show
 from shared.contract.errors import InvalidArgumentError
-from shared.text import format as fmt
 
 if TYPE_CHECKING:
     from shared.cli import Ctx

@@ -21,7 +21,7 @@ import typing
 from typing import TYPE_CHECKING, Any
 
 from shared.contract import errors
-from shared.contract.op import Op, op_named
+from shared.contract.op import Op, fields_of, op_named
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -68,7 +68,7 @@ def _arg_adapters(cls: type[Op[Any]]) -> dict[str, TypeAdapter[Any]]:
 
     hints = typing.get_type_hints(cls)
     out: dict[str, TypeAdapter[Any]] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in fields_of(cls):
         declared = f.type if isinstance(f.type, str) else str(f.type)
         wire: Any = _WIRE_TYPES.get(declared, hints.get(f.name, Any))
         out[f.name] = TypeAdapter(wire)
@@ -116,7 +116,7 @@ def decode_op(method: str, args_json: str) -> Op[Any]:
         raise errors.InvalidArgumentError(f"{method}: unknown argument {', '.join(unknown)}")
     missing = [
         f.name
-        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        for f in fields_of(cls)
         if f.default is dataclasses.MISSING
         and f.default_factory is dataclasses.MISSING
         and f.name not in raw

@@ -16,7 +16,7 @@ from shared.contract import ops
 from shared.contract.api import METHODS, StoreAPI
 from shared.contract.errors import InvalidArgumentError, UnknownError
 from shared.contract.models import RecallResponse, SaveResponse
-from shared.contract.op import REGISTRY, Op, op_named
+from shared.contract.op import REGISTRY, Op, fields_of, op_named
 from store_worker.core import MemoryStore
 
 # MemoryStore's public methods that are not operations, and why: in-process helpers.
@@ -45,7 +45,11 @@ def test_every_op_is_registered_once_with_a_resolvable_answer() -> None:
     for name, cls in REGISTRY.items():
         assert cls.method == name
         assert cls.response_type() is not None
-        assert dataclasses.is_dataclass(cls)
+        built = fields_of(cls)  # made a dataclass on first use
+        assert dataclasses.is_dataclass(cls) and len(built) == len(fields(cls))
+        # the signature declared before it was built is the dataclass constructor's
+        made = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert [(p.name, p.kind, p.default) for p in made] == fields(cls)
         assert callable(getattr(StoreAPI, name))
 
 
