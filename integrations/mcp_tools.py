@@ -20,8 +20,8 @@ from shared.client.nearmatch import NEAR_MATCH, check_threshold, near_matches, r
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.models import Memory, MemoryResponse
-from shared.text import iso_ms
 from shared.format import date, folder, jsonable
+from shared.text import iso_ms
 
 RECORDED_BY = "mcp.remember"
 
