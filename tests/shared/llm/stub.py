@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
-
 
 class Server:
     """Answers ``POST /v1/chat/completions`` with ``status`` and an OpenAI-shaped reply whose
@@ -59,8 +57,8 @@ class Server:
         self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
 
 
-@pytest.fixture
-def server() -> Iterator[Server]:
+def serving() -> Iterator[Server]:
+    """A running ``Server`` until the generator is closed (a fixture's body)."""
     stub = Server()
     thread = threading.Thread(target=stub.http.serve_forever, daemon=True)
     thread.start()

@@ -8,6 +8,7 @@ import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,7 @@ from shared.llm import (
     LLMUnavailableError,
     create_llm,
 )
-from tests.shared.llm.stub import Server, server
-
-__all__ = ["server"]  # the fixture
+from tests.shared.llm.stub import Server, serving
 
 MODEL = "openai/gpt-4o-mini"
 HI = [{"role": "user", "content": "hi, my key is sk-proj-xyz"}]
@@ -104,6 +103,11 @@ def test_the_typed_errors_survive_pickling() -> None:
 
 
 # -- a local OpenAI-compatible server (tests/shared/llm/stub.py) -----------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    yield from serving()
 
 
 def test_api_base_and_key_reach_an_openai_compatible_server(server: Server) -> None:
