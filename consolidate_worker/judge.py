@@ -100,7 +100,7 @@ def judge_from(settings: ConsolidatorSettings, llm: LLM | None = None) -> LLMJud
     if not settings.judge_enabled or not settings.judge_model:
         return None
     if llm is None:
-        llm = settings.judge_llm()
+        llm = create_llm(api_base=settings.judge_api_base, api_key=settings.judge_key())
     return LLMJudge(settings.judge_model, llm=llm, timeout_s=settings.judge_timeout_s)
 
 

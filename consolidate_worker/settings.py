@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, SecretStr, model_validator
 
 from shared.contract.config import EnvSettings
 from shared.llm.endpoint import api_key
-
-if TYPE_CHECKING:
-    from shared.llm import LLM
 
 ENV_PREFIX = "MEMORY_CONSOLIDATE_"
 KEY_VARIABLE = "MEMORY_CONSOLIDATE_JUDGE_API_KEY"
@@ -111,15 +108,9 @@ class ConsolidatorSettings(EnvSettings):
         overrides.setdefault("judge_api_key", api_key(source, KEY_VARIABLE))
         return super().from_env(source, prefix=prefix, **overrides)
 
-    def judge_llm(self) -> LLM:
-        """The litellm backend the judge calls (``judge_api_base``, the key)."""
-        from shared.llm import create_llm
-
-        key = self.judge_api_key
-        return create_llm(
-            api_base=self.judge_api_base,
-            api_key=key.get_secret_value() if key is not None else None,
-        )
+    def judge_key(self) -> str | None:
+        """The judge's API key (``None``: litellm's own provider variable)."""
+        return self.judge_api_key.get_secret_value() if self.judge_api_key is not None else None
 
     @classmethod
     def parse_env(cls, name: str, raw: str) -> Any:

@@ -12,6 +12,8 @@ It is the example for integrators: a harness calls the store twice per turn —
 the embedded mode (``--data-dir``), the chat runs an ``Extractor`` in-process after each turn
 when an extraction model is configured. ``--show-memory`` prints what was injected.
 
+``--api-base URL`` and ``--api-key-env VAR`` (the NAME of the variable holding the key) point it
+at any OpenAI-compatible server (llama.cpp's server, Ollama, vLLM); ``chat_llm`` builds that.
 The model is called through ``shared.llm`` (the extractor's adapter and error policy): a failed
 call is an ``LLMError``, which the loop answers with "no reply" and goes on, while a store
 failure stops it.

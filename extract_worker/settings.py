@@ -5,6 +5,11 @@ Every field can be set with ``MEMORY_<FIELD>`` (the same prefix as the store's s
 environment configures the family). Extraction is on only when it is enabled *and* a model is
 configured: without a model, extraction is off and ``memory doctor`` says so.
 
+Any OpenAI-compatible server: ``MEMORY_EXTRACTION_API_BASE`` (``memory up
+--extraction-api-base``) and the NAME of the variable holding its key,
+``MEMORY_EXTRACTION_API_KEY_ENV`` (``shared.llm.endpoint``). ``memory up`` reads the key and
+passes it to the actors as ``MEMORY_EXTRACTION_API_KEY``; it is a ``SecretStr``, shown nowhere.
+
 The retry policy is not here: the store owns the outbox, so tries and backoff are the store's
 ``MEMORY_OUTBOX_MAX_ATTEMPTS``, ``_BACKOFF_MS``, ``_BACKOFF_MAX_MS`` (``StoreSettings``), which
 the extractor reads from ``capabilities()["outbox"]``. The extractor's former
