@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from shared.contract.errors import InvalidArgumentError
 
 KEY_ENV_SUFFIX = "_ENV"
+# `memory chat` runs in the user's own shell and reads its key there: no actor is given it.
+NOT_FOR_ACTORS = ("MEMORY_CHAT_",)
 
 
 def api_key(env: Mapping[str, str], key_var: str) -> str | None:
@@ -51,6 +53,8 @@ def resolve_named_keys(source: Mapping[str, str]) -> dict[str, str]:
     a provider's 401 in an actor's log)."""
     keys = {}
     for var, name in source.items():
+        if var.startswith(NOT_FOR_ACTORS):
+            continue
         if var.startswith("MEMORY_") and var.endswith("_API_KEY" + KEY_ENV_SUFFIX) and name:
             if not source.get(name):
                 raise InvalidArgumentError(f"{var} names {name}, which is not set")

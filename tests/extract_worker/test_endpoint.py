@@ -131,6 +131,8 @@ def test_up_hands_the_endpoint_and_the_key_to_the_actors_under_memory_names(
         "LOCAL_JUDGE_KEY": "sk-local-judge-0c11",
         "OPENAI_API_BASE": "http://127.0.0.1:9/v1",
         "OPENAI_API_KEY": "sk-inherited-wrong",
+        "MEMORY_CHAT_API_KEY_ENV": "LOCAL_CHAT_KEY",  # the chat's: no actor needs it
+        "LOCAL_CHAT_KEY": CHAT_KEY,
     }
     # When `up` builds the actors' settings
     env = settings_env(shell)
@@ -141,6 +143,7 @@ def test_up_hands_the_endpoint_and_the_key_to_the_actors_under_memory_names(
     assert env["MEMORY_CONSOLIDATE_JUDGE_API_KEY"] == "sk-local-judge-0c11"
     assert all(k.startswith("MEMORY_") for k in env)
     assert "sk-inherited-wrong" not in env.values() and "http://127.0.0.1:9/v1" not in env.values()
+    assert CHAT_KEY not in env.values()
     # And an actor's settings, read from that env alone, call the server with the key
     settings = ExtractorSettings.from_env(env)
     assert settings.llm().complete(TURN, model=LOCAL_MODEL).text == "from the stub"
