@@ -95,11 +95,12 @@ class LLMJudge:
 
 def judge_from(settings: ConsolidatorSettings, llm: LLM | None = None) -> LLMJudge | None:
     """The judge the settings ask for, or None when the tier is off; ``llm`` replaces the
-    litellm backend (pointed at ``judge_api_base`` when the settings name one)."""
+    litellm backend (pointed at ``judge_api_base`` and given ``judge_api_key`` when the settings
+    name them)."""
     if not settings.judge_enabled or not settings.judge_model:
         return None
     if llm is None:
-        llm = create_llm(api_base=settings.judge_api_base)
+        llm = create_llm(api_base=settings.judge_api_base, api_key=settings.judge_key())
     return LLMJudge(settings.judge_model, llm=llm, timeout_s=settings.judge_timeout_s)
 
 

@@ -6,13 +6,17 @@ environment at import time. The similarity thresholds are on rapidfuzz's 0-100 s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+import os
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 
 from shared.contract.config import EnvSettings
+from shared.llm.endpoint import api_key
 
 ENV_PREFIX = "MEMORY_CONSOLIDATE_"
+KEY_VARIABLE = "MEMORY_CONSOLIDATE_JUDGE_API_KEY"
 
 
 class ConsolidatorSettings(EnvSettings):
@@ -54,7 +58,19 @@ class ConsolidatorSettings(EnvSettings):
     judge_enabled: bool = Field(False, description="Turn the optional LLM judge tier on.")
     judge_model: str | None = Field(None, description="litellm model of the judge tier.")
     judge_api_base: str | None = Field(
-        None, description="URL of an OpenAI-compatible server to send the judge's calls to."
+        None,
+        description="URL of an OpenAI-compatible server (llama.cpp, Ollama, vLLM) to send the "
+        "judge's calls to, e.g. http://127.0.0.1:8080/v1.",
+    )
+    judge_api_key_env: str | None = Field(
+        None,
+        description="NAME of the environment variable holding the judge's API key, e.g. "
+        "OPENAI_API_KEY (default: litellm's own provider variable).",
+    )
+    judge_api_key: SecretStr | None = Field(
+        None,
+        description="The judge's key itself, as `memory up` hands it to the actors (read from "
+        "the variable judge_api_key_env names; never printed).",
     )
     judge_max_calls: int = Field(50, ge=0, description="Judge calls allowed in one pass.")
     judge_semantic_min: float = Field(
@@ -80,6 +96,21 @@ class ConsolidatorSettings(EnvSettings):
         if self.judge_enabled and not self.judge_model:
             raise ValueError("judge_enabled needs judge_model")
         return self
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, prefix: str | None = None, **overrides: Any
+    ) -> Self:
+        """``EnvSettings.from_env``, with the judge's key read as ``shared.llm.endpoint.api_key``
+        says: the variable ``MEMORY_CONSOLIDATE_JUDGE_API_KEY_ENV`` names, else
+        ``MEMORY_CONSOLIDATE_JUDGE_API_KEY``."""
+        source = os.environ if env is None else env
+        overrides.setdefault("judge_api_key", api_key(source, KEY_VARIABLE))
+        return super().from_env(source, prefix=prefix, **overrides)
+
+    def judge_key(self) -> str | None:
+        """The judge's API key (``None``: litellm's own provider variable)."""
+        return self.judge_api_key.get_secret_value() if self.judge_api_key is not None else None
 
     @classmethod
     def parse_env(cls, name: str, raw: str) -> Any:

@@ -24,7 +24,7 @@ from extract_worker.core import DrainStats, Extractor, JobResult
 from extract_worker.settings import ExtractorSettings, retired_settings
 from extract_worker.spec import ACTOR_NAME, replica_count, replica_name
 from shared.client.workers import NAMESPACE, sibling_options, start_detached
-from shared.llm import LLM, create_llm
+from shared.llm import LLM
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,9 @@ class Wake:
 
 class ExtractorActor:
     """Create it with ``start()``; ``llm`` replaces the litellm backend (tests, custom); the
-    litellm backend calls ``MEMORY_EXTRACTION_API_BASE`` when that is set."""
+    litellm backend calls ``MEMORY_EXTRACTION_API_BASE`` when that is set, with the key ``env``
+    holds (``MEMORY_EXTRACTION_API_KEY``, which ``memory up`` reads from the variable
+    ``MEMORY_EXTRACTION_API_KEY_ENV`` names): nothing comes from this process's environment."""
 
     def __init__(
         self, env: dict[str, str] | None = None, llm: LLM | None = None, name: str = ACTOR_NAME
@@ -96,7 +98,7 @@ class ExtractorActor:
         self.outbox = (0, 0, 0)  # queued, leased, dead at the last drain
         backend = llm
         if backend is None and self.settings.enabled:
-            backend = create_llm(api_base=self.settings.extraction_api_base)
+            backend = self.settings.llm()
         self.core = Extractor(self.store, backend, self.settings, on_result=self.metrics.observe)
         self._lock = threading.Lock()
         self._wake = threading.Event()

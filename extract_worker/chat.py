@@ -12,6 +12,8 @@ It is the example for integrators: a harness calls the store twice per turn —
 the embedded mode (``--data-dir``), the chat runs an ``Extractor`` in-process after each turn
 when an extraction model is configured. ``--show-memory`` prints what was injected.
 
+``--api-base URL`` and ``--api-key-env VAR`` (the NAME of the variable holding the key) point it
+at any OpenAI-compatible server (llama.cpp's server, Ollama, vLLM); ``chat_llm`` builds that.
 The model is called through ``shared.llm`` (the extractor's adapter and error policy): a failed
 call is an ``LLMError``, which the loop answers with "no reply" and goes on, while a store
 failure stops it.
@@ -188,6 +190,20 @@ def add_cli(sub: Any) -> None:
         description="A terminal chat that calls pre_generate and turn_completed per turn.",
     )
     p.add_argument("--model", default=os.environ.get("MEMORY_CHAT_MODEL"), help="litellm model")
+    p.add_argument(
+        "--api-base",
+        metavar="URL",
+        default=os.environ.get("MEMORY_CHAT_API_BASE"),
+        help="send the chat's model calls to this OpenAI-compatible server (llama.cpp, Ollama, "
+        "vLLM), e.g. http://127.0.0.1:8080/v1 (default MEMORY_CHAT_API_BASE)",
+    )
+    p.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default=os.environ.get("MEMORY_CHAT_API_KEY_ENV"),
+        help="NAME of the environment variable holding the chat model's API key, e.g. "
+        "OPENAI_API_KEY (default MEMORY_CHAT_API_KEY_ENV, else litellm's own provider variable)",
+    )
     p.add_argument("--bank", help="memory bank for this session (default: the default bank)")
     p.add_argument("--session", help="session id to resume (default: a new one)")
     p.add_argument("--show-memory", action="store_true", help="print what memory injected")
@@ -237,25 +253,35 @@ def _embedded_extractor(args: argparse.Namespace, store: StoreAPI) -> Callable[[
         return None
     from extract_worker.core import Extractor
     from extract_worker.settings import ExtractorSettings
-    from shared.llm import create_llm
 
     settings = ExtractorSettings.from_env(dict(os.environ), extraction_model=model)
-    extractor = Extractor(store, create_llm(api_base=settings.extraction_api_base), settings)
+    extractor = Extractor(store, settings.llm(), settings)
     extractor.publish_status()
     return extractor.drain
 
 
+def chat_llm(args: argparse.Namespace) -> LLM:
+    """The backend ``memory chat`` calls: ``--api-base``, and the key the variable
+    ``--api-key-env`` names (litellm's own provider variable when none is named)."""
+    from shared.llm import create_llm
+    from shared.llm.endpoint import key_from_variable
+
+    name = getattr(args, "api_key_env", None)
+    key = key_from_variable(name) if name else None
+    return create_llm(api_base=getattr(args, "api_base", None) or None, api_key=key)
+
+
 def _chat_cmd(args: argparse.Namespace) -> int:
     from shared.contract.errors import InvalidArgumentError
-    from shared.llm import create_llm
 
     if not args.model:
         raise InvalidArgumentError("no chat model: pass --model (any litellm model name)")
+    llm = chat_llm(args)  # before the store opens: a missing key variable stops here
     store = _open_store(args)
     try:
         session = ChatSession(
             store,
-            model_complete(create_llm(), args.model),
+            model_complete(llm, args.model),
             session_id=args.session,
             bank=args.bank,
             after_turn=_embedded_extractor(args, store),

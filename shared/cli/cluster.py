@@ -210,10 +210,14 @@ def worker_actor_names(spec: WorkerSpec, named: list[Any]) -> list[str]:
 
 
 def settings_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The ``MEMORY_*`` variables workers are started with; the data dir made absolute."""
+    """The ``MEMORY_*`` variables workers are started with; the data dir made absolute; each
+    API key a ``MEMORY_*_API_KEY_ENV`` names read here and passed as ``MEMORY_*_API_KEY``
+    (``shared.llm.endpoint``), so the actors never depend on the environment Ray started in."""
     from shared.contract.config import StoreSettings
+    from shared.llm.endpoint import resolve_named_keys
 
     source = dict(os.environ if environ is None else environ)
     env = {k: v for k, v in source.items() if k.startswith("MEMORY_") and k != "MEMORY_EMBEDDED"}
     env["MEMORY_DATA_DIR"] = str(StoreSettings.from_env(source).data_path)
+    env.update(resolve_named_keys(source))
     return env

@@ -6,7 +6,10 @@ judge and ``memory chat``.
   ``LLMRejectedError``);
 - ``litellm``: ``LiteLLMBackend`` (any provider litellm knows, or any OpenAI-compatible
   server through ``api_base``/``api_key``), importing litellm only on its first call;
-- ``fake``: ``FakeLLM``, answering from a script, for tests.
+- ``fake``: ``FakeLLM``, answering from a script, for tests;
+- ``endpoint``: the one rule for a caller's key: the NAME of the variable holding it
+  (``MEMORY_EXTRACTION_API_KEY_ENV=OPENAI_API_KEY``), read where the settings are built, and
+  handed by ``memory up`` to the actors as ``MEMORY_*_API_KEY``.
 
 ``create_llm`` builds one by name. Importing this package never imports litellm.
 """

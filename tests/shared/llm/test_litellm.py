@@ -4,16 +4,12 @@ for replies and for each kind of provider error, and a local OpenAI-compatible H
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,6 +21,7 @@ from shared.llm import (
     LLMUnavailableError,
     create_llm,
 )
+from tests.shared.llm.stub import Server, serving
 
 MODEL = "openai/gpt-4o-mini"
 HI = [{"role": "user", "content": "hi, my key is sk-proj-xyz"}]
@@ -105,62 +102,12 @@ def test_the_typed_errors_survive_pickling() -> None:
         assert type(back) is type(error) and back.retryable == error.retryable
 
 
-# -- a local OpenAI-compatible server --------------------------------------------------------
-
-
-class Server:
-    """Answers ``POST /v1/chat/completions`` with ``status`` and an OpenAI-shaped reply, and
-    records each request's path, headers and body."""
-
-    def __init__(self) -> None:
-        self.status = 200
-        self.requests: list[tuple[str, dict[str, str], dict[str, Any]]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                outer.requests.append((self.path, headers, body))
-                if outer.status == 200:
-                    payload: dict[str, Any] = {
-                        "id": "chatcmpl-1",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": "from the stub"},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
-                    }
-                else:
-                    payload = {"error": {"message": "no", "type": "error", "code": None}}
-                data = json.dumps(payload).encode()
-                self.send_response(outer.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+# -- a local OpenAI-compatible server (tests/shared/llm/stub.py) -----------------------------
 
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    stub = Server()
-    thread = threading.Thread(target=stub.http.serve_forever, daemon=True)
-    thread.start()
-    yield stub
-    stub.http.shutdown()
-    stub.http.server_close()
+    yield from serving()
 
 
 def test_api_base_and_key_reach_an_openai_compatible_server(server: Server) -> None:
