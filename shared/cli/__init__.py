@@ -437,7 +437,7 @@ def _up(ctx: Ctx) -> int:
         gateway_file.point(described["data_dir"])
     info["gateway"] = gateway.address if gateway else None
     say(ctx, f"gateway:   {_gateway_line(gateway)}")
-    say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
+    say(ctx, f"dashboard: {info['dashboard_url'] or _no_dashboard(launch, info)}")
     if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
         # Ray's token auth stays on (docs/PROTOCOLS.md#token-auth): the dashboard asks for
         # this token once
@@ -480,6 +480,16 @@ def _dashboard_answers(info: dict[str, Any]) -> None:
         session = lifecycle.session_dir()
         log = f"{session}/logs/dashboard.log" if session else "Ray's dashboard.log"
         raise SourceUnavailableError(f"the dashboard at {url} does not answer; see {log}")
+
+
+def _no_dashboard(launch: lifecycle.Launch, info: dict[str, Any]) -> str:
+    """``not running``, and, for a head this `up` started, Ray's reason (its port taken by a
+    cluster that won the race for it, no dashboard package...)."""
+    if info.get("cluster") != "started":
+        return "not running"
+    why = lifecycle.dashboard_failure(launch.log, lifecycle.session_dir())
+    info["dashboard_error"] = why
+    return f"not running ({why})"
 
 
 def _undo(ctx: Ctx, launch: lifecycle.Launch, started: list[WorkerSpec]) -> None:

@@ -75,6 +75,28 @@ def error_line(output: str) -> str | None:
     return found
 
 
+RECORD_PREFIX = re.compile(r"^\S+ \S+\s+(ERROR|CRITICAL|FATAL)\s+\S+ -- ")
+
+
+def dashboard_failure(log: Path | None, session: Path | None = None) -> str:
+    """Why the dashboard of a head ``up`` started is not running, in Ray's words: the error
+    line of ``ray start``'s output (``Failed to bind to 127.0.0.1:8265 because it's already
+    occupied...``), else of the dashboard's own log, else where to look."""
+    sources = [log] + ([session / "logs" / "dashboard.log"] if session else [])
+    for source in sources:
+        if source is None:
+            continue
+        try:
+            text = source.read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        found = error_line(text)
+        if found:
+            return RECORD_PREFIX.sub("", found)
+    where = " or ".join(str(s) for s in sources if s is not None) or "Ray's logs"
+    return f"Ray gave no reason (see {where})"
+
+
 class Launch:
     """One ``ray start --head`` by ``memory up``: ``start``, then ``mark`` once connected;
     ``abort`` stops every process it started (``up`` failed)."""
@@ -147,9 +169,15 @@ def session_pids(session_id: int) -> list[int]:
     return sorted(found)
 
 
-def ray_worker_pids() -> list[int]:
+def ray_worker_pids(dashboard_url: str) -> list[int]:
     """Workers Ray lists for this node, drivers excluded (needs the connected cluster and its
-    dashboard; empty when either does not answer)."""
+    dashboard; empty when either does not answer).
+
+    Ray's state API finds the dashboard through the GCS and, when none ever registered (its
+    port was taken), retries for ~40 s: with no dashboard answering at ``dashboard_url`` it
+    is not asked (the session id finds the cluster's processes)."""
+    if not dashboard_answers(dashboard_url, timeout=1.0):
+        return []
     try:
         import ray
         from ray.util.state import list_workers

@@ -519,12 +519,55 @@ def test_up_moves_busy_default_ports_aside() -> None:
         opts, notes = with_free_ports(HeadOptions(), defaults={"dashboard_port": busy})
         assert opts.dashboard_port not in (None, busy)
         assert notes == [f"port {busy} is busy: dashboard on {opts.dashboard_port}"]
-    # a free default is left to Ray, and an explicit port is never second-guessed
+    # a free default is left to Ray, and so is a free explicit port
     assert with_free_ports(HeadOptions(), defaults={"dashboard_port": busy}) == (HeadOptions(), [])
-    assert (
-        with_free_ports(HeadOptions(dashboard_port=busy), defaults={"dashboard_port": busy})[1]
-        == []
+    assert with_free_ports(HeadOptions(dashboard_port=busy), defaults={"dashboard_port": busy}) == (
+        HeadOptions(dashboard_port=busy),
+        [],
     )
+
+
+@pytest.mark.parametrize("field", ["dashboard_port", "port", "client_port", "agent_port"])
+def test_up_refuses_a_taken_port_it_was_asked_for(field: str) -> None:
+    # Given a port held by another process, asked for explicitly (`up --dashboard-port P`)
+    from shared.cli.cluster import HeadOptions, PortTakenError, with_free_ports
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        # When `up` checks the ports before starting a head
+        with pytest.raises(PortTakenError) as refused:
+            with_free_ports(HeadOptions(**{field: busy}))
+    # Then it refuses with a typed error that names the port and the flag
+    assert refused.value.port == busy and refused.value.category == "invalid_argument"
+    assert f"port {busy}" in refused.value.message
+    assert ("--" + field.replace("_", "-")) in refused.value.message
+
+
+def test_up_reports_why_the_dashboard_it_started_did_not(tmp_path: Path) -> None:
+    # Given a head `up` started whose dashboard lost the race for its port (ray start exits
+    # 0; its output holds the reason)
+    import shared.cli as app
+    from shared.client import lifecycle
+
+    launch = lifecycle.Launch(tmp_path)
+    launch.log = tmp_path / "memory-up-1.log"
+    launch.log.write_text(
+        "2026-12-06 20:52:43,936\tINFO usage_lib.py:448 -- Usage stats collection is disabled.\n"
+        "2026-12-06 20:52:44,081\tERROR services.py:1500 -- Failed to bind to 127.0.0.1:8265 "
+        "because it's already occupied. You can use `ray start --dashboard-port ...`\n"
+        "2026-12-06 20:52:46,357\tSUCC scripts.py:1085 -- \x1b[32mRay runtime started.\x1b[39m\n"
+    )
+    info: dict[str, object] = {"cluster": "started", "dashboard_url": None}
+    # When `up` prints the dashboard line
+    line = app._no_dashboard(launch, info)
+    # Then it says why, in Ray's words (the record's prefix dropped), also under --json
+    why = "Failed to bind to 127.0.0.1:8265 because it's already occupied."
+    assert line.startswith(f"not running ({why}")
+    assert str(info["dashboard_error"]).startswith(why)
+    # and a joined cluster's missing dashboard is not this `up`'s to explain
+    assert app._no_dashboard(launch, {"cluster": "joined"}) == "not running"
 
 
 # -- (c) a real cluster: up, status, save, recall, watch, down --------------------------------
@@ -532,8 +575,8 @@ def test_up_moves_busy_default_ports_aside() -> None:
 
 LIST_WORKERS = (
     "import json, os; from shared.client.ray import join_cluster; "
-    "from shared.client import lifecycle; join_cluster(); "
-    "print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
+    "from shared.client import lifecycle; url = join_cluster()['dashboard_url']; "
+    "print(json.dumps([os.getpid(), lifecycle.ray_worker_pids(url)]))"
 )
 
 
