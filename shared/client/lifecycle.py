@@ -279,6 +279,77 @@ def worker_answers(spec_actor_name: str, namespace: str, timeout: float = 5.0) -
 # -- the local cluster's files ------------------------------------------------------------
 
 
+# -- what `memory status` and `memory metrics` read of a connected cluster ---------------------
+
+# Gateway-level calls on memory.store.v1's ``Call`` (served by the gateway, which has Ray, never
+# by the store): what status and metrics need, so the CLI process never imports Ray for them.
+STATUS_CALL = "gateway.status"
+METRICS_CALL = "gateway.metrics"
+METRICS_PREFIX = "ray_memory_"
+
+
+def cluster_report(workers: dict[str, str]) -> dict[str, Any]:
+    """What ``memory status`` shows of the cluster this process is connected to: the dashboard
+    URL, whether each worker (name → actor name) answers ``ping``, and every store shard
+    (``memory-store``, ``memory-store-1``...) with its health and the banks it holds."""
+    from shared.client.ray import join_cluster
+    from shared.client.workers import NAMESPACE
+
+    url = join_cluster()["dashboard_url"]
+    return {
+        "dashboard_url": url,
+        "workers": {name: worker_answers(actor, NAMESPACE) for name, actor in workers.items()},
+        "shards": store_shards(),
+    }
+
+
+def store_shards(timeout: float = 5.0) -> list[dict[str, Any]]:
+    """Each store shard actor running, shard 0 first: ``{"shard", "actor", "up", "banks"}``
+    (``up``: it answered; ``banks``: the names it holds, or its error as ``error``)."""
+    import ray
+
+    from shared.client.ray import StoreClient
+    from shared.client.shards import STORE_ACTOR
+    from shared.client.workers import NAMESPACE
+
+    sibling = re.compile(rf"{re.escape(STORE_ACTOR)}(?:-(\d+))?\Z")
+    found: dict[str, int] = {}
+    for entry in ray.util.list_named_actors(all_namespaces=True):
+        name, space = entry.get("name"), entry.get("namespace")
+        if space == NAMESPACE and isinstance(name, str) and (m := sibling.match(name)):
+            found[name] = int(m.group(1) or 0)
+    shards = []
+    for name in sorted(found, key=lambda n: found[n]):
+        row: dict[str, Any] = {"shard": found[name], "actor": name, "up": False, "banks": []}
+        try:
+            client = StoreClient(ray.get_actor(name, namespace=NAMESPACE), timeout=timeout)
+            row["banks"] = sorted(b.name for b in client.bank_list().banks)
+            row["up"] = True
+        except Exception as e:  # a shard that does not answer is shown down, with why
+            row["error"] = f"{type(e).__name__}: {e}"
+        shards.append(row)
+    return shards
+
+
+def metrics_text(timeout: float = 5.0) -> str:
+    """The ``ray_memory_*`` lines of every live node's metrics export (connected cluster)."""
+    import ray
+
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    lines = []
+    for n in nodes:
+        if not (n.get("Alive") and n.get("MetricsExportPort")):
+            continue
+        url = f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as answer:
+                text = answer.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError) as e:
+            raise SourceUnavailableError(f"cannot read Ray's metrics at {url}: {e}") from e
+        lines += [line for line in text.splitlines() if METRICS_PREFIX in line]
+    return "\n".join(lines)
+
+
 def address_file() -> Path:
     """Where ``ray start`` records the latest local cluster (``<temp>/ray/ray_current_cluster``).
 

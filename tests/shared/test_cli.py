@@ -465,6 +465,7 @@ def test_status_finds_the_gateway_from_another_folder(
     lifecycle = importlib.import_module("shared.client.lifecycle")  # shared.cli loads it lazily
     monkeypatch.setattr(lifecycle, "worker_answers", lambda name, ns: True)
     monkeypatch.setattr(lifecycle, "dashboard_answers", lambda url: False)
+    monkeypatch.setattr(lifecycle, "store_shards", lambda timeout=5.0: [])
     # When `memory status` runs in another folder (no ./data/memory there)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
@@ -734,6 +735,108 @@ def test_a_hook_process_loads_no_worker_package_nor_pydantic(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stderr, done.stderr
     assert "source_unavailable" in (tmp_path / "hooks.log").read_text()
+
+
+METRICS_TEXT = (
+    "# TYPE ray_memory_store_writes counter\n"
+    'ray_memory_store_writes{method="save",WorkerId="w1"} 2\n'
+    'ray_memory_store_writes{method="save",WorkerId="w2"} 1\n'
+)
+
+
+def test_status_and_metrics_through_a_gateway_load_no_ray(tmp_path: Path) -> None:
+    """Through a recorded gateway, `memory status` and `memory metrics` ask it (it runs in
+    the cluster, with Ray): their process never imports Ray nor joins the cluster."""
+    from grpc_gateway.server import build_server
+    from shared.client import lifecycle
+
+    asked: list[dict[str, object]] = []
+
+    def status(args: dict[str, object]) -> dict[str, object]:
+        asked.append(args)
+        workers = dict(args["workers"])  # type: ignore[call-overload]
+        shards = [
+            {"shard": 0, "actor": "memory-store", "up": True, "banks": ["main"]},
+            {"shard": 1, "actor": "memory-store-1", "up": True, "banks": ["work"]},
+        ]
+        return {"dashboard_url": "", "workers": {n: True for n in workers}, "shards": shards}
+
+    calls = {
+        lifecycle.STATUS_CALL: status,
+        lifecycle.METRICS_CALL: lambda args: {"text": METRICS_TEXT},
+    }
+    store = MemoryStore(tmp_path / "data")
+    store.save("The user prefers tabs", bank="main")
+    server, port = build_server(store, port=0, gateway_calls=calls)
+    server.start()
+    gateway_file.write(store.root, f"127.0.0.1:{port}", None)
+    script = (
+        "import sys\n"
+        "from shared.cli import main\n"
+        "code = main()\n"
+        "heavy = [m for m in ('ray', 'store_worker.core', 'grpc_gateway.server')"
+        " if m in sys.modules]\n"
+        "sys.stderr.write(f'LOADED {heavy}\\n')\n"
+        "raise SystemExit(code)\n"
+    )
+    env = {**isolated_env(tmp_path), "MEMORY_DATA_DIR": str(store.root)}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+
+    def memory(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, *argv], env=env, capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+
+    try:
+        shown = memory("--json", "status")
+        text = memory("status")
+        metrics = memory("metrics")
+    finally:
+        server.stop(None)
+        store.close()
+    for done in (shown, text, metrics):
+        assert done.returncode == 0 and "LOADED []" in done.stderr, done.stderr
+    got = json.loads(shown.stdout)
+    # the gateway was asked about the workers this CLI knows, by actor name
+    assert asked[0]["workers"]["store"] == "memory-store"  # type: ignore[index]
+    assert got["gateway"] == f"127.0.0.1:{port}" and got["workers"]["store"] is True
+    assert [b["name"] for b in got["banks"]] == ["main"]
+    # every store shard, its health and its banks, in --json and in the text
+    assert [(s["actor"], s["up"], s["banks"]) for s in got["shards"]] == [
+        ("memory-store", True, ["main"]),
+        ("memory-store-1", True, ["work"]),
+    ]
+    assert "  memory-store     up    banks: main" in text.stdout.splitlines()
+    assert "  memory-store-1   up    banks: work" in text.stdout.splitlines()
+    # metrics: Ray's export read by the gateway, folded here
+    assert "writes  method=save  3" in metrics.stdout, metrics.stdout
+
+
+def test_status_over_ray_lists_every_store_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given no gateway recorded: status reads the cluster over Ray, shards included
+    lifecycle = importlib.import_module("shared.client.lifecycle")
+    shards = [
+        {"shard": 0, "actor": "memory-store", "up": True, "banks": ["main"]},
+        {"shard": 1, "actor": "memory-store-1", "up": False, "banks": [], "error": "ActorDied"},
+    ]
+    report = {"dashboard_url": None, "workers": {"store": True}, "shards": shards}
+    monkeypatch.setattr(lifecycle, "cluster_report", lambda workers: report)
+    store = MemoryStore(tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
+    monkeypatch.delenv("MEMORY_EMBEDDED", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        assert run(["status"], store=store, out=out, err=err) == 0, err.getvalue()
+    finally:
+        store.close()
+    # Then a shard that does not answer is shown down, with why
+    assert "  memory-store-1   down  ActorDied" in out.getvalue().splitlines()
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["consolidate", "--help"], ["grpc", "--help"]])

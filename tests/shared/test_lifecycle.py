@@ -133,7 +133,8 @@ def test_a_dashboard_that_did_not_start_is_explained_from_its_logs(tmp_path: Pat
     (session / "logs").mkdir(parents=True)
     up_log.write_text("2026-01-01 10:00:00,000\tINFO scripts.py:1 -- Local node IP\n")
     (session / "logs" / "dashboard.log").write_text(
-        "2026-01-01 10:00:01,000\tERROR head.py:9 -- ModuleNotFoundError: No module named 'aiohttp'\n"
+        "2026-01-01 10:00:01,000\tERROR head.py:9 -- "
+        "ModuleNotFoundError: No module named 'aiohttp'\n"
     )
     got = lifecycle.dashboard_failure(up_log, session)
     assert got == "ModuleNotFoundError: No module named 'aiohttp'"
