@@ -615,12 +615,21 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
         cwd=elsewhere, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert tags_there.returncode == 0 and tags_there.stderr == "False\n", tags_there.stderr
+    # status and metrics too: the gateway answers what they need of the cluster
+    for verb in ("status", "metrics"):
+        there = subprocess.run(
+            [sys.executable, "-c", said, verb], env={**anywhere, "PYTHONPATH": os.getcwd()},
+            cwd=elsewhere, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert there.returncode == 0 and there.stderr == "False\n", there.stderr
+        assert verb == "metrics" or f"dashboard: http://127.0.0.1:{dash}" in there.stdout
 
     assert memory("save", "The cluster test ran", "--tag", "slow").returncode == 0
     recall = memory("--json", "recall", "cluster test")
     assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
     status = memory("status")
     assert "store         up" in status.stdout and "bank main" in status.stdout
+    assert f"dashboard: http://127.0.0.1:{dash}" in status.stdout, status.stdout
     assert f"gateway:   127.0.0.1:{grpc_port}" in status.stdout
     # the store's metrics, read where Ray exports them (some seconds after they are recorded)
     deadline = time.monotonic() + 90
@@ -647,6 +656,14 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     grown = memory("up", "store", "--store-shards", "2")
     assert grown.returncode == 0, grown.stderr
     assert "started store (memory-store-1); already running: store (memory-store)" in grown.stdout
+    # status lists both shards, their health and their banks (through the gateway)
+    shards = json.loads(memory("--json", "status").stdout)["shards"]
+    assert [(s["actor"], s["up"]) for s in shards] == [
+        ("memory-store", True),
+        ("memory-store-1", True),
+    ]
+    assert "main" in shards[0]["banks"]
+    assert "  memory-store-1   up    banks:" in memory("status").stdout
     stop = memory("stop", "store")
     assert "stopped store (memory-store, memory-store-1)" in stop.stdout, stop.stderr
     assert "store was not running" in memory("stop", "store").stdout
