@@ -295,12 +295,28 @@ def cluster_report(workers: dict[str, str]) -> dict[str, Any]:
     from shared.client.ray import join_cluster
     from shared.client.workers import NAMESPACE
 
-    url = join_cluster()["dashboard_url"]
+    join_cluster()
     return {
-        "dashboard_url": url,
+        "dashboard_url": registered_dashboard_url(),
         "workers": {name: worker_answers(actor, NAMESPACE) for name, actor in workers.items()},
         "shards": store_shards(),
     }
+
+
+def registered_dashboard_url() -> str:
+    """The URL the cluster's dashboard registered in the GCS once it bound its port, or ``""``
+    (none started). Not Ray's ``get_dashboard_url``: in an actor (the gateway) that is the
+    port a worker was configured with (8265 whatever the head used)."""
+    try:
+        from ray.experimental import internal_kv
+
+        raw = internal_kv._internal_kv_get("webui:url", namespace="dashboard")
+    except Exception:  # not connected, or a Ray that keeps it elsewhere: unknown
+        return ""
+    if not raw:
+        return ""
+    url = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return url if url.startswith("http") else f"http://{url}"
 
 
 def store_shards(timeout: float = 5.0) -> list[dict[str, Any]]:
