@@ -518,8 +518,8 @@ def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
         stuck = lifecycle.half_dead()
         if stuck:  # a second head's store would be refused the data dir the first still holds
             raise SourceUnavailableError(stuck, retryable=False) from None
+        opts, moved = cluster.with_free_ports(opts)  # a taken port asked for: refused here
         say(ctx, "starting a local Ray cluster (ray start --head) ...")
-        opts, moved = cluster.with_free_ports(opts)
         for note in moved:
             say(ctx, note)
         launch = ctx.launch or lifecycle.Launch(lifecycle.address_file().parent)

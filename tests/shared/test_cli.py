@@ -685,6 +685,25 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
 
 
+@pytest.mark.slow
+def test_up_with_a_taken_dashboard_port_starts_nothing(own_cluster: OwnCluster) -> None:
+    # Given the dashboard port asked for held by another process
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        args = own_cluster.up_args()
+        args[args.index("--dashboard-port") + 1] = str(busy)
+        # When `memory up` is asked for it
+        up = own_cluster.memory("up", "store", *args)
+    # Then it refuses, naming the port, before starting a head (it used to exit 0 with
+    # `dashboard: not running`, the reason only in a log file)
+    assert up.returncode != 0
+    assert f"port {busy} (dashboard, --dashboard-port) is taken" in up.stderr, up.stderr
+    assert "starting a local Ray cluster" not in up.stdout
+    assert own_cluster.pids() == {}
+
+
 def test_store_verbs_is_every_verb_the_store_adds() -> None:
     from shared.cli.store import STORE_VERBS, add_store_verbs
 
