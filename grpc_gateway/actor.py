@@ -30,7 +30,8 @@ from pydantic import Field
 
 from grpc_gateway.server import build_server
 from grpc_gateway.spec import ACTOR_NAME, DEFAULT_PORT, ENV_PREFIX
-from shared.client import gateway_file
+from grpc_gateway.store_service import GatewayCall
+from shared.client import gateway_file, lifecycle
 from shared.client.bearer import refused_open
 from shared.client.workers import NAMESPACE, sibling_options, start_detached
 from shared.contract.api import StoreAPI
@@ -70,7 +71,24 @@ def store_client() -> StoreAPI:
     return ShardedStoreClient.connect(follow=True)  # follows shards added or removed
 
 
-def server_for(settings: GatewaySettings, store: StoreAPI, *, serialize: bool) -> tuple[Any, int]:
+def cluster_calls() -> dict[str, GatewayCall]:
+    """What the gateway answers of the cluster itself (it runs in it, with Ray): ``memory
+    status`` and ``memory metrics`` through it never import Ray in the CLI's process."""
+    return {
+        lifecycle.STATUS_CALL: lambda args: lifecycle.cluster_report(
+            {str(k): str(v) for k, v in dict(args.get("workers") or {}).items()}
+        ),
+        lifecycle.METRICS_CALL: lambda args: {"text": lifecycle.metrics_text()},
+    }
+
+
+def server_for(
+    settings: GatewaySettings,
+    store: StoreAPI,
+    *,
+    serialize: bool,
+    gateway_calls: dict[str, GatewayCall] | None = None,
+) -> tuple[Any, int]:
     """``build_server`` as ``settings`` say: a server to ``.start()``, and its bound port."""
     return build_server(
         store,
@@ -80,6 +98,7 @@ def server_for(settings: GatewaySettings, store: StoreAPI, *, serialize: bool) -
         bank=settings.bank,
         serialize=serialize,
         max_workers=settings.max_workers,
+        gateway_calls=gateway_calls,
     )
 
 
@@ -90,7 +109,9 @@ class GatewayActor:
         self.settings = GatewaySettings.from_env(dict(env or {}))
         _refuse_open(self.settings, dict(env or {}))
         # serialize=False: the store actor serializes its own calls
-        self.server, self.port = server_for(self.settings, store_client(), serialize=False)
+        self.server, self.port = server_for(
+            self.settings, store_client(), serialize=False, gateway_calls=cluster_calls()
+        )
         self.server.start()
         self.data_dir = (env or {}).get("MEMORY_DATA_DIR")
         if self.data_dir:  # where the CLI finds it (a restart on a new port rewrites it)

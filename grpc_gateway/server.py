@@ -19,7 +19,7 @@ import functools
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
@@ -31,7 +31,7 @@ from grpc_gateway.auth import BearerAuth
 from grpc_gateway.health import HEALTH_SERVICE, add_citizenship
 from grpc_gateway.spec import DEFAULT_PORT
 from grpc_gateway.store_service import DESCRIPTOR as STORE_DESCRIPTOR
-from grpc_gateway.store_service import StoreServicer, ping
+from grpc_gateway.store_service import GatewayCall, StoreServicer, ping
 from grpc_gateway.tools import Tools
 from grpc_gateway.views import ProtocolViews
 from shared.contract import errors
@@ -422,6 +422,7 @@ def build_server(
     bank: str | None = None,
     serialize: bool = True,
     max_workers: int = 8,
+    gateway_calls: Mapping[str, GatewayCall] | None = None,
 ) -> tuple[Any, int]:
     """A started-ready ``grpc.Server`` serving memory.v1 (MemoryService, MemoryTools),
     memory.store.v1 (StoreService), grpc.health.v1 and reflection, and the port it bound
@@ -440,7 +441,8 @@ def build_server(
     pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(edge), server)  # type: ignore[no-untyped-call]
     pb_grpc.add_MemoryToolsServicer_to_server(ToolsServicer(edge), server)  # type: ignore[no-untyped-call]
     # memory.store.v1 (every store operation, for the CLI), under the same lock
-    server.add_generic_rpc_handlers((StoreServicer(store, edge.locked).handler(),))
+    servicer = StoreServicer(store, edge.locked, gateway_calls)
+    server.add_generic_rpc_handlers((servicer.handler(),))
     add_citizenship(server, lambda: _probe(edge), SERVICES)
     try:
         bound = server.add_insecure_port(f"{host}:{port}")

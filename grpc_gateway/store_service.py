@@ -3,16 +3,22 @@
 One RPC, ``Call``: the request names an op (``shared.contract.ops``) and carries its arguments as
 JSON; they are checked against the op's fields and types (``shared.client.wire.decode_op``, the one
 validation at this boundary), the store runs the op, and its answer goes back as JSON of the
-op's declared response type. A failure ends the call with the store's own category
-(``invalid_argument`` included: these callers speak the store's API, not memory.v1's seven
-categories), its status code (``errors.GRPC_CODES``) and the ``memory-store-error-bin`` /
-``memory-error-category`` trailers. No path answers ``UNKNOWN``.
+op's declared response type. A few gateway-level calls (``gateway.status``,
+``gateway.metrics``: ``shared.client.lifecycle``) are answered by the gateway itself, which has
+Ray, before anything reaches the store: the CLI reads the cluster's state without importing
+Ray, and the store serves no operation of the cluster's.
+
+A failure ends the call with the store's own category (``invalid_argument`` included: these
+callers speak the store's API, not memory.v1's seven categories), its status code
+(``errors.GRPC_CODES``) and the ``memory-store-error-bin`` / ``memory-error-category``
+trailers. No path answers ``UNKNOWN``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -52,17 +58,40 @@ def ping(store: StoreAPI) -> str:
     return store.ping()
 
 
+GatewayCall = Callable[[dict[str, Any]], Any]  # JSON arguments in, a JSON-able answer out
+
+
+def _object(request: spb.StoreCall) -> dict[str, Any]:
+    try:
+        args = json.loads(request.args_json or "{}")
+    except ValueError as e:
+        raise errors.InvalidArgumentError(f"{request.op}: arguments are not JSON: {e}") from e
+    if not isinstance(args, dict):
+        raise errors.InvalidArgumentError(f"{request.op}: arguments must be a JSON object")
+    return args
+
+
 class StoreServicer:
     """The ``Call`` handler over one ``StoreAPI``; ``locked`` serializes calls to a store that
-    is not thread-safe (an embedded store), or is a no-op."""
+    is not thread-safe (an embedded store), or is a no-op. ``gateway_calls``: calls the gateway
+    answers itself, by name (none for a gateway without a cluster: ``memory grpc --data-dir``)."""
 
-    def __init__(self, store: StoreAPI, locked: Callable[[], AbstractContextManager[None]]) -> None:
+    def __init__(
+        self,
+        store: StoreAPI,
+        locked: Callable[[], AbstractContextManager[None]],
+        gateway_calls: Mapping[str, GatewayCall] | None = None,
+    ) -> None:
         self.store = store
         self._locked = locked
+        self._gateway_calls = dict(gateway_calls or {})
 
     def Call(self, request: spb.StoreCall, context: Any) -> spb.StoreResult:
         """One op: its arguments checked, the store run, the answer encoded."""
         try:
+            own = self._gateway_calls.get(request.op)
+            if own is not None:  # the gateway's own, never the store's (no store lock)
+                return spb.StoreResult(result_json=json.dumps(own(_object(request))))
             op = store_wire.decode_op(request.op, request.args_json)
             if isinstance(op, ops.Configure) and (why := refused_remotely(op.config)):
                 # a remote caller never points the store at its files (as memory.v1 Configure)

@@ -234,7 +234,10 @@ class StoreActor:
             return result
         result = method(*args, **kwargs)
         if name not in WRITES_EXCEPT:
-            self.metrics.writes.inc(tags={"method": name})
+            # An idle worker's poll (a claim that got no job) is not a write; it still
+            # refreshes the gauges below (a claim may have requeued expired leases)
+            if not (name == "outbox_claim" and not result):
+                self.metrics.writes.inc(tags={"method": name})
             bank = getattr(result, "bank", None)
             if name in MEMORY_WRITES and isinstance(bank, str):
                 self.metrics.refresh_bank(self.store, bank)

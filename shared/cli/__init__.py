@@ -437,7 +437,7 @@ def _up(ctx: Ctx) -> int:
         gateway_file.point(described["data_dir"])
     info["gateway"] = gateway.address if gateway else None
     say(ctx, f"gateway:   {_gateway_line(gateway)}")
-    say(ctx, f"dashboard: {info['dashboard_url'] or 'not running'}")
+    say(ctx, f"dashboard: {info['dashboard_url'] or _no_dashboard(launch, info)}")
     if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
         # Ray's token auth stays on (docs/PROTOCOLS.md#token-auth): the dashboard asks for
         # this token once
@@ -482,6 +482,16 @@ def _dashboard_answers(info: dict[str, Any]) -> None:
         raise SourceUnavailableError(f"the dashboard at {url} does not answer; see {log}")
 
 
+def _no_dashboard(launch: lifecycle.Launch, info: dict[str, Any]) -> str:
+    """``not running``, and, for a head this `up` started, Ray's reason (its port taken by a
+    cluster that won the race for it, no dashboard package...)."""
+    if info.get("cluster") != "started":
+        return "not running"
+    why = lifecycle.dashboard_failure(launch.log, lifecycle.session_dir())
+    info["dashboard_error"] = why
+    return f"not running ({why})"
+
+
 def _undo(ctx: Ctx, launch: lifecycle.Launch, started: list[WorkerSpec]) -> None:
     if launch.session_id is not None:
         import ray
@@ -508,8 +518,8 @@ def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
         stuck = lifecycle.half_dead()
         if stuck:  # a second head's store would be refused the data dir the first still holds
             raise SourceUnavailableError(stuck, retryable=False) from None
+        opts, moved = cluster.with_free_ports(opts)  # a taken port asked for: refused here
         say(ctx, "starting a local Ray cluster (ray start --head) ...")
-        opts, moved = cluster.with_free_ports(opts)
         for note in moved:
             say(ctx, note)
         launch = ctx.launch or lifecycle.Launch(lifecycle.address_file().parent)

@@ -29,7 +29,7 @@ from shared.client.lifecycle import (
     error_line,
 )
 from shared.client.workers import NAMESPACE, WorkerSpec, discover
-from shared.contract.errors import SourceUnavailableError
+from shared.contract.errors import InvalidArgumentError, SourceUnavailableError
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,31 @@ class HeadOptions:
 # Ray's fixed defaults for a head; the other ports are random already. A shared machine may
 # hold one of them (another `ray start`, a `ray.init()` dashboard), so `up` moves aside.
 DEFAULT_PORTS = {"port": 6379, "dashboard_port": 8265, "client_port": 10001}
-PORT_LABELS = {"port": "GCS", "dashboard_port": "dashboard", "client_port": "Ray client"}
+PORT_LABELS = {
+    "port": "GCS",
+    "dashboard_port": "dashboard",
+    "client_port": "Ray client",
+    "agent_port": "dashboard agent",
+}
+PORT_FLAGS = {
+    "port": "--port",
+    "dashboard_port": "--dashboard-port",
+    "client_port": "--client-port",
+    "agent_port": "--agent-port",
+}
+
+
+class PortTakenError(InvalidArgumentError):
+    """A port the user asked for (``memory up --dashboard-port P``...) is taken: ``up`` refuses
+    before starting anything, rather than start a head whose dashboard cannot bind."""
+
+    def __init__(self, name: str, port: int) -> None:
+        self.port = port
+        self.option = name
+        super().__init__(
+            f"port {port} ({PORT_LABELS[name]}, {PORT_FLAGS[name]}) is taken by another "
+            f"process: free it, pick another port, or drop {PORT_FLAGS[name]} to let `up` pick one"
+        )
 
 
 def port_free(port: int) -> bool:
@@ -72,10 +96,15 @@ def with_free_ports(
     opts: HeadOptions, defaults: dict[str, int] | None = None
 ) -> tuple[HeadOptions, list[str]]:
     """Fill ports left at Ray's defaults that are busy; returns what moved, to tell the user.
+    A port the user chose that is taken raises ``PortTakenError`` (nothing started yet).
 
     Ports stay below Ray's worker range (10002-19999) or above it: the dashboard tries
     8266-8299 first so it stays recognisable; GCS and client get kernel-picked ports.
     """
+    for name in PORT_LABELS:
+        chosen = getattr(opts, name)
+        if chosen is not None and not port_free(chosen):
+            raise PortTakenError(name, chosen)
     changes: dict[str, int] = {}
     notes = []
     for name, default in (DEFAULT_PORTS if defaults is None else defaults).items():

@@ -39,7 +39,7 @@ def down(ctx: Ctx) -> int:
     from shared.client.ray import join_cluster
 
     try:
-        join_cluster()
+        url = join_cluster()["dashboard_url"]
     except SourceUnavailableError:
         return _down_unreachable(ctx)
     gateway = _recorded_gateway(ctx)  # asked before the store stops
@@ -52,7 +52,7 @@ def down(ctx: Ctx) -> int:
         _forget_gateway(gateway)
         say(ctx, f"ray cluster left running{why}")
         return 0
-    workers = lifecycle.ray_worker_pids()  # Ray's own list, while it still answers
+    workers = lifecycle.ray_worker_pids(url)  # Ray's own list, while it still answers
     ray.shutdown()
     count = lifecycle.stop_marked(marker, workers)
     lifecycle.forget_address(marker.address)

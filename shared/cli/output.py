@@ -108,8 +108,19 @@ def status(s: dict[str, Any]) -> str:
     ]
     lines += [f"gateway:   {s.get('gateway') or 'not running'}"]
     lines += [f"{name:<13} {'up' if up else 'down'}" for name, up in s["workers"].items()]
+    shards = s.get("shards") or []
+    if len(shards) > 1 or any(not shard["up"] for shard in shards):
+        lines += [shard_line(shard) for shard in shards]
     lines += [bank_line(b) for b in s["banks"]]
     return "\n".join(lines)
+
+
+def shard_line(shard: dict[str, Any]) -> str:
+    """``  memory-store-1  up    banks: notes, work`` (a shard that does not answer: why)."""
+    if not shard["up"]:
+        return f"  {shard['actor']:<16} down  {shard.get('error', '')}".rstrip()
+    held = ", ".join(shard["banks"]) or "none"
+    return f"  {shard['actor']:<16} up    banks: {held}"
 
 
 def when(m: Any) -> int:

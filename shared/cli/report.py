@@ -1,13 +1,20 @@
-"""``memory status`` and ``memory metrics``: what runs, what it holds, how it performs."""
+"""``memory status`` and ``memory metrics``: what runs, what it holds, how it performs.
+
+Through a running gateway both ask it (``gateway.status``, ``gateway.metrics`` on
+memory.store.v1's ``Call``: the gateway runs in the cluster, with Ray), so this process never
+imports Ray (~1 s, and ~2 s to join the cluster); with no gateway recorded, or one that cannot
+answer them (``memory grpc --data-dir`` has no cluster), they join the cluster over Ray.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from shared import format as fmt
 from shared.cli import output as show
 from shared.client import gateway_file
-from shared.contract.errors import InvalidArgumentError
+from shared.contract.errors import InvalidArgumentError, SourceUnavailableError
 
 if TYPE_CHECKING:
     from shared.cli import Ctx
@@ -20,15 +27,14 @@ def status(ctx: Ctx) -> Any:
     ctx.args.render = show.status
     if ctx.embedded:
         return {"mode": "embedded", "data_dir": ctx.args.data_dir, "banks": bank_list(ctx)}
-    from shared.client.ray import join_cluster
-
-    url = join_cluster()["dashboard_url"]
     # what status prints, it checked: each worker answers ping, the dashboard answers HTTP
-    from shared.client.workers import NAMESPACE
-
-    workers = {s.name: lifecycle.worker_answers(s.actor_name, NAMESPACE) for s in app.discover()}
-    banks = bank_list(ctx) if workers.get("store") else []
+    actors = {s.name: s.actor_name for s in app.discover()}
     found = gateway_file.discover()
+    cluster = gateway_call(ctx, found, lifecycle.STATUS_CALL, {"workers": actors})
+    if cluster is None:  # over Ray, from this process
+        cluster = lifecycle.cluster_report(actors)
+    url, workers = cluster["dashboard_url"], cluster["workers"]
+    banks = bank_list(ctx) if workers.get("store") else []
     gateway = found[1] if found is not None else None
     if gateway is None and workers.get("store"):
         # run from another folder than `up`'s: the gateway is recorded in the data dir the
@@ -40,6 +46,7 @@ def status(ctx: Ctx) -> Any:
         "dashboard_url": url,
         "dashboard_answers": lifecycle.dashboard_answers(url),
         "workers": workers,
+        "shards": cluster["shards"],
         "banks": banks,
     }
 
@@ -48,15 +55,56 @@ def metrics(ctx: Ctx) -> Any:
     from shared.cli import prometheus
 
     urls = ctx.args.url
-    if not urls:
-        if ctx.embedded:
-            raise InvalidArgumentError("metrics come from the running cluster: drop --data-dir")
-        from shared.client.ray import join_cluster
+    if urls:
+        text = prometheus.scrape(urls)
+    elif ctx.embedded:
+        raise InvalidArgumentError("metrics come from the running cluster: drop --data-dir")
+    else:
+        from shared.client import lifecycle
 
-        join_cluster()
-        urls = prometheus.endpoints()
+        got = gateway_call(ctx, gateway_file.discover(), lifecycle.METRICS_CALL, {})
+        if got is not None:
+            text = str(got["text"])
+        else:  # over Ray, from this process
+            from shared.client.ray import join_cluster
+
+            join_cluster()
+            text = prometheus.scrape(prometheus.endpoints())
     ctx.args.render = prometheus.render
-    return prometheus.summary(prometheus.parse(prometheus.scrape(urls)))
+    return prometheus.summary(prometheus.parse(text))
+
+
+def gateway_call(
+    ctx: Ctx, found: tuple[Any, gateway_file.GatewayInfo] | None, name: str, args: dict[str, Any]
+) -> Any | None:
+    """The answer of the recorded gateway's own call ``name``; ``None`` when no gateway is
+    recorded, it does not answer, or it does not serve that call (then: over Ray)."""
+    if found is None:
+        return None
+    import grpc
+
+    from shared.client import wire
+    from shared.client.grpc import MAX_ANSWER_BYTES, error_from
+    from shared.proto.memory.store.v1 import store_pb2 as spb
+
+    gateway = found[1]
+    metadata = (("authorization", f"Bearer {gateway.token}"),) if gateway.token else ()
+    options = [("grpc.max_receive_message_length", MAX_ANSWER_BYTES)]
+    with grpc.insecure_channel(gateway.address, options=options) as channel:
+        call = channel.unary_unary(
+            f"/{wire.SERVICE}/Call",
+            request_serializer=spb.StoreCall.SerializeToString,
+            response_deserializer=spb.StoreResult.FromString,
+        )
+        request = spb.StoreCall(op=name, args_json=json.dumps(args))
+        try:
+            reply = call(request, timeout=ctx.args.timeout, metadata=metadata)
+        except grpc.RpcError as e:
+            err = error_from(e, gateway.address)
+            if isinstance(err, SourceUnavailableError | InvalidArgumentError):
+                return None  # gone, or a gateway without a cluster: ask Ray
+            raise err from None
+    return json.loads(reply.result_json)
 
 
 def bank_list(ctx: Ctx) -> list[dict[str, Any]]:

@@ -75,6 +75,28 @@ def error_line(output: str) -> str | None:
     return found
 
 
+RECORD_PREFIX = re.compile(r"^\S+ \S+\s+(ERROR|CRITICAL|FATAL)\s+\S+ -- ")
+
+
+def dashboard_failure(log: Path | None, session: Path | None = None) -> str:
+    """Why the dashboard of a head ``up`` started is not running, in Ray's words: the error
+    line of ``ray start``'s output (``Failed to bind to 127.0.0.1:8265 because it's already
+    occupied...``), else of the dashboard's own log, else where to look."""
+    sources = [log] + ([session / "logs" / "dashboard.log"] if session else [])
+    for source in sources:
+        if source is None:
+            continue
+        try:
+            text = source.read_text("utf-8", errors="replace")
+        except OSError:
+            continue
+        found = error_line(text)
+        if found:
+            return RECORD_PREFIX.sub("", found)
+    where = " or ".join(str(s) for s in sources if s is not None) or "Ray's logs"
+    return f"Ray gave no reason (see {where})"
+
+
 class Launch:
     """One ``ray start --head`` by ``memory up``: ``start``, then ``mark`` once connected;
     ``abort`` stops every process it started (``up`` failed)."""
@@ -147,9 +169,15 @@ def session_pids(session_id: int) -> list[int]:
     return sorted(found)
 
 
-def ray_worker_pids() -> list[int]:
+def ray_worker_pids(dashboard_url: str) -> list[int]:
     """Workers Ray lists for this node, drivers excluded (needs the connected cluster and its
-    dashboard; empty when either does not answer)."""
+    dashboard; empty when either does not answer).
+
+    Ray's state API finds the dashboard through the GCS and, when none ever registered (its
+    port was taken), retries for ~40 s: with no dashboard answering at ``dashboard_url`` it
+    is not asked (the session id finds the cluster's processes)."""
+    if not dashboard_answers(dashboard_url, timeout=1.0):
+        return []
     try:
         import ray
         from ray.util.state import list_workers
@@ -249,6 +277,93 @@ def worker_answers(spec_actor_name: str, namespace: str, timeout: float = 5.0) -
 
 
 # -- the local cluster's files ------------------------------------------------------------
+
+
+# -- what `memory status` and `memory metrics` read of a connected cluster ---------------------
+
+# Gateway-level calls on memory.store.v1's ``Call`` (served by the gateway, which has Ray, never
+# by the store): what status and metrics need, so the CLI process never imports Ray for them.
+STATUS_CALL = "gateway.status"
+METRICS_CALL = "gateway.metrics"
+METRICS_PREFIX = "ray_memory_"
+
+
+def cluster_report(workers: dict[str, str]) -> dict[str, Any]:
+    """What ``memory status`` shows of the cluster this process is connected to: the dashboard
+    URL, whether each worker (name → actor name) answers ``ping``, and every store shard
+    (``memory-store``, ``memory-store-1``...) with its health and the banks it holds."""
+    from shared.client.ray import join_cluster
+    from shared.client.workers import NAMESPACE
+
+    join_cluster()
+    return {
+        "dashboard_url": registered_dashboard_url(),
+        "workers": {name: worker_answers(actor, NAMESPACE) for name, actor in workers.items()},
+        "shards": store_shards(),
+    }
+
+
+def registered_dashboard_url() -> str:
+    """The URL the cluster's dashboard registered in the GCS once it bound its port, or ``""``
+    (none started). Not Ray's ``get_dashboard_url``: in an actor (the gateway) that is the
+    port a worker was configured with (8265 whatever the head used)."""
+    try:
+        from ray.experimental import internal_kv
+
+        raw = internal_kv._internal_kv_get("webui:url", namespace="dashboard")
+    except Exception:  # not connected, or a Ray that keeps it elsewhere: unknown
+        return ""
+    if not raw:
+        return ""
+    url = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return url if url.startswith("http") else f"http://{url}"
+
+
+def store_shards(timeout: float = 5.0) -> list[dict[str, Any]]:
+    """Each store shard actor running, shard 0 first: ``{"shard", "actor", "up", "banks"}``
+    (``up``: it answered; ``banks``: the names it holds, or its error as ``error``)."""
+    import ray
+
+    from shared.client.ray import StoreClient
+    from shared.client.shards import STORE_ACTOR
+    from shared.client.workers import NAMESPACE
+
+    sibling = re.compile(rf"{re.escape(STORE_ACTOR)}(?:-(\d+))?\Z")
+    found: dict[str, int] = {}
+    for entry in ray.util.list_named_actors(all_namespaces=True):
+        name, space = entry.get("name"), entry.get("namespace")
+        if space == NAMESPACE and isinstance(name, str) and (m := sibling.match(name)):
+            found[name] = int(m.group(1) or 0)
+    shards = []
+    for name in sorted(found, key=lambda n: found[n]):
+        row: dict[str, Any] = {"shard": found[name], "actor": name, "up": False, "banks": []}
+        try:
+            client = StoreClient(ray.get_actor(name, namespace=NAMESPACE), timeout=timeout)
+            row["banks"] = sorted(b.name for b in client.bank_list().banks)
+            row["up"] = True
+        except Exception as e:  # a shard that does not answer is shown down, with why
+            row["error"] = f"{type(e).__name__}: {e}"
+        shards.append(row)
+    return shards
+
+
+def metrics_text(timeout: float = 5.0) -> str:
+    """The ``ray_memory_*`` lines of every live node's metrics export (connected cluster)."""
+    import ray
+
+    nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+    lines = []
+    for n in nodes:
+        if not (n.get("Alive") and n.get("MetricsExportPort")):
+            continue
+        url = f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as answer:
+                text = answer.read().decode("utf-8", errors="replace")
+        except (OSError, ValueError) as e:
+            raise SourceUnavailableError(f"cannot read Ray's metrics at {url}: {e}") from e
+        lines += [line for line in text.splitlines() if METRICS_PREFIX in line]
+    return "\n".join(lines)
 
 
 def address_file() -> Path:

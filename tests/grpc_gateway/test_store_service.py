@@ -6,6 +6,7 @@ lists the services."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -242,3 +243,37 @@ def test_an_op_round_trips_through_the_wire(text: str) -> None:
         {"text": text, "tags": ["a"]},
         {"text": "b"},
     ]
+
+
+def test_the_gateways_own_calls_are_answered_before_the_store(tmp_path: Path) -> None:
+    # Given a gateway that answers `gateway.status` itself (as the Ray actor does: it has Ray)
+    from shared.client import lifecycle
+
+    seen: list[dict[str, Any]] = []
+
+    def status(args: dict[str, Any]) -> dict[str, Any]:
+        seen.append(args)
+        return {"dashboard_url": "", "workers": {"store": True}, "shards": []}
+
+    store = MemoryStore(tmp_path / "data")
+    server, port = build_server(store, port=0, gateway_calls={lifecycle.STATUS_CALL: status})
+    server.start()
+    address = f"127.0.0.1:{port}"
+    try:
+        # When the CLI asks it over memory.store.v1's one RPC
+        reply = _raw(address, lifecycle.STATUS_CALL, '{"workers": {"store": "memory-store"}}')
+        # Then the gateway answered, with the arguments as sent; the store served no op
+        assert json.loads(reply.result_json)["workers"] == {"store": True}
+        assert seen == [{"workers": {"store": "memory-store"}}]
+        # bad arguments are the caller's invalid_argument, as for a store op
+        with pytest.raises(grpc.RpcError) as caught:
+            _raw(address, lifecycle.STATUS_CALL, "[1]")
+        assert _store_error(caught.value).category == "invalid_argument"
+        # and a call the gateway does not answer is not a store op either (a gateway with no
+        # cluster: `memory grpc --data-dir`; the CLI then goes over Ray)
+        with pytest.raises(grpc.RpcError) as caught:
+            _raw(address, lifecycle.METRICS_CALL, "{}")
+        assert _store_error(caught.value).category == "invalid_argument"
+    finally:
+        server.stop(None)
+        store.close()

@@ -465,6 +465,7 @@ def test_status_finds_the_gateway_from_another_folder(
     lifecycle = importlib.import_module("shared.client.lifecycle")  # shared.cli loads it lazily
     monkeypatch.setattr(lifecycle, "worker_answers", lambda name, ns: True)
     monkeypatch.setattr(lifecycle, "dashboard_answers", lambda url: False)
+    monkeypatch.setattr(lifecycle, "store_shards", lambda timeout=5.0: [])
     # When `memory status` runs in another folder (no ./data/memory there)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
@@ -519,12 +520,55 @@ def test_up_moves_busy_default_ports_aside() -> None:
         opts, notes = with_free_ports(HeadOptions(), defaults={"dashboard_port": busy})
         assert opts.dashboard_port not in (None, busy)
         assert notes == [f"port {busy} is busy: dashboard on {opts.dashboard_port}"]
-    # a free default is left to Ray, and an explicit port is never second-guessed
+    # a free default is left to Ray, and so is a free explicit port
     assert with_free_ports(HeadOptions(), defaults={"dashboard_port": busy}) == (HeadOptions(), [])
-    assert (
-        with_free_ports(HeadOptions(dashboard_port=busy), defaults={"dashboard_port": busy})[1]
-        == []
+    assert with_free_ports(HeadOptions(dashboard_port=busy), defaults={"dashboard_port": busy}) == (
+        HeadOptions(dashboard_port=busy),
+        [],
     )
+
+
+@pytest.mark.parametrize("field", ["dashboard_port", "port", "client_port", "agent_port"])
+def test_up_refuses_a_taken_port_it_was_asked_for(field: str) -> None:
+    # Given a port held by another process, asked for explicitly (`up --dashboard-port P`)
+    from shared.cli.cluster import HeadOptions, PortTakenError, with_free_ports
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        # When `up` checks the ports before starting a head
+        with pytest.raises(PortTakenError) as refused:
+            with_free_ports(HeadOptions(**{field: busy}))
+    # Then it refuses with a typed error that names the port and the flag
+    assert refused.value.port == busy and refused.value.category == "invalid_argument"
+    assert f"port {busy}" in refused.value.message
+    assert ("--" + field.replace("_", "-")) in refused.value.message
+
+
+def test_up_reports_why_the_dashboard_it_started_did_not(tmp_path: Path) -> None:
+    # Given a head `up` started whose dashboard lost the race for its port (ray start exits
+    # 0; its output holds the reason)
+    import shared.cli as app
+    from shared.client import lifecycle
+
+    launch = lifecycle.Launch(tmp_path)
+    launch.log = tmp_path / "memory-up-1.log"
+    launch.log.write_text(
+        "2026-12-06 20:52:43,936\tINFO usage_lib.py:448 -- Usage stats collection is disabled.\n"
+        "2026-12-06 20:52:44,081\tERROR services.py:1500 -- Failed to bind to 127.0.0.1:8265 "
+        "because it's already occupied. You can use `ray start --dashboard-port ...`\n"
+        "2026-12-06 20:52:46,357\tSUCC scripts.py:1085 -- \x1b[32mRay runtime started.\x1b[39m\n"
+    )
+    info: dict[str, object] = {"cluster": "started", "dashboard_url": None}
+    # When `up` prints the dashboard line
+    line = app._no_dashboard(launch, info)
+    # Then it says why, in Ray's words (the record's prefix dropped), also under --json
+    why = "Failed to bind to 127.0.0.1:8265 because it's already occupied."
+    assert line.startswith(f"not running ({why}")
+    assert str(info["dashboard_error"]).startswith(why)
+    # and a joined cluster's missing dashboard is not this `up`'s to explain
+    assert app._no_dashboard(launch, {"cluster": "joined"}) == "not running"
 
 
 # -- (c) a real cluster: up, status, save, recall, watch, down --------------------------------
@@ -532,8 +576,8 @@ def test_up_moves_busy_default_ports_aside() -> None:
 
 LIST_WORKERS = (
     "import json, os; from shared.client.ray import join_cluster; "
-    "from shared.client import lifecycle; join_cluster(); "
-    "print(json.dumps([os.getpid(), lifecycle.ray_worker_pids()]))"
+    "from shared.client import lifecycle; url = join_cluster()['dashboard_url']; "
+    "print(json.dumps([os.getpid(), lifecycle.ray_worker_pids(url)]))"
 )
 
 
@@ -571,12 +615,21 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
         cwd=elsewhere, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert tags_there.returncode == 0 and tags_there.stderr == "False\n", tags_there.stderr
+    # status and metrics too: the gateway answers what they need of the cluster
+    for verb in ("status", "metrics"):
+        there = subprocess.run(
+            [sys.executable, "-c", said, verb], env={**anywhere, "PYTHONPATH": os.getcwd()},
+            cwd=elsewhere, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert there.returncode == 0 and there.stderr == "False\n", there.stderr
+        assert verb == "metrics" or f"dashboard: http://127.0.0.1:{dash}" in there.stdout
 
     assert memory("save", "The cluster test ran", "--tag", "slow").returncode == 0
     recall = memory("--json", "recall", "cluster test")
     assert json.loads(recall.stdout)["memories"][0]["memory"]["id"] == "cluster-test-ran"
     status = memory("status")
     assert "store         up" in status.stdout and "bank main" in status.stdout
+    assert f"dashboard: http://127.0.0.1:{dash}" in status.stdout, status.stdout
     assert f"gateway:   127.0.0.1:{grpc_port}" in status.stdout
     # the store's metrics, read where Ray exports them (some seconds after they are recorded)
     deadline = time.monotonic() + 90
@@ -603,6 +656,14 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     grown = memory("up", "store", "--store-shards", "2")
     assert grown.returncode == 0, grown.stderr
     assert "started store (memory-store-1); already running: store (memory-store)" in grown.stdout
+    # status lists both shards, their health and their banks (through the gateway)
+    shards = json.loads(memory("--json", "status").stdout)["shards"]
+    assert [(s["actor"], s["up"]) for s in shards] == [
+        ("memory-store", True),
+        ("memory-store-1", True),
+    ]
+    assert "main" in shards[0]["banks"]
+    assert "  memory-store-1   up    banks:" in memory("status").stdout
     stop = memory("stop", "store")
     assert "stopped store (memory-store, memory-store-1)" in stop.stdout, stop.stderr
     assert "store was not running" in memory("stop", "store").stdout
@@ -622,6 +683,25 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     assert not pointer.exists()
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
+
+
+@pytest.mark.slow
+def test_up_with_a_taken_dashboard_port_starts_nothing(own_cluster: OwnCluster) -> None:
+    # Given the dashboard port asked for held by another process
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        args = own_cluster.up_args()
+        args[args.index("--dashboard-port") + 1] = str(busy)
+        # When `memory up` is asked for it
+        up = own_cluster.memory("up", "store", *args)
+    # Then it refuses, naming the port, before starting a head (it used to exit 0 with
+    # `dashboard: not running`, the reason only in a log file)
+    assert up.returncode != 0
+    assert f"port {busy} (dashboard, --dashboard-port) is taken" in up.stderr, up.stderr
+    assert "starting a local Ray cluster" not in up.stdout
+    assert own_cluster.pids() == {}
 
 
 def test_store_verbs_is_every_verb_the_store_adds() -> None:
@@ -691,6 +771,108 @@ def test_a_hook_process_loads_no_worker_package_nor_pydantic(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert "LOADED []" in done.stderr, done.stderr
     assert "source_unavailable" in (tmp_path / "hooks.log").read_text()
+
+
+METRICS_TEXT = (
+    "# TYPE ray_memory_store_writes counter\n"
+    'ray_memory_store_writes{method="save",WorkerId="w1"} 2\n'
+    'ray_memory_store_writes{method="save",WorkerId="w2"} 1\n'
+)
+
+
+def test_status_and_metrics_through_a_gateway_load_no_ray(tmp_path: Path) -> None:
+    """Through a recorded gateway, `memory status` and `memory metrics` ask it (it runs in
+    the cluster, with Ray): their process never imports Ray nor joins the cluster."""
+    from grpc_gateway.server import build_server
+    from shared.client import lifecycle
+
+    asked: list[dict[str, object]] = []
+
+    def status(args: dict[str, object]) -> dict[str, object]:
+        asked.append(args)
+        workers = dict(args["workers"])  # type: ignore[call-overload]
+        shards = [
+            {"shard": 0, "actor": "memory-store", "up": True, "banks": ["main"]},
+            {"shard": 1, "actor": "memory-store-1", "up": True, "banks": ["work"]},
+        ]
+        return {"dashboard_url": "", "workers": {n: True for n in workers}, "shards": shards}
+
+    calls = {
+        lifecycle.STATUS_CALL: status,
+        lifecycle.METRICS_CALL: lambda args: {"text": METRICS_TEXT},
+    }
+    store = MemoryStore(tmp_path / "data")
+    store.save("The user prefers tabs", bank="main")
+    server, port = build_server(store, port=0, gateway_calls=calls)
+    server.start()
+    gateway_file.write(store.root, f"127.0.0.1:{port}", None)
+    script = (
+        "import sys\n"
+        "from shared.cli import main\n"
+        "code = main()\n"
+        "heavy = [m for m in ('ray', 'store_worker.core', 'grpc_gateway.server')"
+        " if m in sys.modules]\n"
+        "sys.stderr.write(f'LOADED {heavy}\\n')\n"
+        "raise SystemExit(code)\n"
+    )
+    env = {**isolated_env(tmp_path), "MEMORY_DATA_DIR": str(store.root)}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+
+    def memory(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, *argv], env=env, capture_output=True, text=True,
+            timeout=60, check=False,
+        )  # fmt: skip
+
+    try:
+        shown = memory("--json", "status")
+        text = memory("status")
+        metrics = memory("metrics")
+    finally:
+        server.stop(None)
+        store.close()
+    for done in (shown, text, metrics):
+        assert done.returncode == 0 and "LOADED []" in done.stderr, done.stderr
+    got = json.loads(shown.stdout)
+    # the gateway was asked about the workers this CLI knows, by actor name
+    assert asked[0]["workers"]["store"] == "memory-store"  # type: ignore[index]
+    assert got["gateway"] == f"127.0.0.1:{port}" and got["workers"]["store"] is True
+    assert [b["name"] for b in got["banks"]] == ["main"]
+    # every store shard, its health and its banks, in --json and in the text
+    assert [(s["actor"], s["up"], s["banks"]) for s in got["shards"]] == [
+        ("memory-store", True, ["main"]),
+        ("memory-store-1", True, ["work"]),
+    ]
+    assert "  memory-store     up    banks: main" in text.stdout.splitlines()
+    assert "  memory-store-1   up    banks: work" in text.stdout.splitlines()
+    # metrics: Ray's export read by the gateway, folded here
+    assert "writes  method=save  3" in metrics.stdout, metrics.stdout
+
+
+def test_status_over_ray_lists_every_store_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given no gateway recorded: status reads the cluster over Ray, shards included
+    lifecycle = importlib.import_module("shared.client.lifecycle")
+    shards = [
+        {"shard": 0, "actor": "memory-store", "up": True, "banks": ["main"]},
+        {"shard": 1, "actor": "memory-store-1", "up": False, "banks": [], "error": "ActorDied"},
+    ]
+    report = {"dashboard_url": None, "workers": {"store": True}, "shards": shards}
+    monkeypatch.setattr(lifecycle, "cluster_report", lambda workers: report)
+    store = MemoryStore(tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
+    monkeypatch.delenv("MEMORY_EMBEDDED", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        assert run(["status"], store=store, out=out, err=err) == 0, err.getvalue()
+    finally:
+        store.close()
+    # Then a shard that does not answer is shown down, with why
+    assert "  memory-store-1   down  ActorDied" in out.getvalue().splitlines()
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["consolidate", "--help"], ["grpc", "--help"]])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -100,6 +101,47 @@ def test_dashboard_answers_is_an_http_check(tmp_path: Path) -> None:
         server.kill()
         server.wait()
     assert lifecycle.dashboard_answers(f"http://127.0.0.1:{port}", timeout=1) is False
+
+
+def test_down_asks_ray_for_workers_only_when_a_dashboard_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a cluster whose dashboard never started (its port was taken): Ray's state API
+    # would look for it in the GCS for ~40 s before giving up
+    import types
+
+    asked: list[str] = []
+    fake = types.ModuleType("ray")
+    fake.get_runtime_context = lambda: asked.append("context")  # type: ignore[attr-defined]
+    state = types.ModuleType("ray.util.state")
+    state.list_workers = lambda **kw: asked.append("list_workers") or []  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.setitem(sys.modules, "ray.util.state", state)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    # When `down` asks for Ray's own list of the workers
+    # Then it gets none, and Ray's state API was not asked
+    assert lifecycle.ray_worker_pids("") == []
+    assert lifecycle.ray_worker_pids(nobody) == []
+    assert asked == []
+
+
+def test_a_dashboard_that_did_not_start_is_explained_from_its_logs(tmp_path: Path) -> None:
+    # ray start's output first, then the dashboard's own log, else where to look
+    up_log, session = tmp_path / "memory-up.log", tmp_path / "session"
+    (session / "logs").mkdir(parents=True)
+    up_log.write_text("2026-01-01 10:00:00,000\tINFO scripts.py:1 -- Local node IP\n")
+    (session / "logs" / "dashboard.log").write_text(
+        "2026-01-01 10:00:01,000\tERROR head.py:9 -- "
+        "ModuleNotFoundError: No module named 'aiohttp'\n"
+    )
+    got = lifecycle.dashboard_failure(up_log, session)
+    assert got == "ModuleNotFoundError: No module named 'aiohttp'"
+    (session / "logs" / "dashboard.log").unlink()
+    assert lifecycle.dashboard_failure(up_log, session) == (
+        f"Ray gave no reason (see {up_log} or {session / 'logs' / 'dashboard.log'})"
+    )
 
 
 # -- real clusters -----------------------------------------------------------------------------

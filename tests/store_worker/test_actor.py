@@ -363,3 +363,28 @@ def test_the_repr_counts_in_words(tmp_path: Path) -> None:
         assert repr(shell) == f"StoreActor({tmp_path / 'data'}: 1 live memory in 1 bank)"
     finally:
         shell.store.close()
+
+
+def test_an_idle_claim_is_not_counted_as_a_write(ray_cluster: Any, tmp_path: Path) -> None:
+    # Given the store's shell as a plain instance in this (Ray-connected) driver, its writes
+    # counter recorded
+    shell = StoreActor({"MEMORY_DATA_DIR": str(tmp_path / "data")})
+    counted: list[str] = []
+
+    class Recorder:
+        def inc(self, value: float = 1.0, tags: dict[str, str] | None = None) -> None:
+            counted.append((tags or {})["method"])
+
+    shell.metrics.writes = Recorder()  # type: ignore[assignment]
+    try:
+        # When an idle extractor polls the empty outbox a few times
+        for _ in range(3):
+            assert shell.outbox_claim() == []  # type: ignore[attr-defined]
+        # Then no write is counted
+        assert counted == []
+        # And a turn queued and a claim that gets it are
+        shell.turn_completed("session-1", messages=[{"role": "user", "content": "hi"}])  # type: ignore[attr-defined]
+        assert len(shell.outbox_claim()) == 1  # type: ignore[attr-defined]
+        assert counted == ["turn_completed", "outbox_claim"]
+    finally:
+        shell.store.close()
