@@ -70,6 +70,7 @@ bench: install
 	$(BIN)/python -m bench.consolidate
 	$(BIN)/python -m bench.shard_passes
 	$(BIN)/python -m bench.cli
+	$(BIN)/python -m bench.hooks
 
 eval: install
 	$(BIN)/python -m tests.recall_quality.run
