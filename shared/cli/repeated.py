@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 ParseKnown = Callable[..., tuple[argparse.Namespace, list[str]]]
 
@@ -65,7 +66,7 @@ def split(words: Sequence[str], dests: dict[str, str]) -> tuple[list[str], dict[
     return [w for n, w in enumerate(words) if n not in drop], values
 
 
-def _gathering(parse: ParseKnown, dests: dict[str, str]) -> ParseKnown:
+def _gathering(parse: ParseKnown, dests: dict[str, str]) -> Any:  # argparse's overloads
     def parse_known_args(
         args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
