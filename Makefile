@@ -5,8 +5,14 @@ BIN := $(VENV)/bin
 SUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # Two stamps per pyproject.toml version: what running needs (`make run`: the runtime deps and the
 # `llm` extra, no torch or test tools) and the dev stack on top (`make test`, `make lint`).
-RUN_STAMP := $(VENV)/.installed-run-$(SUM)
-DEV_STAMP := $(VENV)/.installed-dev-$(SUM)
+# The `compat` in the names: a venv installed before the editable installs became compat mode
+# (below) is installed again once.
+RUN_STAMP := $(VENV)/.installed-run-compat-$(SUM)
+DEV_STAMP := $(VENV)/.installed-dev-compat-$(SUM)
+# Editable installs in compat mode: a .pth path entry, so the project's `shared` package is found
+# by the path scan itself. The default mode's finder runs after the path scan, and a folder named
+# `shared` in the working directory (a common name) was imported instead of the package.
+EDITABLE := --config-settings editable_mode=compat
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
 .PHONY: install install-run run down status test test-fast lint bench eval clean
@@ -15,19 +21,26 @@ install: $(DEV_STAMP)
 
 install-run: $(RUN_STAMP)
 
-# -qq on the editable installs: errors still show, setuptools' editable-mode chatter does not.
+# pip's own progress shows (a first install downloads for about a minute): a line per step here,
+# and pip's "Collecting ..." lines under it.
 $(RUN_STAMP): pyproject.toml
+	@echo "make: [1/3] the virtualenv $(VENV)"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@echo "make: [2/3] pip itself"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --quiet -e '.[llm]'
+	@echo "make: [3/3] agent-memory and its runtime dependencies (a first install: about a minute)"
+	$(BIN)/python -m pip install --progress-bar on $(EDITABLE) -e '.[llm]'
 	rm -f $(VENV)/.installed-run-*
 	touch $(RUN_STAMP)
+	@echo "make: installed"
 
 # torch goes first and pinned: torch==2.13.0 resolves to the CPU build the local package index
 # holds on disk; left to sentence-transformers' range, pip pulls a newer multi-GB CUDA build.
 $(DEV_STAMP): $(RUN_STAMP)
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet --quiet -e '.[dev]'
+	@echo "make: [1/2] torch (CPU build)"
+	$(BIN)/python -m pip install --progress-bar on torch==2.13.0
+	@echo "make: [2/2] the dev and test tools"
+	$(BIN)/python -m pip install --progress-bar on $(EDITABLE) -e '.[dev]'
 	rm -f $(VENV)/.installed-dev-*
 	touch $(DEV_STAMP)
 
@@ -57,6 +70,7 @@ bench: install
 	$(BIN)/python -m bench.consolidate
 	$(BIN)/python -m bench.shard_passes
 	$(BIN)/python -m bench.cli
+	$(BIN)/python -m bench.hooks
 
 eval: install
 	$(BIN)/python -m tests.recall_quality.run

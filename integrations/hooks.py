@@ -5,8 +5,8 @@ The agent runs the hook with its JSON on stdin (``session_id``, ``transcript_pat
 
     SessionStart       the bank's rules section        -> hookSpecificOutput.additionalContext
     UserPromptSubmit   the recalled block for prompt   -> hookSpecificOutput.additionalContext
-    Stop, SessionEnd   the finished turn, read from the transcript JSONL and redacted here, is
-                       handed to ``turn_completed`` (the extraction outbox); nothing is printed
+    Stop, SessionEnd   the finished turn, read from the transcript JSONL, is handed to
+                       ``turn_completed`` (the extraction outbox); nothing is printed
 
 Both inject events go through ``pre_generate`` with ``metadata.session.memory_bank``, so the
 store binds the session to its bank and ``turn_completed`` later files the turn there; over
@@ -22,12 +22,20 @@ bank that does not exist yet falls back to the store's default bank (``memory ba
 Never block or break the agent (Claude Code treats exit 2 as "block this prompt"): on any
 failure the hook prints nothing, appends one line saying why to the hook log
 (``MEMORY_HOOK_LOG``, else ``$XDG_STATE_HOME/agent-memory/hooks.log``, else
-``~/.local/state/agent-memory/hooks.log``; stderr when that cannot be written) and exits 0.
+``~/.local/state/agent-memory/hooks.log``, created 0600 as the other state files; stderr when
+that cannot be written) and exits 0.
+
+Redaction: the store redacts a turn before its outbox touches the disk, so a turn sent to a
+gateway on this machine's loopback goes as it is and the hook never loads the redactor (about a
+quarter of a second of a Stop hook's time); to any other store (a remote gateway, Ray, an
+embedded store) the turn is redacted here first, before it leaves this process. A hook-log line
+is always redacted, the redactor imported only when a line is written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import re
@@ -201,6 +209,24 @@ def _tail_lines(path: str) -> list[str]:
     return lines[1:] if size > TRANSCRIPT_TAIL else lines  # the first may be cut
 
 
+def loopback(store: object) -> bool:
+    """Whether ``store`` is a gateway client for an address on this machine's loopback
+    (``127.0.0.0/8``, ``::1``, ``localhost``): the turn reaches the store without crossing a
+    network, and the store redacts it before its outbox touches the disk."""
+    client = sys.modules.get("shared.client.grpc")  # not loaded: no gateway client
+    if client is None or type(store) is not client.GrpcStoreClient:  # nor a subclass
+        return False
+    address = str(getattr(store, "address", ""))
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    host = host.removeprefix("[").removesuffix("]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it could resolve anywhere
+        return False
+
+
 def redacted(turn: list[Message]) -> list[Message]:
     """The turn with every recognised secret replaced before it leaves this process."""
     from shared.redact import redact
@@ -214,9 +240,10 @@ def redacted(turn: list[Message]) -> list[Message]:
 class HookRunner:
     """One hook event over ``StoreAPI``: returns what to print (or None)."""
 
-    def __init__(self, store: StoreAPI, *, bank: str | None) -> None:
+    def __init__(self, store: StoreAPI, *, bank: str | None, redact_turns: bool = True) -> None:
         self.store = store
         self.bank = bank
+        self.redact_turns = redact_turns  # False: the store on loopback redacts it (``loopback``)
         self.unserved = ""  # why a turn got no memory at all (the store's notes), or ""
 
     def run(self, hook: HookInput) -> str | None:
@@ -260,7 +287,9 @@ class HookRunner:
     def turn_done(self, hook: HookInput) -> str | None:
         if not hook.transcript_path:
             raise errors.InvalidArgumentError(f"{hook.event} input has no transcript_path")
-        turn = redacted(finished_turn(hook.transcript_path))
+        turn = finished_turn(hook.transcript_path)
+        if turn and self.redact_turns:
+            turn = redacted(turn)
         if turn:
             self.store.turn_completed(hook.session_id, messages=turn)
         return None
@@ -305,7 +334,7 @@ def run_hook(
         with contextlib.redirect_stdout(sys.stderr):  # a library's print never reaches the agent
             store = open_store(opts.data_dir, opts.timeout)
             bank = bank_for(store, hook.cwd, override=opts.bank, env=env)
-            runner = HookRunner(store, bank=bank)
+            runner = HookRunner(store, bank=bank, redact_turns=not loopback(store))
             answer = runner.run(hook)
         if runner.unserved:
             _log(env, f"{opts.event}: no memory: {runner.unserved} ({_ms(started)} ms)")
@@ -377,7 +406,9 @@ def _log(env: Mapping[str, str], line: str) -> None:
     try:
         path = log_path(env)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
+        # 0600 as the other state files: a line may quote a path or a prompt's words
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "a", encoding="utf-8") as f:
             f.write(f"{stamp} {line}\n")
     except OSError:
         sys.stderr.write(f"memory hook: {line}\n")

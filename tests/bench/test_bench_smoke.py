@@ -74,9 +74,23 @@ def test_cli_bench_runs_without_ray(tmp_path: Path) -> None:
     argv = ["--no-ray", "--runs", "1", "--size", "200", "--out", str(out)]
     assert cli.main([*argv, "--cache", str(tmp_path / "cache")]) == 0
     res = json.loads(out.read_text())
-    for row in (res["gateway"]["recall"], res["gateway"]["save"], res["embedded"]["recall"]):
+    rows = (res["gateway"]["recall"], res["gateway"]["save"], res["embedded"]["recall"])
+    for row in (*rows, res["tags"]):
         assert row["n"] == 1 and row["p50_ms"] > 0
     assert res["ray"] == {"skipped": True}
+
+
+def test_hooks_bench_runs_through_a_gateway(tmp_path: Path, capsys: object) -> None:
+    from bench import hooks
+
+    out = tmp_path / "hooks.json"
+    argv = ["--runs", "1", "--out", str(out), "--cache", str(tmp_path / "cache")]
+    assert hooks.main(argv) == 0
+    res = json.loads(out.read_text())
+    for row in (res["python"], res["UserPromptSubmit"], res["Stop"]):
+        assert row["n"] == 1 and row["p50_ms"] > 0
+    said = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "UserPromptSubmit" in said and "(≤ 300)" in said
 
 
 @pytest.mark.slow

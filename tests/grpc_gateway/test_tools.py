@@ -36,6 +36,8 @@ def _files(root: Path) -> dict[str, bytes]:
         ("The user prefers tabs", "the user prefers tabs.", True),
         ("The user prefers tabs over spaces", "The user prefers tabs over spaces in Python", True),
         ("The user likes tea", "The user likes coffee", True),  # a possible change of mind
+        ("noted at 1796582674965", "noted at 1796582684737", False),  # an id, a new fact
+        ("The user lives in Lisbon", "The user lives in Porto", False),  # a name
         ("The user prefers tabs", "Deploys run on Fridays after the standup", False),
         ("", "anything", False),
     ],
@@ -139,3 +141,12 @@ def test_search_is_an_explicit_recall(fresh_store: MemoryStore, tools: Tools) ->
     assert {h.memory.id for h in both} == {canon.id, draft.id}
     with pytest.raises(errors.InvalidArgumentError):
         tools.search("")
+
+
+def test_remember_creates_when_only_a_timestamp_differs(
+    fresh_store: MemoryStore, tools: Tools
+) -> None:
+    """ "noted at 1796582674965" was offered as a 0.95 near-match of "noted at ...684737"."""
+    fresh_store.save("noted at 1796582674965")
+    made = tools.remember("noted at 1796582684737")
+    assert made.action == "created" and not made.candidates
