@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import store as b
-from bench.stats import local_ray, percentiles
+from bench.stats import local_ray, percentiles, process_row
 
 TARGETS_MS = {"gateway": 150.0, "embedded": 400.0, "tags": 500.0}
 TAGS = 10_000
@@ -184,39 +184,21 @@ def run(runs: int, size: int, cache: Path, *, use_ray: bool) -> dict[str, Any]:
 
 
 def table(res: dict[str, Any]) -> str:
-    floor = res["python"]
     lines = [
         f"memory CLI, whole process, {res['runs']} runs (wall p50 / p95, cpu p50 ms)",
-        f"  python -c pass   {floor['p50_ms']:>8.1f} {floor['p95_ms']:>8.1f}"
-        f" {floor['cpu_p50_ms']:>7.1f}  (this machine's floor now)",
+        process_row("python -c pass", res["python"]) + "  (this machine's floor now)",
     ]
-    verbs = ("recall", "save", *CLUSTER_VERBS)
     for path in ("gateway", "ray"):
-        for verb in verbs:
+        for verb in ("recall", "save", *CLUSTER_VERBS):
             row = res[path].get(verb)
             if row:
                 target = TARGETS_MS.get(path)
                 if path == "gateway" and verb in CLUSTER_VERBS:
                     target = CLUSTER_TARGET_MS
-                mark = "" if target is None else (
-                    "  met" if row["p50_ms"] <= target else "  MISSED"
-                ) + f" (≤ {target:g})"  # fmt: skip
-                lines.append(
-                    f"  {path:<9}{verb:<8}{row['p50_ms']:>8.1f} {row['p95_ms']:>8.1f}"
-                    f" {row['cpu_p50_ms']:>7.1f}{mark}"
-                )
-    row = res["tags"]
-    mark = "met" if row["p50_ms"] <= TARGETS_MS["tags"] else "MISSED"
-    lines.append(
-        f"  gateway save {TAGS} tags: {row['p50_ms']:.1f} {row['p95_ms']:.1f}"
-        f" {row['cpu_p50_ms']:.1f}  {mark} (≤ {TARGETS_MS['tags']:g})"
-    )
-    row = res["embedded"]["recall"]
-    mark = "met" if row["p50_ms"] <= TARGETS_MS["embedded"] else "MISSED"
-    lines.append(
-        f"  embedded recall {res['size']}: {row['p50_ms']:.1f} {row['p95_ms']:.1f}"
-        f" {row['cpu_p50_ms']:.1f}  {mark} (≤ {TARGETS_MS['embedded']:g})"
-    )
+                lines.append(process_row(f"{path} {verb}", row, target))
+    lines.append(process_row(f"gateway save {TAGS} tags", res["tags"], TARGETS_MS["tags"]))
+    embedded = f"embedded recall {res['size']}"
+    lines.append(process_row(embedded, res["embedded"]["recall"], TARGETS_MS["embedded"]))
     return "\n".join(lines)
 
 

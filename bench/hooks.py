@@ -28,6 +28,7 @@ from typing import Any
 
 from bench import store as b
 from bench.cli import _env, local_gateway, wall
+from bench.stats import process_row
 
 TARGETS_MS = {"UserPromptSubmit": 250.0, "Stop": 300.0}
 SESSION = "bench-hooks-session"
@@ -86,20 +87,12 @@ def run(runs: int, cache: Path) -> dict[str, Any]:
 
 
 def table(res: dict[str, Any]) -> str:
-    floor = res["python"]
     lines = [
         f"memory hooks through a loopback gateway, whole process, {res['runs']} runs"
         " (wall p50 / p95, cpu p50 ms)",
-        f"  python -c pass     {floor['p50_ms']:>8.1f} {floor['p95_ms']:>8.1f}"
-        f" {floor['cpu_p50_ms']:>7.1f}  (this machine's floor now)",
+        process_row("python -c pass", res["python"]) + "  (this machine's floor now)",
     ]
-    for event, target in TARGETS_MS.items():
-        row = res[event]
-        mark = "met" if row["p50_ms"] <= target else "MISSED"
-        lines.append(
-            f"  {event:<17}{row['p50_ms']:>8.1f} {row['p95_ms']:>8.1f}"
-            f" {row['cpu_p50_ms']:>7.1f}  {mark} (≤ {target:g})"
-        )
+    lines += [process_row(event, res[event], target) for event, target in TARGETS_MS.items()]
     return "\n".join(lines)
 
 

@@ -28,6 +28,16 @@ def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
     }
 
 
+def process_row(label: str, row: dict[str, float], target: float | None = None) -> str:
+    """One whole-process timing as a table line: wall p50 / p95 and CPU p50 in ms, and
+    whether the p50 met ``target`` (ms), when there is one."""
+    mark = ""
+    if target is not None:
+        mark = f"  {'met' if row['p50_ms'] <= target else 'MISSED'} (≤ {target:g})"
+    figures = f"{row['p50_ms']:>8.1f} {row['p95_ms']:>8.1f} {row['cpu_p50_ms']:>7.1f}"
+    return f"  {label:<24}{figures}{mark}"
+
+
 def in_threads(n: int, work: Callable[[int], None]) -> float:
     """``work(i)`` in each of ``n`` threads at once; wall seconds from the first start to the
     last join. The first error any thread raised is raised here, after all have ended."""

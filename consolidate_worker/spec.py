@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from shared.client.workers import WorkerSpec, add_up_setting, lazy
+from shared.client.workers import WorkerSpec, add_endpoint_settings, lazy
 
 ACTOR_NAME = "memory-consolidator"
 HELP = "Run one consolidation pass (dedup and supersede) now and print its report."
@@ -33,24 +33,12 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     run = lazy("consolidate_worker.cli:run")
     p.set_defaults(func=run, handler=run)
-    add_up_setting(
+    add_endpoint_settings(
         subparsers,
-        "--judge-api-base",
-        metavar="URL",
-        env="MEMORY_CONSOLIDATE_JUDGE_API_BASE",
-        help="send the consolidator's judge calls to this OpenAI-compatible server (llama.cpp, "
-        "Ollama, vLLM), e.g. http://127.0.0.1:8080/v1; default "
-        "MEMORY_CONSOLIDATE_JUDGE_API_BASE, else the provider litellm picks for the judge model",
-    )
-    add_up_setting(
-        subparsers,
-        "--judge-api-key-env",
-        metavar="VAR",
-        env="MEMORY_CONSOLIDATE_JUDGE_API_KEY",
-        check=lazy("shared.llm.endpoint:key_from_variable"),  # the key, read by `up`
-        help="NAME of the environment variable holding the judge's API key (e.g. "
-        "OPENAI_API_KEY); `up` reads it here and hands the key to the actors; default "
-        "MEMORY_CONSOLIDATE_JUDGE_API_KEY_ENV, else litellm's own provider variable",
+        "judge",
+        "MEMORY_CONSOLIDATE_JUDGE",
+        calls="the consolidator's judge calls",
+        model="the judge model",
     )
 
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.client.workers import WorkerSpec, add_up_setting, flag_count, lazy
+from shared.client.workers import (
+    WorkerSpec,
+    add_endpoint_settings,
+    add_up_setting,
+    flag_count,
+    lazy,
+)
 
 ACTOR_NAME = "memory-extractor"
 MAX_REPLICAS = 64
@@ -22,24 +28,12 @@ def replica_count(value: object) -> int:
 
 def _add_cli(sub: Any) -> None:
     lazy("extract_worker.chat:add_cli")(sub)
-    add_up_setting(
+    add_endpoint_settings(
         sub,
-        "--extraction-api-base",
-        metavar="URL",
-        env="MEMORY_EXTRACTION_API_BASE",
-        help="send the extractor's model calls to this OpenAI-compatible server (llama.cpp, "
-        "Ollama, vLLM), e.g. http://127.0.0.1:8080/v1; default MEMORY_EXTRACTION_API_BASE, "
-        "else the provider litellm picks for MEMORY_EXTRACTION_MODEL",
-    )
-    add_up_setting(
-        sub,
-        "--extraction-api-key-env",
-        metavar="VAR",
-        env="MEMORY_EXTRACTION_API_KEY",
-        check=lazy("shared.llm.endpoint:key_from_variable"),  # the key, read by `up`
-        help="NAME of the environment variable holding the extractor's API key (e.g. "
-        "OPENAI_API_KEY); `up` reads it here and hands the key to the actors; default "
-        "MEMORY_EXTRACTION_API_KEY_ENV, else litellm's own provider variable",
+        "extraction",
+        "MEMORY_EXTRACTION",
+        calls="the extractor's model calls",
+        model="MEMORY_EXTRACTION_MODEL",
     )
     add_up_setting(
         sub,

@@ -147,21 +147,10 @@ class MemoryStore(StoreParts):
         return self.writer.delete(id, bank=bank, reason=reason)
 
     @grouped
-    def supersede(
-        self,
-        id: str,
-        superseded_by: str,
-        *,
-        bank: str | None = None,
-        reason: str | None = None,
-        reinforce: bool = False,
-        revision: int | None = None,
-    ) -> SupersedeResponse:
+    def _supersede(self, op: op_types.Supersede) -> SupersedeResponse:
         """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer); with
         ``revision``, only while ``id`` is still at that revision (else ``conflict``)."""
-        return self.writer.supersede(
-            id, superseded_by, bank=bank, reason=reason, reinforce=reinforce, revision=revision
-        )
+        return self.writer.supersede(op)
 
     def supersede_many(self, items: Sequence[object]) -> SupersedeManyResponse:
         """Several supersedes committed together, all or nothing (one fsync per bank): a
@@ -178,12 +167,7 @@ class MemoryStore(StoreParts):
         self, requests: builtins.list[SupersedeRequest]
     ) -> builtins.list[SupersedeResponse]:
         """Commit supersedes as one unit of the next group commit."""
-        return [
-            self.writer.supersede(
-                r.id, r.superseded_by, **r.model_dump(exclude={"id", "superseded_by"})
-            )
-            for r in requests
-        ]
+        return [self.writer.supersede(op_types.Supersede(**r.model_dump())) for r in requests]
 
     @grouped
     def approve(self, id: str, *, bank: str | None = None) -> MemoryResponse:
@@ -487,4 +471,5 @@ MemoryStore.SERVED_AS_OPS = {
     op_types.Recall: MemoryStore._recall,
     op_types.Update: MemoryStore._update,
     op_types.History: MemoryStore._history,
+    op_types.Supersede: MemoryStore._supersede,
 }

@@ -130,6 +130,33 @@ def add_up_setting(sub: argparse._SubParsersAction[Any], flag: str, **kw: Any) -
         up.add_argument(flag, action=UpSetting, **kw)
 
 
+def add_endpoint_settings(
+    sub: argparse._SubParsersAction[Any], flag: str, env: str, *, calls: str, model: str
+) -> None:
+    """``memory up``'s two flags pointing a worker's model ``calls`` at any OpenAI-compatible
+    server: ``--<flag>-api-base`` (``<env>_API_BASE``) and ``--<flag>-api-key-env``, the NAME
+    of the variable holding the key, which ``up`` reads and hands on as ``<env>_API_KEY``."""
+    add_up_setting(
+        sub,
+        f"--{flag}-api-base",
+        metavar="URL",
+        env=f"{env}_API_BASE",
+        help=f"send {calls} to this OpenAI-compatible server (llama.cpp, Ollama, vLLM), e.g. "
+        f"http://127.0.0.1:8080/v1; default {env}_API_BASE, else the provider litellm picks "
+        f"for {model}",
+    )
+    add_up_setting(
+        sub,
+        f"--{flag}-api-key-env",
+        metavar="VAR",
+        env=f"{env}_API_KEY",
+        check=lazy("shared.llm.endpoint:key_from_variable"),  # the key, read by `up`
+        help=f"NAME of the environment variable holding the API key of {calls} (e.g. "
+        f"OPENAI_API_KEY); `up` reads it here and hands the key to the actors; default "
+        f"{env}_API_KEY_ENV, else litellm's own provider variable",
+    )
+
+
 def flag_count(value: object, most: int, what: str) -> int:
     """A count of 1 to ``most`` from a flag or a ``MEMORY_*`` variable (an ``UpSetting``'s
     ``check``), or ``InvalidArgumentError``: "``what`` must be 1..``most``"."""

@@ -39,7 +39,7 @@ from shared.contract.models import (
     SaveResponse,
     SupersedeResponse,
 )
-from shared.contract.ops import Save, Update
+from shared.contract.ops import Save, Supersede, Update
 from shared.redact import is_placeholder, redact, redact_many, repeats, strip_placeholders
 from shared.text import fingerprint, parse_links, slugify
 from shared.text.tokens import TokenCounter
@@ -344,33 +344,25 @@ class Writer:
         self._emit_item("deleted", target, mem, reason=reason, redacted=redacted)
         return MemoryResponse(memory=mem, bank=target.name, redacted=redacted)
 
-    def supersede(
-        self,
-        id: str,
-        superseded_by: str,
-        *,
-        bank: str | None = None,
-        reason: str | None = None,
-        reinforce: bool = False,
-        revision: int | None = None,
-    ) -> SupersedeResponse:
+    def supersede(self, op: Supersede) -> SupersedeResponse:
         """Retire ``id`` in favour of the live ``superseded_by`` (tombstone + pointer). With
         ``revision``, only while ``id`` is still at that revision: a caller that planned from
         an earlier read (the consolidator's pass) never retires a memory for a text it has
         lost since (an edit between the read and the write is a ``conflict``)."""
-        if revision is not None:
-            v.count(revision, "revision", most=2**62)
+        id, superseded_by, reason = op.id, op.superseded_by, op.reason
+        if op.revision is not None:
+            v.count(op.revision, "revision", most=2**62)
         reason, redacted = _scrubbed_reason(reason)
-        target = self.banks.resolve(bank)
+        target = self.banks.resolve(op.bank)
         v.memory_id(id)
         v.memory_id(superseded_by)
         if id == superseded_by:
             raise errors.ConflictError(f"{id} cannot supersede itself")
         survivor = self._live(target, superseded_by, role="survivor")
         loser = self._live(target, id)
-        if revision is not None and loser.revision != revision:
+        if op.revision is not None and loser.revision != op.revision:
             raise errors.ConflictError(
-                f"{id} changed since it was read (revision {loser.revision}, not {revision}); "
+                f"{id} changed since it was read (revision {loser.revision}, not {op.revision}); "
                 "read it again before superseding it"
             )
         self.drafts.refuse(loser, survivor)
@@ -386,7 +378,7 @@ class Writer:
             }
         )
         merged = survivor
-        reinforced = reinforce and not survivor.pinned
+        reinforced = op.reinforce and not survivor.pinned
         if reinforced:
             merged = survivor.model_copy(
                 update={

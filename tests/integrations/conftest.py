@@ -63,3 +63,14 @@ def memory_cmd(memory_env: dict[str, str]) -> list[str]:
 @pytest.fixture
 def embedded(fresh_store: Any) -> Iterator[Any]:
     yield fresh_store()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git project folder ``Ship-It`` with the recorded transcript beside it."""
+    root = tmp_path / "Ship-It"
+    (root / ".git").mkdir(parents=True)
+    (root / "src").mkdir()
+    transcript = (GOLDEN / "transcript.jsonl").read_text("utf-8")
+    (tmp_path / "transcript.jsonl").write_text(transcript.replace("CWD", str(root)), "utf-8")
+    return root

@@ -44,16 +44,6 @@ MAIN_SAYS_RAY = (
 )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A git project folder ``Ship-It`` with the recorded transcript beside it."""
-    root = tmp_path / "Ship-It"
-    (root / ".git").mkdir(parents=True)
-    (root / "src").mkdir()
-    transcript = (GOLDEN / "transcript.jsonl").read_text("utf-8")
-    (tmp_path / "transcript.jsonl").write_text(transcript.replace("CWD", str(root)), "utf-8")
-    return root
-
 
 def hook_json(event: str, project: Path) -> str:
     raw = (GOLDEN / GOLDEN_FILES[event]).read_text("utf-8")

@@ -26,17 +26,6 @@ MAIN_SAYS_REDACT = (
 )
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    from tests.integrations.conftest import GOLDEN
-
-    root = tmp_path / "Ship-It"
-    (root / ".git").mkdir(parents=True)
-    (root / "src").mkdir()
-    transcript = (GOLDEN / "transcript.jsonl").read_text("utf-8")
-    (tmp_path / "transcript.jsonl").write_text(transcript.replace("CWD", str(root)), "utf-8")
-    return root
-
 
 def test_a_stop_hook_through_a_loopback_gateway_loads_no_redactor_and_the_turn_is_stored_redacted(
     memory_env: dict[str, str], fresh_store: Any, project: Path, tmp_path: Path
