@@ -154,7 +154,7 @@ def redacted_note(r: Any) -> str:
     return f"; redacted: {', '.join(kinds)}" if kinds else ""
 
 
-def save(r: Any) -> str:
+def saved(r: Any) -> str:
     verb = "saved" if r.created else f"reinforced (corroboration {r.memory.corroboration})"
     return f"{verb} {r.memory.id} in bank {r.bank}{redacted_note(r)}"
 

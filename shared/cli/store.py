@@ -95,7 +95,7 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
         "Save a memory (the same text again reinforces it).",
         common,
         _save,
-        show.save,
+        show.saved,
     )
     p.add_argument("text", help='the memory text ("-" reads stdin)')
     p.add_argument("--title", help="short title")
