@@ -28,6 +28,7 @@ import grpc
 
 from grpc_gateway import convert
 from grpc_gateway.auth import BearerAuth
+from grpc_gateway.decode import add_service
 from grpc_gateway.health import HEALTH_SERVICE, add_citizenship
 from grpc_gateway.spec import DEFAULT_PORT
 from grpc_gateway.store_service import DESCRIPTOR as STORE_DESCRIPTOR
@@ -437,9 +438,13 @@ def build_server(
         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
     )
     edge = _Edge(store, bank=bank, serialize=serialize)
-    # protoc's grpc module has no annotations
-    pb_grpc.add_MemoryServiceServicer_to_server(MemoryServicer(edge), server)  # type: ignore[no-untyped-call]
-    pb_grpc.add_MemoryToolsServicer_to_server(ToolsServicer(edge), server)  # type: ignore[no-untyped-call]
+    # each method parses its own request, so undecodable bytes get the MemoryError trailers
+    add_service(
+        server, MemoryServicer(edge), pb.DESCRIPTOR.services_by_name["MemoryService"], pb, abort
+    )
+    add_service(
+        server, ToolsServicer(edge), pb.DESCRIPTOR.services_by_name["MemoryTools"], pb, abort
+    )
     # memory.store.v1 (every store operation, for the CLI), under the same lock
     servicer = StoreServicer(store, edge.locked, gateway_calls)
     server.add_generic_rpc_handlers((servicer.handler(),))

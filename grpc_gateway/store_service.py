@@ -24,6 +24,7 @@ from typing import Any
 
 import grpc
 
+from grpc_gateway.decode import unary_handler
 from shared.client import wire as store_wire
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
@@ -109,9 +110,6 @@ class StoreServicer:
 
     def handler(self) -> grpc.GenericRpcHandler:
         """The service's one method, for ``server.add_generic_rpc_handlers``."""
-        call = grpc.unary_unary_rpc_method_handler(
-            self.Call,
-            request_deserializer=spb.StoreCall.FromString,
-            response_serializer=spb.StoreResult.SerializeToString,
-        )
+        # the request is parsed in the handler: undecodable bytes are invalid_argument
+        call = unary_handler(self.Call, spb.StoreCall, abort)
         return grpc.method_handlers_generic_handler(DESCRIPTOR.full_name, {"Call": call})
