@@ -409,7 +409,8 @@ def _record_node(mem: Memory, missing: set[tuple[str, str]]) -> pb.RenderNode:
 
 
 def _probe(edge: _Edge) -> str:
-    """The health probe: the store answers (under the store lock, like any call)."""
+    """The health probe: the store answers (under the store lock, like any call). ``ping``
+    reads and writes nothing: an unauthenticated probe is not use of the default bank."""
     with edge.locked():
         return ping(edge.store)
 
