@@ -11,6 +11,9 @@ with ``--data-dir`` over an embedded store without Ray.
 It serves memory.v1, memory.store.v1 (the rest of ``StoreAPI``), grpc.health.v1 and server
 reflection (``grpc_gateway.server.build_server``). When ``up`` leaves the port at its default
 and 50051 is taken on this machine, the gateway takes a free port instead (the file says which).
+A port asked for (``--grpc-port``) that another server holds is refused at start, naming the
+gateway that holds it when its record is found (``PortHeldError``): the gateway binds without
+``SO_REUSEPORT``, so two gateways never share a port (and split its connections).
 
 Settings come from ``MEMORY_GRPC_*`` variables (``GatewaySettings.from_env``): host (default
 127.0.0.1 — loopback only unless asked), port (50051), token (optional bearer token: from the
@@ -22,13 +25,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
 import threading
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from grpc_gateway.server import build_server
+from grpc_gateway.server import PortHeldError, build_server, port_free
 from grpc_gateway.spec import ACTOR_NAME, DEFAULT_PORT, ENV_PREFIX
 from grpc_gateway.store_service import GatewayCall
 from shared.client import gateway_file, lifecycle
@@ -151,6 +153,8 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
         and not port_free(DEFAULT_PORT, env.get(ENV_PREFIX + "HOST") or "127.0.0.1")
     ):
         env[ENV_PREFIX + "PORT"] = "0"
+    elif not _running(name):  # asked for explicitly: never moved, refused if taken
+        refuse_held_port(GatewaySettings.from_env(env), env.get("MEMORY_DATA_DIR"))
     # The ping inside surfaces a failed __init__ (a port in use).
     return start_detached(
         GatewayActor,
@@ -172,13 +176,23 @@ def _running(name: str) -> bool:
     return True
 
 
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-    return True
+def refuse_held_port(settings: GatewaySettings, *data_dirs: str | None) -> None:
+    """A port asked for that another server holds is refused before anything starts
+    (``PortHeldError``), naming the gateway that holds it when a record says so."""
+    if settings.port and not port_free(settings.port, settings.host):
+        raise PortHeldError(settings.host, settings.port, port_holder(settings.port, *data_dirs))
+
+
+def port_holder(port: int, *data_dirs: str | None) -> str | None:
+    """Which gateway holds ``port``, as its record (``gateway.json``) says: the data dirs given,
+    ``MEMORY_DATA_DIR`` / ``./data/memory``, and the one this user's pointer names."""
+    candidates = [d for d in data_dirs if d] + [gateway_file.default_data_dir()]
+    candidates += [found] if (found := gateway_file.pointed()) is not None else []
+    for data_dir in candidates:
+        info = gateway_file.read(data_dir)
+        if info is not None and info.address.rsplit(":", 1)[-1] == str(port):
+            return f"the gateway of data dir {data_dir} (pid {info.pid})"
+    return None
 
 
 # -- CLI -----------------------------------------------------------------------------------
@@ -198,6 +212,7 @@ def env_from_args(args: argparse.Namespace, env: dict[str, str]) -> dict[str, st
 def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
     settings = GatewaySettings.from_env(env_from_args(args, dict(os.environ)))
     _refuse_open(settings, dict(os.environ))
+    refuse_held_port(settings, getattr(args, "data_dir", None))
     store: StoreAPI
     if getattr(args, "data_dir", None):
         from shared.client import connect

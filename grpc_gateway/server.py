@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
@@ -436,7 +437,9 @@ def build_server(
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memory-grpc"),
         interceptors=interceptors,
-        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
+        # grpcio binds with SO_REUSEPORT by default: a second gateway (another data dir) could
+        # bind a port this one holds and the kernel would split connections between them
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)],
     )
     edge = _Edge(store, bank=bank, serialize=serialize)
     # each method parses its own request, so undecodable bytes get the MemoryError trailers
@@ -453,7 +456,34 @@ def build_server(
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as e:
+        if port and not port_free(port, host):
+            raise PortHeldError(host, port) from e
         raise errors.SourceUnavailableError(f"cannot listen on {host}:{port}: {e}") from e
     if bound == 0:
+        if port and not port_free(port, host):
+            raise PortHeldError(host, port)
         raise errors.SourceUnavailableError(f"cannot listen on {host}:{port}")
     return server, int(bound)
+
+
+class PortHeldError(errors.SourceUnavailableError):
+    """The port a gateway was asked to listen on is held by another server: refused at start
+    (never shared: one port serves one store). ``holder`` names it when known."""
+
+    def __init__(self, host: str, port: int, holder: str | None = None) -> None:
+        self.host, self.port, self.holder = host, port, holder
+        super().__init__(
+            f"cannot listen on {host}:{port}: the port is taken by {holder or 'another process'};"
+            " stop it or pick another port (--grpc-port)",
+            retryable=False,
+        )
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether ``host:port`` can be bound now (a plain bind: no SO_REUSEPORT)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        try:
+            sock.bind((host.strip("[]"), port))
+        except OSError:
+            return False
+    return True

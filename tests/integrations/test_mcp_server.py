@@ -685,6 +685,43 @@ def test_http_round_trip_with_bearer_token(
         proc.wait(timeout=30)
 
 
+def test_http_on_a_port_another_server_holds_is_refused_and_the_first_keeps_serving(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """uvicorn binds without SO_REUSEPORT: a second server never shares the first one's port
+    (grpcio's default did, for the gateway, and the kernel split connections between them)."""
+    port = _free_port()
+
+    def serve(data: str, token: str) -> subprocess.Popen[str]:
+        argv = ["mcp", "--transport", "http", "--port", str(port), "--data-dir", data]
+        return subprocess.Popen(
+            [*memory_cmd, *argv],
+            env={**memory_env, "MEMORY_MCP_TOKEN": token},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    first = serve(str(tmp_path / "a"), "token-of-a")
+    try:
+        _wait_listening(port, first)
+        # When a second server, on another data dir, asks for the same port
+        second = serve(str(tmp_path / "b"), "token-of-b")
+        _, err = second.communicate(timeout=60)
+        # Then it exits, saying the address is in use
+        assert second.returncode != 0 and "address already in use" in err.lower(), err
+        # And every new connection still reaches the first (the second would answer 401)
+        url = f"http://127.0.0.1:{port}/mcp"
+        headers = {"accept": "application/json", "Authorization": "Bearer token-of-a"}
+        for _ in range(20):
+            with httpx2.Client(timeout=30) as http:  # a new connection each time
+                assert http.post(url, json={}, headers=headers).status_code != 401
+    finally:
+        first.terminate()
+        first.wait(timeout=30)
+
+
 # -- two servers on one running store --------------------------------------------------------------
 
 

@@ -1,0 +1,131 @@
+"""One port, one store: a second gateway on a port another one holds is refused at start.
+
+grpcio binds with SO_REUSEPORT by default: a second ``memory grpc --data-dir B`` bound the port
+the gateway of data dir A held, and the kernel split new connections between the two stores.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from grpc_gateway import actor
+from grpc_gateway.server import PortHeldError, build_server
+from shared.cli import build_parser
+from shared.client import connect, gateway_file
+from shared.proto.memory.v1 import memory_pb2 as pb
+from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
+
+
+def _grpc_args(data_dir: Path, port: int) -> Any:
+    return build_parser().parse_args(
+        ["grpc", "--grpc-port", str(port), "--data-dir", str(data_dir)]
+    )
+
+
+@pytest.fixture
+def gateway_a(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, int]]:
+    """``memory grpc --data-dir A`` serving on a port the kernel picked."""
+    monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
+    monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./data/memory record of this machine's own `up`
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # nor its pointer
+    data_a = tmp_path / "a"
+    stop = threading.Event()
+    serving = threading.Thread(target=actor.serve_from_args, args=(_grpc_args(data_a, 0), stop))
+    serving.start()
+    try:
+        deadline = time.monotonic() + 30
+        while (found := gateway_file.read(data_a)) is None and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling the record the server writes once it listens
+        assert found is not None
+        yield data_a, int(found.address.rsplit(":", 1)[1])
+    finally:
+        stop.set()
+        serving.join(30)
+
+
+def _all_reach(port: int, memory_id: str, connections: int = 20) -> list[str]:
+    """The text each of ``connections`` new channels reads for ``memory_id``."""
+    seen = []
+    for _ in range(connections):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.MemoryServiceStub(channel)
+            got = stub.GetRecord(pb.GetRecordRequest(id=memory_id), timeout=10)
+            seen.append(got.record.content[0].text)
+    return seen
+
+
+def _record(port: int, text: str) -> str:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = pb_grpc.MemoryServiceStub(channel)
+        block = pb.ContentBlock(text=text)
+        return str(
+            stub.Record(pb.RecordRequest(type=1, scope=3, content=[block]), timeout=10).result.id
+        )
+
+
+def test_a_second_gateway_on_a_held_port_is_refused_and_the_first_keeps_every_connection(
+    gateway_a: tuple[Path, int], tmp_path: Path
+) -> None:
+    _, port = gateway_a
+    mid = _record(port, "Store A keeps the deploy notes")
+    # When `memory grpc --data-dir B` asks for the port A's gateway holds
+    data_b = tmp_path / "b"
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(PortHeldError, match=f"127.0.0.1:{port}") as refused:
+        actor.serve_from_args(_grpc_args(data_b, port), stop)
+    # Then it is refused, typed (memory.v1's source_unavailable, not worth retrying)
+    assert refused.value.category == "source_unavailable" and not refused.value.retryable
+    assert "taken by another process" in refused.value.message
+    assert gateway_file.read(data_b) is None  # never served, nothing recorded for B
+    # And every new connection still reaches store A
+    assert _all_reach(port, mid) == ["Store A keeps the deploy notes"] * 20
+
+
+def test_the_refusal_names_the_gateway_holding_the_port_when_its_record_is_found(
+    gateway_a: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_a, port = gateway_a
+    monkeypatch.setenv("MEMORY_DATA_DIR", str(data_a))  # where this shell's CLI looks
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(PortHeldError) as refused:
+        actor.serve_from_args(_grpc_args(tmp_path / "b", port), stop)
+    holder = gateway_file.read(data_a)
+    assert holder is not None
+    assert f"the gateway of data dir {data_a} (pid {holder.pid})" in refused.value.message
+
+
+def test_the_server_itself_binds_without_so_reuseport(gateway_a: tuple[Path, int]) -> None:
+    # Past the check at start (a race): grpcio's bind itself fails, typed
+    data_a, port = gateway_a
+    mid = _record(port, "Only store A answers here")
+    other = connect(f"file:{data_a.parent / 'b'}")
+    try:
+        with pytest.raises(PortHeldError, match=f":{port}"):
+            build_server(other, port=port)
+    finally:
+        other.close()
+    assert _all_reach(port, mid) == ["Only store A answers here"] * 20
+
+
+def test_up_refuses_an_explicit_grpc_port_that_is_taken_before_starting_the_gateway(
+    gateway_a: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, port = gateway_a
+    monkeypatch.setattr(actor, "_running", lambda name: False)
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the gateway actor was started")
+
+    monkeypatch.setattr(actor, "start_detached", never)
+    with pytest.raises(PortHeldError, match=f":{port}"):
+        actor.start({"MEMORY_GRPC_PORT": str(port)})
