@@ -203,6 +203,21 @@ def confidence(value: object) -> str:
 # ("\\\\host\\share"); read by Windows' rules whatever the store runs on, so an agent on
 # Windows that talks to a gateway on Linux files its project memories under its own folder
 _WINDOWS_ABSOLUTE = re.compile(r"\A(?:[A-Za-z]:[\\/]|\\\\[^\\/]+[\\/])")
+# a URL with a password as a path segment once normalisation has collapsed its ``//``:
+# ``postgres:/user:pw@host``, ``redis:\\:pw@host`` (a scheme, one separator, user:password@)
+_SQUASHED_CREDENTIAL_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\\/]+[^\\/@\s]*:[^\\/@\s]*@")
+
+
+def _no_credential_path(path: str) -> str:
+    """A project path is checked as given and as normalised: ``normpath`` collapses the ``//``
+    of ``postgres://user:pw@host``, which hides it from the catalogue, so a normalised path
+    that still has the shape of a credential URL is refused too."""
+    no_credential(path, "project")
+    if _SQUASHED_CREDENTIAL_URL.search(path):
+        raise InvalidArgumentError(
+            "project looks like a credential (a URL with a password); choose another"
+        )
+    return path
 
 
 def project_path(value: object) -> str:
@@ -219,15 +234,15 @@ def project_path(value: object) -> str:
         raise InvalidArgumentError(
             f"project must be a path of at most {MAX_PATH_CHARS} characters, one line"
         )
-    path = value.strip()
+    path = no_credential(value.strip(), "project") or ""  # before ``//`` is collapsed
     if _WINDOWS_ABSOLUTE.match(path):  # an agent on Windows, a store elsewhere: its own rules
-        return ntpath.normpath(path)
+        return _no_credential_path(ntpath.normpath(path))
     if not posixpath.isabs(path):
         raise InvalidArgumentError(
             f"project must be an absolute path (a working directory), not {quoted(path)}: "
             "the store would resolve it against its own folder, not the caller's"
         )
-    return posixpath.normpath(path)
+    return _no_credential_path(posixpath.normpath(path))
 
 
 def turn_id(value: object) -> str | None:
