@@ -1,9 +1,9 @@
 """Operations: ``doctor``, ``describe``, ``capabilities``, ``configure``.
 
 ``doctor`` is honest health, degradation explicit and never silent: a real save → recall →
-trash roundtrip in a scratch bank, the index checked against the files, corrupt-line counts,
-and advisory checks (tokenizer, embeddings, siblings). ``ok`` is true only when every
-required check passes.
+trash roundtrip in a scratch bank, the index checked against the files, every rule file
+readable, corrupt-line counts, and advisory checks (tokenizer, embeddings, siblings). ``ok``
+is true only when every required check passes.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def doctor(store: MemoryStore, siblings: SiblingProbe | None = None) -> DoctorRe
         _check("index_consistent", lambda: _index_consistent(store)),
         _check("log_integrity", lambda: _log_integrity(store), required=False),
         _check("files_readable", lambda: _files_readable(store), required=False),
+        _check("rules_readable", lambda: _rules_readable(store)),
         _check("tokenizer", lambda: _tokenizer(store), required=False),
         _check("embeddings", lambda: _embeddings(store), required=False),
         _check("siblings", lambda: _siblings(siblings), required=False),
@@ -173,6 +174,21 @@ def _files_readable(store: MemoryStore) -> str:
         more = f"; and {len(found) - 20} more" if len(found) > 20 else ""
         raise errors.UnknownError(f"{len(found)} problem(s): {shown}{more}")
     return "every bank, rule, draft, state and outbox file reads cleanly"
+
+
+def _rules_readable(store: MemoryStore) -> str:
+    """Required: a rule whose file cannot be read is missing from every prompt (or shows a
+    text older than its file's), whatever else works; doctor fails until it is fixed."""
+    found = [
+        f"{b.files.dir}/{why}" + ("; its last good text is injected" if r in b.stale_rules else "")
+        for name, b in sorted(store.banks.items())
+        for r, why in sorted(b.unread_rules.items())
+    ]
+    if found:
+        raise errors.UnknownError(
+            f"{len(found)} rule file(s) cannot be read: " + "; ".join(found[:20])
+        )
+    return "every rule file reads cleanly"
 
 
 def _tokenizer(store: MemoryStore) -> str:

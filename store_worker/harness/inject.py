@@ -46,7 +46,7 @@ from shared.contract.models import (
 from shared.contract.ops import Recall
 from shared.redact import redact
 from store_worker.harness.messages import is_memory_block, message_text, session_key
-from store_worker.harness.rules import LEARNED
+from store_worker.harness.rules import LEARNED, shown_rules
 from store_worker.recall.scoring import visible
 from store_worker.storage import validate as v
 
@@ -344,9 +344,10 @@ class Injector:
             "a newer statement wins over an older one."
         )
         bank = self.banks.get(name)
-        if bank is None or not self.settings.inject_rules or not bank.rules:
+        shown = shown_rules(bank) if bank is not None and self.settings.inject_rules else {}
+        if not shown:
             return RulesSection(text=header, rules=0, truncated=False)
-        ordered = sorted(bank.rules.items(), key=lambda kv: (kv[0] == LEARNED, kv[0]))
+        ordered = sorted(shown.items(), key=lambda kv: (kv[0] == LEARNED, kv[0]))
         parts, count, truncated = _fit_rules(ordered, self.settings.max_rule_chars)
         return RulesSection(text="\n\n".join([header, *parts]), rules=count, truncated=truncated)
 

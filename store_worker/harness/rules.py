@@ -82,6 +82,7 @@ class Rules:
                 _follow_file(target, name)
                 raise
             target.rules.pop(name, None)
+            _settled(target, name)
             if removed:
                 self.events.emit(
                     "bank-changed", "rules-changed", target.name, now=self.clock.now_ms()
@@ -113,6 +114,7 @@ class Rules:
             _follow_file(bank, name)
             raise
         bank.rules[name] = text
+        _settled(bank, name)
         self.events.emit(
             "bank-changed", "rules-changed", bank.name, now=self.clock.now_ms(), redacted=redacted
         )
@@ -138,11 +140,30 @@ def _refuse_unread(bank: Bank, name: str) -> None:
             f"{e.start}); it is not replaced unseen: fix the file or remove the rule first"
         ) from e
     bank.rules[name] = content
+    _settled(bank, name)
     raise errors.SourceUnavailableError(
         f"rule {name!r} of bank {bank.name!r} could not be read when the bank loaded and "
         "now can: read it and set it again",
         retryable=True,
     )
+
+
+def shown_rules(bank: Bank) -> dict[str, str]:
+    """The rules a prompt carries: the readable ones, and each whose file could not be read
+    with its last good text (kept in RAM from before), or a line saying it is missing."""
+    shown = {
+        name: bank.stale_rules.get(name, f"(rule file could not be read: {why})")
+        for name, why in bank.unread_rules.items()
+    }
+    shown.update(bank.rules)
+    return shown
+
+
+def _settled(bank: Bank, name: str) -> None:
+    """The rule's file was read or replaced (or removed): no longer unread, and the text
+    kept from before it could not be read is not shown any more."""
+    bank.unread_rules.pop(name, None)
+    bank.stale_rules.pop(name, None)
 
 
 def _follow_file(bank: Bank, name: str) -> None:

@@ -86,6 +86,11 @@ class Bank:
         self.by_fp: dict[str, str] = {}
         self.fp_more: dict[str, set[str]] = {}
         self.rules: dict[str, str] = {}
+        # rules whose file is there but could not be read at load: name -> why
+        # (``rules/style.md: not UTF-8 (byte 0xff at 312)``), and the text each had in RAM
+        # before (a reload): injection keeps that text, or says the rule is missing
+        self.unread_rules: dict[str, str] = {}
+        self.stale_rules: dict[str, str] = {}
         self.description = ""
         self.created_at = 0
         self.stats = ReplayStats()

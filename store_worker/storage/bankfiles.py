@@ -122,13 +122,22 @@ class BankFiles:
     def read_rules(self) -> dict[str, str]:
         """The readable rules; an unreadable one is skipped with a warning (and doctor lists
         it: ``rule_problems``)."""
-        out: dict[str, str] = {}
-        for path, content, problem in read_rule_files(self.rules_dir):
-            if problem:
-                log.warning("bank %s: %s", self.name, problem)
-            elif content is not None:
-                out[path.stem] = content
-        return out
+        return self.read_rules_checked()[0]
+
+    def read_rules_checked(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The readable rules, and each rule whose file is there but cannot be read, with
+        why (``rules/style.md: not UTF-8 (byte 0xff at 312)``): injection says it is
+        missing, never drops it unseen. A file whose name no call could reach is no rule."""
+        rules: dict[str, str] = {}
+        unread: dict[str, str] = {}
+        for path, content, why in rule_files(self.rules_dir):
+            if content is not None:
+                rules[path.stem] = content
+                continue
+            log.warning("bank %s: %s: %s; the rule is skipped", self.name, path, why)
+            if path != self.rules_dir and is_name(path.stem):
+                unread[path.stem] = f"{RULES_DIR}/{path.name}: {why}"
+        return rules, unread
 
     def write_rule(self, name: str, content: str) -> None:
         atomic_write(self.rules_dir / f"{name}.md", content.encode("utf-8"))
@@ -252,20 +261,31 @@ def meta_problem(path: Path) -> tuple[str, int, str | None]:
 def read_rule_files(folder: Path) -> list[tuple[Path, str | None, str | None]]:
     """(path, content, problem) per ``*.md`` file: a rule that is not UTF-8, cannot be read
     or whose name no call could reach has no content and a problem."""
+    return [
+        (path, content, None if why is None else f"{path}: {why}; the rule is skipped")
+        if path != folder
+        else (path, content, f"{path}: {why}")
+        for path, content, why in rule_files(folder)
+    ]
+
+
+def rule_files(folder: Path) -> list[tuple[Path, str | None, str | None]]:
+    """(path, content, why) per ``*.md`` file: why it has no content, in a few words."""
     try:
         paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
     except OSError as e:
-        return [(folder, None, f"{folder}: unreadable ({e.strerror or e})")]
+        return [(folder, None, f"unreadable ({e.strerror or e})")]
     out: list[tuple[Path, str | None, str | None]] = []
     for path in paths:
         if not is_name(path.stem):
-            out.append((path, None, f"{path}: not a valid rule name; the rule is skipped"))
+            out.append((path, None, "not a valid rule name"))
             continue
         try:
             # bytes, not read_text: universal newlines would turn a "\r" into "\n"
             out.append((path, path.read_bytes().decode("utf-8"), None))
         except UnicodeDecodeError as e:
-            out.append((path, None, f"{path}: not UTF-8 (byte {e.start}); the rule is skipped"))
+            bad = f"byte 0x{e.object[e.start]:02x} at {e.start}"
+            out.append((path, None, f"not UTF-8 ({bad})"))
         except OSError as e:
-            out.append((path, None, f"{path}: unreadable ({e.strerror or e}); skipped"))
+            out.append((path, None, f"unreadable ({e.strerror or e})"))
     return out

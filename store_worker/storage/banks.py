@@ -70,6 +70,9 @@ class Banks(Mapping[str, Bank]):
         # its log object: what it knows about a refused append that could not be cut back
         # (``AppendLog.good_size``) outlives the reload.
         self._unloaded: dict[str, AppendLog] = {}
+        # each bank's rules as RAM held them before a reload: a rule whose file cannot be
+        # read after it keeps its last good text (``Bank.stale_rules``), never dropped unseen
+        self._last_good: dict[str, dict[str, str]] = {}
         self.stage: Stage | None = None  # the group commit batch in progress (commit.py)
         # The logs holding a descriptor, least recently opened first (``_opened``).
         self._open_logs: OrderedDict[AppendLog, None] = OrderedDict()
@@ -100,6 +103,7 @@ class Banks(Mapping[str, Bank]):
                 for name, log in carry.logs().items()
                 if log.path.parent.parent == self.root
             }
+            self._last_good = carry.good_rules()
         carried = set(self._unloaded)
         for path in sorted(self.root.iterdir()):
             if path.is_dir() and not path.name.startswith("."):
@@ -140,6 +144,8 @@ class Banks(Mapping[str, Bank]):
         bank.files.log.on_open = self._opened
         try:
             bank.load()
+            previous = self._last_good.pop(name, {})
+            bank.stale_rules = {r: previous[r] for r in bank.unread_rules if r in previous}
             self._banks[name] = bank
             for hook in self.on_load:
                 hook(bank)
@@ -158,7 +164,14 @@ class Banks(Mapping[str, Bank]):
         if old is not None:
             _retire(old)
             self._unloaded[name] = old.files.log
+            self._last_good[name] = {**old.stale_rules, **old.rules}
         return self._load(name)
+
+    def good_rules(self) -> dict[str, dict[str, str]]:
+        """Every bank's last readable text of each rule (``_last_good``, then RAM)."""
+        out = dict(self._last_good)
+        out.update((n, {**b.stale_rules, **b.rules}) for n, b in self._banks.items())
+        return out
 
     def reread(self, name: str) -> None:
         """Read one bank again from its files after a refused or broken write, so RAM holds

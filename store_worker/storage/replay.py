@@ -128,7 +128,7 @@ def _check_snapshot(
 def load(bank: Bank) -> None:
     bank.files.remove_stale_temps()  # what a killed write left (a purge, a snapshot ...)
     bank.description, bank.created_at = bank.files.read_meta()
-    bank.rules = bank.files.read_rules()
+    bank.rules, bank.unread_rules = bank.files.read_rules_checked()
     bank.stats = ReplayStats()
     with gc_paused(freeze=lambda: bank.stats.lines >= FREEZE_MIN_LINES):
         _replay(bank)

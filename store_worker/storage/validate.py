@@ -203,10 +203,27 @@ def confidence(value: object) -> str:
 # ("\\\\host\\share"); read by Windows' rules whatever the store runs on, so an agent on
 # Windows that talks to a gateway on Linux files its project memories under its own folder
 _WINDOWS_ABSOLUTE = re.compile(r"\A(?:[A-Za-z]:[\\/]|\\\\[^\\/]+[\\/])")
+# a URL with a password in a path, as given (``postgres://user:pw@host``) or once
+# normalisation has collapsed its ``//`` (``postgres:/user:pw@host``, ``redis:\\:pw@host``):
+# a scheme, separators, then ``user:password@``
+_CREDENTIAL_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[\\/]+[^\\/@\s]*:[^\\/@\s]*@")
 
 
-def project_path(value: object) -> str:
+def _no_credential_url(path: str) -> str:
+    if _CREDENTIAL_URL.search(path):
+        raise InvalidArgumentError(
+            "project looks like a credential (a URL with a password); choose another"
+        )
+    return path
+
+
+def project_path(value: object, *, catalogue: bool = False) -> str:
     """A working directory, normalised so the same project always compares equal.
+
+    A URL with a password in it is refused, as given and once normalised (``normpath``
+    collapses the ``//`` that makes it one); with ``catalogue`` (a write: the path is stored
+    and shown everywhere) every credential kind is refused, before and after normalisation.
+    A read checks the URL shape only: it loads no credential catalogue.
 
     Absolute only: a relative path or ``~`` would be resolved against the store's own working
     directory and home, not the caller's, so two callers' ``.`` (an agent in ``/work/a``, one
@@ -219,15 +236,21 @@ def project_path(value: object) -> str:
         raise InvalidArgumentError(
             f"project must be a path of at most {MAX_PATH_CHARS} characters, one line"
         )
-    path = value.strip()
+    path = _no_credential_url(value.strip())  # before ``//`` is collapsed
+    if catalogue:
+        no_credential(path, "project")
     if _WINDOWS_ABSOLUTE.match(path):  # an agent on Windows, a store elsewhere: its own rules
-        return ntpath.normpath(path)
-    if not posixpath.isabs(path):
+        normal = ntpath.normpath(path)
+    elif posixpath.isabs(path):
+        normal = posixpath.normpath(path)
+    else:
         raise InvalidArgumentError(
             f"project must be an absolute path (a working directory), not {quoted(path)}: "
             "the store would resolve it against its own folder, not the caller's"
         )
-    return posixpath.normpath(path)
+    if catalogue:
+        no_credential(normal, "project")
+    return _no_credential_url(normal)
 
 
 def turn_id(value: object) -> str | None:

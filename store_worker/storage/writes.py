@@ -97,8 +97,7 @@ class Writer:
         clean = self._clean_fields(text=op.text, title=op.title, tags=op.tags, entities=op.entities)
         mem_type = v.memory_type(op.type)
         mem_scope = v.memory_scope(op.scope)
-        project_dir = v.project_path(op.project) if mem_scope == "project" else None
-        v.no_credential(project_dir, "project")
+        project_dir = v.project_path(op.project, catalogue=True) if mem_scope == "project" else None
         session = v.no_credential(v.optional_str(op.session_id, "session_id"), "session_id")
         if mem_scope == "session" and session is None:
             raise errors.InvalidScopeError("scope 'session' needs a session_id")

@@ -10,7 +10,7 @@ from shared.contract.models import DoctorResponse
 from store_worker.core import MemoryStore
 from store_worker.recall.embed import FakeEmbedder
 
-REQUIRED = {"data_dir_writable", "roundtrip", "index_consistent"}
+REQUIRED = {"data_dir_writable", "roundtrip", "index_consistent", "rules_readable"}
 ADVISORY = {
     "log_integrity",
     "files_readable",
