@@ -79,19 +79,19 @@ class Op(Generic[R]):
         return super().__new__(cls)
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in fields_of(type(self)):  # cached per class: this runs for every op built
             value = getattr(self, f.name)
             if f.type == "Labels" and _freezable(value):
                 object.__setattr__(self, f.name, tuple(itertools.islice(value, LABELS_READ)))
 
     def args(self) -> dict[str, Any]:
         """Every argument by name."""
-        return {f.name: getattr(self, f.name) for f in _fields(type(self))}
+        return {f.name: getattr(self, f.name) for f in fields_of(type(self))}
 
     def changed(self) -> dict[str, Any]:
         """The arguments that differ from their defaults (what a wire needs to carry)."""
         out: dict[str, Any] = {}
-        for f in _fields(type(self)):
+        for f in fields_of(type(self)):
             value = getattr(self, f.name)
             if f.default is dataclasses.MISSING or value != f.default:
                 out[f.name] = value
@@ -145,9 +145,6 @@ def fields_of(cls: type[Op[Any]]) -> tuple[dataclasses.Field[Any], ...]:
             dataclasses.dataclass(frozen=True)(cls)  # in place: the class keeps its identity
         found = _FIELDS[cls] = tuple(dataclasses.fields(cls))  # type: ignore[arg-type]
     return found
-
-
-_fields = fields_of
 
 
 def _declared(cls: type) -> inspect.Signature:
