@@ -346,18 +346,8 @@ class MemoryStore(StoreParts):
         return self.outbox.ack(job_id)
 
     @serialized
-    def outbox_fail(
-        self,
-        job_id: str,
-        error: str,
-        *,
-        retry_after_ms: int | None = None,
-        dead_letter: bool = False,
-        lease: str | None = None,
-    ) -> OutboxAckResponse:
-        return self.outbox.fail(
-            job_id, error, retry_after_ms=retry_after_ms, dead_letter=dead_letter, lease=lease
-        )
+    def _outbox_fail(self, op: op_types.OutboxFail) -> OutboxAckResponse:
+        return self.outbox.fail(op)
 
     @serialized
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
@@ -472,4 +462,5 @@ MemoryStore.SERVED_AS_OPS = {
     op_types.Update: MemoryStore._update,
     op_types.History: MemoryStore._history,
     op_types.Supersede: MemoryStore._supersede,
+    op_types.OutboxFail: MemoryStore._outbox_fail,
 }

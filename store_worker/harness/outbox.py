@@ -41,6 +41,7 @@ from shared.contract.models import (
     OutboxListResponse,
     TurnCompletedResponse,
 )
+from shared.contract.ops import OutboxFail
 from shared.redact import redact_json
 from store_worker.harness.turns import (
     CUT_MARGIN,
@@ -400,15 +401,7 @@ class Outbox:
         del self._jobs[job_id]
         return OutboxAckResponse(ok=True, job_id=job_id, state="acked")
 
-    def fail(
-        self,
-        job_id: str,
-        error: str,
-        *,
-        retry_after_ms: int | None = None,
-        dead_letter: bool = False,
-        lease: str | None = None,
-    ) -> OutboxAckResponse:
+    def fail(self, op: OutboxFail) -> OutboxAckResponse:
         """Record a failed attempt: back off and requeue, or dead-letter after the last try.
 
         ``lease`` is the token the caller's claim returned: when another claim has taken the
@@ -418,7 +411,8 @@ class Outbox:
         noted) and could dead-letter a job that holder is about to finish. A lease that ran
         out with nobody taking over still counts, as ``note`` lets it. Without ``lease`` (a
         caller by hand) every failure counts."""
-        job_id = _job_id(job_id)
+        error, retry_after_ms, lease = op.error, op.retry_after_ms, op.lease
+        job_id = _job_id(op.job_id)
         if not isinstance(error, str):
             raise errors.InvalidArgumentError("error must be a string")
         if retry_after_ms is not None and (
@@ -437,7 +431,7 @@ class Outbox:
         # an error can quote the transcript
         message = redact_then_cut(error[: MAX_ERROR_CHARS + CUT_MARGIN], MAX_ERROR_CHARS).text
         history = (*job.errors[-9:], message)
-        if dead_letter or attempts >= self.settings.outbox_max_attempts:
+        if op.dead_letter or attempts >= self.settings.outbox_max_attempts:
             dead = job.model_copy(update={"attempts": attempts, "errors": history, "dead_at": now})
             with self._following(job_id):
                 self._move_job(QUEUE, DEAD, dead)
