@@ -67,14 +67,19 @@ def test_a_bad_byte_keeps_the_last_good_text_after_reload(data_dir: Path, clock:
         store.close()
 
 
-def test_a_bad_byte_on_a_fresh_open_says_the_rule_is_missing(
-    data_dir: Path, clock: FakeClock
-) -> None:
+def opened_spoiled(data_dir: Path, clock: FakeClock) -> MemoryStore:
+    """A store opened on a bank whose ``style`` rule got a bad byte while it was closed."""
     store = MemoryStore(data_dir, clock=clock)
     store.rule_set("style", STYLE)
     store.close()
     spoil(data_dir)
-    store = MemoryStore(data_dir, clock=clock)
+    return MemoryStore(data_dir, clock=clock)
+
+
+def test_a_bad_byte_on_a_fresh_open_says_the_rule_is_missing(
+    data_dir: Path, clock: FakeClock
+) -> None:
+    store = opened_spoiled(data_dir, clock)
     try:
         text = section(store)
         assert STYLE not in text  # no good version on a fresh boot
@@ -96,11 +101,7 @@ def test_a_bad_byte_on_a_fresh_open_says_the_rule_is_missing(
 def test_the_pre_generate_prompt_carries_the_missing_rule_line(
     data_dir: Path, clock: FakeClock
 ) -> None:
-    store = MemoryStore(data_dir, clock=clock)
-    store.rule_set("style", STYLE)
-    store.close()
-    spoil(data_dir)
-    store = MemoryStore(data_dir, clock=clock)
+    store = opened_spoiled(data_dir, clock)
     try:
         got = store.pre_generate("s1", messages=[{"role": "user", "content": "hello"}])
         assert got.system_prompt is not None
