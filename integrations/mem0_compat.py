@@ -295,8 +295,8 @@ class Memory:
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """Each change of a memory, oldest first, as mem0's history rows (``event`` ADD,
-        UPDATE, DELETE; ``old_memory``, ``new_memory``)."""
-        mem = self._record(memory_id)
+        UPDATE, DELETE; ``old_memory``, ``new_memory``), a deleted memory's too."""
+        mem = self._record(memory_id, live=False)
         bank = self._banks.get(mem.id)
         revisions = self._store.history(mem.id, bank=bank).revisions
         rows: list[dict[str, Any]] = []
@@ -342,8 +342,9 @@ class Memory:
             tags.append(_tag("run", ids["run_id"]))
         return tags
 
-    def _record(self, memory_id: str) -> Record:
-        """The live memory ``memory_id``, from the bank it was seen in, else from each bank."""
+    def _record(self, memory_id: str, *, live: bool = True) -> Record:
+        """The memory ``memory_id`` (a live one unless ``live`` is False), from the bank it
+        was seen in, else from each bank."""
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidArgumentError("memory_id must be a non-empty string")
         known = memory_id in self._banks
@@ -355,7 +356,7 @@ class Memory:
                 mem = self._store.get(memory_id, bank=bank).memory
             except (NotFoundError, InvalidArgumentError):
                 continue
-            if mem.invalid_at is None:
+            if mem.invalid_at is None or not live:
                 self._banks[memory_id] = bank
                 return mem
         raise NotFoundError(f"no memory {memory_id!r}")
