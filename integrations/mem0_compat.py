@@ -14,8 +14,9 @@ DELETE from ``add``). How mem0's identifiers map onto the store:
   slug and 8 hex characters of its SHA-256 (``Alice@x.org`` → ``alice-x-org-…``); no user_id:
   the bank given to ``Memory(bank=...)``, else the store's default bank.
 - ``run_id`` → the **session** a memory was said in (its provenance, as the extractor records
-  every memory's session); ``agent_id`` → the memory's recorder (``recorded_by``) and, with the
-  run, a tag (``mem0-agent-…``, ``mem0-run-…``) that ``search`` and ``get_all`` filter on. The
+  every memory's session); ``agent_id`` → the recorder of a message saved as it is
+  (``recorded_by``); both are also tags (``mem0-agent-…``, ``mem0-run-…``) that ``search``
+  and ``get_all`` filter on. The
   memories stay global in their bank, not session- or project-scoped: mem0 filters on any
   subset of the ids (``search(user_id=...)`` finds the memories of every run and agent), while
   a scoped memory is hidden from a recall outside its session or project.
