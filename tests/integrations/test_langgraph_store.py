@@ -79,6 +79,21 @@ def test_a_credential_in_the_value_is_stored_and_read_back_redacted(
     assert GITHUB_TOKEN not in repr(store.search(("config",)))
 
 
+def test_a_quoted_password_in_a_value_reads_back_as_json_without_it(
+    store: AgentMemoryStore,
+) -> None:
+    # a context rule reads `password: "..."` across the JSON string's escaped quotes: the
+    # value still comes back a dict, the password gone, the rest of the value kept
+    store.put(("config",), "db", {"note": 'password: "hunter2", then', "host": "db.local"})
+
+    item = store.get(("config",), "db")
+
+    assert item is not None
+    assert item.value["host"] == "db.local"
+    assert "hunter2" not in item.value["note"]
+    assert item.value["note"].startswith("[REDACTED:")
+
+
 def test_put_on_a_key_replaces_its_value_and_keeps_its_history(
     store: AgentMemoryStore, store_target: str
 ) -> None:
