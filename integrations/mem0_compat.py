@@ -129,10 +129,17 @@ class Memory:
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         infer: bool = True,
-        **_: Any,
+        memory_type: str | None = None,
+        prompt: str | None = None,
     ) -> dict[str, Any]:
         """Remember a conversation: what the model extracts from it (``infer``), else each
-        message as it is. ``{"results": [{"id", "memory", "event", "metadata" ...}]}``."""
+        message as it is. ``{"results": [{"id", "memory", "event", "metadata" ...}]}``.
+        mem0's ``memory_type`` (procedural memory) and custom ``prompt`` are refused: the
+        store's extraction prompt is the one it runs."""
+        if memory_type is not None or prompt is not None:
+            raise InvalidArgumentError(
+                "memory_type and prompt are not supported here: the store's extractor decides"
+            )
         ids = _ids(user_id, agent_id, run_id, needed=True)
         turn = _messages(messages)
         if metadata is not None and not isinstance(metadata, dict):
@@ -249,10 +256,10 @@ class Memory:
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
         limit: int = 100,
-        **_: Any,
     ) -> dict[str, Any]:
         """The memories of these ids, newest first: ``{"results": [...]}``."""
         ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
+        _limit(limit)
         bank = self._bank(ids.get("user_id"))
         out = []
         for mem in self._matching(bank, ids, filters):
@@ -271,11 +278,13 @@ class Memory:
         limit: int = 100,
         filters: dict[str, Any] | None = None,
         threshold: float | None = None,
-        **_: Any,
     ) -> dict[str, Any]:
         """The memories of these ids that answer ``query``, best first, each with its
         ``score`` (recall's relevance, 0..1): ``{"results": [...]}``."""
         ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
+        _limit(limit)
+        if threshold is not None and not isinstance(threshold, int | float):
+            raise InvalidArgumentError("threshold must be a number")
         bank = self._bank(ids.get("user_id"))
         tag = self._tags(ids)[-1] if len(ids) > ("user_id" in ids) else None
         try:
@@ -401,6 +410,11 @@ def _ids(
     if needed and not ids:
         raise InvalidArgumentError("at least one of 'user_id', 'agent_id' or 'run_id' is needed")
     return ids
+
+
+def _limit(limit: object) -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise InvalidArgumentError("limit must be a positive integer")
 
 
 def _messages(messages: object) -> list[dict[str, str]]:

@@ -339,6 +339,10 @@ def test_bad_calls_are_refused_and_write_nothing(m: Memory) -> None:
         m.add("hello", user_id="alice", metadata={"big": "x" * 300}, infer=False)
     with pytest.raises(InvalidArgumentError, match="message"):
         m.add([{"role": "user"}], user_id="alice", infer=False)
+    with pytest.raises(InvalidArgumentError, match="not supported"):
+        m.add("hello", user_id="alice", memory_type="procedural_memory")
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        m.search("hello", user_id="alice", limit=0)
     with pytest.raises(NotFoundError):
         m.update("00000000-0000-4000-8000-000000000000", "x")
     assert m.get("00000000-0000-4000-8000-000000000000") is None
