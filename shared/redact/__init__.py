@@ -31,7 +31,7 @@ Public API
         text before anything is derived from it.
 
 What it covers
-    * The credential catalogue, ``shared/redact/credentials.toml`` (317 formats, 43 of them
+    * The credential catalogue, ``shared/redact/credentials.toml`` (316 formats, 42 of them
       widened from public secret scanners' rules, each citing its rule; fields and kinds in
       shared/redact/catalogue.py): payment card numbers (Luhn-checked), cloud (AWS, Azure,
       GCP, Alibaba, Tencent, DigitalOcean, Heroku, Cloudflare, Vercel, Netlify, Fly.io,

@@ -126,7 +126,7 @@ CITED = [f for f in FORMATS if f.cite]
 
 
 def test_the_catalogue_is_widened_from_public_scanners() -> None:
-    assert len(CITED) >= 43
+    assert len(CITED) >= 42
     assert {f.cite.split()[0] for f in CITED} == {"trufflesecurity/trufflehog", "npm"}
 
 
@@ -150,8 +150,9 @@ _FRAMES = (
 @pytest.mark.parametrize("fmt", CITED, ids=lambda f: f.id)
 def test_no_piece_of_a_cited_sample_stays_visible_in_any_frame(fmt: Format) -> None:
     secret = _secret(fmt)
+    pasted = fmt.sample if fmt.kind == "keyword" else secret  # (one needs its vendor's name)
     for frame in _FRAMES:
-        text = frame.format(secret)
+        text = frame.format(pasted)
 
         result = redact(text)
 
