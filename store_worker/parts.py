@@ -24,6 +24,7 @@ from shared.contract.clock import Clock, SystemClock
 from shared.contract.config import StoreSettings
 from shared.contract.op import Op
 from shared.text.tokens import TokenCounter
+from store_worker.harness.blocks import BlockKey
 from store_worker.harness.inject import Injector
 from store_worker.harness.outbox import Outbox
 from store_worker.harness.review import RuleReview
@@ -192,7 +193,14 @@ class StoreParts(StoreAPI):
         rules = Rules(banks, self.events, clock)
         review = RuleReview(s, banks=banks, rules=rules, events=self.events, clock=clock)
         injector = Injector(
-            s, banks=banks, sessions=sessions, state=state, clock=clock, recall=reader.recall
+            s,
+            banks=banks,
+            sessions=sessions,
+            state=state,
+            clock=clock,
+            recall=reader.recall,
+            key=BlockKey(state.dir),
+            events=self.events,
         )
         outbox = Outbox(
             root,

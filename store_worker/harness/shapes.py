@@ -116,9 +116,10 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
                 r"\b(?:execute|executes|executing|exec|eval|invoke|invokes|install|installs|"
                 r"uninstall|download|downloads|curl|wget|sudo|chmod|chown|rm\s+-\w+|"
                 r"shell|bash|zsh|powershell|cmd\.exe|terminal|subprocess|crontab|"
-                r"pip\s+install|npm\s+install|git\s+push|--no-verify|--force)\b",
+                r"pip\s+install|npm\s+install|git\s+push)\b",
                 _I,
             ),
+            re.compile(r"(?:^|\s)--(?:no-verify|force|yes|dangerously\S*)\b", _I),
             re.compile(r"\bruns?\b(?!-)", _I),
             re.compile(r"\bauto-?approv\w*|\b(?:always|just)\s+approve\b", _I),
             re.compile(
