@@ -23,16 +23,33 @@ PLANTED = (
 )
 
 
+class Watched:
+    """The store as the extractor sees it, noting every method it asks for."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store, self.asked = store, set[str]()
+
+    def __getattr__(self, name: str) -> Any:
+        self.asked.add(name)
+        return getattr(self.store, name)
+
+
 def extract(store: MemoryStore, messages: list[dict[str, Any]], rules: list[str]) -> Any:
     """One finished turn, extracted by a model that proposes ``rules``."""
     clock = FakeClock()
     reply = json.dumps({"memories": [], "rules": rules})
+    watched = Watched(store)
     ex = Extractor(
-        store, FakeLLM.of(reply), ExtractorSettings(extraction_model="fake/x"), clock=clock
+        watched,  # type: ignore[arg-type]
+        FakeLLM.of(reply),
+        ExtractorSettings(extraction_model="fake/x"),
+        clock=clock,
     )
     store.turn_completed("s-extract", str(ULID()), messages)
     stats = ex.drain()
     assert stats.done == 1
+    # the extraction path proposes; it never writes a rule itself nor approves one
+    assert not watched.asked & {"rule_set", "rule_approve", "rule_reject", "configure"}
     return stats.results[0]
 
 
