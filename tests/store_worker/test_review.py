@@ -198,3 +198,12 @@ def test_rule_review_is_a_checked_setting(fresh_store: Factory) -> None:
         store.configure({"rule_review": "sometimes"})
     store.configure({"rule_review": "all"})
     assert store.rule_propose([STYLE]).learned == ()
+
+
+def test_doctor_names_an_unreadable_proposal(fresh_store: Factory) -> None:
+    store = fresh_store()
+    store.rule_propose([DANGER])
+    bad = store.root / "main" / "review" / "rule-ffffffffffff.json"
+    bad.write_text("{not json")
+    check = next(c for c in store.doctor().checks if c.name == "files_readable")
+    assert not check.ok and str(bad) in check.detail
