@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from shared import format as fmt
 from shared.cli import output as show
 from shared.cli.repeated import gathered
+from shared.cli.review import add_review_verbs
 from shared.contract.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -460,7 +461,11 @@ def _bank_delete(ctx: Ctx) -> Any:
 
 
 def add_rule_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
-    group = sub.add_parser("rule", help="List, show, set and remove rules.", description="Rules.")
+    group = sub.add_parser(
+        "rule",
+        help="List, show, set and remove rules; review proposed ones.",
+        description="Rules.",
+    )
     inner = group.add_subparsers(title="rule commands", metavar="COMMAND", required=True)
     p = add_verb(inner, "list", "List a bank's rules.", common, _rule_list, show.rules)
     bank_opt(p)
@@ -485,6 +490,7 @@ def add_rule_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add_verb(inner, "rm", "Remove a rule.", common, _rule_rm, show.rule_set)
     p.add_argument("name", help="rule name")
     bank_opt(p)
+    add_review_verbs(inner, common, add_verb, bank_opt)
 
 
 def _rule_list(ctx: Ctx) -> Any:

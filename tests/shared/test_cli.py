@@ -77,7 +77,7 @@ def test_every_command_is_listed() -> None:
         assert (wanted,) in names
     for group, verbs in (
         ("bank", ("create", "list", "delete")),
-        ("rule", ("list", "show", "set", "rm")),
+        ("rule", ("list", "show", "set", "rm", "pending", "approve", "reject")),
     ):
         for verb in verbs:
             assert (group, verb) in names
