@@ -148,7 +148,9 @@ async def _form(request: Request) -> dict[str, str]:
     if size > MAX_FORM_BYTES:
         raise errors.InvalidArgumentError(f"the form is {size} bytes; at most {MAX_FORM_BYTES}")
     async with request.form(max_part_size=MAX_FORM_BYTES) as data:
-        return {k: v for k, v in data.items() if isinstance(v, str)}
+        # a browser sends every line break of a field as CRLF (the HTML form encoding): the
+        # store keeps LF, and a rule's ``expect`` must match what it holds
+        return {k: v.replace("\r\n", "\n") for k, v in data.items() if isinstance(v, str)}
 
 
 def login(gate: Gate) -> Callable[[Request], Awaitable[Response]]:

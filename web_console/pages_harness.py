@@ -212,8 +212,11 @@ async def rescan(page: Page) -> Response:
 async def preview(page: Page) -> Response:
     name, query = page.path("bank"), page.arg("q").strip()
     shown = page.store.preview(query, bank=name) if query else None
-    tokens = TokenCounter().count(shown.system_prompt_section) if shown else 0
-    return page.render("preview.html", bank=name, q=query, preview=shown, tokens=tokens)
+    section = TokenCounter().count(shown.system_prompt_section) if shown else 0
+    recalled = sum(m.memory.tokens for m in shown.memories) if shown else 0
+    return page.render(
+        "preview.html", bank=name, q=query, preview=shown, section=section, recalled=recalled
+    )
 
 
 ROUTES = [

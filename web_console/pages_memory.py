@@ -113,6 +113,8 @@ def events(history: HistoryResponse) -> list[tuple[Memory, str]]:
             what = "created"
         elif m.invalid_at is not None and before.invalid_at is None:
             what = f"superseded by {m.superseded_by}" if m.superseded_by else "forgotten"
+        elif m.pinned != before.pinned:
+            what = "pinned" if m.pinned else "unpinned"
         else:
             changed = [f for f in FIELDS if getattr(m, f) != getattr(before, f)]
             what = ", ".join(changed) + " changed" if changed else "rewritten"
