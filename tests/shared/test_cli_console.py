@@ -19,8 +19,6 @@ from shared.client import console_file
 from .conftest import OwnCluster, free_ports
 
 
-
-
 def test_up_starts_the_console_unless_told_not_to() -> None:
     from shared.cli import build_parser
     from shared.client.workers import discover
