@@ -61,7 +61,9 @@ def test_up_prints_the_consoles_url_and_down_stops_it(own_cluster: OwnCluster) -
     own_cluster.env = _declared_env(own_cluster.env, own_cluster.tmp / "site")
     data_dir = own_cluster.env["MEMORY_DATA_DIR"]
     port = free_ports(1)[0]
-    up = own_cluster.memory("up", "store", *own_cluster.up_args(), "--console-port", str(port))
+    args = own_cluster.up_args()
+    dash = args[args.index("--dashboard-port") + 1]
+    up = own_cluster.memory("up", "store", *args, "--console-port", str(port))
     assert up.returncode == 0, up.stderr
     assert "started console (memory-console)" in up.stdout, up.stdout
     (line,) = [x for x in up.stdout.splitlines() if x.startswith("console:")]
@@ -81,6 +83,8 @@ def test_up_prints_the_consoles_url_and_down_stops_it(own_cluster: OwnCluster) -
     with jar.open(url, timeout=60) as page:
         body = page.read().decode()
     assert page.status == 200 and 'id="banks"' in body and ">main<" in body
+    # every page links the cluster's Ray dashboard
+    assert f'href="http://127.0.0.1:{dash}"' in body
 
     down = own_cluster.memory("down")
     assert down.returncode == 0, down.stderr
