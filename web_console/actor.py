@@ -25,11 +25,13 @@ class ConsoleActor:
     def __init__(self, env: dict[str, str] | None = None) -> None:
         from shared.client.ray import join_cluster
         from shared.client.sharded import ShardedStoreClient
+        from web_console.settings import ConsoleSettings
 
         env = dict(env or {})
-        dashboard = join_cluster()["dashboard_url"] or None
+        # `memory up` passes the dashboard it printed: an actor's process cannot always ask
+        dashboard = ConsoleSettings.from_env(env).dashboard_url or join_cluster()["dashboard_url"]
         self.store = ShardedStoreClient.connect(follow=True)
-        self.server, self.gate = open_console(self.store, env, dashboard_url=dashboard)
+        self.server, self.gate = open_console(self.store, env, dashboard_url=dashboard or None)
         self.data_dir = env.get("MEMORY_DATA_DIR")
         if self.data_dir:
             console_file.write(self.data_dir, self.server.url, self.gate.token)

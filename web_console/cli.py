@@ -31,7 +31,12 @@ def open_console(
     if not env.get(ENV_PREFIX + "PORT") and not port_free(settings.host, port):
         port = 0
     gate = gate_for(settings, env)
-    app = build_app(store, gate, dashboard_url=dashboard_url, page_size=settings.page_size)
+    app = build_app(
+        store,
+        gate,
+        dashboard_url=dashboard_url or settings.dashboard_url,
+        page_size=settings.page_size,
+    )
     return Server(app, settings.host, port).start(), gate
 
 

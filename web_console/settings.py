@@ -27,3 +27,6 @@ class ConsoleSettings(EnvSettings):
         "(MEMORY_GRPC_TOKEN), else a fresh random one each start.",
     )
     page_size: int = Field(50, ge=1, le=500, description="Memories listed per page.")
+    dashboard_url: str | None = Field(
+        None, description="The Ray dashboard every page links (`memory up` passes its own)."
+    )

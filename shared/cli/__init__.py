@@ -427,6 +427,8 @@ def _up(ctx: Ctx) -> int:
             ctx,
             cluster.HeadOptions(a.num_cpus, a.port, a.dashboard_port, a.client_port, a.agent_port),
         )
+        if info["dashboard_url"]:  # the console links it (an actor cannot always ask Ray)
+            env.setdefault("MEMORY_CONSOLE_DASHBOARD_URL", info["dashboard_url"])
         described = _start_workers(ctx, specs, env, started)
         _dashboard_answers(info)
     except BaseException:
