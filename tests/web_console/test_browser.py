@@ -318,6 +318,16 @@ def test_preview_redaction_and_a_refused_visitor(
     table = by_id(browser, "redacted").text
     assert saved.redacted[0] in table and token not in browser.page_source
     shot("redaction")
+    # a rescan of the bank, purging: one redact_rescan, its answer by bank and kind
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("css selector", "#rescan-form select")).select_by_value(bank)
+    by_id(browser, "purge").click()
+    click(browser, "rescan")
+    rows = by_id(browser, "rescan-result").text
+    assert bank in rows and "yes" in rows and token not in browser.page_source
+    assert store.get(saved.memory.id, bank=bank).memory.text.startswith("The CI token is [REDACTED")
+    shot("redaction-rescan")
     # without the session cookie every page refuses
     browser.delete_all_cookies()
     browser.get(f"{served.url}/b/{bank}")
