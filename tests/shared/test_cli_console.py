@@ -85,6 +85,10 @@ def test_up_prints_the_consoles_url_and_down_stops_it(own_cluster: OwnCluster) -
     assert page.status == 200 and 'id="banks"' in body and ">main<" in body
     # every page links the cluster's Ray dashboard
     assert f'href="http://127.0.0.1:{dash}"' in body
+    # status names the console's address, never its token
+    status = own_cluster.memory("status")
+    assert f"console:   http://127.0.0.1:{port}\n" in status.stdout, status.stdout
+    assert "console       up" in status.stdout and "token" not in status.stdout
 
     down = own_cluster.memory("down")
     assert down.returncode == 0, down.stderr
