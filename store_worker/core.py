@@ -386,6 +386,10 @@ class MemoryStore(StoreParts):
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
         return self.outbox.requeue(job_id, fresh=fresh)
 
+    @serialized
+    def outbox_drop(self, job_id: str) -> OutboxAckResponse:
+        return self.outbox.drop(job_id)
+
     @reading
     def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         return self.outbox.listing(include_dead=include_dead, limit=limit)

@@ -46,7 +46,7 @@ from shared.cli.store import (
     add_store_verbs,
     add_verb,
 )
-from shared.client import connect, gateway_file
+from shared.client import connect, console_file, gateway_file
 from shared.contract.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 
 
@@ -427,6 +427,8 @@ def _up(ctx: Ctx) -> int:
             ctx,
             cluster.HeadOptions(a.num_cpus, a.port, a.dashboard_port, a.client_port, a.agent_port),
         )
+        if info["dashboard_url"]:  # the console links it (an actor cannot always ask Ray)
+            env.setdefault("MEMORY_CONSOLE_DASHBOARD_URL", info["dashboard_url"])
         described = _start_workers(ctx, specs, env, started)
         _dashboard_answers(info)
     except BaseException:
@@ -442,6 +444,10 @@ def _up(ctx: Ctx) -> int:
         # Ray's token auth stays on (docs/PROTOCOLS.md#token-auth): the dashboard asks for
         # this token once
         say(ctx, f"           sign in with the token from `{_ray_bin()} get-auth-token`")
+    console = console_file.read(described["data_dir"])
+    if console is not None:  # the URL holds the sign-in token (the record is 0600 too)
+        info["console"] = console.url
+        say(ctx, f"console:   {console.login_url}")
     say(ctx, f"data dir:  {described['data_dir']}")
     if ctx.args.json:
         info.update(data_dir=described["data_dir"], workers=[s.name for s in specs])

@@ -191,6 +191,9 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", action="append", dest="tags", help="replace the tags (repeatable)")
     p.add_argument("--entity", action="append", dest="entities", help="replace the entities")
     p.add_argument("--occurred-at", help="when it happened: ISO date or date-time (UTC if no zone)")
+    p.add_argument(
+        "--revision", type=int, help="only while it is at this revision (else: conflict, no write)"
+    )
     pin = p.add_mutually_exclusive_group()
     pin.add_argument("--pin", action="store_true", default=None, dest="pinned", help="pin it")
     pin.add_argument("--unpin", action="store_false", dest="pinned", help="unpin it")
@@ -331,6 +334,7 @@ def _update(ctx: Ctx) -> Any:
         entities=a.entities,
         pinned=a.pinned,
         occurred_at=_instant(a.occurred_at),
+        revision=a.revision,
     )
 
 

@@ -128,6 +128,7 @@ class StoreAPI:
     outbox_ack = operation(ops.OutboxAck)
     outbox_fail = operation(ops.OutboxFail)
     outbox_requeue = operation(ops.OutboxRequeue)
+    outbox_drop = operation(ops.OutboxDrop)
     outbox_list = operation(ops.OutboxList)
     outbox_job = operation(ops.OutboxLookup)
     subscribe = operation(ops.Subscribe)

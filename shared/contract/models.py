@@ -534,7 +534,7 @@ class TurnCompletedResponse(Frozen):
 class OutboxAckResponse(Frozen):
     ok: bool
     job_id: str
-    state: Literal["acked", "queued", "dead", "missing", "leased"]
+    state: Literal["acked", "queued", "dead", "missing", "leased", "dropped"]
     attempts: int = 0
     next_attempt_at: int = 0
 

@@ -100,6 +100,7 @@ class Update(Write["models.MemoryResponse"]):
     type: str | None = None
     scope: str | None = None
     occurred_at: int | None = None
+    revision: int | None = None  # only while ``id`` is at this revision (a stale edit: conflict)
 
 
 class Pin(Write["models.MemoryResponse"]):
@@ -437,6 +438,13 @@ class OutboxRequeue(Write["models.OutboxAckResponse"]):
     job_id: str
     _: KW_ONLY
     fresh: bool = False
+
+
+class OutboxDrop(Write["models.OutboxAckResponse"]):
+    """Delete a dead letter for good: its turn is never extracted (by hand)."""
+
+    route: ClassVar[Route] = "job"
+    job_id: str
 
 
 class OutboxList(Read["models.OutboxListResponse"]):

@@ -200,6 +200,17 @@ def test_update_pin_delete(api: StoreAPI, bank: str) -> None:
         api.update(mem.id, bank=bank, text="again")
 
 
+def test_update_at_a_revision_refuses_a_stale_edit(api: StoreAPI, bank: str) -> None:
+    # Given a memory read at revision 0, then edited by someone else
+    mem = api.save("The deploy runs on Fridays", bank=bank).memory
+    api.update(mem.id, bank=bank, text="The deploy runs on Thursdays", revision=mem.revision)
+    # When the first reader saves its edit against the revision it read
+    with pytest.raises(errors.ConflictError, match="changed since it was read"):
+        api.update(mem.id, bank=bank, text="The deploy runs on Mondays", revision=mem.revision)
+    # Then nothing was written: the other edit stands
+    assert api.get(mem.id, bank=bank).memory.text == "The deploy runs on Thursdays"
+
+
 def test_supersede_retires_and_reinforces(api: StoreAPI, bank: str) -> None:
     old = api.save("The user publishes on Tuesdays", bank=bank).memory
     new = api.save("The user publishes on Wednesdays", bank=bank).memory
@@ -350,6 +361,21 @@ def test_outbox_round_trip(api: StoreAPI, bank: str) -> None:
     assert api.outbox_ack(job_id).state == "missing"  # a re-run's ack is harmless
     with pytest.raises(errors.NotFoundError):
         api.outbox_job(job_id)
+
+
+def test_outbox_drop_deletes_a_dead_letter_only(api: StoreAPI, bank: str) -> None:
+    session = f"conf-{ULID()}"
+    msgs = [{"role": "user", "content": "I deploy on Fridays"}]
+    job_id = api.turn_completed(session, str(ULID()), msgs).job_id
+    assert job_id
+    with pytest.raises(errors.NotFoundError):  # queued: the extractor's, not droppable
+        api.outbox_drop(job_id)
+    _claim(api, job_id)
+    api.outbox_fail(job_id, "boom", dead_letter=True)
+    assert api.outbox_drop(job_id).state == "dropped"
+    with pytest.raises(errors.NotFoundError):
+        api.outbox_job(job_id)
+    assert job_id not in [j.job_id for j in api.outbox_list().jobs]
 
 
 def _claim(api: StoreAPI, job_id: str) -> Any:

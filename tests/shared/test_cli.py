@@ -160,6 +160,14 @@ def test_update_pin_unpin_delete(cli: Cli) -> None:
     assert cli.json("list", "--include-superseded")["total"] == 1
 
 
+def test_update_at_a_revision_refuses_a_stale_edit(cli: Cli) -> None:
+    cli("save", "The user lives in Lisbon", "--id", "home")
+    assert cli.json("update", "home", "--text", "Porto", "--revision", "0")["memory"]["revision"]
+    code, _, err = cli("update", "home", "--text", "Faro", "--revision", "0")
+    assert code == 2 and err.startswith("error: invalid_argument: home changed since it was read")
+    assert cli.json("get", "home")["memory"]["text"] == "Porto"
+
+
 def test_occurred_at_takes_iso_dates_and_datetimes(cli: Cli) -> None:
     saved = cli.json("save", "Caroline went to a support group", "--occurred-at", "2023-05-07")
     assert saved["memory"]["occurred_at"] == 1_683_417_600_000
