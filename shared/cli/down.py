@@ -74,8 +74,8 @@ def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo | None] |
 
 def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo | None] | None) -> None:
     """``down`` stopped the gateway with ``ray.kill``, which skips its own clean-up: remove
-    its ``gateway.json`` (which holds the token) once its process is gone, and the user's
-    pointer to that data dir."""
+    its ``gateway.json`` (a stale one could name a reused pid) once its process is gone, and
+    the user's pointer to that data dir."""
     if gateway is None:
         return
     data_dir, info = gateway

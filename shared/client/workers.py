@@ -58,6 +58,9 @@ class WorkerSpec:
     # ``open_embedded(settings, one_shot=False)``; ``one_shot``: a single-threaded caller that
     # runs one command and ends (the CLI), which the store may boot for lazily.
     open_embedded: Callable[..., StoreAPI] | None = field(default=None)
+    # ``before_up(settings_env) -> settings to add``: run by ``memory up`` before it starts or
+    # joins a cluster, to refuse (a typed error) what could not start, such as a taken port.
+    before_up: Callable[[dict[str, str]], dict[str, str]] | None = field(default=None)
 
 
 def lazy(target: str) -> Callable[..., Any]:

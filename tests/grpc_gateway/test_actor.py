@@ -63,7 +63,10 @@ def test_the_gateway_actor_says_where_it_serves_in_its_repr(
     shell = gateway_actor.GatewayActor(env)
     try:
         # Then its repr, the dashboard's Actors page Repr column, names its address and folder
-        assert repr(shell) == (f"GatewayActor({shell.address()}, no token; {tmp_path / 'data'})")
+        # (and that it asks for a token: the user's admin token, given none)
+        assert repr(shell) == (
+            f"GatewayActor({shell.address()}, bearer token; {tmp_path / 'data'})"
+        )
         assert not shell.address().endswith(":0")
     finally:
         shell.stop()
@@ -156,7 +159,9 @@ def test_memory_grpc_on_a_data_dir_is_found_by_the_cli_while_it_serves(tmp_path:
         while (found := gateway_file.read(tmp_path)) is None and time.monotonic() < deadline:
             time.sleep(0.05)  # polling the file the server writes once it listens
         assert found is not None and not found.address.endswith(":0")
-        with GrpcStoreClient(found.address, timeout=10) as client:
+        # a client that finds it through its record sends the token the record leads to
+        assert found.token is not None and found.token_file is not None
+        with GrpcStoreClient(found.address, token=found.token, timeout=10) as client:
             assert client.ping() == "pong"
     finally:
         stop.set()
@@ -182,12 +187,18 @@ def test_the_token_comes_from_a_file_on_grpc_and_up(tmp_path: Any) -> None:
     from grpc_gateway.actor import env_from_args
     from shared.cli import build_parser
 
+    from grpc_gateway.actor import GatewaySettings, authenticate
+
     path = tmp_path / "token"
     path.write_text("s3cret\n")
     served = build_parser().parse_args(["grpc", "--grpc-token-file", str(path)])
-    assert env_from_args(served, {})["MEMORY_GRPC_TOKEN"] == "s3cret"
+    env = env_from_args(served, {})
+    # the path travels (the record names it for clients), never the token itself
+    assert env == {"MEMORY_GRPC_TOKEN_FILE": str(path)}
+    settings = authenticate(GatewaySettings.from_env(env), env)
+    assert (settings.token, settings.token_file) == ("s3cret", str(path))
     up = build_parser().parse_args(["up", "--grpc-token-file", str(path)])
-    assert up.worker_env == {"MEMORY_GRPC_TOKEN": "s3cret"} and up.also_start == ["grpc"]
+    assert up.worker_env == {"MEMORY_GRPC_TOKEN_FILE": str(path)} and up.also_start == ["grpc"]
 
 
 @pytest.mark.parametrize("content", [None, "", "two\nlines\n", b"\xff"])
@@ -207,7 +218,7 @@ def test_a_bad_token_file_is_a_usage_error(
     assert "token file" in capsys.readouterr().err
 
 
-def test_memory_grpc_beyond_loopback_without_a_token_is_refused_before_it_binds(
+def test_memory_grpc_beyond_loopback_with_no_token_is_refused_before_it_binds(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
     import threading
@@ -224,9 +235,10 @@ def test_memory_grpc_beyond_loopback_without_a_token_is_refused_before_it_binds(
     argv = ["grpc", "--grpc-host", "0.0.0.0", "--grpc-port", "0", "--data-dir", str(tmp_path)]
     stop = threading.Event()
     stop.set()
+    # --no-token alone is not enough beyond loopback
     with pytest.raises(InvalidArgumentError, match="no bearer token"):
-        serve_from_args(build_parser().parse_args(argv), stop)
+        serve_from_args(build_parser().parse_args([*argv, "--no-token"]), stop)
     assert gateway_file.read(tmp_path) is None  # never served, nothing recorded
     # asked for knowingly, it serves
     monkeypatch.setenv("MEMORY_ALLOW_NO_TOKEN", "1")
-    assert serve_from_args(build_parser().parse_args(argv), stop) == 0
+    assert serve_from_args(build_parser().parse_args([*argv, "--no-token"]), stop) == 0

@@ -16,9 +16,10 @@ import grpc
 import pytest
 
 from grpc_gateway import actor
+from grpc_gateway.auth import bearer_metadata
 from grpc_gateway.server import PortHeldError, build_server
 from shared.cli import build_parser
-from shared.client import connect, gateway_file
+from shared.client import admin_token, connect, gateway_file
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
 
@@ -31,7 +32,8 @@ def _grpc_args(data_dir: Path, port: int) -> Any:
 
 @pytest.fixture
 def gateway_a(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, int]]:
-    """``memory grpc --data-dir A`` serving on a port the kernel picked."""
+    """``memory grpc --data-dir A`` serving on a port the kernel picked (with the admin token
+    it made: ``_token`` reads it through A's record, as a client does)."""
     monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
     monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
     monkeypatch.chdir(tmp_path)  # no ./data/memory record of this machine's own `up`
@@ -51,13 +53,18 @@ def gateway_a(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple
         serving.join(30)
 
 
+def _token() -> tuple[tuple[str, str], ...]:
+    """The admin token's call metadata (the token the gateways here serve with)."""
+    return bearer_metadata(admin_token.load(admin_token.path()))
+
+
 def _all_reach(port: int, memory_id: str, connections: int = 20) -> list[str]:
     """The text each of ``connections`` new channels reads for ``memory_id``."""
     seen = []
     for _ in range(connections):
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = pb_grpc.MemoryServiceStub(channel)
-            got = stub.GetRecord(pb.GetRecordRequest(id=memory_id), timeout=10)
+            got = stub.GetRecord(pb.GetRecordRequest(id=memory_id), metadata=_token(), timeout=10)
             seen.append(got.record.content[0].text)
     return seen
 
@@ -66,9 +73,8 @@ def _record(port: int, text: str) -> str:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
         block = pb.ContentBlock(text=text)
-        return str(
-            stub.Record(pb.RecordRequest(type=1, scope=3, content=[block]), timeout=10).result.id
-        )
+        request = pb.RecordRequest(type=1, scope=3, content=[block])
+        return str(stub.Record(request, metadata=_token(), timeout=10).result.id)
 
 
 def test_a_second_gateway_on_a_held_port_is_refused_and_the_first_keeps_every_connection(
