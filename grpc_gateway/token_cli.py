@@ -18,14 +18,14 @@ def add_cli(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("token", help=what, description=what)
     verbs = p.add_subparsers(dest="token_verb", metavar="{show,path,rotate}", required=True)
     show = verbs.add_parser(
-        "show", help="print the admin token (refused if other users may read its file)"
+        "show", help="Print the admin token (refused if other users may read its file)."
     )
     show.set_defaults(handler=_show)
-    where = verbs.add_parser("path", help="print where the admin token is kept")
+    where = verbs.add_parser("path", help="Print where the admin token is kept.")
     where.set_defaults(handler=_path)
     rotate = verbs.add_parser(
         "rotate",
-        help="make a new admin token; restart the servers (`memory down`, `memory up`) to use it",
+        help="Make a new admin token; restart the servers (`memory down`, `memory up`) to use it.",
     )
     rotate.set_defaults(handler=_rotate)
 

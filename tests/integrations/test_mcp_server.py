@@ -446,18 +446,21 @@ def test_a_server_follows_the_gateway_to_its_new_token(
     store = fresh_store(data_dir=served)
     env = {**memory_env, "MEMORY_DATA_DIR": str(served), "XDG_STATE_HOME": str(tmp_path)}
     params = StdioServerParameters(command=memory_cmd[0], args=[*memory_cmd[1:], "mcp"], env=env)
-    # Given a gateway with a token, recorded for the data dir
+    # Given a gateway with a token, recorded for the data dir (the record names its file)
+    token_file = tmp_path / "token"
+    token_file.write_text("first-token\n")
     gateway, port = build_gateway(store, port=0, token="first-token")
     gateway.start()
-    gateway_file.write(served, f"127.0.0.1:{port}", "first-token")
+    gateway_file.write(served, f"127.0.0.1:{port}", token_file)
 
     async def body(client: Client) -> None:
         saved = await call(client, "remember", text=FACT)
-        # When the gateway comes back on the same address with another token
+        # When the gateway comes back on the same address with another token (rotated)
         gateway.stop(None).wait()
+        token_file.write_text("second-token\n")
         again, _ = build_gateway(store, port=port, token="second-token")
         again.start()
-        gateway_file.write(served, f"127.0.0.1:{port}", "second-token")
+        gateway_file.write(served, f"127.0.0.1:{port}", token_file)
         try:
             # Then the next call finds the new record and is answered
             assert saved["memory"]["id"] in await recall_ids(client, "deploy script")
@@ -709,8 +712,10 @@ def test_http_on_a_port_another_server_holds_is_refused_and_the_first_keeps_serv
         # When a second server, on another data dir, asks for the same port
         second = serve(str(tmp_path / "b"), "token-of-b")
         _, err = second.communicate(timeout=60)
-        # Then it exits, saying the address is in use
-        assert second.returncode != 0 and "address already in use" in err.lower(), err
+        # Then it is refused, typed, naming the port, before its store was opened
+        assert second.returncode == 2 and "error: source_unavailable:" in err, err
+        assert f"127.0.0.1:{port}" in err and "taken by another process" in err
+        assert not (tmp_path / "b").exists()
         # And every new connection still reaches the first (the second would answer 401)
         url = f"http://127.0.0.1:{port}/mcp"
         headers = {"accept": "application/json", "Authorization": "Bearer token-of-a"}
@@ -781,13 +786,14 @@ def test_recall_says_how_it_read_a_misspelt_query(tmp_path: Path) -> None:
     store.close()
 
 
-def test_http_beyond_loopback_without_a_token_is_refused_before_it_binds(
+def test_http_beyond_loopback_with_no_token_is_refused_before_it_binds(
     memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
 ) -> None:
     # Every host that reached it would read and change every memory: refused, typed, at once
     env = {k: v for k, v in memory_env.items() if "TOKEN" not in k}
     env.pop("MEMORY_ALLOW_NO_TOKEN", None)
     argv = ["mcp", "--transport", "http", "--host", "0.0.0.0", "--port", str(_free_port())]
+    argv.append("--no-token")  # given none, it makes one; serving open takes the variable too
     done = subprocess.run(
         [*memory_cmd, *argv, "--data-dir", str(tmp_path / "data")],
         env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
