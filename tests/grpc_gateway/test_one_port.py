@@ -135,3 +135,33 @@ def test_up_refuses_an_explicit_grpc_port_that_is_taken_before_starting_the_gate
     monkeypatch.setattr(actor, "start_detached", never)
     with pytest.raises(PortHeldError, match=f":{port}"):
         actor.start({"MEMORY_GRPC_PORT": str(port)})
+
+
+def test_memory_up_refuses_a_taken_grpc_port_before_any_cluster_starts(
+    gateway_a: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from shared import cli
+
+    data_a, port = gateway_a
+    gateway_file.point(data_a)  # the holder, as this user's `up` left it
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a Ray cluster was started or joined")
+
+    monkeypatch.setattr(cli, "_join_or_start", never)
+    # When `memory up --grpc-port P` asks for the port A's gateway holds, for data dir B
+    argv = ["up", "--data-dir", str(tmp_path / "b"), "--grpc-port", str(port)]
+    err = io.StringIO()
+    code = cli.run(argv, out=io.StringIO(), err=err)
+    # Then it is refused, typed (exit 2, one line), naming the holder, before any Ray start
+    holder = gateway_file.read(data_a)
+    assert holder is not None and code == 2
+    line = err.getvalue()
+    assert line.startswith("error: source_unavailable: cannot listen on 127.0.0.1:")
+    assert f":{port}: the port is taken by the gateway of data dir {data_a} (pid {holder.pid})" in (
+        line
+    )
+    assert "--grpc-port" in line and line.count("\n") == 1
+    assert not (tmp_path / "b").exists()  # nothing of B made
