@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import grpc
@@ -127,6 +128,50 @@ def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any)
     assert plain[-1] == "grpc"  # a bare `up` starts the gateway too: the CLI needs it
 
 
+def test_memory_up_says_where_the_token_is_never_the_token(
+    monkeypatch: Any, tmp_path: Any
+) -> None:
+    import io
+
+    from shared import cli
+    from shared.cli import cluster
+    from shared.client import admin_token, gateway_file
+    from shared.client import ray as client
+
+    served = tmp_path / "served"
+    sent: list[dict[str, str]] = []
+
+    def fake_start(specs: Any, env: dict[str, str]) -> list[Any]:
+        # the gateway as the actor records itself: the file its token is in
+        sent.append(env)
+        gateway_file.write(served, "127.0.0.1:50999", env["MEMORY_GRPC_TOKEN_FILE"])
+        return [(s, None) for s in specs]
+
+    class FakeClient:
+        def __init__(self, **kw: Any) -> None:
+            pass
+
+        def describe(self) -> dict[str, str]:
+            return {"data_dir": str(served)}
+
+    monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
+    monkeypatch.delenv("MEMORY_ALLOW_NO_TOKEN", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(cli, "_join_or_start", lambda ctx, opts: {"dashboard_url": ""})
+    monkeypatch.setattr(cluster, "start_workers", fake_start)
+    monkeypatch.setattr(client, "StoreClient", FakeClient)
+    out = io.StringIO()
+    assert cli.run(["up", "--data-dir", str(served)], out=out) == 0
+    # the token was made before the workers started, and only its path reaches them
+    token_file = admin_token.path()
+    token = token_file.read_text().strip()
+    assert sent[0]["MEMORY_GRPC_TOKEN_FILE"] == str(token_file)
+    assert token not in json.dumps(sent)
+    printed = out.getvalue()
+    assert f"token:     in {token_file}" in printed and "memory token show" in printed
+    assert token not in printed
+
+
 def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -> None:
     import threading
 
@@ -184,10 +229,8 @@ def test_the_token_flag_is_refused_with_what_to_use_instead(
 
 
 def test_the_token_comes_from_a_file_on_grpc_and_up(tmp_path: Any) -> None:
-    from grpc_gateway.actor import env_from_args
+    from grpc_gateway.actor import GatewaySettings, authenticate, env_from_args
     from shared.cli import build_parser
-
-    from grpc_gateway.actor import GatewaySettings, authenticate
 
     path = tmp_path / "token"
     path.write_text("s3cret\n")

@@ -801,3 +801,78 @@ def test_http_beyond_loopback_with_no_token_is_refused_before_it_binds(
     assert done.returncode == 2, done.stderr
     assert "no bearer token" in done.stderr and "MEMORY_ALLOW_NO_TOKEN=1" in done.stderr
     assert not (tmp_path / "data").exists()  # refused before the store was opened
+
+
+def _serve_http(
+    memory_cmd: list[str], env: dict[str, str], port: int, data: Path, *flags: str
+) -> subprocess.Popen[str]:
+    argv = ["mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data), *flags]
+    return subprocess.Popen(
+        [*memory_cmd, *argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_http_given_no_token_serves_with_the_admin_token_and_reuses_it(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    import stat
+
+    # Given `memory mcp --transport http` with no token and no opt-in
+    state = tmp_path / "state"
+    env = {k: v for k, v in memory_env.items() if "TOKEN" not in k}
+    env["XDG_STATE_HOME"] = str(state)
+    token_file = state / "agent-memory" / "token"
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    for start in ("first", "restarted"):
+        proc = _serve_http(memory_cmd, env, port, tmp_path / "data")
+        try:
+            _wait_listening(port, proc)
+            token = token_file.read_text().strip()
+            assert stat.S_IMODE(token_file.stat().st_mode) == 0o600, start
+            if start == "first":
+                made = token
+            assert token == made  # the same token across restarts
+            # Then a client with no token is refused before any MCP session
+            bare = httpx2.post(url, json={}, headers={"accept": "application/json"})
+            assert bare.status_code == 401 and "bearer token" in bare.text
+
+            # and the MCP SDK's client with the admin token is served
+            async def main(token: str) -> None:
+                headers = {"Authorization": f"Bearer {token}"}
+                async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+                    async with Client(streamable_http_client(url, http_client=http)) as client:
+                        await remember_recall_forget(client)
+
+            anyio.run(main, token)
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+        assert made not in err and "WARNING" not in err
+
+
+def test_http_with_no_token_is_announced_on_loopback(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {k: v for k, v in memory_env.items() if "TOKEN" not in k}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    port = _free_port()
+    proc = _serve_http(memory_cmd, env, port, tmp_path / "data", "--no-token")
+    try:
+        _wait_listening(port, proc)
+
+        async def main() -> None:  # open, as asked: the SDK's client needs no header
+            async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp")) as client:
+                await remember_recall_forget(client)
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "WARNING: memory mcp on 127.0.0.1 serves with NO bearer token" in err
+    assert not (tmp_path / "state" / "agent-memory" / "token").exists()  # none made
