@@ -206,7 +206,8 @@ def before_up(env: dict[str, str]) -> dict[str, str]:
     settings to start the gateway with."""
     settings = GatewaySettings.from_env(env)
     data_dir = env.get("MEMORY_DATA_DIR")
-    if settings.port and not port_free(settings.port, settings.host):
+    asked = bool(env.get(ENV_PREFIX + "PORT"))  # the default port, taken, is moved (``start``)
+    if asked and settings.port and not port_free(settings.port, settings.host):
         ours = gateway_file.read(data_dir) if data_dir else None
         if ours is None or ours.address.rsplit(":", 1)[-1] != str(settings.port):
             holder = port_holder(settings.port, data_dir)

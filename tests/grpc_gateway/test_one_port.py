@@ -165,3 +165,22 @@ def test_memory_up_refuses_a_taken_grpc_port_before_any_cluster_starts(
     )
     assert "--grpc-port" in line and line.count("\n") == 1
     assert not (tmp_path / "b").exists()  # nothing of B made
+
+
+def test_up_moves_off_a_taken_default_port_instead_of_refusing_it(tmp_path: Path) -> None:
+    import contextlib
+    import socket
+
+    from grpc_gateway.spec import DEFAULT_PORT
+
+    # Given the default port taken (here, or already by another server on this machine)
+    with socket.socket() as sock:
+        with contextlib.suppress(OSError):  # taken already: the case at hand too
+            sock.bind(("127.0.0.1", DEFAULT_PORT))
+        assert not actor.port_free(DEFAULT_PORT)
+        # Then `up`'s check before the cluster lets it through (the gateway takes a free port)
+        env = {"MEMORY_DATA_DIR": str(tmp_path / "d"), "MEMORY_GRPC_TOKEN": "t"}
+        assert actor.before_up(env) == {}
+        # while the same port asked for is refused
+        with pytest.raises(PortHeldError):
+            actor.before_up({**env, "MEMORY_GRPC_PORT": str(DEFAULT_PORT)})
