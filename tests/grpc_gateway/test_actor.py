@@ -244,6 +244,27 @@ def test_the_token_comes_from_a_file_on_grpc_and_up(tmp_path: Any) -> None:
     assert up.worker_env == {"MEMORY_GRPC_TOKEN_FILE": str(path)} and up.also_start == ["grpc"]
 
 
+def test_up_no_token_reaches_the_gateway_and_is_announced_before_the_cluster_starts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: Any
+) -> None:
+    from grpc_gateway.actor import before_up
+    from shared.cli import build_parser
+    from shared.client import admin_token
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    up = build_parser().parse_args(["up", "--no-token"])
+    assert up.worker_env == {"MEMORY_GRPC_NO_TOKEN": "1"}
+    # `up` runs this before it starts or joins a cluster: the opt-in is said on stderr
+    assert before_up({**up.worker_env, "MEMORY_DATA_DIR": str(tmp_path / "d")}) == {}
+    err = capsys.readouterr().err
+    assert "WARNING: the gRPC gateway on 127.0.0.1 serves with NO bearer token" in err
+    assert not admin_token.path().exists()  # none made
+    # and given nothing, the admin token is made now and only its path handed on
+    handed = before_up({"MEMORY_DATA_DIR": str(tmp_path / "d")})
+    assert handed == {"MEMORY_GRPC_TOKEN_FILE": str(admin_token.path())}
+    assert "WARNING" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("content", [None, "", "two\nlines\n", b"\xff"])
 def test_a_bad_token_file_is_a_usage_error(
     tmp_path: Any, content: str | bytes | None, capsys: pytest.CaptureFixture[str]
