@@ -198,6 +198,15 @@ def token_env(settings: GatewaySettings) -> dict[str, str]:
     return {}
 
 
+def _token_said(settings: GatewaySettings) -> str:
+    """Where a client finds the token (never the token)."""
+    if not settings.token:
+        return "NONE (opted into): anyone who reaches the port has every memory"
+    if settings.token_file:
+        return f"in {settings.token_file} (`memory token show` prints the admin token)"
+    return "the MEMORY_GRPC_TOKEN this process was started with"
+
+
 def before_up(env: dict[str, str]) -> dict[str, str]:
     """What ``memory up`` checks before it starts or joins a cluster: a ``--grpc-port`` that
     another server holds is refused (``PortHeldError``, naming the gateway holding it when
@@ -281,6 +290,7 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
     if served:  # the CLI on this data dir finds it, as it finds `memory up`'s gateway
         record(served, gateway_file.dial_address(settings.host, port), settings)
     print(f"memory.v1 gRPC on {settings.host}:{port} (Ctrl-C to stop)", flush=True)
+    print(f"bearer token: {_token_said(settings)}", flush=True)
     try:
         if stop is not None:
             stop.wait()

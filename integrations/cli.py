@@ -136,6 +136,11 @@ def _http_token(args: argparse.Namespace, token: str | None) -> str | None:
     )
     if args.port and not port_free(args.port, args.host):
         raise PortHeldError(args.host, args.port)
+    if auth.token_file is not None:  # where, never what
+        sys.stderr.write(
+            f"memory mcp: requests need `Authorization: Bearer <token>`, the token in "
+            f"{auth.token_file} (`memory token show` prints it)\n"
+        )
     return auth.token
 
 

@@ -127,7 +127,8 @@ def test_a_gateway_given_no_token_makes_one_clients_find_it_and_a_bare_client_is
         assert token not in Path(f"/proc/{proc.pid}/cmdline").read_text()
     finally:
         out, err = stop(proc)
-    assert token not in out + err  # nor in what it printed
+    assert token not in out + err  # nor in what it printed, which says where it is
+    assert f"bearer token: in {user.token_file}" in out
 
 
 def test_the_admin_token_is_reused_across_restarts(user: User) -> None:

@@ -854,6 +854,7 @@ def test_http_given_no_token_serves_with_the_admin_token_and_reuses_it(
             proc.terminate()
             _, err = proc.communicate(timeout=30)
         assert made not in err and "WARNING" not in err
+        assert f"the token in {token_file}" in err  # where, never what
 
 
 def test_http_with_no_token_is_announced_on_loopback(
