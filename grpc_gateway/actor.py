@@ -170,7 +170,8 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     env = dict(settings_env or {})
     running = _running(name)
     if not running:  # the token file made here, in this user's state folder, read there
-        env.update(token_env(authenticate(GatewaySettings.from_env(env), env, log.warning)))
+        # (serving open is announced by `up` on stderr and by the actor in its log, not twice)
+        env.update(token_env(authenticate(GatewaySettings.from_env(env), env, log.debug)))
     if (
         not env.get(ENV_PREFIX + "PORT")
         and not running
