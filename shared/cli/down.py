@@ -74,8 +74,8 @@ def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo | None] |
 
 def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo | None] | None) -> None:
     """``down`` stopped the gateway and the console with ``ray.kill``, which skips their own
-    clean-up: remove their ``gateway.json`` and ``console.json`` (which hold tokens) once
-    their processes are gone, and the user's pointer to that data dir."""
+    clean-up: remove their ``gateway.json`` and ``console.json`` (a stale one could name a
+    reused pid) once their processes are gone, and the user's pointer to that data dir."""
     if gateway is None:
         return
     data_dir, info = gateway
