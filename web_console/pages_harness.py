@@ -123,10 +123,20 @@ async def reject(page: Page) -> Response:
 
 # -- the outbox -------------------------------------------------------------------------------
 
+# where the extractor keeps its last runs in the store's sibling state (its run log)
+EXTRACTOR, RUNS = "extractor", "runs"
+
 
 async def outbox(page: Page, error: errors.MemoryServiceError | None = None) -> Response:
     listing = page.store.outbox_list(limit=200)
-    return page.render("outbox.html", _status(error), outbox=listing, error=error)
+    runs = page.store.state_get(EXTRACTOR, RUNS)  # the extractor's last runs, newest first
+    return page.render(
+        "outbox.html",
+        _status(error),
+        outbox=listing,
+        runs=[r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else [],
+        error=error,
+    )
 
 
 async def retry(page: Page) -> Response:
