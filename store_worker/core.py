@@ -327,6 +327,37 @@ class MemoryStore(StoreParts):
         """Forget idle sessions' injection and outbox state (``sessions.py``)."""
         return self.sessions.prune(force=force)
 
+    # -- principals: scoped tokens, session owners (harness/principals.py) --------------------
+
+    @serialized
+    def token_create(
+        self,
+        name: str,
+        *,
+        banks: Iterable[str] | None = None,
+        projects: Iterable[str] | None = None,
+        read_only: bool = False,
+    ) -> dict[str, Any]:
+        """A new scoped token, answered once and kept as its hash only."""
+        return self.principals.create(name, banks=banks, projects=projects, read_only=read_only)
+
+    @reading
+    def token_list(self) -> builtins.list[dict[str, Any]]:
+        return self.principals.list()
+
+    @serialized
+    def token_revoke(self, name: str) -> dict[str, Any]:
+        return self.principals.revoke(name)
+
+    @reading
+    def token_resolve(self, digest: str) -> dict[str, Any] | None:
+        return self.principals.resolve(digest)
+
+    @serialized
+    def session_owner(self, session_id: str, claim: str | None = None) -> str | None:
+        """Who owns ``session_id``; ``claim`` makes that principal its owner when it has none."""
+        return self.principals.session_owner(session_id, claim)
+
     # -- the extraction outbox (outbox.py) ---------------------------------------------------
 
     @serialized

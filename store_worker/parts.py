@@ -26,6 +26,7 @@ from shared.contract.op import Op
 from shared.text.tokens import TokenCounter
 from store_worker.harness.inject import Injector
 from store_worker.harness.outbox import Outbox
+from store_worker.harness.principals import Principals
 from store_worker.harness.rules import Rules
 from store_worker.harness.sessions import Sessions
 from store_worker.recall import scoring as recall_mod
@@ -211,6 +212,7 @@ class StoreParts(StoreAPI):
             tokens=self.tokens,
         )
         self.root, self.state, self.sessions, self.ratification = root, state, sessions, drafts
+        self.principals = Principals(state)  # scoped tokens, session owners
         self.banks, self.shard, self.writer, self.reader = banks, shard, writer, reader
         self.rules, self.injector, self.outbox, self.purger = rules, injector, outbox, purger
         # A bank that cannot be read waits for its next use: at boot the others serve
