@@ -112,9 +112,7 @@ ADMIN = Principal(ADMIN_NAME, admin=True)
 
 def check_name(name: object) -> str:
     if not isinstance(name, str) or not NAME.match(name):
-        raise errors.InvalidArgumentError(
-            f"a token name must match {NAME.pattern} (got {name!r})"
-        )
+        raise errors.InvalidArgumentError(f"a token name must match {NAME.pattern} (got {name!r})")
     if name == ADMIN_NAME:
         raise errors.InvalidArgumentError(f"{ADMIN_NAME!r} is the gateway token's principal")
     return name
