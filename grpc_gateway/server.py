@@ -440,7 +440,9 @@ def build_server(
     # open (a Kubernetes probe carries no token)
     edge = _Edge(PerCall(store), bank=bank, serialize=serialize, raw=store)
     resolve = Resolver(store, token, edge.locked)
-    interceptors = [PrincipalAuth(resolve, abort, open_services=(HEALTH_SERVICE,))]
+    interceptors: list[grpc.ServerInterceptor] = [
+        PrincipalAuth(resolve, abort, open_services=(HEALTH_SERVICE,))
+    ]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memory-grpc"),
         interceptors=interceptors,

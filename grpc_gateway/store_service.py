@@ -26,7 +26,7 @@ import grpc
 
 from grpc_gateway.decode import unary_handler
 from shared.client import wire as store_wire
-from shared.client.scoped import CURRENT
+from shared.client.scoped import CURRENT, WHOAMI
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
 from shared.contract.config import refused_remotely
@@ -35,7 +35,6 @@ from shared.proto.memory.store.v1 import store_pb2 as spb
 log = logging.getLogger(__name__)
 
 DESCRIPTOR = spb.DESCRIPTOR.services_by_name["StoreService"]
-WHOAMI = "gateway.whoami"  # the principal the call's token names (``memory status``)
 
 
 def abort(context: Any, err: errors.MemoryServiceError) -> None:

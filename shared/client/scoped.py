@@ -29,10 +29,13 @@ from typing import Any, TypeVar, cast
 
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
-from shared.contract.op import Op
+from shared.contract.op import Op, Read
 from shared.contract.principal import ADMIN, OwnedSessions, Principal, permission_for
 
 R = TypeVar("R")
+
+WHOAMI = "gateway.whoami"
+"""The gateway's own memory.store.v1 call that answers the principal the call's token names."""
 
 CURRENT: ContextVar[Principal | None] = ContextVar("memory_principal", default=None)
 """The principal of the call being served (``PerCall``); unset outside a call."""
@@ -96,12 +99,12 @@ class Scoped(StoreAPI):
         p = self.principal
         named = _sessions_named(op)
         if p.admin:
-            if not isinstance(op, ops.Read) and not isinstance(op, ops.SessionOwner):
+            if not isinstance(op, Read) and not isinstance(op, ops.SessionOwner):
                 for session_id in named:  # the admin's first use makes a session its own
                     self.owners.claim(session_id, p.name)
             return self.inner.call(op)
         op = self._checked(op, named)
-        if not isinstance(op, ops.Read):
+        if not isinstance(op, Read):
             for session_id in named:
                 if self.owners.claim(session_id, p.name) != p.name:  # lost a race for it
                     raise self._not_yours(session_id)
@@ -127,7 +130,7 @@ class Scoped(StoreAPI):
                 raise self._not_yours(session_id)
         if isinstance(op, BY_ID):
             bank = getattr(op, "bank", None)
-            self._visible(op.id, bank)  # type: ignore[attr-defined]
+            self._visible(op.id, bank)
             if isinstance(op, ops.Supersede):
                 self._visible(op.superseded_by, bank)
         return op
@@ -137,7 +140,7 @@ class Scoped(StoreAPI):
         p = self.principal
         if isinstance(op, ops.BankCreate):
             self._bank_ok(op.name)
-            return op
+            return cast(Op[R], op)
         if isinstance(op, ops.PreGenerate):
             return cast(Op[R], self._turn_bank(op))
         if "bank" not in op.args():
@@ -231,4 +234,4 @@ class PerCall(StoreAPI):
         self.inner.close()
 
 
-__all__ = ["ADMIN", "CURRENT", "PerCall", "Scoped", "SessionOwners", "acting_as"]
+__all__ = ["ADMIN", "CURRENT", "WHOAMI", "PerCall", "Scoped", "SessionOwners", "acting_as"]

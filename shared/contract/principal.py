@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shared.contract import errors, ops
+from shared.contract.op import Op
 
 if TYPE_CHECKING:
     from shared.contract.models import Memory
@@ -120,7 +121,7 @@ def check_name(name: object) -> str:
 
 # -- which permission each op needs ----------------------------------------------------------
 
-READ_OPS: frozenset[type[ops.Op[Any]]] = frozenset(
+READ_OPS: frozenset[type[Op[Any]]] = frozenset(
     {
         ops.Ping,
         ops.BankList,
@@ -142,7 +143,7 @@ READ_OPS: frozenset[type[ops.Op[Any]]] = frozenset(
 )
 """What a read-only principal may call (its banks, projects and sessions only)."""
 
-WRITE_OPS: frozenset[type[ops.Op[Any]]] = frozenset(
+WRITE_OPS: frozenset[type[Op[Any]]] = frozenset(
     {
         ops.BankCreate,
         ops.Save,
@@ -160,7 +161,7 @@ WRITE_OPS: frozenset[type[ops.Op[Any]]] = frozenset(
 """What a read-write principal may call besides the reads; every other op is the admin's."""
 
 
-def permission_for(op: ops.Op[Any]) -> str:
+def permission_for(op: Op[Any]) -> str:
     """``"read"``, ``"write"`` or ``"admin"``: what ``op`` needs (an op this module does not
     name, a new one included, is the admin's until it is placed here)."""
     kind = type(op)
