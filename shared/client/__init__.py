@@ -42,7 +42,8 @@ def connect(
     that only reads fields skips loading pydantic). ``follow``: over Ray, a long-lived caller
     (a sibling, a gateway) follows store shards being added and removed. ``one_shot``: an
     embedded store for one command in one thread may boot lazily. ``token``: the gateway's
-    bearer token (default: the one its record holds, else ``MEMORY_GRPC_TOKEN``)."""
+    bearer token (default: ``MEMORY_TOKEN``, else the one its record holds, else
+    ``MEMORY_GRPC_TOKEN``)."""
     if target is None:
         return _running(timeout, validate=validate, follow=follow)
     if target.startswith("file:"):
@@ -50,7 +51,10 @@ def connect(
     if target.startswith("grpc://"):
         from shared.client.grpc import GrpcStoreClient
 
-        token = token if token is not None else os.environ.get("MEMORY_GRPC_TOKEN") or None
+        from shared.client.bearer import client_token
+
+        recorded = os.environ.get("MEMORY_GRPC_TOKEN") or None
+        token = token if token is not None else client_token(os.environ, recorded)
         address = target.removeprefix("grpc://").rstrip("/")
         return GrpcStoreClient(address, token=token, timeout=timeout, validate=validate)
     if target.startswith("ray://"):
@@ -70,9 +74,10 @@ def _running(timeout: float | None, *, validate: bool, follow: bool) -> StoreAPI
         gateway = found[1]
         from shared.client.grpc import GrpcStoreClient
 
-        return GrpcStoreClient(
-            gateway.address, token=gateway.token, timeout=timeout, validate=validate
-        )
+        from shared.client.bearer import client_token
+
+        token = client_token(os.environ, gateway.token)  # MEMORY_TOKEN: a scoped principal
+        return GrpcStoreClient(gateway.address, token=token, timeout=timeout, validate=validate)
     return _over_ray(None, timeout, follow=follow)
 
 
