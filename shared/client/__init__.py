@@ -49,9 +49,8 @@ def connect(
     if target.startswith("file:"):
         return open_store(target.removeprefix("file:"), one_shot=one_shot)
     if target.startswith("grpc://"):
-        from shared.client.grpc import GrpcStoreClient
-
         from shared.client.bearer import client_token
+        from shared.client.grpc import GrpcStoreClient
 
         recorded = os.environ.get("MEMORY_GRPC_TOKEN") or None
         token = token if token is not None else client_token(os.environ, recorded)
@@ -72,9 +71,8 @@ def _running(timeout: float | None, *, validate: bool, follow: bool) -> StoreAPI
     found = gateway_file.discover()  # MEMORY_DATA_DIR, ./data/memory, the user's pointer
     if found is not None:
         gateway = found[1]
-        from shared.client.grpc import GrpcStoreClient
-
         from shared.client.bearer import client_token
+        from shared.client.grpc import GrpcStoreClient
 
         token = client_token(os.environ, gateway.token)  # MEMORY_TOKEN: a scoped principal
         return GrpcStoreClient(gateway.address, token=token, timeout=timeout, validate=validate)
