@@ -216,6 +216,18 @@ def _sessions_named(op: Op[Any]) -> list[str]:
     return out
 
 
+def as_token(store: StoreAPI, token: str) -> StoreAPI:
+    """``store`` (one this process holds as the admin: embedded, or the admin's gateway
+    client) as the principal of the scoped ``token`` (``memory token create``); an unknown
+    or revoked token is refused as a gateway refuses it."""
+    from shared.contract.principal import digest
+
+    found = store.token_resolve(digest(token))
+    if not found:
+        raise errors.UnknownError("unauthenticated: the token is unknown or revoked")
+    return Scoped(store, Principal.from_dict(found), SessionOwners(store))
+
+
 class PerCall(StoreAPI):
     """``store`` as the principal of the call being served (``CURRENT``); a call made with no
     principal set is refused (a server that forgot to set one fails closed)."""
@@ -234,4 +246,13 @@ class PerCall(StoreAPI):
         self.inner.close()
 
 
-__all__ = ["ADMIN", "CURRENT", "WHOAMI", "PerCall", "Scoped", "SessionOwners", "acting_as"]
+__all__ = [
+    "ADMIN",
+    "CURRENT",
+    "WHOAMI",
+    "PerCall",
+    "Scoped",
+    "SessionOwners",
+    "acting_as",
+    "as_token",
+]
