@@ -18,6 +18,7 @@ none inherits another::
     Vectors     recall/vectors.py    the embedder, each bank's vector sidecar, query vectors
     Rules       harness/rules.py     each bank's rule files
     Sessions    harness/sessions.py  session lineage, pruning idle sessions' state
+    Principals  harness/principals.py scoped tokens (hashes only) and who owns each session
     Injector    harness/inject.py    pre_generate / preview: what a turn is given
     Outbox      harness/outbox.py    the durable extraction queue the extractor drains
     siblings    harness/siblings.py  the sibling workers' checkpoints (state_get / state_set)
