@@ -121,10 +121,9 @@ class Scoped(StoreAPI):
             raise p.refuse("write", f"{op.method} writes, and the token is read-only")
         op = self._in_bank(op)
         project = getattr(op, "project", None)
-        if isinstance(project, str) and project.strip():
-            normal = posixpath.normpath(project.strip())
-            if not p.covers(normal):
-                raise p.refuse("project", f"project {normal!r} is outside the token's projects")
+        if isinstance(op, ops.PreGenerate) and isinstance(op.metadata, dict):
+            project = op.metadata.get("project") or op.metadata.get("cwd")  # the turn's folder
+        self._project_ok(project)
         for session_id in named:
             if self.owners.owner(session_id) not in (None, p.name):
                 raise self._not_yours(session_id)
@@ -152,6 +151,19 @@ class Scoped(StoreAPI):
             return type(op)(**{**op.args(), "bank": p.banks[0]})
         self._bank_ok(bank)
         return op
+
+    def _project_ok(self, project: object) -> None:
+        if isinstance(project, str) and project.strip():
+            # a folder as the store normalises it; one of another form (a Windows path) is
+            # under none of a principal's folders
+            raw = project.strip()
+            normal = posixpath.normpath(raw) if raw.startswith("/") else raw
+            if not self.principal.covers(normal) or not (
+                raw.startswith("/") or self.principal.projects is None
+            ):
+                raise self.principal.refuse(
+                    "project", f"project {normal!r} is outside the token's projects"
+                )
 
     def _bank_ok(self, bank: object) -> None:
         if not isinstance(bank, str) or not self.principal.may_bank(bank):
@@ -199,6 +211,9 @@ class Scoped(StoreAPI):
         elif isinstance(op, ops.Recall):
             kept_s = tuple(h for h in out.memories if seen(h.memory, out.bank))
             out = out.model_copy(update={"memories": kept_s})
+        elif isinstance(op, ops.Backlinks):  # the records that link here: those it sees
+            kept = tuple(m for m in out.memories if seen(m, out.bank))
+            out = out.model_copy(update={"memories": kept})
         elif isinstance(op, ops.Drafts):
             out = tuple(m for m in out if seen(m, op.bank or ""))
         return cast(R, out)

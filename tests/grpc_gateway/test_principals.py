@@ -354,3 +354,22 @@ def test_whoami_names_the_principal(serve: Any) -> None:
     with gw.client(token) as reader:
         me = reader.whoami()
     assert (me["name"], me["read_only"], me["banks"]) == ("reader", True, ["main"])
+
+
+def test_a_turn_in_another_project_and_links_from_unseen_records_stay_hidden(
+    serve: Any,
+) -> None:
+    gw = serve()
+    ids = _seeded(gw)
+    linking = gw.admin.save(
+        f"There links to [[{ids['global']}]]", scope="project", project=THERE
+    ).memory.id
+    token = gw.admin.token_create("here", projects=[HERE])["token"]
+    before = snapshot_dir(gw.data_dir)
+    with gw.client(token) as agent:
+        for meta in ({"project": THERE}, {"cwd": THERE + "/src"}):
+            with pytest.raises(errors.PermissionDeniedError, match="'project' permission"):
+                agent.pre_generate("sess-here", metadata=meta)
+        assert snapshot_dir(gw.data_dir) == before
+        assert linking not in [m.id for m in agent.backlinks(ids["global"]).memories]
+    assert linking in [m.id for m in gw.admin.backlinks(ids["global"]).memories]
