@@ -14,7 +14,9 @@ the store it is checked, and refused with nothing written when the principal may
 A call that names no bank gets the principal's first bank. Listings (banks, memories, drafts,
 recall) keep only what it sees; a filtered listing's ``total`` counts its own page. A write
 that names a session makes the principal its owner when it has none (the first use; the admin
-too, so a kernel's sessions are its own). ``PerCall`` picks the principal per call from
+too, so a kernel's sessions are its own), once the store took the write: a refused one claims
+nothing (two principals' first writes to one new session at the same instant both land, and
+the first claim stands). ``PerCall`` picks the principal per call from
 ``CURRENT`` (the gateway and the MCP server over HTTP set it for each request).
 """
 
@@ -98,17 +100,15 @@ class Scoped(StoreAPI):
     def call(self, op: Op[R]) -> R:
         p = self.principal
         named = _sessions_named(op)
-        if p.admin:
-            if not isinstance(op, Read) and not isinstance(op, ops.SessionOwner):
-                for session_id in named:  # the admin's first use makes a session its own
-                    self.owners.claim(session_id, p.name)
-            return self.inner.call(op)
-        op = self._checked(op, named)
+        if not p.admin:
+            op = self._checked(op, named)
+        value = self.inner.call(op)
         if not isinstance(op, Read):
+            # a write's first use makes a session its principal's (the admin's too): after
+            # the store took it, so a refused call claims nothing either
             for session_id in named:
-                if self.owners.claim(session_id, p.name) != p.name:  # lost a race for it
-                    raise self._not_yours(session_id)
-        return self._filtered(op, self.inner.call(op))
+                self.owners.claim(session_id, p.name)
+        return value if p.admin else self._filtered(op, value)
 
     # -- before: may it, and on what ----------------------------------------------------------
 

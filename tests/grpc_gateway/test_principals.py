@@ -373,3 +373,16 @@ def test_a_turn_in_another_project_and_links_from_unseen_records_stay_hidden(
         assert snapshot_dir(gw.data_dir) == before
         assert linking not in [m.id for m in agent.backlinks(ids["global"]).memories]
     assert linking in [m.id for m in gw.admin.backlinks(ids["global"]).memories]
+
+
+def test_a_refused_write_claims_no_session(serve: Any) -> None:
+    gw = serve()
+    one = gw.admin.token_create("one")["token"]
+    two = gw.admin.token_create("two")["token"]
+    before = snapshot_dir(gw.data_dir)
+    with gw.client(one) as first, gw.client(two) as second:
+        with pytest.raises(errors.InvalidArgumentError):
+            first.save("   ", scope="session", session_id="sess-new")  # empty: refused
+        assert snapshot_dir(gw.data_dir) == before
+        second.save("Two's note", scope="session", session_id="sess-new")
+        assert gw.admin.session_owner("sess-new") == "two"
