@@ -63,7 +63,9 @@ def test_mcp_over_the_running_store_acts_as_the_token(
     token = store.token_create("mainonly", banks=["main"], read_only=True)["token"]
     gateway, port = build_gateway(store, port=0, token="admin-token")
     gateway.start()
-    gateway_file.write(served, f"127.0.0.1:{port}", "admin-token")
+    admin_file = tmp_path / "admin-token"  # the record names the admin token's file
+    admin_file.write_text("admin-token\n")
+    gateway_file.write(served, f"127.0.0.1:{port}", admin_file)
     env = {**memory_env, "MEMORY_DATA_DIR": str(served), "XDG_STATE_HOME": str(tmp_path)}
     env.pop("MEMORY_TOKEN", None)
     params = StdioServerParameters(
