@@ -48,7 +48,6 @@ STORE_VERBS = frozenset(
         "save",
         "supersede",
         "tags",
-        "token",
         "unpin",
         "update",
         "watch",
@@ -85,9 +84,6 @@ def add_store_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     add_bank_verbs(sub, common)
     add_rule_verbs(sub, common)
     add_ops_verbs(sub, common)
-    from shared.cli.tokens import add_token_verbs
-
-    add_token_verbs(sub, common)
 
 
 # -- memory verbs ------------------------------------------------------------------------------

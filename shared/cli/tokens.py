@@ -12,22 +12,40 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from shared.contract.principal import Principal
-
 if TYPE_CHECKING:
     from shared.cli import Ctx
+
+
+VERBS_ATTR = "token_verbs"
+"""The ``memory token`` group's subcommands action, kept on its parser: the gateway's admin-token
+verbs (``show``, ``path``, ``rotate``: ``grpc_gateway.token_cli``) join the same group."""
+
+
+def token_group(sub: Any) -> Any:
+    """The ``memory token`` group's subcommands (made on first use, shared after)."""
+    group = sub.choices.get("token")
+    if group is None:
+        group = sub.add_parser(
+            "token",
+            help="The admin token, and scoped tokens for agents and tools.",
+            description="The admin token (show, path, rotate) and scoped tokens (create, list, "
+            "revoke): each scoped token names a principal limited to some banks and projects, "
+            "read-only or read-write. Give one to an agent with MEMORY_TOKEN.",
+        )
+        setattr(
+            group,
+            VERBS_ATTR,
+            group.add_subparsers(
+                dest="token_verb", title="token commands", metavar="COMMAND", required=True
+            ),
+        )
+    return getattr(group, VERBS_ATTR)
 
 
 def add_token_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     from shared.cli.store import add_verb
 
-    group = sub.add_parser(
-        "token",
-        help="Create, list and revoke scoped tokens (the admin's).",
-        description="Scoped tokens: each names a principal limited to some banks and "
-        "projects, read-only or read-write. Give one to an agent with MEMORY_TOKEN.",
-    )
-    inner = group.add_subparsers(title="token commands", metavar="COMMAND", required=True)
+    inner = token_group(sub)
     p = add_verb(
         inner,
         "create",
@@ -61,6 +79,8 @@ def _create(ctx: Ctx) -> Any:
 
 
 def _created(r: Any) -> str:
+    from shared.contract.principal import Principal
+
     who = Principal.from_dict(r["principal"])
     return (
         f"{r['token']}\n"
@@ -75,6 +95,8 @@ def _list(ctx: Ctx) -> Any:
 def _listed(rows: Any) -> str:
     if not rows:
         return "(no scoped tokens)"
+    from shared.contract.principal import Principal
+
     lines = []
     for row in rows:
         line = Principal.from_dict(row).describe()
