@@ -581,45 +581,10 @@ class BankRelease(Write["models.BankDeleteResponse"]):
     name: str
 
 
-# -- principals: scoped tokens and who owns a session (shared.contract.principal) ------------
+# -- principals: scoped tokens and who owns a session (declared in their own module) ----------
 
-
-class TokenCreate(Write["dict[str, Any]"]):
-    """A new scoped token: ``{"token", "principal"}``; the token is answered this once and
-    kept only as its hash. ``banks`` / ``projects``: ``None`` for every one."""
-
-    route: ClassVar[Route] = "first"
-    name: str
-    _: KW_ONLY
-    banks: Labels = None
-    projects: Labels = None
-    read_only: bool = False
-
-
-class TokenList(Read["list[dict[str, Any]]"]):
-    """The scoped tokens' principals (never a token or its hash)."""
-
-    route: ClassVar[Route] = "first"
-
-
-class TokenRevoke(Write["dict[str, Any]"]):
-    """Revoke the token ``name``: it is refused from then on, and its name is never reused."""
-
-    route: ClassVar[Route] = "first"
-    name: str
-
-
-class TokenResolve(Read["dict[str, Any] | None"]):
-    """The principal of the live token whose hash is ``digest``, else ``None``."""
-
-    route: ClassVar[Route] = "first"
-    digest: str
-
-
-class SessionOwner(Write["str | None"]):
-    """The principal that owns ``session_id``; with ``claim``, that principal becomes its
-    owner when it has none (the first use), and the owner is answered either way."""
-
-    route: ClassVar[Route] = "first"
-    session_id: str
-    claim: str | None = None
+from shared.contract.principal_ops import SessionOwner as SessionOwner  # noqa: E402
+from shared.contract.principal_ops import TokenCreate as TokenCreate  # noqa: E402
+from shared.contract.principal_ops import TokenList as TokenList  # noqa: E402
+from shared.contract.principal_ops import TokenResolve as TokenResolve  # noqa: E402
+from shared.contract.principal_ops import TokenRevoke as TokenRevoke  # noqa: E402
