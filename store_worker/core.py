@@ -19,6 +19,7 @@ none inherits another::
     Rules       harness/rules.py     each bank's rule files
     RuleReview  harness/review.py    proposed learned rules waiting for a person
     Sessions    harness/sessions.py  session lineage, pruning idle sessions' state
+    Principals  harness/principals.py scoped tokens (hashes only) and who owns each session
     Injector    harness/inject.py    pre_generate / preview: what a turn is given
     Outbox      harness/outbox.py    the durable extraction queue the extractor drains
     siblings    harness/siblings.py  the sibling workers' checkpoints (state_get / state_set)
@@ -359,6 +360,37 @@ class MemoryStore(StoreParts):
     def prune_session_state(self, *, force: bool = True) -> int:
         """Forget idle sessions' injection and outbox state (``sessions.py``)."""
         return self.sessions.prune(force=force)
+
+    # -- principals: scoped tokens, session owners (harness/principals.py) --------------------
+
+    @serialized
+    def token_create(
+        self,
+        name: str,
+        *,
+        banks: Iterable[str] | None = None,
+        projects: Iterable[str] | None = None,
+        read_only: bool = False,
+    ) -> dict[str, Any]:
+        """A new scoped token, answered once and kept as its hash only."""
+        return self.principals.create(name, banks=banks, projects=projects, read_only=read_only)
+
+    @reading
+    def token_list(self) -> builtins.list[dict[str, Any]]:
+        return self.principals.list()
+
+    @serialized
+    def token_revoke(self, name: str) -> dict[str, Any]:
+        return self.principals.revoke(name)
+
+    @reading
+    def token_resolve(self, digest: str) -> dict[str, Any] | None:
+        return self.principals.resolve(digest)
+
+    @serialized
+    def session_owner(self, session_id: str, claim: str | None = None) -> str | None:
+        """Who owns ``session_id``; ``claim`` makes that principal its owner when it has none."""
+        return self.principals.session_owner(session_id, claim)
 
     # -- the extraction outbox (outbox.py) ---------------------------------------------------
 

@@ -145,6 +145,11 @@ class StoreAPI:
     bank_export = operation(ops.BankExport)
     bank_import = operation(ops.BankImport)
     bank_release = operation(ops.BankRelease)
+    token_create = operation(ops.TokenCreate)
+    token_list = operation(ops.TokenList)
+    token_revoke = operation(ops.TokenRevoke)
+    token_resolve = operation(ops.TokenResolve)
+    session_owner = operation(ops.SessionOwner)
 
 
 METHODS: tuple[str, ...] = tuple(sorted(REGISTRY))

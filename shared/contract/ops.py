@@ -579,3 +579,12 @@ class BankRelease(Write["models.BankDeleteResponse"]):
     route: ClassVar[Route] = "local"
     wire: ClassVar[bool] = False
     name: str
+
+
+# -- principals: scoped tokens and who owns a session (declared in their own module) ----------
+
+from shared.contract.principal_ops import SessionOwner as SessionOwner  # noqa: E402
+from shared.contract.principal_ops import TokenCreate as TokenCreate  # noqa: E402
+from shared.contract.principal_ops import TokenList as TokenList  # noqa: E402
+from shared.contract.principal_ops import TokenResolve as TokenResolve  # noqa: E402
+from shared.contract.principal_ops import TokenRevoke as TokenRevoke  # noqa: E402
