@@ -100,6 +100,8 @@ class StoreAPI:
     supersede_many = operation(ops.SupersedeMany)
     get = operation(ops.Get)
     history = operation(ops.History)
+    import_records = operation(ops.Import)
+    export = operation(ops.Export)
     list = operation(ops.List)
     tags = operation(ops.Tags)
     recall = operation(ops.Recall)

@@ -218,6 +218,37 @@ class Dangling(Read["models.DanglingResponse"]):
     bank: str | None = None
 
 
+class Import(Write["models.ImportResponse"]):
+    """Whole records written as they are (``memory import``: an export's lines, or a foreign
+    format's, mapped): each item a mapping of a ``Memory``'s fields (``id`` and ``text``
+    required; ``fingerprint``, ``links`` and ``tokens`` are derived again). Every field is
+    validated, and redacted, as a save's; the ids, revisions, times, supersede links and the
+    source's provenance are kept, and ``provenance.imported_at`` marks the record imported.
+
+    Keyed by id: a record the bank holds at that revision or later is left as it is, so
+    importing again, or resuming a killed import, changes nothing and never corroborates.
+    A refused item raises its typed error and nothing is written, unless ``skip_bad``: then it
+    is reported in ``problems`` and the others are written. ``dry_run`` writes nothing."""
+
+    method: ClassVar[str] = "import_records"  # ``import`` is a keyword
+    items: Sequence[object]
+    _: KW_ONLY
+    bank: str | None = None
+    skip_bad: bool = False
+    dry_run: bool = False
+
+
+class Export(Read["models.ExportResponse"]):
+    """A page of a bank's records for ``memory export``: each one's current revision (retired
+    ones and drafts included), or with ``history`` every revision its log holds, in log order."""
+
+    _: KW_ONLY
+    bank: str | None = None
+    history: bool = False
+    page_size: int | None = None
+    page_token: str | None = None
+
+
 # -- drafts (ratification) ---------------------------------------------------------------------
 
 

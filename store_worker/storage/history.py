@@ -49,3 +49,18 @@ def _logged(bank: Bank, id: str) -> list[Memory]:
         if mem.id == id:
             found[mem.revision] = mem
     return [found[r] for r in sorted(found)]
+
+
+def logged_revisions(bank: Bank) -> list[Memory]:
+    """Every revision the bank's log holds, in log order (one per id and revision: the last
+    line of a tie, as replay decides); a torn or corrupt line is skipped, as replay skips it."""
+    found: dict[tuple[str, int], Memory] = {}
+    for _, raw, torn in bank.files.log.read_lines():
+        if torn:
+            continue
+        try:
+            mem = Memory.model_validate_json(raw)
+        except ValueError:
+            continue
+        found[(mem.id, mem.revision)] = mem
+    return list(found.values())

@@ -94,7 +94,7 @@ class Writer:
         derived from the redacted text. It runs outside the store lock, in the caller's
         thread, so concurrent callers do it while a group commit's fsync is under way
         (``commit.py``); a refused input raises here, before anything is queued."""
-        clean = self._clean_fields(text=op.text, title=op.title, tags=op.tags, entities=op.entities)
+        clean = self.clean_fields(text=op.text, title=op.title, tags=op.tags, entities=op.entities)
         mem_type = v.memory_type(op.type)
         mem_scope = v.memory_scope(op.scope)
         project_dir = v.project_path(op.project, catalogue=True) if mem_scope == "project" else None
@@ -192,7 +192,7 @@ class Writer:
         self._emit_item("created", target, mem, redacted=redacted)
         return SaveResponse(created=True, memory=mem, bank=target.name, redacted=redacted)
 
-    def _clean_fields(
+    def clean_fields(
         self,
         *,
         text: object = None,
@@ -296,7 +296,7 @@ class Writer:
             raise errors.InvalidScopeError(
                 f"scope is immutable ({current.scope}); save a new memory"
             )
-        clean = self._clean_fields(
+        clean = self.clean_fields(
             text=op.text, title=op.title, tags=op.tags, entities=op.entities, text_required=False
         )
         now = self.clock.now_ms()

@@ -1,0 +1,213 @@
+"""import_records and export: whole records in and out, checked as saves, keyed by id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.contract.clock import FakeClock
+from shared.contract.errors import (
+    ConflictError,
+    InvalidArgumentError,
+    InvalidScopeError,
+    InvalidTypeError,
+)
+from shared.contract.models import Memory
+from store_worker.core import MemoryStore
+
+SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+TURN = "01HZX3K9V8Q4R5S6T7V8W9X0YZ"
+
+
+def records(store: MemoryStore, bank: str = "main", history: bool = False) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    token = None
+    while True:
+        page = store.export(bank=bank, history=history, page_size=2, page_token=token)
+        out += [m.model_dump(mode="json", exclude_defaults=True) for m in page.records]
+        token = page.next_page_token
+        if token is None:
+            return out
+
+
+def a_store_with_everything(store: MemoryStore, clock: FakeClock) -> None:
+    store.save(
+        "deploys go out on Fridays", id="fridays", tags=["deploy"], turn_id=TURN, session_id="s-1"
+    )
+    clock.advance(days=1)
+    store.save("deploys go out on Tuesdays", id="tuesdays", entities=["deploy"])
+    store.supersede("fridays", "tuesdays", reason="moved")
+    store.save("the user prefers tabs", id="tabs", pinned=True, occurred_at=1_700_000_000_000)
+    store.save("the user prefers tabs")  # corroboration 1
+    store.save("scratch note", id="scratch", scope="project", project="/work/app")
+    store.update("scratch", text="scratch note, edited", tags=["edit"])
+    store.save("a session fact", id="fact", scope="session", session_id="s-2", type="feedback")
+    store.delete("fact")
+
+
+def strip_import_marks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        row = dict(row)
+        prov = dict(row.get("provenance", {}))
+        prov.pop("imported_at", None)
+        if prov:
+            row["provenance"] = prov
+        else:
+            row.pop("provenance", None)
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_export_then_import_gives_an_equal_bank(
+    fresh_store: Any, clock: FakeClock, history: bool
+) -> None:
+    # Given a bank with supersedes, pins, corroboration, an edit, a tombstone, a project
+    source = fresh_store(clock=clock)
+    a_store_with_everything(source, clock)
+    exported = records(source, history=history)
+    # When its records go into an empty store
+    target = fresh_store(clock=FakeClock(start_ms=clock.ms + 10_000))
+    res = target.import_records(exported)
+    assert res.written == len(exported) and res.unchanged == 0 and not res.problems
+    # Then the records are the same, marked imported (the one field a round trip adds)
+    again = records(target, history=history)
+    assert strip_import_marks(again) == exported
+    assert all(r["provenance"]["imported_at"] == clock.ms + 10_000 for r in again)
+    for a, b in zip(
+        source.list(include_superseded=True).memories,
+        target.list(include_superseded=True).memories,
+        strict=True,
+    ):
+        assert a.model_copy(update={"provenance": b.provenance}) == b
+    assert target.get("fridays").memory.superseded_by == "tuesdays"
+    assert target.get("tabs").memory.corroboration == 1
+    # the index was built once, on the first read after the import
+    hits = target.recall("tabs").memories
+    assert [h.memory.id for h in hits] == ["tabs"]
+    if history:
+        assert len(target.history("scratch").revisions) == 2
+
+
+def test_reimport_changes_nothing_and_never_corroborates(
+    fresh_store: Any, clock: FakeClock, data_dir: Path
+) -> None:
+    source = fresh_store(clock=clock)
+    a_store_with_everything(source, clock)
+    exported = records(source, history=True)
+    target = fresh_store(data_dir=data_dir)
+    target.import_records(exported)
+    log = (data_dir / "main" / "memories.jsonl").read_bytes()
+    res = target.import_records(exported)
+    assert (res.written, res.unchanged) == (0, len(exported))
+    assert (data_dir / "main" / "memories.jsonl").read_bytes() == log
+    assert target.get("tabs").memory.corroboration == 1
+
+
+def test_a_partial_history_is_completed_by_a_second_import(
+    fresh_store: Any, clock: FakeClock
+) -> None:
+    source = fresh_store(clock=clock)
+    a_store_with_everything(source, clock)
+    exported = records(source, history=True)
+    target = fresh_store()
+    target.import_records(exported[:3])  # killed after its first batch
+    res = target.import_records(exported)
+    assert res.written == len(exported) - 3 and res.unchanged == 3
+    assert strip_import_marks(records(target, history=True)) == exported
+
+
+def test_every_field_is_redacted_and_the_source_kept(store: MemoryStore) -> None:
+    res = store.import_records(
+        [
+            {
+                "id": "keys",
+                "text": f"the deploy key is {SECRET}",
+                "title": f"key {SECRET}",
+                "tags": ["ops", SECRET],
+                "provenance": {"source": f"mem0:{SECRET}", "recorded_by": "mem0"},
+            }
+        ]
+    )
+    assert res.redacted == ("openai_key",)
+    mem = store.get("keys").memory
+    assert SECRET not in mem.model_dump_json()
+    assert mem.tags == ("ops",)
+    assert mem.provenance.recorded_by == "mem0"
+    assert mem.provenance.source == "mem0:[REDACTED:openai_key]"
+
+
+@pytest.mark.parametrize(
+    ("item", "error"),
+    [
+        ({"id": "Not A Slug", "text": "x"}, InvalidArgumentError),
+        ({"text": "no id"}, InvalidArgumentError),
+        ({"id": "x", "text": ""}, InvalidArgumentError),
+        ({"id": "x", "text": "t", "type": "gossip"}, InvalidTypeError),
+        ({"id": "x", "text": "t", "scope": "session"}, InvalidScopeError),
+        (
+            {"id": "x", "text": "t", "scope": "project", "project": "relative/dir"},
+            InvalidArgumentError,
+        ),
+        ({"id": "x", "text": "t", "pinned": "yes"}, InvalidArgumentError),
+        ({"id": "x", "text": "t", "created_at": -5}, InvalidArgumentError),
+        ({"id": "x", "text": "t", "colour": "red"}, InvalidArgumentError),
+        ({"id": "x", "text": "t", "provenance": {"source_turn_id": "nope"}}, InvalidArgumentError),
+        ({"id": "x", "text": "t", "session_id": SECRET, "scope": "session"}, InvalidArgumentError),
+        ({"id": "x", "text": "t", "status": "pending", "invalid_at": 5}, InvalidArgumentError),
+        ("just a string", InvalidArgumentError),
+    ],
+)
+def test_a_bad_record_is_a_typed_error_and_writes_nothing(
+    store: MemoryStore, data_dir: Path, item: Any, error: type[Exception]
+) -> None:
+    with pytest.raises(error, match="record 1"):
+        store.import_records([{"id": "good", "text": "a good one"}, item])
+    assert not (data_dir / "main" / "memories.jsonl").exists()
+    res = store.import_records([{"id": "good", "text": "a good one"}, item], skip_bad=True)
+    assert res.written == 1 and [p.index for p in res.problems] == [1]
+    assert res.problems[0].category == error("x").category  # type: ignore[call-arg]
+
+
+def test_an_id_held_by_another_memory_is_a_conflict(store: MemoryStore) -> None:
+    store.save("the user likes tea", id="drinks")
+    with pytest.raises(ConflictError, match="another memory"):
+        store.import_records([{"id": "drinks", "text": "the user likes coffee"}])
+    assert store.get("drinks").memory.text == "the user likes tea"
+
+
+def test_dry_run_writes_nothing(store: MemoryStore, data_dir: Path) -> None:
+    res = store.import_records(
+        [{"id": "a", "text": "one"}, {"id": "b", "text": "two"}], dry_run=True
+    )
+    assert res.dry_run and res.written == 2
+    assert store.list().memories == ()
+    res = store.import_records([{"id": "a", "text": "one"}], bank="elsewhere", dry_run=True)
+    assert res.bank == "elsewhere"
+    assert "elsewhere" not in [b.name for b in store.bank_list().banks]
+
+
+def test_imported_records_survive_a_reopen(fresh_store: Any, data_dir: Path) -> None:
+    store = fresh_store(data_dir=data_dir)
+    store.import_records(
+        [{"id": f"m-{i}", "text": f"fact number {i} about llamas"} for i in range(50)]
+    )
+    before = records(store)
+    store.close()
+    again = fresh_store(data_dir=data_dir)
+    assert records(again) == before
+    assert len(again.recall("llamas", limit=100).memories) == 50
+
+
+def test_drafts_round_trip_as_drafts(fresh_store: Any) -> None:
+    source = fresh_store(ratification=True)
+    source.save("maybe the user likes jazz", id="jazz", confidence="extracted")
+    exported = records(source)
+    assert exported[0]["status"] == "pending"
+    target = fresh_store(ratification=True)
+    target.import_records(exported)
+    assert [m.id for m in target.drafts()] == ["jazz"]
+    assert isinstance(target.approve("jazz").memory, Memory)
