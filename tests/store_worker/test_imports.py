@@ -211,3 +211,20 @@ def test_drafts_round_trip_as_drafts(fresh_store: Any) -> None:
     target.import_records(exported)
     assert [m.id for m in target.drafts()] == ["jazz"]
     assert isinstance(target.approve("jazz").memory, Memory)
+
+
+def test_each_record_keeps_its_own_source_after_a_reopen(fresh_store: Any, data_dir: Path) -> None:
+    # a replay shares equal provenances between records: an imported one names its own source
+    store = fresh_store(data_dir=data_dir)
+    items = [
+        {"id": f"m-{i}", "text": f"fact {i}", "provenance": {"source": f"mem0:{i}"}}
+        for i in range(3)
+    ]
+    store.import_records(items)
+    store.close()
+    again = fresh_store(data_dir=data_dir)
+    assert [again.get(f"m-{i}").memory.provenance.source for i in range(3)] == [
+        "mem0:0",
+        "mem0:1",
+        "mem0:2",
+    ]
