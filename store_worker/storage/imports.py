@@ -23,6 +23,7 @@ another memory here), reported, never overwritten.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from shared.contract import errors
@@ -63,19 +64,31 @@ def _time(item: Mapping[str, Any], name: str, default: int | None, now: int) -> 
         raise errors.InvalidArgumentError(str(e).replace("occurred_at", name, 1)) from e
 
 
-def prepare(writer: Writer, item: object, now: int) -> tuple[Memory, tuple[str, ...]]:
+@dataclass
+class Batch:
+    """What one call's items share while each is prepared: what redaction found in each tag
+    and entity (a bulk import's records repeat the same few labels)."""
+
+    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def prepare(
+    writer: Writer, item: object, now: int, batch: Batch | None = None
+) -> tuple[Memory, tuple[str, ...]]:
     """One item as the record it becomes, validated and redacted, and the kinds redacted."""
     if not isinstance(item, Mapping):
         raise errors.InvalidArgumentError(f"a record must be a mapping, not {type(item).__name__}")
     unknown = sorted(str(k) for k in item if k not in FIELDS)
     if unknown:
         raise errors.InvalidArgumentError(f"unknown record field {v.quoted(unknown[0])}")
+    batch = batch or Batch()
     mem_id = v.no_credential(v.memory_id(item.get("id")), "id")
     clean = writer.clean_fields(
         text=item.get("text"),
         title=item.get("title") or None,
         tags=item.get("tags"),
         entities=item.get("entities"),
+        memo=batch.labels,
     )
     mem_type = v.memory_type(item.get("type", "user"))
     scope = v.memory_scope(item.get("scope", "global"))
@@ -198,9 +211,10 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
             raise type(e)(f"record {i}: {e.message}") if _plain(e) else e
         problems.append(ImportProblem(index=i, category=e.category, message=e.message))
 
+    shared = Batch()
     for i, item in enumerate(items):
         try:
-            mem, kinds = prepare(writer, item, now)
+            mem, kinds = prepare(writer, item, now, shared)
             held = latest.get(mem.id) or (
                 target.records.get(mem.id) if target is not None else None
             )

@@ -200,9 +200,11 @@ class Writer:
         tags: Iterable[Any] | None = None,
         entities: Iterable[Any] | None = None,
         text_required: bool = True,
+        memo: dict[str, tuple[str, ...]] | None = None,
     ) -> dict[str, Any]:
         """Validate, then redact every free-text field (on every write path: redaction before
-        the disk)."""
+        the disk). ``memo`` keeps what redaction found in each tag or entity across calls (a
+        bulk import's records repeat the same few labels)."""
         labels: set[str] = set()
         body = (
             v.text(text, max_chars=self.settings.max_text_chars)
@@ -217,7 +219,12 @@ class Writer:
             """A tag or entity that held a secret, repeats one the text or title named, or
             is a placeholder, goes whole: a label is a handle, and half a credential around
             a marker is no handle to anything."""
-            found = {*redact(value).labels, *repeats(secrets, value)}
+            known = None if memo is None else memo.get(value)
+            if known is None:
+                known = redact(value).labels
+                if memo is not None:
+                    memo[value] = known
+            found = {*known, *repeats(secrets, value)}
             labels.update(found)
             return "" if found else value
 

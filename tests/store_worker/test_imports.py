@@ -228,3 +228,26 @@ def test_each_record_keeps_its_own_source_after_a_reopen(fresh_store: Any, data_
         "mem0:1",
         "mem0:2",
     ]
+
+
+SLACK = "xoxb-1234567890123-1234567890123-abcdefghijklmnopqrstuvwx"  # fits a memory id
+
+
+@pytest.mark.parametrize("where", [0, 1, 2999])
+def test_an_id_holding_a_credential_is_refused_among_many(store: MemoryStore, where: int) -> None:
+    # one id among thousands that holds a credential is found, and only it is refused
+    items: list[Any] = [{"id": f"m-{i}", "text": f"fact {i}"} for i in range(3000)]
+    for bad in (SLACK, f"note-{SLACK}"):
+        items[where] = {"id": bad, "text": "a fact"}
+        res = store.import_records(items, skip_bad=True, dry_run=True)
+        assert [p.index for p in res.problems] == [where]
+        assert "looks like a credential" in res.problems[0].message
+        assert SLACK not in res.problems[0].message
+
+
+def test_a_label_holding_a_secret_goes_in_every_record(store: MemoryStore) -> None:
+    # redaction found in a label is remembered across the batch's records, never skipped
+    items = [{"id": f"m-{i}", "text": f"fact {i}", "tags": ["ops", SECRET]} for i in range(3)]
+    res = store.import_records(items)
+    assert res.redacted == ("openai_key",)
+    assert [store.get(f"m-{i}").memory.tags for i in range(3)] == [("ops",)] * 3

@@ -1,0 +1,153 @@
+"""Bulk import against saving one by one: ``python -m bench.imports`` (in ``make bench``).
+
+- ``import``: ``memory import`` of an export file of ``--size`` memories (default 100k) into an
+  empty embedded store, timed from reading the file (parsing included) to the first recall
+  answered (the index is built once, on that first read). Target: ≤ 30 s for 100k.
+- ``save one by one``: the same items through ``MemoryStore.save``, one call and one fsync
+  each, timed on the first ``--sample`` items (default 3,000) and extrapolated to the whole
+  size (100k single saves would take over a minute; the rate is flat in the store's size, as
+  ``bench.writes`` shows). Target: the import ≥ 3× faster.
+
+Both run embedded, on the same disk, with the bench corpus's texts (``bench.corpus``).
+Reports, never assertions; results go to ``.bench/imports.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import corpus
+from bench import store as b
+from bench.stats import write_results
+from shared.cli import formats
+from shared.cli.transfer import import_file
+from store_worker.core import MemoryStore
+
+TARGET_S = 30.0
+TARGET_SPEEDUP = 3.0
+
+
+def write_export(path: Path, n: int) -> None:
+    """An export file of ``n`` bench-corpus memories in bank main."""
+    with path.open("w", encoding="utf-8") as f:
+        f.write(json.dumps(formats.header(exported_at=0, history=False)) + "\n")
+        f.write(json.dumps({"kind": "bank", "bank": "main", "description": ""}) + "\n")
+        for rec in corpus.records(n):
+            row = {"kind": "memory", "bank": "main", "record": rec}
+            f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def time_import(path: Path, work: Path) -> dict[str, Any]:
+    data = work / "import"
+    started = time.perf_counter()
+    store = MemoryStore(data)
+    try:
+        summary = import_file(store, path)
+        store.recall("deploy schedule", limit=5)  # the index is built on this first read
+        spent = time.perf_counter() - started
+    finally:
+        store.close()
+    shutil.rmtree(data)
+    return {
+        "seconds": round(spent, 2),
+        "written": summary.written,
+        "problems": len(summary.problems),
+    }
+
+
+def time_saves(path: Path, work: Path, sample: int) -> dict[str, Any]:
+    records = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if row.get("kind") == "memory":
+                records.append(row["record"])
+            if len(records) == sample:
+                break
+    data = work / "saves"
+    store = MemoryStore(data)
+    try:
+        started = time.perf_counter()
+        for rec in records:
+            store.save(
+                rec["text"],
+                id=rec["id"],
+                type=rec.get("type", "user"),
+                scope=rec.get("scope", "global"),
+                project=rec.get("project"),
+                session_id=rec.get("session_id"),
+                tags=rec.get("tags"),
+                entities=rec.get("entities"),
+                pinned=rec.get("pinned", False),
+                reinforce=False,
+            )
+        spent = time.perf_counter() - started
+    finally:
+        store.close()
+    shutil.rmtree(data)
+    return {
+        "sample": len(records),
+        "seconds": round(spent, 2),
+        "ms_per_item": spent / len(records) * 1e3,
+    }
+
+
+def run(size: int, sample: int) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="bench-imports-"))
+    try:
+        source = work / "export.jsonl"
+        write_export(source, size)
+        imported = time_import(source, work)
+        saved = time_saves(source, work, min(sample, size))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    one_by_one_s = saved["ms_per_item"] * size / 1e3
+    speedup = one_by_one_s / imported["seconds"]
+    return {
+        "size": size,
+        "import": imported,
+        "save_one_by_one": {**saved, "extrapolated_s": round(one_by_one_s, 1)},
+        "import_rate_per_s": round(size / imported["seconds"]),
+        "speedup": round(speedup, 1),
+        "met": {
+            "import_s": imported["seconds"] <= TARGET_S * size / 100_000,
+            "speedup": speedup >= TARGET_SPEEDUP,
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.imports", description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=100_000, help="memories imported (default 100k)")
+    p.add_argument("--sample", type=int, default=3_000, help="single saves timed (default 3k)")
+    p.add_argument("--out", type=Path, default=b.REPO / ".bench" / "imports.json")
+    a = p.parse_args(argv)
+    res = run(a.size, a.sample)
+    imp, one = res["import"], res["save_one_by_one"]
+    target = TARGET_S * a.size / 100_000
+    print(f"bulk import, embedded, {a.size:,} memories (parsing and the index included)")
+    print(
+        f"  import               {imp['seconds']:8.1f} s  {res['import_rate_per_s']:8,}/s  "
+        f"target ≤ {target:.0f} s: {'met' if res['met']['import_s'] else 'MISSED'}"
+    )
+    print(
+        f"  save one by one      {one['extrapolated_s']:8.1f} s  "
+        f"{one['ms_per_item']:8.2f} ms/item  (timed on {one['sample']:,}, extrapolated)"
+    )
+    print(
+        f"  import vs one by one {res['speedup']:8.1f} ×  "
+        f"target ≥ {TARGET_SPEEDUP:.0f}×: {'met' if res['met']['speedup'] else 'MISSED'}"
+    )
+    write_results(a.out, res)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
