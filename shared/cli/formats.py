@@ -121,7 +121,7 @@ def read_native(path: Path) -> Iterator[Item]:
         where = f"{path.name}:{n}"
         try:
             row = json.loads(line)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             yield Problem(where, f"not JSON ({e.msg})")
             continue
         if not isinstance(row, dict):
@@ -185,7 +185,7 @@ def read_mem0(path: Path) -> Iterator[Item]:
     for n, line in _lines(path):
         try:
             row = json.loads(line)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             yield Problem(f"{path.name}:{n}", f"not JSON ({e.msg})")
             continue
         yield _mem0_row(row, f"{path.name}:{n}")
@@ -204,7 +204,8 @@ def _mem0_row(row: object, where: str) -> Item:
         updated = _iso_ms(row.get("updated_at"))
     except (ValueError, TypeError) as e:
         return Problem(where, f"bad date: {e}")
-    metadata = row.get("metadata") if isinstance(row.get("metadata"), Mapping) else {}
+    given = row.get("metadata")
+    metadata: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     categories = row.get("categories") or metadata.get("categories") or []
     tags = (
         [str(c) for c in categories if isinstance(c, str)] if isinstance(categories, list) else []
@@ -237,7 +238,7 @@ def read_mcp_memory(path: Path) -> Iterator[Item]:
         where = f"{path.name}:{n}"
         try:
             row = json.loads(line)
-        except ValueError as e:
+        except json.JSONDecodeError as e:
             yield Problem(where, f"not JSON ({e.msg})")
             continue
         if not isinstance(row, dict):

@@ -77,7 +77,8 @@ class _Dumps:
     """``--json`` prints a summary as the response models print (``shared.format.jsonable``)."""
 
     def model_dump(self, mode: str = "json") -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        out: dict[str, Any] = dataclasses.asdict(self)  # type: ignore[call-overload]
+        return out
 
 
 @dataclass
