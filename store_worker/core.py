@@ -439,15 +439,15 @@ class MemoryStore(StoreParts):
         return {**self.shard.describe(), "banks": sorted(self.banks)}
 
     @reading
-    def bank_export(self, name: str) -> dict[str, bytes]:
+    def bank_copy(self, name: str) -> dict[str, bytes]:
         """A frozen or foreign bank's files, by relative path (a move's copy step)."""
-        return shards.export_bank(self.shard, self.banks, name)
+        return shards.copy_bank(self.shard, self.banks, name)
 
     @serialized
-    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
-        """Place a bank's files (``bank_export``) here and load them; the bank must not be
+    def bank_place(self, name: str, files: dict[str, bytes]) -> BankInfo:
+        """Place a bank's files (``bank_copy``) here and load them; the bank must not be
         owned by this shard yet, and an earlier copy of it goes to ``.trash``."""
-        name = shards.import_bank(self.shard, self.banks, self.root, name, files)
+        name = shards.place_bank(self.shard, self.banks, self.root, name, files)
         self.reader.forget(name)
         return Banks.info(self.banks.reload(name))
 

@@ -139,8 +139,8 @@ class StoreAPI:
     configure = operation(ops.Configure)
     reload = operation(ops.Reload)
     shard_routing = operation(ops.ShardRouting)
-    bank_export = operation(ops.BankExport)
-    bank_import = operation(ops.BankImport)
+    bank_copy = operation(ops.BankCopy)
+    bank_place = operation(ops.BankPlace)
     bank_release = operation(ops.BankRelease)
 
 

@@ -543,15 +543,16 @@ class ShardRouting(Write["dict[str, Any]"]):
     table: dict[str, Any] | None = None
 
 
-class BankExport(Read["dict[str, bytes]"]):
-    """A bank's files by relative path; only a frozen (moving) or foreign bank."""
+class BankCopy(Read["dict[str, bytes]"]):
+    """A bank's files by relative path, byte for byte, for its move to another shard (no
+    export: that is ``export``); only a frozen (moving) or foreign bank."""
 
     route: ClassVar[Route] = "name"
     wire: ClassVar[bool] = False
     name: str
 
 
-class BankImport(Write["models.BankInfo"]):
+class BankPlace(Write["models.BankInfo"]):
     """Place and load a bank's files; only a bank this shard does not own yet."""
 
     route: ClassVar[Route] = "local"
