@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     from shared.cli import Ctx
     from shared.contract.api import StoreAPI
 
-EXPORT_PAGE = 5_000
+EXPORT_PAGE = 2_000  # records a page: at most ~32 MB of text, half a gRPC message
 IMPORT_BATCH = 5_000
+BATCH_TEXT = 8_000_000  # characters of text a batch: well under a gRPC message (64 MB)
 
 
 # -- export ------------------------------------------------------------------------------------
@@ -174,8 +175,7 @@ def import_file(
         _bank_or_rule(store, entry, bank or entry.bank, dry_run, summary)
     bar = Progress(sum(len(v) for v in memories.values()), progress)
     for target, entries in memories.items():
-        for start in range(0, len(entries), batch):
-            chunk = entries[start : start + batch]
+        for chunk in _batches(entries, batch):
             res = store.import_records(
                 [e.data for e in chunk], bank=target, skip_bad=True, dry_run=dry_run
             )
@@ -193,6 +193,21 @@ def import_file(
     summary.redacted = sorted(redacted)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+def _batches(entries: list[formats.Entry], most: int) -> Iterator[list[formats.Entry]]:
+    """``entries`` in batches of at most ``most`` records and ``BATCH_TEXT`` characters."""
+    chunk: list[formats.Entry] = []
+    chars = 0
+    for entry in entries:
+        size = len(str(entry.data.get("text", ""))) + len(str(entry.data.get("title", "")))
+        if chunk and (len(chunk) >= most or chars + size > BATCH_TEXT):
+            yield chunk
+            chunk, chars = [], 0
+        chunk.append(entry)
+        chars += size
+    if chunk:
+        yield chunk
 
 
 def _bank_or_rule(

@@ -349,3 +349,36 @@ def test_a_killed_import_resumed_twice_equals_a_clean_one(tmp_path: Path) -> Non
     cli(clean, "export", "-o", str(a))
     cli(killed, "export", "-o", str(b))
     assert comparable(a) == comparable(b)
+
+
+def test_export_and_import_through_a_gateway(tmp_path: Path) -> None:
+    # the CLI through memory.store.v1 reads answers as views (no models): the same files
+    from grpc_gateway.server import build_server
+    from shared.client.grpc import GrpcStoreClient
+
+    source = tmp_path / "source"
+    a_store(source)
+    local = tmp_path / "local.jsonl"
+    cli(source, "export", "--include-history", "-o", str(local))
+    served = MemoryStore(tmp_path / "served")
+    server, port = build_server(served, port=0)
+    server.start()
+    client = GrpcStoreClient(f"127.0.0.1:{port}", timeout=30, validate=False)
+    try:
+
+        def remote(*argv: str) -> tuple[int, str, str]:
+            out, err = io.StringIO(), io.StringIO()
+            return run(list(argv), store=client, out=out, err=err), out.getvalue(), err.getvalue()
+
+        code, out, err = remote("import", str(local))
+        assert code == 0, err
+        assert "wrote 9 records" in out and "1 rules" in out
+        remote_file = tmp_path / "remote.jsonl"
+        assert remote("export", "--include-history", "-o", str(remote_file))[0] == 0
+        assert comparable(remote_file) == comparable(local)
+        code, out, _ = remote("import", str(SAMPLES / "memory.jsonl"))
+        assert code == 0 and "memory.jsonl:4: not JSON" in out
+    finally:
+        client.close()
+        server.stop(None)
+        served.close()
