@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 EXPORT_PAGE = 2_000  # records a page: at most ~32 MB of text, half a gRPC message
 IMPORT_BATCH = 5_000
+PREVIEW = 50  # records a dry run lists (--json); the text shows the first 20
 BATCH_TEXT = 8_000_000  # characters of text a batch: well under a gRPC message (64 MB)
 
 
@@ -140,6 +141,7 @@ class ImportSummary(_Dumps):
     problems: list[dict[str, str]] = field(default_factory=list)
     redacted: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    would_write: list[dict[str, Any]] = field(default_factory=list)  # dry run: the first few
 
 
 def import_file(
@@ -179,6 +181,8 @@ def import_file(
             res = store.import_records(
                 [e.data for e in chunk], bank=target, skip_bad=True, dry_run=dry_run
             )
+            for mem in res.records[: PREVIEW - len(summary.would_write)]:
+                summary.would_write.append({"bank": res.bank, **_record(mem)})
             summary.written += res.written
             summary.unchanged += res.unchanged
             redacted.update(res.redacted)
@@ -283,6 +287,11 @@ def show_import(s: ImportSummary) -> str:
         f"{s.format}: {verb} {s.written:,} records ({s.unchanged:,} already there), "
         f"{s.rules} rules, into {', '.join(s.banks) or 'no bank'} in {s.seconds:.1f}s"
     ]
+    for row in s.would_write[:20]:
+        text = " ".join(str(row.get("text", "")).split())
+        lines.append(f"  {row['bank']}/{row['id']}  {text[:90]}")
+    if s.dry_run and s.written > min(20, len(s.would_write)):
+        lines.append(f"  … and {s.written - min(20, len(s.would_write)):,} more")
     if s.redacted:
         lines.append(f"redacted: {', '.join(s.redacted)}")
     if s.problems:

@@ -550,8 +550,9 @@ class ImportProblem(Frozen):
 
 
 class ImportResponse(Frozen):
-    """What ``import_records`` wrote: ``written`` revisions, ``unchanged`` ones the bank already
-    held (a re-import), the refused items, and the kinds of secret redacted."""
+    """What ``import_records`` wrote (or with ``dry_run`` would write, and which): ``written``
+    revisions, ``unchanged`` ones the bank already held (a re-import), the refused items, and
+    the kinds of secret redacted."""
 
     bank: str
     written: int = 0
@@ -559,6 +560,8 @@ class ImportResponse(Frozen):
     problems: tuple[ImportProblem, ...] = ()
     redacted: tuple[str, ...] = ()
     dry_run: bool = False
+    # with ``dry_run``: the records that would be written, as they would be (redacted)
+    records: tuple[Memory, ...] = ()
 
 
 class ExportResponse(Frozen):

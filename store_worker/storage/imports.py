@@ -12,7 +12,8 @@ record imported.
 It is the bulk path: every item is prepared before anything is written (a refused item writes
 nothing, or with ``skip_bad`` is reported and left out), the batch's log lines go in one
 append with one fsync, RAM takes them without touching the index, and the index is rebuilt
-once, on the bank's next read (``Bank.defer_reindex``), not record by record.
+once, on the bank's next read (``Bank.reflect_unindexed``), not record by record. A call
+emits one ``bank-changed`` event (``imported``), not one ``item-changed`` per record.
 
 Keyed by id: a record the bank already holds at the same revision or a later one is left as
 it is. Importing a file again, or resuming a killed import, changes nothing and counts no
@@ -249,6 +250,7 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
         problems=tuple(problems),
         redacted=tuple(sorted(redacted)),
         dry_run=dry_run,
+        records=tuple(fresh) if dry_run else (),
     )
 
 

@@ -257,6 +257,8 @@ def test_dry_run_shows_what_would_be_written_and_writes_nothing(tmp_path: Path) 
     data = tmp_path / "data"
     code, out, _ = cli(data, "import", str(SAMPLES / "memory.jsonl"), "--dry-run")
     assert code == 0 and out.startswith("mcp-memory: would write 5 records")
+    assert "main/mcp-default-user-" in out and "password=[REDACTED:password]" in out
+    assert "hunter2" not in out  # what would be written, as it would be: redacted
     assert not (data / "main" / "memories.jsonl").exists()
 
 

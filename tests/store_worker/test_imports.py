@@ -184,6 +184,7 @@ def test_dry_run_writes_nothing(store: MemoryStore, data_dir: Path) -> None:
         [{"id": "a", "text": "one"}, {"id": "b", "text": "two"}], dry_run=True
     )
     assert res.dry_run and res.written == 2
+    assert [m.id for m in res.records] == ["a", "b"]
     assert store.list().memories == ()
     res = store.import_records([{"id": "a", "text": "one"}], bank="elsewhere", dry_run=True)
     assert res.bank == "elsewhere"
