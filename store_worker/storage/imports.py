@@ -277,22 +277,35 @@ def _write(bank: Bank, drafts: Drafts, mems: list[Memory]) -> None:
 
 def export(bank: Bank, op: Export) -> ExportResponse:
     """A page of the bank's records: current revisions in (created_at, id) order, or with
-    ``history`` every logged revision in log order, then the drafts (not in the log)."""
+    ``history`` every logged revision in log order (a page's token is the log line it starts
+    at: no page reads the lines before it), then the drafts (not in the log)."""
     size = (
         1_000 if op.page_size is None else v.count(op.page_size, "page_size", most=MAX_EXPORT_PAGE)
     )
     if size < 1:
         raise errors.InvalidArgumentError(f"page_size must be from 1 to {MAX_EXPORT_PAGE}")
-    start = 0 if op.page_token is None else _offset(op.page_token)
-    if v.flag(op.history, "history"):
-        rows = logged_revisions(bank)
-        rows += [m for m in bank.records.values() if m.status == "pending"]
+    token = "0" if op.page_token is None else op.page_token
+    drafts = isinstance(token, str) and token.startswith("d")
+    start = _offset(token[1:] if drafts else token)
+    if v.flag(op.history, "history") and not drafts:
+        page, after = logged_revisions(bank, start, size)
+        more = after is not None or any(m.status == "pending" for m in bank.records.values())
+        nxt = str(after) if after is not None else "d0"
+        return ExportResponse(
+            bank=bank.name, records=tuple(page), next_page_token=nxt if more else None
+        )
+    if drafts:
+        rows = sorted(
+            (m for m in bank.records.values() if m.status == "pending"),
+            key=lambda m: (m.created_at, m.id),
+        )
     else:
         rows = sorted(bank.records.values(), key=lambda m: (m.created_at, m.id))
     page = rows[start : start + size]
     more = start + size < len(rows)
+    nxt = f"{'d' if drafts else ''}{start + size}"
     return ExportResponse(
-        bank=bank.name, records=tuple(page), next_page_token=str(start + size) if more else None
+        bank=bank.name, records=tuple(page), next_page_token=nxt if more else None
     )
 
 

@@ -203,11 +203,15 @@ def test_imported_records_survive_a_reopen(fresh_store: Any, data_dir: Path) -> 
     assert len(again.recall("llamas", limit=100).memories) == 50
 
 
-def test_drafts_round_trip_as_drafts(fresh_store: Any) -> None:
+@pytest.mark.parametrize("history", [False, True])
+def test_drafts_round_trip_as_drafts(fresh_store: Any, history: bool) -> None:
     source = fresh_store(ratification=True)
+    for i in range(3):
+        source.save(f"fact {i}", id=f"fact-{i}")
     source.save("maybe the user likes jazz", id="jazz", confidence="extracted")
-    exported = records(source)
-    assert exported[0]["status"] == "pending"
+    exported = records(source, history=history)  # pages of 2: the draft comes after the log
+    assert [r["id"] for r in exported] == ["fact-0", "fact-1", "fact-2", "jazz"]
+    assert exported[-1]["status"] == "pending"
     target = fresh_store(ratification=True)
     target.import_records(exported)
     assert [m.id for m in target.drafts()] == ["jazz"]
