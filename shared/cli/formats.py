@@ -12,8 +12,9 @@ second import, or one resumed after a kill, finds every record already there.
 
 - ``native``: ``memory export``'s JSON Lines (a header line, then bank, rule, memory lines);
 - ``mem0``: mem0's ``get_all`` answer (``{"results": [...]}`` or a bare list) or an export
-  of it, as JSON or JSON Lines: ``user_id`` → bank, ``agent_id`` → tag ``agent:<id>``,
-  ``run_id`` → a session memory (``session_id`` = the run), ``categories`` → tags;
+  of it, as JSON or JSON Lines, mapped as ``integrations.mem0_compat.Memory`` writes: the
+  mem0 id kept, ``user_id`` → bank, ``run_id`` → the session it was said in and a tag,
+  ``agent_id`` → the recorder and a tag, the ids and metadata → the title's JSON;
 - ``mcp-memory``: the MCP reference memory server's ``memory.jsonl``: each observation of an
   entity one memory (titled with the entity's name, tagged with its type), each relation one;
 - ``markdown``: a folder of notes (or one file): one memory per bullet or paragraph, headings
@@ -31,7 +32,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,38 @@ def read_mem0(path: Path) -> Iterator[Item]:
         yield _mem0_row(row, f"{path.name}:{n}")
 
 
+# mem0 is mapped as ``integrations.mem0_compat.Memory`` writes (that module's docstring), so
+# an imported memory reads back through it as mem0 wrote it (the tests hold the two together):
+MEM0_IDS = ("user_id", "agent_id", "run_id", "actor_id", "role")
+MEM0_TITLE = 200  # characters of the {"mem0": {...}} title a memory keeps
+_MEMORY_ID = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
+
+
+def mem0_bank(user_id: str) -> str:
+    """The bank of a mem0 ``user_id``: itself when a valid bank name, else its slug and 8 hex
+    characters of its SHA-256."""
+    from shared.contract.config import NAME_RE
+    from shared.text import slugify
+
+    if NAME_RE.fullmatch(user_id):
+        return user_id
+    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
+    return f"{slugify(user_id, max_words=8, max_len=40)}-{digest}"
+
+
+def mem0_tag(kind: str, value: str) -> str:
+    return f"mem0-{kind}-{hashlib.sha256(value.encode()).hexdigest()[:16]}"
+
+
+def _mem0_title(fields: dict[str, Any]) -> str:
+    """mem0's ids and metadata as the title's JSON; the metadata left out when too long."""
+    for kept in (fields, {k: v for k, v in fields.items() if k != "metadata"}):
+        title = json.dumps({"mem0": kept}, ensure_ascii=False, separators=(", ", ": "))
+        if len(title) <= MEM0_TITLE:
+            return title
+    return ""
+
+
 def _mem0_row(row: object, where: str) -> Item:
     if not isinstance(row, dict):
         return Problem(where, "a memory must be a JSON object")
@@ -204,29 +237,36 @@ def _mem0_row(row: object, where: str) -> Item:
         updated = _iso_ms(row.get("updated_at"))
     except (ValueError, TypeError) as e:
         return Problem(where, f"bad date: {e}")
-    given = row.get("metadata")
-    metadata: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-    categories = row.get("categories") or metadata.get("categories") or []
-    tags = (
-        [str(c) for c in categories if isinstance(c, str)] if isinstance(categories, list) else []
-    )
-    agent = row.get("agent_id")
-    if isinstance(agent, str) and agent:
-        tags.append(f"agent:{agent}")
+    ids = {k: row[k] for k in MEM0_IDS if isinstance(row.get(k), str) and row[k]}
+    fields: dict[str, Any] = dict(ids)
+    metadata = row.get("metadata")
+    if isinstance(metadata, dict) and metadata:
+        fields["metadata"] = metadata
+    tags = ["mem0"]
+    if "agent_id" in ids:
+        tags.append(mem0_tag("agent", ids["agent_id"]))
+    if "run_id" in ids:
+        tags.append(mem0_tag("run", ids["run_id"]))
+    categories = row.get("categories") or (metadata or {}).get("categories") or []
+    if isinstance(categories, list):
+        tags += [c for c in categories if isinstance(c, str)]
     record: dict[str, Any] = {
-        "id": f"mem0-{slug_of(mem_id, 60)}-{short_hash('mem0', mem_id)[:8]}",
+        "id": mem_id
+        if _MEMORY_ID.fullmatch(mem_id)
+        else f"mem0-{slug_of(mem_id, 60)}-{short_hash('mem0', mem_id)[:8]}",
         "text": body,
+        "title": _mem0_title(fields),
         "tags": tags[:8],
-        "provenance": {"source": f"mem0:{mem_id}", "recorded_by": "mem0"},
+        "provenance": {
+            "source": f"mem0:{mem_id}",
+            "source_session_id": ids.get("run_id"),
+            "recorded_by": ids.get("agent_id", "mem0"),
+        },
     }
-    run = row.get("run_id")
-    if isinstance(run, str) and run:
-        record.update(scope="session", session_id=run)
     if created is not None:
         record["created_at"] = record["stated_at"] = created
         record["updated_at"] = max(created, updated or created)
-    user = row.get("user_id")
-    bank = slug_of(user, 64) if isinstance(user, str) and user else None
+    bank = mem0_bank(ids["user_id"]) if "user_id" in ids else None
     return Entry(where, "memory", record, bank)
 
 

@@ -159,23 +159,59 @@ def test_mem0_get_all(tmp_path: Path) -> None:
     assert sorted(summary["banks"]) == ["alex", "sam"]  # user_id → bank
     store = MemoryStore(data)
     try:
-        alex = {
-            m.provenance.source: m
-            for m in store.list(bank="alex", include_superseded=True).memories
-        }
-        veg = alex["mem0:892db2ae-06d9-49e5-8b3e-585ef9b85b8e"]
+        veg = store.get("892db2ae-06d9-49e5-8b3e-585ef9b85b8e", bank="alex").memory  # id kept
         assert veg.text == "Is a vegetarian and allergic to nuts"
-        assert veg.tags == ("food", "health")
+        assert veg.tags == ("mem0", "food", "health") and veg.scope == "global"
+        assert json.loads(veg.title) == {"mem0": {"user_id": "alex", "metadata": {"food": "vegan"}}}
         assert veg.created_at == 1_721_977_020_108  # 2024-07-25T23:57:00.108-07:00
+        assert veg.provenance.source == "mem0:892db2ae-06d9-49e5-8b3e-585ef9b85b8e"
         assert veg.provenance.recorded_by == "mem0" and veg.provenance.imported_at
-        cricket = alex["mem0:2a7b4f3c-1d9e-4b8a-9c6d-5e4f3a2b1c0d"]
-        assert cricket.tags == ("agent:travel-assistant",)  # agent_id → tag
-        flight = alex["mem0:6b1f7d2e-3c4a-4e5b-8f9a-0b1c2d3e4f5a"]
-        assert (flight.scope, flight.session_id) == ("session", "trip-planning-42")  # run_id
+        cricket = store.get("2a7b4f3c-1d9e-4b8a-9c6d-5e4f3a2b1c0d", bank="alex").memory
+        assert cricket.provenance.recorded_by == "travel-assistant"  # agent_id: the recorder
+        flight = store.get("6b1f7d2e-3c4a-4e5b-8f9a-0b1c2d3e4f5a", bank="alex").memory
+        assert flight.provenance.source_session_id == "trip-planning-42"  # run_id: the session
         assert "sk-proj" not in flight.text
     finally:
         store.close()
     assert cli_json(data, "import", str(SAMPLES / "mem0_get_all.json"))["unchanged"] == 4
+
+
+def test_imported_mem0_memories_read_back_through_the_mem0_class(tmp_path: Path) -> None:
+    # the importer maps mem0's ids as integrations.mem0_compat.Memory writes them
+    from integrations.mem0_compat import Memory
+
+    data = tmp_path / "data"
+    cli_json(data, "import", str(SAMPLES / "mem0_get_all.json"))
+    store = MemoryStore(data)
+    try:
+        m = Memory(store)
+        everything = m.get_all(user_id="alex")["results"]
+        assert {r["id"] for r in everything} == {
+            "892db2ae-06d9-49e5-8b3e-585ef9b85b8e",
+            "2a7b4f3c-1d9e-4b8a-9c6d-5e4f3a2b1c0d",
+            "6b1f7d2e-3c4a-4e5b-8f9a-0b1c2d3e4f5a",
+        }
+        agent = m.get_all(user_id="alex", agent_id="travel-assistant")["results"]
+        assert [r["memory"] for r in agent] == ["Likes to play cricket on weekends"]
+        run = m.get_all(user_id="alex", run_id="trip-planning-42")["results"]
+        assert [r["run_id"] for r in run] == ["trip-planning-42"]
+        veg = m.get("892db2ae-06d9-49e5-8b3e-585ef9b85b8e")
+        assert veg["metadata"] == {"food": "vegan"} and veg["user_id"] == "alex"
+        assert veg["created_at"].startswith("2024-07-26T06:57:00")
+        assert [r["id"] for r in m.get_all(user_id="sam")["results"]] == [
+            "9d3f0a4b-5e6c-4a7d-8b9c-0d1e2f3a4b5c"
+        ]
+    finally:
+        store.close()
+
+
+def test_mem0_banks_and_tags_agree_with_the_mem0_class() -> None:
+    from integrations import mem0_compat
+    from shared.cli import formats
+
+    for user in ("alex", "Alice@x.org", "a b c"):
+        assert formats.mem0_bank(user) == mem0_compat.bank_of(user)
+    assert formats.mem0_tag("agent", "bot") == mem0_compat._tag("agent", "bot")
 
 
 def test_mcp_memory_jsonl(tmp_path: Path) -> None:
