@@ -326,7 +326,7 @@ def test_progress_shows_on_a_terminal_only() -> None:
 
 # -- a killed import ---------------------------------------------------------------------------
 
-COUNT = 20_000
+COUNT = 8_000
 RUN = "import sys; from shared.cli import run; sys.exit(run([*sys.argv[1:], '--json']))"
 
 
