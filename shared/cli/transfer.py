@@ -91,15 +91,16 @@ class ExportSummary(_Dumps):
     records: int = 0
 
 
-def export(ctx: Ctx) -> ExportSummary:
+def export(ctx: Ctx) -> ExportSummary | int:
+    """The export file at ``-o``, and its summary; to stdout, the file alone (exit 0)."""
     a = ctx.args
     target: TextIO
     path = a.output or "-"
     summary = ExportSummary(path=path)
     rows = export_lines(ctx.store, bank=a.bank, history=a.include_history, now_ms=_now())
-    if path == "-":
-        _write_rows(rows, sys.stdout, summary)
-        return summary
+    if path == "-":  # the output is the file: no summary after it, even with --json
+        _write_rows(rows, ctx.out, summary)
+        return 0
     tmp = Path(f"{path}.partial")
     with tmp.open("w", encoding="utf-8") as target:
         _write_rows(rows, target, summary)
@@ -121,8 +122,6 @@ def _now() -> int:
 
 
 def show_export(s: ExportSummary) -> str:
-    if s.path == "-":
-        return ""
     return f"exported {s.records:,} records, {s.rules} rules from {s.banks} banks to {s.path}"
 
 

@@ -110,6 +110,17 @@ def test_export_import_export_round_trips(tmp_path: Path, history: bool) -> None
     assert again["written"] == 0 and again["unchanged"] == summary["written"]
 
 
+def test_export_to_stdout_is_the_file_alone(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    a_store(source)
+    file = tmp_path / "x.jsonl"
+    cli(source, "export", "-o", str(file))
+    code, out, _ = cli(source, "export", "--json")
+    assert code == 0
+    streamed = [json.loads(line) for line in out.splitlines()]
+    assert [r.get("kind") for r in streamed] == [r.get("kind") for r in rows(file)]
+
+
 def test_import_into_one_bank_and_dry_run(tmp_path: Path) -> None:
     source, copy = tmp_path / "source", tmp_path / "copy"
     a_store(source)
