@@ -100,7 +100,7 @@ def test_imports_bench_times_both_ways(tmp_path: Path, capsys: object) -> None:
     assert imports.main(["--size", "300", "--sample", "50", "--out", str(out)]) == 0
     res = json.loads(out.read_text())
     assert res["import"]["written"] == 300 and res["import"]["problems"] == 0
-    assert res["save_one_by_one"]["sample"] == 50 and res["speedup"] > 0
+    assert res["side_by_side"]["sample"] == 50 and res["speedup"] > 0
     said = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "import vs one by one" in said and "extrapolated" in said
 
