@@ -61,6 +61,9 @@ class WorkerSpec:
     # The extractor only: one turn's extraction run now, in this process, over any store
     # (``extract_now``); what a library caller that adds a conversation synchronously uses.
     extract_turn: Callable[..., Any] | None = field(default=None)
+    # ``before_up(settings_env) -> settings to add``: run by ``memory up`` before it starts or
+    # joins a cluster, to refuse (a typed error) what could not start, such as a taken port.
+    before_up: Callable[[dict[str, str]], dict[str, str]] | None = field(default=None)
 
 
 def lazy(target: str) -> Callable[..., Any]:

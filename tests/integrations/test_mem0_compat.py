@@ -124,10 +124,12 @@ def running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stub: Server) -> It
     from store_worker.core import MemoryStore
 
     served = MemoryStore(tmp_path / "served")
-    server, port = build_server(served, port=0)
+    token_file = tmp_path / "token"  # behind a token its record names, as `memory up` leaves it
+    token_file.write_text("mem0-gateway-token\n")
+    server, port = build_server(served, port=0, token="mem0-gateway-token")
     server.start()
     record = tmp_path / "data"
-    gateway_file.write(record, f"127.0.0.1:{port}", None)
+    gateway_file.write(record, f"127.0.0.1:{port}", token_file)
     monkeypatch.setenv("MEMORY_DATA_DIR", str(record))
     monkeypatch.delenv("MEMORY_EMBEDDED", raising=False)
     monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
