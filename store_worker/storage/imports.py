@@ -219,6 +219,10 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
             held = latest.get(mem.id) or (
                 target.records.get(mem.id) if target is not None else None
             )
+            if target is not None and mem.id in target.unread_drafts:
+                raise errors.ConflictError(
+                    f"{mem.id} is the id of a draft file that could not be read; fix it first"
+                )
             if held is not None and held.revision >= mem.revision:
                 if held.revision == mem.revision and held.fingerprint != mem.fingerprint:
                     raise errors.ConflictError(

@@ -256,3 +256,28 @@ def test_a_label_holding_a_secret_goes_in_every_record(store: MemoryStore) -> No
     res = store.import_records(items)
     assert res.redacted == ("openai_key",)
     assert [store.get(f"m-{i}").memory.tags for i in range(3)] == [("ops",)] * 3
+
+
+def test_the_id_of_a_draft_that_could_not_be_read_is_refused(
+    fresh_store: Any, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    store = fresh_store(data_dir=data_dir, ratification=True)
+    store.save("deploys on fridays are banned", id="fridays", status="pending")
+    store.close()
+    draft = data_dir / "main" / "drafts" / "fridays.json"
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == draft:
+            raise OSError(errno.EIO, "Input/output error")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    store = fresh_store(data_dir=data_dir, ratification=True)
+    monkeypatch.setattr(Path, "read_bytes", real)
+    # an import never gives the unread draft's id to another record (it would lose its id)
+    with pytest.raises(ConflictError, match="draft file that could not be read"):
+        store.import_records([{"id": "fridays", "text": "an unrelated fact"}])
+    assert not (data_dir / "main" / "memories.jsonl").exists()
