@@ -209,7 +209,7 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
 
     def refuse(i: int, e: errors.MemoryServiceError) -> None:
         if not skip_bad:
-            raise type(e)(f"record {i}: {e.message}") if _plain(e) else e
+            raise type(e)(f"record {i}: {e.message}", e.retryable) from e
         problems.append(ImportProblem(index=i, category=e.category, message=e.message))
 
     shared = Batch()
@@ -256,15 +256,6 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
         dry_run=dry_run,
         records=tuple(fresh) if dry_run else (),
     )
-
-
-def _plain(e: errors.MemoryServiceError) -> bool:
-    """Whether ``e``'s class is built from a message alone (to name the record in it)."""
-    try:
-        type(e)("x")
-    except TypeError:
-        return False
-    return True
 
 
 def _write(bank: Bank, drafts: Drafts, mems: list[Memory]) -> None:
