@@ -2,8 +2,9 @@
 
 Like the gateway it holds no data: it reaches the store through ``ShardedStoreClient`` (the
 actor over Ray, following shards as they come and go) and serves its pages from a uvicorn
-thread. It records its sign-in URL in ``<data dir>/.state/console.json`` (mode 0600), where
-``memory up`` reads it to print; a restart by Ray rewrites it. Its repr, in the dashboard's
+thread. It records where it listens, and the file its admin token is in (never the token), in
+``<data dir>/.state/console.json`` (mode 0600), where ``memory up`` reads it to print the
+sign-in URL; a restart by Ray rewrites it. Its repr, in the dashboard's
 Actors view, says where it listens (never the token).
 """
 
@@ -31,10 +32,14 @@ class ConsoleActor:
         # `memory up` passes the dashboard it printed: an actor's process cannot always ask
         dashboard = ConsoleSettings.from_env(env).dashboard_url or join_cluster()["dashboard_url"]
         self.store = ShardedStoreClient.connect(follow=True)
-        self.server, self.gate = open_console(self.store, env, dashboard_url=dashboard or None)
+        self.server, self.gate, auth = open_console(
+            self.store, env, dashboard_url=dashboard or None
+        )
         self.data_dir = env.get("MEMORY_DATA_DIR")
-        if self.data_dir:
-            console_file.write(self.data_dir, self.server.url, self.gate.token)
+        if self.data_dir:  # names the token's file, never the token
+            console_file.write(
+                self.data_dir, self.server.url, auth.token_file, no_token=self.gate.open
+            )
         log.info("memory-console serving on %s", self.server.url)
 
     def ping(self) -> str:

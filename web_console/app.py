@@ -3,15 +3,18 @@
 ``build_app(store, gate)`` serves pages over any ``StoreAPI`` (the Ray actor's, a gateway's, an
 embedded store). Each page reads through the store contract; each form action is one store
 operation, run only after ``Gate.authorize`` (``web_console.auth``) accepts the request's token,
-scope and CSRF token. A refused or failed operation re-renders the page it came from with the
-error as the CLI prints it (``error: <category>: <message>``) and writes nothing; a done one
-redirects back (POST, redirect, GET) with one line saying what was done.
+permission and CSRF token, and every store call a page makes goes through
+``shared.client.scoped.Scoped`` as the request's principal (``Page.store``). A refused or
+failed operation re-renders the page it came from with the error as the CLI prints it
+(``error: <category>: <message>``) and writes nothing; a done one redirects back (POST,
+redirect, GET) with one line saying what was done.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -23,10 +26,20 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from shared.client.scoped import Scoped, SessionOwners
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from web_console import fmt
-from web_console.auth import COOKIE, CSRF_FIELD, Forbidden, Gate, Principal, Scope, Unauthenticated
+from web_console.auth import (
+    COOKIE,
+    CSRF_FIELD,
+    Forbidden,
+    Gate,
+    Principal,
+    Scope,
+    Unauthenticated,
+    may,
+)
 
 HERE = Path(__file__).parent
 MAX_FORM_BYTES = 256 * 1024  # a 100 KB paste reaches the store, which names its own limit
@@ -46,7 +59,9 @@ class Page:
 
     @property
     def store(self) -> StoreAPI:
-        return self.console.store
+        """The store as this request's principal may use it: the enforcement layer the
+        gateway uses (``Scoped``), so a page never checks a bank or an id itself."""
+        return Scoped(self.console.store, self.who, self.console.owners)
 
     def arg(self, name: str, default: str = "") -> str:
         return self.form.get(name) or self.request.query_params.get(name) or default
@@ -71,6 +86,8 @@ class Console:
     ) -> None:
         self.store = store
         self.gate = gate
+        gate.bind(store)
+        self.owners = SessionOwners(store)
         self.dashboard_url = dashboard_url
         self.page_size = page_size
         self.env = Environment(
@@ -87,6 +104,8 @@ class Console:
             csrf=self.gate.csrf(page.token),
             csrf_field=CSRF_FIELD,
             who=page.who,
+            may_write=may(page.who, "write"),
+            is_admin=may(page.who, "admin"),
             dashboard_url=self.dashboard_url,
             done=page.request.query_params.get("done"),
             request=page.request,
@@ -106,11 +125,15 @@ class Console:
                     form = await _form(request)
             except errors.MemoryServiceError as e:
                 return self._refused(e, 413)
-            try:
-                who = self.gate.authorize(token, need, form.get(CSRF_FIELD))
+            try:  # the store answers a scoped token: down, it is the store's typed error
+                who = self.gate.authorize(
+                    token, need, form.get(CSRF_FIELD), form=request.method == "POST"
+                )
             except (Unauthenticated, Forbidden) as e:
                 status = 401 if isinstance(e, Unauthenticated) else 403
                 return self._refused(e, status)
+            except errors.MemoryServiceError as e:
+                return self._refused(e, status_for(e))
             page = Page(self, request, who, token or "", form)
             try:
                 return await handler(page)
@@ -127,6 +150,8 @@ class Console:
 def status_for(e: errors.MemoryServiceError) -> int:
     if isinstance(e, errors.NotFoundError):
         return 404
+    if isinstance(e, errors.PermissionDeniedError):
+        return 403
     if isinstance(e, errors.ConflictError):
         return 409
     if isinstance(e, errors.SourceUnavailableError):
@@ -154,14 +179,19 @@ async def _form(request: Request) -> dict[str, str]:
 
 
 def login(gate: Gate) -> Callable[[Request], Awaitable[Response]]:
-    """``/login?token=T``: a known token becomes the session cookie, and the URL loses it."""
+    """``/login?token=T``: a known token (the admin's or a scoped one) becomes the session
+    cookie, and the URL loses it."""
 
     async def endpoint(request: Request) -> Response:
         token = request.query_params.get("token")
         try:
             gate.principal(token)
         except Unauthenticated:
-            return HTMLResponse("unknown token: open the console URL `memory up` printed", 401)
+            return HTMLResponse(
+                "unknown or revoked token: open the console URL `memory up` printed", 401
+            )
+        except errors.MemoryServiceError as e:
+            return HTMLResponse(escape(f"error: {e.category}: {e.message}"), status_for(e))
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, token or "", httponly=True, samesite="strict", path="/")
         return response
@@ -181,7 +211,7 @@ def build_app(
 
     console = Console(store, gate, dashboard_url=dashboard_url, page_size=page_size)
     routes: list[Route | Mount] = [
-        Route("/login", login(gate)),
+        Route("/login", login(console.gate)),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     for module in (pages_memory, pages_harness, pages_review):

@@ -1,11 +1,21 @@
-"""Who may use the console: the one place every request's token is checked (``Gate``).
+"""Who may use the console: the one place every request's token becomes a principal (``Gate``).
 
-Today a token is the gateway's bearer token (``MEMORY_GRPC_TOKEN``), or the console's own
-(``MEMORY_CONSOLE_TOKEN``, else a random one made at start), and it makes its holder the
-``admin`` principal, who may read and change everything, and approve what only a person may
-(the ``admin`` scope: a proposed learned rule). When principals with scopes come,
-``Gate.principal`` is the one function that changes: it maps a token to a principal and its
-scopes, and every page and form already asks it, naming the scope it needs.
+The console uses the gateway's principals (``shared.contract.principal``, README "Trust
+model"):
+
+- the admin token (the gateway's configured one, ``MEMORY_GRPC_TOKEN`` or its token file, else
+  this user's admin token, ``shared.client.admin_token``) is the ``admin`` principal;
+- a scoped token (``memory token create``) is looked up by its hash in the store's token
+  registry (``token_resolve``) at every request, so a revoked token is refused at the next
+  one: nothing is cached beyond the request;
+- served open (``--no-token`` / ``MEMORY_ALLOW_NO_TOKEN=1``, announced at start) a request is
+  the admin's unless it carries a scoped token, which then limits it, as on an open gateway.
+
+``Gate.authorize`` is a coarse first fence per route (a read-only principal gets no write, a
+scoped one no admin page); every store call a page makes then goes through
+``shared.client.scoped.Scoped`` as that principal (``web_console.app.Page.store``), the same
+enforcement layer the gateway uses: a bank outside its banks is refused, a memory it may not
+see is not found.
 
 A browser signs in once with the token in the URL ``memory up`` prints (``/login?token=...``):
 the token goes into an HttpOnly, SameSite=Strict cookie and the URL is cleaned. A script may
@@ -21,14 +31,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
 from typing import Literal
 
+from shared.contract.api import StoreAPI
 from shared.contract.errors import MemoryServiceError
+from shared.contract.principal import ADMIN, Principal, digest
 
 Scope = Literal["read", "write", "admin"]
 COOKIE = "memory_console"
 CSRF_FIELD = "csrf"
+
+__all__ = ["ADMIN", "COOKIE", "CSRF_FIELD", "Forbidden", "Gate", "Principal", "Unauthenticated"]
 
 
 class Unauthenticated(MemoryServiceError):
@@ -38,52 +51,75 @@ class Unauthenticated(MemoryServiceError):
 
 
 class Forbidden(MemoryServiceError):
-    """A known principal without the scope the action needs, or a form without its CSRF token
-    (HTTP 403)."""
+    """A known principal without the permission the action needs, or a form without its CSRF
+    token (HTTP 403)."""
 
     category = "permission_denied"
 
 
-@dataclass(frozen=True)
-class Principal:
-    """Who is asking, and what they may do."""
-
-    name: str
-    scopes: frozenset[str]
-
-
-ADMIN = Principal("admin", frozenset({"read", "write", "admin"}))
+def may(who: Principal, need: Scope) -> bool:
+    """Whether ``who`` holds ``need``: every principal reads (its own part), a read-write one
+    writes, only the admin administers."""
+    if need == "admin":
+        return who.admin
+    if need == "write":
+        return who.admin or not who.read_only
+    return True
 
 
 class Gate:
-    """Maps tokens to principals and checks each request's scope and CSRF token."""
+    """Maps tokens to principals and checks each request's permission and CSRF token.
 
-    def __init__(self, *tokens: str | None) -> None:
-        self.tokens = tuple(t for t in tokens if t)
-        if not self.tokens:
-            raise ValueError("the console needs at least one token")
+    ``admin`` is the admin token (``None``: served open, opted into); ``store`` the store
+    whose token registry resolves scoped tokens (``build_app`` binds the console's own)."""
+
+    def __init__(
+        self, admin: str | None, *, store: StoreAPI | None = None, open: bool = False
+    ) -> None:
+        if not admin and not open:
+            raise ValueError("the console needs the admin token, or to be served open")
+        self.admin = admin or None
+        self.store = store
         self._key = secrets.token_bytes(32)  # signs CSRF tokens and consolidation plans
 
     @property
-    def token(self) -> str:
-        """The token to print in the sign-in URL."""
-        return self.tokens[0]
+    def open(self) -> bool:
+        return self.admin is None
+
+    def bind(self, store: StoreAPI) -> None:
+        """Resolve scoped tokens in ``store``'s registry (unless one was given)."""
+        if self.store is None:
+            self.store = store
 
     def principal(self, token: str | None) -> Principal:
-        """THE check: the principal a token stands for (today: any known token is admin)."""
-        if token and any(hmac.compare_digest(token, known) for known in self.tokens):
+        """THE check: the principal ``token`` stands for, asked afresh each request."""
+        if token and self.admin and hmac.compare_digest(token.encode(), self.admin.encode()):
             return ADMIN
+        if token and self.store is not None:
+            found = self.store.token_resolve(digest(token))
+            if found:
+                return Principal.from_dict(found)
+        if self.open:
+            return ADMIN  # served open: every caller is the admin, unless it says otherwise
         raise Unauthenticated(
-            "sign in with the console URL `memory up` (or `memory console`) printed"
+            "sign in with the console URL `memory up` (or `memory console`) printed, or a "
+            "token from `memory token create` (a revoked one is refused)"
         )
 
-    def authorize(self, token: str | None, need: Scope, csrf: str | None = None) -> Principal:
-        """The principal behind ``token`` if it holds ``need``; a write also needs the form's
-        CSRF token (so does an ``admin`` action). Raises ``Unauthenticated`` or ``Forbidden``."""
+    def authorize(
+        self, token: str | None, need: Scope, csrf: str | None = None, *, form: bool = True
+    ) -> Principal:
+        """The principal behind ``token`` if it holds ``need``; a form (a POST) that is not a
+        read also needs its CSRF token. Raises ``Unauthenticated`` or ``Forbidden``."""
         who = self.principal(token)
-        if need not in who.scopes:
-            raise Forbidden(f"{who.name} may not {need} here")
-        if need != "read" and not (csrf and hmac.compare_digest(csrf, self.csrf(token or ""))):
+        if not may(who, need):
+            what = "is read-only" if need == "write" else "is not the admin"
+            raise Forbidden(f"permission denied: {who.name} {what}: this needs {need!r}")
+        if (
+            form
+            and need != "read"
+            and not (csrf and hmac.compare_digest(csrf, self.csrf(token or "")))
+        ):
             raise Forbidden("the form's CSRF token is missing or stale: reload the page")
         return who
 
@@ -95,7 +131,3 @@ class Gate:
 
     def signed(self, data: bytes, signature: str) -> bool:
         return hmac.compare_digest(self.sign(data), signature)
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(24)

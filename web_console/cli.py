@@ -8,20 +8,34 @@ import os
 import threading
 from collections.abc import Mapping
 
+from shared.client import admin_token
 from shared.contract.api import StoreAPI
-from web_console.auth import Gate, new_token
+from web_console.auth import Gate
 from web_console.server import Server, port_free
 from web_console.settings import ENV_PREFIX, ConsoleSettings
 
+GRPC = "MEMORY_GRPC_"  # the gateway's settings `memory up` passes every worker
 
-def gate_for(settings: ConsoleSettings, env: Mapping[str, str]) -> Gate:
-    """The console's tokens: its own (set, else fresh), and the gateway's bearer token."""
-    return Gate(settings.token or new_token(), env.get("MEMORY_GRPC_TOKEN"))
+
+def auth_for(settings: ConsoleSettings, env: Mapping[str, str]) -> admin_token.Auth:
+    """The console's admin token, as the gateway's is chosen (``admin_token.resolve``): the
+    one given (``MEMORY_CONSOLE_TOKEN``, else the gateway's ``MEMORY_GRPC_TOKEN`` or
+    ``MEMORY_GRPC_TOKEN_FILE``), else this user's admin token; none only when opted into
+    (``--no-token``, ``MEMORY_CONSOLE_NO_TOKEN=1`` or the gateway's, ``MEMORY_ALLOW_NO_TOKEN=1``),
+    announced on stderr at start."""
+    return admin_token.resolve(
+        "the web console",
+        settings.host,
+        token=settings.token or env.get(GRPC + "TOKEN"),
+        token_file=env.get(GRPC + "TOKEN_FILE"),
+        no_token=settings.no_token or env.get(GRPC + "NO_TOKEN") == "1",
+        env=env,
+    )
 
 
 def open_console(
     store: StoreAPI, env: Mapping[str, str], *, dashboard_url: str | None = None
-) -> tuple[Server, Gate]:
+) -> tuple[Server, Gate, admin_token.Auth]:
     """Build and start the console over ``store`` as ``MEMORY_CONSOLE_*`` in ``env`` say. A
     port left at its default that is taken becomes a free one; one asked for is never moved."""
     from web_console.app import build_app
@@ -30,14 +44,15 @@ def open_console(
     port = settings.port
     if not env.get(ENV_PREFIX + "PORT") and not port_free(settings.host, port):
         port = 0
-    gate = gate_for(settings, env)
+    auth = auth_for(settings, env)
+    gate = Gate(auth.token, store=store, open=auth.token is None)
     app = build_app(
         store,
         gate,
         dashboard_url=dashboard_url or settings.dashboard_url,
         page_size=settings.page_size,
     )
-    return Server(app, settings.host, port).start(), gate
+    return Server(app, settings.host, port).start(), gate, auth
 
 
 def env_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str, str]:
@@ -46,6 +61,8 @@ def env_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> dict[str,
         out[ENV_PREFIX + "HOST"] = str(args.host)
     if getattr(args, "port", None) is not None:
         out[ENV_PREFIX + "PORT"] = str(args.port)
+    if getattr(args, "no_token", False):
+        out[ENV_PREFIX + "NO_TOKEN"] = "1"
     return out
 
 
@@ -65,13 +82,15 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
         dashboard = join_cluster()["dashboard_url"] or None
         store = ShardedStoreClient.connect(follow=True)
     try:
-        server, gate = open_console(store, env, dashboard_url=dashboard)
+        server, gate, auth = open_console(store, env, dashboard_url=dashboard)
     except BaseException:
         store.close()
         raise
     if data_dir:
-        console_file.write(data_dir, server.url, gate.token)
-    print(f"memory console on {server.url}/login?token={gate.token} (Ctrl-C to stop)", flush=True)
+        console_file.write(data_dir, server.url, auth.token_file, no_token=gate.open)
+    # the terminal that started it is this user's: the sign-in URL holds the admin token
+    login = f"{server.url}/login?token={gate.admin}" if gate.admin else server.url
+    print(f"memory console on {login} (Ctrl-C to stop)", flush=True)
     try:
         (stop or threading.Event()).wait()
     except KeyboardInterrupt:

@@ -2,13 +2,13 @@
 consolidator's promotion proposed that wait for a person (``rule_review``), and Approve and
 Reject for each.
 
-Approving is a person's act, so both actions need the ``admin`` scope (``web_console.auth``),
-and each is one store operation (``rule_approve``, ``rule_reject``) through the console's
-CSRF-checked form path. A decision someone else already took (the proposal is gone) is the
-store's typed error on the page, and writes nothing. The page also lists the bank's review
-events as the store recorded them (``rule-proposed``, ``rule-approved``, ``rule-rejected``,
-``rule-dropped``): the store keeps its recent events in a bounded buffer, and this reads it by
-pages filtered to the bank.
+Approving is a person's act, so the queue and both actions are the ``admin``'s
+(``web_console.auth``), and each is one store operation (``rule_approve``, ``rule_reject``)
+through the console's CSRF-checked form path. A decision someone else already took (the
+proposal is gone) is the store's typed error on the page, and writes nothing. The page also
+lists the bank's review events as the store recorded them (``rule-proposed``,
+``rule-approved``, ``rule-rejected``, ``rule-dropped``): the store keeps its recent events in
+a bounded buffer, and this reads it by pages filtered to the bank.
 """
 
 from __future__ import annotations
@@ -60,7 +60,10 @@ def review_events(store: StoreAPI, bank: str) -> list[Event]:
 
 
 def context(page: Page, bank: str) -> dict[str, Any]:
-    """What the rules page's ``learned`` block shows of the queue."""
+    """What the rules page's ``learned`` block shows of the queue (the admin's: the queue and
+    the events are admin reads)."""
+    if not page.who.admin:
+        return {"waiting": [], "review_events": [], "may_decide": False}
     try:
         pending = page.store.rule_pending(bank=bank).proposals
     except errors.NotFoundError:
@@ -68,7 +71,7 @@ def context(page: Page, bank: str) -> dict[str, Any]:
     return {
         "waiting": [Waiting(p, why(p)) for p in pending],
         "review_events": review_events(page.store, bank),
-        "may_decide": "admin" in page.who.scopes,
+        "may_decide": True,
     }
 
 

@@ -23,8 +23,12 @@ class ConsoleSettings(EnvSettings):
     port: int = Field(DEFAULT_PORT, ge=0, le=65535, description="TCP port; 0 picks a free one.")
     token: str | None = Field(
         None,
-        description="The token a browser signs in with; default the gateway's bearer token "
-        "(MEMORY_GRPC_TOKEN), else a fresh random one each start.",
+        description="The admin token; default the gateway's (MEMORY_GRPC_TOKEN or "
+        "MEMORY_GRPC_TOKEN_FILE), else your admin token (`memory token path`). A scoped token "
+        "(`memory token create`) signs in as its principal.",
+    )
+    no_token: bool = Field(
+        False, description="Serve with no admin token at all (opted into; announced at start)."
     )
     page_size: int = Field(50, ge=1, le=500, description="Memories listed per page.")
     dashboard_url: str | None = Field(

@@ -34,7 +34,8 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
         "console",
         help=HELP,
         description=HELP + " Against the running store, or with --data-dir over an embedded "
-        "store without Ray. Prints the URL to open (it holds the sign-in token). "
+        "store without Ray. Prints the URL to open (it holds your admin token; a scoped token "
+        "from `memory token create` signs in at /login?token=... as its principal). "
         "`memory up` starts the same console as the memory-console Ray actor.",
     )
     p.add_argument(
@@ -44,6 +45,12 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--host", default=None, help="loopback address to listen on (127.0.0.1)")
     p.add_argument("--port", type=_port, default=None, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve with NO admin token (announced at start): every local process that reaches "
+        "the port is the admin; a scoped token still limits its holder",
+    )
     p.set_defaults(func=lazy("web_console.cli:serve_from_args"))
     up = subparsers.choices.get("up")
     if up is not None:

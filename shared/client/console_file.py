@@ -1,8 +1,9 @@
 """Where the running web console listens: ``<data_dir>/.state/console.json``.
 
 The console (``web_console``, started by ``memory up`` as the ``memory-console`` actor) writes
-its sign-in URL here when it starts serving a data dir, mode 0600 because the URL holds its
-token, and ``memory up`` prints it from here; ``memory down`` removes it once the console's
+where it listens here when it starts serving a data dir, with the file its admin token is in
+(never the token; mode 0600 as every record), and ``memory up`` prints the sign-in URL from
+here; ``memory down`` removes it once the console's
 process is gone. As for ``gateway.json`` (``shared.client.gateway_file``), a record whose
 process has ended is stale and ignored. Standard library only.
 """
@@ -13,6 +14,7 @@ import contextlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,37 +24,73 @@ NAME = "console.json"
 
 
 class ConsoleInfo(NamedTuple):
-    """A console serving a data dir: its base ``url``, its sign-in ``token``, its ``pid``."""
+    """A console serving a data dir: its base ``url``, the admin ``token`` that signs in
+    (``None``: served open, or a token this process was not given), its ``pid``."""
 
     url: str
-    token: str
+    token: str | None
     pid: int
 
     @property
     def login_url(self) -> str:
         """The URL that signs a browser in (the token leaves the address bar at once)."""
-        return f"{self.url}/login?token={self.token}"
+        return f"{self.url}/login?token={self.token}" if self.token else self.url
 
 
 def path(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / STATE_DIR / NAME
 
 
-def write(data_dir: str | os.PathLike[str], url: str, token: str) -> Path:
+def write(
+    data_dir: str | os.PathLike[str],
+    url: str,
+    token_file: str | os.PathLike[str] | None,
+    *,
+    no_token: bool = False,
+) -> Path:
+    """Record where the console listens and the file its admin token is in (never the
+    token: one given in the environment is the environment's, ``MEMORY_GRPC_TOKEN``)."""
     target = path(data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _write_private(target, {"url": url, "token": token, "pid": os.getpid()})
+    record = {
+        "url": url,
+        "token_file": str(token_file) if token_file else None,
+        "no_token": bool(no_token),
+        "pid": os.getpid(),
+    }
+    _write_private(target, record)
     return target
 
 
-def read(data_dir: str | os.PathLike[str]) -> ConsoleInfo | None:
-    """The data dir's live console, or ``None`` (no file, unreadable, or its process gone)."""
+def read(
+    data_dir: str | os.PathLike[str], env: Mapping[str, str] | None = None
+) -> ConsoleInfo | None:
+    """The data dir's live console, or ``None`` (no file, unreadable, or its process gone).
+    Its token is read from the file the record names, else taken from ``env`` (this
+    process's environment: the one ``memory up`` passed the console)."""
     try:
         raw = json.loads(path(data_dir).read_text("utf-8"))
-        info = ConsoleInfo(str(raw["url"]), str(raw["token"]), int(raw["pid"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        url, pid = str(raw["url"]), int(raw["pid"])
+        token_file, no_token = raw.get("token_file"), bool(raw.get("no_token"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return info if _alive(info.pid) else None
+    if not _alive(pid):
+        return None
+    return ConsoleInfo(url, None if no_token else _token(token_file, env), pid)
+
+
+def _token(token_file: object, env: Mapping[str, str] | None) -> str | None:
+    from shared.client import admin_token
+    from shared.contract.errors import InvalidArgumentError
+
+    if isinstance(token_file, str) and token_file:
+        try:
+            admin_token.check_private(Path(token_file))
+            return admin_token.load(Path(token_file))
+        except InvalidArgumentError:
+            return None
+    env = os.environ if env is None else env
+    return env.get("MEMORY_CONSOLE_TOKEN") or env.get("MEMORY_GRPC_TOKEN") or None
 
 
 def remove(data_dir: str | os.PathLike[str], *, pid: int | None = None) -> None:
