@@ -21,7 +21,6 @@ from web_console.server import Server
 from .conftest import open_store
 
 TOKEN = "http-test-token"
-GATEWAY = "the-gateway-bearer-token"
 
 
 @pytest.fixture
@@ -33,7 +32,7 @@ def store(tmp_path: Path) -> Iterator[MemoryStore]:
 
 @pytest.fixture
 def gate() -> Gate:
-    return Gate(TOKEN, GATEWAY)
+    return Gate(TOKEN)
 
 
 @pytest.fixture
@@ -60,11 +59,9 @@ def test_every_page_refuses_a_request_without_a_known_token(
     assert not store.get(mem.id).memory.pinned  # nothing written
 
 
-def test_sign_in_sets_a_strict_httponly_cookie_and_the_gateway_token_works_too(
-    client: TestClient,
-) -> None:
+def test_sign_in_sets_a_strict_httponly_cookie(client: TestClient) -> None:
     assert client.get("/login?token=wrong", follow_redirects=False).status_code == 401
-    done = client.get(f"/login?token={GATEWAY}", follow_redirects=False)
+    done = client.get(f"/login?token={TOKEN}", follow_redirects=False)
     assert done.status_code == 303 and done.headers["location"] == "/"
     cookie = done.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie
@@ -90,18 +87,18 @@ def test_a_form_without_its_csrf_token_is_refused_and_writes_nothing(
     assert ok.status_code == 200 and store.get(mem.id).memory.pinned
 
 
-def test_a_principal_without_the_write_scope_may_read_but_not_write(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+def test_a_principal_without_the_write_permission_may_read_but_not_write(
+    store: MemoryStore,
 ) -> None:
-    # Given a gate whose token maps to a reader only (the seam scoped principals plug into)
+    # Given a read-only scoped token (`memory token create reader --read-only`)
     gate = Gate(TOKEN)
-    reader = type(ADMIN)("reader", frozenset({"read"}))
-    monkeypatch.setattr(gate, "principal", lambda token: reader)
+    reader = store.token_create("reader", read_only=True)["token"]
     client = TestClient(build_app(store, gate))
+    signed_in(client, reader)
     mem = store.save("The user likes tabs").memory
     assert client.get("/b/main").status_code == 200
-    got = client.post(f"/b/main/m/{mem.id}/pin", data={"pinned": "1", "csrf": gate.csrf("")})
-    assert got.status_code == 403 and "reader may not write" in got.text
+    got = client.post(f"/b/main/m/{mem.id}/pin", data={"pinned": "1", "csrf": gate.csrf(reader)})
+    assert got.status_code == 403 and "reader is read-only" in got.text
     assert not store.get(mem.id).memory.pinned
 
 
@@ -113,7 +110,9 @@ def test_the_gate_names_what_is_wrong() -> None:
         gate.authorize(TOKEN, "write", None)
     assert gate.authorize(TOKEN, "write", gate.csrf(TOKEN)) == ADMIN
     with pytest.raises(ValueError):
-        Gate(None, "")
+        Gate(None)
+    with pytest.raises(ValueError):
+        Gate("")
 
 
 def test_a_form_past_the_size_limit_is_refused_before_it_is_read(
