@@ -52,7 +52,7 @@ def write(
     token: one given in the environment is the environment's, ``MEMORY_GRPC_TOKEN``)."""
     target = path(data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    record = {
+    record: dict[str, object] = {
         "url": url,
         "token_file": str(token_file) if token_file else None,
         "no_token": bool(no_token),
