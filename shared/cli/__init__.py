@@ -451,7 +451,7 @@ def _up(ctx: Ctx) -> int:
         # this token once
         say(ctx, f"           sign in with the token from `{_ray_bin()} get-auth-token`")
     console = console_file.read(described["data_dir"])
-    if console is not None:  # the URL holds the sign-in token (the record is 0600 too)
+    if console is not None:  # the URL holds the admin token, read from the file the record names
         info["console"] = console.url
         say(ctx, f"console:   {console.login_url}")
     say(ctx, f"data dir:  {described['data_dir']}")
