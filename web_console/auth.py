@@ -4,7 +4,9 @@ The console uses the gateway's principals (``shared.contract.principal``, README
 model"):
 
 - the admin token (the gateway's configured one, ``MEMORY_GRPC_TOKEN`` or its token file, else
-  this user's admin token, ``shared.client.admin_token``) is the ``admin`` principal;
+  this user's admin token, ``shared.client.admin_token``) is the ``admin`` principal, and so is
+  its console sign-in key (``shared.client.console_file.login_key``, an HMAC of it), which the
+  URL ``memory up`` prints carries instead of the token;
 - a scoped token (``memory token create``) is looked up by its hash in the store's token
   registry (``token_resolve``) at every request, so a revoked token is refused at the next
   one: nothing is cached beyond the request;
@@ -17,7 +19,8 @@ scoped one no admin page); every store call a page makes then goes through
 enforcement layer the gateway uses: a bank outside its banks is refused, a memory it may not
 see is not found.
 
-A browser signs in once with the token in the URL ``memory up`` prints (``/login?token=...``):
+A browser signs in once with the URL ``memory up`` prints (``/login?token=<sign-in key>``), or
+with a scoped token at ``/login?token=<token>``:
 the token goes into an HttpOnly, SameSite=Strict cookie and the URL is cleaned. A script may
 send ``Authorization: Bearer <token>`` instead.
 
@@ -33,6 +36,7 @@ import hmac
 import secrets
 from typing import Literal
 
+from shared.client.console_file import login_key
 from shared.contract.api import StoreAPI
 from shared.contract.errors import MemoryServiceError
 from shared.contract.principal import ADMIN, Principal, digest
@@ -79,6 +83,8 @@ class Gate:
         if not admin and not open:
             raise ValueError("the console needs the admin token, or to be served open")
         self.admin = admin or None
+        # what signs in as the admin: the token, and the key the printed URL carries
+        self._admin = (admin.encode(), login_key(admin).encode()) if admin else ()
         self.store = store
         self._key = secrets.token_bytes(32)  # signs CSRF tokens and consolidation plans
 
@@ -93,7 +99,7 @@ class Gate:
 
     def principal(self, token: str | None) -> Principal:
         """THE check: the principal ``token`` stands for, asked afresh each request."""
-        if token and self.admin and hmac.compare_digest(token.encode(), self.admin.encode()):
+        if token and any(hmac.compare_digest(token.encode(), k) for k in self._admin):
             return ADMIN
         if token and self.store is not None:
             found = self.store.token_resolve(digest(token))

@@ -88,8 +88,8 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
         raise
     if data_dir:
         console_file.write(data_dir, server.url, auth.token_file, no_token=gate.open)
-    # the terminal that started it is this user's: the sign-in URL holds the admin token
-    login = f"{server.url}/login?token={gate.admin}" if gate.admin else server.url
+    # the sign-in URL carries the console's sign-in key, never the admin token
+    login = console_file.ConsoleInfo(server.url, gate.admin, os.getpid()).login_url
     print(f"memory console on {login} (Ctrl-C to stop)", flush=True)
     try:
         (stop or threading.Event()).wait()

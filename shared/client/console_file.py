@@ -11,6 +11,8 @@ process has ended is stale and ignored. Standard library only.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import time
@@ -21,11 +23,20 @@ from typing import NamedTuple
 from shared.client.gateway_file import STATE_DIR, _alive, _write_private
 
 NAME = "console.json"
+LOGIN_CONTEXT = b"agent-memory console sign-in v1"
+
+
+def login_key(admin_token: str) -> str:
+    """The console's sign-in key for ``admin_token``: an HMAC of it, so the URL ``memory up``
+    prints signs in to the console as the admin without showing the admin token itself (the
+    key does not open the gateway, and cannot be turned back into the token). Rotating the
+    admin token changes it."""
+    return hmac.new(admin_token.encode("utf-8"), LOGIN_CONTEXT, hashlib.sha256).hexdigest()
 
 
 class ConsoleInfo(NamedTuple):
-    """A console serving a data dir: its base ``url``, the admin ``token`` that signs in
-    (``None``: served open, or a token this process was not given), its ``pid``."""
+    """A console serving a data dir: its base ``url``, its admin ``token`` (``None``: served
+    open, or a token this process was not given), its ``pid``."""
 
     url: str
     token: str | None
@@ -33,8 +44,9 @@ class ConsoleInfo(NamedTuple):
 
     @property
     def login_url(self) -> str:
-        """The URL that signs a browser in (the token leaves the address bar at once)."""
-        return f"{self.url}/login?token={self.token}" if self.token else self.url
+        """The URL that signs a browser in as the admin: it carries the sign-in key
+        (``login_key``), never the admin token, and leaves the address bar at once."""
+        return f"{self.url}/login?token={login_key(self.token)}" if self.token else self.url
 
 
 def path(data_dir: str | os.PathLike[str]) -> Path:

@@ -70,14 +70,15 @@ def test_up_prints_the_consoles_url_and_down_stops_it(own_cluster: OwnCluster) -
     (line,) = [x for x in up.stdout.splitlines() if x.startswith("console:")]
     url = line.split()[1]
     assert url.startswith(f"http://127.0.0.1:{port}/login?token=")
-    # the URL signs in with this user's admin token; the record (this user's only) names the
-    # token's file, never the token
-    token = url.split("token=", 1)[1]
+    # the URL carries the console's sign-in key for this user's admin token, never the token;
+    # the record (this user's only) names the token's file, never the token
+    key = url.split("token=", 1)[1]
     record = console_file.path(data_dir)
     assert stat.S_IMODE(record.stat().st_mode) == 0o600
-    assert token not in record.read_text("utf-8")
     token_file = json.loads(record.read_text("utf-8"))["token_file"]
-    assert Path(token_file).read_text("utf-8").strip() == token
+    token = Path(token_file).read_text("utf-8").strip()
+    assert key == console_file.login_key(token)
+    assert token not in record.read_text("utf-8") and token not in up.stdout + up.stderr
     # without the token the console refuses; the URL signs in, and the banks page answers
     # through the store actor
     with pytest.raises(urllib.error.HTTPError) as refused:

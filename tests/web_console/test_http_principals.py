@@ -216,6 +216,21 @@ def test_served_open_a_request_is_the_admins_unless_a_scoped_token_limits_it(
     assert ">main<" not in scoped.get("/").text and scoped.get("/b/main").status_code == 403
 
 
+def test_the_printed_url_signs_in_as_the_admin_without_the_admin_token(
+    store: MemoryStore, gate: Gate
+) -> None:
+    info = console_file.ConsoleInfo("http://testserver", TOKEN, 1)
+    assert TOKEN not in info.login_url
+    client = TestClient(build_app(store, gate))
+    done = client.get(info.login_url, follow_redirects=False)
+    assert done.status_code == 303 and TOKEN not in done.headers["set-cookie"]
+    home = client.get("/")
+    assert home.status_code == 200 and 'id="nav-outbox"' in home.text  # the admin
+    # a key made from another token is no key
+    other = console_file.login_key("another-token")
+    assert client.get(f"/login?token={other}", follow_redirects=False).status_code == 401
+
+
 def settings(env: dict[str, str]) -> ConsoleSettings:
     return ConsoleSettings.from_env(env)
 
@@ -241,7 +256,9 @@ def test_the_record_names_the_token_file_never_the_token(tmp_path: Path) -> None
     record = console_file.write(tmp_path, "http://127.0.0.1:1", target)
     assert token not in record.read_text("utf-8") and str(target) in record.read_text("utf-8")
     info = console_file.read(tmp_path, env={})
-    assert info is not None and info.login_url == f"http://127.0.0.1:1/login?token={token}"
+    key = console_file.login_key(token)
+    assert info is not None and info.login_url == f"http://127.0.0.1:1/login?token={key}"
+    assert token not in info.login_url
     # a token given in the environment is taken from it, and never written
     console_file.write(tmp_path, "http://127.0.0.1:1", None)
     info = console_file.read(tmp_path, env={"MEMORY_GRPC_TOKEN": "env-token"})
