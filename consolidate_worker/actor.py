@@ -18,6 +18,7 @@ entry point on every run.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -174,6 +175,13 @@ class RayShardRunner:
         return out
 
 
+def _in_ray() -> bool:
+    """Whether this process is part of a Ray cluster (the actor's always is; the class built
+    by hand in a test is not, and its passes run in place)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized())
+
+
 def _utc(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ms / 1000))
 
@@ -192,7 +200,7 @@ class ConsolidatorActor:
             settings=settings,
             judge=judge_from(settings),
             shard_runner=runner,
-            pass_runner=RayPassRunner(client, settings),
+            pass_runner=RayPassRunner(client, settings) if _in_ray() else None,
         )
         self.metrics = _Metrics()
         self._last: Report | None = None

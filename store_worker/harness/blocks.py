@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -28,7 +29,9 @@ from typing import Any
 
 from shared.contract import errors
 from store_worker.harness.messages import message_text
-from store_worker.storage.files import fsync_dir, make_dirs, write_all
+from store_worker.storage.files import fsync_dir, make_dirs, remove_dirs, write_all
+
+log = logging.getLogger(__name__)
 
 KEY_OWNER = "inject"
 KEY_FILE = "block.key"
@@ -60,9 +63,19 @@ class BlockKey:
         self._lock = threading.Lock()
 
     def get(self) -> bytes:
+        """The key; one that cannot be written (a full or read-only disk) is replaced by a key
+        of this process's own, so injection goes on: blocks it signed stop counting as carried
+        after a restart, and their memories are injected once more."""
         with self._lock:
             if self._key is None:
-                self._key = self._read() or self._create()
+                key = self._read()
+                if key is None:
+                    try:
+                        key = self._create()
+                    except errors.MemoryServiceError as e:
+                        log.warning("%s; signing blocks with a key of this process", e.message)
+                        key = secrets.token_bytes(KEY_BYTES)
+                self._key = key
             return self._key
 
     def _read(self) -> bytes | None:
@@ -80,30 +93,34 @@ class BlockKey:
 
     def _create(self) -> bytes:
         """Write a fresh key whole under a temp name, then link it into place: a crash leaves
-        no key or a whole one, and of two processes creating it at once one key wins."""
+        no key or a whole one, and of two processes creating it at once one key wins. A
+        refused write leaves no temp file and no folder made for it."""
         key = secrets.token_bytes(KEY_BYTES)
         tmp = self.path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        made: list[Path] = []
         try:
-            make_dirs(self.path.parent)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                write_all(fd, key)
-                os.fsync(fd)
+                made = make_dirs(self.path.parent)
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    write_all(fd, key)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                try:
+                    os.link(tmp, self.path)
+                except FileExistsError:
+                    existing = self._read()
+                    if existing is not None:
+                        return existing
+                    os.link(tmp, self.path)
+                fsync_dir(self.path.parent)
             finally:
-                os.close(fd)
-            try:
-                os.link(tmp, self.path)
-            except FileExistsError:
-                existing = self._read()
-                if existing is not None:
-                    return existing
-                os.link(tmp, self.path)
-            fsync_dir(self.path.parent)
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
         except OSError as e:
+            remove_dirs(made)
             raise errors.storage_error(f"cannot create the block key {self.path}", e) from e
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         return key
 
 

@@ -45,6 +45,8 @@ class Principals:
         read_only: bool = False,
     ) -> dict[str, Any]:
         name = check_name(name)
+        if not isinstance(read_only, bool):
+            raise errors.InvalidArgumentError(f"read_only is true or false, not {read_only!r}")
         if name in self.tokens:
             raise errors.ConflictError(
                 f"a token named {name!r} exists (or was revoked: names are never reused)"
@@ -53,7 +55,7 @@ class Principals:
             name,
             banks=None if banks is None else tuple(v.bank_name(b) for b in _listed(banks)),
             projects=None if projects is None else tuple(_folder(p) for p in _listed(projects)),
-            read_only=bool(read_only),
+            read_only=read_only,
         )
         if principal.banks == () or principal.projects == ():
             raise errors.InvalidArgumentError("a token needs at least one bank and project")
@@ -107,6 +109,10 @@ class Principals:
 def _listed(values: Iterable[str]) -> list[str]:
     if isinstance(values, str):
         return [values]
+    if not isinstance(values, (list, tuple, set, frozenset)):
+        raise errors.InvalidArgumentError(
+            f"a token's banks and projects are a list of names, not {type(values).__name__}"
+        )
     return list(values)
 
 
