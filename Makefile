@@ -77,6 +77,7 @@ eval: install
 	$(BIN)/python -m tests.recall_quality.locomo
 	$(BIN)/python -m tests.recall_quality.locomo --occurred  # turns dated by occurred_at
 	$(BIN)/python -m tests.recall_quality.locomo --typos --no-model  # one slip per question
+	$(BIN)/python -m tests.recall_quality.inject  # what reaches the prompt, on and off topic
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
