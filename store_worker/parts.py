@@ -190,7 +190,13 @@ class StoreParts(StoreAPI):
         )
         rules = Rules(banks, self.events, clock)
         injector = Injector(
-            s, banks=banks, sessions=sessions, state=state, clock=clock, recall=reader.recall
+            s,
+            banks=banks,
+            sessions=sessions,
+            state=state,
+            clock=clock,
+            recall=reader.recall,
+            count_tokens=self.tokens.count,
         )
         outbox = Outbox(
             root,

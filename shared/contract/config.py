@@ -110,7 +110,13 @@ class StoreSettings(EnvSettings):
     )
     max_rule_chars: int = Field(8_000, ge=100, description="Budget of the injected rules section.")
     ambient_floor: int = Field(
-        3, ge=0, description="Top-up of strongest memories in a turn's block."
+        3, ge=0, description="Pinned or always-on memories every turn's block carries."
+    )
+    min_relevance: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Calibrated relevance a recalled memory needs to be injected (0: all).",
     )
     event_buffer: int = Field(10_000, ge=100, description="Events kept for the pull cursor.")
     session_state_days: float = Field(

@@ -41,6 +41,7 @@ from shared.contract.clock import FakeClock
 from shared.contract.config import StoreSettings
 from shared.contract.models import PreviewResponse
 from store_worker.core import MemoryStore
+from store_worker.recall import relevance
 from tests.recall_quality import locomo
 
 PROMPTS = Path(__file__).with_name("ordinary_prompts.txt")
@@ -80,18 +81,17 @@ def judge(
     return len(hits) / len(got), (len(covered) / len(want) if want else 0.0)
 
 
-def asked(store: MemoryStore, text: str, bank: str) -> tuple[Turn, PreviewResponse]:
-    view = store.preview(text, bank=bank)
-    ambient = sum(1 for m in view.memories if _is_ambient(m))
-    tokens = store.tokens.count(view.message) if view.message else 0
-    return Turn(tuple(m.memory.id for m in view.memories), ambient, tokens), view
-
-
-def _is_ambient(m: Any) -> bool:
-    why = getattr(m, "why", None)
-    if why is not None:
-        return bool(getattr(why, "ambient", False))
-    return m.score == 0.0  # before explanations: the floor's memories carried score 0
+def asked(store: MemoryStore, text: str, bank: str) -> Turn:
+    """``text`` previewed in ``bank``, and the candidates the injector chose from: recall's
+    top ``recall_limit`` with their calibrated relevance (the curve re-cuts them)."""
+    view: PreviewResponse = store.preview(text, bank=bank)
+    found = store.recall(text, bank=bank, limit=store.settings.recall_limit)
+    return Turn(
+        tuple(m.memory.id for m in view.memories),
+        view.ambient,
+        view.tokens,
+        candidates=tuple((h.memory.id, h.relevance_score) for h in found.memories),
+    )
 
 
 def mean(values: Sequence[float]) -> float:
@@ -125,7 +125,6 @@ def evaluate(
     other: list[Turn] = []
     ordinary: list[Turn] = []
     per_q: list[tuple[Turn, dict[str, list[str]], tuple[str, ...]]] = []
-    off_cands: list[Turn] = []
     with tempfile.TemporaryDirectory(prefix="inject-eval-") as tmp:
         root = Path(tmp) / "store"
         owners = locomo.build_store(root, convs)
@@ -138,23 +137,17 @@ def evaluate(
                 clock.ms = locomo.asked_at(conv)
                 mine = owners[conv.bank]
                 for q in conv.questions[:questions]:
-                    turn, view = asked(store, q.text, conv.bank)
+                    turn = asked(store, q.text, conv.bank)
                     turn.precision, turn.coverage = judge(turn.injected, mine, q.evidence)
-                    turn.candidates = _candidates(view)
                     on.append(turn)
                     per_q.append((turn, mine, q.evidence))
                 for o in convs:
                     if o is conv:
                         continue
                     for q in o.questions[:questions]:
-                        turn, view = asked(store, q.text, conv.bank)
-                        turn.candidates = _candidates(view)
-                        other.append(turn)
-                        off_cands.append(turn)
+                        other.append(asked(store, q.text, conv.bank))
                 for text in prompts:
-                    turn, view = asked(store, text, conv.bank)
-                    turn.candidates = _candidates(view)
-                    ordinary.append(turn)
+                    ordinary.append(asked(store, text, conv.bank))
         finally:
             store.close()
         took = time.perf_counter() - t0
@@ -164,18 +157,12 @@ def evaluate(
         "other_conversations": summary(other, scored=False),
         "ordinary_prompts": summary(ordinary, scored=False),
         "curve": curve(per_q, other, ordinary),
+        "_turns": (per_q, other, ordinary),
         "ask_s": round(took, 1),
     }
 
 
 _SHOWN = ("recall_limit", "recall_budget_tokens", "ambient_floor", "min_relevance")
-
-
-def _candidates(view: PreviewResponse) -> tuple[tuple[str, float], ...]:
-    found = getattr(view, "candidates", None)
-    if not found:
-        return ()
-    return tuple((c.memory.id, float(c.relevance_score)) for c in found)
 
 
 def curve(
@@ -185,13 +172,7 @@ def curve(
 ) -> list[dict[str, float]]:
     """The injector's selection (``relevance.select``) at each threshold, over the recall
     candidates each preview reported (no ambient floor: these banks pin nothing)."""
-    try:
-        from store_worker.recall import relevance
-    except ImportError:  # before calibration: no candidates to sweep
-        return []
-    if not any(t.candidates for t, _, _ in per_q):
-        return []
-    default = float(StoreSettings().min_relevance)  # type: ignore[attr-defined]
+    default = float(StoreSettings().min_relevance)
     points = sorted({*CURVE, default})
     out = []
     for th in points:
@@ -268,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     report = evaluate(convs, prompts, settings=settings, questions=args.questions)
     took = time.perf_counter() - t0
+    report.pop("_turns")
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
     else:

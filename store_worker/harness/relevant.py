@@ -1,0 +1,66 @@
+"""What of a recall a turn's block takes, and what the ambient floor adds.
+
+``chosen``: the recalled memories at or above ``min_relevance`` (the calibrated score of
+``store_worker/recall/relevance.py``), cut again where one stands far above the rest
+(``relevance.select``). None qualifying means no recalled memory: a prompt about something the
+bank does not hold gets no block from recall.
+
+``ambient``: the floor brings only what a person put in every turn: pinned memories and those
+tagged ``always-on`` (``relevance.ALWAYS_ON``), strongest first (corroboration, then the newest
+statement). A memory said often is not thereby always relevant: corroboration alone never
+puts a memory in an unrelated turn. Chosen on the index's columns, so only the records returned
+are read (a hook's process decodes a handful of a lazily booted bank's records).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from shared.contract.models import InjectedMemory, ScoredMemory, Why
+from store_worker.recall import relevance
+from store_worker.recall.scoring import visible
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from store_worker.storage.bank import Bank
+
+
+def chosen(found: Sequence[ScoredMemory], min_relevance: float) -> list[InjectedMemory]:
+    """The recalled memories a turn takes, in recall's order (``relevance.select``)."""
+    kept = relevance.select([(h, h.relevance_score) for h in found], min_relevance)
+    return [
+        InjectedMemory(memory=h.memory, score=h.score, relevance_score=r, why=h.why)
+        for h, r in kept
+    ]
+
+
+def ambient(
+    bank: Bank, session_ids: frozenset[str], project: str | None, want: int
+) -> list[InjectedMemory]:
+    """Up to ``want`` (plus ties at the edge, for the caller's dedup) pinned or always-on
+    visible memories, strongest first."""
+    if want <= 0:
+        return []
+    idx = bank.index
+    mask = idx.col("alive").astype(bool) & idx.col("counted").astype(bool)
+    marked = idx.col("pinned").astype(bool) | idx.tag_mask(relevance.ALWAYS_ON)
+    slots = np.flatnonzero(mask & marked & visible(bank, session_ids=session_ids, project=project))
+    if not len(slots):
+        return []
+    pinned = idx.col("pinned")[slots].astype(np.float64) > 0
+    corroboration = idx.col("corroboration")[slots].astype(np.float64)
+    stated = idx.col("stated_at")[slots].astype(np.float64)
+    keys = idx.keys
+    rows = sorted(
+        (not pinned[i], -float(corroboration[i]), -float(stated[i]), keys[slots[i]])
+        for i in range(len(slots))
+    )[: want + 64]
+    out = []
+    for row in rows:
+        mem = bank.records[row[3]]
+        why = Why(pinned=mem.pinned, ambient=True)
+        out.append(InjectedMemory(memory=mem, score=0.0, relevance_score=0.0, why=why))
+    return out
