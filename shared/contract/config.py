@@ -113,7 +113,7 @@ class StoreSettings(EnvSettings):
         3, ge=0, description="Pinned or always-on memories every turn's block carries."
     )
     min_relevance: float = Field(
-        0.5,
+        0.3,
         ge=0.0,
         le=1.0,
         description="Calibrated relevance a recalled memory needs to be injected (0: all).",

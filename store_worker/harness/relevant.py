@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 def chosen(found: Sequence[ScoredMemory], min_relevance: float) -> list[InjectedMemory]:
     """The recalled memories a turn takes, in recall's order (``relevance.select``)."""
-    kept = relevance.select([(h, h.relevance_score) for h in found], min_relevance)
+    kept = relevance.select([(h, h.relevance_score, h.score) for h in found], min_relevance)
     return [
         InjectedMemory(memory=h.memory, score=h.score, relevance_score=r, why=h.why)
-        for h, r in kept
+        for h, r, _ in kept
     ]
 
 

@@ -6,7 +6,7 @@ IDF grows with the bank, and the boosts and context lending scale it again, so a
 to say "nothing here is relevant", so recall's top ``k`` (only those: the ranking itself is
 untouched) are scored again here on a scale that holds across banks and queries:
 
-    lexical  = own + W_CONTEXT · context
+    lexical  = (own + W_CONTEXT · context) / (1 + PRIOR / total)
     own      = the IDF-weighted share of the query's distinct content terms the memory holds
     context  = the share held only by the turn before or after it (a dialog turn's passage)
     semantic = clip((cosine - COS_LOW) / (COS_HIGH - COS_LOW), 0, 1), when a model is on
@@ -21,8 +21,8 @@ inside the window holds. ``user`` (read from first-person words) counts only whe
 holds it.
 
 ``select`` is injection's cut over the candidates in recall's order: those at or above the
-threshold, and of those only the ones within ``RELATIVE`` of the best and before a gap of
-``GAP`` (one memory far above the rest goes alone). Both the calibration and the cut were
+threshold, and of those only the ones whose recall score is within ``RELATIVE`` of the best
+one's and before a drop of ``GAP`` in relevance (one memory far above the rest goes alone). Both the calibration and the cut were
 chosen on the injection eval (``tests/recall_quality/inject.py``, HISTORY.md §18).
 """
 
@@ -45,12 +45,17 @@ if TYPE_CHECKING:
     from store_worker.recall.scoring import Hit, RecallParams
     from store_worker.storage.bank import Bank
 
-W_CONTEXT = 0.5
+W_CONTEXT = 0.7
+# IDF mass added to every query's total: a short query matched on one common word of the bank
+# ("why is the sky blue?" → a turn about blue paint) reads as less sure than a long one.
+PRIOR = 2.0
 COS_LOW = 0.25
 COS_HIGH = 0.6
-RELATIVE = 0.0
-GAP = 1.0
-DEFAULT_MIN_RELEVANCE = 0.5
+# The cut: a memory whose recall score is under RELATIVE of the best one's, or after a drop of
+# GAP in relevance, stays out (HISTORY.md §18).
+RELATIVE = 0.3
+GAP = 0.3
+DEFAULT_MIN_RELEVANCE = 0.3  # StoreSettings.min_relevance's default
 ALWAYS_ON = "always-on"  # the tag that puts a memory in every turn, as a pin does
 
 T = TypeVar("T")
@@ -90,7 +95,7 @@ def calibrate(
     weight = {t: idx.idf(t) for t in terms}
     total = sum(weight.values())
     date_w = total / len(terms) if dated and terms else (1.0 if dated else 0.0)
-    total += date_w
+    total += date_w + PRIOR
     in_window: np.ndarray | None = None
     if dated:
         window = query_dates(p.query, now_ms)
@@ -158,21 +163,22 @@ def _why(
 
 
 def select(
-    candidates: Sequence[tuple[T, float]],
+    candidates: Sequence[tuple[T, float, float]],
     threshold: float,
     *,
     relative: float = RELATIVE,
     gap: float = GAP,
-) -> list[tuple[T, float]]:
-    """Injection's cut over ``(item, relevance)`` in recall's order: those at or above
-    ``threshold`` and ``relative`` times the best, stopping at the first gap of ``gap`` or
-    more between one kept memory and the next (by relevance)."""
+) -> list[tuple[T, float, float]]:
+    """Injection's cut over ``(item, relevance, recall score)`` in recall's order: those at or
+    above ``threshold`` whose recall score is at least ``relative`` times the best one's,
+    stopping at the first drop of ``gap`` or more in relevance (one memory far above the rest
+    goes alone)."""
     kept = [c for c in candidates if c[1] >= threshold]
     if not kept:
         return []
-    best = max(r for _, r in kept)
-    kept = [c for c in kept if c[1] >= relative * best]
-    ordered = sorted((r for _, r in kept), reverse=True)
+    best = max(c[2] for c in kept)
+    kept = [c for c in kept if c[2] >= relative * best]
+    ordered = sorted((c[1] for c in kept), reverse=True)
     floor = ordered[-1]
     for hi, lo in zip(ordered, ordered[1:], strict=False):
         if hi - lo >= gap:

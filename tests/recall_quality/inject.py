@@ -46,7 +46,7 @@ from tests.recall_quality import locomo
 
 PROMPTS = Path(__file__).with_name("ordinary_prompts.txt")
 # The thresholds the curve visits (the default is added when it is not one of them).
-CURVE = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8)
+CURVE = (0.0, 0.1, 0.2, 0.25, 0.28, 0.3, 0.32, 0.35, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 def ordinary_prompts(path: Path = PROMPTS) -> list[str]:
@@ -64,8 +64,8 @@ class Turn:
     tokens: int
     precision: float = 0.0
     coverage: float = 0.0
-    # (memory id, calibrated relevance) of every recall candidate, for the curve
-    candidates: tuple[tuple[str, float], ...] = ()
+    # (memory id, calibrated relevance, recall score) of every recall candidate (the curve)
+    candidates: tuple[tuple[str, float, float], ...] = ()
 
 
 def judge(
@@ -90,7 +90,7 @@ def asked(store: MemoryStore, text: str, bank: str) -> Turn:
         tuple(m.memory.id for m in view.memories),
         view.ambient,
         view.tokens,
-        candidates=tuple((h.memory.id, h.relevance_score) for h in found.memories),
+        candidates=tuple((h.memory.id, h.relevance_score, h.score) for h in found.memories),
     )
 
 
@@ -178,7 +178,7 @@ def curve(
     for th in points:
         prec, cov, n = [], [], []
         for turn, owners, evidence in per_q:
-            got = [m for m, _ in relevance.select(turn.candidates, th)]
+            got = [m for m, _, _ in relevance.select(turn.candidates, th)]
             p, c = judge(got, owners, evidence)
             prec.append(p)
             cov.append(c)
