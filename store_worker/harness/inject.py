@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from shared.contract.clock import Clock
     from shared.contract.config import StoreSettings
     from store_worker.harness.sessions import Sessions
-    from store_worker.storage.bank import Bank
     from store_worker.storage.banks import Banks
     from store_worker.storage.state import StateStore
 

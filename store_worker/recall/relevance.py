@@ -22,12 +22,15 @@ holds it.
 
 ``select`` is injection's cut over the candidates in recall's order: those at or above the
 threshold, and of those only the ones whose recall score is within ``RELATIVE`` of the best
-one's and before a drop of ``GAP`` in relevance (one memory far above the rest goes alone). Both the calibration and the cut were
-chosen on the injection eval (``tests/recall_quality/inject.py``, HISTORY.md §18).
+one's and before a drop of ``GAP`` in relevance (one memory far above the rest goes alone).
+Both the calibration and the cut were chosen on the injection eval
+(``tests/recall_quality/inject.py``, HISTORY.md §18).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -46,6 +49,9 @@ if TYPE_CHECKING:
     from store_worker.storage.bank import Bank
 
 W_CONTEXT = 0.7
+# Documents of a virtual background that holds none of the query's words, added to the bank's
+# own for the weights: in a bank of five notes that all say "tea", "tea" still means something.
+BACKGROUND = 100
 # IDF mass added to every query's total: a short query matched on one common word of the bank
 # ("why is the sky blue?" → a turn about blue paint) reads as less sure than a long one.
 PRIOR = 2.0
@@ -92,7 +98,8 @@ def calibrate(
     if not p.query.strip():
         return [Scored(0.0, _why(bank, p, now_ms, s, (), (), (), False, None)) for s in slots]
     terms, dated = query_terms(bank, p, now_ms)
-    weight = {t: idx.idf(t) for t in terms}
+    n = idx.n_counted + BACKGROUND
+    weight = {t: idf(n, idx.df.get(t, 0)) for t in terms}
     total = sum(weight.values())
     date_w = total / len(terms) if dated and terms else (1.0 if dated else 0.0)
     total += date_w + PRIOR
@@ -132,6 +139,11 @@ def calibrate(
         why = _why(bank, p, now_ms, slot, own, near, ents, date, semantic)
         out.append(Scored(round(min(max(score, 0.0), 1.0), 4), why))
     return out
+
+
+def idf(n: int, df: int) -> float:
+    """BM25's IDF of a term ``df`` of ``n`` documents hold."""
+    return math.log1p((n - df + 0.5) / (df + 0.5))
 
 
 def _why(
@@ -180,7 +192,7 @@ def select(
     kept = [c for c in kept if c[2] >= relative * best]
     ordered = sorted((c[1] for c in kept), reverse=True)
     floor = ordered[-1]
-    for hi, lo in zip(ordered, ordered[1:], strict=False):
+    for hi, lo in itertools.pairwise(ordered):
         if hi - lo >= gap:
             floor = hi
             break
