@@ -116,7 +116,7 @@ class StoreSettings(EnvSettings):
         0.3,
         ge=0.0,
         le=1.0,
-        description="Calibrated relevance a recalled memory needs to be injected (0: all).",
+        description="Calibrated relevance a recalled memory needs to be injected (0: off).",
     )
     event_buffer: int = Field(10_000, ge=100, description="Events kept for the pull cursor.")
     session_state_days: float = Field(

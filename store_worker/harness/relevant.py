@@ -2,8 +2,8 @@
 
 ``chosen``: the recalled memories at or above ``min_relevance`` (the calibrated score of
 ``store_worker/recall/relevance.py``), cut again where one stands far above the rest
-(``relevance.select``). None qualifying means no recalled memory: a prompt about something the
-bank does not hold gets no block from recall.
+(``relevance.select``); 0 switches both off. None qualifying means no recalled memory: a
+prompt about something the bank does not hold gets no block from recall.
 
 ``ambient``: the floor brings only what a person put in every turn: pinned memories and those
 tagged ``always-on`` (``relevance.ALWAYS_ON``), strongest first (corroboration, then the newest
@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 
 
 def chosen(found: Sequence[ScoredMemory], min_relevance: float) -> list[InjectedMemory]:
-    """The recalled memories a turn takes, in recall's order (``relevance.select``)."""
-    kept = relevance.select([(h, h.relevance_score, h.score) for h in found], min_relevance)
+    """The recalled memories a turn takes, in recall's order (``relevance.select``); a
+    ``min_relevance`` of 0 takes them all (no threshold, no cut: recall's top k)."""
+    kept = relevance.taken([(h, h.relevance_score, h.score) for h in found], min_relevance)
     return [
         InjectedMemory(memory=h.memory, score=h.score, relevance_score=r, why=h.why)
         for h, r, _ in kept

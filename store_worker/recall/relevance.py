@@ -199,6 +199,13 @@ def select(
     return [c for c in kept if c[1] >= floor]
 
 
+def taken(
+    candidates: Sequence[tuple[T, float, float]], min_relevance: float
+) -> list[tuple[T, float, float]]:
+    """What injection takes: ``select`` at ``min_relevance``, or all of them at 0 (off)."""
+    return select(candidates, min_relevance) if min_relevance > 0 else list(candidates)
+
+
 def threshold(value: object) -> float | None:
     """A ``min_relevance`` argument: None (no filter) or a number from 0 to 1."""
     if value is None:

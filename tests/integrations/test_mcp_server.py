@@ -795,3 +795,30 @@ def test_http_beyond_loopback_without_a_token_is_refused_before_it_binds(
     assert done.returncode == 2, done.stderr
     assert "no bearer token" in done.stderr and "MEMORY_ALLOW_NO_TOKEN=1" in done.stderr
     assert not (tmp_path / "data").exists()  # refused before the store was opened
+
+
+def test_recall_says_how_relevant_each_memory_is_and_why(embedded: Any) -> None:
+    # Given a bank that knows about the staging server and about tea
+    embedded.save("The staging server is called kestrel-stg")
+    embedded.save("The user drinks green tea every morning")
+    embedded.save("The user edits code in the Helix editor")
+
+    async def body(client: Client) -> None:
+        # When the recall tool is asked about the server, each memory says why it came
+        found = await call(client, "recall", query="what is the staging server called")
+        first = found["memories"][0]
+        assert first["text"] == "The staging server is called kestrel-stg"
+        assert 0.3 <= first["relevance"] <= 1.0
+        assert {"stage", "server"} <= set(first["why"]["terms"])
+        assert all(0.0 <= m["relevance"] <= 1.0 for m in found["memories"])
+        # and with min_relevance, a prompt the bank knows nothing about gets nothing
+        off = await call(
+            client, "recall", query="reverse a linked list in Python", min_relevance=0.3
+        )
+        assert off["memories"] == []
+        on = await call(client, "recall", query="staging server name", min_relevance=0.3)
+        assert [m["text"] for m in on["memories"]] == ["The staging server is called kestrel-stg"]
+        category, _ = await refused(client, "recall", query="server", min_relevance=2)
+        assert category == "invalid_argument"
+
+    run(build_server(embedded), body)

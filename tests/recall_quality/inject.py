@@ -18,7 +18,7 @@ a harness saving it would pass.
   writing, general knowledge) asked in every bank: memories and tokens per turn.
 * **The curve**: coverage against precision (and the off-topic memories per turn) as
   ``min_relevance`` moves, the injector's own selection (``store_worker.recall.relevance``)
-  applied to each question's candidates; the default's point is marked.
+  applied to each question's candidates (0: off, recall's top k); the default is marked.
 
 Run ``python -m tests.recall_quality.inject`` (``make eval``); ``--json`` prints the headline
 figures, ``--set min_relevance=0.3`` (any store setting) measures another point through
@@ -170,21 +170,21 @@ def curve(
     other: Sequence[Turn],
     ordinary: Sequence[Turn],
 ) -> list[dict[str, float]]:
-    """The injector's selection (``relevance.select``) at each threshold, over the recall
-    candidates each preview reported (no ambient floor: these banks pin nothing)."""
+    """The injector's selection (``relevance.taken``) at each threshold (0: off), over the
+    recall candidates of each question (no ambient floor: these banks pin nothing)."""
     default = float(StoreSettings().min_relevance)
     points = sorted({*CURVE, default})
     out = []
     for th in points:
         prec, cov, n = [], [], []
         for turn, owners, evidence in per_q:
-            got = [m for m, _, _ in relevance.select(turn.candidates, th)]
+            got = [m for m, _, _ in relevance.taken(turn.candidates, th)]
             p, c = judge(got, owners, evidence)
             prec.append(p)
             cov.append(c)
             n.append(len(got))
-        off_o = [len(relevance.select(t.candidates, th)) for t in other]
-        off_p = [len(relevance.select(t.candidates, th)) for t in ordinary]
+        off_o = [len(relevance.taken(t.candidates, th)) for t in other]
+        off_p = [len(relevance.taken(t.candidates, th)) for t in ordinary]
         out.append(
             {
                 "min_relevance": th,
