@@ -22,7 +22,8 @@ a harness saving it would pass.
 
 Run ``python -m tests.recall_quality.inject`` (``make eval``); ``--json`` prints the headline
 figures, ``--set min_relevance=0.3`` (any store setting) measures another point through
-``preview``, ``--questions N`` asks the first N questions of each conversation only.
+``preview``, ``--questions N`` asks the first N questions of each conversation only,
+``--model`` runs with the local all-MiniLM-L6-v2 model (the semantic arm; lexical without).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def evaluate(
     *,
     settings: dict[str, Any] | None = None,
     questions: int | None = None,
+    model: bool = False,
 ) -> dict[str, Any]:
     """Every conversation saved to its bank, then on-topic, other-conversation and ordinary
     prompts asked through ``preview``; the curve from the same candidates."""
@@ -130,7 +132,8 @@ def evaluate(
         owners = locomo.build_store(root, convs)
         clock = FakeClock(start_ms=0, tick=0)
         base = StoreSettings().merged({"data_dir": str(root), **(settings or {})})
-        store = MemoryStore(root, clock=clock, settings=base)
+        embedder = locomo.semantic_embedder() if model else None
+        store = MemoryStore(root, clock=clock, settings=base, embedder=embedder)
         t0 = time.perf_counter()
         try:
             for conv in convs:
@@ -238,6 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--set", action="append", default=[], metavar="NAME=VALUE", help="a store setting"
     )
     ap.add_argument("--questions", type=int, default=None, help="first N questions per conv.")
+    ap.add_argument("--model", action="store_true", help="with the local embedding model")
     args = ap.parse_args(argv)
     folder = locomo.data_dir()
     if not folder.is_dir() or not any(folder.glob("*.json")):
@@ -247,7 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     prompts = ordinary_prompts()
     settings = dict(item.split("=", 1) for item in args.set)
     t0 = time.perf_counter()
-    report = evaluate(convs, prompts, settings=settings, questions=args.questions)
+    report = evaluate(
+        convs, prompts, settings=settings, questions=args.questions, model=args.model
+    )
     took = time.perf_counter() - t0
     report.pop("_turns")
     if args.json:
