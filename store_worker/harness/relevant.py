@@ -23,7 +23,7 @@ from store_worker.recall import relevance
 from store_worker.recall.scoring import visible
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from store_worker.storage.bank import Bank
 
@@ -40,28 +40,38 @@ def chosen(found: Sequence[ScoredMemory], min_relevance: float) -> list[Injected
 
 def ambient(
     bank: Bank, session_ids: frozenset[str], project: str | None, want: int
-) -> list[InjectedMemory]:
-    """Up to ``want`` (plus ties at the edge, for the caller's dedup) pinned or always-on
-    visible memories, strongest first."""
+) -> Iterator[InjectedMemory]:
+    """Up to ``want`` + 64 (room for the caller's dedup) pinned or always-on visible memories,
+    strongest first, each read only when the caller gets that far."""
     if want <= 0:
-        return []
+        return
     idx = bank.index
     mask = idx.col("alive").astype(bool) & idx.col("counted").astype(bool)
     marked = idx.col("pinned").astype(bool) | idx.tag_mask(relevance.ALWAYS_ON)
     slots = np.flatnonzero(mask & marked & visible(bank, session_ids=session_ids, project=project))
     if not len(slots):
-        return []
+        return
     pinned = idx.col("pinned")[slots].astype(np.float64) > 0
     corroboration = idx.col("corroboration")[slots].astype(np.float64)
     stated = idx.col("stated_at")[slots].astype(np.float64)
+    keep = want + 64
+    order = np.lexsort((-stated, -corroboration, ~pinned))  # the last key sorts first
+    if len(order) > keep:  # the first ``keep`` and every slot tied with the last of them
+        last = order[keep - 1]
+        tied = (
+            (pinned == pinned[last])
+            & (corroboration == corroboration[last])
+            & (stated == stated[last])
+        )
+        picked = np.zeros(len(order), dtype=bool)
+        picked[order[:keep]] = True
+        order = np.flatnonzero(picked | tied)
     keys = idx.keys
     rows = sorted(
         (not pinned[i], -float(corroboration[i]), -float(stated[i]), keys[slots[i]])
-        for i in range(len(slots))
-    )[: want + 64]
-    out = []
+        for i in order.tolist()
+    )[:keep]
     for row in rows:
         mem = bank.records[row[3]]
         why = Why(pinned=mem.pinned, ambient=True)
-        out.append(InjectedMemory(memory=mem, score=0.0, relevance_score=0.0, why=why))
-    return out
+        yield InjectedMemory(memory=mem, score=0.0, relevance_score=0.0, why=why)

@@ -39,12 +39,13 @@ import numpy as np
 
 from shared.contract.errors import InvalidArgumentError
 from shared.contract.models import Why
-from shared.text import entity_norm, query_dates
+from shared.text import entity_norm, query_dates, words
 from store_worker.recall.context import chains
 from store_worker.recall.query import strip_question_frame
-from store_worker.recall.signals import DAY_MS, content_tokens, date_hits, entity_candidates
+from store_worker.recall.signals import DAY_MS, content_tokens, date_hits
 
 if TYPE_CHECKING:
+    from shared.text import DateWindow
     from store_worker.recall.scoring import Hit, RecallParams
     from store_worker.storage.bank import Bank
 
@@ -73,14 +74,36 @@ class Scored:
     why: Why
 
 
-def query_terms(bank: Bank, p: RecallParams, now_ms: int) -> tuple[list[str], bool]:
-    """The distinct content terms recall matched on, and whether the query names a date."""
+def query_terms(
+    bank: Bank, p: RecallParams, now_ms: int
+) -> tuple[list[str], DateWindow | None, set[str]]:
+    """The distinct content terms recall matched on, the time the query names, and its words
+    (for entity handles)."""
     window = query_dates(p.query, now_ms)
     text = strip_question_frame(p.query)
     terms = sorted(set(content_tokens(text, window)))
     if "user" in terms and bank.index.df.get("user", 0) == 0:
         terms.remove("user")  # first person, in a bank that never says "user"
-    return terms, window is not None
+    return terms, window, {entity_norm(w) for w in words(text)}
+
+
+def _named(handle: str, said: set[str]) -> bool:
+    """Whether the query's words name an entity handle (``sofia-almeida``: every part)."""
+    return handle in said or all(part in said for part in handle.split("-"))
+
+
+def _cosines(bank: Bank, slots: Sequence[int], query_vector: Sequence[float]) -> list[float]:
+    """The cosine of each slot's vector to the query (0 without one): the hits' only."""
+    idx = bank.index
+    vectors = idx.vectors
+    q = np.asarray(query_vector, dtype=np.float32)
+    if vectors is None or len(q) != vectors.shape[1]:
+        return [0.0] * len(slots)
+    have = idx.has_vector.data
+    return [
+        float(vectors[s] @ q) if 0 <= s < min(len(vectors), len(have)) and have[s] else 0.0
+        for s in slots
+    ]
 
 
 def calibrate(
@@ -97,25 +120,21 @@ def calibrate(
     slots = [idx.slot_of.get(h.memory.id, -1) for h in hits]
     if not p.query.strip():
         return [Scored(0.0, _why(bank, p, now_ms, s, (), (), (), False, None)) for s in slots]
-    terms, dated = query_terms(bank, p, now_ms)
+    terms, window, said = query_terms(bank, p, now_ms)
     n = idx.n_counted + BACKGROUND
     weight = {t: idf(n, idx.df.get(t, 0)) for t in terms}
     total = sum(weight.values())
+    dated = window is not None
     date_w = total / len(terms) if dated and terms else (1.0 if dated else 0.0)
     total += date_w + PRIOR
-    in_window: np.ndarray | None = None
-    if dated:
-        window = query_dates(p.query, now_ms)
-        if window is not None:
-            in_window = date_hits(bank, window, p.tuning) > 0
+    in_window = date_hits(bank, window, p.tuning) > 0 if window is not None else None
     ch = chains(bank)
     wanted = set(terms)
-    names = {entity_norm(c) for c in entity_candidates(strip_question_frame(p.query))}
-    cos: np.ndarray | None = None
+    cos: list[float] | None = None
     if query_vector is not None and p.mode != "lexical":
-        cos, _ = idx.cosine(query_vector)
+        cos = _cosines(bank, slots, query_vector)
     out = []
-    for hit, slot in zip(hits, slots, strict=True):
+    for i, (hit, slot) in enumerate(zip(hits, slots, strict=True)):
         if slot < 0:
             out.append(Scored(0.0, Why()))
             continue
@@ -131,11 +150,11 @@ def calibrate(
         if total > 0:
             got = sum(weight[t] for t in own) + (date_w if date else 0.0)
             lexical = (got + W_CONTEXT * sum(weight[t] for t in near)) / total
-        semantic = float(cos[slot]) if cos is not None else None
+        semantic = cos[i] if cos is not None else None
         score = lexical
         if semantic is not None:
             score = max(score, (semantic - COS_LOW) / (COS_HIGH - COS_LOW))
-        ents = tuple(sorted(names & set(hit.memory.entities)))
+        ents = tuple(sorted(e for e in hit.memory.entities if _named(e, said)))
         why = _why(bank, p, now_ms, slot, own, near, ents, date, semantic)
         out.append(Scored(round(min(max(score, 0.0), 1.0), 4), why))
     return out
