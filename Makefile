@@ -61,7 +61,7 @@ test-fast: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check shared store_worker extract_worker consolidate_worker grpc_gateway integrations
+	$(BIN)/ruff format --check shared store_worker extract_worker consolidate_worker grpc_gateway integrations web_console
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -71,6 +71,7 @@ bench: install
 	$(BIN)/python -m bench.shard_passes
 	$(BIN)/python -m bench.cli
 	$(BIN)/python -m bench.hooks
+	$(BIN)/python -m bench.console
 	$(BIN)/python -m bench.inject
 
 eval: install

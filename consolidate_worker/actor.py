@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from consolidate_worker.core import Consolidator
@@ -27,8 +27,9 @@ from consolidate_worker.judge import judge_from
 from consolidate_worker.report import PassError, Report
 from consolidate_worker.schedule import PassScheduler
 from consolidate_worker.settings import ConsolidatorSettings
-from consolidate_worker.shards import ShardJob, failed
+from consolidate_worker.shards import ShardJob, failed, task_name
 from consolidate_worker.spec import ACTOR_NAME
+from shared.client.ray import STORE_ACTOR
 from shared.client.sharded import ShardedStoreClient
 from shared.client.workers import sibling_options, start_detached
 from shared.contract import errors
@@ -88,8 +89,57 @@ def shard_pass(
     return core.run_shard(job.shard, banks=job.banks, dry_run=dry_run, budget=job.budget)
 
 
+def whole_pass(
+    settings: ConsolidatorSettings, actor_name: str, banks: Sequence[str] | None, dry_run: bool
+) -> Report:
+    """The body of an unsharded pass's task: a ``Consolidator`` over the one store actor (it
+    checkpoints in the store, as the actor's own pass did)."""
+    from shared.client.ray import StoreClient
+
+    core = Consolidator(
+        StoreClient(actor_name=actor_name), settings=settings, judge=judge_from(settings)
+    )
+    return core.run_pass(banks=banks, dry_run=dry_run)
+
+
+def named_task(body: Callable[..., Any], name: str) -> Any:
+    """``body`` as a Ray task called ``name`` in the dashboard's Tasks view (with its duration,
+    outcome and logs). No CPU asked (a pass mostly waits on its store), no retries (a failed
+    pass is reported, and the next scheduled one redoes it)."""
+    import ray
+
+    return ray.remote(num_cpus=0, max_retries=0)(body).options(name=name)
+
+
+class RayPassRunner:
+    """``PassRunner`` over Ray: an unsharded pass as one task, ``consolidate:<banks>`` (or
+    ``consolidate:all``), so a pass shows in the Tasks view as a sharded one does."""
+
+    def __init__(self, store: StoreAPI, settings: ConsolidatorSettings) -> None:
+        self.store = store
+        self.settings = settings
+
+    def __call__(self, banks: Sequence[str] | None, *, dry_run: bool) -> Report:
+        import ray
+
+        sharding = self.store.sharding()
+        one = sharding.shards[0] if sharding is not None and sharding.shards else self.store
+        actor_name = getattr(one, "actor_name", None) or STORE_ACTOR
+        task = named_task(whole_pass, task_name(banks))
+        try:
+            report: Report = ray.get(task.remote(self.settings, actor_name, banks, dry_run))
+        except ray.exceptions.RayTaskError as e:
+            from shared.client.ray import unwrap
+
+            raise unwrap(e) from None
+        except ray.exceptions.RayError as e:  # the task's worker died (its node went)
+            raise errors.SourceUnavailableError(f"consolidation pass lost: {e}") from None
+        return report
+
+
 class RayShardRunner:
-    """``ShardRunner`` over Ray: one task per shard, all sent before any is awaited.
+    """``ShardRunner`` over Ray: one task per shard (``consolidate:shard-<i>``), all sent
+    before any is awaited.
 
     The tasks ask for no CPU (``num_cpus=0``, like the extractor replicas): a pass mostly
     waits on its shard, and a cluster whose CPUs are busy must not queue it behind them.
@@ -102,12 +152,13 @@ class RayShardRunner:
     def __call__(self, jobs: Sequence[ShardJob], *, dry_run: bool) -> list[Report | PassError]:
         import ray
 
-        task = ray.remote(num_cpus=0, max_retries=0)(shard_pass)
         sharding = self.store.sharding()
         shards = sharding.shards if sharding is not None else [self.store]
         names = [getattr(shards[job.shard], "actor_name", "") for job in jobs]
         refs = [
-            task.remote(self.settings, name, job, dry_run)
+            named_task(shard_pass, task_name(job.banks, job.shard)).remote(
+                self.settings, name, job, dry_run
+            )
             for name, job in zip(names, jobs, strict=True)
         ]
         out: list[Report | PassError] = []
@@ -135,8 +186,13 @@ class ConsolidatorActor:
         # every store shard, as they come and go; a pass runs per shard (RayShardRunner)
         client = ShardedStoreClient.connect(follow=True)
         runner = RayShardRunner(client, settings) if client.sharding() is not None else None
+        # every pass a named Ray task: one per shard, or one for the whole pass over one store
         self.core = Consolidator(
-            client, settings=settings, judge=judge_from(settings), shard_runner=runner
+            client,
+            settings=settings,
+            judge=judge_from(settings),
+            shard_runner=runner,
+            pass_runner=RayPassRunner(client, settings),
         )
         self.metrics = _Metrics()
         self._last: Report | None = None

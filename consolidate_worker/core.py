@@ -19,6 +19,8 @@ a full, written pass without errors.
 Over several store shards (a ``ShardedStoreClient`` reaching more than one, and a
 ``ShardRunner``), a pass is one pass per shard run in parallel, each over the banks its shard
 owns through that shard's own client (``run_shard``); ``shards.py`` plans and merges them.
+Over one store, a ``PassRunner`` may run the whole pass elsewhere (the actor's: a named Ray
+task, so the dashboard's Tasks view shows every pass).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from consolidate_worker.plan import BankPlan, Planner, pair_key
 from consolidate_worker.promote import promote
 from consolidate_worker.report import Change, Group, PassError, Report
 from consolidate_worker.settings import ConsolidatorSettings
-from consolidate_worker.shards import ShardRunner, merge, shard_jobs
+from consolidate_worker.shards import PassRunner, ShardRunner, merge, shard_jobs
 from consolidate_worker.tiers import JudgeTier
 from shared.client.shards import Routing
 from shared.contract import errors
@@ -72,9 +74,11 @@ class Consolidator:
         clock: Clock | None = None,
         judge: Judge | None = None,
         shard_runner: ShardRunner | None = None,
+        pass_runner: PassRunner | None = None,
     ) -> None:
         self.store = store
         self.shard_runner = shard_runner
+        self.pass_runner = pass_runner
         self.settings = settings or ConsolidatorSettings()
         self.clock = clock or SystemClock()
         self.planner = Planner(self.settings)
@@ -134,6 +138,8 @@ class Consolidator:
             sharded = self._sharded()
             if sharded is not None:
                 return self._run_sharded(sharded, banks, dry_run)
+            if self.pass_runner is not None:  # the whole pass elsewhere (a named Ray task)
+                return self.pass_runner(banks, dry_run=dry_run)
             names = self._bank_names(banks)
             return self._run(names, named=bool(banks), dry_run=dry_run, checkpoint=not banks)
         finally:

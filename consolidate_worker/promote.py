@@ -1,11 +1,13 @@
 """Promote-to-rule: memories re-observed often are proposed as lines of the ``learned`` rule.
 
 A memory whose ``corroboration`` reaches ``promote_corroboration_threshold`` has been stated again
-and again; as a standing instruction it belongs in the always-injected ``learned`` rule (standing
-instructions learned from what the user keeps saying), which extraction also appends to. The rule is
-read first and lines are deduped by fingerprint, so a fact already there (by either writer) is never
-added twice. Only global-scope memories qualify: a rule is injected into every session of the bank.
-Dry runs propose without writing. Corroboration is read as listed at the start of the pass.
+and again, and may be a standing instruction for the always-injected ``learned`` rule, which
+extraction also proposes lines for. Repetition alone never makes a rule: the lines go to the
+store's review queue (``rule_propose``), which holds every promotion for a person unless
+``rule_review`` is ``none``. The rule and the queue are read first and lines are deduped by
+fingerprint, so a fact already there or already waiting is never proposed twice. Only
+global-scope memories qualify: a rule is injected into every session of the bank. Dry runs
+propose without writing. Corroboration is read as listed at the start of the pass.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from shared.text import fingerprint
 
 LEARNED = "learned"
 MAX_PROMOTIONS_PER_BANK = 20
+MAX_LINE_CHARS = 500  # a longer memory is no one-line instruction (the store's limit)
 
 
 def _line_text(line: str) -> str:
@@ -41,6 +44,7 @@ def promote(
             for m in memories
             if m.corroboration >= threshold
             and m.scope == "global"
+            and len(" ".join(m.text.split())) <= MAX_LINE_CHARS
             and (bank, m.id) not in tally.retired
         ),
         key=lambda m: (-m.corroboration, m.id),
@@ -49,6 +53,7 @@ def promote(
         return []
     current = next((r.content for r in store.rule_list(bank=bank).rules if r.name == LEARNED), "")
     known = {fingerprint(_line_text(line)) for line in current.splitlines() if _line_text(line)}
+    known |= {fingerprint(p.text) for p in store.rule_pending(bank=bank).proposals}
     out: list[Promotion] = []
     lines: list[str] = []
     for m in ready:
@@ -56,18 +61,27 @@ def promote(
         if fp in known or len(out) >= MAX_PROMOTIONS_PER_BANK:
             continue
         known.add(fp)
-        line = f"- {' '.join(m.text.split())}"
-        lines.append(line)
+        lines.append(" ".join(m.text.split()))
         out.append(
             Promotion(
                 bank=bank,
                 id=m.id,
                 corroboration=m.corroboration,
-                line=line,
-                added=not tally.dry_run,
+                line=f"- {lines[-1]}",
+                added=False,
             )
         )
-    if lines and not tally.dry_run:
-        body = current.rstrip("\n")
-        store.rule_set(LEARNED, (body + "\n" if body else "") + "\n".join(lines) + "\n", bank=bank)
-    return out
+    if not lines or tally.dry_run:
+        return out
+    answer = store.rule_propose(lines, bank=bank, origin="promotion")
+    learned = {fingerprint(line) for line in answer.learned}
+    waiting = {fingerprint(p.text) for p in answer.pending}
+    return [
+        p.model_copy(
+            update={
+                "added": fingerprint(text) in learned,
+                "queued": fingerprint(text) in waiting,
+            }
+        )
+        for p, text in zip(out, lines, strict=True)
+    ]

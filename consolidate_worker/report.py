@@ -81,7 +81,8 @@ class Promotion(Frozen):
     id: str
     corroboration: int
     line: str
-    added: bool
+    added: bool  # a line of ``learned`` now
+    queued: bool = False  # waiting for a person (``memory rule pending``)
 
 
 class Report(Frozen):

@@ -40,6 +40,20 @@ class ShardRunner(Protocol):
         ...
 
 
+class PassRunner(Protocol):
+    def __call__(self, banks: Sequence[str] | None, *, dry_run: bool) -> Report:
+        """One whole pass over ``banks`` (None: the configured ones, else all), run elsewhere."""
+        ...
+
+
+def task_name(banks: Sequence[str] | None, shard: int | None = None) -> str:
+    """What a pass's Ray task is called in the dashboard: ``consolidate:<banks or shard>``."""
+    where = ",".join(sorted(set(banks))) if banks else "all"
+    if shard is not None:
+        where = f"shard-{shard}" + (f":{where}" if banks else "")
+    return f"consolidate:{where[:200]}"
+
+
 def split_budget(total: int, n: int) -> list[int]:
     """``total`` supersedes over ``n`` shard passes, as evenly as whole numbers go."""
     return [total // n + (1 if i < total % n else 0) for i in range(n)]

@@ -220,6 +220,7 @@ def add_cli(sub: Any) -> None:
         description="The durable extraction outbox (dead letters first).",
     )
     p.add_argument("--requeue", metavar="JOB_ID", help="put a dead letter back in the queue")
+    p.add_argument("--drop", metavar="JOB_ID", help="delete a dead letter for good")
     p.add_argument(
         "--fresh",
         action="store_true",
@@ -324,6 +325,10 @@ def _outbox_show(args: argparse.Namespace, store: Any, out: TextIO) -> int:
     if args.requeue:
         result = store.outbox_requeue(args.requeue, fresh=args.fresh)
         out.write(f"requeued {result.job_id}\n")
+        return 0
+    if getattr(args, "drop", None):
+        dropped = store.outbox_drop(args.drop)
+        out.write(f"dropped {dropped.job_id}\n")
         return 0
     listing = store.outbox_list(limit=args.limit)
     if getattr(args, "json", False):

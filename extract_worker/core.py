@@ -10,7 +10,7 @@ One job = one finished turn:
     claim → window (newest ``extraction_window`` user/assistant messages, redacted again)
           → known memories (recall over the turn) + learned rules → one LLM call
           → parse (pydantic) → note the reply in the job (``outbox_note``)
-          → apply through save_many / supersede / rule_set → ack
+          → apply through save_many / supersede / rule_propose → ack
 
 Apply (rules are learned from the user's corrections): the reply's saves
 go to the store as one ``save_many`` (one call, one fsync; a refused call wrote nothing and is
@@ -21,8 +21,9 @@ retire what they replace:
   corroboration instead of duplicating it;
 - ``supersedes: id`` saves the corrected memory, then ``supersede(old, new, reason=...)``;
   a pinned memory is never retired or reinforced by this automatic path;
-- rules become ``- text`` lines of the ``learned`` rule, deduped by fingerprint against every
-  rule of the bank; hand-written rules are never written.
+- rules are proposed to the store (``rule_propose``), which makes them ``- text`` lines of the
+  ``learned`` rule or holds them for a person (``rule_review``); a rule not grounded in the
+  user's own words is never learned (``ground.py``); hand-written rules are never written.
 A failure retries with exponential backoff through ``outbox_fail`` and dead-letters after the
 last try. The retry policy (tries, backoff) is the store's (``StoreSettings.outbox_*``): the
 extractor reads it from ``capabilities()["outbox"]`` (``OutboxPolicy``) when it starts and on
@@ -46,6 +47,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from extract_worker import prompt
+from extract_worker.ground import grounded
 from extract_worker.parse import ExtractedMemory, ExtractionReply, parse_reply
 from extract_worker.settings import ExtractorSettings
 from shared.contract import errors
@@ -59,7 +61,6 @@ from shared.text import fingerprint
 log = logging.getLogger(__name__)
 
 LEARNED = "learned"
-LEARN_ATTEMPTS = 3  # reads of ``learned`` before a conflicting writer's change wins the job
 RECORDED_BY = "extractor"
 STATE_OWNER = "extractor"
 REPLAY_LOOKUP = 10  # records a replay looks through for its earlier write (exact text ranks top)
@@ -347,7 +348,7 @@ class Extractor:
             if survivor is not None:
                 self._correct(job, item, survivor, job.bank, known, result)
         if self.settings.rule_learning_enabled and reply.rules:
-            result.rules_added = self._learn_rules(job.bank, reply.rules)
+            result.rules_added = self._learn_rules(job, reply.rules)
 
     def _correct(
         self,
@@ -483,36 +484,22 @@ class Extractor:
             return {}
         return {r.name: r.content for r in rules}
 
-    def _learn_rules(self, bank: str | None, rules: Iterable[str]) -> int:
-        """Append new standing instructions to ``learned``; every other rule is read-only.
-
-        A read-modify-write: the rule is written only while it still holds what was read
-        (``rule_set(expect=...)``), so a second extractor extending it at the same moment
-        never has its lines dropped; on such a conflict the rule is read again and the
-        lines not yet there are added (``LEARN_ATTEMPTS`` times at most)."""
+    def _learn_rules(self, job: OutboxJob, rules: Iterable[str]) -> int:
+        """Propose the reply's standing instructions for ``learned`` (``rule_propose``): the
+        store learns each at once or holds it for a person (its ``rule_review``). A rule whose
+        words the user did not say in this turn (only an assistant reply, a relayed page or a
+        tool's output held them) is never learned: it is sent as ungrounded, which the store
+        only counts in an event. Deduped against every rule of the bank by the store."""
+        said = [m.content for m in job.messages if m.role == "user"]
         wanted = list(rules)
-        for attempt in range(LEARN_ATTEMPTS):
-            current = self._rules(bank)
-            seen = {fingerprint(line) for content in current.values() for line in _lines(content)}
-            added: list[str] = []
-            for rule in wanted:
-                fp = fingerprint(rule)
-                if fp not in seen:
-                    seen.add(fp)
-                    added.append(f"- {rule}\n")
-            if not added:
-                return 0
-            read = current.get(LEARNED, "")
-            existing = read.rstrip("\n")
-            content = (existing + "\n" if existing else "") + "".join(added)
-            try:
-                self.store.rule_set(LEARNED, content, bank=bank, expect=read)
-            except errors.ConflictError:
-                if attempt + 1 == LEARN_ATTEMPTS:
-                    raise
-                continue
-            return len(added)
-        return 0
+        ours = [r for r in wanted if grounded(r, said)]
+        theirs = [r for r in wanted if r not in ours]
+        turn = job.turn_id or job.job_id
+        if theirs:
+            self.store.rule_propose(theirs, bank=job.bank, turn_id=turn, grounded=False)
+        if not ours:
+            return 0
+        return len(self.store.rule_propose(ours, bank=job.bank, turn_id=turn).learned)
 
 
 def _stated_in(mem: Memory, turn: str) -> bool:

@@ -51,4 +51,5 @@ WORKER = WorkerSpec(
     start=lazy("extract_worker.actor:start"),
     order=10,
     add_cli=_add_cli,
+    extract_turn=lazy("extract_worker.inline:extract_turn"),
 )

@@ -16,8 +16,10 @@ gateway that holds it when its record is found (``PortHeldError``): the gateway 
 ``SO_REUSEPORT``, so two gateways never share a port (and split its connections).
 
 Settings come from ``MEMORY_GRPC_*`` variables (``GatewaySettings.from_env``): host (default
-127.0.0.1 — loopback only unless asked), port (50051), token (optional bearer token: from the
-environment or ``--grpc-token-file``, never a flag's value), bank.
+127.0.0.1 — loopback only unless asked), port (50051), token (the bearer token: from the
+environment or ``--grpc-token-file``, never a flag's value; with neither, this user's admin
+token, ``shared.client.admin_token``; none only when opted into, ``--no-token``), bank.
+The record names the token's file, never the token.
 """
 
 from __future__ import annotations
@@ -30,15 +32,14 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from grpc_gateway.server import PortHeldError, build_server, port_free
+from grpc_gateway.server import PortHeldError, build_server
 from grpc_gateway.spec import ACTOR_NAME, DEFAULT_PORT, ENV_PREFIX
 from grpc_gateway.store_service import GatewayCall
-from shared.client import gateway_file, lifecycle
-from shared.client.bearer import refused_open
+from shared.client import admin_token, gateway_file, lifecycle
+from shared.client.ports import port_free
 from shared.client.workers import NAMESPACE, sibling_options, start_detached
 from shared.contract.api import StoreAPI
 from shared.contract.config import EnvSettings
-from shared.contract.errors import InvalidArgumentError
 
 log = logging.getLogger(__name__)
 
@@ -53,16 +54,35 @@ class GatewaySettings(EnvSettings):
     host: str = Field("127.0.0.1", description="Interface to listen on (loopback by default).")
     port: int = Field(DEFAULT_PORT, ge=0, le=65535, description="TCP port; 0 picks a free one.")
     token: str | None = Field(None, description="Bearer token every call must carry.")
+    token_file: str | None = Field(None, description="File holding the bearer token.")
+    no_token: bool = Field(False, description="Serve with no token at all (opted into).")
     bank: str | None = Field(None, description="Bank served; default the store's default bank.")
     max_workers: int = Field(8, ge=1, le=256, description="Concurrent calls served.")
 
 
-def _refuse_open(settings: GatewaySettings, env: dict[str, str]) -> None:
-    """A gateway beyond loopback with no token serves every memory to whoever reaches it:
-    refused before it binds, unless asked for knowingly (``shared.client.bearer.refused_open``)."""
-    why = refused_open("the gRPC gateway", settings.host, settings.token, env)
-    if why is not None:
-        raise InvalidArgumentError(why)
+def authenticate(
+    settings: GatewaySettings, env: dict[str, str], warn: Any = None
+) -> GatewaySettings:
+    """``settings`` with the token the gateway serves with (``admin_token.resolve``): the one
+    given, else this user's admin token; none only when opted into (announced through
+    ``warn``), and beyond loopback only with ``MEMORY_ALLOW_NO_TOKEN=1``. Refused, typed,
+    before anything binds."""
+    auth = admin_token.resolve(
+        "the gRPC gateway",
+        settings.host,
+        token=settings.token,
+        token_file=settings.token_file,
+        no_token=settings.no_token,
+        env=env,
+        warn=warn,
+    )
+    token_file = str(auth.token_file) if auth.token_file else None
+    return settings.model_copy(update={"token": auth.token, "token_file": token_file})
+
+
+def record(data_dir: str, address: str, settings: GatewaySettings) -> None:
+    """Where the CLI finds this gateway, and the file its token is in (never the token)."""
+    gateway_file.write(data_dir, address, settings.token_file, no_token=not settings.token)
 
 
 def store_client() -> StoreAPI:
@@ -108,8 +128,9 @@ class GatewayActor:
     """The Ray shell: starts the gRPC server in ``__init__``; Ray restarts re-bind the port."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
-        self.settings = GatewaySettings.from_env(dict(env or {}))
-        _refuse_open(self.settings, dict(env or {}))
+        self.settings = authenticate(
+            GatewaySettings.from_env(dict(env or {})), dict(env or {}), log.warning
+        )
         # serialize=False: the store actor serializes its own calls
         self.server, self.port = server_for(
             self.settings, store_client(), serialize=False, gateway_calls=cluster_calls()
@@ -117,7 +138,7 @@ class GatewayActor:
         self.server.start()
         self.data_dir = (env or {}).get("MEMORY_DATA_DIR")
         if self.data_dir:  # where the CLI finds it (a restart on a new port rewrites it)
-            gateway_file.write(self.data_dir, self.address(), self.settings.token)
+            record(self.data_dir, self.address(), self.settings)
         log.info("memory-grpc serving memory.v1 and memory.store.v1 on %s", self.address())
 
     def ping(self) -> str:
@@ -147,13 +168,17 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
     With the port left at its default and that port taken, a free port is used instead (a
     shared machine may run another gateway); a port asked for explicitly is never moved."""
     env = dict(settings_env or {})
+    running = _running(name)
+    if not running:  # the token file made here, in this user's state folder, read there
+        # (serving open is announced by `up` on stderr and by the actor in its log, not twice)
+        env.update(token_env(authenticate(GatewaySettings.from_env(env), env, log.debug)))
     if (
         not env.get(ENV_PREFIX + "PORT")
-        and not _running(name)
+        and not running
         and not port_free(DEFAULT_PORT, env.get(ENV_PREFIX + "HOST") or "127.0.0.1")
     ):
         env[ENV_PREFIX + "PORT"] = "0"
-    elif not _running(name):  # asked for explicitly: never moved, refused if taken
+    elif not running:  # asked for explicitly: never moved, refused if taken
         refuse_held_port(GatewaySettings.from_env(env), env.get("MEMORY_DATA_DIR"))
     # The ping inside surfaces a failed __init__ (a port in use).
     return start_detached(
@@ -164,6 +189,40 @@ def start(settings_env: dict[str, str] | None = None, *, name: str = ACTOR_NAME)
         # an I/O shell: never hold a CPU slot the store or siblings need
         **sibling_options(env, num_cpus=0),
     )
+
+
+def token_env(settings: GatewaySettings) -> dict[str, str]:
+    """The setting that hands an authenticated gateway's token file to the actor (a path,
+    never the token: it is not in the actor's arguments, nor on any command line)."""
+    if settings.token_file:
+        return {ENV_PREFIX + "TOKEN_FILE": settings.token_file}
+    return {}
+
+
+def _token_said(settings: GatewaySettings) -> str:
+    """Where a client finds the token (never the token)."""
+    if not settings.token:
+        return "NONE (opted into): anyone who reaches the port has every memory"
+    if settings.token_file:
+        return f"in {settings.token_file} (`memory token show` prints the admin token)"
+    return "the MEMORY_GRPC_TOKEN this process was started with"
+
+
+def before_up(env: dict[str, str]) -> dict[str, str]:
+    """What ``memory up`` checks before it starts or joins a cluster: a ``--grpc-port`` that
+    another server holds is refused (``PortHeldError``, naming the gateway holding it when
+    known; this data dir's own gateway may hold it: ``up`` then keeps it); the token is
+    found, or made, and an opted-into open gateway announced on stderr. Returns the
+    settings to start the gateway with."""
+    settings = GatewaySettings.from_env(env)
+    data_dir = env.get("MEMORY_DATA_DIR")
+    asked = bool(env.get(ENV_PREFIX + "PORT"))  # the default port, taken, is moved (``start``)
+    if asked and settings.port and not port_free(settings.port, settings.host):
+        ours = gateway_file.read(data_dir) if data_dir else None
+        if ours is None or ours.address.rsplit(":", 1)[-1] != str(settings.port):
+            holder = port_holder(settings.port, data_dir)
+            raise PortHeldError(settings.host, settings.port, holder)
+    return token_env(authenticate(settings, env))
 
 
 def _running(name: str) -> bool:
@@ -199,19 +258,21 @@ def port_holder(port: int, *data_dirs: str | None) -> str | None:
 
 
 def env_from_args(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
-    """``--grpc-*`` flags as ``MEMORY_GRPC_*`` variables (how ``memory up`` passes them on);
-    ``--grpc-token-file`` has been read into the token by then."""
+    """``--grpc-*`` flags and ``--no-token`` as ``MEMORY_GRPC_*`` variables (how ``memory
+    up`` passes them on)."""
     out = dict(env)
-    for field in ("host", "port", "token", "bank"):
+    for field in ("host", "port", "token", "token_file", "bank"):
         value = getattr(args, f"grpc_{field}", None)
         if value is not None:
             out[f"{ENV_PREFIX}{field.upper()}"] = str(value)
+    if getattr(args, "grpc_no_token", False):
+        out[ENV_PREFIX + "NO_TOKEN"] = "1"
     return out
 
 
 def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = None) -> int:
-    settings = GatewaySettings.from_env(env_from_args(args, dict(os.environ)))
-    _refuse_open(settings, dict(os.environ))
+    env = env_from_args(args, dict(os.environ))
+    settings = authenticate(GatewaySettings.from_env(env), env)
     refuse_held_port(settings, getattr(args, "data_dir", None))
     store: StoreAPI
     if getattr(args, "data_dir", None):
@@ -228,8 +289,9 @@ def serve_from_args(args: argparse.Namespace, stop: threading.Event | None = Non
     server.start()
     served = getattr(args, "data_dir", None)
     if served:  # the CLI on this data dir finds it, as it finds `memory up`'s gateway
-        gateway_file.write(served, gateway_file.dial_address(settings.host, port), settings.token)
+        record(served, gateway_file.dial_address(settings.host, port), settings)
     print(f"memory.v1 gRPC on {settings.host}:{port} (Ctrl-C to stop)", flush=True)
+    print(f"bearer token: {_token_said(settings)}", flush=True)
     try:
         if stop is not None:
             stop.wait()

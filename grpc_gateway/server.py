@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent import futures
@@ -36,6 +35,8 @@ from grpc_gateway.store_service import DESCRIPTOR as STORE_DESCRIPTOR
 from grpc_gateway.store_service import GatewayCall, StoreServicer, ping
 from grpc_gateway.tools import Tools
 from grpc_gateway.views import ProtocolViews
+from shared.client import ports
+from shared.client.ports import port_free
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.config import refused_remotely
@@ -466,24 +467,9 @@ def build_server(
     return server, int(bound)
 
 
-class PortHeldError(errors.SourceUnavailableError):
+class PortHeldError(ports.PortHeldError):
     """The port a gateway was asked to listen on is held by another server: refused at start
     (never shared: one port serves one store). ``holder`` names it when known."""
 
     def __init__(self, host: str, port: int, holder: str | None = None) -> None:
-        self.host, self.port, self.holder = host, port, holder
-        super().__init__(
-            f"cannot listen on {host}:{port}: the port is taken by {holder or 'another process'};"
-            " stop it or pick another port (--grpc-port)",
-            retryable=False,
-        )
-
-
-def port_free(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether ``host:port`` can be bound now (a plain bind: no SO_REUSEPORT)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        try:
-            sock.bind((host.strip("[]"), port))
-        except OSError:
-            return False
-    return True
+        super().__init__(host, port, holder, flag="--grpc-port")

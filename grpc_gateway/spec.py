@@ -33,6 +33,9 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="embedded mode: serve a MemoryStore on this data dir in-process, without Ray",
     )
     parser.set_defaults(func=lazy("grpc_gateway.actor:serve_from_args"))
+    from grpc_gateway import token_cli  # `memory token`: the admin token it serves with
+
+    token_cli.add_cli(subparsers)
     up = subparsers.choices.get("up")
     if up is not None:
         up.add_argument(
@@ -47,19 +50,21 @@ def add_cli(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
-    """``--grpc-host/--grpc-port/--grpc-token-file/--grpc-bank``; on ``up`` they become
-    ``MEMORY_GRPC_*`` settings for the actor and imply ``--grpc``.
+    """``--grpc-host/--grpc-port/--grpc-token-file/--grpc-bank`` and ``--no-token``; on ``up``
+    they become ``MEMORY_GRPC_*`` settings for the actor and imply ``--grpc``.
 
     The token is read from ``MEMORY_GRPC_TOKEN`` or a file, never from a flag's value: a
-    command line shows in ``ps`` to every user of the machine."""
+    command line shows in ``ps`` to every user of the machine. With neither, the gateway uses
+    this user's admin token (``shared.client.admin_token``, made at the first start)."""
     flags = (
         ("host", "HOST", str, "interface to listen on (default 127.0.0.1)"),
         ("port", "PORT", int, f"port to listen on (default {DEFAULT_PORT})"),
         (
             "token-file",
-            "TOKEN",
-            read_token_file,
-            "require the bearer token in this file on every call (or set MEMORY_GRPC_TOKEN)",
+            "TOKEN_FILE",
+            token_file_path,
+            "require the bearer token in this file on every call (or set MEMORY_GRPC_TOKEN; "
+            "default: your admin token, kept in $XDG_STATE_HOME/agent-memory/token)",
         ),
         ("bank", "BANK", str, "bank to serve (default: the store's default bank)"),
     )
@@ -81,6 +86,23 @@ def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
                 implies="grpc",
                 help=text + "; implies --grpc",
             )
+    no_token = (
+        "serve with NO bearer token (announced at every start): any process that reaches the "
+        "port can read and change every memory; beyond loopback MEMORY_ALLOW_NO_TOKEN=1 is "
+        "needed too"
+    )
+    if not on_up:
+        parser.add_argument("--no-token", dest="grpc_no_token", action="store_true", help=no_token)
+    else:
+        parser.add_argument(
+            "--no-token",
+            dest="grpc_no_token",
+            nargs=0,
+            action=UpSetting,
+            env=ENV_PREFIX + "NO_TOKEN",
+            check=lambda _: "1",
+            help="the gateway: " + no_token,
+        )
     parser.add_argument("--grpc-token", nargs="?", action=_RemovedTokenFlag, help=argparse.SUPPRESS)
 
 
@@ -93,6 +115,13 @@ def read_token_file(path: str) -> str:
     if not token or "\n" in token:
         raise argparse.ArgumentTypeError(f"the token file {path} must hold one non-empty line")
     return token
+
+
+def token_file_path(path: str) -> str:
+    """``path`` made absolute, once it is known to hold a token (``read_token_file``): the
+    gateway reads the token there, and its record names the file, never the token."""
+    read_token_file(path)
+    return str(Path(path).expanduser().resolve())
 
 
 class _RemovedTokenFlag(argparse.Action):
@@ -112,4 +141,5 @@ WORKER = WorkerSpec(
     default_on=True,  # the CLI reaches the store through it without loading Ray
     order=30,
     add_cli=add_cli,
+    before_up=lazy("grpc_gateway.actor:before_up"),  # a taken --grpc-port, the token
 )

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from shared.client.bearer import refused_open
 from shared.client.workers import CommandSpec
 from shared.contract import errors
 
@@ -54,7 +53,15 @@ def _add_mcp(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--token-file",
         help="HTTP: require `Authorization: Bearer <token>` with the token in this file "
-        f"(or set {TOKEN_ENVS[0]} / {TOKEN_ENVS[1]})",
+        f"(or set {TOKEN_ENVS[0]} / {TOKEN_ENVS[1]}; default: your admin token, "
+        "`memory token show`)",
+    )
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="HTTP: serve with NO bearer token (announced at start): any process that reaches "
+        "the port can read and change every memory; beyond loopback MEMORY_ALLOW_NO_TOKEN=1 "
+        "is needed too",
     )
     p.add_argument(
         "--allow-rule-edits",
@@ -84,9 +91,8 @@ def _mcp(args: argparse.Namespace) -> int:
     from integrations.store import RunningStore, close
 
     token = read_token(args.token_file, dict(os.environ))
-    why = refused_open("memory mcp", args.host, token, os.environ)
-    if args.transport == "http" and why:  # before the store is opened or a port bound
-        raise errors.InvalidArgumentError(why)
+    if args.transport == "http":  # before the store is opened or a port bound
+        token = _http_token(args, token)
     # the running store is looked for at the first tool call, not now: an agent often starts
     # its MCP servers before `memory up`, and a server that exits is gone for the session
     # (the client says only "Connection closed"); an embedded data dir is opened (and its
@@ -111,6 +117,31 @@ def _mcp(args: argparse.Namespace) -> int:
     finally:
         close(store)
     return 0
+
+
+def _http_token(args: argparse.Namespace, token: str | None) -> str | None:
+    """The token ``memory mcp --transport http`` serves with: the one given, else this
+    user's admin token (made at the first start); none only when opted into (announced on
+    stderr). A port another server holds is refused here too, typed (``PortHeldError``)."""
+    from shared.client import admin_token
+    from shared.client.ports import PortHeldError, port_free
+
+    auth = admin_token.resolve(
+        "memory mcp",
+        args.host,
+        token=token,
+        token_file=None,
+        no_token=args.no_token,
+        env=os.environ,
+    )
+    if args.port and not port_free(args.port, args.host):
+        raise PortHeldError(args.host, args.port)
+    if auth.token_file is not None:  # where, never what
+        sys.stderr.write(
+            f"memory mcp: requests need `Authorization: Bearer <token>`, the token in "
+            f"{auth.token_file} (`memory token show` prints it)\n"
+        )
+    return auth.token
 
 
 def _held(data_dir: str, timeout: float) -> Any:

@@ -13,7 +13,8 @@ MCP hints ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint``); what eac
     list_rules   a bank's rules (human-owned instructions)
     set_rule     create, replace or remove a rule: only with ``--allow-rule-edits`` (off by
                  default: rules are instructions a person wrote for every session, so an
-                 agent must not rewrite them on its own)
+                 agent must not rewrite them on its own); never ``learned``, whose lines a
+                 person approves (``memory rule approve``: no tool approves a rule)
 
 Resources: ``memory://banks`` (the banks, with each one's rules URI), ``memory://banks/{bank}/
 rules`` (a bank's rules as markdown) and ``memory://banks/{bank}/preview{?query}`` (the rules

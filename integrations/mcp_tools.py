@@ -23,6 +23,8 @@ from shared.contract.models import Memory, MemoryResponse
 from shared.format import date, folder, jsonable
 from shared.text import iso_ms
 
+LEARNED_RULE = "learned"  # the store's learned rule: proposed lines, approved by a person
+
 RECORDED_BY = "mcp.remember"
 
 
@@ -302,6 +304,11 @@ class MemoryTools:
             raise errors.InvalidArgumentError(
                 "rule editing is off: rules are human-owned (start `memory mcp "
                 "--allow-rule-edits` to let agents edit them)"
+            )
+        if name == LEARNED_RULE:  # its lines are proposed and a person approves them
+            raise errors.InvalidArgumentError(
+                "rule `learned` holds the learned rules a person approved; an agent cannot "
+                "write it (see `memory rule pending`)"
             )
         if not content.strip():
             self.store.rule_get(name, bank=bank)  # removing a rule that is not there: not_found

@@ -1,4 +1,5 @@
-"""Running the MCP server: stdio, or streamable HTTP on loopback with an optional bearer token.
+"""Running the MCP server: stdio, or streamable HTTP on loopback behind a bearer token (the one
+given, else the admin token: ``integrations.cli``; none only when opted into).
 
 The token check is a small ASGI wrapper in front of the SDK's app: every HTTP request must
 carry ``Authorization: Bearer <token>`` (constant-time comparison, as the gRPC gateway's
@@ -14,6 +15,7 @@ from typing import Any
 
 from integrations.store import RunningStore
 from shared.client.bearer import bearer_matches
+from shared.client.ports import PortHeldError, port_free
 from shared.contract.api import StoreAPI
 
 Scope = MutableMapping[str, Any]
@@ -69,7 +71,12 @@ def http(
         allow_rule_edits=allow_rule_edits,
         project=project,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    except SystemExit as e:  # uvicorn exits when it cannot bind: say why, typed
+        if e.code and port and not port_free(port, host):
+            raise PortHeldError(host, port) from None
+        raise
 
 
 class BearerGate:

@@ -17,6 +17,7 @@ none inherits another::
     Reader      recall/reads.py      get, list, tags, recall (the scorer: recall/scoring.py)
     Vectors     recall/vectors.py    the embedder, each bank's vector sidecar, query vectors
     Rules       harness/rules.py     each bank's rule files
+    RuleReview  harness/review.py    proposed learned rules waiting for a person
     Sessions    harness/sessions.py  session lineage, pruning idle sessions' state
     Injector    harness/inject.py    pre_generate / preview: what a turn is given
     Outbox      harness/outbox.py    the durable extraction queue the extractor drains
@@ -56,7 +57,10 @@ from shared.contract.models import (
     ReloadResponse,
     RescanResponse,
     Rule,
+    RuleDecisionResponse,
     RuleListResponse,
+    RulePendingResponse,
+    RuleProposeResponse,
     RuleSetResponse,
     SaveManyResponse,
     SaveRequest,
@@ -272,6 +276,35 @@ class MemoryStore(StoreParts):
         while the rule still holds that content ("": absent), else ``conflict``."""
         return self.rules.rule_set(name, content, bank=bank, expect=expect)
 
+    # -- the rule review queue (review.py) ---------------------------------------------------
+
+    @serialized
+    def rule_propose(
+        self,
+        rules: Iterable[str] | None,
+        *,
+        bank: str | None = None,
+        origin: str = "extraction",
+        turn_id: str | None = None,
+        grounded: bool = True,
+    ) -> RuleProposeResponse:
+        """Lines for ``learned``: learned at once or held for a person (``rule_review``)."""
+        return self.review.rule_propose(
+            rules, bank=bank, origin=origin, turn_id=turn_id, grounded=grounded
+        )
+
+    @reading
+    def rule_pending(self, *, bank: str | None = None) -> RulePendingResponse:
+        return self.review.rule_pending(bank=bank)
+
+    @serialized
+    def rule_approve(self, id: str, *, bank: str | None = None) -> RuleDecisionResponse:
+        return self.review.rule_approve(id, bank=bank)
+
+    @serialized
+    def rule_reject(self, id: str, *, bank: str | None = None) -> RuleDecisionResponse:
+        return self.review.rule_reject(id, bank=bank)
+
     # -- the harness seam (inject.py, outbox.py) ---------------------------------------------
 
     @serialized
@@ -352,6 +385,10 @@ class MemoryStore(StoreParts):
     @serialized
     def outbox_requeue(self, job_id: str, *, fresh: bool = False) -> OutboxAckResponse:
         return self.outbox.requeue(job_id, fresh=fresh)
+
+    @serialized
+    def outbox_drop(self, job_id: str) -> OutboxAckResponse:
+        return self.outbox.drop(job_id)
 
     @reading
     def outbox_list(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:

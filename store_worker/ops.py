@@ -324,6 +324,7 @@ def _retune(store: MemoryStore, new: StoreSettings) -> None:
         store.reader,
         store.injector,
         store.outbox,
+        store.review,
     ):
         part.settings = new
     store.writer.tokens = store.reader.tokens = store.purger.tokens = store.tokens

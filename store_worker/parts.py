@@ -24,8 +24,10 @@ from shared.contract.clock import Clock, SystemClock
 from shared.contract.config import StoreSettings
 from shared.contract.op import Op
 from shared.text.tokens import TokenCounter
+from store_worker.harness.blocks import BlockKey
 from store_worker.harness.inject import Injector
 from store_worker.harness.outbox import Outbox
+from store_worker.harness.review import RuleReview
 from store_worker.harness.rules import Rules
 from store_worker.harness.sessions import Sessions
 from store_worker.recall import scoring as recall_mod
@@ -189,6 +191,7 @@ class StoreParts(StoreAPI):
             synonyms=self.synonyms,
         )
         rules = Rules(banks, self.events, clock)
+        review = RuleReview(s, banks=banks, rules=rules, events=self.events, clock=clock)
         injector = Injector(
             s,
             banks=banks,
@@ -196,6 +199,8 @@ class StoreParts(StoreAPI):
             state=state,
             clock=clock,
             recall=reader.recall,
+            key=BlockKey(state.dir),
+            events=self.events,
             count_tokens=self.tokens.count,
         )
         outbox = Outbox(
@@ -219,6 +224,7 @@ class StoreParts(StoreAPI):
         self.root, self.state, self.sessions, self.ratification = root, state, sessions, drafts
         self.banks, self.shard, self.writer, self.reader = banks, shard, writer, reader
         self.rules, self.injector, self.outbox, self.purger = rules, injector, outbox, purger
+        self.review = review
         # A bank that cannot be read waits for its next use: at boot the others serve
         # meanwhile; an explicit reload (``carry``) is refused instead, so its caller hears.
         banks.open(carry=carry, strict=carry is not None)

@@ -46,7 +46,7 @@ from shared.cli.store import (
     add_store_verbs,
     add_verb,
 )
-from shared.client import connect, gateway_file
+from shared.client import connect, console_file, gateway_file
 from shared.contract.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 
 
@@ -420,6 +420,8 @@ def _up(ctx: Ctx) -> int:
     env = {**cluster.settings_env(), **(getattr(a, "worker_env", None) or {})}
     if a.data_dir:  # `memory up --data-dir D`: the workers serve D (there is no embedded `up`)
         env["MEMORY_DATA_DIR"] = os.path.abspath(os.path.expanduser(a.data_dir))
+    for spec in specs:  # refused before any cluster starts (a taken --grpc-port)
+        env.update(spec.before_up(env) if spec.before_up else {})
     launch = ctx.launch = lifecycle.Launch(lifecycle.address_file().parent)
     started: list[WorkerSpec] = []
     try:
@@ -427,6 +429,8 @@ def _up(ctx: Ctx) -> int:
             ctx,
             cluster.HeadOptions(a.num_cpus, a.port, a.dashboard_port, a.client_port, a.agent_port),
         )
+        if info["dashboard_url"]:  # the console links it (an actor cannot always ask Ray)
+            env.setdefault("MEMORY_CONSOLE_DASHBOARD_URL", info["dashboard_url"])
         described = _start_workers(ctx, specs, env, started)
         _dashboard_answers(info)
     except BaseException:
@@ -437,11 +441,17 @@ def _up(ctx: Ctx) -> int:
         gateway_file.point(described["data_dir"])
     info["gateway"] = gateway.address if gateway else None
     say(ctx, f"gateway:   {_gateway_line(gateway)}")
+    if gateway is not None:
+        say(ctx, f"token:     {_token_line(gateway)}")
     say(ctx, f"dashboard: {info['dashboard_url'] or _no_dashboard(launch, info)}")
     if info["dashboard_url"] and os.environ.get("RAY_AUTH_MODE", "token") != "disabled":
         # Ray's token auth stays on (docs/PROTOCOLS.md#token-auth): the dashboard asks for
         # this token once
         say(ctx, f"           sign in with the token from `{_ray_bin()} get-auth-token`")
+    console = console_file.read(described["data_dir"])
+    if console is not None:  # the URL holds the sign-in token (the record is 0600 too)
+        info["console"] = console.url
+        say(ctx, f"console:   {console.login_url}")
     say(ctx, f"data dir:  {described['data_dir']}")
     if ctx.args.json:
         info.update(data_dir=described["data_dir"], workers=[s.name for s in specs])
@@ -531,6 +541,16 @@ def _join_or_start(ctx: Ctx, opts: cluster.HeadOptions) -> dict[str, Any]:
         info["cluster"] = "started"
     say(ctx, f"ray cluster: {info['cluster']}")
     return info
+
+
+def _token_line(gateway: gateway_file.GatewayInfo) -> str:
+    """How a client reaches the gateway: the token's file (found by every client through the
+    record), never the token itself."""
+    if gateway.no_token:
+        return "NONE (--no-token / MEMORY_ALLOW_NO_TOKEN=1): anyone who reaches it has every memory"
+    if gateway.token_file:
+        return f"in {gateway.token_file}, found by clients here (`memory token show` prints it)"
+    return "the MEMORY_GRPC_TOKEN it was started with (clients need it set too)"
 
 
 def _gateway_line(gateway: gateway_file.GatewayInfo | None) -> str:

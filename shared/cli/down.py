@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from shared.client import gateway_file
+from shared.client import console_file, gateway_file
 from shared.contract.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 
 if TYPE_CHECKING:
@@ -73,12 +73,13 @@ def _recorded_gateway(ctx: Ctx) -> tuple[str, gateway_file.GatewayInfo | None] |
 
 
 def _forget_gateway(gateway: tuple[str, gateway_file.GatewayInfo | None] | None) -> None:
-    """``down`` stopped the gateway with ``ray.kill``, which skips its own clean-up: remove
-    its ``gateway.json`` (which holds the token) once its process is gone, and the user's
-    pointer to that data dir."""
+    """``down`` stopped the gateway and the console with ``ray.kill``, which skips their own
+    clean-up: remove their ``gateway.json`` and ``console.json`` (a stale one could name a
+    reused pid) once their processes are gone, and the user's pointer to that data dir."""
     if gateway is None:
         return
     data_dir, info = gateway
+    console_file.forget(data_dir)  # its record holds the console's token
     if info is not None:
         gateway_file.forget(data_dir, info)
     gateway_file.unpoint(data_dir)

@@ -107,6 +107,8 @@ def status(s: dict[str, Any]) -> str:
         f"dashboard: {url + ('' if answers else ' (not answering)') if url else 'not running'}"
     ]
     lines += [f"gateway:   {s.get('gateway') or 'not running'}"]
+    if s.get("console"):  # the address only: the sign-in URL is the one `memory up` printed
+        lines += [f"console:   {s['console']}"]
     lines += [f"{name:<13} {'up' if up else 'down'}" for name, up in s["workers"].items()]
     shards = s.get("shards") or []
     if len(shards) > 1 or any(not shard["up"] for shard in shards):

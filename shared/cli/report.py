@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from shared import format as fmt
 from shared.cli import output as show
-from shared.client import gateway_file
+from shared.client import console_file, gateway_file
 from shared.contract.errors import InvalidArgumentError, SourceUnavailableError
 
 if TYPE_CHECKING:
@@ -36,13 +36,19 @@ def status(ctx: Ctx) -> Any:
     url, workers = cluster["dashboard_url"], cluster["workers"]
     banks = bank_list(ctx) if workers.get("store") else []
     gateway = found[1] if found is not None else None
+    data_dir = found[0] if found is not None else None
     if gateway is None and workers.get("store"):
         # run from another folder than `up`'s: the gateway is recorded in the data dir the
         # store serves (it said "not running" while memory-grpc was up)
-        gateway = gateway_file.read(ctx.store.describe()["data_dir"])
+        data_dir = ctx.store.describe()["data_dir"]
+        gateway = gateway_file.read(data_dir)
+    console = (
+        console_file.read(data_dir) if data_dir is not None and workers.get("console") else None
+    )
     return {
         "mode": "ray",
         "gateway": gateway.address if gateway else None,
+        "console": console.url if console else None,
         "dashboard_url": url,
         "dashboard_answers": lifecycle.dashboard_answers(url),
         "workers": workers,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from shared import format as fmt
 from shared.cli import output as show
 from shared.cli.repeated import gathered
+from shared.cli.review import add_review_verbs
 from shared.contract.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -199,6 +200,9 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--tag", action="append", dest="tags", help="replace the tags (repeatable)")
     p.add_argument("--entity", action="append", dest="entities", help="replace the entities")
     p.add_argument("--occurred-at", help="when it happened: ISO date or date-time (UTC if no zone)")
+    p.add_argument(
+        "--revision", type=int, help="only while it is at this revision (else: conflict, no write)"
+    )
     pin = p.add_mutually_exclusive_group()
     pin.add_argument("--pin", action="store_true", default=None, dest="pinned", help="pin it")
     pin.add_argument("--unpin", action="store_false", dest="pinned", help="unpin it")
@@ -343,6 +347,7 @@ def _update(ctx: Ctx) -> Any:
         entities=a.entities,
         pinned=a.pinned,
         occurred_at=_instant(a.occurred_at),
+        revision=a.revision,
     )
 
 
@@ -473,7 +478,11 @@ def _bank_delete(ctx: Ctx) -> Any:
 
 
 def add_rule_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
-    group = sub.add_parser("rule", help="List, show, set and remove rules.", description="Rules.")
+    group = sub.add_parser(
+        "rule",
+        help="List, show, set and remove rules; review proposed ones.",
+        description="Rules.",
+    )
     inner = group.add_subparsers(title="rule commands", metavar="COMMAND", required=True)
     p = add_verb(inner, "list", "List a bank's rules.", common, _rule_list, show.rules)
     bank_opt(p)
@@ -498,6 +507,7 @@ def add_rule_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     p = add_verb(inner, "rm", "Remove a rule.", common, _rule_rm, show.rule_set)
     p.add_argument("name", help="rule name")
     bank_opt(p)
+    add_review_verbs(inner, common, add_verb, bank_opt)
 
 
 def _rule_list(ctx: Ctx) -> Any:

@@ -42,7 +42,8 @@ def connect(
     that only reads fields skips loading pydantic). ``follow``: over Ray, a long-lived caller
     (a sibling, a gateway) follows store shards being added and removed. ``one_shot``: an
     embedded store for one command in one thread may boot lazily. ``token``: the gateway's
-    bearer token (default: the one its record holds, else ``MEMORY_GRPC_TOKEN``)."""
+    bearer token (default: ``MEMORY_GRPC_TOKEN``; ``connect()`` reads the one in the
+    file its record names, else the variable)."""
     if target is None:
         return _running(timeout, validate=validate, follow=follow)
     if target.startswith("file:"):

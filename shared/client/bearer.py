@@ -46,6 +46,6 @@ def refused_open(what: str, host: str, token: str | None, env: Mapping[str, str]
         return None
     return (
         f"{what} would listen on {host!r} with no bearer token: anyone who reaches it could "
-        "read and change every memory. Set a token (see --help), listen on 127.0.0.1, or set "
-        f"{OPEN_ENV}=1 to serve it open knowingly"
+        "read and change every memory. Drop --no-token (your admin token is used), listen on "
+        f"127.0.0.1, or set {OPEN_ENV}=1 to serve it open knowingly"
     )

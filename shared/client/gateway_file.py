@@ -2,8 +2,11 @@
 (docs/PROTOCOLS.md#memorystorev1-the-stores-own-service: finding the gateway).
 
 The gateway (``grpc_gateway.actor``, started by ``memory up``) writes this file when it starts
-serving a data dir, mode 0600 because it holds the bearer token when one is set; the ``memory``
-CLI reads it to reach that data dir's store over gRPC, without Ray. The data dir is the
+serving a data dir, mode 0600; the ``memory`` CLI reads it to reach that data dir's store over
+gRPC, without Ray. It never holds the token: it names the file the token is in (this user's
+admin token, ``shared.client.admin_token``, or the ``--grpc-token-file`` given), which the
+client reads; a token set only in the gateway's environment is the client's
+``MEMORY_GRPC_TOKEN``. The data dir is the
 store's identity (the same ``MEMORY_DATA_DIR`` / ``./data/memory`` resolution as ``up``), so a
 CLI pointed at the same data dir finds the same gateway. The file names the serving process:
 once that process is gone the file is stale and ignored (``down``, a crash, a reboot).
@@ -43,11 +46,15 @@ _ANY_HOST = ("", "0.0.0.0", "::", "[::]")
 
 
 class GatewayInfo(NamedTuple):  # not a dataclass: its import costs a CLI call ~5 ms
-    """A gateway serving a data dir: ``address`` to dial (``host:port``), its token, its pid."""
+    """A gateway serving a data dir: ``address`` to dial (``host:port``), the token to send (read
+    from ``token_file``, else ``MEMORY_GRPC_TOKEN``), its pid, and whether it serves with no
+    token at all (``no_token``, opted into)."""
 
     address: str
     token: str | None
     pid: int
+    token_file: str | None = None
+    no_token: bool = False
 
 
 def default_data_dir() -> Path:
@@ -68,11 +75,24 @@ def dial_address(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
-def write(data_dir: str | os.PathLike[str], address: str, token: str | None) -> Path:
-    """Record this process as the data dir's gateway (0600 from creation: the token)."""
+def write(
+    data_dir: str | os.PathLike[str],
+    address: str,
+    token_file: str | os.PathLike[str] | None = None,
+    *,
+    no_token: bool = False,
+) -> Path:
+    """Record this process as the data dir's gateway (0600 from creation): where it listens,
+    the file its token is in (never the token), or ``no_token`` when it serves with none."""
     target = path(data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _write_private(target, {"address": address, "token": token, "pid": os.getpid()})
+    body: dict[str, object] = {
+        "address": address,
+        "token_file": str(token_file) if token_file else None,
+        "no_token": bool(no_token),
+        "pid": os.getpid(),
+    }
+    _write_private(target, body)
     return target
 
 
@@ -90,10 +110,24 @@ def read(data_dir: str | os.PathLike[str]) -> GatewayInfo | None:
     """The data dir's live gateway, or ``None`` (no file, unreadable, or its process gone)."""
     try:
         raw = json.loads(path(data_dir).read_text("utf-8"))
-        info = GatewayInfo(str(raw["address"]), raw.get("token") or None, int(raw["pid"]))
+        address, pid, no_token = str(raw["address"]), int(raw["pid"]), bool(raw.get("no_token"))
+        token_file = str(raw["token_file"]) if raw.get("token_file") else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return info if _alive(info.pid) else None
+    if not _alive(pid):
+        return None
+    token = _token_in(token_file) or os.environ.get("MEMORY_GRPC_TOKEN") or None
+    return GatewayInfo(address, None if no_token else token, pid, token_file, no_token)
+
+
+def _token_in(token_file: str | None) -> str | None:
+    """The token in the file a record names (``None``: none named, or unreadable: the call is
+    then refused, saying the token is missing)."""
+    if not token_file:
+        return None
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        return Path(token_file).read_text("utf-8").strip() or None
+    return None
 
 
 def remove(data_dir: str | os.PathLike[str], *, pid: int | None = None) -> None:
@@ -108,7 +142,7 @@ def remove(data_dir: str | os.PathLike[str], *, pid: int | None = None) -> None:
 def forget(data_dir: str | os.PathLike[str], info: GatewayInfo, *, wait_s: float = 10.0) -> bool:
     """Remove the record of the gateway ``info`` once its process has ended (``memory down``
     stopped it with ``ray.kill``, which is asynchronous and never runs the actor's own clean-up):
-    a stale record left the token on disk and could name a reused pid. False if it still runs
+    a stale record could name a reused pid. False if it still runs
     after ``wait_s``."""
     deadline = time.monotonic() + wait_s
     while _alive(info.pid):

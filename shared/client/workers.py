@@ -58,6 +58,12 @@ class WorkerSpec:
     # ``open_embedded(settings, one_shot=False)``; ``one_shot``: a single-threaded caller that
     # runs one command and ends (the CLI), which the store may boot for lazily.
     open_embedded: Callable[..., StoreAPI] | None = field(default=None)
+    # The extractor only: one turn's extraction run now, in this process, over any store
+    # (``extract_now``); what a library caller that adds a conversation synchronously uses.
+    extract_turn: Callable[..., Any] | None = field(default=None)
+    # ``before_up(settings_env) -> settings to add``: run by ``memory up`` before it starts or
+    # joins a cluster, to refuse (a typed error) what could not start, such as a taken port.
+    before_up: Callable[[dict[str, str]], dict[str, str]] | None = field(default=None)
 
 
 def lazy(target: str) -> Callable[..., Any]:
@@ -219,6 +225,26 @@ def open_embedded_store(settings: StoreSettings, *, one_shot: bool = False) -> S
 
     raise SourceUnavailableError(
         "no installed worker can open an embedded store (is store_worker installed?)",
+        retryable=False,
+    )
+
+
+def extract_now(store: StoreAPI, messages: list[dict[str, str]], **options: Any) -> Any:
+    """One turn's extraction, run now in this process over ``store``, by the installed
+    extractor (its spec's ``extract_turn``: ``extract_worker.inline``), so an integration
+    reaches it without importing a worker."""
+    for ep in metadata.entry_points(group=GROUP):
+        try:
+            spec = ep.load()
+        except Exception as e:  # a half-removed worker must not break the caller
+            log.warning("worker entry point %s failed to load: %s", ep.name, e)
+            continue
+        if isinstance(spec, WorkerSpec) and spec.extract_turn is not None:
+            return spec.extract_turn(store, messages, **options)
+    from shared.contract.errors import SourceUnavailableError
+
+    raise SourceUnavailableError(
+        "no installed worker can extract memories (is extract_worker installed?)",
         retryable=False,
     )
 

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -109,6 +109,11 @@ class StoreSettings(EnvSettings):
         True, description="Inject recalled memories on a turn's first step."
     )
     max_rule_chars: int = Field(8_000, ge=100, description="Budget of the injected rules section.")
+    rule_review: Literal["flagged", "all", "none"] = Field(
+        "flagged",
+        description="Learned rules a person approves first: flagged (dangerous shapes), all, "
+        "or none.",
+    )
     ambient_floor: int = Field(
         3, ge=0, description="Pinned or always-on memories every turn's block carries."
     )

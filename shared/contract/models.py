@@ -309,6 +309,40 @@ class RuleSetResponse(Frozen):
     redacted: tuple[str, ...] = ()
 
 
+class RuleProposal(Frozen):
+    """A proposed line of the ``learned`` rule held for a person (``rule_review``): its
+    ``shapes`` say why it waits (``store_worker/harness/shapes.py``; none under ``all``)."""
+
+    id: str
+    bank: str
+    text: str
+    origin: str = "extraction"  # extraction | promotion
+    shapes: tuple[str, ...] = ()
+    proposed_at: int = 0
+    turn_id: str | None = None
+
+
+class RuleProposeResponse(Frozen):
+    bank: str
+    learned: tuple[str, ...] = ()  # lines added to ``learned``
+    pending: tuple[RuleProposal, ...] = ()  # held for a person
+    known: int = 0  # already a line of one of the bank's rules
+    dropped: int = 0  # not grounded in the user's words: never learned
+
+
+class RulePendingResponse(Frozen):
+    bank: str
+    proposals: tuple[RuleProposal, ...] = ()
+
+
+class RuleDecisionResponse(Frozen):
+    bank: str
+    id: str
+    decision: Literal["approved", "rejected"]
+    text: str
+    learned: bool = False  # approved as a new line of ``learned`` (False: it was there)
+
+
 class DoctorCheck(Frozen):
     name: str
     ok: bool
@@ -520,7 +554,7 @@ class TurnCompletedResponse(Frozen):
 class OutboxAckResponse(Frozen):
     ok: bool
     job_id: str
-    state: Literal["acked", "queued", "dead", "missing", "leased"]
+    state: Literal["acked", "queued", "dead", "missing", "leased", "dropped"]
     attempts: int = 0
     next_attempt_at: int = 0
 

@@ -192,6 +192,8 @@ def _response_type(cls: type[Op[Any]]) -> Any:
 
 def op_named(method: str) -> type[Op[Any]]:
     """The operation called ``method``; ``InvalidArgumentError`` when there is none."""
+    import shared.contract.ops  # noqa: F401 - the registry fills as the operations are defined
+
     cls = REGISTRY.get(method)
     if cls is None:
         from shared.contract.errors import InvalidArgumentError

@@ -100,6 +100,7 @@ class Update(Write["models.MemoryResponse"]):
     type: str | None = None
     scope: str | None = None
     occurred_at: int | None = None
+    revision: int | None = None  # only while ``id`` is at this revision (a stale edit: conflict)
 
 
 class Pin(Write["models.MemoryResponse"]):
@@ -294,6 +295,42 @@ class RuleSet(Write["models.RuleSetResponse"]):
     expect: str | None = None
 
 
+class RulePropose(Write["models.RuleProposeResponse"]):
+    """Propose lines for the ``learned`` rule (extraction, promotion): learned at once or held
+    for a person, as ``rule_review`` says; ``grounded=False`` (not in the user's words) drops
+    them with an event and writes nothing."""
+
+    rules: Labels
+    _: KW_ONLY
+    bank: str | None = None
+    origin: str = "extraction"
+    turn_id: str | None = None
+    grounded: bool = True
+
+
+class RulePending(Read["models.RulePendingResponse"]):
+    """The proposed rules waiting for a person."""
+
+    _: KW_ONLY
+    bank: str | None = None
+
+
+class RuleApprove(Write["models.RuleDecisionResponse"]):
+    """A person's approval: the proposal becomes a line of ``learned``."""
+
+    id: str
+    _: KW_ONLY
+    bank: str | None = None
+
+
+class RuleReject(Write["models.RuleDecisionResponse"]):
+    """A person's rejection: the proposal is dropped."""
+
+    id: str
+    _: KW_ONLY
+    bank: str | None = None
+
+
 # -- the harness seam --------------------------------------------------------------------------
 
 
@@ -402,6 +439,13 @@ class OutboxRequeue(Write["models.OutboxAckResponse"]):
     job_id: str
     _: KW_ONLY
     fresh: bool = False
+
+
+class OutboxDrop(Write["models.OutboxAckResponse"]):
+    """Delete a dead letter for good: its turn is never extracted (by hand)."""
+
+    route: ClassVar[Route] = "job"
+    job_id: str
 
 
 class OutboxList(Read["models.OutboxListResponse"]):

@@ -25,6 +25,10 @@ One ``[[format]]`` table per credential format:
     sample      a synthetic positive: redacted, with this label, inside any sentence
     lookalike   text that must survive unchanged
     source      where the format's facts come from
+    cite        optional: the public secret scanner's rule the entry was widened from, as
+                ``<owner>/<repo> <path>`` (a trufflehog detector) or ``npm <package> (rule
+                <id>)`` (a secretlint rule package); the pattern is written from the format,
+                not copied
 
 The samples are fakes generated for the catalogue (seeded random characters in the documented
 alphabet, with a valid checksum where the format has one); none is a real credential.
@@ -205,6 +209,7 @@ class Format:
     # "azure openai"); the matcher only tries the entry where one of them occurs.
     vendor_words: tuple[str, ...] = ()
     vendor_reach: int = 0  # the longest vendor name, in characters
+    cite: str = ""  # the public scanner rule the entry was widened from, if any
 
 
 _REQUIRED = ("id", "label", "kind", "sample", "lookalike", "source")
@@ -227,6 +232,9 @@ def _format(entry: dict[str, object]) -> Format:
         raise UnknownError(f"credentials.toml: {entry['id']!r} names an unknown check {check!r}")
     if entry["kind"] not in KINDS or not _LABEL.fullmatch(str(entry["label"])):
         raise UnknownError(f"credentials.toml: {entry['id']!r} has a bad kind or label")
+    cite = entry.get("cite", "")
+    if not isinstance(cite, str) or ("cite" in entry and not cite.strip()):
+        raise UnknownError(f"credentials.toml: {entry['id']!r} has an empty or bad cite")
     pattern = _pattern(entry)
     try:
         compiled = re.compile(pattern)
@@ -244,6 +252,7 @@ def _format(entry: dict[str, object]) -> Format:
         has_context="secret" in compiled.groupindex,
         vendor_words=_vendor_words(entry),
         vendor_reach=max(map(len, str(entry.get("vendor", "")).split("|"))),
+        cite=cite,
     )
 
 

@@ -44,7 +44,7 @@ from shared.contract.models import (
 )
 from shared.contract.ops import Recall
 from shared.redact import redact
-from store_worker.harness import relevant
+from store_worker.harness import blocks, relevant
 from store_worker.harness.messages import is_memory_block, message_text, session_key
 from store_worker.harness.rules import LEARNED, shown_rules
 from store_worker.storage import validate as v
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from shared.contract.config import StoreSettings
     from store_worker.harness.sessions import Sessions
     from store_worker.storage.banks import Banks
+    from store_worker.storage.events import EventBus
     from store_worker.storage.state import StateStore
 
     # ``Reader.recall``'s shape, as the recalled block calls it
@@ -67,7 +68,6 @@ STATE_OWNER = "inject"
 MAX_REMEMBERED_TURNS = 64
 OFF_BANK = "none"
 _UPDATE = re.compile(r'^<memory update="rules"(?: bank="([^"]*)")?>\n(.*)\n</memory>\s*$', re.S)
-_CARRIED = re.compile(r"\(#([a-z0-9][a-z0-9-]{0,79})\)\s*$", re.M)
 _SPACE = re.compile(r"\s+")
 # What a stored text may not bring into a prompt: C0/C1 controls but the line breaks and tab
 # (an ANSI escape, a NUL), the bidi marks, embeddings, overrides and isolates, and the invisible
@@ -123,6 +123,8 @@ class Injector:
     state: StateStore
     clock: Clock
     recall: RecallFn
+    key: blocks.BlockKey  # signs the recalled blocks (``blocks.py``)
+    events: EventBus | None = None
     count_tokens: Callable[[str], int] | None = None  # preview's cost of the block
 
     # -- the seam --------------------------------------------------------------------------
@@ -192,7 +194,7 @@ class Injector:
                 _newest_user_text(window),
                 session=session,
                 project=_project(meta),
-                carried=_carried_ids(window),
+                carried=self._carried(window, session, bank),
             )
             if message is not None:
                 appended.append({"role": "user", "content": message})
@@ -339,13 +341,7 @@ class Injector:
         rule that no longer fits is named in one. Hand-written rules come first (by name) and
         ``learned`` last, so the rules a person wrote win the budget.
         """
-        header = (
-            f'# Memory (bank "{name}")\n'
-            "Durable memory for this conversation. The rules below are standing instructions. "
-            f'Memories recalled for a turn arrive as <memory bank="{name}" recalled="DATE"> '
-            "messages, one per line, each dated (YYYY-MM-DD, when it was last stated); "
-            "a newer statement wins over an older one."
-        )
+        header = blocks.RULES_HEADER.format(bank=name)
         bank = self.banks.get(name)
         shown = shown_rules(bank) if bank is not None and self.settings.inject_rules else {}
         if not shown:
@@ -412,8 +408,18 @@ class Injector:
             f"- [{_date(_when(c.memory))}] {_one_line(c.memory.text)} (#{c.memory.id})"
             for c in chosen
         ]
-        body = "\n".join(lines)
-        return f'<memory bank="{bank}" recalled="{today}">\n{body}\n</memory>', chosen, retrieval
+        block = blocks.recalled_block(self.key.get(), session, bank, today, lines)
+        return block, chosen, retrieval
+
+    def _carried(self, window: list[dict[str, Any]], session: str, bank: str) -> set[str]:
+        """What the store's own signed blocks in the window carry; forgeries are counted."""
+        carried, forged = blocks.carried_ids(window, self.key.get(), session)
+        if forged and self.events is not None:
+            why = f"{forged} memory block(s) in the window not emitted by this store: ignored"
+            self.events.emit(
+                "bank-changed", "forged-block", bank, now=self.clock.now_ms(), reason=why
+            )
+        return carried
 
     # -- per-session state -----------------------------------------------------------------
 
@@ -518,16 +524,6 @@ def _newest_update(window: list[dict[str, Any]]) -> str | None:
         if found:
             return "" if found.group(1) == OFF_BANK else found.group(2)
     return None
-
-
-def _carried_ids(window: list[dict[str, Any]]) -> set[str]:
-    """Ids of memories an earlier turn's block, still in the window, already carries."""
-    out: set[str] = set()
-    for msg in window:
-        text = message_text(msg.get("content"))
-        if text.startswith("<memory bank="):
-            out.update(_CARRIED.findall(text))
-    return out
 
 
 def _one_line(text: str) -> str:

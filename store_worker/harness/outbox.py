@@ -481,6 +481,17 @@ class Outbox:
         self._wake_watchers()
         return OutboxAckResponse(ok=True, job_id=job_id, state="queued")
 
+    def drop(self, job_id: str) -> OutboxAckResponse:
+        """Delete a dead letter for good (by hand: ``memory outbox --drop``, the console): its
+        turn is never extracted. Only a dead letter: a queued job is the extractor's."""
+        job_id = _job_id(job_id)
+        if job_id not in self._dead:
+            raise errors.NotFoundError(f"no dead letter {job_id!r}")
+        with self._following(job_id):
+            self._remove_job(job_id)
+        del self._dead[job_id]
+        return OutboxAckResponse(ok=True, job_id=job_id, state="dropped")
+
     def listing(self, *, include_dead: bool = True, limit: int = 100) -> OutboxListResponse:
         """Counts and the oldest jobs (``memory outbox``); dead letters first."""
         limit = v.count(limit, "limit", most=1_000_000)

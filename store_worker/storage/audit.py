@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from shared.contract.errors import reason
-from shared.contract.models import Memory
+from shared.contract.models import Memory, RuleProposal
 from store_worker.storage.bankfiles import meta_problem, read_rule_files
 from store_worker.storage.files import (
     BANK_META,
@@ -26,6 +26,7 @@ from store_worker.storage.files import (
     DRAFTS_DIR,
     LINKED,
     MEMORIES,
+    REVIEW_DIR,
     RULES_DIR,
     STATE_DIR,
     TORN_SUFFIX,
@@ -73,6 +74,7 @@ def _bank_problems(folder: Path, corrupt_at: Iterable[int]) -> Iterator[str]:
     for torn in _glob(folder, f"*{TORN_SUFFIX}"):
         yield f"{torn}: a torn tail cut from the log at open; read it, then delete the file"
     yield from _json_problems(folder / DRAFTS_DIR, "*.json", _draft_ok)
+    yield from _json_problems(folder / REVIEW_DIR, "*.json", _proposal_ok)
 
 
 def _log_problems(path: Path, corrupt_at: Iterable[int]) -> Iterator[str]:
@@ -123,6 +125,15 @@ def _draft_ok(raw: bytes) -> str | None:
     except ValidationError as e:
         return f"not a draft record ({e.errors()[0]['msg']})"
     return stored_record_problem(mem)
+
+
+def _proposal_ok(raw: bytes) -> str | None:
+    """A proposed rule waiting for review (``harness/review.py``), as its reader takes it."""
+    try:
+        RuleProposal.model_validate_json(raw)
+    except ValidationError as e:
+        return f"not a proposed rule ({e.errors()[0]['msg']})"
+    return None
 
 
 def _json_problems(

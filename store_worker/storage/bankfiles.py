@@ -20,6 +20,7 @@ from store_worker.storage.files import (
     MAX_EXACT,
     MEMORIES,
     PRIVATE_DIR,
+    REVIEW_DIR,
     RULES_DIR,
     TRASH_DIR,
     VECTORS,
@@ -102,11 +103,12 @@ class BankFiles:
 
     def remove_stale_temps(self) -> int:
         """Remove the temp files a killed write left in the bank's folders (the log's or the
-        sidecar's rewrite, bank.yaml, a rule, a draft, the index snapshot): each holds only
-        content a rename would have put in place, and the file it was for is whole (old or
-        new). Only the lock holder loads a bank, and no write of this bank is in progress
-        (a reload waits for the snapshot writer of the bank it replaces, ``Banks``)."""
-        return remove_temps(self.dir, self.rules_dir, self.dir / DRAFTS_DIR)
+        sidecar's rewrite, bank.yaml, a rule, a draft, a proposed rule, the index snapshot):
+        each holds only content a rename would have put in place, and the file it was for is
+        whole (old or new). Only the lock holder loads a bank, and no write of this bank is
+        in progress (a reload waits for the snapshot writer of the bank it replaces,
+        ``Banks``)."""
+        return remove_temps(self.dir, self.rules_dir, self.dir / DRAFTS_DIR, self.dir / REVIEW_DIR)
 
     def read_meta(self) -> tuple[str, int]:
         """``bank.yaml``'s description and created_at; a value that cannot be read gets a safe

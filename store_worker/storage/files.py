@@ -35,6 +35,7 @@ PRIVATE_DIR = 0o700
 BANK_META = "bank.yaml"
 RULES_DIR = "rules"
 DRAFTS_DIR = "drafts"
+REVIEW_DIR = "review"  # proposed rules waiting for a person (harness/review.py)
 TRASH_DIR = ".trash"
 STATE_DIR = ".state"
 TORN_SUFFIX = ".torn"

@@ -2,9 +2,9 @@
 
 The log is the truth and keeps every revision (a mutation appends a full record, never
 rewrites one), so the history is the log's lines for that id, in order. Replay kept only the
-last; this reads the file again, so it costs a scan of the bank's log (a few milliseconds per
-10k lines), which only a person's request pays (the console, ``memory history``). A draft
-waiting for ratification lives in its own file, not the log: it is its own only revision.
+last; this reads the file again, so it costs a search of the bank's log's bytes, which only
+a person's request pays (the console, ``memory history``). A draft waiting for ratification
+lives in its own file, not the log: it is its own only revision.
 """
 
 from __future__ import annotations
@@ -36,14 +36,24 @@ def history(bank: Bank, op: History) -> HistoryResponse:
 
 
 def _logged(bank: Bank, id: str) -> list[Memory]:
-    """Every logged line of ``id``, by revision (last line wins a tie, as replay decides)."""
-    needle = f'"id":"{id}"'.encode()
+    """Every logged line of ``id``, by revision (last line wins a tie, as replay decides).
+
+    The lines are found by searching the log's bytes for the id's key, not by walking every
+    line in Python: a 100k-line log took ~300 ms walked, a fraction of that searched."""
+    data = bank.files.log.read_bytes()
+    starts: set[int] = set()
+    for needle in (f'"id":"{id}"'.encode(), f'"id": "{id}"'.encode()):
+        at = data.find(needle)
+        while at != -1:
+            starts.add(data.rfind(b"\n", 0, at) + 1)
+            at = data.find(needle, at + len(needle))
     found: dict[int, Memory] = {}
-    for _, raw, torn in bank.files.log.read_lines():
-        if torn or needle not in raw.replace(b'": "', b'":"'):
+    for start in sorted(starts):
+        end = data.find(b"\n", start)
+        if end == -1:  # an unterminated last line is torn: replay skipped it
             continue
         try:
-            mem = Memory.model_validate_json(raw)
+            mem = Memory.model_validate_json(data[start:end])
         except ValueError:  # a corrupt line: replay skipped it, and so does its history
             continue
         if mem.id == id:

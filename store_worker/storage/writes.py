@@ -288,8 +288,15 @@ class Writer:
         when = (
             None if op.occurred_at is None else v.occurred_at(op.occurred_at, self.clock.now_ms())
         )
+        if op.revision is not None:
+            v.count(op.revision, "revision", most=2**62)
         target = self.banks.resolve(op.bank)
         current = self._live(target, op.id)
+        if op.revision is not None and current.revision != op.revision:
+            raise errors.ConflictError(
+                f"{op.id} changed since it was read (revision {current.revision}, not "
+                f"{op.revision}); read it again before editing it"
+            )
         if op.type is not None and op.type != current.type:
             raise errors.InvalidTypeError(f"type is immutable ({current.type}); save a new memory")
         if op.scope is not None and op.scope != current.scope:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ulid import ULID
 
 from extract_worker.chat import ChatSession, model_complete, run_chat
 from extract_worker.core import Extractor
@@ -235,3 +236,23 @@ def test_a_refused_model_call_through_the_adapter_says_why_and_the_chat_goes_on(
     assert "the model call failed: LLMRejectedError: LLM call failed: AuthenticationError" in text
     assert "sk-proj" not in text
     assert llm.options[0]["temperature"] is None  # the chat keeps the provider's temperature
+
+
+def test_memory_outbox_drop_deletes_a_dead_letter(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "data"
+    store = MemoryStore(data)
+    msgs = [{"role": "user", "content": "I like tea"}]
+    job = store.turn_completed("s1", str(ULID()), msgs).job_id
+    assert job is not None
+    store.outbox_claim(1)
+    store.outbox_fail(job, "the model answered nonsense", dead_letter=True)
+    store.close()
+    assert cli_run(["outbox", "--data-dir", str(data), "--drop", job]) == 0
+    assert f"dropped {job}" in capsys.readouterr().out
+    assert cli_run(["outbox", "--data-dir", str(data)]) == 0
+    assert "queued 0, leased 0, dead 0" in capsys.readouterr().out
+    # a second drop: nothing to drop, a typed error
+    assert cli_run(["outbox", "--data-dir", str(data), "--drop", job]) == 2
+    assert f"error: not_found: no dead letter {job!r}" in capsys.readouterr().err

@@ -113,7 +113,7 @@ class Dying:
     """The store, as seen by an extractor that dies before its ``writes``-th write returns
     (``outbox_note`` does not count: the reply is recorded before any write)."""
 
-    WRITES = ("save", "save_many", "supersede", "supersede_many", "rule_set", "outbox_ack")
+    WRITES = ("save", "save_many", "supersede", "supersede_many", "rule_propose", "outbox_ack")
 
     def __init__(self, store: MemoryStore, writes: int) -> None:
         self.store, self.left = store, writes
@@ -148,7 +148,8 @@ MIXED = {
 def seeded(store: MemoryStore) -> str:
     store.save("The user publishes on Tuesdays.", id="tue")
     store.save("The user likes green tea.", id="tea")
-    return store.turn_completed("s1", str(ULID()), turn("actually Wednesdays")).job_id or ""
+    said = "actually Wednesdays, and answer in British English"  # the rule is the user's
+    return store.turn_completed("s1", str(ULID()), turn(said)).job_id or ""
 
 
 def state(store: MemoryStore) -> list[tuple[Any, ...]]:
@@ -228,7 +229,7 @@ def test_a_replys_saves_go_to_the_store_as_one_call(fresh_store: Factory) -> Non
     watched = Calls(store)
     ex.store = watched  # type: ignore[assignment]
     result = ex.drain().results[0]
-    assert watched.calls == ["save_many:4", "supersede", "rule_set", "outbox_ack"]
+    assert watched.calls == ["save_many:4", "supersede", "rule_propose", "outbox_ack"]
     assert (result.saved, result.reinforced, result.superseded) == (2, 2, 1)
 
 
@@ -670,27 +671,29 @@ def test_a_replay_makes_the_correction_a_crash_cut_off_against_the_merged_surviv
 
 
 def test_two_extractors_extending_learned_at_once_keep_both_lines(fresh_store: Factory) -> None:
-    """``learned`` is extended by reading it and writing it back whole: a second writer that
-    changes it in between (another extractor replica) must not have its line dropped."""
+    """``learned`` is extended by the store, under its lock, from what it holds when the
+    proposal arrives: a second writer that changed it after this extractor read it for its
+    prompt (another extractor replica) must not have its line dropped."""
     clock = FakeClock()
     store = fresh_store(clock=clock)
     store.rule_set("learned", "- Use metric units.\n")
     reply = {"memories": [], "rules": ["Never start replies with Certainly."]}
     ex = make(store, FakeLLM.of(json.dumps(reply)), clock)
-    original = store.rule_set
+    original = store.rule_propose
     raced: list[str] = []
 
-    def racing_rule_set(name: str, content: str, **kwargs: Any) -> Any:
-        if not raced:  # the other replica writes between this one's read and its write
-            raced.append(name)
-            original("learned", "- Use metric units.\n- Answer in British English.\n")
-        return original(name, content, **kwargs)
+    def racing_propose(rules: Any, **kwargs: Any) -> Any:
+        if not raced:  # the other replica writes between this one's read and its proposal
+            raced.append("learned")
+            store.rule_set("learned", "- Use metric units.\n- Answer in British English.\n")
+        return original(rules, **kwargs)
 
-    store.rule_set = racing_rule_set  # type: ignore[method-assign]
+    store.rule_propose = racing_propose  # type: ignore[method-assign]
     store.turn_completed("s1", str(ULID()), turn("Never start with Certainly"))
     assert ex.drain().done == 1
     learned = store.rule_get("learned").content
-    assert "British English" in learned and "Certainly" in learned and "metric" in learned
+    assert raced and "British English" in learned
+    assert "Certainly" in learned and "metric" in learned
 
 
 def test_a_rule_written_only_while_it_holds_what_was_read(fresh_store: Factory) -> None:

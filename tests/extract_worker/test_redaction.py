@@ -98,7 +98,7 @@ def test_no_secret_reaches_outbox_prompt_store_events_or_logs(
     events: list[Event] = []
     store.subscribe("t", events.append)
     # Given a turn full of secrets, and a model that echoes some back
-    said = "Here are my credentials: " + "; ".join(SECRETS.values())
+    said = "Answer in English. Here are my credentials: " + "; ".join(SECRETS.values())
     stub.replies = [
         json.dumps(
             {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import grpc
@@ -63,7 +64,10 @@ def test_the_gateway_actor_says_where_it_serves_in_its_repr(
     shell = gateway_actor.GatewayActor(env)
     try:
         # Then its repr, the dashboard's Actors page Repr column, names its address and folder
-        assert repr(shell) == (f"GatewayActor({shell.address()}, no token; {tmp_path / 'data'})")
+        # (and that it asks for a token: the user's admin token, given none)
+        assert repr(shell) == (
+            f"GatewayActor({shell.address()}, bearer token; {tmp_path / 'data'})"
+        )
         assert not shell.address().endswith(":0")
     finally:
         shell.stop()
@@ -124,6 +128,50 @@ def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any)
     assert plain[-1] == "grpc"  # a bare `up` starts the gateway too: the CLI needs it
 
 
+def test_memory_up_says_where_the_token_is_never_the_token(
+    monkeypatch: Any, tmp_path: Any
+) -> None:
+    import io
+
+    from shared import cli
+    from shared.cli import cluster
+    from shared.client import admin_token, gateway_file
+    from shared.client import ray as client
+
+    served = tmp_path / "served"
+    sent: list[dict[str, str]] = []
+
+    def fake_start(specs: Any, env: dict[str, str]) -> list[Any]:
+        # the gateway as the actor records itself: the file its token is in
+        sent.append(env)
+        gateway_file.write(served, "127.0.0.1:50999", env["MEMORY_GRPC_TOKEN_FILE"])
+        return [(s, None) for s in specs]
+
+    class FakeClient:
+        def __init__(self, **kw: Any) -> None:
+            pass
+
+        def describe(self) -> dict[str, str]:
+            return {"data_dir": str(served)}
+
+    monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
+    monkeypatch.delenv("MEMORY_ALLOW_NO_TOKEN", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(cli, "_join_or_start", lambda ctx, opts: {"dashboard_url": ""})
+    monkeypatch.setattr(cluster, "start_workers", fake_start)
+    monkeypatch.setattr(client, "StoreClient", FakeClient)
+    out = io.StringIO()
+    assert cli.run(["up", "--data-dir", str(served)], out=out) == 0
+    # the token was made before the workers started, and only its path reaches them
+    token_file = admin_token.path()
+    token = token_file.read_text().strip()
+    assert sent[0]["MEMORY_GRPC_TOKEN_FILE"] == str(token_file)
+    assert token not in json.dumps(sent)
+    printed = out.getvalue()
+    assert f"token:     in {token_file}" in printed and "memory token show" in printed
+    assert token not in printed
+
+
 def test_memory_grpc_verb_serves_an_embedded_store(tmp_path: Any, capsys: Any) -> None:
     import threading
 
@@ -156,7 +204,9 @@ def test_memory_grpc_on_a_data_dir_is_found_by_the_cli_while_it_serves(tmp_path:
         while (found := gateway_file.read(tmp_path)) is None and time.monotonic() < deadline:
             time.sleep(0.05)  # polling the file the server writes once it listens
         assert found is not None and not found.address.endswith(":0")
-        with GrpcStoreClient(found.address, timeout=10) as client:
+        # a client that finds it through its record sends the token the record leads to
+        assert found.token is not None and found.token_file is not None
+        with GrpcStoreClient(found.address, token=found.token, timeout=10) as client:
             assert client.ping() == "pong"
     finally:
         stop.set()
@@ -179,15 +229,40 @@ def test_the_token_flag_is_refused_with_what_to_use_instead(
 
 
 def test_the_token_comes_from_a_file_on_grpc_and_up(tmp_path: Any) -> None:
-    from grpc_gateway.actor import env_from_args
+    from grpc_gateway.actor import GatewaySettings, authenticate, env_from_args
     from shared.cli import build_parser
 
     path = tmp_path / "token"
     path.write_text("s3cret\n")
     served = build_parser().parse_args(["grpc", "--grpc-token-file", str(path)])
-    assert env_from_args(served, {})["MEMORY_GRPC_TOKEN"] == "s3cret"
+    env = env_from_args(served, {})
+    # the path travels (the record names it for clients), never the token itself
+    assert env == {"MEMORY_GRPC_TOKEN_FILE": str(path)}
+    settings = authenticate(GatewaySettings.from_env(env), env)
+    assert (settings.token, settings.token_file) == ("s3cret", str(path))
     up = build_parser().parse_args(["up", "--grpc-token-file", str(path)])
-    assert up.worker_env == {"MEMORY_GRPC_TOKEN": "s3cret"} and up.also_start == ["grpc"]
+    assert up.worker_env == {"MEMORY_GRPC_TOKEN_FILE": str(path)} and up.also_start == ["grpc"]
+
+
+def test_up_no_token_reaches_the_gateway_and_is_announced_before_the_cluster_starts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any, monkeypatch: Any
+) -> None:
+    from grpc_gateway.actor import before_up
+    from shared.cli import build_parser
+    from shared.client import admin_token
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    up = build_parser().parse_args(["up", "--no-token"])
+    assert up.worker_env == {"MEMORY_GRPC_NO_TOKEN": "1"}
+    # `up` runs this before it starts or joins a cluster: the opt-in is said on stderr
+    assert before_up({**up.worker_env, "MEMORY_DATA_DIR": str(tmp_path / "d")}) == {}
+    err = capsys.readouterr().err
+    assert "WARNING: the gRPC gateway on 127.0.0.1 serves with NO bearer token" in err
+    assert not admin_token.path().exists()  # none made
+    # and given nothing, the admin token is made now and only its path handed on
+    handed = before_up({"MEMORY_DATA_DIR": str(tmp_path / "d")})
+    assert handed == {"MEMORY_GRPC_TOKEN_FILE": str(admin_token.path())}
+    assert "WARNING" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("content", [None, "", "two\nlines\n", b"\xff"])
@@ -207,7 +282,7 @@ def test_a_bad_token_file_is_a_usage_error(
     assert "token file" in capsys.readouterr().err
 
 
-def test_memory_grpc_beyond_loopback_without_a_token_is_refused_before_it_binds(
+def test_memory_grpc_beyond_loopback_with_no_token_is_refused_before_it_binds(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
     import threading
@@ -224,9 +299,10 @@ def test_memory_grpc_beyond_loopback_without_a_token_is_refused_before_it_binds(
     argv = ["grpc", "--grpc-host", "0.0.0.0", "--grpc-port", "0", "--data-dir", str(tmp_path)]
     stop = threading.Event()
     stop.set()
+    # --no-token alone is not enough beyond loopback
     with pytest.raises(InvalidArgumentError, match="no bearer token"):
-        serve_from_args(build_parser().parse_args(argv), stop)
+        serve_from_args(build_parser().parse_args([*argv, "--no-token"]), stop)
     assert gateway_file.read(tmp_path) is None  # never served, nothing recorded
     # asked for knowingly, it serves
     monkeypatch.setenv("MEMORY_ALLOW_NO_TOKEN", "1")
-    assert serve_from_args(build_parser().parse_args(argv), stop) == 0
+    assert serve_from_args(build_parser().parse_args([*argv, "--no-token"]), stop) == 0

@@ -16,9 +16,10 @@ import grpc
 import pytest
 
 from grpc_gateway import actor
+from grpc_gateway.auth import bearer_metadata
 from grpc_gateway.server import PortHeldError, build_server
 from shared.cli import build_parser
-from shared.client import connect, gateway_file
+from shared.client import admin_token, connect, gateway_file
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
 
@@ -31,7 +32,8 @@ def _grpc_args(data_dir: Path, port: int) -> Any:
 
 @pytest.fixture
 def gateway_a(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, int]]:
-    """``memory grpc --data-dir A`` serving on a port the kernel picked."""
+    """``memory grpc --data-dir A`` serving on a port the kernel picked (with the admin token
+    it made: ``_token`` reads it through A's record, as a client does)."""
     monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
     monkeypatch.delenv("MEMORY_DATA_DIR", raising=False)
     monkeypatch.chdir(tmp_path)  # no ./data/memory record of this machine's own `up`
@@ -51,13 +53,18 @@ def gateway_a(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple
         serving.join(30)
 
 
+def _token() -> tuple[tuple[str, str], ...]:
+    """The admin token's call metadata (the token the gateways here serve with)."""
+    return bearer_metadata(admin_token.load(admin_token.path()))
+
+
 def _all_reach(port: int, memory_id: str, connections: int = 20) -> list[str]:
     """The text each of ``connections`` new channels reads for ``memory_id``."""
     seen = []
     for _ in range(connections):
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = pb_grpc.MemoryServiceStub(channel)
-            got = stub.GetRecord(pb.GetRecordRequest(id=memory_id), timeout=10)
+            got = stub.GetRecord(pb.GetRecordRequest(id=memory_id), metadata=_token(), timeout=10)
             seen.append(got.record.content[0].text)
     return seen
 
@@ -66,9 +73,8 @@ def _record(port: int, text: str) -> str:
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
         stub = pb_grpc.MemoryServiceStub(channel)
         block = pb.ContentBlock(text=text)
-        return str(
-            stub.Record(pb.RecordRequest(type=1, scope=3, content=[block]), timeout=10).result.id
-        )
+        request = pb.RecordRequest(type=1, scope=3, content=[block])
+        return str(stub.Record(request, metadata=_token(), timeout=10).result.id)
 
 
 def test_a_second_gateway_on_a_held_port_is_refused_and_the_first_keeps_every_connection(
@@ -129,3 +135,52 @@ def test_up_refuses_an_explicit_grpc_port_that_is_taken_before_starting_the_gate
     monkeypatch.setattr(actor, "start_detached", never)
     with pytest.raises(PortHeldError, match=f":{port}"):
         actor.start({"MEMORY_GRPC_PORT": str(port)})
+
+
+def test_memory_up_refuses_a_taken_grpc_port_before_any_cluster_starts(
+    gateway_a: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from shared import cli
+
+    data_a, port = gateway_a
+    gateway_file.point(data_a)  # the holder, as this user's `up` left it
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a Ray cluster was started or joined")
+
+    monkeypatch.setattr(cli, "_join_or_start", never)
+    # When `memory up --grpc-port P` asks for the port A's gateway holds, for data dir B
+    argv = ["up", "--data-dir", str(tmp_path / "b"), "--grpc-port", str(port)]
+    err = io.StringIO()
+    code = cli.run(argv, out=io.StringIO(), err=err)
+    # Then it is refused, typed (exit 2, one line), naming the holder, before any Ray start
+    holder = gateway_file.read(data_a)
+    assert holder is not None and code == 2
+    line = err.getvalue()
+    assert line.startswith("error: source_unavailable: cannot listen on 127.0.0.1:")
+    assert f":{port}: the port is taken by the gateway of data dir {data_a} (pid {holder.pid})" in (
+        line
+    )
+    assert "--grpc-port" in line and line.count("\n") == 1
+    assert not (tmp_path / "b").exists()  # nothing of B made
+
+
+def test_up_moves_off_a_taken_default_port_instead_of_refusing_it(tmp_path: Path) -> None:
+    import contextlib
+    import socket
+
+    from grpc_gateway.spec import DEFAULT_PORT
+
+    # Given the default port taken (here, or already by another server on this machine)
+    with socket.socket() as sock:
+        with contextlib.suppress(OSError):  # taken already: the case at hand too
+            sock.bind(("127.0.0.1", DEFAULT_PORT))
+        assert not actor.port_free(DEFAULT_PORT)
+        # Then `up`'s check before the cluster lets it through (the gateway takes a free port)
+        env = {"MEMORY_DATA_DIR": str(tmp_path / "d"), "MEMORY_GRPC_TOKEN": "t"}
+        assert actor.before_up(env) == {}
+        # while the same port asked for is refused
+        with pytest.raises(PortHeldError):
+            actor.before_up({**env, "MEMORY_GRPC_PORT": str(DEFAULT_PORT)})

@@ -74,3 +74,23 @@ def project(tmp_path: Path) -> Path:
     transcript = (GOLDEN / "transcript.jsonl").read_text("utf-8")
     (tmp_path / "transcript.jsonl").write_text(transcript.replace("CWD", str(root)), "utf-8")
     return root
+
+
+@pytest.fixture(params=["file", "grpc"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A ``connect`` target an adapter opens itself: an embedded data dir (``file:DIR``), or
+    a real gateway on a loopback port serving a store on its own data dir (``grpc://``)."""
+    if request.param == "file":
+        yield f"file:{tmp_path / 'data'}"
+        return
+    from grpc_gateway.server import build_server
+    from store_worker.core import MemoryStore
+
+    served = MemoryStore(tmp_path / "served")
+    server, port = build_server(served, port=0)
+    server.start()
+    try:
+        yield f"grpc://127.0.0.1:{port}"
+    finally:
+        server.stop(None)
+        served.close()

@@ -224,19 +224,20 @@ def test_a_hook_in_the_project_folder_finds_the_gateway_through_the_users_pointe
     """Claude Code runs hooks in the project folder, where no ./data/memory records the
     gateway: each hook went over Ray (1.4-2.2 s a prompt) unless MEMORY_DATA_DIR was set."""
     from grpc_gateway.server import build_server
-    from shared.client import gateway_file
+    from shared.client import admin_token, gateway_file
 
-    # Given the gateway `memory up` started on its data dir, and up's pointer in the user's
-    # state folder
+    # Given the gateway `memory up` started on its data dir, with the user's admin token,
+    # and up's pointer in the user's state folder
     data = tmp_path / "served"
     store = fresh_store(data_dir=data)
     store.save("Staging deploys run tools/ship.sh with --profile staging")
-    server, port = build_server(store, port=0)
-    server.start()
-    gateway_file.write(data, f"127.0.0.1:{port}", None)
     state = tmp_path / "state"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_STATE_HOME", str(state))
+        token_file = admin_token.ensure()
+        server, port = build_server(store, port=0, token=admin_token.load(token_file))
+        server.start()
+        gateway_file.write(data, f"127.0.0.1:{port}", token_file)
         gateway_file.point(data)
     env = {**memory_env, "XDG_STATE_HOME": str(state), "MEMORY_HOOK_LOG": str(tmp_path / "h.log")}
     env.pop("MEMORY_DATA_DIR", None)

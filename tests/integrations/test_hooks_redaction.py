@@ -33,12 +33,15 @@ def test_a_stop_hook_through_a_loopback_gateway_loads_no_redactor_and_the_turn_i
     from grpc_gateway.server import build_server
     from shared.client import gateway_file
 
-    # Given a gateway on loopback over a store on its data dir
+    # Given a gateway on loopback over a store on its data dir, behind a token its record
+    # names (as `memory up` leaves it)
     data = tmp_path / "served"
     store = fresh_store(data_dir=data)
-    server, port = build_server(store, port=0)
+    token_file = tmp_path / "token"
+    token_file.write_text("hook-gateway-token\n")
+    server, port = build_server(store, port=0, token="hook-gateway-token")
     server.start()
-    gateway_file.write(data, f"127.0.0.1:{port}", None)
+    gateway_file.write(data, f"127.0.0.1:{port}", token_file)
     log = tmp_path / "h.log"
     env = {**memory_env, "MEMORY_DATA_DIR": str(data), "MEMORY_HOOK_LOG": str(log)}
     try:

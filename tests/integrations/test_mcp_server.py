@@ -446,18 +446,21 @@ def test_a_server_follows_the_gateway_to_its_new_token(
     store = fresh_store(data_dir=served)
     env = {**memory_env, "MEMORY_DATA_DIR": str(served), "XDG_STATE_HOME": str(tmp_path)}
     params = StdioServerParameters(command=memory_cmd[0], args=[*memory_cmd[1:], "mcp"], env=env)
-    # Given a gateway with a token, recorded for the data dir
+    # Given a gateway with a token, recorded for the data dir (the record names its file)
+    token_file = tmp_path / "token"
+    token_file.write_text("first-token\n")
     gateway, port = build_gateway(store, port=0, token="first-token")
     gateway.start()
-    gateway_file.write(served, f"127.0.0.1:{port}", "first-token")
+    gateway_file.write(served, f"127.0.0.1:{port}", token_file)
 
     async def body(client: Client) -> None:
         saved = await call(client, "remember", text=FACT)
-        # When the gateway comes back on the same address with another token
+        # When the gateway comes back on the same address with another token (rotated)
         gateway.stop(None).wait()
+        token_file.write_text("second-token\n")
         again, _ = build_gateway(store, port=port, token="second-token")
         again.start()
-        gateway_file.write(served, f"127.0.0.1:{port}", "second-token")
+        gateway_file.write(served, f"127.0.0.1:{port}", token_file)
         try:
             # Then the next call finds the new record and is answered
             assert saved["memory"]["id"] in await recall_ids(client, "deploy script")
@@ -709,8 +712,10 @@ def test_http_on_a_port_another_server_holds_is_refused_and_the_first_keeps_serv
         # When a second server, on another data dir, asks for the same port
         second = serve(str(tmp_path / "b"), "token-of-b")
         _, err = second.communicate(timeout=60)
-        # Then it exits, saying the address is in use
-        assert second.returncode != 0 and "address already in use" in err.lower(), err
+        # Then it is refused, typed, naming the port, before its store was opened
+        assert second.returncode == 2 and "error: source_unavailable:" in err, err
+        assert f"127.0.0.1:{port}" in err and "taken by another process" in err
+        assert not (tmp_path / "b").exists()
         # And every new connection still reaches the first (the second would answer 401)
         url = f"http://127.0.0.1:{port}/mcp"
         headers = {"accept": "application/json", "Authorization": "Bearer token-of-a"}
@@ -781,13 +786,14 @@ def test_recall_says_how_it_read_a_misspelt_query(tmp_path: Path) -> None:
     store.close()
 
 
-def test_http_beyond_loopback_without_a_token_is_refused_before_it_binds(
+def test_http_beyond_loopback_with_no_token_is_refused_before_it_binds(
     memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
 ) -> None:
     # Every host that reached it would read and change every memory: refused, typed, at once
     env = {k: v for k, v in memory_env.items() if "TOKEN" not in k}
     env.pop("MEMORY_ALLOW_NO_TOKEN", None)
     argv = ["mcp", "--transport", "http", "--host", "0.0.0.0", "--port", str(_free_port())]
+    argv.append("--no-token")  # given none, it makes one; serving open takes the variable too
     done = subprocess.run(
         [*memory_cmd, *argv, "--data-dir", str(tmp_path / "data")],
         env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
@@ -795,6 +801,82 @@ def test_http_beyond_loopback_without_a_token_is_refused_before_it_binds(
     assert done.returncode == 2, done.stderr
     assert "no bearer token" in done.stderr and "MEMORY_ALLOW_NO_TOKEN=1" in done.stderr
     assert not (tmp_path / "data").exists()  # refused before the store was opened
+
+
+def _serve_http(
+    memory_cmd: list[str], env: dict[str, str], port: int, data: Path, *flags: str
+) -> subprocess.Popen[str]:
+    argv = ["mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data), *flags]
+    return subprocess.Popen(
+        [*memory_cmd, *argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_http_given_no_token_serves_with_the_admin_token_and_reuses_it(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    import stat
+
+    # Given `memory mcp --transport http` with no token and no opt-in
+    state = tmp_path / "state"
+    env = {k: v for k, v in memory_env.items() if "TOKEN" not in k}
+    env["XDG_STATE_HOME"] = str(state)
+    token_file = state / "agent-memory" / "token"
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    for start in ("first", "restarted"):
+        proc = _serve_http(memory_cmd, env, port, tmp_path / "data")
+        try:
+            _wait_listening(port, proc)
+            token = token_file.read_text().strip()
+            assert stat.S_IMODE(token_file.stat().st_mode) == 0o600, start
+            if start == "first":
+                made = token
+            assert token == made  # the same token across restarts
+            # Then a client with no token is refused before any MCP session
+            bare = httpx2.post(url, json={}, headers={"accept": "application/json"})
+            assert bare.status_code == 401 and "bearer token" in bare.text
+
+            # and the MCP SDK's client with the admin token is served
+            async def main(token: str) -> None:
+                headers = {"Authorization": f"Bearer {token}"}
+                async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+                    async with Client(streamable_http_client(url, http_client=http)) as client:
+                        await remember_recall_forget(client)
+
+            anyio.run(main, token)
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=30)
+        assert made not in err and "WARNING" not in err
+        assert f"the token in {token_file}" in err  # where, never what
+
+
+def test_http_with_no_token_is_announced_on_loopback(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {k: v for k, v in memory_env.items() if "TOKEN" not in k}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    port = _free_port()
+    proc = _serve_http(memory_cmd, env, port, tmp_path / "data", "--no-token")
+    try:
+        _wait_listening(port, proc)
+
+        async def main() -> None:  # open, as asked: the SDK's client needs no header
+            async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp")) as client:
+                await remember_recall_forget(client)
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "WARNING: memory mcp on 127.0.0.1 serves with NO bearer token" in err
+    assert not (tmp_path / "state" / "agent-memory" / "token").exists()  # none made
 
 
 def test_recall_says_how_relevant_each_memory_is_and_why(embedded: Any) -> None:

@@ -262,3 +262,36 @@ def test_an_edit_never_overwrites_a_change_made_since_its_read(
     assert result["is_error"] and "changed since it was read" in result["content"]
     assert "Never on Fridays." in embedded.rule_get("deploys", bank="ops").content
     assert [r.name for r in embedded.rule_list(bank="ops").rules] == ["deploys"]  # no copy
+
+
+def test_the_backend_over_connect_reaches_a_token_gateway_through_its_record(
+    fresh_store: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from grpc_gateway.server import build_server
+    from shared.client import admin_token, connect, gateway_file
+
+    # Given a gateway with the user's admin token, recorded for its data dir
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
+    served = tmp_path / "served"
+    store = fresh_store(data_dir=served)
+    token_file = admin_token.ensure()
+    server, port = build_server(store, port=0, token=admin_token.load(token_file))
+    server.start()
+    gateway_file.write(served, f"127.0.0.1:{port}", token_file)
+    monkeypatch.setenv("MEMORY_DATA_DIR", str(served))
+    try:
+        # When the backend runs over connect() (the running store), it is served
+        with connect(timeout=30) as running:
+            tool = MemoryToolBackend(running, allow_rule_edits=True)
+            assert run(tool, "create", path=RULE, file_text="Staging first.\n").startswith(
+                "File created"
+            )
+        assert store.rule_get("deploys", bank="ops").content.strip() == "Staging first."
+        # and without the token's file, the same call is refused, saying so
+        token_file.unlink()
+        with connect(timeout=30) as running, pytest.raises(errors.MemoryServiceError) as refused:
+            run(MemoryToolBackend(running), "view", path="/memories")
+        assert "bearer token" in refused.value.message
+    finally:
+        server.stop(None)

@@ -12,12 +12,14 @@ import json
 import os
 import re
 import socket
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from shared.cli import build_parser, run
@@ -77,7 +79,7 @@ def test_every_command_is_listed() -> None:
         assert (wanted,) in names
     for group, verbs in (
         ("bank", ("create", "list", "delete")),
-        ("rule", ("list", "show", "set", "rm")),
+        ("rule", ("list", "show", "set", "rm", "pending", "approve", "reject")),
     ):
         for verb in verbs:
             assert (group, verb) in names
@@ -158,6 +160,14 @@ def test_update_pin_unpin_delete(cli: Cli) -> None:
     assert code == 0 and "deleted       20" in out  # the row says when
     assert cli.json("list")["total"] == 0
     assert cli.json("list", "--include-superseded")["total"] == 1
+
+
+def test_update_at_a_revision_refuses_a_stale_edit(cli: Cli) -> None:
+    cli("save", "The user lives in Lisbon", "--id", "home")
+    assert cli.json("update", "home", "--text", "Porto", "--revision", "0")["memory"]["revision"]
+    code, _, err = cli("update", "home", "--text", "Faro", "--revision", "0")
+    assert code == 2 and err.startswith("error: invalid_argument: home changed since it was read")
+    assert cli.json("get", "home")["memory"]["text"] == "Porto"
 
 
 def test_occurred_at_takes_iso_dates_and_datetimes(cli: Cli) -> None:
@@ -598,6 +608,19 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
     assert f"data dir:  {env['MEMORY_DATA_DIR']}" in up.stdout
     # token auth stays on: up made a token in the (temporary) HOME
     assert (Path(env["HOME"]) / ".ray" / "auth_token").exists()
+    # and the gateway asks for the user's admin token, made private in the state folder; up
+    # says where it is, never what it is, and the record names the file, not the token
+    token_file = Path(env["HOME"]) / ".local" / "state" / "agent-memory" / "token"
+    token = token_file.read_text().strip()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert f"token:     in {token_file}" in up.stdout
+    assert token not in up.stdout + up.stderr
+    assert token not in gateway_file.path(env["MEMORY_DATA_DIR"]).read_text()
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:  # a bare client: refused
+        bare = channel.unary_unary("/memory.store.v1.StoreService/Call")
+        with pytest.raises(grpc.RpcError) as refused:
+            bare(b"", timeout=30)
+    assert "unauthenticated" in (refused.value.details() or "")
 
     # and pointed to in the user's state folder: a command in any folder finds it (a coding
     # agent's hooks run in the user's project, where no ./data/memory records it)
@@ -678,9 +701,9 @@ def test_up_status_save_recall_down_on_a_real_cluster(own_cluster: OwnCluster) -
         assert "stopped store" in down.stdout and "ray cluster stopped" in down.stdout
         assert own_cluster.wait_gone(cluster) == set()
         assert client.poll() is None  # `down` never signals a user's process
-    # the gateway's record (it holds the token) goes with it, and the user's pointer to it
+    # the gateway's record goes with it, and the user's pointer to it (the token stays)
     assert not gateway_file.path(env["MEMORY_DATA_DIR"]).exists()
-    assert not pointer.exists()
+    assert not pointer.exists() and token_file.read_text().strip() == token
     gone = memory("status")
     assert gone.returncode == 2 and "no memory store is running" in gone.stderr
 

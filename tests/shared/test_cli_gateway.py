@@ -76,7 +76,9 @@ def gateway(tmp_path: Path) -> Iterator[tuple[Path, MemoryStore, str | None]]:
     store = MemoryStore(data_dir)
     server, port = build_server(store, port=0, token="tok-123")
     server.start()
-    gateway_file.write(data_dir, f"127.0.0.1:{port}", "tok-123")
+    token_file = tmp_path / "token"  # as the admin token's: the record names it, the CLI reads it
+    token_file.write_text("tok-123\n")
+    gateway_file.write(data_dir, f"127.0.0.1:{port}", token_file)
     yield data_dir, store, "tok-123"
     server.stop(None)
     store.close()
@@ -121,7 +123,10 @@ def test_a_wrong_token_and_a_gone_gateway_are_typed_errors(
     data_dir, _, _ = gateway
     address = gateway_file.read(data_dir)
     assert address is not None
-    gateway_file.write(data_dir, address.address, "wrong")
+    (tmp_path / "wrong").write_text("wrong\n")
+    gateway_file.write(data_dir, address.address, tmp_path / "wrong")
+    assert "bearer token" in Cli(data_dir)("bank", "list", code=2)
+    gateway_file.write(data_dir, address.address, tmp_path / "missing")  # no token to send
     assert "bearer token" in Cli(data_dir)("bank", "list", code=2)
     # a recorded gateway that does not answer: a retryable source_unavailable, exit 2
     gone = tmp_path / "gone"

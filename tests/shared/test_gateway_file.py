@@ -15,12 +15,20 @@ from shared.client import gateway_file
 from shared.contract.config import DEFAULT_DATA_DIR
 
 
-def test_written_0600_read_back_and_forgotten(tmp_path: Path) -> None:
-    written = gateway_file.write(tmp_path, "127.0.0.1:50123", "tok")
+def test_written_0600_read_back_and_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMORY_GRPC_TOKEN", raising=False)
+    token_file = tmp_path / "token"
+    token_file.write_text("tok-in-its-file\n")
+    written = gateway_file.write(tmp_path, "127.0.0.1:50123", token_file)
     assert written == tmp_path / ".state" / "gateway.json"
-    assert stat.S_IMODE(written.stat().st_mode) == 0o600  # it holds the token
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600  # it names the token's file
+    assert "tok-in-its-file" not in written.read_text()  # the file, never the token
     info = gateway_file.read(tmp_path)
-    assert info == gateway_file.GatewayInfo("127.0.0.1:50123", "tok", os.getpid())
+    assert info == gateway_file.GatewayInfo(
+        "127.0.0.1:50123", "tok-in-its-file", os.getpid(), str(token_file)
+    )
     gateway_file.remove(tmp_path, pid=os.getpid() + 1)  # another gateway's record: kept
     assert gateway_file.read(tmp_path) is not None
     gateway_file.remove(tmp_path, pid=os.getpid())
@@ -29,10 +37,10 @@ def test_written_0600_read_back_and_forgotten(tmp_path: Path) -> None:
 
 def test_forget_removes_a_killed_gateways_record_once_its_process_is_gone(tmp_path: Path) -> None:
     # Given a record written by a gateway process that `down` then kills (ray.kill runs none of
-    # the actor's clean-up, so the record, with its token, stayed behind)
+    # the actor's clean-up, so the record stayed behind, naming a pid that may be reused)
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        gateway_file.write(tmp_path, "127.0.0.1:50123", "tok")
+        gateway_file.write(tmp_path, "127.0.0.1:50123", tmp_path / "token")
         path = gateway_file.path(tmp_path)
         path.write_text(path.read_text().replace(str(os.getpid()), str(child.pid)))
         info = gateway_file.GatewayInfo("127.0.0.1:50123", "tok", child.pid)
@@ -108,7 +116,8 @@ def test_the_pointer_is_private_holds_no_token_and_goes_with_its_data_dir(
 ) -> None:
     # Given a gateway recorded in a data dir (with a token), and `up`'s pointer to that dir
     served = tmp_path / "served"
-    gateway_file.write(served, "127.0.0.1:50123", "tok")
+    (tmp_path / "token").write_text("tok")
+    gateway_file.write(served, "127.0.0.1:50123", tmp_path / "token")
     pointer = gateway_file.point(served)
     # Then the pointer is this user's, private, and names the data dir only
     assert pointer == user / "agent-memory" / "gateway.json"

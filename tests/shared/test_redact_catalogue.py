@@ -116,6 +116,60 @@ def test_a_broken_catalogue_is_refused_with_a_typed_error(toml: str, message: st
         parse_catalogue(toml)
 
 
+# Where an entry was widened from a public secret scanner, it names the rule: a trufflehog
+# detector's Go file or a secretlint rule package on npm.
+_CITE = re.compile(
+    r"trufflesecurity/trufflehog pkg/detectors/[a-z0-9_]+(?:/v\d+)?/[a-z0-9_]+\.go"
+    r"|npm @secretlint/secretlint-rule-[a-z0-9-]+ \(rule @secretlint/secretlint-rule-[a-z0-9-]+\)"
+)
+CITED = [f for f in FORMATS if f.cite]
+
+
+def test_the_catalogue_is_widened_from_public_scanners() -> None:
+    assert len(CITED) >= 42
+    assert {f.cite.split()[0] for f in CITED} == {"trufflesecurity/trufflehog", "npm"}
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f.id)
+def test_every_entry_says_where_it_comes_from(fmt: Format) -> None:
+    assert fmt.source.strip()
+    assert not fmt.cite or _CITE.fullmatch(fmt.cite), fmt.cite
+
+
+# The ways a pasted credential is framed: quoted in an assignment, a JSON value, a header, a
+# line of its own, a shell export.
+_FRAMES = (
+    'API_TOKEN="{}"',
+    '{{"token": "{}"}}',
+    "Authorization: Bearer {}",
+    "{}",
+    "export SERVICE_KEY={}\nthen run it",
+)
+
+
+@pytest.mark.parametrize("fmt", CITED, ids=lambda f: f.id)
+def test_no_piece_of_a_cited_sample_stays_visible_in_any_frame(fmt: Format) -> None:
+    secret = _secret(fmt)
+    pasted = fmt.sample if fmt.kind == "keyword" else secret  # (one needs its vendor's name)
+    for frame in _FRAMES:
+        text = frame.format(pasted)
+
+        result = redact(text)
+
+        left = re.sub(r"\[REDACTED:[a-z0-9_]+\]", " ", result.text)
+        visible = [p for p in re.findall(r"[A-Za-z0-9]{6,}", secret) if p in left]
+        assert result.labels and not visible, (frame, result.text)
+
+
+def test_an_empty_cite_is_refused() -> None:
+    entry = (
+        "[[format]]\nid='a'\nlabel='a'\nkind='prefix'\npattern='a_[0-9]{9}'\n"
+        "sample='a_123456789'\nlookalike='a'\nsource='s'\ncite=' '\n"
+    )
+    with pytest.raises(UnknownError, match="cite"):
+        parse_catalogue(entry)
+
+
 def test_duplicate_ids_are_refused() -> None:
     entry = (
         "[[format]]\nid='a'\nlabel='a'\nkind='prefix'\npattern='a_[0-9]{9}'\n"

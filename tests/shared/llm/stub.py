@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
 class Server:
     """Answers ``POST /v1/chat/completions`` with ``status`` and an OpenAI-shaped reply whose
-    content is ``reply``, and
+    content is ``reply`` (or ``reply(body)``, when it is a function of the request), and
     records each request's path, headers and body."""
 
     def __init__(self) -> None:
         self.status = 200
-        self.reply = "from the stub"
+        self.reply: str | Callable[[dict[str, Any]], str] = "from the stub"
         self.requests: list[tuple[str, dict[str, str], dict[str, Any]]] = []
         outer = self
 
@@ -27,6 +27,7 @@ class Server:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 outer.requests.append((self.path, headers, body))
                 if outer.status == 200:
+                    content = outer.reply(body) if callable(outer.reply) else outer.reply
                     payload: dict[str, Any] = {
                         "id": "chatcmpl-1",
                         "object": "chat.completion",
@@ -35,7 +36,7 @@ class Server:
                         "choices": [
                             {
                                 "index": 0,
-                                "message": {"role": "assistant", "content": outer.reply},
+                                "message": {"role": "assistant", "content": content},
                                 "finish_reason": "stop",
                             }
                         ],

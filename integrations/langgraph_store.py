@@ -1,0 +1,341 @@
+"""``AgentMemoryStore``: LangGraph's ``BaseStore`` over this store (``pip install
+'agent-memory[langgraph]'``).
+
+::
+
+    from integrations.langgraph_store import AgentMemoryStore
+
+    store = AgentMemoryStore("file:/srv/memory", bank="langgraph")  # or None: the running store
+    graph = builder.compile(store=store)
+
+One LangGraph item is one memory of the store's ``bank`` (the store's default bank when none is
+given):
+
+- the **value** is the memory's text, as JSON (``integrations.stored_json``): recall reads it,
+  ``memory list`` shows it, and a credential in it is stored, and read back, as
+  ``[REDACTED:<kind>]``, like any save;
+- the **namespace and key** are its title, a JSON array (``["memories", "user-1", "food"]``),
+  and reserved tags: ``lg-ns-<digest>`` for each prefix of the namespace (a search by prefix is
+  one tag filter) and ``lg-key-<digest>`` for the pair. A namespace is at most
+  ``MAX_DEPTH`` labels deep (a memory holds eight tags), and no label or key may hold a
+  credential (they are stored as given);
+- the **key is an id**: the memory's id is ``lg-<digest of namespace and key>``; ``put`` on a
+  key that exists updates that memory (a new revision, ``memory history`` shows the old value),
+  a new key always creates (``reinforce=False``: two keys with equal values stay two items),
+  ``delete`` retires it with a tombstone. A key put again after a delete gets a fresh memory
+  (``lg-<digest>-2``), found by its key tag;
+- ``search`` with a ``query`` is the store's recall within the namespace prefix (ranked,
+  ``score`` its relevance in 0..1; only items that match the query come back); without one,
+  the newest items first. ``filter`` compares the value's fields as LangGraph's in-memory store
+  does (equality, nested dicts, ``$eq $ne $gt $gte $lt $lte``).
+
+The ``index`` argument of ``put`` is accepted and ignored (the store indexes every item); TTLs
+are not supported (``supports_ttl`` is False, as in ``BaseStore``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from integrations.stored_json import dumps, identifier, loads, stored_text
+from shared.contract.api import StoreAPI
+from shared.contract.errors import InvalidArgumentError, NotFoundError
+from shared.contract.models import Memory
+
+MAX_DEPTH = 7  # a tag per namespace prefix, one for the key: a memory holds eight tags
+MAX_TITLE = 200  # the store's title limit: namespace and key, as JSON
+RECORDED_BY = "langgraph"
+PAGE = 500  # the store's largest list page and recall limit
+NS_TAG, KEY_TAG, ID_PREFIX = "lg-ns-", "lg-key-", "lg-"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256(dumps(list(parts)).encode()).hexdigest()
+
+
+def namespace_tag(namespace: tuple[str, ...]) -> str:
+    """The tag every item under ``namespace`` (a prefix of its own) carries."""
+    return NS_TAG + _digest(*namespace)[:20]
+
+
+def key_tag(namespace: tuple[str, ...], key: str) -> str:
+    """The tag of one item (a namespace and a key)."""
+    return KEY_TAG + _digest(*namespace, "", key)[:24]  # "" never is a label: no collision
+
+
+def memory_id(namespace: tuple[str, ...], key: str) -> str:
+    """The id an item's memory is created with."""
+    return ID_PREFIX + _digest(*namespace, "", key)[:32]
+
+
+class AgentMemoryStore(BaseStore):
+    """LangGraph's store interface over ``store`` (a ``StoreAPI``, kept open by its owner) or
+    a ``connect`` target (``"file:DIR"``, ``"grpc://HOST:PORT"``; None: the running store),
+    which this object opens and ``close`` lets go of. The module docstring says how items
+    map onto memories."""
+
+    __slots__ = ("_owned", "_store", "bank", "memory_type")
+
+    def __init__(
+        self,
+        store: StoreAPI | str | None = None,
+        *,
+        bank: str | None = None,
+        memory_type: str = "user",
+    ) -> None:
+        if isinstance(store, StoreAPI):
+            self._store, self._owned = store, False
+        else:
+            from shared.client import connect
+
+            self._store, self._owned = connect(store), True
+        self.bank = bank
+        self.memory_type = memory_type
+
+    def close(self) -> None:
+        """Close the store this object opened (a store handed in stays open)."""
+        if self._owned:
+            self._store.close()
+
+    def __enter__(self) -> AgentMemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- BaseStore -------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Each op in order (a later op sees an earlier put), one result each."""
+        return [self._one(op) for op in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` on a worker thread: the store's clients are synchronous."""
+        listed = list(ops)
+        return await asyncio.get_running_loop().run_in_executor(None, self.batch, listed)
+
+    def _one(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            mem = self._find(tuple(op.namespace), op.key)
+            return None if mem is None else _item(mem)
+        if isinstance(op, PutOp):
+            if op.value is None:
+                self._delete(tuple(op.namespace), op.key)
+            else:
+                self._put(tuple(op.namespace), op.key, op.value)
+            return None
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        if isinstance(op, ListNamespacesOp):
+            return self._namespaces(op)
+        raise InvalidArgumentError(f"unknown store operation {type(op).__name__}")
+
+    # -- items -----------------------------------------------------------------------------
+
+    def _find(self, namespace: tuple[str, ...], key: str) -> Memory | None:
+        """The live memory of an item: the one with its id, else (put again after a delete)
+        the newest live one with its key tag."""
+        tag = key_tag(namespace, key)
+        try:
+            mem = self._store.get(memory_id(namespace, key), bank=self.bank).memory
+        except NotFoundError:
+            return None  # never created (or no such bank yet)
+        if mem.invalid_at is None and tag in mem.tags:
+            return mem
+        found = self._store.list(bank=self.bank, tag=tag, page_size=1).memories
+        return found[0] if found else None
+
+    def _put(self, namespace: tuple[str, ...], key: str, value: Any) -> None:
+        title = _title(namespace, key)
+        if not isinstance(value, dict):
+            raise InvalidArgumentError("a LangGraph value must be a dict")
+        text, _ = stored_text(dict(value), title)
+        current = self._find(namespace, key)
+        if current is not None:
+            self._store.update(current.id, bank=self.bank, text=text)
+            return
+        tags = [namespace_tag(namespace[:n]) for n in range(1, len(namespace) + 1)]
+        self._store.save(
+            text,
+            bank=self.bank,
+            title=title,
+            id=memory_id(namespace, key),
+            type=self.memory_type,
+            tags=[*tags, key_tag(namespace, key)],
+            recorded_by=RECORDED_BY,
+            reinforce=False,  # an item per key: an equal value under another key stays apart
+        )
+
+    def _delete(self, namespace: tuple[str, ...], key: str) -> None:
+        current = self._find(namespace, key)
+        if current is not None:
+            self._store.delete(current.id, bank=self.bank, reason="deleted through LangGraph")
+
+    # -- search ----------------------------------------------------------------------------
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        if len(prefix) > MAX_DEPTH:
+            return []
+        tag = namespace_tag(prefix) if prefix else None
+        wanted = op.offset + op.limit
+        out: list[SearchItem] = []
+        for mem, score in self._candidates(op.query, tag, wanted if not op.filter else None):
+            item = _item(mem, score)
+            if item is None or item.namespace[: len(prefix)] != prefix:
+                continue
+            if op.filter and not _matches(item.value, op.filter):
+                continue
+            out.append(item)
+            if len(out) >= wanted:
+                break
+        return out[op.offset : wanted]
+
+    def _candidates(
+        self, query: str | None, tag: str | None, wanted: int | None
+    ) -> Iterator[tuple[Memory, float | None]]:
+        """Recall's hits for ``query`` (at most its largest limit), else every memory under
+        ``tag``, newest first, page by page."""
+        try:
+            if query:
+                limit = min(wanted or PAGE, PAGE)
+                hits = self._store.recall(query, bank=self.bank, tag=tag, limit=limit).memories
+                for hit in hits:
+                    yield hit.memory, hit.relevance_score
+                return
+            token: str | None = None
+            while True:
+                page = self._store.list(bank=self.bank, tag=tag, page_size=PAGE, page_token=token)
+                for mem in page.memories:
+                    yield mem, None
+                token = page.next_page_token
+                if not token:
+                    return
+        except NotFoundError:
+            return  # no such bank yet: nothing stored
+
+    def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = tuple(op.match_conditions or ())
+        exact = next(
+            (
+                c.path
+                for c in conditions
+                if c.match_type == "prefix" and "*" not in c.path and len(c.path) <= MAX_DEPTH
+            ),
+            None,
+        )
+        tag = namespace_tag(tuple(exact)) if exact else None
+        found: set[tuple[str, ...]] = set()
+        for mem, _ in self._candidates(None, tag, None):
+            item = _item(mem)
+            if item is not None and all(_does_match(c, item.namespace) for c in conditions):
+                found.add(item.namespace)
+        if op.max_depth is not None:
+            found = {ns[: op.max_depth] for ns in found}
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+
+def _title(namespace: tuple[str, ...], key: str) -> str:
+    if not namespace:
+        raise InvalidArgumentError("a namespace needs at least one label")
+    if len(namespace) > MAX_DEPTH:
+        raise InvalidArgumentError(
+            f"a namespace is at most {MAX_DEPTH} labels deep here (got {len(namespace)})"
+        )
+    for label in namespace:
+        identifier(label, "a namespace label")
+    identifier(key, "a key")
+    title = dumps([*namespace, key])
+    if len(title) > MAX_TITLE:
+        raise InvalidArgumentError(
+            f"namespace and key are {len(title)} characters as JSON; the limit is {MAX_TITLE}"
+        )
+    return title
+
+
+def _item(mem: Memory, score: float | None = None) -> SearchItem | None:
+    """The LangGraph item a memory holds, or None for a memory no LangGraph put made."""
+    path = loads(mem.title) if mem.title.startswith("[") else None
+    if not isinstance(path, list) or len(path) < 2 or not all(isinstance(p, str) for p in path):
+        return None
+    namespace, key = tuple(path[:-1]), path[-1]
+    if key_tag(namespace, key) not in mem.tags:
+        return None
+    value = loads(mem.text)
+    return SearchItem(
+        namespace=namespace,
+        key=key,
+        value=value if isinstance(value, dict) else {"text": value},
+        created_at=_when(mem.created_at),
+        updated_at=_when(mem.updated_at),
+        score=score,
+    )
+
+
+def _when(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    """A namespace against a prefix or suffix condition, ``*`` matching any one label."""
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+def _matches(value: Any, wanted: dict[str, Any]) -> bool:
+    """LangGraph's filter: every key equal (nested dicts compared the same way), or a dict of
+    operators (``$eq $ne $gt $gte $lt $lte``)."""
+    if not isinstance(value, dict):
+        return False
+    return all(_compare(value.get(k), v) for k, v in wanted.items())
+
+
+def _compare(have: Any, want: Any) -> bool:
+    if isinstance(want, dict):
+        if any(k.startswith("$") for k in want):
+            return all(_operator(have, k, v) for k, v in want.items())
+        return _matches(have, want)
+    if isinstance(want, list | tuple):
+        return (
+            isinstance(have, list | tuple)
+            and len(have) == len(want)
+            and all(_compare(h, w) for h, w in zip(have, want, strict=True))
+        )
+    return bool(have == want)
+
+
+def _operator(have: Any, op: str, want: Any) -> bool:
+    if op == "$eq":
+        return bool(have == want)
+    if op == "$ne":
+        return bool(have != want)
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            a, b = float(have), float(want)
+        except (TypeError, ValueError):
+            return False
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+    raise InvalidArgumentError(f"unknown filter operator {op!r}")
