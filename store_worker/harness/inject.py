@@ -198,6 +198,11 @@ class Injector:
             )
             if message is not None:
                 appended.append({"role": "user", "content": message})
+            if memories and self.events is not None:  # what came and why (relevant.py)
+                why = relevant.summary(memories)
+                self.events.emit(
+                    "bank-changed", "injected", bank, now=self.clock.now_ms(), reason=why
+                )
         if st.model_dump() != before:
             self._save_session_state(session, st)
         return InjectResponse(

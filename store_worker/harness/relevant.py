@@ -75,3 +75,23 @@ def ambient(
         mem = bank.records[row[3]]
         why = Why(pinned=mem.pinned, ambient=True)
         yield InjectedMemory(memory=mem, score=0.0, relevance_score=0.0, why=why)
+
+
+def summary(memories: Sequence[InjectedMemory]) -> str:
+    """An ``injected`` event's reason: each memory's id, calibrated relevance and what matched
+    (ids and stemmed query terms only, never a memory's text)."""
+    ambient = sum(1 for m in memories if m.why is not None and m.why.ambient)
+    parts = []
+    for m in memories:
+        w = m.why
+        if w is not None and w.ambient:
+            parts.append(f"{m.memory.id} ambient ({'pinned' if w.pinned else relevance.ALWAYS_ON})")
+            continue
+        matched = [*w.terms, *(f"~{t}" for t in w.context)] if w is not None else []
+        extra = [f"semantic {w.semantic:.2f}"] if w is not None and w.semantic is not None else []
+        if w is not None and w.date:
+            extra.append("date")
+        shown = ", ".join([*matched, *extra]) or "-"
+        parts.append(f"{m.memory.id} {m.relevance_score:.2f} ({shown})")
+    head = f"{len(memories) - ambient} recalled, {ambient} ambient: "
+    return head + "; ".join(parts)

@@ -158,3 +158,23 @@ def test_min_relevance_zero_takes_recalls_top_k_again(fresh_store: Factory) -> N
         store.save(text)
     got = turn(store, "user editor tea")
     assert len(got.memories) >= 3
+
+
+def test_each_injected_turn_leaves_an_event_saying_what_came_and_why(
+    fresh_store: Factory,
+) -> None:
+    store = fresh_store(ambient_floor=1)
+    for text in NOTES:
+        store.save(text)
+    pin = store.save("The user is allergic to peanuts", pinned=True).memory
+    turn(store, "what is the staging server called?")
+    turn(store, "How do I reverse a linked list in Python?")
+    store.preview("what is the staging server called?")  # a dry run leaves none
+    found = [e for e in store.events_since(0).events if e.event_type == "injected"]
+    assert len(found) == 2
+    on, off = (e.reason or "" for e in found)
+    staging = store.recall("staging server", limit=1).memories[0].memory.id
+    assert on.startswith("1 recalled, 1 ambient: ") and f"{staging} 0." in on
+    assert "server" in on and f"{pin.id} ambient (pinned)" in on
+    assert off == f"0 recalled, 1 ambient: {pin.id} ambient (pinned)"
+    assert "8443" not in on  # ids and terms, never a memory's text
