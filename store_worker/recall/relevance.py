@@ -56,8 +56,8 @@ BACKGROUND = 100
 # IDF mass added to every query's total: a short query matched on one common word of the bank
 # ("why is the sky blue?" → a turn about blue paint) reads as less sure than a long one.
 PRIOR = 2.0
-COS_LOW = 0.25
-COS_HIGH = 0.6
+COS_LOW = 0.5
+COS_HIGH = 0.9
 # The cut: a memory whose recall score is under RELATIVE of the best one's, or after a drop of
 # GAP in relevance, stays out (HISTORY.md §18).
 RELATIVE = 0.3
