@@ -71,6 +71,7 @@ bench: install
 	$(BIN)/python -m bench.shard_passes
 	$(BIN)/python -m bench.cli
 	$(BIN)/python -m bench.hooks
+	$(BIN)/python -m bench.imports
 	$(BIN)/python -m bench.console
 	$(BIN)/python -m bench.inject
 

@@ -40,6 +40,7 @@ so its supersede is skipped; a rule line already learned is deduped by fingerpri
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,11 @@ log = logging.getLogger(__name__)
 LEARNED = "learned"
 RECORDED_BY = "extractor"
 STATE_OWNER = "extractor"
+# The extractor's last runs, newest first, in the store's sibling state (the console's outbox
+# page shows them): extraction jobs are not Ray tasks (a job is leased by the replica that
+# took it), so this is where a run's duration, outcome and job id can be seen.
+RUNS_KEY = "runs"
+MAX_RUNS = 50
 REPLAY_LOOKUP = 10  # records a replay looks through for its earlier write (exact text ranks top)
 MAX_CHAIN = 16  # supersede hops followed to a live successor
 
@@ -84,6 +90,14 @@ class JobResult:
     tokens: int = 0
     llm_ms: float = 0.0
     error: str | None = None
+    bank: str | None = None
+    duration_ms: int = 0  # the whole job: window, model call, writes
+    at: int = 0  # when it finished (ms)
+
+    def run(self) -> dict[str, object]:
+        """The job as the run log keeps it (``RUNS_KEY``): figures and a redacted error only."""
+        always = ("job_id", "outcome", "duration_ms", "at")
+        return {k: v for k, v in vars(self).items() if k in always or v not in (None, 0, 0.0)}
 
 
 @dataclass
@@ -163,9 +177,30 @@ class Extractor:
                 self.refresh_policy()  # once per drain that has work, before any job runs
             for job in jobs:
                 stats.add(self.run_job(job))
+        if stats.results:
+            self._log_runs(stats.results)
         return stats
 
+    def _log_runs(self, results: list[JobResult]) -> None:
+        """Prepend this drain's runs to the run log (display only: two replicas draining at
+        once may each write over the other's latest lines; a failed write loses nothing else)."""
+        try:
+            old = self.store.state_get(STATE_OWNER, RUNS_KEY)
+            kept = old if isinstance(old, list) else []
+            runs = [r.run() for r in reversed(results)] + kept
+            self.store.state_set(STATE_OWNER, RUNS_KEY, runs[:MAX_RUNS])
+        except errors.MemoryServiceError as e:
+            log.info("extraction run log not written: %s", e)
+
     def run_job(self, job: OutboxJob) -> JobResult:
+        t0 = time.perf_counter()
+        result = self._run_job(job)
+        result.bank = job.bank
+        result.duration_ms = int((time.perf_counter() - t0) * 1000)
+        result.at = self.clock.now_ms()
+        return result
+
+    def _run_job(self, job: OutboxJob) -> JobResult:
         if job.skip:
             self.store.outbox_ack(job.job_id)
             return self._report(JobResult(job.job_id, "skipped"))

@@ -27,9 +27,9 @@ from typing import Any, TypeVar, cast
 import grpc
 
 from grpc_gateway import convert
-from grpc_gateway.auth import BearerAuth
 from grpc_gateway.decode import add_service
 from grpc_gateway.health import HEALTH_SERVICE, add_citizenship
+from grpc_gateway.principals import PrincipalAuth, Resolver
 from grpc_gateway.spec import DEFAULT_PORT
 from grpc_gateway.store_service import DESCRIPTOR as STORE_DESCRIPTOR
 from grpc_gateway.store_service import GatewayCall, StoreServicer, ping
@@ -37,6 +37,7 @@ from grpc_gateway.tools import Tools
 from grpc_gateway.views import ProtocolViews
 from shared.client import ports
 from shared.client.ports import port_free
+from shared.client.scoped import PerCall
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.config import refused_remotely
@@ -90,6 +91,8 @@ def on_the_wire(err: errors.MemoryServiceError) -> errors.MemoryServiceError:
     detail of what was malformed)."""
     if err.category in WIRE_CATEGORIES:
         return err
+    if isinstance(err, errors.PermissionDeniedError):  # README: a refusal is `unknown`
+        return errors.UnknownError(err.message, err.retryable)
     if isinstance(err, errors.DraftsWaitingError):
         return errors.RatificationUnsupportedError(err.message, err.retryable)
     return errors.UnknownError(f"malformed request: {err.message}", err.retryable)
@@ -112,8 +115,11 @@ def abort(context: Any, err: errors.MemoryServiceError) -> None:
 class _Edge:
     """Shared by both servicers: the bank of a call, the store lock, error translation."""
 
-    def __init__(self, store: StoreAPI, *, bank: str | None, serialize: bool) -> None:
+    def __init__(
+        self, store: StoreAPI, *, bank: str | None, serialize: bool, raw: StoreAPI | None = None
+    ) -> None:
         self.store = store
+        self.raw = store if raw is None else raw  # the store itself, for the health probe
         self.views = ProtocolViews(store)
         self.tools = Tools(self.views)
         self.bank = bank
@@ -414,7 +420,7 @@ def _probe(edge: _Edge) -> str:
     """The health probe: the store answers (under the store lock, like any call). ``ping``
     reads and writes nothing: an unauthenticated probe is not use of the default bank."""
     with edge.locked():
-        return ping(edge.store)
+        return ping(edge.raw)
 
 
 def build_server(
@@ -431,10 +437,13 @@ def build_server(
     """A started-ready ``grpc.Server`` serving memory.v1 (MemoryService, MemoryTools),
     memory.store.v1 (StoreService), grpc.health.v1 and reflection, and the port it bound
     (port 0 picks a free one). Call ``.start()`` on it; ``.stop(grace)`` to end."""
-    # health stays open (a Kubernetes probe carries no token); everything else needs it
-    interceptors: list[grpc.ServerInterceptor] = (
-        [BearerAuth(token, abort, open_services=(HEALTH_SERVICE,))] if token else []
-    )
+    # every call is served as its token's principal (grpc_gateway.principals); health stays
+    # open (a Kubernetes probe carries no token)
+    edge = _Edge(PerCall(store), bank=bank, serialize=serialize, raw=store)
+    resolve = Resolver(store, token, edge.locked)
+    interceptors: list[grpc.ServerInterceptor] = [
+        PrincipalAuth(resolve, abort, open_services=(HEALTH_SERVICE,))
+    ]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="memory-grpc"),
         interceptors=interceptors,
@@ -442,7 +451,6 @@ def build_server(
         # bind a port this one holds and the kernel would split connections between them
         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES), ("grpc.so_reuseport", 0)],
     )
-    edge = _Edge(store, bank=bank, serialize=serialize)
     # each method parses its own request, so undecodable bytes get the MemoryError trailers
     add_service(
         server, MemoryServicer(edge), pb.DESCRIPTOR.services_by_name["MemoryService"], pb, abort
@@ -451,7 +459,7 @@ def build_server(
         server, ToolsServicer(edge), pb.DESCRIPTOR.services_by_name["MemoryTools"], pb, abort
     )
     # memory.store.v1 (every store operation, for the CLI), under the same lock
-    servicer = StoreServicer(store, edge.locked, gateway_calls)
+    servicer = StoreServicer(edge.store, edge.locked, gateway_calls)
     server.add_generic_rpc_handlers((servicer.handler(),))
     add_citizenship(server, lambda: _probe(edge), SERVICES)
     try:

@@ -26,6 +26,7 @@ import grpc
 
 from grpc_gateway.decode import unary_handler
 from shared.client import wire as store_wire
+from shared.client.scoped import CURRENT, WHOAMI
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
 from shared.contract.config import refused_remotely
@@ -90,8 +91,16 @@ class StoreServicer:
     def Call(self, request: spb.StoreCall, context: Any) -> spb.StoreResult:
         """One op: its arguments checked, the store run, the answer encoded."""
         try:
+            if request.op == WHOAMI:  # which principal this call's token names
+                principal = CURRENT.get()
+                return spb.StoreResult(
+                    result_json=json.dumps(principal.to_dict() if principal else None)
+                )
             own = self._gateway_calls.get(request.op)
             if own is not None:  # the gateway's own, never the store's (no store lock)
+                principal = CURRENT.get()
+                if principal is not None and not principal.admin:
+                    raise principal.refuse("admin", f"{request.op} is the administrator's")
                 return spb.StoreResult(result_json=json.dumps(own(_object(request))))
             op = store_wire.decode_op(request.op, request.args_json)
             if isinstance(op, ops.Configure) and (why := refused_remotely(op.config)):

@@ -14,9 +14,14 @@ from shared.contract.errors import NotFoundError
 
 
 def add_cli(sub: argparse._SubParsersAction[Any]) -> None:
-    what = "This user's admin token: where it is kept, print it, or make a new one."
-    p = sub.add_parser("token", help=what, description=what)
-    verbs = p.add_subparsers(dest="token_verb", metavar="{show,path,rotate}", required=True)
+    # one `memory token` group: the CLI's scoped-token verbs (shared.cli.tokens) made it first
+    # and keep its subcommands on it
+    p = sub.choices.get("token")
+    verbs = getattr(p, "token_verbs", None)
+    if verbs is None:
+        what = "This user's admin token: where it is kept, print it, or make a new one."
+        p = sub.add_parser("token", help=what, description=what)
+        verbs = p.add_subparsers(dest="token_verb", metavar="{show,path,rotate}", required=True)
     show = verbs.add_parser(
         "show", help="Print the admin token (refused if other users may read its file)."
     )

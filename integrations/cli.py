@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from shared.client.bearer import CLIENT_TOKEN_ENV
 from shared.client.workers import CommandSpec
 from shared.contract import errors
 
@@ -68,22 +69,44 @@ def _add_mcp(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="offer the set_rule tool (off by default: rules are human-owned)",
     )
+    _scoped_opt(p)
     p.set_defaults(handler=_mcp)
+
+
+def _scoped_opt(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scoped-token-file",
+        help=f"act as the principal of the scoped token in this file (`memory token create`; "
+        f"or set {CLIENT_TOKEN_ENV}): only its banks, projects and sessions, read-only if it is",
+    )
+
+
+def scoped_token(args: argparse.Namespace, env: dict[str, str]) -> str | None:
+    """The scoped token this process acts as: ``--scoped-token-file``, else ``MEMORY_TOKEN``.
+    Over the running store the gateway applies it (``MEMORY_TOKEN`` is set for this process's
+    client); on an embedded store the caller wraps the store with it."""
+    path = getattr(args, "scoped_token_file", None)
+    token = _token_in(path) if path else env.get(CLIENT_TOKEN_ENV) or None
+    if token:
+        os.environ[CLIENT_TOKEN_ENV] = token
+    return token
 
 
 def read_token(token_file: str | None, env: dict[str, str]) -> str | None:
     """The bearer token: from the file, else the environment; never a flag's value."""
     if token_file:
-        try:
-            token = Path(token_file).read_text("utf-8").strip()
-        except (OSError, UnicodeDecodeError) as e:
-            raise errors.InvalidArgumentError(
-                f"cannot read the token file {token_file}: {e}"
-            ) from e
-        if not token or "\n" in token:
-            raise errors.InvalidArgumentError(f"the token file {token_file} must hold one line")
-        return token
+        return _token_in(token_file)
     return next((env[k] for k in TOKEN_ENVS if env.get(k)), None)
+
+
+def _token_in(token_file: str) -> str:
+    try:
+        token = Path(token_file).read_text("utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise errors.InvalidArgumentError(f"cannot read the token file {token_file}: {e}") from e
+    if not token or "\n" in token:
+        raise errors.InvalidArgumentError(f"the token file {token_file} must hold one line")
+    return token
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -91,6 +114,8 @@ def _mcp(args: argparse.Namespace) -> int:
     from integrations.store import RunningStore, close
 
     token = read_token(args.token_file, dict(os.environ))
+    scoped = scoped_token(args, dict(os.environ))
+    embedded_scope = scoped if args.data_dir else None  # else the gateway applies it
     if args.transport == "http":  # before the store is opened or a port bound
         token = _http_token(args, token)
     # the running store is looked for at the first tool call, not now: an agent often starts
@@ -103,7 +128,7 @@ def _mcp(args: argparse.Namespace) -> int:
     edits, project = args.allow_rule_edits, os.getcwd()  # the agent's folder, as the CLI's
     try:
         if args.transport == "stdio":
-            serve.stdio(store, allow_rule_edits=edits, project=project)
+            serve.stdio(store, allow_rule_edits=edits, project=project, scoped=embedded_scope)
         else:
             serve.http(
                 store,
@@ -113,6 +138,7 @@ def _mcp(args: argparse.Namespace) -> int:
                 token=token,
                 allow_rule_edits=edits,
                 project=project,
+                scoped=embedded_scope,
             )
     finally:
         close(store)
@@ -186,6 +212,7 @@ def _add_hook(sub: argparse._SubParsersAction[Any]) -> None:
         default=".claude/settings.json",
         help="install --write: the settings file (default .claude/settings.json)",
     )
+    _scoped_opt(p)
     p.set_defaults(handler=_hook)
     p.error = _never_blocking(p.error)
     p.parse_known_args = _unknown_kept(p.parse_known_args)
@@ -232,16 +259,23 @@ def _hook(args: argparse.Namespace) -> int:
     from integrations.hooks import HookOptions, run_hook
     from integrations.store import close, open_store_for
 
+    scoped = scoped_token(args, dict(os.environ))  # over the running store: MEMORY_TOKEN
+
     def opened(data_dir: str | None, timeout: float) -> Any:
         # the hook reads the answers' fields only: views, no pydantic in a per-prompt process
         # an embedded data dir another hook holds is waited for, up to HOOK_LOCK_WAIT_S
-        return open_store_for(
+        store = open_store_for(
             data_dir,
             timeout=timeout,
             validate=False,
             lock_wait_s=min(timeout, HOOK_LOCK_WAIT_S),
             one_shot=True,
         )
+        if scoped and data_dir:  # in this process: the hook acts as the token's principal
+            from shared.client.scoped import as_token
+
+            return as_token(store, scoped)
+        return store
 
     if unknown:  # never a usage error (exit 2 blocks the prompt): logged, as any failure
         from integrations.hooks import log_failure
@@ -266,6 +300,9 @@ def _install(args: argparse.Namespace) -> int:
         raise errors.InvalidArgumentError("usage: memory hook install claude-code [--write]")
     prefix = _program() + (f" --data-dir {shlex.quote(args.data_dir)}" if args.data_dir else "")
     suffix = f" --bank {shlex.quote(args.bank)}" if args.bank else ""
+    if args.scoped_token_file:  # the path, never the token, goes into the settings
+        _token_in(args.scoped_token_file)  # refused now if it cannot be read
+        suffix += f" --scoped-token-file {shlex.quote(os.path.abspath(args.scoped_token_file))}"
     if args.write:
         write_settings(Path(args.settings), prefix, suffix)
         sys.stdout.write(f"hooks merged into {args.settings}\n")

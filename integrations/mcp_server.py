@@ -36,9 +36,10 @@ its JSON schema (``Annotated[..., Field(description=...)]``).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -48,7 +49,9 @@ from mcp_types import Tool as MCPTool
 from pydantic import Field, ValidationError
 
 from integrations.mcp_tools import MemoryTools
+from integrations.serve import principal_of
 from integrations.store import RunningStore
+from shared.client.scoped import acting_as
 from shared.client.workers import package_version
 from shared.contract import errors
 from shared.contract.api import StoreAPI
@@ -203,11 +206,33 @@ class _Server(MCPServer[Any]):
                 )
             )
         try:
-            return await super().call_tool(name, arguments, context)
+            with acting_as_caller(context):
+                return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as e:
             return error_result(errors.UnknownError(f"{name}: {type(e.__cause__).__name__}"))
         except ToolError as e:
             return error_result(_refusal(name, e))
+
+    async def read_resource(self, uri: Any, context: Context[Any, Any] | None = None) -> Any:
+        with acting_as_caller(context):
+            return await super().read_resource(uri, context)
+
+
+@contextlib.contextmanager
+def acting_as_caller(context: Context[Any, Any] | None) -> Iterator[None]:
+    """Serve what runs inside as the principal of the HTTP request behind ``context``
+    (``integrations.serve.BearerGate`` resolved it); over stdio there is none: the store."""
+    request = None
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # no request context: called outside a request
+        request = None
+    principal = principal_of(getattr(request, "scope", None) or {})
+    if principal is None:
+        yield
+        return
+    with acting_as(principal):
+        yield
 
 
 def _refusal(name: str, e: ToolError) -> errors.MemoryServiceError:
@@ -227,10 +252,11 @@ def build_server(
     *,
     allow_rule_edits: bool = False,
     project: str | None = None,
+    token: str | None = None,
 ) -> MCPServer[Any]:
-    """The MCP server over ``store``: tools and resources (module docstring); ``project`` as
-    for ``MemoryTools``."""
-    tools = MemoryTools(store, allow_rule_edits=allow_rule_edits, project=project)
+    """The MCP server over ``store``: tools and resources (module docstring); ``project`` and
+    ``token`` (a scoped token) as for ``MemoryTools``."""
+    tools = MemoryTools(store, allow_rule_edits=allow_rule_edits, project=project, token=token)
     server = _Server(
         SERVER_NAME,
         version=package_version(),

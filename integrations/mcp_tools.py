@@ -17,9 +17,11 @@ from typing import Any
 
 from integrations.store import RunningStore
 from shared.client.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
+from shared.client.scoped import CURRENT, Scoped, SessionOwners
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.models import Memory, MemoryResponse
+from shared.contract.principal import Principal, digest
 from shared.format import date, folder, jsonable
 from shared.text import iso_ms
 
@@ -75,7 +77,9 @@ class MemoryTools:
     it (the server starts and answers ``source_unavailable`` until ``memory up``).
     ``project``: the folder a project-scoped memory is filed under and recalled for when a
     call names none (the server's working folder, as ``memory save --scope project`` and
-    ``memory recall`` use theirs)."""
+    ``memory recall`` use theirs). ``token``: a scoped token whose principal this server acts
+    as on an embedded store (over the running store, ``MEMORY_TOKEN`` makes the gateway do
+    it); a request over HTTP acts as its own bearer token's principal."""
 
     def __init__(
         self,
@@ -83,15 +87,40 @@ class MemoryTools:
         *,
         allow_rule_edits: bool = False,
         project: str | None = None,
+        token: str | None = None,
     ) -> None:
         self._source = store
+        self._owners: SessionOwners | None = None
+        self.token = token
+        self._principal: Principal | None = None
         self.allow_rule_edits = allow_rule_edits
         self.project = project
 
     @property
     def store(self) -> StoreAPI:
+        """The store as the principal of the request being served may use it (over HTTP, its
+        bearer token's: ``integrations.serve.BearerGate``; ``shared.client.scoped``); the
+        store itself when no principal is set (stdio, in-process)."""
         source = self._source
-        return source.get() if isinstance(source, RunningStore) else source
+        store = source.get() if isinstance(source, RunningStore) else source
+        principal = CURRENT.get() or self._own_principal(store)
+        if principal is None:
+            return store
+        if self._owners is None or self._owners.store is not store:
+            self._owners = SessionOwners(store)  # who owns each session, remembered
+        return Scoped(store, principal, self._owners)
+
+    def _own_principal(self, store: StoreAPI) -> Principal | None:
+        """The principal of this server's own scoped ``token`` (``memory mcp
+        --scoped-token-file`` on an embedded store), looked up once."""
+        if self.token is None:
+            return None
+        if self._principal is None:
+            found = store.token_resolve(digest(self.token))
+            if not found:
+                raise errors.UnknownError("unauthenticated: the token is unknown or revoked")
+            self._principal = Principal.from_dict(found)
+        return self._principal
 
     def _folder(self, project: str | None) -> str | None:
         """The project a call names, a relative one (``.``, ``src``) taken in this server's

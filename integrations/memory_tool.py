@@ -138,7 +138,10 @@ class MemoryToolBackend:
     Rules are injected into every later session's system prompt, so they are human-owned, as
     on every other surface (``memory mcp --allow-rule-edits``): by default the model may read
     them and add memories, and a write to a rule is refused. ``allow_rule_edits=True`` lets
-    it write rules too, except ``learned.md``, which only the extractor writes."""
+    it write rules too, except ``learned.md``, which only the extractor writes. ``token``: a
+    scoped token (``memory token create``) whose principal the model acts as, on a store this
+    process holds as the admin (embedded); over the gateway, ``MEMORY_TOKEN`` does the same.
+    """
 
     def __init__(
         self,
@@ -147,7 +150,12 @@ class MemoryToolBackend:
         allow_rule_edits: bool = False,
         project: str | None = None,
         session_id: str | None = None,
+        token: str | None = None,
     ) -> None:
+        if token:  # a scoped token: the model acts as its principal (README "Trust model")
+            from shared.client.scoped import as_token
+
+            store = as_token(store, token)
         self.store = store
         self.allow_rule_edits = allow_rule_edits
         # whose project and session memories ``memories.md`` shows (absolute: the agent's)

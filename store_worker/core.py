@@ -19,6 +19,7 @@ none inherits another::
     Rules       harness/rules.py     each bank's rule files
     RuleReview  harness/review.py    proposed learned rules waiting for a person
     Sessions    harness/sessions.py  session lineage, pruning idle sessions' state
+    Principals  harness/principals.py scoped tokens (hashes only) and who owns each session
     Injector    harness/inject.py    pre_generate / preview: what a turn is given
     Outbox      harness/outbox.py    the durable extraction queue the extractor drains
     siblings    harness/siblings.py  the sibling workers' checkpoints (state_get / state_set)
@@ -42,7 +43,9 @@ from shared.contract.models import (
     DanglingResponse,
     DoctorResponse,
     EventsResponse,
+    ExportResponse,
     HistoryResponse,
+    ImportResponse,
     InjectResponse,
     ListResponse,
     Memory,
@@ -75,7 +78,7 @@ from store_worker import ops
 from store_worker.harness import siblings
 from store_worker.parts import StoreParts, grouped, reading, serialized
 from store_worker.recall import links
-from store_worker.storage import history, shards
+from store_worker.storage import history, imports, shards
 from store_worker.storage import validate as v
 from store_worker.storage.banks import Banks
 from store_worker.storage.drafts import Drafts
@@ -221,6 +224,16 @@ class MemoryStore(StoreParts):
     def _history(self, op: op_types.History) -> HistoryResponse:
         return history.history(self.banks.resolve(op.bank), op)
 
+    @serialized
+    def _import(self, op: op_types.Import) -> ImportResponse:
+        """Whole records in, validated and redacted, in one append (``imports.py``)."""
+        return imports.import_records(self.writer, self.ratification, op)
+
+    @reading
+    def _export(self, op: op_types.Export) -> ExportResponse:
+        """A page of a bank's records, or of every revision its log holds (``imports.py``)."""
+        return imports.export(self.banks.resolve(op.bank), op)
+
     @reading
     def _list(self, op: op_types.List) -> ListResponse:
         """Newest first; ``page_token`` is an opaque cursor, stable while writes arrive.
@@ -360,6 +373,37 @@ class MemoryStore(StoreParts):
         """Forget idle sessions' injection and outbox state (``sessions.py``)."""
         return self.sessions.prune(force=force)
 
+    # -- principals: scoped tokens, session owners (harness/principals.py) --------------------
+
+    @serialized
+    def token_create(
+        self,
+        name: str,
+        *,
+        banks: Iterable[str] | None = None,
+        projects: Iterable[str] | None = None,
+        read_only: bool = False,
+    ) -> dict[str, Any]:
+        """A new scoped token, answered once and kept as its hash only."""
+        return self.principals.create(name, banks=banks, projects=projects, read_only=read_only)
+
+    @reading
+    def token_list(self) -> builtins.list[dict[str, Any]]:
+        return self.principals.list()
+
+    @serialized
+    def token_revoke(self, name: str) -> dict[str, Any]:
+        return self.principals.revoke(name)
+
+    @reading
+    def token_resolve(self, digest: str) -> dict[str, Any] | None:
+        return self.principals.resolve(digest)
+
+    @serialized
+    def session_owner(self, session_id: str, claim: str | None = None) -> str | None:
+        """Who owns ``session_id``; ``claim`` makes that principal its owner when it has none."""
+        return self.principals.session_owner(session_id, claim)
+
     # -- the extraction outbox (outbox.py) ---------------------------------------------------
 
     @serialized
@@ -464,15 +508,15 @@ class MemoryStore(StoreParts):
         return {**self.shard.describe(), "banks": sorted(self.banks)}
 
     @reading
-    def bank_export(self, name: str) -> dict[str, bytes]:
+    def bank_copy(self, name: str) -> dict[str, bytes]:
         """A frozen or foreign bank's files, by relative path (a move's copy step)."""
-        return shards.export_bank(self.shard, self.banks, name)
+        return shards.copy_bank(self.shard, self.banks, name)
 
     @serialized
-    def bank_import(self, name: str, files: dict[str, bytes]) -> BankInfo:
-        """Place a bank's files (``bank_export``) here and load them; the bank must not be
+    def bank_place(self, name: str, files: dict[str, bytes]) -> BankInfo:
+        """Place a bank's files (``bank_copy``) here and load them; the bank must not be
         owned by this shard yet, and an earlier copy of it goes to ``.trash``."""
-        name = shards.import_bank(self.shard, self.banks, self.root, name, files)
+        name = shards.place_bank(self.shard, self.banks, self.root, name, files)
         self.reader.forget(name)
         return Banks.info(self.banks.reload(name))
 
@@ -498,6 +542,8 @@ MemoryStore.SERVED_AS_OPS = {
     op_types.Recall: MemoryStore._recall,
     op_types.Update: MemoryStore._update,
     op_types.History: MemoryStore._history,
+    op_types.Import: MemoryStore._import,
+    op_types.Export: MemoryStore._export,
     op_types.Supersede: MemoryStore._supersede,
     op_types.OutboxFail: MemoryStore._outbox_fail,
 }

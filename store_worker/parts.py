@@ -27,6 +27,7 @@ from shared.text.tokens import TokenCounter
 from store_worker.harness.blocks import BlockKey
 from store_worker.harness.inject import Injector
 from store_worker.harness.outbox import Outbox
+from store_worker.harness.principals import Principals
 from store_worker.harness.review import RuleReview
 from store_worker.harness.rules import Rules
 from store_worker.harness.sessions import Sessions
@@ -222,6 +223,7 @@ class StoreParts(StoreAPI):
             tokens=self.tokens,
         )
         self.root, self.state, self.sessions, self.ratification = root, state, sessions, drafts
+        self.principals = Principals(state)  # scoped tokens, session owners
         self.banks, self.shard, self.writer, self.reader = banks, shard, writer, reader
         self.rules, self.injector, self.outbox, self.purger = rules, injector, outbox, purger
         self.review = review

@@ -177,14 +177,14 @@ def build_app(
     page_size: int = 50,
 ) -> Starlette:
     """The console over ``store``, asking ``gate`` about every request."""
-    from web_console import pages_harness, pages_memory
+    from web_console import pages_harness, pages_memory, pages_review
 
     console = Console(store, gate, dashboard_url=dashboard_url, page_size=page_size)
     routes: list[Route | Mount] = [
         Route("/login", login(gate)),
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    for module in (pages_memory, pages_harness):
+    for module in (pages_memory, pages_harness, pages_review):
         for path, need, handler, methods in module.ROUTES:
             routes.append(Route(path, console.page(need, handler), methods=methods))
     app = Starlette(routes=routes)

@@ -2,7 +2,8 @@
 
 Today a token is the gateway's bearer token (``MEMORY_GRPC_TOKEN``), or the console's own
 (``MEMORY_CONSOLE_TOKEN``, else a random one made at start), and it makes its holder the
-``admin`` principal, who may read and change everything. When principals with scopes come,
+``admin`` principal, who may read and change everything, and approve what only a person may
+(the ``admin`` scope: a proposed learned rule). When principals with scopes come,
 ``Gate.principal`` is the one function that changes: it maps a token to a principal and its
 scopes, and every page and form already asks it, naming the scope it needs.
 
@@ -25,7 +26,7 @@ from typing import Literal
 
 from shared.contract.errors import MemoryServiceError
 
-Scope = Literal["read", "write"]
+Scope = Literal["read", "write", "admin"]
 COOKIE = "memory_console"
 CSRF_FIELD = "csrf"
 
@@ -51,7 +52,7 @@ class Principal:
     scopes: frozenset[str]
 
 
-ADMIN = Principal("admin", frozenset({"read", "write"}))
+ADMIN = Principal("admin", frozenset({"read", "write", "admin"}))
 
 
 class Gate:
@@ -78,11 +79,11 @@ class Gate:
 
     def authorize(self, token: str | None, need: Scope, csrf: str | None = None) -> Principal:
         """The principal behind ``token`` if it holds ``need``; a write also needs the form's
-        CSRF token. Raises ``Unauthenticated`` or ``Forbidden``."""
+        CSRF token (so does an ``admin`` action). Raises ``Unauthenticated`` or ``Forbidden``."""
         who = self.principal(token)
         if need not in who.scopes:
             raise Forbidden(f"{who.name} may not {need} here")
-        if need == "write" and not (csrf and hmac.compare_digest(csrf, self.csrf(token or ""))):
+        if need != "read" and not (csrf and hmac.compare_digest(csrf, self.csrf(token or ""))):
             raise Forbidden("the form's CSRF token is missing or stale: reload the page")
         return who
 

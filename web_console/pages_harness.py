@@ -3,9 +3,9 @@ save; learned rules in their own review section), drafts waiting for ratificatio
 extraction outbox and its dead letters, consolidation (dry run, then apply), redaction, and
 the injection preview.
 
-Each form action is one store operation (``rule_set``, ``approve``, ``reject``,
-``outbox_requeue``, ``outbox_drop``, ``supersede_many``, ``redact_rescan``); a rule's diff and a
-consolidation dry run write nothing.
+Each form action is one store operation (``rule_set``, ``rule_approve`` and ``rule_reject`` in
+``pages_review``, ``approve``, ``reject``, ``outbox_requeue``, ``outbox_drop``,
+``supersede_many``, ``redact_rescan``); a rule's diff and a consolidation dry run write nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from shared.contract import errors
 from shared.text.tokens import TokenCounter
-from web_console import consolidation
+from web_console import consolidation, pages_review
 from web_console.app import Page, status_for
 from web_console.pages_memory import bank_url
 
@@ -29,13 +29,22 @@ def _status(error: errors.MemoryServiceError | None) -> int:
 # -- rules ------------------------------------------------------------------------------------
 
 
-async def rules(page: Page) -> Response:
-    """A bank's rules, the learned ones in their own section (the review queue's place)."""
+async def rules(page: Page, error: errors.MemoryServiceError | None = None) -> Response:
+    """A bank's rules, the learned ones in their own section with the review queue
+    (``pages_review``)."""
     name = page.path("bank")
     listing = page.store.rule_list(bank=name)
     written = [r for r in listing.rules if not r.learned]
     learned = [r for r in listing.rules if r.learned]
-    return page.render("rules.html", bank=name, rules=written, learned=learned)
+    return page.render(
+        "rules.html",
+        _status(error),
+        bank=name,
+        rules=written,
+        learned=learned,
+        error=error,
+        **pages_review.context(page, name),
+    )
 
 
 async def rule_edit(page: Page, error: errors.MemoryServiceError | None = None) -> Response:
@@ -114,10 +123,20 @@ async def reject(page: Page) -> Response:
 
 # -- the outbox -------------------------------------------------------------------------------
 
+# where the extractor keeps its last runs in the store's sibling state (its run log)
+EXTRACTOR, RUNS = "extractor", "runs"
+
 
 async def outbox(page: Page, error: errors.MemoryServiceError | None = None) -> Response:
     listing = page.store.outbox_list(limit=200)
-    return page.render("outbox.html", _status(error), outbox=listing, error=error)
+    runs = page.store.state_get(EXTRACTOR, RUNS)  # the extractor's last runs, newest first
+    return page.render(
+        "outbox.html",
+        _status(error),
+        outbox=listing,
+        runs=[r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else [],
+        error=error,
+    )
 
 
 async def retry(page: Page) -> Response:

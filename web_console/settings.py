@@ -7,9 +7,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from shared.contract.config import EnvSettings
+from web_console.spec import DEFAULT_PORT, ENV_PREFIX
 
-ENV_PREFIX = "MEMORY_CONSOLE_"
-DEFAULT_PORT = 8766
+__all__ = ["DEFAULT_PORT", "ENV_PREFIX", "ConsoleSettings"]
 
 
 class ConsoleSettings(EnvSettings):

@@ -12,7 +12,10 @@ import argparse
 from typing import Any
 
 from shared.client.workers import UpSetting, WorkerSpec, lazy
-from web_console.settings import DEFAULT_PORT, ENV_PREFIX
+
+# here, not in ``settings`` (pydantic): ``memory --help`` loads this spec and nothing heavy
+ENV_PREFIX = "MEMORY_CONSOLE_"
+DEFAULT_PORT = 8766
 
 ACTOR_NAME = "memory-console"
 HELP = "Serve the web console: see and curate memory in a browser (loopback only)."

@@ -46,6 +46,7 @@ from shared.cli.store import (
     add_store_verbs,
     add_verb,
 )
+from shared.cli.tokens import add_token_verbs
 from shared.client import connect, console_file, gateway_file
 from shared.contract.errors import InvalidArgumentError, MemoryServiceError, SourceUnavailableError
 
@@ -337,6 +338,7 @@ def build_parser(
     common = _common()
     _add_cluster_verbs(sub, common)
     add_store_verbs(sub, common)
+    add_token_verbs(sub, common)  # `memory token`: scoped tokens (the admin token's join it)
     for spec in discover() if specs is None else specs:
         if spec.add_cli is not None:
             spec.add_cli(sub)

@@ -98,8 +98,12 @@ def _setting(spec: dict[str, Any]) -> str:
 
 
 def status(s: dict[str, Any]) -> str:
+    me = principal_line(s.get("principal"))
     if s.get("mode") == "embedded":
-        lines = [f"embedded store on {s['data_dir']}"]
+        lines = [f"embedded store on {s['data_dir']}", me]
+        return "\n".join(lines + [bank_line(b) for b in s["banks"]])
+    if s.get("mode") == "scoped":
+        lines = [f"gateway:   {s['gateway']}", me]
         return "\n".join(lines + [bank_line(b) for b in s["banks"]])
     url = s["dashboard_url"]
     answers = s.get("dashboard_answers", True)
@@ -107,6 +111,7 @@ def status(s: dict[str, Any]) -> str:
         f"dashboard: {url + ('' if answers else ' (not answering)') if url else 'not running'}"
     ]
     lines += [f"gateway:   {s.get('gateway') or 'not running'}"]
+    lines += [me]
     if s.get("console"):  # the address only: the sign-in URL is the one `memory up` printed
         lines += [f"console:   {s['console']}"]
     lines += [f"{name:<13} {'up' if up else 'down'}" for name, up in s["workers"].items()]
@@ -115,6 +120,13 @@ def status(s: dict[str, Any]) -> str:
         lines += [shard_line(shard) for shard in shards]
     lines += [bank_line(b) for b in s["banks"]]
     return "\n".join(lines)
+
+
+def principal_line(p: dict[str, Any] | None) -> str:
+    """``you are:   reader (read-only; bank main; every project)``."""
+    from shared.contract.principal import Principal
+
+    return f"you are:   {Principal.from_dict(p).describe() if p else 'unknown'}"
 
 
 def shard_line(shard: dict[str, Any]) -> str:

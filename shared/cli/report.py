@@ -9,6 +9,7 @@ answer them (``memory grpc --data-dir`` has no cluster), they join the cluster o
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 from shared import format as fmt
@@ -23,13 +24,30 @@ if TYPE_CHECKING:
 def status(ctx: Ctx) -> Any:
     from shared import cli as app  # its discover(), as tests replace it
     from shared.client import lifecycle  # urllib and /proc reads: only when asked
+    from shared.client.scoped import WHOAMI
+    from shared.contract.principal import ADMIN
 
     ctx.args.render = show.status
-    if ctx.embedded:
-        return {"mode": "embedded", "data_dir": ctx.args.data_dir, "banks": bank_list(ctx)}
+    if ctx.embedded:  # this process holds the data dir: it is the admin
+        return {
+            "mode": "embedded",
+            "data_dir": ctx.args.data_dir,
+            "principal": ADMIN.to_dict(),
+            "banks": bank_list(ctx),
+        }
+    found = gateway_file.discover()
+    # which principal this process is at the gateway (MEMORY_TOKEN, else the recorded token);
+    # over Ray, with no gateway, the admin (joining the cluster is the admin's)
+    me = gateway_call(ctx, found, WHOAMI, {}) or ADMIN.to_dict()
+    if not me.get("admin") and found is not None:  # a scoped token: the cluster is not its
+        return {
+            "mode": "scoped",
+            "gateway": found[1].address,
+            "principal": me,
+            "banks": bank_list(ctx),
+        }
     # what status prints, it checked: each worker answers ping, the dashboard answers HTTP
     actors = {s.name: s.actor_name for s in app.discover()}
-    found = gateway_file.discover()
     cluster = gateway_call(ctx, found, lifecycle.STATUS_CALL, {"workers": actors})
     if cluster is None:  # over Ray, from this process
         cluster = lifecycle.cluster_report(actors)
@@ -48,6 +66,7 @@ def status(ctx: Ctx) -> Any:
     return {
         "mode": "ray",
         "gateway": gateway.address if gateway else None,
+        "principal": me,
         "console": console.url if console else None,
         "dashboard_url": url,
         "dashboard_answers": lifecycle.dashboard_answers(url),
@@ -90,11 +109,13 @@ def gateway_call(
     import grpc
 
     from shared.client import wire
+    from shared.client.bearer import client_token
     from shared.client.grpc import MAX_ANSWER_BYTES, error_from
     from shared.proto.memory.store.v1 import store_pb2 as spb
 
     gateway = found[1]
-    metadata = (("authorization", f"Bearer {gateway.token}"),) if gateway.token else ()
+    token = client_token(os.environ, gateway.token)  # MEMORY_TOKEN: a scoped principal
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
     options = [("grpc.max_receive_message_length", MAX_ANSWER_BYTES)]
     with grpc.insecure_channel(gateway.address, options=options) as channel:
         call = channel.unary_unary(

@@ -21,6 +21,7 @@ from shared import format as fmt
 from shared.cli import output as show
 from shared.cli.repeated import gathered
 from shared.cli.review import add_review_verbs
+from shared.cli.transfer import add_transfer_verbs
 from shared.contract.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -35,8 +36,10 @@ STORE_VERBS = frozenset(
         "delete",
         "describe",
         "doctor",
+        "export",
         "get",
         "history",
+        "import",
         "list",
         "pin",
         "preview",
@@ -80,6 +83,7 @@ def bank_opt(p: argparse.ArgumentParser) -> None:
 def add_store_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     """Every store verb, in the order ``memory --help`` lists them."""
     add_memory_verbs(sub, common)
+    add_transfer_verbs(sub, common)
     add_secret_verbs(sub, common)
     add_bank_verbs(sub, common)
     add_rule_verbs(sub, common)

@@ -42,16 +42,18 @@ def connect(
     that only reads fields skips loading pydantic). ``follow``: over Ray, a long-lived caller
     (a sibling, a gateway) follows store shards being added and removed. ``one_shot``: an
     embedded store for one command in one thread may boot lazily. ``token``: the gateway's
-    bearer token (default: ``MEMORY_GRPC_TOKEN``; ``connect()`` reads the one in the
-    file its record names, else the variable)."""
+    bearer token (default: a scoped ``MEMORY_TOKEN``, else ``MEMORY_GRPC_TOKEN``; ``connect()``
+    reads the one in the file its record names, else the variable)."""
     if target is None:
         return _running(timeout, validate=validate, follow=follow)
     if target.startswith("file:"):
         return open_store(target.removeprefix("file:"), one_shot=one_shot)
     if target.startswith("grpc://"):
+        from shared.client.bearer import client_token
         from shared.client.grpc import GrpcStoreClient
 
-        token = token if token is not None else os.environ.get("MEMORY_GRPC_TOKEN") or None
+        recorded = os.environ.get("MEMORY_GRPC_TOKEN") or None
+        token = token if token is not None else client_token(os.environ, recorded)
         address = target.removeprefix("grpc://").rstrip("/")
         return GrpcStoreClient(address, token=token, timeout=timeout, validate=validate)
     if target.startswith("ray://"):
@@ -69,11 +71,11 @@ def _running(timeout: float | None, *, validate: bool, follow: bool) -> StoreAPI
     found = gateway_file.discover()  # MEMORY_DATA_DIR, ./data/memory, the user's pointer
     if found is not None:
         gateway = found[1]
+        from shared.client.bearer import client_token
         from shared.client.grpc import GrpcStoreClient
 
-        return GrpcStoreClient(
-            gateway.address, token=gateway.token, timeout=timeout, validate=validate
-        )
+        token = client_token(os.environ, gateway.token)  # MEMORY_TOKEN: a scoped principal
+        return GrpcStoreClient(gateway.address, token=token, timeout=timeout, validate=validate)
     return _over_ray(None, timeout, follow=follow)
 
 

@@ -20,6 +20,16 @@ def bearer_matches(header: bytes | str, token: bytes) -> bool:
     return hmac.compare_digest(credential, token) and ok_scheme
 
 
+# A client's own token (a scoped one from `memory token create`): used instead of the token the
+# gateway's record holds (the admin's), so an agent given one acts as its principal.
+CLIENT_TOKEN_ENV = "MEMORY_TOKEN"
+
+
+def client_token(env: Mapping[str, str], recorded: str | None) -> str | None:
+    """The bearer a client sends: ``MEMORY_TOKEN`` when set, else ``recorded``."""
+    return env.get(CLIENT_TOKEN_ENV) or recorded
+
+
 # Set to 1 to serve with no token on an interface other than loopback, knowingly (a private
 # network whose every host may read and write every memory).
 OPEN_ENV = "MEMORY_ALLOW_NO_TOKEN"

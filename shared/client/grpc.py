@@ -19,11 +19,13 @@ never repeated behind the caller's back. Ops that take a callback (``subscribe``
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar, cast
 
 import grpc
 
 from shared.client import wire as store_wire
+from shared.client.scoped import WHOAMI
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.errors import MemoryServiceError, SourceUnavailableError, UnknownError
@@ -102,6 +104,17 @@ class GrpcStoreClient(StoreAPI):
 
     def close(self) -> None:
         self._channel.close()
+
+    def whoami(self) -> dict[str, Any] | None:
+        """The principal this client's token names at the gateway (``gateway.whoami``):
+        ``shared.contract.principal.Principal.to_dict``."""
+        request = spb.StoreCall(op=WHOAMI, args_json="{}")
+        try:
+            reply = self._call(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise error_from(e, self.address) from None
+        found = json.loads(reply.result_json or "null")
+        return found if isinstance(found, dict) else None
 
     def call(self, op: Op[R]) -> R:
         cls = store_wire.served(op.method)

@@ -2,8 +2,8 @@
 
 ``rebalance(shards, n)`` spreads the slots over ``n`` shards (``shared.client.shards.plan_slots``)
 and moves each bank whose owner changes, one slot at a time: **freeze** (the slot is marked
-moving; its owner refuses writes with a retryable ``[moving]``), **copy** (``bank_export`` →
-``bank_import`` on the new owner, staged and renamed into place), **switch** (the new table to
+moving; its owner refuses writes with a retryable ``[moving]``), **copy** (``bank_copy`` →
+``bank_place`` on the new owner, staged and renamed into place), **switch** (the new table to
 shard 0 first, the commit point, then the new owner, then the rest), **release** (the old copy
 to ``.trash``). Slots holding no bank switch together. A kill at any step leaves every
 acknowledged write in exactly one live bank; running ``rebalance`` again finishes the move
@@ -134,7 +134,7 @@ def _move_slot(
     banks = [b for b in shards[source].shard_routing()["banks"] if slot_of(b) == slot]
     for bank in banks:
         note("copy", slot)
-        shards[target].bank_import(bank, shards[source].bank_export(bank))
+        shards[target].bank_place(bank, shards[source].bank_copy(bank))
     note("switch", slot)
     table = table.finish_move(slot)
     publish(shards, table, first=target)

@@ -488,7 +488,7 @@ class ShardedStoreClient(StoreAPI):
         views = self._all(lambda s: s.shard_routing())
         return {"shard": None, "routing": self.refresh().dump(), "shards": views}
 
-    def _bank_import(self, op: ops.BankImport) -> BankInfo:
+    def _bank_place(self, op: ops.BankPlace) -> BankInfo:
         target = self.refresh().moving.get(slot_of(op.name))
         if target is None:
             raise ConflictError(f"bank {op.name!r} is not moving: nothing to import it into")
@@ -523,7 +523,7 @@ _SPECIAL: dict[type[Op[Any]], Callable[[ShardedStoreClient, Any], object]] = {
     ops.Configure: ShardedStoreClient._configure,
     ops.Reload: ShardedStoreClient._reload,
     ops.ShardRouting: ShardedStoreClient._shard_routing,
-    ops.BankImport: ShardedStoreClient._bank_import,
+    ops.BankPlace: ShardedStoreClient._bank_place,
     ops.BankRelease: ShardedStoreClient._bank_release,
 }
 """The ops a sharded store answers by a rule of their own (fan-outs that merge, sessions,

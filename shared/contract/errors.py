@@ -11,6 +11,7 @@ memory.v1 error taxonomy, docs/PROTOCOLS.md#errors).
     │   ├── DataDirUnwritableError
     │   └── DataDirLockedError
     ├── UnknownError                  category unknown
+    ├── PermissionDeniedError         category permission_denied (a token's principal may not)
     └── InvalidArgumentError          category invalid_argument
         └── ConflictError             (the call is well-formed but the record's state refuses it)
             └── DraftsWaitingError    (ratification turned off with drafts outstanding)
@@ -38,6 +39,7 @@ CATEGORIES = (
     "source_unavailable",
     "unknown",
     "invalid_argument",
+    "permission_denied",
 )
 
 # Each category's gRPC status code, as memory.v1 maps them; never UNKNOWN, which a client
@@ -51,6 +53,7 @@ GRPC_CODES = {
     "source_unavailable": "UNAVAILABLE",
     "unknown": "INTERNAL",
     "invalid_argument": "INVALID_ARGUMENT",
+    "permission_denied": "PERMISSION_DENIED",
 }
 
 
@@ -139,6 +142,14 @@ class InvalidArgumentError(MemoryServiceError):
     category = "invalid_argument"
 
 
+class PermissionDeniedError(MemoryServiceError):
+    """Raised when a token's principal may not make the call (a write with a read-only token,
+    another bank, an admin operation); the message names the missing permission. Nothing is
+    written (shared.contract.principal)."""
+
+    category = "permission_denied"
+
+
 class ConflictError(InvalidArgumentError):
     """Raised when a well-formed call is refused by the record's state (pinned, retired, self)."""
 
@@ -184,6 +195,7 @@ _BY_CATEGORY: dict[str, type[MemoryServiceError]] = {
     "source_unavailable": SourceUnavailableError,
     "unknown": UnknownError,
     "invalid_argument": InvalidArgumentError,
+    "permission_denied": PermissionDeniedError,
 }
 
 

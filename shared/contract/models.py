@@ -38,6 +38,10 @@ class Provenance(Frozen):
     source_session_id: str | None = None
     source_turn_id: str | None = None
     recorded_by: str | None = None
+    # An imported record (``import_records``): when it was imported, and where from outside
+    # this store (``mem0:<id>``, ``markdown:<file>:<line>``); None for a record saved here.
+    imported_at: int | None = None
+    source: str | None = None
 
 
 class Memory(Frozen):
@@ -588,3 +592,36 @@ class OutboxPolicy(Frozen):
     def is_last(self, attempt: int) -> bool:
         """Whether a failure of try ``attempt`` dead-letters the job (``outbox_fail``)."""
         return attempt >= self.max_attempts
+
+
+class ImportProblem(Frozen):
+    """An item ``import_records`` refused (with ``skip_bad``): its index in the call's items,
+    and the typed error's category and message."""
+
+    index: int
+    category: str
+    message: str
+
+
+class ImportResponse(Frozen):
+    """What ``import_records`` wrote (or with ``dry_run`` would write, and which): ``written``
+    revisions, ``unchanged`` ones the bank already held (a re-import), the refused items, and
+    the kinds of secret redacted."""
+
+    bank: str
+    written: int = 0
+    unchanged: int = 0
+    problems: tuple[ImportProblem, ...] = ()
+    redacted: tuple[str, ...] = ()
+    dry_run: bool = False
+    # with ``dry_run``: the records that would be written, as they would be (redacted)
+    records: tuple[Memory, ...] = ()
+
+
+class ExportResponse(Frozen):
+    """One page of a bank's records (``export``), and the token of the next page (None: the
+    last)."""
+
+    bank: str
+    records: tuple[Memory, ...] = ()
+    next_page_token: str | None = None

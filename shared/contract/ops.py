@@ -220,6 +220,37 @@ class Dangling(Read["models.DanglingResponse"]):
     bank: str | None = None
 
 
+class Import(Write["models.ImportResponse"]):
+    """Whole records written as they are (``memory import``: an export's lines, or a foreign
+    format's, mapped): each item a mapping of a ``Memory``'s fields (``id`` and ``text``
+    required; ``fingerprint``, ``links`` and ``tokens`` are derived again). Every field is
+    validated, and redacted, as a save's; the ids, revisions, times, supersede links and the
+    source's provenance are kept, and ``provenance.imported_at`` marks the record imported.
+
+    Keyed by id: a record the bank holds at that revision or later is left as it is, so
+    importing again, or resuming a killed import, changes nothing and never corroborates.
+    A refused item raises its typed error and nothing is written, unless ``skip_bad``: then it
+    is reported in ``problems`` and the others are written. ``dry_run`` writes nothing."""
+
+    method: ClassVar[str] = "import_records"  # ``import`` is a keyword
+    items: Sequence[object]
+    _: KW_ONLY
+    bank: str | None = None
+    skip_bad: bool = False
+    dry_run: bool = False
+
+
+class Export(Read["models.ExportResponse"]):
+    """A page of a bank's records for ``memory export``: each one's current revision (retired
+    ones and drafts included), or with ``history`` every revision its log holds, in log order."""
+
+    _: KW_ONLY
+    bank: str | None = None
+    history: bool = False
+    page_size: int | None = None
+    page_token: str | None = None
+
+
 # -- drafts (ratification) ---------------------------------------------------------------------
 
 
@@ -557,15 +588,16 @@ class ShardRouting(Write["dict[str, Any]"]):
     table: dict[str, Any] | None = None
 
 
-class BankExport(Read["dict[str, bytes]"]):
-    """A bank's files by relative path; only a frozen (moving) or foreign bank."""
+class BankCopy(Read["dict[str, bytes]"]):
+    """A bank's files by relative path, byte for byte, for its move to another shard (no
+    export: that is ``export``); only a frozen (moving) or foreign bank."""
 
     route: ClassVar[Route] = "name"
     wire: ClassVar[bool] = False
     name: str
 
 
-class BankImport(Write["models.BankInfo"]):
+class BankPlace(Write["models.BankInfo"]):
     """Place and load a bank's files; only a bank this shard does not own yet."""
 
     route: ClassVar[Route] = "local"
@@ -580,3 +612,12 @@ class BankRelease(Write["models.BankDeleteResponse"]):
     route: ClassVar[Route] = "local"
     wire: ClassVar[bool] = False
     name: str
+
+
+# -- principals: scoped tokens and who owns a session (declared in their own module) ----------
+
+from shared.contract.principal_ops import SessionOwner as SessionOwner  # noqa: E402
+from shared.contract.principal_ops import TokenCreate as TokenCreate  # noqa: E402
+from shared.contract.principal_ops import TokenList as TokenList  # noqa: E402
+from shared.contract.principal_ops import TokenResolve as TokenResolve  # noqa: E402
+from shared.contract.principal_ops import TokenRevoke as TokenRevoke  # noqa: E402

@@ -97,6 +97,8 @@ class Bank:
         self._idx = BankIndex()
         # revisions in ``records`` whose index update a group commit has put off (``settle``)
         self._unindexed: list[Memory] = []
+        # a bulk write (``import_records``) left the index to one rebuild on its next read
+        self._reindex_due = False
         # id -> (fingerprint the vector was computed for, unit vector); sidecar-backed
         self.vectors: dict[str, tuple[str, list[float]]] = {}
         self.vector_model: str | None = None
@@ -119,6 +121,8 @@ class Bank:
     @property
     def index(self) -> BankIndex:
         """The recall index, with every reflected revision in it (``settle``)."""
+        if self._reindex_due:
+            self.reindex()
         if self._unindexed:
             self.settle()
         return self._idx
@@ -130,6 +134,8 @@ class Bank:
     @property
     def unembedded(self) -> set[str]:
         """Live ids without a fresh vector (kept as records are indexed, ``on_indexed``)."""
+        if self._reindex_due:
+            self.reindex()
         if self._unindexed:
             self.settle()
         return self._unembedded
@@ -145,6 +151,7 @@ class Bank:
         the same slots, in (created_at, id) order, as ``_index_one`` of each record in turn."""
         mems = sorted(self.records.values(), key=lambda m: (m.created_at, m.id))
         self._unindexed = []  # the rebuild covers them: it indexes ``records`` as they are now
+        self._reindex_due = False
         self.turns = None  # the slots change
         index = BankIndex()
         intern = index.intern
@@ -223,6 +230,18 @@ class Bank:
         for mem in mems:
             self._reflect(mem)
         self._compact_if_needed()
+
+    def reflect_unindexed(self, mems: list[Memory]) -> None:
+        """Put appended revisions into RAM (records, fingerprint maps) and leave the index to
+        one rebuild on its next read: a bulk write (``import_records``) of thousands of
+        records, batch after batch, builds the index once instead of record by record."""
+        for mem in mems:
+            prev = self.records.get(mem.id)
+            if prev is not None:
+                self.release_fp(prev.fingerprint, mem.id)
+            self.records[mem.id] = mem
+            self._hold_print(mem)
+        self._reindex_due = True
 
     def refuse_if_frozen(self) -> None:
         """Every write to this bank's files asks first (its log, a draft's file, its rules,

@@ -59,3 +59,22 @@ def _logged(bank: Bank, id: str) -> list[Memory]:
         if mem.id == id:
             found[mem.revision] = mem
     return [found[r] for r in sorted(found)]
+
+
+def logged_revisions(
+    bank: Bank, start: int = 1, most: int | None = None
+) -> tuple[list[Memory], int | None]:
+    """The revisions the bank's log holds from line ``start`` on, in log order, at most
+    ``most`` of them, and the line the next ones start at (None: the log's end). A torn or
+    corrupt line is skipped, as replay skips it."""
+    found: list[Memory] = []
+    for no, raw, torn in bank.files.log.read_lines():
+        if no < start or torn:
+            continue
+        if most is not None and len(found) == most:
+            return found, no
+        try:
+            found.append(Memory.model_validate_json(raw))
+        except ValueError:
+            continue
+    return found, None

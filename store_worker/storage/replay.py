@@ -52,7 +52,7 @@ class _Sharer:
 
     def __init__(self) -> None:
         self.fields_sets: dict[frozenset[str], set[str]] = {}
-        self.provenances: dict[tuple[str | None, str | None, str | None], Provenance] = {}
+        self.provenances: dict[tuple[str | int | None, ...], Provenance] = {}
 
     def __call__(self, mem: Memory) -> Memory:
         given = mem.__pydantic_fields_set__
@@ -60,8 +60,8 @@ class _Sharer:
         if shared is not given:
             object.__setattr__(mem, "__pydantic_fields_set__", shared)
         p = mem.provenance
-        canon = self.provenances.setdefault(
-            (p.source_session_id, p.source_turn_id, p.recorded_by), p
+        canon = self.provenances.setdefault(  # every field: an imported one names its source
+            (p.source_session_id, p.source_turn_id, p.recorded_by, p.imported_at, p.source), p
         )
         if canon is not p:
             mem.__dict__["provenance"] = canon

@@ -71,13 +71,13 @@ class ShardGuard:
         self.routing = table
         return table
 
-    def can_export(self, bank: str) -> None:
+    def can_copy(self, bank: str) -> None:
         if self.owns(bank) and not self.routing.frozen(bank):
             raise errors.ConflictError(
                 f"bank {bank!r} is live on this shard: freeze its slot (start the move) first"
             )
 
-    def can_import(self, bank: str) -> None:
+    def can_place(self, bank: str) -> None:
         if self.owns(bank):
             raise errors.ConflictError(f"bank {bank!r} is owned by this shard: not replaced")
 
@@ -171,10 +171,10 @@ def place(staging: Path, target: Path) -> None:
 __all__ = ["ShardGuard", "check_import", "export_files", "frozen_error", "place", "write_staged"]
 
 
-def export_bank(shard: ShardGuard, banks: Banks, name: str) -> dict[str, bytes]:
+def copy_bank(shard: ShardGuard, banks: Banks, name: str) -> dict[str, bytes]:
     """A frozen or foreign bank's files, by relative path (a move's copy step)."""
     name = v.bank_name(name)
-    shard.can_export(name)
+    shard.can_copy(name)
     bank = banks.get(name)
     if bank is None:
         raise errors.NotFoundError(f"no bank named {name!r} on this shard")
@@ -184,14 +184,14 @@ def export_bank(shard: ShardGuard, banks: Banks, name: str) -> dict[str, bytes]:
     return exported
 
 
-def import_bank(
+def place_bank(
     shard: ShardGuard, banks: Banks, root: Path, name: str, files: dict[str, bytes]
 ) -> str:
-    """Place a bank's files (``export_bank``) under ``root``, for the caller to load; the bank
+    """Place a bank's files (``copy_bank``) under ``root``, for the caller to load; the bank
     must not be owned by this shard yet, and an earlier copy of it goes to ``.trash``.
     Answers the bank's name, checked."""
     name = v.bank_name(name)
-    shard.can_import(name)
+    shard.can_place(name)
     staged = check_import(files)
     staging = write_staged(root, name, staged)
     old = banks.get(name)

@@ -94,7 +94,7 @@ class Writer:
         derived from the redacted text. It runs outside the store lock, in the caller's
         thread, so concurrent callers do it while a group commit's fsync is under way
         (``commit.py``); a refused input raises here, before anything is queued."""
-        clean = self._clean_fields(text=op.text, title=op.title, tags=op.tags, entities=op.entities)
+        clean = self.clean_fields(text=op.text, title=op.title, tags=op.tags, entities=op.entities)
         mem_type = v.memory_type(op.type)
         mem_scope = v.memory_scope(op.scope)
         project_dir = v.project_path(op.project, catalogue=True) if mem_scope == "project" else None
@@ -192,7 +192,7 @@ class Writer:
         self._emit_item("created", target, mem, redacted=redacted)
         return SaveResponse(created=True, memory=mem, bank=target.name, redacted=redacted)
 
-    def _clean_fields(
+    def clean_fields(
         self,
         *,
         text: object = None,
@@ -200,9 +200,11 @@ class Writer:
         tags: Iterable[Any] | None = None,
         entities: Iterable[Any] | None = None,
         text_required: bool = True,
+        memo: dict[str, tuple[str, ...]] | None = None,
     ) -> dict[str, Any]:
         """Validate, then redact every free-text field (on every write path: redaction before
-        the disk)."""
+        the disk). ``memo`` keeps what redaction found in each tag or entity across calls (a
+        bulk import's records repeat the same few labels)."""
         labels: set[str] = set()
         body = (
             v.text(text, max_chars=self.settings.max_text_chars)
@@ -217,7 +219,12 @@ class Writer:
             """A tag or entity that held a secret, repeats one the text or title named, or
             is a placeholder, goes whole: a label is a handle, and half a credential around
             a marker is no handle to anything."""
-            found = {*redact(value).labels, *repeats(secrets, value)}
+            known = None if memo is None else memo.get(value)
+            if known is None:
+                known = redact(value).labels
+                if memo is not None:
+                    memo[value] = known
+            found = {*known, *repeats(secrets, value)}
             labels.update(found)
             return "" if found else value
 
@@ -303,7 +310,7 @@ class Writer:
             raise errors.InvalidScopeError(
                 f"scope is immutable ({current.scope}); save a new memory"
             )
-        clean = self._clean_fields(
+        clean = self.clean_fields(
             text=op.text, title=op.title, tags=op.tags, entities=op.entities, text_required=False
         )
         now = self.clock.now_ms()

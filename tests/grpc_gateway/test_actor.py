@@ -90,9 +90,12 @@ def test_memory_up_grpc_flags_start_the_gateway_beside_the_defaults() -> None:
     from shared.cli import build_parser
 
     args = build_parser().parse_args(["up", "--grpc-port", "50999"])
-    assert args.also_start == ["grpc"] and args.worker_env == {"MEMORY_GRPC_PORT": "50999"}
-    assert build_parser().parse_args(["up", "--grpc"]).also_start == ["grpc"]
-    assert getattr(build_parser().parse_args(["up"]), "also_start", None) is None
+    # `up` asks for the console beside the default workers (`--no-console` leaves it out)
+    assert args.also_start == ["console", "grpc"]
+    assert args.worker_env == {"MEMORY_GRPC_PORT": "50999"}
+    assert build_parser().parse_args(["up", "--grpc"]).also_start == ["console", "grpc"]
+    assert build_parser().parse_args(["up"]).also_start == ["console"]
+    assert build_parser().parse_args(["up", "--no-console", "--grpc"]).also_start == ["grpc"]
     # on by default: the CLI reaches the store through it without loading Ray
     assert WORKER.default_on is True and WORKER.actor_name == "memory-grpc"
 
@@ -123,9 +126,9 @@ def test_memory_up_grpc_starts_store_and_gateway_with_the_port(monkeypatch: Any)
     assert cli.run(["up", "--grpc-port", "50999"], out=io.StringIO()) == 0
     assert cli.run(["up"], out=io.StringIO()) == 0
     (with_grpc, env), (plain, _) = started
-    assert with_grpc[0] == "store" and with_grpc[-1] == "grpc"
+    assert with_grpc[0] == "store" and "grpc" in with_grpc
     assert env["MEMORY_GRPC_PORT"] == "50999"
-    assert plain[-1] == "grpc"  # a bare `up` starts the gateway too: the CLI needs it
+    assert "grpc" in plain  # a bare `up` starts the gateway too: the CLI needs it
 
 
 def test_memory_up_says_where_the_token_is_never_the_token(
@@ -241,7 +244,8 @@ def test_the_token_comes_from_a_file_on_grpc_and_up(tmp_path: Any) -> None:
     settings = authenticate(GatewaySettings.from_env(env), env)
     assert (settings.token, settings.token_file) == ("s3cret", str(path))
     up = build_parser().parse_args(["up", "--grpc-token-file", str(path)])
-    assert up.worker_env == {"MEMORY_GRPC_TOKEN_FILE": str(path)} and up.also_start == ["grpc"]
+    assert up.worker_env == {"MEMORY_GRPC_TOKEN_FILE": str(path)}
+    assert up.also_start == ["console", "grpc"]
 
 
 def test_up_no_token_reaches_the_gateway_and_is_announced_before_the_cluster_starts(

@@ -23,6 +23,7 @@ ALL_ERRORS = [
     errors.InvalidArgumentError,
     errors.ConflictError,
     errors.DraftsWaitingError,
+    errors.PermissionDeniedError,
 ]
 
 

@@ -243,14 +243,14 @@ def test_bad_imports_are_refused_and_write_nothing(open_shards: Opener) -> None:
     own0 = next(b for b in BANKS if table.owner(b) == 0)
     own1 = next(b for b in BANKS if table.owner(b) == 1)
     with pytest.raises(errors.ConflictError):
-        stores[0].bank_import(own0, {"bank.yaml": b"description: ''\n"})  # owned: never replaced
+        stores[0].bank_place(own0, {"bank.yaml": b"description: ''\n"})  # owned: never replaced
     for bad in ({"../x": b""}, {"/abs": b""}, {}, {"ok": "not bytes"}):
         with pytest.raises(errors.InvalidArgumentError):
-            stores[0].bank_import(own1, bad)  # type: ignore[arg-type]
+            stores[0].bank_place(own1, bad)  # type: ignore[arg-type]
     assert own1 not in stores[0].shard_routing()["banks"]
     stores[0].save("live", bank=own0)
     with pytest.raises(errors.ConflictError):
-        stores[0].bank_export(own0)  # live, not frozen: a copy could miss a later write
+        stores[0].bank_copy(own0)  # live, not frozen: a copy could miss a later write
     with pytest.raises(errors.ConflictError):
         stores[0].bank_release(own0)
     with pytest.raises(errors.ConflictError):

@@ -335,3 +335,28 @@ def test_preview_redaction_and_a_refused_visitor(
     shot("refused")
     browser.get(f"{served.url}/login?token={TOKEN}")
     assert by_id(browser, "banks")
+
+
+def test_the_outbox_page_shows_the_extractors_recent_runs(
+    served: Served, browser: Any, shot: Shot
+) -> None:
+    from extract_worker.core import Extractor
+    from extract_worker.settings import ExtractorSettings
+    from shared.llm.fake import FakeLLM
+
+    store = served.store
+    # Given a turn, and an extractor over the console's store with a scripted model
+    msgs = [{"role": "user", "content": "I moved to Lisbon last spring"}]
+    job = store.turn_completed(f"s-{ULID()}", str(ULID()), msgs).job_id
+    assert job
+    reply = '{"memories": [{"text": "The user moved to Lisbon last spring"}], "rules": []}'
+    extractor = Extractor(store, FakeLLM.of(reply), ExtractorSettings(extraction_model="fake"))
+    # When it drains the outbox (the other tests' leftovers go with it)
+    stats = extractor.drain()
+    assert job in {r.job_id for r in stats.results}
+    # Then the outbox page lists the run: its job, outcome, duration and what it saved
+    browser.get(f"{served.url}/outbox")
+    row = by_id(browser, f"run-{job}").text
+    assert "done" in row and " ms" in row
+    assert "1" in row.split("done", 1)[1]  # the memory it saved
+    shot("outbox-runs")

@@ -1,0 +1,527 @@
+"""The files ``memory import`` reads, each mapped onto whole records (``import_records``).
+
+Every reader yields ``Entry`` (a record, a rule or a bank, with where it came from: a file and
+line) or ``Problem`` (a line that cannot be read: reported with its place, and skipped). None
+of them redacts or validates: the store does both for every record, as for any save, and
+reports a refused one by its place too.
+
+Ids are made from the source's own keys (a mem0 id, an MCP entity's name, a file's path) and a
+hash of the source key and text, never from the text's words (a secret in the text must not
+reach an id before the store redacts it): the same source read again gives the same ids, so a
+second import, or one resumed after a kill, finds every record already there.
+
+- ``native``: ``memory export``'s JSON Lines (a header line, then bank, rule, memory lines);
+- ``mem0``: mem0's ``get_all`` answer (``{"results": [...]}`` or a bare list) or an export
+  of it, as JSON or JSON Lines, mapped as ``integrations.mem0_compat.Memory`` writes: the
+  mem0 id kept, ``user_id`` → bank, ``run_id`` → the session it was said in and a tag,
+  ``agent_id`` → the recorder and a tag, the ids and metadata → the title's JSON;
+- ``mcp-memory``: the MCP reference memory server's ``memory.jsonl``: each observation of an
+  entity one memory (titled with the entity's name, tagged with its type), each relation one;
+- ``markdown``: a folder of notes (or one file): one memory per bullet or paragraph, headings
+  as titles, front matter ``tags`` and inline ``#tags`` as tags, file and line as provenance.
+  A ``CLAUDE.md`` holds a project's instructions: its memories are ``project`` memories of
+  the folder it describes (absolute), except the user's own ``~/.claude/CLAUDE.md`` (global);
+- ``anthropic-memories``: the memory tool's ``/memories`` directory: each file read as notes
+  (tagged with its name), except this store's own layout (``<bank>/memories.md`` of
+  ``- [id] text`` lines and ``<bank>/rules/<name>.md``), read back as those banks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT = "agent-memory-export"
+VERSION = 1
+FORMATS = ("native", "mem0", "mcp-memory", "markdown", "anthropic-memories")
+NOTE_SUFFIXES = (".md", ".markdown", ".txt", ".xml")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One thing to import: ``kind`` memory (``data`` a record), rule (``name``, ``content``)
+    or bank (``description``); ``bank`` None means the bank the import was given."""
+
+    where: str
+    kind: str
+    data: dict[str, Any]
+    bank: str | None = None
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    message: str
+
+
+Item = Entry | Problem
+
+
+def short_hash(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def slug_of(value: str, most: int = 40) -> str:
+    return _NOT_SLUG.sub("-", value.casefold()).strip("-")[:most].strip("-") or "x"
+
+
+def detect(path: Path) -> str:
+    """The format of ``path``: a folder of notes, a memory-tool directory, or a file whose
+    first line (or shape) says what it is."""
+    if path.is_dir():
+        if path.name == "memories" or any(path.glob("*/memories.md")):
+            return "anthropic-memories"
+        return "markdown"
+    if path.suffix.lower() in (".md", ".markdown"):
+        return "markdown"
+    with path.open("rb") as f:
+        head = f.read(4096).decode("utf-8", "replace").lstrip()
+    first = head.split("\n", 1)[0]
+    if FORMAT in first:
+        return "native"
+    if '"type"' in first and ('"entity"' in first or '"relation"' in first):
+        return "mcp-memory"
+    if head.startswith(("{", "[")):
+        return "mem0"
+    raise ValueError(f"cannot tell the format of {path}; pass --from ({'|'.join(FORMATS[1:])})")
+
+
+def read(path: Path, fmt: str) -> Iterator[Item]:
+    readers = {
+        "native": read_native,
+        "mem0": read_mem0,
+        "mcp-memory": read_mcp_memory,
+        "markdown": read_markdown,
+        "anthropic-memories": read_anthropic_memories,
+    }
+    return readers[fmt](path)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("r", encoding="utf-8", errors="surrogateescape") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                yield n, line
+
+
+# -- native: memory export's own file ----------------------------------------------------------
+
+
+def read_native(path: Path) -> Iterator[Item]:
+    header_seen = False
+    for n, line in _lines(path):
+        where = f"{path.name}:{n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield Problem(where, f"not JSON ({e.msg})")
+            continue
+        if not isinstance(row, dict):
+            yield Problem(where, "not a JSON object")
+            continue
+        if not header_seen:
+            if row.get("format") != FORMAT:
+                yield Problem(where, f"not a {FORMAT} file (no header line)")
+                return
+            if row.get("version") != VERSION:
+                yield Problem(where, f"format version {row.get('version')!r}; this reads {VERSION}")
+                return
+            header_seen = True
+            continue
+        kind, bank = row.get("kind"), row.get("bank")
+        if kind == "memory" and isinstance(row.get("record"), dict):
+            yield Entry(where, "memory", row["record"], bank)
+        elif kind == "rule" and isinstance(row.get("name"), str):
+            yield Entry(where, "rule", {"name": row["name"], "content": row.get("content")}, bank)
+        elif kind == "bank" and isinstance(bank, str):
+            yield Entry(where, "bank", {"description": row.get("description") or ""}, bank)
+        else:
+            yield Problem(where, f"unknown line kind {kind!r}")
+
+
+def header(*, exported_at: int, history: bool) -> dict[str, Any]:
+    return {"format": FORMAT, "version": VERSION, "exported_at": exported_at, "history": history}
+
+
+# -- mem0 --------------------------------------------------------------------------------------
+
+
+def _iso_ms(value: object) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return int(value * 1000) if value < 10**11 else int(value)  # seconds or ms
+    from shared.text import iso_ms
+
+    return iso_ms(str(value))
+
+
+def read_mem0(path: Path) -> Iterator[Item]:
+    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None  # JSON Lines: one memory a line
+    if whole is not None:
+        rows = whole
+        if isinstance(whole, dict):
+            rows = whole.get("results", whole.get("memories"))
+        if not isinstance(rows, list):
+            yield Problem(path.name, "neither a list of memories nor {'results': [...]}")
+            return
+        # one memory per element: the element's line in a pretty-printed file is unknown,
+        # so the place is its position (results[3])
+        for i, row in enumerate(rows):
+            yield _mem0_row(row, f"{path.name}:results[{i}]")
+        return
+    for n, line in _lines(path):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield Problem(f"{path.name}:{n}", f"not JSON ({e.msg})")
+            continue
+        yield _mem0_row(row, f"{path.name}:{n}")
+
+
+# mem0 is mapped as ``integrations.mem0_compat.Memory`` writes (that module's docstring), so
+# an imported memory reads back through it as mem0 wrote it (the tests hold the two together):
+MEM0_IDS = ("user_id", "agent_id", "run_id", "actor_id", "role")
+MEM0_TITLE = 200  # characters of the {"mem0": {...}} title a memory keeps
+_MEMORY_ID = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
+
+
+def mem0_bank(user_id: str) -> str:
+    """The bank of a mem0 ``user_id``: itself when a valid bank name, else its slug and 8 hex
+    characters of its SHA-256."""
+    from shared.contract.config import NAME_RE
+    from shared.text import slugify
+
+    if NAME_RE.fullmatch(user_id):
+        return user_id
+    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
+    return f"{slugify(user_id, max_words=8, max_len=40)}-{digest}"
+
+
+def mem0_tag(kind: str, value: str) -> str:
+    return f"mem0-{kind}-{hashlib.sha256(value.encode()).hexdigest()[:16]}"
+
+
+def _mem0_title(fields: dict[str, Any]) -> str:
+    """mem0's ids and metadata as the title's JSON; the metadata left out when too long."""
+    for kept in (fields, {k: v for k, v in fields.items() if k != "metadata"}):
+        title = json.dumps({"mem0": kept}, ensure_ascii=False, separators=(", ", ": "))
+        if len(title) <= MEM0_TITLE:
+            return title
+    return ""
+
+
+def _mem0_row(row: object, where: str) -> Item:
+    if not isinstance(row, dict):
+        return Problem(where, "a memory must be a JSON object")
+    mem_id, body = row.get("id"), row.get("memory", row.get("text"))
+    if not isinstance(mem_id, str) or not mem_id.strip():
+        return Problem(where, "a mem0 memory needs its id")
+    if not isinstance(body, str):
+        return Problem(where, "a mem0 memory needs its text ('memory')")
+    try:
+        created = _iso_ms(row.get("created_at"))
+        updated = _iso_ms(row.get("updated_at"))
+    except (ValueError, TypeError) as e:
+        return Problem(where, f"bad date: {e}")
+    ids = {k: row[k] for k in MEM0_IDS if isinstance(row.get(k), str) and row[k]}
+    fields: dict[str, Any] = dict(ids)
+    metadata = row.get("metadata")
+    if isinstance(metadata, dict) and metadata:
+        fields["metadata"] = metadata
+    tags = ["mem0"]
+    if "agent_id" in ids:
+        tags.append(mem0_tag("agent", ids["agent_id"]))
+    if "run_id" in ids:
+        tags.append(mem0_tag("run", ids["run_id"]))
+    categories = row.get("categories") or (metadata or {}).get("categories") or []
+    if isinstance(categories, list):
+        tags += [c for c in categories if isinstance(c, str)]
+    record: dict[str, Any] = {
+        "id": mem_id
+        if _MEMORY_ID.fullmatch(mem_id)
+        else f"mem0-{slug_of(mem_id, 60)}-{short_hash('mem0', mem_id)[:8]}",
+        "text": body,
+        "title": _mem0_title(fields),
+        "tags": tags[:8],
+        "provenance": {
+            "source": f"mem0:{mem_id}",
+            "source_session_id": ids.get("run_id"),
+            "recorded_by": ids.get("agent_id", "mem0"),
+        },
+    }
+    if created is not None:
+        record["created_at"] = record["stated_at"] = created
+        record["updated_at"] = max(created, updated or created)
+    bank = mem0_bank(ids["user_id"]) if "user_id" in ids else None
+    return Entry(where, "memory", record, bank)
+
+
+# -- the MCP reference memory server's memory.jsonl --------------------------------------------
+
+
+def read_mcp_memory(path: Path) -> Iterator[Item]:
+    for n, line in _lines(path):
+        where = f"{path.name}:{n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield Problem(where, f"not JSON ({e.msg})")
+            continue
+        if not isinstance(row, dict):
+            yield Problem(where, "not a JSON object")
+        elif row.get("type") == "entity":
+            yield from _mcp_entity(row, where)
+        elif row.get("type") == "relation":
+            yield _mcp_relation(row, where)
+        else:
+            yield Problem(where, f"unknown type {row.get('type')!r} (entity or relation)")
+
+
+def _mcp_entity(row: dict[str, Any], where: str) -> Iterator[Item]:
+    name, kind, seen = row.get("name"), row.get("entityType"), row.get("observations")
+    if not isinstance(name, str) or not name.strip():
+        yield Problem(where, "an entity needs a name")
+        return
+    if not isinstance(seen, list) or not all(isinstance(o, str) for o in seen):
+        yield Problem(where, "an entity's observations must be a list of strings")
+        return
+    tags = [kind] if isinstance(kind, str) and kind else []
+    for obs in seen:
+        if not obs.strip():
+            continue
+        yield Entry(
+            where,
+            "memory",
+            {
+                "id": f"mcp-{slug_of(name, 48)}-{short_hash('entity', name, obs)}",
+                "title": name,
+                "text": obs,
+                "entities": [name],
+                "tags": tags,
+                "provenance": {"source": f"mcp-memory:{where}", "recorded_by": "mcp-memory"},
+            },
+        )
+
+
+def _mcp_relation(row: dict[str, Any], where: str) -> Item:
+    src, dst, rel = row.get("from"), row.get("to"), row.get("relationType")
+    if not all(isinstance(x, str) and x.strip() for x in (src, dst, rel)):
+        return Problem(where, "a relation needs from, to and relationType")
+    assert isinstance(src, str) and isinstance(dst, str) and isinstance(rel, str)
+    return Entry(
+        where,
+        "memory",
+        {
+            "id": f"mcp-rel-{slug_of(src, 32)}-{short_hash('relation', src, rel, dst)}",
+            "text": f"{src} {rel.replace('_', ' ')} {dst}",
+            "entities": [src, dst],
+            "tags": ["relation"],
+            "provenance": {"source": f"mcp-memory:{where}", "recorded_by": "mcp-memory"},
+        },
+    )
+
+
+# -- markdown notes ----------------------------------------------------------------------------
+
+_BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HASHTAG = re.compile(r"(?<![\w#&])#([A-Za-z][\w/-]{0,40})")
+_CATEGORY = re.compile(r"^\[([^\]\n]{1,40})\]\s+")  # basic-memory: "- [fact] text"
+_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
+_TAG_LINE = re.compile(r"(?m)^[ \t]*</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>[ \t]*$")
+
+
+@dataclass
+class _Block:
+    line: int
+    lines: list[str] = field(default_factory=list)
+    bullet: bool = False
+
+
+def _body_start(lines: list[str]) -> int:
+    """The first line after a YAML front matter block (0 when there is none)."""
+    if lines and lines[0].strip() == "---":
+        for i in range(1, len(lines)):
+            if lines[i].strip() in ("---", "..."):
+                return i + 1
+    return 0
+
+
+def _breaks(raw: str) -> tuple[bool, str | None]:
+    """Whether a line ends the block before it (blank, heading, rule), and the heading."""
+    stripped = raw.strip()
+    h = _HEADING.match(raw)
+    if h:
+        return True, h.group(2).strip() or None
+    return (not stripped or re.fullmatch(r"[-*_]{3,}", stripped) is not None), None
+
+
+def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
+    """(line, heading, text) of each bullet or paragraph of a markdown text: front matter,
+    headings, code fences and horizontal rules are no memories; a bullet's indented
+    continuation lines and nested bullets are its own."""
+    lines = text.splitlines()
+    heading: str | None = None
+    blocks: list[tuple[_Block, str | None]] = []
+    block: _Block | None = None
+    fenced = False
+    for i in range(_body_start(lines), len(lines)):
+        raw = lines[i]
+        if _FENCE.match(raw) or fenced:
+            fenced ^= bool(_FENCE.match(raw))
+            block = None
+            continue
+        ends, title = _breaks(raw)
+        if ends:
+            block = None
+            heading = title or heading
+            continue
+        b = _BULLET.match(raw)
+        nested = b is not None and block is not None and block.bullet and len(b.group(1)) >= 2
+        if block is None or (b is not None and not nested):
+            block = _Block(i + 1, [b.group(2) if b else raw.strip()], bullet=b is not None)
+            blocks.append((block, heading))
+        else:
+            block.lines.append(b.group(2) if b else raw.strip())
+    for found, under in blocks:
+        body = " ".join(x.strip() for x in found.lines).strip()
+        if body:
+            yield found.line, under, body
+
+
+def _front_matter(text: str) -> dict[str, Any]:
+    if not text.startswith("---"):
+        return {}
+    end = text.find("\n---", 3)
+    if end < 0:
+        return {}
+    try:
+        import yaml
+
+        data = yaml.safe_load(text[3:end])
+    except Exception:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _note_records(
+    path: Path, rel: str, *, source: str, tags: Iterable[str] = (), scope: dict[str, Any]
+) -> Iterator[Item]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        yield Problem(rel, f"cannot read: {e}")
+        return
+    if path.suffix.lower() == ".xml":  # a tag alone on its line is markup, not a memory
+        text = _TAG_LINE.sub("", text)
+    meta = _front_matter(text)
+    file_tags = [*tags]
+    given = meta.get("tags")
+    if isinstance(given, str):
+        given = [t.strip() for t in given.split(",")]
+    if isinstance(given, list):
+        file_tags += [str(t) for t in given if isinstance(t, str | int)]
+    title = meta.get("title") if isinstance(meta.get("title"), str) else None
+    when = int(path.stat().st_mtime * 1000)
+    for line, heading, body in note_blocks(text):
+        body = _CHECKBOX.sub("", body)
+        item_tags = list(file_tags)
+        category = _CATEGORY.match(body)
+        if category:
+            item_tags.append(category.group(1))
+            body = body[category.end() :]
+        item_tags += _HASHTAG.findall(body)
+        where = f"{rel}:{line}"
+        record: dict[str, Any] = {
+            "id": f"md-{slug_of(Path(rel).stem, 40)}-{short_hash(source, rel, body)}",
+            "text": body,
+            "title": heading or title,
+            "tags": list(dict.fromkeys(t.casefold() for t in item_tags))[:8],
+            "created_at": when,
+            "provenance": {"source": f"{source}:{where}", "recorded_by": source},
+            **scope,
+        }
+        yield Entry(where, "memory", record)
+
+
+def _claude_md_scope(path: Path) -> dict[str, Any]:
+    """A CLAUDE.md's memories: the project it sits in, or global for the user's own."""
+    folder = path.resolve().parent
+    if folder.name == ".claude":
+        if folder == (Path.home() / ".claude").resolve():
+            return {"type": "user"}
+        folder = folder.parent
+    return {"type": "project", "scope": "project", "project": str(folder)}
+
+
+def _note_files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    if root.is_file():
+        return [root]
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
+        found += [Path(folder) / f for f in sorted(files) if f.lower().endswith(suffixes)]
+    return found
+
+
+def read_markdown(root: Path) -> Iterator[Item]:
+    base = root.parent if root.is_file() else root
+    for path in _note_files(root, (".md", ".markdown")):
+        rel = path.relative_to(base).as_posix()
+        if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
+            scope = _claude_md_scope(path)
+        else:
+            scope = {"type": "reference"}
+        yield from _note_records(path, rel, source="markdown", scope=scope)
+
+
+# -- the Anthropic memory tool's /memories directory -------------------------------------------
+
+_TOOL_LINE = re.compile(r"^- \[([a-z0-9][a-z0-9-]{0,79})\] (.+)$")
+
+
+def read_anthropic_memories(root: Path) -> Iterator[Item]:
+    base = root.parent if root.is_file() else root
+    for path in _note_files(root, NOTE_SUFFIXES):
+        rel = path.relative_to(base).as_posix()
+        parts = Path(rel).parts
+        if len(parts) == 2 and parts[1] == "memories.md":  # this store's own layout
+            yield from _tool_memories(path, rel, parts[0])
+        elif len(parts) == 3 and parts[1] == "rules" and path.suffix == ".md":
+            content = path.read_text(encoding="utf-8", errors="surrogateescape")
+            yield Entry(rel, "rule", {"name": Path(parts[2]).stem, "content": content}, parts[0])
+        else:
+            tag = slug_of(Path(rel).with_suffix("").as_posix(), 60)
+            yield from _note_records(
+                path, rel, source="anthropic-memories", tags=[tag], scope={"type": "user"}
+            )
+
+
+def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:
+    for n, line in _lines(path):
+        m = _TOOL_LINE.match(line.rstrip("\n"))
+        where = f"{rel}:{n}"
+        if m is None:
+            yield Problem(where, "not a '- [id] text' line")
+            continue
+        record = {
+            "id": m.group(1),
+            "text": m.group(2),
+            "provenance": {"source": f"anthropic-memories:{where}"},
+        }
+        yield Entry(where, "memory", record, bank)

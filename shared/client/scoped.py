@@ -1,0 +1,273 @@
+"""A store as one principal may use it: the one rule every surface applies (README "Trust
+model"; the rule itself is ``shared.contract.principal``).
+
+``Scoped(store, principal, owners)`` is a transport over another store: before an op reaches
+the store it is checked, and refused with nothing written when the principal may not make it:
+
+- an admin op (``permission_for``), or a write with a read-only token:
+  ``PermissionDeniedError`` naming the missing permission;
+- a bank not among its banks, a project outside its folders, a session another principal
+  owns (a graft onto one included): ``PermissionDeniedError``;
+- an id it may not see (``Principal.sees``: ``Memory.seen_from`` with its context):
+  ``NotFoundError``, worded as for an id that does not exist.
+
+A call that names no bank gets the principal's first bank. Listings (banks, memories, drafts,
+recall) keep only what it sees; a filtered listing's ``total`` counts its own page. A write
+that names a session makes the principal its owner when it has none (the first use; the admin
+too, so a kernel's sessions are its own), once the store took the write: a refused one claims
+nothing (two principals' first writes to one new session at the same instant both land, and
+the first claim stands). ``PerCall`` picks the principal per call from
+``CURRENT`` (the gateway and the MCP server over HTTP set it for each request).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import posixpath
+import threading
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, TypeVar, cast
+
+from shared.contract import errors, ops
+from shared.contract.api import StoreAPI
+from shared.contract.op import Op, Read
+from shared.contract.principal import ADMIN, OwnedSessions, Principal, permission_for
+
+R = TypeVar("R")
+
+WHOAMI = "gateway.whoami"
+"""The gateway's own memory.store.v1 call that answers the principal the call's token names."""
+
+CURRENT: ContextVar[Principal | None] = ContextVar("memory_principal", default=None)
+"""The principal of the call being served (``PerCall``); unset outside a call."""
+
+BY_ID = (ops.Get, ops.History, ops.Backlinks, ops.Update, ops.Pin, ops.Delete, ops.Approve,
+         ops.Reject, ops.Supersede)  # fmt: skip
+
+
+@contextlib.contextmanager
+def acting_as(principal: Principal) -> Iterator[None]:
+    """Serve the calls made inside as ``principal``'s."""
+    token = CURRENT.set(principal)
+    try:
+        yield
+    finally:
+        CURRENT.reset(token)
+
+
+class SessionOwners:
+    """Who owns each session, asked of the store (``session_owner``) and remembered: an
+    owner never changes, so a known one is never asked again."""
+
+    def __init__(self, store: StoreAPI) -> None:
+        self.store = store
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def owner(self, session_id: str) -> str | None:
+        with self._lock:
+            known = self._known.get(session_id)
+        if known is not None:
+            return known
+        found = self.store.session_owner(session_id)
+        if found is not None:
+            with self._lock:
+                self._known[session_id] = found
+        return found
+
+    def claim(self, session_id: str, name: str) -> str | None:
+        """Make ``name`` the owner unless the session has one; the owner either way."""
+        known = self.owner(session_id)
+        if known is not None:
+            return known
+        found = self.store.session_owner(session_id, claim=name)
+        if found is not None:
+            with self._lock:
+                self._known[session_id] = found
+        return found
+
+
+class Scoped(StoreAPI):
+    """``store`` as ``principal`` may use it (module docstring)."""
+
+    def __init__(self, store: StoreAPI, principal: Principal, owners: SessionOwners) -> None:
+        self.inner = store
+        self.principal = principal
+        self.owners = owners
+        self._sessions = OwnedSessions(principal.name, owners.owner)
+
+    def call(self, op: Op[R]) -> R:
+        p = self.principal
+        named = _sessions_named(op)
+        if not p.admin:
+            op = self._checked(op, named)
+        value = self.inner.call(op)
+        if not isinstance(op, Read):
+            # a write's first use makes a session its principal's (the admin's too): after
+            # the store took it, so a refused call claims nothing either
+            for session_id in named:
+                self.owners.claim(session_id, p.name)
+        return value if p.admin else self._filtered(op, value)
+
+    # -- before: may it, and on what ----------------------------------------------------------
+
+    def _checked(self, op: Op[R], named: list[str]) -> Op[R]:
+        p = self.principal
+        need = permission_for(op)
+        if need == "admin":
+            raise p.refuse("admin", f"{op.method} is an administrator's operation")
+        if need == "write" and p.read_only:
+            raise p.refuse("write", f"{op.method} writes, and the token is read-only")
+        op = self._in_bank(op)
+        project = getattr(op, "project", None)
+        if isinstance(op, ops.PreGenerate) and isinstance(op.metadata, dict):
+            project = op.metadata.get("project") or op.metadata.get("cwd")  # the turn's folder
+        self._project_ok(project)
+        for session_id in named:
+            if self.owners.owner(session_id) not in (None, p.name):
+                raise self._not_yours(session_id)
+        if isinstance(op, BY_ID):
+            bank = getattr(op, "bank", None)
+            self._visible(op.id, bank)
+            if isinstance(op, ops.Supersede):
+                self._visible(op.superseded_by, bank)
+        return op
+
+    def _in_bank(self, op: Op[R]) -> Op[R]:
+        """``op`` on one of the principal's banks: its first when it names none."""
+        p = self.principal
+        if isinstance(op, ops.BankCreate):
+            self._bank_ok(op.name)
+            return cast(Op[R], op)
+        if isinstance(op, ops.PreGenerate):
+            return cast(Op[R], self._turn_bank(op))
+        if "bank" not in op.args():
+            return op
+        bank = getattr(op, "bank", None)
+        if bank is None:
+            if p.banks is None:
+                return op
+            return type(op)(**{**op.args(), "bank": p.banks[0]})
+        self._bank_ok(bank)
+        return op
+
+    def _project_ok(self, project: object) -> None:
+        if isinstance(project, str) and project.strip():
+            # a folder as the store normalises it; one of another form (a Windows path) is
+            # under none of a principal's folders
+            raw = project.strip()
+            normal = posixpath.normpath(raw) if raw.startswith("/") else raw
+            if not self.principal.covers(normal) or not (
+                raw.startswith("/") or self.principal.projects is None
+            ):
+                raise self.principal.refuse(
+                    "project", f"project {normal!r} is outside the token's projects"
+                )
+
+    def _bank_ok(self, bank: object) -> None:
+        if not isinstance(bank, str) or not self.principal.may_bank(bank):
+            raise self.principal.refuse("bank", f"bank {bank!r} is not among the token's banks")
+
+    def _turn_bank(self, op: ops.PreGenerate) -> ops.PreGenerate:
+        """A turn's bank comes from its metadata: a named one must be the principal's, and a
+        turn that names none is given the principal's first."""
+        meta = dict(op.metadata or {}) if isinstance(op.metadata, dict) else op.metadata
+        if not isinstance(meta, dict):
+            return op  # the store refuses it
+        session = meta.get("session")
+        for bank in (meta.get("memory_bank"), (session or {}).get("memory_bank")
+                     if isinstance(session, dict) else None):  # fmt: skip
+            if bank is not None:
+                self._bank_ok(bank)
+        if meta.get("memory_bank") is None and self.principal.banks is not None:
+            meta["memory_bank"] = self.principal.banks[0]
+            return ops.PreGenerate(**{**op.args(), "metadata": meta})
+        return op
+
+    def _visible(self, id: str, bank: str | None) -> None:
+        found = self.inner.get(id, bank=bank)
+        if not self.principal.sees(found.memory, found.bank, lambda: self._sessions):
+            raise errors.NotFoundError(f"no memory {id!r} in bank {found.bank!r}")
+
+    def _not_yours(self, session_id: str) -> errors.PermissionDeniedError:
+        return self.principal.refuse(
+            "session", f"session {session_id!r} belongs to another principal"
+        )
+
+    # -- after: only what it sees ------------------------------------------------------------
+
+    def _filtered(self, op: Op[R], value: R) -> R:
+        p = self.principal
+        seen: Callable[[Any, str], bool] = lambda m, bank: p.sees(m, bank, lambda: self._sessions)  # noqa: E731
+        out: Any = value
+        if isinstance(op, ops.BankList):
+            out = out.model_copy(
+                update={"banks": tuple(b for b in out.banks if p.may_bank(b.name))}
+            )
+        elif isinstance(op, ops.List):
+            kept = tuple(m for m in out.memories if seen(m, out.bank))
+            out = out.model_copy(update={"memories": kept, "total": len(kept)})
+        elif isinstance(op, ops.Recall):
+            kept_s = tuple(h for h in out.memories if seen(h.memory, out.bank))
+            out = out.model_copy(update={"memories": kept_s})
+        elif isinstance(op, ops.Backlinks):  # the records that link here: those it sees
+            kept = tuple(m for m in out.memories if seen(m, out.bank))
+            out = out.model_copy(update={"memories": kept})
+        elif isinstance(op, ops.Drafts):
+            out = tuple(m for m in out if seen(m, op.bank or ""))
+        return cast(R, out)
+
+
+def _sessions_named(op: Op[Any]) -> list[str]:
+    """The sessions ``op`` uses or extends: its own and any parent it declares."""
+    if isinstance(op, ops.SessionOwner):
+        return []
+    out: list[str] = []
+    for field in ("session_id", "parent_session_id", "parent"):
+        value = getattr(op, field, None)
+        if isinstance(value, str) and value and value not in out:
+            out.append(value)
+    return out
+
+
+def as_token(store: StoreAPI, token: str) -> StoreAPI:
+    """``store`` (one this process holds as the admin: embedded, or the admin's gateway
+    client) as the principal of the scoped ``token`` (``memory token create``); an unknown
+    or revoked token is refused as a gateway refuses it."""
+    from shared.contract.principal import digest
+
+    found = store.token_resolve(digest(token))
+    if not found:
+        raise errors.UnknownError("unauthenticated: the token is unknown or revoked")
+    return Scoped(store, Principal.from_dict(found), SessionOwners(store))
+
+
+class PerCall(StoreAPI):
+    """``store`` as the principal of the call being served (``CURRENT``); a call made with no
+    principal set is refused (a server that forgot to set one fails closed)."""
+
+    def __init__(self, store: StoreAPI) -> None:
+        self.inner = store
+        self.owners = SessionOwners(store)
+
+    def call(self, op: Op[R]) -> R:
+        principal = CURRENT.get()
+        if principal is None:
+            raise errors.UnknownError("unauthenticated: no principal for this call")
+        return Scoped(self.inner, principal, self.owners).call(op)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+__all__ = [
+    "ADMIN",
+    "CURRENT",
+    "WHOAMI",
+    "PerCall",
+    "Scoped",
+    "SessionOwners",
+    "acting_as",
+    "as_token",
+]

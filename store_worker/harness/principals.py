@@ -1,0 +1,119 @@
+"""Scoped tokens and session owners: the store's side of ``shared.contract.principal``.
+
+Tokens live in ``<data_dir>/.state/store/tokens.json``, written atomically and mode 0600 (as
+every state file: a temp file from ``mkstemp``, renamed), as their SHA-256 only: the token
+itself is answered once, by ``create``, and never kept. A revoked token stays listed, marked,
+so its name (which owns sessions) is never given to another principal.
+
+Session owners live in ``<data_dir>/.state/store/session-owners.json``: a session is owned by
+the principal whose write first named it; an owner never changes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+from shared.contract import errors
+from shared.contract.principal import Principal, check_name, digest
+from store_worker.storage import validate as v
+from store_worker.storage.state import StateStore
+
+OWNER = "store"
+TOKEN_BYTES = 32
+
+
+class Principals:
+    """The scoped tokens (by hash) and which principal owns each session."""
+
+    def __init__(self, state: StateStore) -> None:
+        self.state = state
+        tokens = state.get(OWNER, "tokens")
+        self.tokens: dict[str, dict[str, Any]] = dict(tokens) if isinstance(tokens, dict) else {}
+        owners = state.get(OWNER, "session-owners")
+        self.owners: dict[str, str] = dict(owners) if isinstance(owners, dict) else {}
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    def create(
+        self,
+        name: str,
+        *,
+        banks: Iterable[str] | None = None,
+        projects: Iterable[str] | None = None,
+        read_only: bool = False,
+    ) -> dict[str, Any]:
+        name = check_name(name)
+        if name in self.tokens:
+            raise errors.ConflictError(
+                f"a token named {name!r} exists (or was revoked: names are never reused)"
+            )
+        principal = Principal(
+            name,
+            banks=None if banks is None else tuple(v.bank_name(b) for b in _listed(banks)),
+            projects=None if projects is None else tuple(_folder(p) for p in _listed(projects)),
+            read_only=bool(read_only),
+        )
+        if principal.banks == () or principal.projects == ():
+            raise errors.InvalidArgumentError("a token needs at least one bank and project")
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        entry = {"digest": digest(token), "principal": principal.to_dict(), "revoked": False}
+        tokens = {**self.tokens, name: entry}
+        self.state.set(OWNER, "tokens", tokens)  # disk first: a refusal keeps RAM
+        self.tokens = tokens
+        return {"token": token, "principal": principal.to_dict()}
+
+    def list(self) -> list[dict[str, Any]]:
+        return [
+            {**e["principal"], "revoked": bool(e.get("revoked"))}
+            for _, e in sorted(self.tokens.items())
+        ]
+
+    def revoke(self, name: str) -> dict[str, Any]:
+        entry = self.tokens.get(name) if isinstance(name, str) else None
+        if entry is None or entry.get("revoked"):
+            raise errors.NotFoundError(f"no live token named {name!r}")
+        tokens = {**self.tokens, name: {**entry, "revoked": True}}
+        self.state.set(OWNER, "tokens", tokens)
+        self.tokens = tokens
+        return {**entry["principal"], "revoked": True}
+
+    def resolve(self, token_digest: str) -> dict[str, Any] | None:
+        if not isinstance(token_digest, str):
+            raise errors.InvalidArgumentError("digest must be a string")
+        for entry in self.tokens.values():
+            if not entry.get("revoked") and secrets.compare_digest(
+                str(entry.get("digest", "")), token_digest
+            ):
+                return dict(entry["principal"])
+        return None
+
+    # -- session owners ----------------------------------------------------------------------
+
+    def session_owner(self, session_id: str, claim: str | None = None) -> str | None:
+        session_id = v.no_credential(v.optional_str(session_id, "session_id"), "session_id") or ""
+        if not session_id:
+            raise errors.InvalidArgumentError("session_id is empty")
+        owner = self.owners.get(session_id)
+        if owner is not None or claim is None:
+            return owner
+        owners = {**self.owners, session_id: str(claim)}
+        self.state.set(OWNER, "session-owners", owners)
+        self.owners = owners
+        return str(claim)
+
+
+def _listed(values: Iterable[str]) -> list[str]:
+    if isinstance(values, str):
+        return [values]
+    return list(values)
+
+
+def _folder(project: str) -> str:
+    """A token's project: an absolute folder, normalised as a record's project is."""
+    if isinstance(project, str) and not project.strip().startswith("/"):
+        raise errors.InvalidArgumentError(
+            f"a token's project must be an absolute folder, not {project!r}"
+        )
+    return v.project_path(project, catalogue=True)
