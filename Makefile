@@ -73,12 +73,14 @@ bench: install
 	$(BIN)/python -m bench.hooks
 	$(BIN)/python -m bench.imports
 	$(BIN)/python -m bench.console
+	$(BIN)/python -m bench.inject
 
 eval: install
 	$(BIN)/python -m tests.recall_quality.run
 	$(BIN)/python -m tests.recall_quality.locomo
 	$(BIN)/python -m tests.recall_quality.locomo --occurred  # turns dated by occurred_at
 	$(BIN)/python -m tests.recall_quality.locomo --typos --no-model  # one slip per question
+	$(BIN)/python -m tests.recall_quality.inject  # what reaches the prompt, on and off topic
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

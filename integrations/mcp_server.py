@@ -412,7 +412,8 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         "Search memory: the memories that best match `query` (words from the "
         "question or task), best first, each with an `id` to use with forget, supersede or "
         "pin, and its dates: `occurred` (when it happened, when known) and `stated` (when it "
-        "was last said). Finds what was remembered a moment ago. `limit` caps the count "
+        "was last said), its `relevance` (0-1) and `why` (the terms, entities, time or meaning "
+        "that matched). Finds what was remembered a moment ago. `limit` caps the count "
         "(default 10).",
         read_only=True,
         idempotent=True,
@@ -440,6 +441,15 @@ def _add_read_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
         session_id: SessionId = None,
         project: Project = None,
+        min_relevance: Annotated[
+            float | None,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="Only memories whose relevance (0-1, calibrated: about 0.3 and up "
+                "is what a turn is given) is at least this.",
+            ),
+        ] = None,
     ) -> CallToolResult:
         return _guarded(tools, tools.recall)(**_given(tools.recall, locals()))
 

@@ -30,6 +30,14 @@ LEARNED_RULE = "learned"  # the store's learned rule: proposed lines, approved b
 RECORDED_BY = "mcp.remember"
 
 
+def _why(why: Any) -> dict[str, Any]:
+    """What matched, without the empty parts (``shared.contract.models.Why``)."""
+    if why is None:
+        return {}
+    shown = why.model_dump()
+    return {k: v for k, v in shown.items() if v not in ((), [], None, False) or k == "pinned"}
+
+
 def _brief(mem: Memory) -> dict[str, Any]:
     """What an agent needs of a memory: no index internals. Its dates as the CLI and the
     recalled block show them: ``occurred`` (when it happened, ``null`` when unknown) and
@@ -236,6 +244,7 @@ class MemoryTools:
         tag: str | None = None,
         session_id: str | None = None,
         project: str | None = None,
+        min_relevance: float | None = None,
     ) -> dict[str, Any]:
         if not query.strip():
             raise errors.InvalidArgumentError("query is empty: recall needs words")
@@ -247,10 +256,19 @@ class MemoryTools:
             tag=tag,
             session_id=session_id,
             project=self._folder(project),
+            min_relevance=min_relevance,
         )
         out: dict[str, Any] = {
             "bank": found.bank,
-            "memories": [{"score": round(h.score, 4), **_brief(h.memory)} for h in found.memories],
+            "memories": [
+                {
+                    "score": round(h.score, 4),
+                    "relevance": round(h.relevance_score, 4),
+                    **_brief(h.memory),
+                    "why": _why(h.why),
+                }
+                for h in found.memories
+            ],
         }
         if found.read_as is not None:  # a misspelt word read as one the bank holds
             out["read_as"] = found.read_as

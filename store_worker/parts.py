@@ -202,6 +202,7 @@ class StoreParts(StoreAPI):
             recall=reader.recall,
             key=BlockKey(state.dir),
             events=self.events,
+            count_tokens=self.tokens.count,
         )
         outbox = Outbox(
             root,

@@ -189,6 +189,42 @@ def recall(r: Any) -> str:
     )
 
 
+def recall_explained(r: Any) -> str:
+    """``recall --explain``: each memory's line, then what matched."""
+    if not r.memories:
+        return recall(r)
+    lines = recall(r).split("\n")
+    head = lines[: len(lines) - len(r.memories)]
+    out = list(head)
+    for line, s in zip(lines[len(head) :], r.memories, strict=True):
+        out += [line, f"      {why(s.why)}"]
+    return "\n".join(out)
+
+
+def why(w: Any) -> str:
+    """What made a memory relevant, in one line (``shared.contract.models.Why``)."""
+    if w is None:
+        return "why: (not given)"
+    parts = []
+    if w.ambient:
+        parts.append("ambient: " + ("pinned" if w.pinned else "always-on"))
+    if w.terms:
+        parts.append("terms " + ", ".join(w.terms))
+    if w.context:
+        parts.append("beside turns with " + ", ".join(w.context))
+    if w.entities:
+        parts.append("entities " + ", ".join(w.entities))
+    if w.date:
+        parts.append("in the time asked about")
+    if w.semantic is not None:
+        parts.append(f"semantic {w.semantic:.2f}")
+    if w.recency != 1.0:
+        parts.append(f"recency x{w.recency:.2f}")
+    if w.pinned and not w.ambient:
+        parts.append("pinned")
+    return "why: " + ("; ".join(parts) if parts else "nothing matched")
+
+
 def _widths(ms: list[Any]) -> tuple[int, int]:
     """The id and flags column widths that align these memories' lines."""
     id_width = max((len(m.id) for m in ms), default=0)
@@ -198,9 +234,18 @@ def _widths(ms: list[Any]) -> tuple[int, int]:
 def preview(r: Any) -> str:
     cut = ", truncated" if r.rules_truncated else ""
     rules, memories = counted(r.rules, "rule"), counted(len(r.memories), "memory")
-    head = f"bank {r.bank}: {rules}{cut}, {memories} ({r.retrieval})"
-    parts = [head, "", "system prompt section:", r.system_prompt_section or "(none)"]
-    parts += ["", "appended message:", r.message or "(none: no memory fits)"]
+    ambient = getattr(r, "ambient", 0)
+    floor = f", {ambient} ambient" if ambient else ""
+    head = f"bank {r.bank}: {rules}{cut}, {memories}{floor} ({r.retrieval})"
+    tokens = f"this turn spends {getattr(r, 'tokens', 0)} tokens on recalled memories"
+    threshold = f"min_relevance {getattr(r, 'min_relevance', 0.0):.2f}"
+    parts = [head, f"{tokens} ({threshold})", "", "system prompt section:"]
+    parts.append(r.system_prompt_section or "(none)")
+    parts += ["", "appended message:", r.message or "(none: nothing relevant enough)"]
+    if r.memories:
+        parts += ["", "why each memory:"]
+        for m in r.memories:
+            parts.append(f"  {m.memory.id}  {m.relevance_score:.2f}  {why(m.why)}")
     return "\n".join(parts)
 
 

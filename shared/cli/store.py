@@ -139,12 +139,21 @@ def add_memory_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--session-id", help="the session whose session memories are visible")
     p.add_argument("--include-superseded", action="store_true", help="history view: retired too")
+    p.add_argument(
+        "--min-relevance",
+        type=float,
+        help="only memories whose calibrated relevance (0-1) is at least this",
+    )
+    p.add_argument(
+        "--explain", action="store_true", help="say what matched: terms, entities, recency, pin"
+    )
     bank_opt(p)
 
     p = add_verb(
         sub,
         "preview",
-        "Show what a turn on this message would be given: rules section and recalled block.",
+        "Show what a turn on this message would be given: rules section, recalled block (each "
+        "memory's relevance and what matched) and the tokens it spends.",
         common,
         _preview,
         show.preview,
@@ -281,7 +290,7 @@ def _instant(value: str | None) -> int | None:
 
 def _recall(ctx: Ctx) -> RecallResponse:
     a = ctx.args
-    return ctx.store.recall(
+    found = ctx.store.recall(
         a.query,
         bank=a.bank,
         limit=a.limit,
@@ -295,7 +304,11 @@ def _recall(ctx: Ctx) -> RecallResponse:
         project=fmt.folder(a.project) or os.getcwd(),
         type_filter=a.types,
         scope_filter=a.scopes,
+        min_relevance=a.min_relevance,
     )
+    if a.explain:
+        a.render = show.recall_explained
+    return found
 
 
 def _preview(ctx: Ctx) -> Any:

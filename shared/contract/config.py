@@ -115,7 +115,13 @@ class StoreSettings(EnvSettings):
         "or none.",
     )
     ambient_floor: int = Field(
-        3, ge=0, description="Top-up of strongest memories in a turn's block."
+        3, ge=0, description="Pinned or always-on memories every turn's block carries."
+    )
+    min_relevance: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="Calibrated relevance a recalled memory needs to be injected (0: off).",
     )
     event_buffer: int = Field(10_000, ge=100, description="Events kept for the pull cursor.")
     session_state_days: float = Field(

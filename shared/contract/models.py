@@ -108,10 +108,24 @@ class Memory(Frozen):
             raise InvalidArgumentError(f"not a memory record: {e.errors()[0]['msg']}") from e
 
 
+class Why(Frozen):
+    """What made a recalled memory relevant (``store_worker/recall/relevance.py``)."""
+
+    terms: tuple[str, ...] = ()  # query terms (stemmed) the memory holds
+    context: tuple[str, ...] = ()  # query terms only its neighbouring dialog turns hold
+    entities: tuple[str, ...] = ()  # entity handles the query names and the memory carries
+    date: bool = False  # the memory falls in a time the query names
+    semantic: float | None = None  # the model arm's cosine, when a model is on
+    recency: float = 1.0  # the recency factor recall applied (1: none)
+    pinned: bool = False
+    ambient: bool = False  # brought by the ambient floor (pinned or always-on), not by the query
+
+
 class ScoredMemory(Frozen):
     memory: Memory
     relevance_score: float = Field(ge=0.0, le=1.0)
     score: float
+    why: Why | None = None
 
 
 class BankInfo(Frozen):
@@ -422,6 +436,8 @@ class RejectResponse(Frozen):
 class InjectedMemory(Frozen):
     memory: Memory
     score: float  # the recall score; 0.0 for a memory added by the ambient floor
+    relevance_score: float = 0.0  # the calibrated relevance (``ScoredMemory``'s)
+    why: Why | None = None
 
 
 class InjectResponse(Frozen):
@@ -433,6 +449,7 @@ class InjectResponse(Frozen):
     system_prompt: str | None = None  # add to the system prompt; identical on every step
     append_messages: tuple[dict[str, str], ...] = ()
     memories: tuple[InjectedMemory, ...] = ()
+    ambient: int = 0  # of ``memories``, how many the ambient floor brought
     retrieval: str = "none"
     rules: int = 0
     rules_truncated: bool = False
@@ -449,6 +466,9 @@ class PreviewResponse(Frozen):
     memories: tuple[InjectedMemory, ...]
     message: str | None
     retrieval: str
+    ambient: int = 0  # of ``memories``, how many the ambient floor brought
+    tokens: int = 0  # what the recalled block costs the turn (the store's tokenizer)
+    min_relevance: float = 0.0  # the threshold the recalled memories met
 
 
 class DanglingLink(Frozen):

@@ -202,6 +202,7 @@ class Recall(Read["models.RecallResponse"]):
     hint: str | None = None
     model_target: str | None = None
     as_of: int | None = None
+    min_relevance: float | None = None  # keep only hits at or above this calibrated relevance
 
 
 class Backlinks(Read["models.BacklinksResponse"]):

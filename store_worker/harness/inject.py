@@ -31,7 +31,6 @@ from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from shared.contract import errors
@@ -45,10 +44,9 @@ from shared.contract.models import (
 )
 from shared.contract.ops import Recall
 from shared.redact import redact
-from store_worker.harness import blocks
+from store_worker.harness import blocks, relevant
 from store_worker.harness.messages import is_memory_block, message_text, session_key
 from store_worker.harness.rules import LEARNED, shown_rules
-from store_worker.recall.scoring import visible
 from store_worker.storage import validate as v
 
 if TYPE_CHECKING:
@@ -57,7 +55,6 @@ if TYPE_CHECKING:
     from shared.contract.clock import Clock
     from shared.contract.config import StoreSettings
     from store_worker.harness.sessions import Sessions
-    from store_worker.storage.bank import Bank
     from store_worker.storage.banks import Banks
     from store_worker.storage.events import EventBus
     from store_worker.storage.state import StateStore
@@ -128,6 +125,7 @@ class Injector:
     recall: RecallFn
     key: blocks.BlockKey  # signs the recalled blocks (``blocks.py``)
     events: EventBus | None = None
+    count_tokens: Callable[[str], int] | None = None  # preview's cost of the block
 
     # -- the seam --------------------------------------------------------------------------
 
@@ -200,6 +198,11 @@ class Injector:
             )
             if message is not None:
                 appended.append({"role": "user", "content": message})
+            if memories and self.events is not None:  # what came and why (relevant.py)
+                why = relevant.summary(memories)
+                self.events.emit(
+                    "bank-changed", "injected", bank, now=self.clock.now_ms(), reason=why
+                )
         if st.model_dump() != before:
             self._save_session_state(session, st)
         return InjectResponse(
@@ -207,6 +210,7 @@ class Injector:
             system_prompt=st.section,
             append_messages=tuple(appended),
             memories=tuple(memories),
+            ambient=_ambient_count(memories),
             retrieval=retrieval,
             rules=section.rules if section else 0,
             rules_truncated=section.truncated if section else False,
@@ -268,6 +272,9 @@ class Injector:
             memories=tuple(memories),
             message=message,
             retrieval=retrieval,
+            ambient=_ambient_count(memories),
+            tokens=self.count_tokens(message) if message and self.count_tokens else 0,
+            min_relevance=self.settings.min_relevance,
         )
 
     def _injects_any(self) -> bool:
@@ -359,40 +366,46 @@ class Injector:
         project: str | None,
         carried: set[str],
     ) -> tuple[str | None, list[InjectedMemory], str]:
-        """Up to ``recall_limit`` memories in ``recall_budget_tokens``, topped up to the floor."""
+        """Up to ``recall_limit`` memories at or above ``min_relevance`` (``relevant.py``) in
+        ``recall_budget_tokens``, and the ambient floor's pinned and always-on memories."""
         target = self.banks.get(bank)
         if target is None:
             return None, [], "none"
         limit = self.settings.recall_limit
         budget = self.settings.recall_budget_tokens
         retrieval = "hybrid"
-        candidates: list[tuple[Memory, float]] = []
+        candidates: list[InjectedMemory] = []
         if query.strip():
             wanted = min(limit + len(carried), 500)
             found = self.recall(
                 Recall(query, bank=bank, limit=wanted, session_id=session, project=project)
             )
             retrieval = found.retrieval
-            candidates = [(h.memory, h.score) for h in found.memories]
+            fresh = [h for h in found.memories if h.memory.id not in carried]
+            candidates = relevant.chosen(fresh, self.settings.min_relevance)
         chosen: list[InjectedMemory] = []
         used = 0
 
-        def take(mem: Memory, score: float) -> None:
+        def take(c: InjectedMemory) -> None:
             nonlocal used
-            seen = mem.id in carried or any(c.memory.id == mem.id for c in chosen)
-            if not seen and used + mem.tokens <= budget:
-                chosen.append(InjectedMemory(memory=mem, score=score))
-                used += mem.tokens
+            seen = c.memory.id in carried or any(x.memory.id == c.memory.id for x in chosen)
+            if not seen and used + c.memory.tokens <= budget:
+                chosen.append(c)
+                used += c.memory.tokens
 
-        for mem, score in candidates:
+        for c in candidates:
             if len(chosen) >= limit:
                 break
-            take(mem, score)
+            take(c)
         floor = min(self.settings.ambient_floor, limit)
-        for mem, score in self._ambient(target, session, project):
-            if len(chosen) >= floor:
+        lineage = frozenset(self.sessions.lineage(session))
+        added = 0
+        for c in relevant.ambient(target, lineage, project, floor):
+            if added >= floor:
                 break
-            take(mem, score)
+            before = len(chosen)
+            take(c)
+            added += len(chosen) - before
         if not chosen:
             return None, [], retrieval
         today = _date(self.clock.now_ms())
@@ -412,41 +425,6 @@ class Injector:
                 "bank-changed", "forged-block", bank, now=self.clock.now_ms(), reason=why
             )
         return carried
-
-    def _ambient(
-        self, bank: Bank, session: str | None, project: str | None
-    ) -> list[tuple[Memory, float]]:
-        """The bank's strongest visible memories: pinned, corroborated, recently stated.
-
-        Chosen on the index's columns (live canonical = ``counted``, scope, pinned,
-        corroboration, stated_at), so only the records returned are read: a hook's process
-        decodes a handful of a lazily booted bank's records, not all of them
-        (``storage/records.py``)."""
-        idx = bank.index
-        lineage = frozenset(self.sessions.lineage(session))
-        mask = idx.col("alive").astype(bool) & idx.col("counted").astype(bool)
-        slots = np.flatnonzero(mask & visible(bank, session_ids=lineage, project=project))
-        want = self.settings.ambient_floor + 64
-        pinned = idx.col("pinned")[slots].astype(np.float64) > 0
-        corroboration = idx.col("corroboration")[slots].astype(np.float64)
-        stated = idx.col("stated_at")[slots].astype(np.float64)
-        order = np.lexsort((-stated, -corroboration, ~pinned))  # the last key sorts first
-        if len(order) > want:  # the first ``want`` and every slot tied with the last of them
-            last = order[want - 1]
-            tied = (
-                (pinned == pinned[last])
-                & (corroboration == corroboration[last])
-                & (stated == stated[last])
-            )
-            keep = np.zeros(len(order), dtype=bool)
-            keep[order[:want]] = True
-            order = np.flatnonzero(keep | tied)
-        keys = idx.keys
-        rows = sorted(
-            (not pinned[i], -float(corroboration[i]), -float(stated[i]), keys[slots[i]])
-            for i in order.tolist()
-        )
-        return [(bank.records[row[3]], 0.0) for row in rows[:want]]
 
     # -- per-session state -----------------------------------------------------------------
 
@@ -579,6 +557,10 @@ def _safe_text(text: str) -> str:
     neither close the block it is shown in nor forge one, nor hide or reorder what it says."""
     shown = _UNSAFE.sub("", _NEWLINES.sub("\n", redact(text).text))
     return _TAG.sub(r"&lt;\1\2", shown)
+
+
+def _ambient_count(memories: list[InjectedMemory]) -> int:
+    return sum(1 for m in memories if m.why is not None and m.why.ambient)
 
 
 def _when(mem: Memory) -> int:

@@ -29,6 +29,7 @@ from shared.contract.models import (
 from shared.contract.ops import List, Recall
 from shared.text.tokens import TokenCounter
 from store_worker.harness.sessions import Sessions
+from store_worker.recall import relevance
 from store_worker.recall import scoring as recall_mod
 from store_worker.recall.synonyms import SynonymSource
 from store_worker.recall.vectors import Vectors, as_read
@@ -155,10 +156,14 @@ class Reader:
         )
         recount = None if counter is self.tokens else counter.count
         hits = recall_mod.run(target, params, now, query_vector, tokens=recount)
+        # the calibrated relevance of the top k only (relevance.py); the ranking stays
+        scored = relevance.calibrate(target, params, hits, now, query_vector)
+        floor = relevance.threshold(op.min_relevance)
         return RecallResponse(
             memories=tuple(
-                ScoredMemory(memory=h.memory, relevance_score=h.relevance, score=h.score)
-                for h in hits
+                ScoredMemory(memory=h.memory, relevance_score=c.relevance, score=h.score, why=c.why)
+                for h, c in zip(hits, scored, strict=True)
+                if floor is None or c.relevance >= floor
             ),
             retrieval=retrieval,
             bank=target.name,

@@ -28,7 +28,6 @@ from bench import corpus
 from shared.contract.clock import FakeClock, SystemClock
 from shared.proto.memory.v1 import memory_pb2 as pb
 from store_worker.core import MemoryStore
-from store_worker.recall.scoring import relevance
 from store_worker.storage import bank as bank_mod
 from store_worker.storage import snapshot
 
@@ -76,6 +75,11 @@ def _queries() -> list[str]:
     return [q.text for q in corpus.queries(recs, N_QUERIES)] + ["kestrel", ""]
 
 
+def _relevance(store: MemoryStore, query: str, **kw: Any) -> list[tuple[str, float]]:
+    found = store.recall(query, limit=LIMIT, **kw)
+    return [(h.memory.id, h.relevance_score) for h in found.memories]
+
+
 def _ranked(store: MemoryStore, query: str, **kw: Any) -> list[tuple[str, float]]:
     found = store.recall(query, limit=LIMIT, **kw)
     return [(h.memory.id, h.score) for h in found.memories]
@@ -101,14 +105,15 @@ def test_gateway_search_and_recall_rank_like_the_embedded_store(
         recall = gw.memory.Recall(
             pb.RecallRequest(query=query, limit=LIMIT, token_budget=BIG_BUDGET)
         )
-        # Then the ids and the relevance of every rank agree
-        want = [(mid, relevance(score)) for mid, score in expected]
+        # Then the ids and the relevance of every rank agree (the calibrated relevance)
+        want = _relevance(embedded, query, token_budget=BIG_BUDGET)
+        assert [m for m, _ in want] == [m for m, _ in expected]
         assert [(r.id, r.relevance_score) for r in recall.records] == want, query
         if query.strip():
             search = gw.tools.Search(pb.SearchRequest(query=query, limit=LIMIT))
-            assert [(r.id, r.relevance_score) for r in search.records] == [
-                (mid, relevance(score)) for mid, score in _ranked(embedded, query)
-            ], query
+            assert [(r.id, r.relevance_score) for r in search.records] == _relevance(
+                embedded, query
+            ), query
 
 
 def test_as_of_makes_a_wall_clock_store_rank_like_the_corpus_clock(

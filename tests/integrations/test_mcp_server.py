@@ -877,3 +877,30 @@ def test_http_with_no_token_is_announced_on_loopback(
         _, err = proc.communicate(timeout=30)
     assert "WARNING: memory mcp on 127.0.0.1 serves with NO bearer token" in err
     assert not (tmp_path / "state" / "agent-memory" / "token").exists()  # none made
+
+
+def test_recall_says_how_relevant_each_memory_is_and_why(embedded: Any) -> None:
+    # Given a bank that knows about the staging server and about tea
+    embedded.save("The staging server is called kestrel-stg")
+    embedded.save("The user drinks green tea every morning")
+    embedded.save("The user edits code in the Helix editor")
+
+    async def body(client: Client) -> None:
+        # When the recall tool is asked about the server, each memory says why it came
+        found = await call(client, "recall", query="what is the staging server called")
+        first = found["memories"][0]
+        assert first["text"] == "The staging server is called kestrel-stg"
+        assert 0.3 <= first["relevance"] <= 1.0
+        assert {"stage", "server"} <= set(first["why"]["terms"])
+        assert all(0.0 <= m["relevance"] <= 1.0 for m in found["memories"])
+        # and with min_relevance, a prompt the bank knows nothing about gets nothing
+        off = await call(
+            client, "recall", query="reverse a linked list in Python", min_relevance=0.3
+        )
+        assert off["memories"] == []
+        on = await call(client, "recall", query="staging server name", min_relevance=0.3)
+        assert [m["text"] for m in on["memories"]] == ["The staging server is called kestrel-stg"]
+        category, _ = await refused(client, "recall", query="server", min_relevance=2)
+        assert category == "invalid_argument"
+
+    run(build_server(embedded), body)

@@ -194,6 +194,25 @@ def test_occurred_at_takes_iso_dates_and_datetimes(cli: Cli) -> None:
     assert cli.json("list")["total"] == 1
 
 
+def test_recall_explains_and_filters_and_preview_shows_the_cost(cli: Cli) -> None:
+    cli("save", "The staging server is called kestrel-stg", "--id", "staging")
+    cli("save", "The user drinks green tea every morning", "--id", "tea")
+    code, out, _ = cli("recall", "what is the staging server called", "--explain")
+    lines = out.splitlines()
+    assert code == 0 and "staging" in lines[0]
+    assert lines[1].strip().startswith("why: terms ") and "server" in lines[1]
+    kept = cli.json("recall", "staging server tea", "--min-relevance", "0.5")
+    assert [m["memory"]["id"] for m in kept["memories"]] == ["staging"]
+    assert kept["memories"][0]["why"]["terms"]
+    code, _, err = cli("recall", "staging", "--min-relevance", "7")
+    assert code == 2 and "min_relevance" in err
+    code, out, _ = cli("preview", "what is the staging server called?")
+    assert code == 0 and "this turn spends " in out and "min_relevance 0.30" in out
+    assert "kestrel-stg" in out and "why each memory:" in out
+    code, out, _ = cli("preview", "how do I reverse a linked list in Python?")
+    assert "this turn spends 0 tokens" in out and "(none: nothing relevant enough)" in out
+
+
 def test_supersede_and_tags(cli: Cli) -> None:
     cli("save", "Standup is at 9", "--id", "old", "--tag", "meetings")
     cli("save", "Standup is at 10", "--id", "new", "--tag", "meetings", "--tag", "team")
