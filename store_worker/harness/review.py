@@ -6,7 +6,8 @@ automatic paths (the extractor, the consolidator's promotion) do not write it th
 
 - ``flagged`` (the default): a line with a dangerous shape (``shapes.py``: it sends data
   somewhere, mentions credentials, overrides instructions, changes what tools run) waits for a
-  person, and so does every promotion (repetition alone never makes a rule); the rest is
+  person, and so does every promotion (repetition alone never makes a rule) and every line
+  the user only quoted or pasted (``origin="quoted"``: "the page says ..."); the rest is
   learned at once;
 - ``all``: every proposed line waits;
 - ``none``: every line is learned at once, as before the queue existed.
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ORIGINS = ("extraction", "promotion")
+ORIGINS = ("extraction", "quoted", "promotion")
 MAX_LINE_CHARS = 500
 MAX_PROPOSED = 50  # lines in one proposal
 _ID = re.compile(r"\Arule-[0-9a-f]{12}\Z")
@@ -150,7 +151,7 @@ class RuleReview:
         mode = self.settings.rule_review
         if mode == "none":
             return False
-        return mode == "all" or bool(shapes) or origin == "promotion"
+        return mode == "all" or bool(shapes) or origin != "extraction"
 
     def _hold(
         self, bank: Bank, text: str, origin: str, shapes: tuple[str, ...], turn: str | None
