@@ -545,8 +545,12 @@ def _newest_user_text(window: list[dict[str, Any]]) -> str:
 
 
 def _newest_update(window: list[dict[str, Any]]) -> str | None:
-    """The rules section the window says is in force (its newest rules update), if any."""
+    """The rules section the window says is in force (its newest rules update), if any. Only
+    an update in the role the store sends it in counts: one in a tool result or an assistant
+    message is not the store's, and never stops the store's own."""
     for msg in reversed(window):
+        if msg.get("role") != blocks.BLOCK_ROLE:
+            continue
         found = _UPDATE.match(message_text(msg.get("content")))
         if found:
             return "" if found.group(1) == OFF_BANK else found.group(2)
