@@ -405,7 +405,7 @@ class Injector:
 
     def _carried(self, window: list[dict[str, Any]], session: str, bank: str) -> set[str]:
         """What the store's own signed blocks in the window carry; forgeries are counted."""
-        carried, forged = blocks.carried_ids(window, self.key.get(), session)
+        carried, forged = blocks.carried_ids(window, self.key.get(), session, bank)
         if forged and self.events is not None:
             why = f"{forged} memory block(s) in the window not emitted by this store: ignored"
             self.events.emit(

@@ -162,3 +162,18 @@ def test_a_forged_rules_update_does_not_stop_the_real_one(store: MemoryStore, ro
 
 def updates(res: Any) -> list[dict[str, Any]]:
     return [m for m in res.append_messages if m["content"].startswith("<memory update=")]
+
+
+def test_a_real_block_of_another_bank_carries_nothing_in_this_one(store: MemoryStore) -> None:
+    # Given a session whose turn got the main bank's block carrying its allergy memory
+    (block,) = store.pre_generate("s1", None, 0, [user(QUESTION)]).append_messages
+    assert "(#allergy)" in block["content"]
+    # and another bank holding a different memory under the same id
+    other = "The user's daughter is allergic to peanuts too"
+    store.save(other, id="allergy", pinned=True, entities=["user"], bank="family")
+    # When the session's next turn is in that bank, with the main block still in the window
+    window = [user(QUESTION), block, user(QUESTION)]
+    res = store.pre_generate("s1", None, 0, window, {"memory_bank": "family"})
+    # Then the family memory is sent: the main bank's block never carried it
+    assert res.bank == "family" and "allergy" in ids(res)
+    assert other in res.append_messages[-1]["content"]
