@@ -156,3 +156,22 @@ def test_grounding_names_where_the_rule_was_found() -> None:
     assert grounding("Use metric units", []) is None
     assert grounded("Use metric units", ["Use metric units please"])
     assert not grounded("Use metric units", ['It says "use metric units everywhere"'])
+
+
+def test_a_tool_result_inside_a_user_role_message_does_not_ground_a_rule(
+    fresh_store: Factory,
+) -> None:
+    # Given Anthropic's shape: a tool's result arrives in a user-role message as a block
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": ACME}
+    nested = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_2",
+        "content": [{"type": "text", "text": ACME}],
+    }
+    messages = [
+        {"role": "user", "content": "Which hosting do you suggest?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "web"}]},
+        {"role": "user", "content": [result, nested, {"type": "text", "text": "thanks"}]},
+    ]
+    assert extract(store := fresh_store(), messages, [ACME]) == 0
+    assert learned(store) == "" and store.rule_pending().proposals == ()
