@@ -37,7 +37,8 @@ _SEND_VERBS = (
     r"send|sends|sending|sent|post|posts|posting|upload|uploads|uploading|forward|forwards|"
     r"forwarding|e-?mail|e-?mails|transmit|transmits|exfiltrate|leak|leaks|share|shares|"
     r"sharing|submit|submits|sync|syncs|push|pushes|publish|publishes|report|reports|"
-    r"beacon|dm|notify|mail|mails|mailing|cc|bcc|envoy\w*|envia\w*|inv[ií]a\w*|senden|"
+    r"beacon|dm|notify|mail|mails|mailing|cc|bcc|wire|wires|wiring|transfer|transfers|"
+    r"transferring|remit\w*|envoy\w*|envia\w*|inv[ií]a\w*|senden|"
     r"schick\w*|mand[ae]r?"
 )
 _DESTINATION = (
@@ -64,6 +65,8 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
             re.compile(r"\b(?:exfiltrat\w*|phone\s+home|call\s+home)\b", _I),
             re.compile(rf"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:{TLDS})\b", _I),  # a bare domain
             re.compile(r"\]\([^)\s]+\)"),  # a markdown link or image: its target is fetched
+            re.compile(r"\+\d[\d\s().-]{6,}\d"),  # a phone number
+            re.compile(r"\b(?:call|phone|text|sms|whatsapp|dial|ring)\b[^.;\n]{0,25}\d{3}", _I),
         ),
     ),
     (
@@ -116,10 +119,21 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
                 r"\b(?:ignore|disregard|forget|override|overrule|bypass|drop|abandon)\b"
                 r"[^.;\n]{0,40}\b(?:instructions?|rules?|prompts?|guidelines?|guardrails?|"
                 r"polic(?:y|ies)|directives?|messages?|system|restrictions?|constraints?|"
-                r"previous|prior|above|earlier|everything)\b",
+                r"previous|prior|above|earlier|everything|memor(?:y|ies)|notes?|recalled|context|"
+                r"history)\b",
                 _I,
             ),
             re.compile(r"\bdisregard\b", _I),
+            re.compile(
+                r"\btreat\b[^.;\n]{0,40}\bas\s+(?:\w+\s+)?(?:instructions?|commands?|orders?)\b", _I
+            ),
+            re.compile(  # obeying what a page, a tool or a memory says
+                r"\b(?:follow|obey|execute|do|carry\s+out|comply\s+with)\b"
+                r"(?=[^.;\n]{0,60}\b(?:instructions?|commands?|directions?|whatever|what|says|"
+                r"tells?)\b)[^.;\n]{0,60}\b(?:tools?|results?|(?:web\s*)?pages?|websites?|sites?|"
+                r"documents?|emails?|memor(?:y|ies)|notes|outputs?|readme)\b",
+                _I,
+            ),
             re.compile(r"\byou(?:\s+are|'re|r)\s+(?:now|no\s+longer)\b", _I),
             re.compile(
                 r"\bno\s+(?:restrictions?|limits?|limitations?|rules?|filters?|guardrails?|"
