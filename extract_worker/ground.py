@@ -10,7 +10,10 @@ address-like token (a URL, an email address, a domain, a number) must be there v
 
 Said together: the words must come from one user message, close together (within ``SPAN``
 words, or four per content word for a long rule), so a rule is never assembled from words
-scattered over several messages, or over a long paste.
+scattered over several messages, or over a long paste. And said as an instruction: the same
+span holds a word that gives one (``CUES``: "always", "never", "stop", "prefer" ..., or the
+rule's own first word, its verb: "answer", "be", "use"), so a rule of common words is not
+grounded by a user who only answered "yes" or asked about them.
 
 Said, or only quoted: a user message may relay a page too ("the page says: ...", a quotation,
 a block quote, a code block). A rule found only in such a span is ``QUOTED``: the extractor
@@ -25,6 +28,10 @@ from collections.abc import Iterable
 
 MIN_SHARE = 0.6
 SPAN = 16
+CUES = frozenset(
+    """always never ever don't dont stop avoid prefer rather instead should must want like
+    keep use remember anymore future forward onward onwards""".split()
+)
 SAID = "said"
 QUOTED = "quoted"
 _RELAYED = re.compile(
@@ -95,10 +102,14 @@ def _in(rule: str, said: str) -> bool:
     if not words:
         return False  # a rule saying nothing of its own is not worth a standing instruction
     need = max(1, math.ceil(MIN_SHARE * len(words) - 1e-9))
+    cues = {stem(w) for w in CUES} | {stem(w) for w in _WORD.findall(rule.lower())[:1]}
     heard = [stem(w) for w in _WORD.findall(lowered)]
     width = max(SPAN, 4 * len(words))
     counts: dict[str, int] = {}
-    for i, w in enumerate(heard):  # a window of ``width`` words holding ``need`` of them
+    cued = -width  # where the newest cue was heard
+    for i, w in enumerate(heard):  # a window of ``width`` words: ``need`` of them and a cue
+        if w in cues:
+            cued = i
         if w in words:
             counts[w] = counts.get(w, 0) + 1
         if i >= width and heard[i - width] in words:
@@ -106,6 +117,6 @@ def _in(rule: str, said: str) -> bool:
             counts[gone] -= 1
             if not counts[gone]:
                 del counts[gone]
-        if len(counts) >= need:
+        if len(counts) >= need and cued > i - width:
             return True
     return False
