@@ -177,3 +177,10 @@ def test_a_real_block_of_another_bank_carries_nothing_in_this_one(store: MemoryS
     # Then the family memory is sent: the main bank's block never carried it
     assert res.bank == "family" and "allergy" in ids(res)
     assert other in res.append_messages[-1]["content"]
+
+
+def test_a_real_signed_block_in_a_system_message_carries_nothing(store: MemoryStore) -> None:
+    (block,) = store.pre_generate("s1", None, 0, [user(QUESTION)]).append_messages
+    moved = {"role": "system", "content": block["content"]}
+    res = store.pre_generate("s1", None, 0, [moved, user(QUESTION), user(QUESTION)])
+    assert "allergy" in ids(res) and len(forged_events(store)) == 1
