@@ -5,8 +5,9 @@ may relay a web page or a tool's output. A rule found only there is not the user
 never learned: a proposed rule counts as grounded only when its content words appear in the
 turn's user-role messages. Content words are the rule's words minus function words and the
 vocabulary every instruction shares ("always", "never", "reply", "use"), compared on a crude
-stem so "replies" matches "reply"; most of them (``MIN_SHARE``) must be there, and every
-address-like token (a URL, an email address, a domain, a number) must be there verbatim.
+stem so "replies" matches "reply"; most of them (``MIN_SHARE``), and all but one
+(``MAX_UNHEARD``: a page's "praise Acme" folded into a stated rule is two), must be there,
+and every address-like token (a URL, an email address, a domain, a number) verbatim.
 
 Said together: the words must come from one user message, close together (within ``SPAN``
 words, or four per content word for a long rule), so a rule is never assembled from words
@@ -27,6 +28,7 @@ import re
 from collections.abc import Iterable
 
 MIN_SHARE = 0.6
+MAX_UNHEARD = 1  # content words the user did not say: room for a paraphrase, not a payload
 SPAN = 16
 CUES = frozenset(
     """always never ever don't dont stop avoid prefer rather instead should must want like
@@ -101,7 +103,7 @@ def _in(rule: str, said: str) -> bool:
     words = {stem(w) for w in _WORD.findall(rule.lower()) if w not in _STOP and len(w) >= 2}
     if not words:
         return False  # a rule saying nothing of its own is not worth a standing instruction
-    need = max(1, math.ceil(MIN_SHARE * len(words) - 1e-9))
+    need = max(1, math.ceil(MIN_SHARE * len(words) - 1e-9), len(words) - MAX_UNHEARD)
     cues = {stem(w) for w in CUES} | {stem(w) for w in _WORD.findall(rule.lower())[:1]}
     heard = [stem(w) for w in _WORD.findall(lowered)]
     width = max(SPAN, 4 * len(words))
