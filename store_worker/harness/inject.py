@@ -46,7 +46,7 @@ from shared.contract.models import (
 from shared.contract.ops import Recall
 from shared.redact import redact
 from store_worker.harness import blocks
-from store_worker.harness.messages import is_memory_block, message_text, session_key
+from store_worker.harness.messages import HIDDEN, is_memory_block, message_text, session_key
 from store_worker.harness.rules import LEARNED, shown_rules
 from store_worker.recall.scoring import visible
 from store_worker.storage import validate as v
@@ -72,17 +72,7 @@ MAX_REMEMBERED_TURNS = 64
 OFF_BANK = "none"
 _UPDATE = re.compile(r'^<memory update="rules"(?: bank="([^"]*)")?>\n(.*)\n</memory>\s*$', re.S)
 _SPACE = re.compile(r"\s+")
-# What a stored text may not bring into a prompt: C0/C1 controls but the line breaks and tab
-# (an ANSI escape, a NUL), the bidi marks, embeddings, overrides and isolates, and the invisible
-# characters (zero-width space, word joiner, BOM, soft hyphen) that hide text or split a tag
-# so the pattern below misses it (``<\u200b/memory>``). They are dropped, not shown as escapes:
-# a text never grows past the tokens its budget charged. The zero-width (non-)joiners stay
-# (emoji sequences, Persian and Indic text need them).
-_HIDDEN = (
-    "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff"
-)
-_UNSAFE = re.compile(f"[{_HIDDEN}]")
+_UNSAFE = HIDDEN  # what a stored text may not bring into a prompt (``messages.HIDDEN``)
 # Every other line break (a rule written on Windows, a form feed, U+2028) as a plain one: a
 # recalled memory's line collapses it to a space, a rule keeps it as a line end.
 _NEWLINES = re.compile("\r\n?|[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")

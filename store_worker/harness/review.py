@@ -50,6 +50,7 @@ from shared.contract.models import (
 )
 from shared.redact import redact
 from shared.text import fingerprint
+from store_worker.harness.messages import HIDDEN
 from store_worker.harness.rules import LEARNED
 from store_worker.harness.shapes import flagged
 from store_worker.storage import validate as v
@@ -251,7 +252,7 @@ class RuleReview:
             log.warning("proposed rule %s names another id; skipped", path)
             return None
         # as it may enter a prompt: redacted again (a hand-edited file), one line
-        text = " ".join(redact(proposal.text).text.split())[:MAX_LINE_CHARS]
+        text = _shown(proposal.text)[:MAX_LINE_CHARS]
         return proposal.model_copy(update={"text": text, "bank": bank.name})
 
     def _remove(self, bank: Bank, ident: str) -> None:
@@ -265,6 +266,13 @@ class RuleReview:
 
     def _emit(self, event_type: str, bank: str, reason: str) -> None:
         self.events.emit("bank-changed", event_type, bank, now=self.clock.now_ms(), reason=reason)
+
+
+def _shown(text: str) -> str:
+    """``text`` as a person reviews it and as it would enter a prompt: nothing hidden (no
+    control, bidi or invisible character: an ANSI "conceal" or a right-to-left override could
+    show a reviewer other words than the model reads), redacted, one line."""
+    return " ".join(redact(HIDDEN.sub("", text)).text.split())
 
 
 def _folder(bank: Bank) -> Path:
@@ -289,7 +297,7 @@ def _lines(rules: object) -> list[str]:
         if not isinstance(item, str):
             raise errors.InvalidArgumentError("each proposed rule must be a string")
         v.utf8(item, "rule")
-        line = " ".join(redact(item).text.split()).lstrip("-*• ").strip()
+        line = _shown(item).lstrip("-*• ").strip()
         if not line:
             raise errors.InvalidArgumentError("a proposed rule needs text")
         if len(line) > MAX_LINE_CHARS:
