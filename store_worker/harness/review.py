@@ -171,7 +171,11 @@ class RuleReview:
             turn_id=turn,
         )
         atomic_write(_folder(bank) / f"{ident}.json", proposal.model_dump_json().encode("utf-8"))
-        why = ", ".join(shapes) if shapes else f"rule_review={self.settings.rule_review}"
+        why = ", ".join(shapes) or (
+            "the user only quoted it"
+            if origin == "quoted"
+            else f"rule_review={self.settings.rule_review}"
+        )
         self._emit("rule-proposed", bank.name, f"{ident} from {origin}: {why}")
         return proposal
 
