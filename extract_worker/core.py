@@ -48,7 +48,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from extract_worker import prompt
-from extract_worker.ground import grounded
+from extract_worker.ground import QUOTED, SAID, grounding
 from extract_worker.parse import ExtractedMemory, ExtractionReply, parse_reply
 from extract_worker.settings import ExtractorSettings
 from shared.contract import errors
@@ -524,17 +524,20 @@ class Extractor:
         store learns each at once or holds it for a person (its ``rule_review``). A rule whose
         words the user did not say in this turn (only an assistant reply, a relayed page or a
         tool's output held them) is never learned: it is sent as ungrounded, which the store
-        only counts in an event. Deduped against every rule of the bank by the store."""
+        only counts in an event. One the user only quoted or pasted is proposed as ``quoted``,
+        which waits for a person. Deduped against every rule of the bank by the store."""
         said = [m.content for m in job.messages if m.role == "user"]
-        wanted = list(rules)
-        ours = [r for r in wanted if grounded(r, said)]
-        theirs = [r for r in wanted if r not in ours]
+        found: dict[str | None, list[str]] = {}
+        for rule in rules:
+            found.setdefault(grounding(rule, said), []).append(rule)
         turn = job.turn_id or job.job_id
-        if theirs:
-            self.store.rule_propose(theirs, bank=job.bank, turn_id=turn, grounded=False)
-        if not ours:
+        if None in found:
+            self.store.rule_propose(found[None], bank=job.bank, turn_id=turn, grounded=False)
+        if QUOTED in found:
+            self.store.rule_propose(found[QUOTED], bank=job.bank, turn_id=turn, origin=QUOTED)
+        if SAID not in found:
             return 0
-        return len(self.store.rule_propose(ours, bank=job.bank, turn_id=turn).learned)
+        return len(self.store.rule_propose(found[SAID], bank=job.bank, turn_id=turn).learned)
 
 
 def _stated_in(mem: Memory, turn: str) -> bool:

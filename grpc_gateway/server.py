@@ -48,6 +48,9 @@ from shared.text import parse_links
 
 log = logging.getLogger(__name__)
 
+PERSONS_SETTINGS = frozenset({"rule_review"})
+"""Settings memory.v1 never changes: whether a learned rule waits for a person is the person's."""
+
 ERROR_KEY = "memory-error-bin"
 CATEGORY_KEY = "memory-error-category"
 BANK_KEY = "x-memory-bank"
@@ -193,6 +196,11 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
         config = convert.config_in(request.config)
         if why := refused_remotely(config):  # a remote caller never points the store
             raise errors.InvalidArgumentError(why)  # at its files (shared.contract.config)
+        if PERSONS_SETTINGS & config.keys():  # nor does an agent's protocol turn review off
+            raise errors.InvalidArgumentError(
+                "rule_review is a person's setting: set it with `memory configure` "
+                "(memory.store.v1), not over memory.v1"
+            )
         return pb.ConfigureResponse(effective=convert.config_out(self.store.configure(config)))
 
     @_rpc

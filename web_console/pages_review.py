@@ -38,11 +38,14 @@ class Waiting:
 
 
 def why(proposal: RuleProposal) -> str:
-    """Why a line waits: the shapes flagged, else a promotion, else ``rule_review=all``."""
+    """Why a line waits: the shapes flagged, else a promotion or a quotation, else
+    ``rule_review=all``."""
     if proposal.shapes:
         return "flagged: " + ", ".join(proposal.shapes)
     if proposal.origin == "promotion":
         return "a promotion (repetition alone never makes a rule)"
+    if proposal.origin == "quoted":
+        return "quoted: the user only relayed it (a quotation, a pasted page)"
     return "rule_review=all (every proposed line waits)"
 
 

@@ -320,7 +320,7 @@ class RuleProposal(Frozen):
     id: str
     bank: str
     text: str
-    origin: str = "extraction"  # extraction | promotion
+    origin: str = "extraction"  # extraction | quoted | promotion
     shapes: tuple[str, ...] = ()
     proposed_at: int = 0
     turn_id: str | None = None

@@ -137,10 +137,12 @@ def recalled_block(key: bytes, session: str | None, bank: str, today: str, lines
 
 
 def carried_ids(
-    window: list[dict[str, Any]], key: bytes | None, session: str | None
+    window: list[dict[str, Any]], key: bytes | None, session: str | None, bank: str | None = None
 ) -> tuple[set[str], int]:
     """Ids of memories the store's own blocks in the window carry, and how many block-shaped
-    messages were not the store's (forged: ignored). ``key`` None: no block is trusted."""
+    messages were not the store's (forged: ignored). ``key`` None: no block is trusted. With
+    ``bank``, a real block of another bank (the session switched banks) carries nothing here:
+    an id names a memory within one bank, so another bank's memory of that id was never sent."""
     out: set[str] = set()
     forged = 0
     for msg in window:
@@ -156,7 +158,8 @@ def carried_ids(
                 found.group(2), _mac(key, session, found.group(1), found.group(3))
             )
         ):
-            out.update(_CARRIED.findall(found.group(3)))
+            if bank is None or found.group(1).startswith(f'<memory bank="{bank}" '):
+                out.update(_CARRIED.findall(found.group(3)))
         else:
             forged += 1
     return out, forged

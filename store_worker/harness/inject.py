@@ -45,7 +45,7 @@ from shared.contract.models import (
 from shared.contract.ops import Recall
 from shared.redact import redact
 from store_worker.harness import blocks, relevant
-from store_worker.harness.messages import is_memory_block, message_text, session_key
+from store_worker.harness.messages import HIDDEN, is_memory_block, message_text, session_key
 from store_worker.harness.rules import LEARNED, shown_rules
 from store_worker.storage import validate as v
 
@@ -69,17 +69,7 @@ MAX_REMEMBERED_TURNS = 64
 OFF_BANK = "none"
 _UPDATE = re.compile(r'^<memory update="rules"(?: bank="([^"]*)")?>\n(.*)\n</memory>\s*$', re.S)
 _SPACE = re.compile(r"\s+")
-# What a stored text may not bring into a prompt: C0/C1 controls but the line breaks and tab
-# (an ANSI escape, a NUL), the bidi marks, embeddings, overrides and isolates, and the invisible
-# characters (zero-width space, word joiner, BOM, soft hyphen) that hide text or split a tag
-# so the pattern below misses it (``<\u200b/memory>``). They are dropped, not shown as escapes:
-# a text never grows past the tokens its budget charged. The zero-width (non-)joiners stay
-# (emoji sequences, Persian and Indic text need them).
-_HIDDEN = (
-    "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\ufeff"
-)
-_UNSAFE = re.compile(f"[{_HIDDEN}]")
+_UNSAFE = HIDDEN  # what a stored text may not bring into a prompt (``messages.HIDDEN``)
 # Every other line break (a rule written on Windows, a form feed, U+2028) as a plain one: a
 # recalled memory's line collapses it to a space, a rule keeps it as a line end.
 _NEWLINES = re.compile("\r\n?|[\x0b\x0c\x1c-\x1f\x85\u2028\u2029]")
@@ -418,7 +408,7 @@ class Injector:
 
     def _carried(self, window: list[dict[str, Any]], session: str, bank: str) -> set[str]:
         """What the store's own signed blocks in the window carry; forgeries are counted."""
-        carried, forged = blocks.carried_ids(window, self.key.get(), session)
+        carried, forged = blocks.carried_ids(window, self.key.get(), session, bank)
         if forged and self.events is not None:
             why = f"{forged} memory block(s) in the window not emitted by this store: ignored"
             self.events.emit(
@@ -523,8 +513,12 @@ def _newest_user_text(window: list[dict[str, Any]]) -> str:
 
 
 def _newest_update(window: list[dict[str, Any]]) -> str | None:
-    """The rules section the window says is in force (its newest rules update), if any."""
+    """The rules section the window says is in force (its newest rules update), if any. Only
+    an update in the role the store sends it in counts: one in a tool result or an assistant
+    message is not the store's, and never stops the store's own."""
     for msg in reversed(window):
+        if msg.get("role") != blocks.BLOCK_ROLE:
+            continue
         found = _UPDATE.match(message_text(msg.get("content")))
         if found:
             return "" if found.group(1) == OFF_BANK else found.group(2)

@@ -6,10 +6,22 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from datetime import UTC, datetime
 
 from shared.contract import errors
 from store_worker.storage.validate import MAX_FUTURE_MS
+
+# What a stored text may not bring into a prompt, nor show a person reviewing it: C0/C1 controls
+# but the line breaks and tab (an ANSI escape, a NUL), the bidi marks, embeddings, overrides and
+# isolates, and the invisible characters (zero-width space, word joiner, BOM, soft hyphen) that
+# hide text or split a tag so a pattern misses it (``<\u200b/memory>``). They are dropped, not
+# shown as escapes: a text never grows past the tokens its budget charged. The zero-width
+# (non-)joiners stay (emoji sequences, Persian and Indic text need them).
+HIDDEN = re.compile(
+    "[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff]"
+)
 
 
 def session_key(session_id: str) -> str:

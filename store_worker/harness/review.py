@@ -6,7 +6,8 @@ automatic paths (the extractor, the consolidator's promotion) do not write it th
 
 - ``flagged`` (the default): a line with a dangerous shape (``shapes.py``: it sends data
   somewhere, mentions credentials, overrides instructions, changes what tools run) waits for a
-  person, and so does every promotion (repetition alone never makes a rule); the rest is
+  person, and so does every promotion (repetition alone never makes a rule) and every line
+  the user only quoted or pasted (``origin="quoted"``: "the page says ..."); the rest is
   learned at once;
 - ``all``: every proposed line waits;
 - ``none``: every line is learned at once, as before the queue existed.
@@ -49,6 +50,7 @@ from shared.contract.models import (
 )
 from shared.redact import redact
 from shared.text import fingerprint
+from store_worker.harness.messages import HIDDEN
 from store_worker.harness.rules import LEARNED
 from store_worker.harness.shapes import flagged
 from store_worker.storage import validate as v
@@ -64,7 +66,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ORIGINS = ("extraction", "promotion")
+ORIGINS = ("extraction", "quoted", "promotion")
 MAX_LINE_CHARS = 500
 MAX_PROPOSED = 50  # lines in one proposal
 _ID = re.compile(r"\Arule-[0-9a-f]{12}\Z")
@@ -150,7 +152,7 @@ class RuleReview:
         mode = self.settings.rule_review
         if mode == "none":
             return False
-        return mode == "all" or bool(shapes) or origin == "promotion"
+        return mode == "all" or bool(shapes) or origin != "extraction"
 
     def _hold(
         self, bank: Bank, text: str, origin: str, shapes: tuple[str, ...], turn: str | None
@@ -169,7 +171,11 @@ class RuleReview:
             turn_id=turn,
         )
         atomic_write(_folder(bank) / f"{ident}.json", proposal.model_dump_json().encode("utf-8"))
-        why = ", ".join(shapes) if shapes else f"rule_review={self.settings.rule_review}"
+        why = ", ".join(shapes) or (
+            "the user only quoted it"
+            if origin == "quoted"
+            else f"rule_review={self.settings.rule_review}"
+        )
         self._emit("rule-proposed", bank.name, f"{ident} from {origin}: {why}")
         return proposal
 
@@ -250,7 +256,7 @@ class RuleReview:
             log.warning("proposed rule %s names another id; skipped", path)
             return None
         # as it may enter a prompt: redacted again (a hand-edited file), one line
-        text = " ".join(redact(proposal.text).text.split())[:MAX_LINE_CHARS]
+        text = _shown(proposal.text)[:MAX_LINE_CHARS]
         return proposal.model_copy(update={"text": text, "bank": bank.name})
 
     def _remove(self, bank: Bank, ident: str) -> None:
@@ -264,6 +270,13 @@ class RuleReview:
 
     def _emit(self, event_type: str, bank: str, reason: str) -> None:
         self.events.emit("bank-changed", event_type, bank, now=self.clock.now_ms(), reason=reason)
+
+
+def _shown(text: str) -> str:
+    """``text`` as a person reviews it and as it would enter a prompt: nothing hidden (no
+    control, bidi or invisible character: an ANSI "conceal" or a right-to-left override could
+    show a reviewer other words than the model reads), redacted, one line."""
+    return " ".join(redact(HIDDEN.sub("", text)).text.split())
 
 
 def _folder(bank: Bank) -> Path:
@@ -288,7 +301,7 @@ def _lines(rules: object) -> list[str]:
         if not isinstance(item, str):
             raise errors.InvalidArgumentError("each proposed rule must be a string")
         v.utf8(item, "rule")
-        line = " ".join(redact(item).text.split()).lstrip("-*• ").strip()
+        line = _shown(item).lstrip("-*• ").strip()
         if not line:
             raise errors.InvalidArgumentError("a proposed rule needs text")
         if len(line) > MAX_LINE_CHARS:

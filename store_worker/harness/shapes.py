@@ -10,7 +10,13 @@ learned. Four shapes, each a few patterns; a rule matching any of them is flagge
 - ``override``: it overrides earlier instructions or the system ("ignore previous", "you are
   now", "SYSTEM:", "disregard", "new instructions", hiding things from the user);
 - ``tools``: it changes what tools the assistant runs (run, execute, install, call a tool,
-  skip a confirmation, shell commands).
+  skip a confirmation, shell commands, deleting files);
+- ``unreadable``: the table cannot read it (a letter outside ASCII: another language or
+  script, a look-alike; an encoded payload, or base64 or rot13 named), so it cannot clear it.
+
+The patterns read the rule folded (``fold.readable``): invisible characters dropped, look-alike
+letters transliterated, spaced-out letters joined, a defanged or spoken address put back
+("hxxp", "x[.]example", "x dot example slash c"), so a disguise does not hide a shape.
 
 A style rule ("never start replies with the word Certainly", "use British spelling", "answer
 in French") matches none of them. The table errs towards flagging: a false alarm costs a
@@ -23,13 +29,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from store_worker.harness.fold import TLDS, readable, unreadable
+
 _I = re.I
 
 _SEND_VERBS = (
     r"send|sends|sending|sent|post|posts|posting|upload|uploads|uploading|forward|forwards|"
     r"forwarding|e-?mail|e-?mails|transmit|transmits|exfiltrate|leak|leaks|share|shares|"
     r"sharing|submit|submits|sync|syncs|push|pushes|publish|publishes|report|reports|"
-    r"beacon|dm|notify"
+    r"beacon|dm|notify|mail|mails|mailing|cc|bcc|wire|wires|wiring|transfer|transfers|"
+    r"transferring|remit\w*|envoy\w*|envia\w*|inv[ií]a\w*|senden|"
+    r"schick\w*|mand[ae]r?"
 )
 _DESTINATION = (
     r"\b(?:to|into|onto|at|via|through)\b\s+(?:the\s+|a\s+|an\s+|my\s+|our\s+|this\s+)?"
@@ -53,6 +63,10 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
                 _I,
             ),
             re.compile(r"\b(?:exfiltrat\w*|phone\s+home|call\s+home)\b", _I),
+            re.compile(rf"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:{TLDS})\b", _I),  # a bare domain
+            re.compile(r"\]\([^)\s]+\)"),  # a markdown link or image: its target is fetched
+            re.compile(r"\+\d[\d\s().-]{6,}\d"),  # a phone number
+            re.compile(r"\b(?:call|phone|text|sms|whatsapp|dial|ring)\b[^.;\n]{0,25}\d{3}", _I),
         ),
     ),
     (
@@ -79,6 +93,23 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
             re.compile(r"\btokens?\b[^.;\n]*\b(?:send|share|give|reveal|print|show|include)\b", _I),
             re.compile(r"(?:^|\s|/)\.(?:env|netrc|npmrc|pypirc|aws|ssh)\b", _I),
             re.compile(r"\b(?:id_rsa|id_ed25519|\.pem)\b", _I),
+            re.compile(
+                r"\bp[a@4]s?s?w[o0]r[dt]\w*|\bpwd?\b|\bkennw[o0]rt|\bcontrase[nñ]a|\bsenha|"
+                r"\bmots?\s+de\s+passe|\bparol[ieya]?\b|\bcl[eé]s?\s+api\b",
+                _I,
+            ),
+            re.compile(
+                r"\b(?:environment\s+variables?|env\s+(?:vars?|files?)|dotfiles?|bash_history|"
+                r"shell\s+history)\b|~/|\$HOME\b|(?:^|\s|/)\.(?:bashrc|zshrc|profile|"
+                r"bash_profile|gitconfig|docker|kube)\b",
+                _I,
+            ),
+            re.compile(
+                r"\b(?:credit\s+cards?|card\s+numbers?|cvv|cvc|ssn|social\s+security|"
+                r"bank\s+(?:account|details)|iban|routing\s+numbers?|passport\s+numbers?|"
+                r"tax\s+id)\b",
+                _I,
+            ),
         ),
     ),
     (
@@ -88,11 +119,33 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
                 r"\b(?:ignore|disregard|forget|override|overrule|bypass|drop|abandon)\b"
                 r"[^.;\n]{0,40}\b(?:instructions?|rules?|prompts?|guidelines?|guardrails?|"
                 r"polic(?:y|ies)|directives?|messages?|system|restrictions?|constraints?|"
-                r"previous|prior|above|earlier|everything)\b",
+                r"previous|prior|above|earlier|everything|memor(?:y|ies)|notes?|recalled|context|"
+                r"history)\b",
                 _I,
             ),
             re.compile(r"\bdisregard\b", _I),
-            re.compile(r"\byou\s+are\s+(?:now|no\s+longer)\b", _I),
+            re.compile(
+                r"\btreat\b[^.;\n]{0,40}\bas\s+(?:\w+\s+)?(?:instructions?|commands?|orders?)\b", _I
+            ),
+            re.compile(  # obeying what a page, a tool or a memory says
+                r"\b(?:follow|obey|execute|do|carry\s+out|comply\s+with)\b"
+                r"(?=[^.;\n]{0,60}\b(?:instructions?|commands?|directions?|whatever|what|says|"
+                r"tells?)\b)[^.;\n]{0,60}\b(?:tools?|results?|(?:web\s*)?pages?|websites?|sites?|"
+                r"documents?|emails?|memor(?:y|ies)|notes|outputs?|readme)\b",
+                _I,
+            ),
+            re.compile(r"\byou(?:\s+are|'re|r)\s+(?:now|no\s+longer)\b", _I),
+            re.compile(
+                r"\bno\s+(?:restrictions?|limits?|limitations?|rules?|filters?|guardrails?|"
+                r"censorship)\b|\bno\s+longer\s+appl\w*|\bobey\b|\bdifferent\s+(?:assistant|"
+                r"ai|model|persona)\b|\bnew\s+persona\b",
+                _I,
+            ),
+            re.compile(
+                r"\btreat\b[^.;\n]{0,40}\bas\s+(?:if\s+)?(?:(?:coming|written)\s+)?(?:from\s+|by\s+)?"
+                r"(?:the\s+)?(?:user|system|developer|admin\w*|operator|owner)\b",
+                _I,
+            ),
             re.compile(r"\b(?:act|behave)\s+as\s+(?:if|though|an?\b|the\b)", _I),
             re.compile(r"\bpretend\s+(?:to\s+be|you)\b", _I),
             re.compile(r"\b(?:new|updated|real|true|hidden)\s+instructions?\b", _I),
@@ -133,14 +186,27 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
                 r"checks?|hooks?|safety|guard\w*)\b",
                 _I,
             ),
+            re.compile(
+                r"\b(?:delete|deletes|deleting|erase|wipe|purge|overwrite|truncate|format|drop)"
+                r"\b[^.;\n]{0,30}\b(?:files?|folders?|director\w*|disks?|drives?|databases?|"
+                r"tables?|branch\w*|repo\w*|records?|backups?|everything|all)\b",
+                _I,
+            ),
+            re.compile(r"\bwithout\s+(?:confirm\w*|asking|checking|permission)\b", _I),
         ),
     ),
 )
 """Each shape's name and its patterns; a rule matching any pattern has the shape."""
 
 SHAPE_NAMES: Final[tuple[str, ...]] = tuple(name for name, _ in SHAPES)
+UNREADABLE: Final = "unreadable"
+_ENCODING = re.compile(r"\b(?:base-?(?:64|32|85)|rot-?13|decod\w*|obfuscat\w*|cipher\w*)\b", _I)
 
 
 def flagged(text: str) -> tuple[str, ...]:
-    """The shapes ``text`` has, in table order (empty: a plain rule)."""
-    return tuple(name for name, patterns in SHAPES if any(p.search(text) for p in patterns))
+    """The shapes ``text`` has, in table order, then ``unreadable`` (empty: a plain rule)."""
+    folded = readable(text)
+    found = tuple(name for name, patterns in SHAPES if any(p.search(folded) for p in patterns))
+    if unreadable(text) or _ENCODING.search(folded):
+        found += (UNREADABLE,)
+    return found
