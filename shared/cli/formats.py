@@ -71,7 +71,22 @@ _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def slug_of(value: str, most: int = 40) -> str:
+    """A source key (a file name, an entity's name, a foreign id) as an id's readable part;
+    ``x`` when the key holds a credential (folded to a slug, the store could no longer tell
+    it is one)."""
+    from shared.redact import find_credential, redact
+
+    if find_credential(value) is not None or redact(value).labels:
+        return "x"
     return _NOT_SLUG.sub("-", value.casefold()).strip("-")[:most].strip("-") or "x"
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, with a value nested too deep for the parser a ``ValueError`` too."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
 
 
 def detect(path: Path) -> str:
@@ -121,9 +136,9 @@ def read_native(path: Path) -> Iterator[Item]:
     for n, line in _lines(path):
         where = f"{path.name}:{n}"
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield Problem(where, f"not JSON ({e.msg})")
+            row = loads(line)
+        except ValueError as e:
+            yield Problem(where, f"not JSON ({getattr(e, 'msg', e)})")
             continue
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")
@@ -168,7 +183,7 @@ def _iso_ms(value: object) -> int | None:
 def read_mem0(path: Path) -> Iterator[Item]:
     text = path.read_text(encoding="utf-8", errors="surrogateescape")
     try:
-        whole = json.loads(text)
+        whole = loads(text)
     except ValueError:
         whole = None  # JSON Lines: one memory a line
     if whole is not None:
@@ -185,9 +200,9 @@ def read_mem0(path: Path) -> Iterator[Item]:
         return
     for n, line in _lines(path):
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield Problem(f"{path.name}:{n}", f"not JSON ({e.msg})")
+            row = loads(line)
+        except ValueError as e:
+            yield Problem(f"{path.name}:{n}", f"not JSON ({getattr(e, 'msg', e)})")
             continue
         yield _mem0_row(row, f"{path.name}:{n}")
 
@@ -201,13 +216,16 @@ _MEMORY_ID = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
 
 def mem0_bank(user_id: str) -> str:
     """The bank of a mem0 ``user_id``: itself when a valid bank name, else its slug and 8 hex
-    characters of its SHA-256."""
+    characters of its SHA-256 (``mem0-user-`` and those when it holds a credential)."""
     from shared.contract.config import NAME_RE
+    from shared.redact import find_credential, redact
     from shared.text import slugify
 
+    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
+    if find_credential(user_id) is not None or redact(user_id).labels:
+        return f"mem0-user-{digest}"  # a bank's name is shown and kept: never the credential
     if NAME_RE.fullmatch(user_id):
         return user_id
-    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
     return f"{slugify(user_id, max_words=8, max_len=40)}-{digest}"
 
 
@@ -277,9 +295,9 @@ def read_mcp_memory(path: Path) -> Iterator[Item]:
     for n, line in _lines(path):
         where = f"{path.name}:{n}"
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield Problem(where, f"not JSON ({e.msg})")
+            row = loads(line)
+        except ValueError as e:
+            yield Problem(where, f"not JSON ({getattr(e, 'msg', e)})")
             continue
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")

@@ -142,6 +142,13 @@ class ImportSummary(_Dumps):
     seconds: float = 0.0
     would_write: list[dict[str, Any]] = field(default_factory=list)  # dry run: the first few
 
+    def problem(self, where: str, message: str) -> None:
+        """A skipped line, as the report shows it: a credential in the source (a file's name,
+        a line's unknown kind) is redacted there too."""
+        from shared.redact import redact_text
+
+        self.problems.append({"where": redact_text(where), "message": redact_text(message)})
+
 
 def import_file(
     store: StoreAPI,
@@ -166,36 +173,60 @@ def import_file(
     others: list[formats.Entry] = []
     for item in formats.read(path, fmt):
         if isinstance(item, formats.Problem):
-            summary.problems.append({"where": item.where, "message": item.message})
+            summary.problem(item.where, item.message)
         elif item.kind == "memory":
             memories.setdefault(bank or item.bank, []).append(item)
         else:
             others.append(item)
     redacted: set[str] = set()
+    refused: dict[str | None, str] = {}  # banks the store refused (a bad or credential name)
     for entry in others:
-        _bank_or_rule(store, entry, bank or entry.bank, dry_run, summary)
+        try:
+            _bank_or_rule(store, entry, bank or entry.bank, dry_run, summary)
+        except InvalidArgumentError as e:  # this line's bank or rule, not the whole import
+            summary.problem(entry.where, f"{e.category}: {e.message}")
+            if entry.kind == "bank":
+                refused[bank or entry.bank] = f"{e.category}: {e.message}"
     bar = Progress(sum(len(v) for v in memories.values()), progress)
     for target, entries in memories.items():
         for chunk in _batches(entries, batch):
-            res = store.import_records(
-                [e.data for e in chunk], bank=target, skip_bad=True, dry_run=dry_run
-            )
-            for mem in res.records[: PREVIEW - len(summary.would_write)]:
-                summary.would_write.append({"bank": res.bank, **_record(mem)})
-            summary.written += res.written
-            summary.unchanged += res.unchanged
-            redacted.update(res.redacted)
-            for p in res.problems:
-                summary.problems.append(
-                    {"where": chunk[p.index].where, "message": f"{p.category}: {p.message}"}
-                )
-            if res.bank not in summary.banks:
-                summary.banks.append(res.bank)
+            _import_chunk(store, target, chunk, summary, redacted, refused)
             bar.advance(len(chunk))
     bar.close()
     summary.redacted = sorted(redacted)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+def _import_chunk(
+    store: StoreAPI,
+    target: str | None,
+    chunk: list[formats.Entry],
+    summary: ImportSummary,
+    redacted: set[str],
+    refused: dict[str | None, str],
+) -> None:
+    """One batch to ``import_records``; a bank the store refuses is each entry's problem."""
+    try:  # with skip_bad, only the bank itself can refuse a whole batch
+        if target in refused:
+            raise InvalidArgumentError(refused[target])
+        res = store.import_records(
+            [e.data for e in chunk], bank=target, skip_bad=True, dry_run=summary.dry_run
+        )
+    except InvalidArgumentError as e:
+        refused[target] = why = refused.get(target) or f"{e.category}: {e.message}"
+        for entry in chunk:
+            summary.problem(entry.where, why)
+        return
+    for mem in res.records[: PREVIEW - len(summary.would_write)]:
+        summary.would_write.append({"bank": res.bank, **_record(mem)})
+    summary.written += res.written
+    summary.unchanged += res.unchanged
+    redacted.update(res.redacted)
+    for p in res.problems:
+        summary.problem(chunk[p.index].where, f"{p.category}: {p.message}")
+    if res.bank not in summary.banks:
+        summary.banks.append(res.bank)
 
 
 def _batches(entries: list[formats.Entry], most: int) -> Iterator[list[formats.Entry]]:

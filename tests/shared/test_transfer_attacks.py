@@ -1,0 +1,141 @@
+"""memory import against crafted sources: deep JSON, credentials in the places a source keys
+things by (file names, entity names, foreign ids, user ids), a bad bank among good ones."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shared.cli import run
+
+GITHUB = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+AWS = "AKIAIOSFODNN7EXAMPLE"
+HEADER = json.dumps({"format": "agent-memory-export", "version": 1})
+
+
+def cli_json(data: Path, *argv: str) -> Any:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--data-dir", str(data), *argv, "--json"], out=out, err=err)
+    assert code == 0, err.getvalue()
+    return json.loads(out.getvalue())
+
+
+def holds(data: Path, *needles: str) -> list[str]:
+    """The files under ``data`` that hold any of ``needles``, in any case."""
+    found = []
+    for f in data.rglob("*"):
+        if f.is_file():
+            body = f.read_bytes().decode("utf-8", "replace").casefold()
+            found += [f"{f}: {n}" for n in needles if n.casefold() in body]
+    return found
+
+
+def texts(data: Path, bank: str) -> list[str]:
+    got = cli_json(data, "list", "--bank", bank)
+    return sorted(m["text"] for m in got["memories"])
+
+
+def memory_line(mem_id: str, text: str, bank: str = "main") -> str:
+    return json.dumps({"kind": "memory", "bank": bank, "record": {"id": mem_id, "text": text}})
+
+
+@pytest.mark.parametrize("fmt", ["native", "mem0", "mcp-memory"])
+def test_json_nested_too_deep_is_a_reported_line_not_a_crash(tmp_path: Path, fmt: str) -> None:
+    good = {
+        "native": memory_line("kept", "a line after the deep one"),
+        "mem0": json.dumps({"id": "kept", "memory": "a line after the deep one"}),
+        "mcp-memory": json.dumps(
+            {"type": "entity", "name": "kept", "entityType": "x", "observations": ["a line"]}
+        ),
+    }[fmt]
+    first = [HEADER] if fmt == "native" else []
+    src = tmp_path / "deep.jsonl"
+    src.write_text("\n".join([*first, "[" * 200_000, good]) + "\n")
+    summary = cli_json(tmp_path / "data", "import", str(src), "--from", fmt, "--bank", "b")
+    assert summary["written"] == 1
+    assert [p["where"] for p in summary["problems"]] == [f"deep.jsonl:{len(first) + 1}"]
+
+
+def test_a_credential_in_a_note_file_name_reaches_no_id_or_tag(tmp_path: Path) -> None:
+    notes = tmp_path / "memories"
+    notes.mkdir()
+    (notes / f"{GITHUB}.md").write_text("- a harmless note\n")
+    (notes / f"{AWS}.txt").write_text("another harmless note\n")
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(notes), "--bank", "notes")
+    assert summary["written"] == 2 and summary["problems"] == []
+    assert texts(data, "notes") == ["a harmless note", "another harmless note"]
+    md = tmp_path / "md"
+    md.mkdir()
+    (md / f"{GITHUB}.md").write_text("- a third note\n")
+    assert cli_json(data, "import", str(md), "--bank", "md")["written"] == 1
+    secret_tails = (GITHUB[4:], AWS[4:])  # any case, with or without the prefix
+    assert holds(data, *secret_tails) == []
+
+
+def test_a_credential_in_an_mcp_entity_name_reaches_no_id(tmp_path: Path) -> None:
+    src = tmp_path / "memory.jsonl"
+    rows = [
+        {"type": "entity", "name": GITHUB, "entityType": "token", "observations": ["rotated"]},
+        {"type": "relation", "from": GITHUB, "to": "ci", "relationType": "used_by"},
+    ]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(src), "--bank", "mcp")
+    assert summary["written"] == 2, summary["problems"]
+    assert holds(data, GITHUB[4:]) == []
+
+
+def test_a_credential_as_a_mem0_user_id_names_no_bank_and_the_rest_imports(
+    tmp_path: Path,
+) -> None:
+    from integrations import mem0_compat
+    from shared.cli import formats
+
+    src = tmp_path / "mem0.json"
+    rows = [
+        {"id": "m1", "memory": "likes tea", "user_id": GITHUB.lower()},
+        {"id": "m2", "memory": "likes coffee", "user_id": "alex"},
+        {"id": "m3", "memory": "likes water", "user_id": f"{AWS}@x.org"},
+    ]
+    src.write_text(json.dumps({"results": rows}))
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(src))
+    assert summary["written"] == 3 and summary["problems"] == []
+    assert holds(data, GITHUB[4:], AWS[4:]) == []
+    assert "alex" in summary["banks"]
+    for user in (GITHUB.lower(), f"{AWS}@x.org"):
+        assert formats.mem0_bank(user) == mem0_compat.bank_of(user)
+        assert formats.mem0_bank(user).startswith("mem0-user-")
+
+
+def test_a_refused_bank_is_reported_and_the_other_banks_import(tmp_path: Path) -> None:
+    src = tmp_path / "export.jsonl"
+    lines = [
+        HEADER,
+        json.dumps({"kind": "bank", "bank": "../../evil", "description": ""}),
+        memory_line("t1", "goes nowhere", "../../evil"),
+        json.dumps({"kind": "bank", "bank": "good", "description": "a good bank"}),
+        memory_line("t2", "goes in the good bank", "good"),
+    ]
+    src.write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(src))
+    assert summary["written"] == 1
+    assert [p["where"] for p in summary["problems"]] == ["export.jsonl:2", "export.jsonl:3"]
+    assert all("invalid bank name" in p["message"] for p in summary["problems"])
+    assert texts(data, "good") == ["goes in the good bank"]
+    assert [p for p in tmp_path.rglob("*evil*")] == []
+
+
+def test_the_report_of_a_skipped_line_holds_no_credential(tmp_path: Path) -> None:
+    src = tmp_path / f"{GITHUB}.jsonl"
+    src.write_text(HEADER + "\n" + json.dumps({"kind": AWS}) + "\n")
+    summary = cli_json(tmp_path / "data", "import", str(src), "--from", "native")
+    assert len(summary["problems"]) == 1
+    shown = json.dumps(summary["problems"])
+    assert GITHUB not in shown and AWS not in shown
