@@ -487,19 +487,32 @@ def _claude_md_scope(path: Path) -> dict[str, Any]:
     return {"type": "project", "scope": "project", "project": str(folder)}
 
 
-def _note_files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Problem]:
+    """The note files under ``root`` (folder links not followed); a file that links out of
+    the folder is a ``Problem``, not read (a crafted folder must not pull in ``~/.ssh``)."""
     if root.is_file():
-        return [root]
-    found: list[Path] = []
+        yield root
+        return
+    inside = root.resolve()
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
-        found += [Path(folder) / f for f in sorted(files) if f.lower().endswith(suffixes)]
-    return found
+        for name in sorted(files):
+            path = Path(folder) / name
+            if not name.lower().endswith(suffixes):
+                continue
+            if path.is_symlink() and not path.resolve().is_relative_to(inside):
+                rel = path.relative_to(root.parent).as_posix()
+                yield Problem(rel, "a link to a file outside the folder: not read")
+                continue
+            yield path
 
 
 def read_markdown(root: Path) -> Iterator[Item]:
     base = root.parent if root.is_file() else root
     for path in _note_files(root, (".md", ".markdown")):
+        if isinstance(path, Problem):
+            yield path
+            continue
         rel = path.relative_to(base).as_posix()
         if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
             scope = _claude_md_scope(path)
@@ -516,6 +529,9 @@ _TOOL_LINE = re.compile(r"^- \[([a-z0-9][a-z0-9-]{0,79})\] (.+)$")
 def read_anthropic_memories(root: Path) -> Iterator[Item]:
     base = root.parent if root.is_file() else root
     for path in _note_files(root, NOTE_SUFFIXES):
+        if isinstance(path, Problem):
+            yield path
+            continue
         rel = path.relative_to(base).as_posix()
         parts = Path(rel).parts
         if len(parts) == 2 and parts[1] == "memories.md":  # this store's own layout

@@ -265,9 +265,9 @@ def _bank_or_rule(
             return
     except NotFoundError:
         pass
-    s.rules += 1
     if not dry_run:
         store.rule_set(name, content, bank=bank)
+    s.rules += 1  # once the store took it: a refused rule is a problem, not a rule
 
 
 class Progress:

@@ -139,3 +139,33 @@ def test_the_report_of_a_skipped_line_holds_no_credential(tmp_path: Path) -> Non
     assert len(summary["problems"]) == 1
     shown = json.dumps(summary["problems"])
     assert GITHUB not in shown and AWS not in shown
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "anthropic-memories"])
+def test_a_symlink_out_of_the_folder_is_reported_not_read(tmp_path: Path, fmt: str) -> None:
+    folder = tmp_path / "memories"
+    folder.mkdir()
+    (folder / "kept.md").write_text("- a note in the folder\n")
+    private = tmp_path / "private.md"
+    private.write_text("- a private file outside the folder\n")
+    (folder / "leak.md").symlink_to(private)
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "real.md").write_text("- a note linked within the folder\n")
+    (folder / "inner.md").symlink_to(folder / ".hidden" / "real.md")  # inside: read
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(folder), "--from", fmt, "--bank", "notes")
+    assert texts(data, "notes") == ["a note in the folder", "a note linked within the folder"]
+    assert [p["where"] for p in summary["problems"]] == ["memories/leak.md"]
+    assert "outside" in summary["problems"][0]["message"]
+
+
+def test_a_refused_rule_is_reported_and_not_counted(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    (folder / "work" / "rules").mkdir(parents=True)
+    (folder / "work" / "rules" / f"{GITHUB}.md").write_text("be short")
+    (folder / "work" / "rules" / "tone.md").write_text("be kind")
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(folder))
+    assert summary["rules"] == 1
+    assert len(summary["problems"]) == 1 and GITHUB not in json.dumps(summary["problems"])
+    assert holds(data, GITHUB[4:]) == []
