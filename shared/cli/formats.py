@@ -121,11 +121,30 @@ def read(path: Path, fmt: str) -> Iterator[Item]:
     return readers[fmt](path)
 
 
+# A line longer than this is no record (a memory's text is at most 16k characters, a rule's
+# 256k, six times that JSON-escaped): it is reported and skipped unread, never held whole.
+MAX_LINE_CHARS = 4_000_000
+
+
+class LineTooLong(str):
+    """What ``_lines`` yields for a line over ``MAX_LINE_CHARS`` (its start only)."""
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open("r", encoding="utf-8", errors="surrogateescape") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
+        n = 0
+        while line := f.readline(MAX_LINE_CHARS + 1):
+            n += 1
+            if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                while (rest := f.readline(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                    pass  # the rest of the line, read in bounded pieces and dropped
+                yield n, LineTooLong(line[:80])
+            elif line.strip():
                 yield n, line
+
+
+def _too_long(where: str) -> Problem:
+    return Problem(where, f"a line longer than {MAX_LINE_CHARS:,} characters: not read")
 
 
 # -- native: memory export's own file ----------------------------------------------------------
@@ -135,6 +154,9 @@ def read_native(path: Path) -> Iterator[Item]:
     header_seen = False
     for n, line in _lines(path):
         where = f"{path.name}:{n}"
+        if isinstance(line, LineTooLong):
+            yield _too_long(where)
+            continue
         try:
             row = loads(line)
         except ValueError as e:
@@ -199,6 +221,9 @@ def read_mem0(path: Path) -> Iterator[Item]:
             yield _mem0_row(row, f"{path.name}:results[{i}]")
         return
     for n, line in _lines(path):
+        if isinstance(line, LineTooLong):
+            yield _too_long(f"{path.name}:{n}")
+            continue
         try:
             row = loads(line)
         except ValueError as e:
@@ -294,6 +319,9 @@ def _mem0_row(row: object, where: str) -> Item:
 def read_mcp_memory(path: Path) -> Iterator[Item]:
     for n, line in _lines(path):
         where = f"{path.name}:{n}"
+        if isinstance(line, LineTooLong):
+            yield _too_long(where)
+            continue
         try:
             row = loads(line)
         except ValueError as e:
@@ -550,7 +578,9 @@ def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:
     for n, line in _lines(path):
         m = _TOOL_LINE.match(line.rstrip("\n"))
         where = f"{rel}:{n}"
-        if m is None:
+        if isinstance(line, LineTooLong):
+            yield _too_long(where)
+        elif m is None:
             yield Problem(where, "not a '- [id] text' line")
             continue
         record = {

@@ -169,3 +169,32 @@ def test_a_refused_rule_is_reported_and_not_counted(tmp_path: Path) -> None:
     assert summary["rules"] == 1
     assert len(summary["problems"]) == 1 and GITHUB not in json.dumps(summary["problems"])
     assert holds(data, GITHUB[4:]) == []
+
+
+def test_a_line_too_long_is_reported_without_being_held_in_memory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from shared.cli import formats
+
+    src = tmp_path / "huge.jsonl"
+    with src.open("w") as f:
+        f.write(HEADER + "\n")
+        f.write('{"kind":"memory","bank":"main","record":{"id":"big","text":"')
+        for _ in range(40):
+            f.write("x" * 1_000_000)
+        f.write('"}}\n')
+        f.write(memory_line("kept", "the line after the huge one") + "\n")
+    tracemalloc.start()
+    try:
+        items = list(formats.read(src, "native"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24_000_000  # the line is 40 MB: never held whole
+    assert [(type(i).__name__, i.where) for i in items] == [
+        ("Problem", "huge.jsonl:2"),
+        ("Entry", "huge.jsonl:3"),
+    ]
+    assert "longer than" in items[0].message  # type: ignore[union-attr]
+    summary = cli_json(tmp_path / "data", "import", str(src))
+    assert summary["written"] == 1 and [p["where"] for p in summary["problems"]] == ["huge.jsonl:2"]
