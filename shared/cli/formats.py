@@ -580,7 +580,8 @@ def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:
         where = f"{rel}:{n}"
         if isinstance(line, LineTooLong):
             yield _too_long(where)
-        elif m is None:
+            continue
+        if m is None:
             yield Problem(where, "not a '- [id] text' line")
             continue
         record = {

@@ -198,3 +198,14 @@ def test_a_line_too_long_is_reported_without_being_held_in_memory(tmp_path: Path
     assert "longer than" in items[0].message  # type: ignore[union-attr]
     summary = cli_json(tmp_path / "data", "import", str(src))
     assert summary["written"] == 1 and [p["where"] for p in summary["problems"]] == ["huge.jsonl:2"]
+
+
+def test_a_line_too_long_in_a_memory_tool_file_is_reported(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    (folder / "work").mkdir(parents=True)
+    huge = "x" * 5_000_000
+    (folder / "work" / "memories.md").write_text(f"- [big] {huge}\n- [kept] a short one\n")
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(folder))
+    assert [p["where"] for p in summary["problems"]] == ["work/memories.md:1"]
+    assert texts(data, "work") == ["a short one"]
