@@ -209,3 +209,32 @@ def test_a_line_too_long_in_a_memory_tool_file_is_reported(tmp_path: Path) -> No
     summary = cli_json(data, "import", str(folder))
     assert [p["where"] for p in summary["problems"]] == ["work/memories.md:1"]
     assert texts(data, "work") == ["a short one"]
+
+
+def test_a_later_revision_of_another_memory_with_the_same_id_is_a_conflict(
+    tmp_path: Path,
+) -> None:
+    from shared.contract.clock import FakeClock
+    from store_worker.core import MemoryStore
+
+    clock = FakeClock()
+    theirs = MemoryStore(tmp_path / "theirs", clock=clock)
+    try:
+        theirs.save("their deploy note", id="note")
+        theirs.update("note", text="their deploy note, amended")
+    finally:
+        theirs.close()
+    clock.advance(days=1)
+    ours = MemoryStore(tmp_path / "ours", clock=clock)
+    try:
+        ours.save("our own note", id="note")
+    finally:
+        ours.close()
+    src = tmp_path / "theirs.jsonl"
+    out = io.StringIO()
+    assert run(["--data-dir", str(tmp_path / "theirs"), "export", "-o", str(src)], out=out) == 0
+    summary = cli_json(tmp_path / "ours", "import", str(src))
+    assert summary["written"] == 0
+    assert len(summary["problems"]) == 1, summary["problems"]
+    assert "another memory here" in summary["problems"][0]["message"]
+    assert texts(tmp_path / "ours", "main") == ["our own note"]
