@@ -184,13 +184,15 @@ def import_file(
         try:
             _bank_or_rule(store, entry, bank or entry.bank, dry_run, summary)
         except InvalidArgumentError as e:  # this line's bank or rule, not the whole import
+            if bank is not None and entry.kind == "bank":
+                raise  # --bank itself: the command's argument is wrong
             summary.problem(entry.where, f"{e.category}: {e.message}")
             if entry.kind == "bank":
                 refused[bank or entry.bank] = f"{e.category}: {e.message}"
     bar = Progress(sum(len(v) for v in memories.values()), progress)
     for target, entries in memories.items():
         for chunk in _batches(entries, batch):
-            _import_chunk(store, target, chunk, summary, redacted, refused)
+            _import_chunk(store, target, chunk, summary, redacted, refused, given=bank)
             bar.advance(len(chunk))
     bar.close()
     summary.redacted = sorted(redacted)
@@ -205,8 +207,11 @@ def _import_chunk(
     summary: ImportSummary,
     redacted: set[str],
     refused: dict[str | None, str],
+    *,
+    given: str | None,
 ) -> None:
-    """One batch to ``import_records``; a bank the store refuses is each entry's problem."""
+    """One batch to ``import_records``; a bank the store refuses is each entry's problem,
+    unless it is the one ``--bank`` gave (the command's argument: its typed error)."""
     try:  # with skip_bad, only the bank itself can refuse a whole batch
         if target in refused:
             raise InvalidArgumentError(refused[target])
@@ -214,6 +219,8 @@ def _import_chunk(
             [e.data for e in chunk], bank=target, skip_bad=True, dry_run=summary.dry_run
         )
     except InvalidArgumentError as e:
+        if given is not None:
+            raise
         refused[target] = why = refused.get(target) or f"{e.category}: {e.message}"
         for entry in chunk:
             summary.problem(entry.where, why)

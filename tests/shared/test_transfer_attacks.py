@@ -238,3 +238,15 @@ def test_a_later_revision_of_another_memory_with_the_same_id_is_a_conflict(
     assert len(summary["problems"]) == 1, summary["problems"]
     assert "another memory here" in summary["problems"][0]["message"]
     assert texts(tmp_path / "ours", "main") == ["our own note"]
+
+
+@pytest.mark.parametrize("bank", ["../outside", GITHUB.lower()])
+def test_a_bad_bank_given_on_the_command_line_is_a_typed_error(tmp_path: Path, bank: str) -> None:
+    src = tmp_path / "export.jsonl"
+    src.write_text(f"{HEADER}\n{memory_line('t1', 'a note')}\n")
+    data = tmp_path / "data"
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--data-dir", str(data), "import", str(src), "--bank", bank], out=out, err=err)
+    assert code == 2 and "invalid_argument" in err.getvalue()
+    assert GITHUB.lower() not in err.getvalue() + out.getvalue()
+    assert [p for p in tmp_path.rglob("*outside*")] == [] and holds(data, GITHUB[4:]) == []
