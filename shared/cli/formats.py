@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared.contract.errors import InvalidArgumentError
+
 FORMAT = "agent-memory-export"
 VERSION = 1
 FORMATS = ("native", "mem0", "mcp-memory", "markdown", "anthropic-memories")
@@ -278,7 +280,7 @@ def _mem0_row(row: object, where: str) -> Item:
     try:
         created = _iso_ms(row.get("created_at"))
         updated = _iso_ms(row.get("updated_at"))
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OverflowError, InvalidArgumentError) as e:  # a row's own
         return Problem(where, f"bad date: {e}")
     ids = {k: row[k] for k in MEM0_IDS if isinstance(row.get(k), str) and row[k]}
     fields: dict[str, Any] = dict(ids)

@@ -179,7 +179,7 @@ def import_file(
         else:
             others.append(item)
     redacted: set[str] = set()
-    refused: dict[str | None, str] = {}  # banks the store refused (a bad or credential name)
+    refused: dict[str | None, str] = {}  # banks whose name the store refused
     for entry in others:
         try:
             _bank_or_rule(store, entry, bank or entry.bank, dry_run, summary)
@@ -187,8 +187,6 @@ def import_file(
             if bank is not None and entry.kind == "bank":
                 raise  # --bank itself: the command's argument is wrong
             summary.problem(entry.where, f"{e.category}: {e.message}")
-            if entry.kind == "bank":
-                refused[bank or entry.bank] = f"{e.category}: {e.message}"
     bar = Progress(sum(len(v) for v in memories.values()), progress)
     for target, entries in memories.items():
         for chunk in _batches(entries, batch):

@@ -250,3 +250,30 @@ def test_a_bad_bank_given_on_the_command_line_is_a_typed_error(tmp_path: Path, b
     assert code == 2 and "invalid_argument" in err.getvalue()
     assert GITHUB.lower() not in err.getvalue() + out.getvalue()
     assert [p for p in tmp_path.rglob("*outside*")] == [] and holds(data, GITHUB[4:]) == []
+
+
+def test_a_bank_line_with_a_bad_description_refuses_only_that_line(tmp_path: Path) -> None:
+    src = tmp_path / "export.jsonl"
+    lines = [
+        HEADER,
+        json.dumps({"kind": "bank", "bank": "work", "description": {"not": "text"}}),
+        memory_line("t1", "still imported", "work"),
+    ]
+    src.write_text("\n".join(lines) + "\n")
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(src))
+    assert [p["where"] for p in summary["problems"]] == ["export.jsonl:2"]
+    assert texts(data, "work") == ["still imported"]
+
+
+@pytest.mark.parametrize("when", ["Infinity", "-Infinity", "NaN", "1e400", "[1]", '"soon"'])
+def test_a_mem0_date_of_any_shape_is_a_reported_row(tmp_path: Path, when: str) -> None:
+    src = tmp_path / "mem0.json"
+    src.write_text(
+        f'[{{"id": "a", "memory": "bad date", "created_at": {when}}},'
+        ' {"id": "b", "memory": "good row"}]'
+    )
+    data = tmp_path / "data"
+    summary = cli_json(data, "import", str(src), "--bank", "m")
+    assert [p["where"] for p in summary["problems"]] == ["mem0.json:results[0]"]
+    assert texts(data, "m") == ["good row"]
