@@ -102,8 +102,12 @@ def export(ctx: Ctx) -> ExportSummary | int:
         _write_rows(rows, ctx.out, summary)
         return 0
     tmp = Path(f"{path}.partial")
-    with tmp.open("w", encoding="utf-8") as target:
-        _write_rows(rows, target, summary)
+    try:
+        with tmp.open("w", encoding="utf-8") as target:
+            _write_rows(rows, target, summary)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed export (no such bank) leaves no half file
+        raise
     tmp.replace(path)  # a killed export leaves no half file under the name asked for
     return summary
 

@@ -109,6 +109,8 @@ def prepare(
     superseded_by = item.get("superseded_by")
     if superseded_by is not None:
         superseded_by = v.memory_id(superseded_by)
+        if superseded_by == mem_id:
+            raise errors.InvalidArgumentError(f"{mem_id} cannot be superseded by itself")
         if invalid_at is None:
             invalid_at = updated
     if status == "pending" and invalid_at is not None:

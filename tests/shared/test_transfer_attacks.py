@@ -277,3 +277,25 @@ def test_a_mem0_date_of_any_shape_is_a_reported_row(tmp_path: Path, when: str) -
     summary = cli_json(data, "import", str(src), "--bank", "m")
     assert [p["where"] for p in summary["problems"]] == ["mem0.json:results[0]"]
     assert texts(data, "m") == ["good row"]
+
+
+def test_a_record_superseded_by_itself_is_refused(tmp_path: Path) -> None:
+    src = tmp_path / "export.jsonl"
+    record = {"id": "loop", "text": "a loop", "superseded_by": "loop", "revision": 1}
+    lines = [HEADER, json.dumps({"kind": "memory", "bank": "main", "record": record})]
+    src.write_text("\n".join([*lines, memory_line("kept", "kept")]) + "\n")
+    summary = cli_json(tmp_path / "data", "import", str(src))
+    assert summary["written"] == 1
+    assert [p["where"] for p in summary["problems"]] == ["export.jsonl:2"]
+
+
+def test_an_export_of_a_missing_bank_leaves_no_partial_file(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    out, err = io.StringIO(), io.StringIO()
+    code = run(
+        ["--data-dir", str(tmp_path / "data"), "export", "--bank", "nope", "-o", str(target)],
+        out=out,
+        err=err,
+    )
+    assert code != 0 and "not_found" in err.getvalue()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
