@@ -261,10 +261,15 @@ def mem0_tag(kind: str, value: str) -> str:
 
 
 def _mem0_title(fields: dict[str, Any]) -> str:
-    """mem0's ids and metadata as the title's JSON; the metadata left out when too long."""
+    """mem0's ids and metadata as the title's JSON, each string redacted first (a redaction
+    of the whole title could cross an escaped quote and leave JSON that no longer parses);
+    the metadata left out when too long, or when the store would still change the title."""
+    from shared.redact import redact, redact_json
+
     for kept in (fields, {k: v for k, v in fields.items() if k != "metadata"}):
-        title = json.dumps({"mem0": kept}, ensure_ascii=False, separators=(", ", ": "))
-        if len(title) <= MEM0_TITLE:
+        said = redact_json({"mem0": kept}, set())
+        title = json.dumps(said, ensure_ascii=False, separators=(", ", ": "))
+        if len(title) <= MEM0_TITLE and redact(title).text == title:
             return title
     return ""
 

@@ -299,3 +299,31 @@ def test_an_export_of_a_missing_bank_leaves_no_partial_file(tmp_path: Path) -> N
     )
     assert code != 0 and "not_found" in err.getvalue()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_mem0_metadata_holding_a_secret_reads_back_through_the_mem0_class(
+    tmp_path: Path,
+) -> None:
+    from integrations.mem0_compat import Memory
+    from store_worker.core import MemoryStore
+
+    quoted = 'say "password: hunter2xyz" now'  # redaction would cross the escaped quote
+    rows = [
+        {"id": "m-1", "memory": "likes tea", "user_id": "alice", "metadata": {"t": GITHUB}},
+        {"id": "m-2", "memory": "likes tea", "user_id": "alice", "agent_id": "bot",
+         "metadata": {"q": quoted, "n": 1}},
+    ]  # fmt: skip
+    src = tmp_path / "mem0.json"
+    src.write_text(json.dumps(rows))
+    data = tmp_path / "data"
+    assert cli_json(data, "import", str(src))["written"] == 2
+    assert holds(data, GITHUB[4:], "hunter2xyz") == []
+    store = MemoryStore(data)
+    try:
+        mem0 = Memory(store)
+        first, second = mem0.get("m-1"), mem0.get("m-2")
+    finally:
+        store.close()
+    assert first is not None and first["metadata"] == {"t": "[REDACTED:github_token]"}
+    assert second is not None and second["agent_id"] == "bot"
+    assert second["metadata"] is None or second["metadata"]["n"] == 1
