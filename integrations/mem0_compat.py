@@ -11,8 +11,9 @@ The methods and answers are mem0's (``{"results": [...]}`` with ``id``, ``memory
 DELETE from ``add``). How mem0's identifiers map onto the store:
 
 - ``user_id`` → the **bank**: the id itself when it is a valid bank name (``alice``), else its
-  slug and 8 hex characters of its SHA-256 (``Alice@x.org`` → ``alice-x-org-…``); no user_id:
-  the bank given to ``Memory(bank=...)``, else the store's default bank.
+  slug and 8 hex characters of its SHA-256 (``Alice@x.org`` → ``alice-x-org-…``; one that holds
+  a credential → ``mem0-user-…``); no user_id: the bank given to ``Memory(bank=...)``, else
+  the store's default bank.
 - ``run_id`` → the **session** a memory was said in (its provenance, as the extractor records
   every memory's session); ``agent_id`` → the recorder of a message saved as it is
   (``recorded_by``); both are also tags (``mem0-agent-…``, ``mem0-run-…``) that ``search``
@@ -49,7 +50,7 @@ from shared.contract.config import NAME_RE
 from shared.contract.errors import InvalidArgumentError, NotFoundError
 from shared.contract.models import Memory as Record
 from shared.llm import LLM
-from shared.redact import redact
+from shared.redact import find_credential, redact
 from shared.text import slugify
 
 MARK = "mem0"  # the tag every memory this class writes carries
@@ -64,9 +65,11 @@ ALL_DELETED = {"message": "Memories deleted successfully!"}
 
 def bank_of(user_id: str) -> str:
     """The bank of a mem0 ``user_id`` (the module docstring)."""
+    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
+    if find_credential(user_id) is not None or redact(user_id).labels:
+        return f"mem0-user-{digest}"  # a bank's name is shown and kept: never the credential
     if NAME_RE.fullmatch(user_id):
         return user_id
-    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
     return f"{slugify(user_id, max_words=8, max_len=40)}-{digest}"
 
 

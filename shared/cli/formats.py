@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared.contract.errors import InvalidArgumentError
+
 FORMAT = "agent-memory-export"
 VERSION = 1
 FORMATS = ("native", "mem0", "mcp-memory", "markdown", "anthropic-memories")
@@ -71,7 +73,22 @@ _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def slug_of(value: str, most: int = 40) -> str:
+    """A source key (a file name, an entity's name, a foreign id) as an id's readable part;
+    ``x`` when the key holds a credential (folded to a slug, the store could no longer tell
+    it is one)."""
+    from shared.redact import find_credential, redact
+
+    if find_credential(value) is not None or redact(value).labels:
+        return "x"
     return _NOT_SLUG.sub("-", value.casefold()).strip("-")[:most].strip("-") or "x"
+
+
+def loads(text: str) -> Any:
+    """``json.loads``, with a value nested too deep for the parser a ``ValueError`` too."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
 
 
 def detect(path: Path) -> str:
@@ -106,11 +123,30 @@ def read(path: Path, fmt: str) -> Iterator[Item]:
     return readers[fmt](path)
 
 
+# A line longer than this is no record (a memory's text is at most 16k characters, a rule's
+# 256k, six times that JSON-escaped): it is reported and skipped unread, never held whole.
+MAX_LINE_CHARS = 4_000_000
+
+
+class LineTooLong(str):
+    """What ``_lines`` yields for a line over ``MAX_LINE_CHARS`` (its start only)."""
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open("r", encoding="utf-8", errors="surrogateescape") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
+        n = 0
+        while line := f.readline(MAX_LINE_CHARS + 1):
+            n += 1
+            if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+                while (rest := f.readline(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                    pass  # the rest of the line, read in bounded pieces and dropped
+                yield n, LineTooLong(line[:80])
+            elif line.strip():
                 yield n, line
+
+
+def _too_long(where: str) -> Problem:
+    return Problem(where, f"a line longer than {MAX_LINE_CHARS:,} characters: not read")
 
 
 # -- native: memory export's own file ----------------------------------------------------------
@@ -120,10 +156,13 @@ def read_native(path: Path) -> Iterator[Item]:
     header_seen = False
     for n, line in _lines(path):
         where = f"{path.name}:{n}"
+        if isinstance(line, LineTooLong):
+            yield _too_long(where)
+            continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield Problem(where, f"not JSON ({e.msg})")
+            row = loads(line)
+        except ValueError as e:
+            yield Problem(where, f"not JSON ({getattr(e, 'msg', e)})")
             continue
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")
@@ -168,7 +207,7 @@ def _iso_ms(value: object) -> int | None:
 def read_mem0(path: Path) -> Iterator[Item]:
     text = path.read_text(encoding="utf-8", errors="surrogateescape")
     try:
-        whole = json.loads(text)
+        whole = loads(text)
     except ValueError:
         whole = None  # JSON Lines: one memory a line
     if whole is not None:
@@ -184,10 +223,13 @@ def read_mem0(path: Path) -> Iterator[Item]:
             yield _mem0_row(row, f"{path.name}:results[{i}]")
         return
     for n, line in _lines(path):
+        if isinstance(line, LineTooLong):
+            yield _too_long(f"{path.name}:{n}")
+            continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield Problem(f"{path.name}:{n}", f"not JSON ({e.msg})")
+            row = loads(line)
+        except ValueError as e:
+            yield Problem(f"{path.name}:{n}", f"not JSON ({getattr(e, 'msg', e)})")
             continue
         yield _mem0_row(row, f"{path.name}:{n}")
 
@@ -201,13 +243,16 @@ _MEMORY_ID = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
 
 def mem0_bank(user_id: str) -> str:
     """The bank of a mem0 ``user_id``: itself when a valid bank name, else its slug and 8 hex
-    characters of its SHA-256."""
+    characters of its SHA-256 (``mem0-user-`` and those when it holds a credential)."""
     from shared.contract.config import NAME_RE
+    from shared.redact import find_credential, redact
     from shared.text import slugify
 
+    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
+    if find_credential(user_id) is not None or redact(user_id).labels:
+        return f"mem0-user-{digest}"  # a bank's name is shown and kept: never the credential
     if NAME_RE.fullmatch(user_id):
         return user_id
-    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
     return f"{slugify(user_id, max_words=8, max_len=40)}-{digest}"
 
 
@@ -216,10 +261,15 @@ def mem0_tag(kind: str, value: str) -> str:
 
 
 def _mem0_title(fields: dict[str, Any]) -> str:
-    """mem0's ids and metadata as the title's JSON; the metadata left out when too long."""
+    """mem0's ids and metadata as the title's JSON, each string redacted first (a redaction
+    of the whole title could cross an escaped quote and leave JSON that no longer parses);
+    the metadata left out when too long, or when the store would still change the title."""
+    from shared.redact import redact, redact_json
+
     for kept in (fields, {k: v for k, v in fields.items() if k != "metadata"}):
-        title = json.dumps({"mem0": kept}, ensure_ascii=False, separators=(", ", ": "))
-        if len(title) <= MEM0_TITLE:
+        said = redact_json({"mem0": kept}, set())
+        title = json.dumps(said, ensure_ascii=False, separators=(", ", ": "))
+        if len(title) <= MEM0_TITLE and redact(title).text == title:
             return title
     return ""
 
@@ -235,7 +285,7 @@ def _mem0_row(row: object, where: str) -> Item:
     try:
         created = _iso_ms(row.get("created_at"))
         updated = _iso_ms(row.get("updated_at"))
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OverflowError, InvalidArgumentError) as e:  # a row's own
         return Problem(where, f"bad date: {e}")
     ids = {k: row[k] for k in MEM0_IDS if isinstance(row.get(k), str) and row[k]}
     fields: dict[str, Any] = dict(ids)
@@ -276,10 +326,13 @@ def _mem0_row(row: object, where: str) -> Item:
 def read_mcp_memory(path: Path) -> Iterator[Item]:
     for n, line in _lines(path):
         where = f"{path.name}:{n}"
+        if isinstance(line, LineTooLong):
+            yield _too_long(where)
+            continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield Problem(where, f"not JSON ({e.msg})")
+            row = loads(line)
+        except ValueError as e:
+            yield Problem(where, f"not JSON ({getattr(e, 'msg', e)})")
             continue
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")
@@ -469,19 +522,32 @@ def _claude_md_scope(path: Path) -> dict[str, Any]:
     return {"type": "project", "scope": "project", "project": str(folder)}
 
 
-def _note_files(root: Path, suffixes: tuple[str, ...]) -> list[Path]:
+def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Problem]:
+    """The note files under ``root`` (folder links not followed); a file that links out of
+    the folder is a ``Problem``, not read (a crafted folder must not pull in ``~/.ssh``)."""
     if root.is_file():
-        return [root]
-    found: list[Path] = []
+        yield root
+        return
+    inside = root.resolve()
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
-        found += [Path(folder) / f for f in sorted(files) if f.lower().endswith(suffixes)]
-    return found
+        for name in sorted(files):
+            path = Path(folder) / name
+            if not name.lower().endswith(suffixes):
+                continue
+            if path.is_symlink() and not path.resolve().is_relative_to(inside):
+                rel = path.relative_to(root.parent).as_posix()
+                yield Problem(rel, "a link to a file outside the folder: not read")
+                continue
+            yield path
 
 
 def read_markdown(root: Path) -> Iterator[Item]:
     base = root.parent if root.is_file() else root
     for path in _note_files(root, (".md", ".markdown")):
+        if isinstance(path, Problem):
+            yield path
+            continue
         rel = path.relative_to(base).as_posix()
         if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
             scope = _claude_md_scope(path)
@@ -498,6 +564,9 @@ _TOOL_LINE = re.compile(r"^- \[([a-z0-9][a-z0-9-]{0,79})\] (.+)$")
 def read_anthropic_memories(root: Path) -> Iterator[Item]:
     base = root.parent if root.is_file() else root
     for path in _note_files(root, NOTE_SUFFIXES):
+        if isinstance(path, Problem):
+            yield path
+            continue
         rel = path.relative_to(base).as_posix()
         parts = Path(rel).parts
         if len(parts) == 2 and parts[1] == "memories.md":  # this store's own layout
@@ -516,6 +585,9 @@ def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:
     for n, line in _lines(path):
         m = _TOOL_LINE.match(line.rstrip("\n"))
         where = f"{rel}:{n}"
+        if isinstance(line, LineTooLong):
+            yield _too_long(where)
+            continue
         if m is None:
             yield Problem(where, "not a '- [id] text' line")
             continue

@@ -102,8 +102,12 @@ def export(ctx: Ctx) -> ExportSummary | int:
         _write_rows(rows, ctx.out, summary)
         return 0
     tmp = Path(f"{path}.partial")
-    with tmp.open("w", encoding="utf-8") as target:
-        _write_rows(rows, target, summary)
+    try:
+        with tmp.open("w", encoding="utf-8") as target:
+            _write_rows(rows, target, summary)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a failed export (no such bank) leaves no half file
+        raise
     tmp.replace(path)  # a killed export leaves no half file under the name asked for
     return summary
 
@@ -142,6 +146,13 @@ class ImportSummary(_Dumps):
     seconds: float = 0.0
     would_write: list[dict[str, Any]] = field(default_factory=list)  # dry run: the first few
 
+    def problem(self, where: str, message: str) -> None:
+        """A skipped line, as the report shows it: a credential in the source (a file's name,
+        a line's unknown kind) is redacted there too."""
+        from shared.redact import redact_text
+
+        self.problems.append({"where": redact_text(where), "message": redact_text(message)})
+
 
 def import_file(
     store: StoreAPI,
@@ -166,36 +177,65 @@ def import_file(
     others: list[formats.Entry] = []
     for item in formats.read(path, fmt):
         if isinstance(item, formats.Problem):
-            summary.problems.append({"where": item.where, "message": item.message})
+            summary.problem(item.where, item.message)
         elif item.kind == "memory":
             memories.setdefault(bank or item.bank, []).append(item)
         else:
             others.append(item)
     redacted: set[str] = set()
+    refused: dict[str | None, str] = {}  # banks whose name the store refused
     for entry in others:
-        _bank_or_rule(store, entry, bank or entry.bank, dry_run, summary)
+        try:
+            _bank_or_rule(store, entry, bank or entry.bank, dry_run, summary)
+        except InvalidArgumentError as e:  # this line's bank or rule, not the whole import
+            if bank is not None and entry.kind == "bank":
+                raise  # --bank itself: the command's argument is wrong
+            summary.problem(entry.where, f"{e.category}: {e.message}")
     bar = Progress(sum(len(v) for v in memories.values()), progress)
     for target, entries in memories.items():
         for chunk in _batches(entries, batch):
-            res = store.import_records(
-                [e.data for e in chunk], bank=target, skip_bad=True, dry_run=dry_run
-            )
-            for mem in res.records[: PREVIEW - len(summary.would_write)]:
-                summary.would_write.append({"bank": res.bank, **_record(mem)})
-            summary.written += res.written
-            summary.unchanged += res.unchanged
-            redacted.update(res.redacted)
-            for p in res.problems:
-                summary.problems.append(
-                    {"where": chunk[p.index].where, "message": f"{p.category}: {p.message}"}
-                )
-            if res.bank not in summary.banks:
-                summary.banks.append(res.bank)
+            _import_chunk(store, target, chunk, summary, redacted, refused, given=bank)
             bar.advance(len(chunk))
     bar.close()
     summary.redacted = sorted(redacted)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+def _import_chunk(
+    store: StoreAPI,
+    target: str | None,
+    chunk: list[formats.Entry],
+    summary: ImportSummary,
+    redacted: set[str],
+    refused: dict[str | None, str],
+    *,
+    given: str | None,
+) -> None:
+    """One batch to ``import_records``; a bank the store refuses is each entry's problem,
+    unless it is the one ``--bank`` gave (the command's argument: its typed error)."""
+    try:  # with skip_bad, only the bank itself can refuse a whole batch
+        if target in refused:
+            raise InvalidArgumentError(refused[target])
+        res = store.import_records(
+            [e.data for e in chunk], bank=target, skip_bad=True, dry_run=summary.dry_run
+        )
+    except InvalidArgumentError as e:
+        if given is not None:
+            raise
+        refused[target] = why = refused.get(target) or f"{e.category}: {e.message}"
+        for entry in chunk:
+            summary.problem(entry.where, why)
+        return
+    for mem in res.records[: PREVIEW - len(summary.would_write)]:
+        summary.would_write.append({"bank": res.bank, **_record(mem)})
+    summary.written += res.written
+    summary.unchanged += res.unchanged
+    redacted.update(res.redacted)
+    for p in res.problems:
+        summary.problem(chunk[p.index].where, f"{p.category}: {p.message}")
+    if res.bank not in summary.banks:
+        summary.banks.append(res.bank)
 
 
 def _batches(entries: list[formats.Entry], most: int) -> Iterator[list[formats.Entry]]:
@@ -234,9 +274,9 @@ def _bank_or_rule(
             return
     except NotFoundError:
         pass
-    s.rules += 1
     if not dry_run:
         store.rule_set(name, content, bank=bank)
+    s.rules += 1  # once the store took it: a refused rule is a problem, not a rule
 
 
 class Progress:

@@ -17,8 +17,9 @@ emits one ``bank-changed`` event (``imported``), not one ``item-changed`` per re
 
 Keyed by id: a record the bank already holds at the same revision or a later one is left as
 it is. Importing a file again, or resuming a killed import, changes nothing and counts no
-corroboration; the same id at the same revision with another text is a conflict (the id names
-another memory here), reported, never overwritten.
+corroboration; the same id at the same revision with another text, or at a later revision with
+another ``created_at`` (a memory's revisions keep it), is a conflict (the id names another
+memory here), reported, never overwritten.
 """
 
 from __future__ import annotations
@@ -108,6 +109,8 @@ def prepare(
     superseded_by = item.get("superseded_by")
     if superseded_by is not None:
         superseded_by = v.memory_id(superseded_by)
+        if superseded_by == mem_id:
+            raise errors.InvalidArgumentError(f"{mem_id} cannot be superseded by itself")
         if invalid_at is None:
             invalid_at = updated
     if status == "pending" and invalid_at is not None:
@@ -223,11 +226,7 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
                 raise errors.ConflictError(
                     f"{mem.id} is the id of a draft file that could not be read; fix it first"
                 )
-            if held is not None and held.revision >= mem.revision:
-                if held.revision == mem.revision and held.fingerprint != mem.fingerprint:
-                    raise errors.ConflictError(
-                        f"{mem.id} is already another memory here (revision {held.revision})"
-                    )
+            if held is not None and _held(held, mem):
                 unchanged += 1
                 continue
         except errors.MemoryServiceError as e:
@@ -256,6 +255,22 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
         dry_run=dry_run,
         records=tuple(fresh) if dry_run else (),
     )
+
+
+def _held(held: Memory, mem: Memory) -> bool:
+    """Whether ``held`` (this bank's, or this batch's) already has ``mem``'s revision; a
+    ``ConflictError`` when ``mem`` is another memory with the same id."""
+    if held.revision < mem.revision:
+        if held.created_at != mem.created_at:  # a memory's revisions keep its created_at
+            raise errors.ConflictError(
+                f"{mem.id} is already another memory here (made at another time)"
+            )
+        return False
+    if held.revision == mem.revision and held.fingerprint != mem.fingerprint:
+        raise errors.ConflictError(
+            f"{mem.id} is already another memory here (revision {held.revision})"
+        )
+    return True
 
 
 def _write(bank: Bank, drafts: Drafts, mems: list[Memory]) -> None:
