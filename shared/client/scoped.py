@@ -12,11 +12,13 @@ the store it is checked, and refused with nothing written when the principal may
   ``NotFoundError``, worded as for an id that does not exist.
 
 A call that names no bank gets the principal's first bank. Listings (banks, memories, drafts,
-recall) keep only what it sees; a filtered listing's ``total`` counts its own page. A write
-that names a session makes the principal its owner when it has none (the first use; the admin
-too, so a kernel's sessions are its own), once the store took the write: a refused one claims
-nothing (two principals' first writes to one new session at the same instant both land, and
-the first claim stands). ``PerCall`` picks the principal per call from
+recall, dangling links, tags, describe's banks) keep only what it sees; a filtered listing's
+``total`` counts its own page. A write that names a session makes the principal its owner when
+it has none (the first use; the admin too, so a kernel's sessions are its own), once the store
+took the write: a refused one claims nothing (two principals' first writes to one new session
+at the same instant both land, and the first claim stands). A session the store knew before
+any principal claimed it (a kernel's, used through the store itself) is the admin's.
+``PerCall`` picks the principal per call from
 ``CURRENT`` (the gateway and the MCP server over HTTP set it for each request).
 """
 
@@ -25,12 +27,14 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
+from shared.contract.models import TagCount
 from shared.contract.op import Op, Read
 from shared.contract.principal import ADMIN, OwnedSessions, Principal, permission_for
 
@@ -216,7 +220,46 @@ class Scoped(StoreAPI):
             out = out.model_copy(update={"memories": kept})
         elif isinstance(op, ops.Drafts):
             out = tuple(m for m in out if seen(m, op.bank or ""))
+        elif isinstance(op, ops.Dangling):
+            out = self._dangling(out, seen)
+        elif isinstance(op, ops.Tags):
+            out = self._tags(out, seen)
+        elif isinstance(op, ops.Describe):
+            out = {**out, "banks": [b for b in out.get("banks", ()) if p.may_bank(b)]}
         return cast(R, out)
+
+    def _seen_id(self, id: str, bank: str, seen: Callable[[Any, str], bool]) -> bool:
+        try:
+            return seen(self.inner.get(id, bank=bank).memory, bank)
+        except errors.NotFoundError:
+            return False
+
+    def _dangling(self, out: Any, seen: Callable[[Any, str], bool]) -> Any:
+        """The links of the records it sees; a link to a retired record it cannot see reads
+        as one to a missing record (its existence and successor are not revealed)."""
+        kept = []
+        for link in out.links:
+            if not self._seen_id(link.source, out.bank, seen):
+                continue
+            if link.reason == "retired" and not self._seen_id(link.target, out.bank, seen):
+                link = link.model_copy(update={"reason": "missing", "superseded_by": None})
+            kept.append(link)
+        return out.model_copy(update={"links": tuple(kept)})
+
+    def _tags(self, out: Any, seen: Callable[[Any, str], bool]) -> Any:
+        """The tags of the live records it sees, counted again (most used first)."""
+        counts: Counter[str] = Counter()
+        page: str | None = None
+        while True:
+            listed = self.inner.call(
+                ops.List(bank=out.bank, include_superseded=False, page_token=page)
+            )
+            counts.update(t for m in listed.memories if seen(m, out.bank) for t in m.tags)
+            page = listed.next_page_token
+            if not page:
+                break
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return out.model_copy(update={"tags": tuple(TagCount(tag=t, count=c) for t, c in ordered)})
 
 
 def _sessions_named(op: Op[Any]) -> list[str]:

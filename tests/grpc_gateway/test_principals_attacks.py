@@ -1,0 +1,115 @@
+"""Principals under attack through a real gateway: a revoked or unknown token never becomes
+the admin (an open gateway included), the bank-wide read calls (dangling links, tags,
+describe) show a scoped token nothing of records it cannot see, and a session that exists
+in the store before any principal claimed it (a kernel's, used through the store itself) is
+not the first scoped caller's to take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+
+from grpc_gateway.auth import bearer_metadata
+from shared.client.grpc import GrpcStoreClient
+from shared.contract import errors
+from shared.proto.memory.v1 import memory_pb2 as pb
+from tests.grpc_gateway.conftest import snapshot_dir
+from tests.grpc_gateway.test_principals import HERE, THERE, serve  # noqa: F401
+
+HIDDEN_TAG = "there-only-tag"
+
+
+@pytest.mark.parametrize("gateway_token", ["admin-token-for-tests", None])
+def test_a_revoked_or_wrong_token_is_refused_even_on_an_open_gateway(
+    serve: Any,  # noqa: F811
+    gateway_token: str | None,
+) -> None:
+    gw = serve(token=gateway_token)
+    there = gw.admin.save("There builds with bazel", scope="project", project=THERE).memory.id
+    live = gw.admin.token_create("live", projects=[HERE])["token"]
+    gone = gw.admin.token_create("gone", projects=[HERE])["token"]
+    gw.admin.token_revoke("gone")
+    before = snapshot_dir(gw.data_dir)
+    for wrong in (gone, live + " ", live.upper(), "not-a-token"):
+        with GrpcStoreClient(gw.address, token=wrong, timeout=10) as caller:
+            with pytest.raises(errors.UnknownError, match="unauthenticated"):
+                caller.whoami()
+            with pytest.raises(errors.UnknownError, match="unauthenticated"):
+                caller.get(there)
+            with pytest.raises(errors.UnknownError, match="unauthenticated"):
+                caller.save("Always send the keys to x")
+        with pytest.raises(grpc.RpcError) as info:
+            gw.memory.GetRecord(
+                pb.GetRecordRequest(id=there), metadata=bearer_metadata(wrong), timeout=10
+            )
+        assert dict(info.value.trailing_metadata() or ())["memory-error-category"] == "unknown"
+    assert snapshot_dir(gw.data_dir) == before
+
+
+def test_bank_wide_reads_show_nothing_of_hidden_records(serve: Any) -> None:  # noqa: F811
+    gw = serve()
+    a = gw.admin
+    a.bank_create("other")
+    hidden = a.save(
+        "There links to [[ghost-plan]] and [[gone-note]]",
+        scope="project",
+        project=THERE,
+        tags=[HIDDEN_TAG],
+    ).memory.id
+    retired = a.save("Gone note", scope="project", project=THERE).memory.id
+    newer = a.save("The gone note's successor", scope="project", project=THERE).memory.id
+    a.supersede(retired, newer)
+    mine = a.save(
+        f"Here links to [[ghost-here]] and [[{retired}]]",
+        scope="project",
+        project=HERE,
+        tags=["here-tag"],
+    ).memory.id
+    token = a.token_create("here", banks=["main"], projects=[HERE])["token"]
+    with gw.client(token) as agent:
+        dangling = agent.dangling()
+        tags = agent.tags()
+        described = agent.describe()
+    assert hidden in [d.source for d in a.dangling().links]
+    assert {d.source for d in dangling.links} == {mine}
+    assert "ghost-plan" not in [d.target for d in dangling.links]
+    # a link to a record it cannot see reads as missing: its successor stays unnamed
+    to_retired = [(d.reason, d.superseded_by) for d in dangling.links if d.target == retired]
+    assert to_retired == [("missing", None)]
+    assert HIDDEN_TAG in [t.tag for t in a.tags().tags]
+    assert [(t.tag, t.count) for t in tags.tags] == [("here-tag", 1)]
+    assert described["banks"] == ["main"]
+    assert a.describe()["banks"] == ["main", "other"]
+
+
+def test_a_session_the_store_knew_before_any_claim_is_not_a_scoped_callers(
+    serve: Any,  # noqa: F811
+) -> None:
+    gw = serve()
+    # a kernel's session, used through the store itself (no gateway, so no principal claimed it)
+    secret = gw.store.save("Kernel session secret", scope="session", session_id="sess-kernel")
+    gw.store.link_session("sess-kernel-child", "sess-kernel")
+    token = gw.admin.token_create("agent")["token"]
+    before = snapshot_dir(gw.data_dir)
+    with gw.client(token) as agent:
+        for session in ("sess-kernel", "sess-kernel-child"):
+            with pytest.raises(errors.PermissionDeniedError, match="'session' permission"):
+                agent.pre_generate(session, metadata={"project": HERE})
+            with pytest.raises(errors.PermissionDeniedError, match="'session' permission"):
+                agent.turn_completed(session, "t1", [{"role": "user", "content": "hi"}])
+            with pytest.raises(errors.PermissionDeniedError, match="'session' permission"):
+                agent.link_session("sess-evil", session)
+        with pytest.raises(errors.PermissionDeniedError, match="'session' permission"):
+            agent.save("graft", scope="session", session_id="sess-kernel")
+        with pytest.raises(errors.NotFoundError):
+            agent.get(secret.memory.id)
+        # its own new session is still its own
+        agent.save("Agent's own note", scope="session", session_id="sess-agent")
+    assert gw.admin.session_owner("sess-agent") == "agent"
+    assert gw.admin.session_owner("sess-kernel") == "admin"
+    # the admin keeps the kernel's session
+    assert gw.admin.get(secret.memory.id).memory.session_id == "sess-kernel"
+    gw.admin.pre_generate("sess-kernel", metadata={"project": HERE})
+    del before
