@@ -81,8 +81,11 @@ class SessionOwners:
         return found
 
     def claim(self, session_id: str, name: str) -> str | None:
-        """Make ``name`` the owner unless the session has one; the owner either way."""
-        known = self.owner(session_id)
+        """Make ``name`` the owner unless the session has one; the owner either way (asked
+        of the store with the claim: after the claimant's own write the store knows the session,
+        and a bare ask would answer the admin's)."""
+        with self._lock:
+            known = self._known.get(session_id)
         if known is not None:
             return known
         found = self.store.session_owner(session_id, claim=name)
