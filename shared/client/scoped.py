@@ -34,7 +34,7 @@ from typing import Any, TypeVar, cast
 
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
-from shared.contract.models import TagCount
+from shared.contract.models import DanglingLink, TagCount
 from shared.contract.op import Op, Read
 from shared.contract.principal import ADMIN, OwnedSessions, Principal, permission_for
 
@@ -238,29 +238,44 @@ class Scoped(StoreAPI):
             return False
 
     def _dangling(self, out: Any, seen: Callable[[Any, str], bool]) -> Any:
-        """The links of the records it sees; a link to a retired record it cannot see reads
-        as one to a missing record (its existence and successor are not revealed)."""
+        """The dangling links of the live records it sees, found again: a link to a record it
+        cannot see (live or retired) reads as one to a missing record, so neither a hidden
+        record's existence nor its successor is revealed."""
         kept = []
-        for link in out.links:
-            if not self._seen_id(link.source, out.bank, seen):
-                continue
-            if link.reason == "retired" and not self._seen_id(link.target, out.bank, seen):
-                link = link.model_copy(update={"reason": "missing", "superseded_by": None})
-            kept.append(link)
+        for mem in sorted(self._live_seen(out.bank, seen), key=lambda m: m.id):
+            for target in mem.links:
+                try:
+                    found = self.inner.get(target, bank=out.bank).memory
+                except errors.NotFoundError:
+                    found = None
+                if found is not None and not seen(found, out.bank):
+                    found = None
+                if found is None:
+                    kept.append(DanglingLink(source=mem.id, target=target, reason="missing"))
+                elif found.invalid_at is not None:
+                    kept.append(
+                        DanglingLink(
+                            source=mem.id,
+                            target=target,
+                            reason="retired",
+                            superseded_by=found.superseded_by,
+                        )
+                    )
         return out.model_copy(update={"links": tuple(kept)})
+
+    def _live_seen(self, bank: str, seen: Callable[[Any, str], bool]) -> Iterator[Any]:
+        """The live records of ``bank`` it sees, every page."""
+        page: str | None = None
+        while True:
+            listed = self.inner.call(ops.List(bank=bank, include_superseded=False, page_token=page))
+            yield from (m for m in listed.memories if seen(m, bank))
+            page = listed.next_page_token
+            if not page:
+                return
 
     def _tags(self, out: Any, seen: Callable[[Any, str], bool]) -> Any:
         """The tags of the live records it sees, counted again (most used first)."""
-        counts: Counter[str] = Counter()
-        page: str | None = None
-        while True:
-            listed = self.inner.call(
-                ops.List(bank=out.bank, include_superseded=False, page_token=page)
-            )
-            counts.update(t for m in listed.memories if seen(m, out.bank) for t in m.tags)
-            page = listed.next_page_token
-            if not page:
-                break
+        counts = Counter(t for m in self._live_seen(out.bank, seen) for t in m.tags)
         ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         return out.model_copy(update={"tags": tuple(TagCount(tag=t, count=c) for t, c in ordered)})
 

@@ -113,3 +113,28 @@ def test_a_session_the_store_knew_before_any_claim_is_not_a_scoped_callers(
     assert gw.admin.get(secret.memory.id).memory.session_id == "sess-kernel"
     gw.admin.pre_generate("sess-kernel", metadata={"project": HERE})
     del before
+
+
+def test_dangling_and_render_reveal_no_hidden_record_a_visible_one_links_to(
+    serve: Any,  # noqa: F811
+) -> None:
+    """A scoped caller that links its own record to a guessed id learns nothing from dangling
+    links or a rendered link: a hidden record reads as a missing one."""
+    gw = serve()
+    hidden = gw.admin.save("There's plan", scope="project", project=THERE).memory.id
+    token = gw.admin.token_create("here", projects=[HERE])["token"]
+    with gw.client(token) as agent:
+        probe = agent.save(
+            f"Probe [[{hidden}]] and [[surely-absent]]", scope="project", project=HERE
+        ).memory.id
+        targets = {(d.source, d.target, d.reason) for d in agent.dangling().links}
+    assert targets == {(probe, hidden, "missing"), (probe, "surely-absent", "missing")}
+    rendered = gw.memory.Render(pb.RenderRequest(), metadata=bearer_metadata(token), timeout=10)
+
+    def links(node: Any) -> list[tuple[str, bool]]:
+        own = [(node.target, node.resolved)] if node.kind == "link" else []
+        return own + [pair for child in node.children for pair in links(child)]
+
+    assert sorted(links(rendered.tree.root)) == [(hidden, False), ("surely-absent", False)]
+    # the admin sees the link resolve
+    assert hidden not in [d.target for d in gw.admin.dangling().links]
