@@ -109,6 +109,8 @@ class Scoped(StoreAPI):
         named = _sessions_named(op)
         if not p.admin:
             op = self._checked(op, named)
+            if isinstance(op, ops.List):
+                return cast(R, self._list(op))
         value = self.inner.call(op)
         if not isinstance(op, Read):
             # a write's first use makes a session its principal's (the admin's too): after
@@ -212,9 +214,6 @@ class Scoped(StoreAPI):
             out = out.model_copy(
                 update={"banks": tuple(b for b in out.banks if p.may_bank(b.name))}
             )
-        elif isinstance(op, ops.List):
-            kept = tuple(m for m in out.memories if seen(m, out.bank))
-            out = out.model_copy(update={"memories": kept, "total": len(kept)})
         elif isinstance(op, ops.Recall):
             kept_s = tuple(h for h in out.memories if seen(h.memory, out.bank))
             out = out.model_copy(update={"memories": kept_s})
@@ -230,6 +229,33 @@ class Scoped(StoreAPI):
         elif isinstance(op, ops.Describe):
             out = {**out, "banks": [b for b in out.get("banks", ()) if p.may_bank(b)]}
         return cast(R, out)
+
+    def _list(self, op: ops.List) -> Any:
+        """A page of what it sees, read from as many of the store's pages as fill it. Its
+        cursor names the last record it returns (one it sees): the store's cursor for a page
+        ending on a hidden record would carry that record's id."""
+        p = self.principal
+        seen: Callable[[Any, str], bool] = lambda m, bank: p.sees(m, bank, lambda: self._sessions)  # noqa: E731
+        kept: list[tuple[Any, str | None, int]] = []  # a record, its page's cursor, its place
+        size, page = op.page_size, op.page_token
+        while True:
+            listed = self.inner.call(ops.List(**{**op.args(), "page_token": page}))
+            if size is None and listed.next_page_token:
+                size = len(listed.memories)  # the store's default page
+            kept += [(m, page, i) for i, m in enumerate(listed.memories) if seen(m, listed.bank)]
+            if not listed.next_page_token or (size is not None and len(kept) > size):
+                break
+            page = listed.next_page_token
+        cursor = None
+        if size is not None and len(kept) > size:  # one it sees is left: a cursor after the last
+            kept = kept[:size]
+            _, start, place = kept[-1]
+            ending = ops.List(**{**op.args(), "page_token": start, "page_size": place + 1})
+            cursor = self.inner.call(ending).next_page_token
+        memories = tuple(m for m, _, _ in kept)
+        return listed.model_copy(
+            update={"memories": memories, "next_page_token": cursor, "total": len(memories)}
+        )
 
     def _seen_id(self, id: str, bank: str, seen: Callable[[Any, str], bool]) -> bool:
         try:

@@ -138,3 +138,54 @@ def test_dangling_and_render_reveal_no_hidden_record_a_visible_one_links_to(
     assert sorted(links(rendered.tree.root)) == [(hidden, False), ("surely-absent", False)]
     # the admin sees the link resolve
     assert hidden not in [d.target for d in gw.admin.dangling().links]
+
+
+def _page_tokens_and_ids(client: GrpcStoreClient, page_size: int) -> tuple[list[str], list[str]]:
+    tokens: list[str] = []
+    ids: list[str] = []
+    page: str | None = None
+    for _ in range(50):
+        listed = client.list(page_size=page_size, page_token=page)
+        ids += [m.id for m in listed.memories]
+        if not listed.next_page_token:
+            break
+        page = listed.next_page_token
+        tokens.append(page)
+    return tokens, ids
+
+
+@pytest.mark.parametrize("page_size", [1, 2, 3])
+def test_list_paging_names_no_hidden_record_in_its_cursor(
+    serve: Any,  # noqa: F811
+    page_size: int,
+) -> None:
+    """A page's cursor is opaque, but it must not carry a hidden record's id: a scoped caller
+    walking one record per page would read every hidden id out of the cursors."""
+    gw = serve()
+    a = gw.admin
+    mine = []
+    hidden = []
+    for i in range(4):
+        hidden.append(a.save(f"There secret {i} zz", scope="project", project=THERE).memory.id)
+        mine.append(a.save(f"Here note {i} yy", scope="project", project=HERE).memory.id)
+    hidden.append(a.save("There newest secret", scope="project", project=THERE).memory.id)
+    token = a.token_create("here", projects=[HERE])["token"]
+    with gw.client(token) as agent:
+        cursors, ids = _page_tokens_and_ids(agent, page_size)
+        for cursor in cursors:  # a cursor the caller holds never names a hidden record
+            assert not any(h in _decoded(cursor) for h in hidden), cursor
+    assert sorted(ids) == sorted(mine) and len(ids) == len(mine)  # each once, in full pages
+    assert len(cursors) == (len(mine) - 1) // page_size
+    # the admin still pages everything
+    assert sorted(_page_tokens_and_ids(a, page_size)[1]) == sorted(mine + hidden)
+
+
+def _decoded(cursor: str) -> str:
+    import base64
+
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode(
+            "utf-8", "replace"
+        )
+    except ValueError:
+        return cursor
