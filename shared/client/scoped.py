@@ -228,7 +228,30 @@ class Scoped(StoreAPI):
             out = self._tags(out, seen)
         elif isinstance(op, ops.Describe):
             out = {**out, "banks": [b for b in out.get("banks", ()) if p.may_bank(b)]}
+        elif isinstance(op, ops.Get):
+            out = out.model_copy(update={"memory": self._unlinked(out.memory, out.bank, seen)})
+        elif isinstance(op, ops.History):  # the chain's links it may see, no others
+            out = out.model_copy(
+                update={
+                    "revisions": tuple(self._unlinked(m, out.bank, seen) for m in out.revisions),
+                    "supersedes": tuple(
+                        i for i in out.supersedes if self._seen_id(i, out.bank, seen)
+                    ),
+                    "superseded_by": self._seen_or_none(out.superseded_by, out.bank, seen),
+                }
+            )
         return cast(R, out)
+
+    def _seen_or_none(
+        self, id: str | None, bank: str, seen: Callable[[Any, str], bool]
+    ) -> str | None:
+        return id if id is not None and self._seen_id(id, bank, seen) else None
+
+    def _unlinked(self, mem: Any, bank: str, seen: Callable[[Any, str], bool]) -> Any:
+        """``mem`` with its successor's id only when it sees that successor."""
+        if mem.superseded_by is None or self._seen_id(mem.superseded_by, bank, seen):
+            return mem
+        return mem.model_copy(update={"superseded_by": None})
 
     def _list(self, op: ops.List) -> Any:
         """A page of what it sees, read from as many of the store's pages as fill it. Its

@@ -189,3 +189,21 @@ def _decoded(cursor: str) -> str:
         )
     except ValueError:
         return cursor
+
+
+def test_history_names_no_hidden_record_in_its_supersede_chain(serve: Any) -> None:  # noqa: F811
+    gw = serve()
+    a = gw.admin
+    older = a.save("There's old build note", scope="project", project=THERE).memory.id
+    mine = a.save("Here's build note", scope="project", project=HERE).memory.id
+    newer = a.save("There's new build note", scope="project", project=THERE).memory.id
+    a.supersede(older, mine)  # the admin may chain records across projects
+    a.supersede(mine, newer)
+    assert (a.history(mine).supersedes, a.history(mine).superseded_by) == ((older,), newer)
+    token = a.token_create("here", projects=[HERE])["token"]
+    with gw.client(token) as agent:
+        seen = agent.history(mine)
+        got = agent.get(mine).memory
+    assert got.superseded_by is None and a.get(mine).memory.superseded_by == newer
+    assert (seen.supersedes, seen.superseded_by) == ((), None)
+    assert {r.superseded_by for r in seen.revisions} <= {None}
