@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -216,7 +217,8 @@ class Scoped(StoreAPI):
             )
         elif isinstance(op, ops.Recall):
             kept_s = tuple(h for h in out.memories if seen(h.memory, out.bank))
-            out = out.model_copy(update={"memories": kept_s})
+            read_as = _read_as_seen(op.query, out.read_as, [h.memory for h in kept_s])
+            out = out.model_copy(update={"memories": kept_s, "read_as": read_as})
         elif isinstance(op, ops.Backlinks):  # the records that link here: those it sees
             kept = tuple(m for m in out.memories if seen(m, out.bank))
             out = out.model_copy(update={"memories": kept})
@@ -327,6 +329,24 @@ class Scoped(StoreAPI):
         counts = Counter(t for m in self._live_seen(out.bank, seen) for t in m.tags)
         ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         return out.model_copy(update={"tags": tuple(TagCount(tag=t, count=c) for t, c in ordered)})
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _read_as_seen(query: str, read_as: str | None, seen: list[Any]) -> str | None:
+    """Recall's spelling fix (``read_as``), kept only when each word it put in the query is
+    in a record the principal sees: a word only hidden records hold is not read out of them."""
+    if read_as is None:
+        return None
+    asked = {w.lower() for w in _WORD.findall(query)}
+    put = {w.lower() for w in _WORD.findall(read_as)} - asked
+    held = {
+        w.lower()
+        for m in seen
+        for w in _WORD.findall(" ".join((m.title or "", m.text, *m.tags, *m.entities)))
+    }
+    return read_as if put <= held else None
 
 
 def _sessions_named(op: Op[Any]) -> list[str]:

@@ -207,3 +207,26 @@ def test_history_names_no_hidden_record_in_its_supersede_chain(serve: Any) -> No
     assert got.superseded_by is None and a.get(mine).memory.superseded_by == newer
     assert (seen.supersedes, seen.superseded_by) == ((), None)
     assert {r.superseded_by for r in seen.revisions} <= {None}
+
+
+def test_recall_does_not_read_a_query_as_a_word_only_hidden_records_hold(
+    serve: Any,  # noqa: F811
+) -> None:
+    """The spelling fix reads a misspelt word as a word the bank holds: for a scoped caller,
+    a word only hidden records hold would be read out of them, one guess at a time."""
+    gw = serve()
+    a = gw.admin
+    a.save("The quarterly tournament bracket is confidential", scope="project", project=THERE)
+    a.save("Here builds with make", scope="project", project=HERE)
+    assert a.recall("Which torunament bracket").read_as is not None
+    token = a.token_create("here", projects=[HERE])["token"]
+    with gw.client(token) as agent:
+        answer = agent.recall("Which torunament bracket")
+    assert answer.read_as is None
+    assert answer.memories == ()
+    # a word a record it sees holds is read as before
+    a.save("Here's tournament schedule", scope="project", project=HERE)
+    with gw.client(token) as agent:
+        answer = agent.recall("Which torunament schedule", project=HERE)
+    assert answer.read_as == "Which tournament schedule"
+    assert [h.memory.project for h in answer.memories] == [HERE]
