@@ -180,9 +180,9 @@ def test_an_open_server_refuses_a_revoked_or_unknown_token(
     before = _files(data)
     port = _free_port()
     env = {k: v for k, v in memory_env.items() if k != "MEMORY_MCP_TOKEN"}
+    args = ["mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data)]
     proc = subprocess.Popen(
-        [*memory_cmd, "mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data),
-         "--no-token"],  # fmt: skip
+        [*memory_cmd, *args, "--no-token"],
         env=env,
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
