@@ -3,8 +3,10 @@
 
 - the gateway's own token (``--grpc-token-file``, ``MEMORY_GRPC_TOKEN``) is the admin's;
 - a scoped token (``memory token create``) is looked up by its hash in the store;
-- with no token configured the gateway is open: a call is the admin's unless it carries a
-  scoped token, which then limits it.
+- with no token configured the gateway is open: a call that carries no credential is the
+  admin's; one that carries a scoped token is limited by it, and one whose credential names no
+  live token (a revoked one, a typo) is refused as on a locked gateway, never served as the
+  admin's.
 
 Anything else is refused before the servicer runs, as ``grpc_gateway.auth.BearerAuth`` refuses
 a wrong token (memory.v1's ``unknown``, with a message naming the header). The principal is
@@ -52,9 +54,9 @@ class Resolver:
             with self._locked():
                 found = self.store.token_resolve(digest(credential))
             scoped = Principal.from_dict(found) if found else None
-        if scoped is not None or self._admin is not None:
+        if scoped is not None or self._admin is not None or header.strip():
             return scoped
-        return ADMIN  # an open gateway: every caller is the admin, unless it says otherwise
+        return ADMIN  # an open gateway: a caller that brings no credential is the admin
 
 
 class PrincipalAuth(grpc.ServerInterceptor):

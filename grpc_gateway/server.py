@@ -470,6 +470,8 @@ def build_server(
     servicer = StoreServicer(edge.store, edge.locked, gateway_calls)
     server.add_generic_rpc_handlers((servicer.handler(),))
     add_citizenship(server, lambda: _probe(edge), SERVICES)
+    if ports.loopback_held(port, host):  # the other loopback family's P shares localhost:P
+        raise PortHeldError(host, port)
     try:
         bound = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as e:

@@ -119,7 +119,8 @@ def principal_of(scope: Scope) -> Principal | None:
 class BearerGate:
     """Resolves each HTTP request's ``Authorization: Bearer <token>`` to its principal (the
     admin for ``token``, a scoped one through ``resolve``), kept in the request's ASGI state;
-    refuses a request that has none (with ``token`` set) or whose token is unknown."""
+    refuses a request that has none (with ``token`` set) or whose token is unknown or revoked
+    (with no ``token`` too: a wrong credential is never served as the admin's)."""
 
     def __init__(
         self,
@@ -139,9 +140,9 @@ class BearerGate:
         scoped = None
         if scheme.lower() == b"bearer" and credential and self._resolve is not None:
             scoped = self._resolve(digest(credential.decode("utf-8", "replace")))
-        if scoped is not None or self._token is not None:
-            return scoped
-        return ADMIN  # a server with no token: every caller is the admin unless it says so
+        if scoped is not None or self._token is not None or header.strip():
+            return scoped  # a credential naming no live token is refused, open server or not
+        return ADMIN  # a server with no token: a caller that brings no credential is the admin
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":

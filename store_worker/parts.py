@@ -25,9 +25,11 @@ from shared.contract.config import StoreSettings
 from shared.contract.op import Op
 from shared.text.tokens import TokenCounter
 from store_worker.harness.blocks import BlockKey
+from store_worker.harness.inject import STATE_OWNER as INJECT_STATE
 from store_worker.harness.inject import Injector
+from store_worker.harness.messages import session_key
 from store_worker.harness.outbox import Outbox
-from store_worker.harness.principals import Principals
+from store_worker.harness.principals import Principals, session_known
 from store_worker.harness.review import RuleReview
 from store_worker.harness.rules import Rules
 from store_worker.harness.sessions import Sessions
@@ -223,7 +225,12 @@ class StoreParts(StoreAPI):
             tokens=self.tokens,
         )
         self.root, self.state, self.sessions, self.ratification = root, state, sessions, drafts
-        self.principals = Principals(state)  # scoped tokens, session owners
+        known = session_known(
+            lambda: sessions.parents,
+            lambda sid: state.get(INJECT_STATE, session_key(sid)),
+            lambda: (m for b in banks.owned() for m in b.records.values()),
+        )
+        self.principals = Principals(state, known)  # scoped tokens, session owners
         self.banks, self.shard, self.writer, self.reader = banks, shard, writer, reader
         self.rules, self.injector, self.outbox, self.purger = rules, injector, outbox, purger
         self.review = review

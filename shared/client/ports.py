@@ -7,6 +7,7 @@ Standard library only (and the contract's errors): the CLI checks before anythin
 
 from __future__ import annotations
 
+import errno
 import socket
 
 from shared.contract.errors import SourceUnavailableError
@@ -35,3 +36,26 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return False
     return True
+
+
+LOOPBACKS = ("127.0.0.1", "::1")
+
+
+def loopback_held(port: int, host: str) -> str | None:
+    """For a loopback ``host`` (``localhost``, ``127.0.0.1``, ``[::1]``): the loopback address
+    of the other family on which another server holds ``port``, if one does. Two servers on
+    127.0.0.1:P and [::1]:P would share ``localhost:P``, whose clients reach whichever the
+    resolver tries first. A family this machine lacks holds nothing."""
+    bare = host.strip("[]")
+    if not port or bare not in ("localhost", *LOOPBACKS):
+        return None
+    for address in LOOPBACKS:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as sock:
+            # as the server binds: a listener refuses it, a closed connection's TIME_WAIT not
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((address, port))
+            except OSError as e:
+                if e.errno == errno.EADDRINUSE:
+                    return address
+    return None

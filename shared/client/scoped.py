@@ -12,11 +12,13 @@ the store it is checked, and refused with nothing written when the principal may
   ``NotFoundError``, worded as for an id that does not exist.
 
 A call that names no bank gets the principal's first bank. Listings (banks, memories, drafts,
-recall) keep only what it sees; a filtered listing's ``total`` counts its own page. A write
-that names a session makes the principal its owner when it has none (the first use; the admin
-too, so a kernel's sessions are its own), once the store took the write: a refused one claims
-nothing (two principals' first writes to one new session at the same instant both land, and
-the first claim stands). ``PerCall`` picks the principal per call from
+recall, dangling links, tags, describe's banks) keep only what it sees; a filtered listing's
+``total`` counts its own page. A write that names a session makes the principal its owner when
+it has none (the first use; the admin too, so a kernel's sessions are its own), once the store
+took the write: a refused one claims nothing (two principals' first writes to one new session
+at the same instant both land, and the first claim stands). A session the store knew before
+any principal claimed it (a kernel's, used through the store itself) is the admin's.
+``PerCall`` picks the principal per call from
 ``CURRENT`` (the gateway and the MCP server over HTTP set it for each request).
 """
 
@@ -24,13 +26,16 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
+import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
+from shared.contract.models import DanglingLink, TagCount
 from shared.contract.op import Op, Read
 from shared.contract.principal import ADMIN, OwnedSessions, Principal, permission_for
 
@@ -77,8 +82,11 @@ class SessionOwners:
         return found
 
     def claim(self, session_id: str, name: str) -> str | None:
-        """Make ``name`` the owner unless the session has one; the owner either way."""
-        known = self.owner(session_id)
+        """Make ``name`` the owner unless the session has one; the owner either way (asked
+        of the store with the claim: after the claimant's own write the store knows the session,
+        and a bare ask would answer the admin's)."""
+        with self._lock:
+            known = self._known.get(session_id)
         if known is not None:
             return known
         found = self.store.session_owner(session_id, claim=name)
@@ -102,6 +110,8 @@ class Scoped(StoreAPI):
         named = _sessions_named(op)
         if not p.admin:
             op = self._checked(op, named)
+            if isinstance(op, ops.List):
+                return cast(R, self._list(op))
         value = self.inner.call(op)
         if not isinstance(op, Read):
             # a write's first use makes a session its principal's (the admin's too): after
@@ -205,18 +215,138 @@ class Scoped(StoreAPI):
             out = out.model_copy(
                 update={"banks": tuple(b for b in out.banks if p.may_bank(b.name))}
             )
-        elif isinstance(op, ops.List):
-            kept = tuple(m for m in out.memories if seen(m, out.bank))
-            out = out.model_copy(update={"memories": kept, "total": len(kept)})
         elif isinstance(op, ops.Recall):
             kept_s = tuple(h for h in out.memories if seen(h.memory, out.bank))
-            out = out.model_copy(update={"memories": kept_s})
+            read_as = _read_as_seen(op.query, out.read_as, [h.memory for h in kept_s])
+            out = out.model_copy(update={"memories": kept_s, "read_as": read_as})
         elif isinstance(op, ops.Backlinks):  # the records that link here: those it sees
             kept = tuple(m for m in out.memories if seen(m, out.bank))
             out = out.model_copy(update={"memories": kept})
         elif isinstance(op, ops.Drafts):
             out = tuple(m for m in out if seen(m, op.bank or ""))
+        elif isinstance(op, ops.Dangling):
+            out = self._dangling(out, seen)
+        elif isinstance(op, ops.Tags):
+            out = self._tags(out, seen)
+        elif isinstance(op, ops.Describe):
+            out = {**out, "banks": [b for b in out.get("banks", ()) if p.may_bank(b)]}
+        elif isinstance(op, ops.Get):
+            out = out.model_copy(update={"memory": self._unlinked(out.memory, out.bank, seen)})
+        elif isinstance(op, ops.History):  # the chain's links it may see, no others
+            out = out.model_copy(
+                update={
+                    "revisions": tuple(self._unlinked(m, out.bank, seen) for m in out.revisions),
+                    "supersedes": tuple(
+                        i for i in out.supersedes if self._seen_id(i, out.bank, seen)
+                    ),
+                    "superseded_by": self._seen_or_none(out.superseded_by, out.bank, seen),
+                }
+            )
         return cast(R, out)
+
+    def _seen_or_none(
+        self, id: str | None, bank: str, seen: Callable[[Any, str], bool]
+    ) -> str | None:
+        return id if id is not None and self._seen_id(id, bank, seen) else None
+
+    def _unlinked(self, mem: Any, bank: str, seen: Callable[[Any, str], bool]) -> Any:
+        """``mem`` with its successor's id only when it sees that successor."""
+        if mem.superseded_by is None or self._seen_id(mem.superseded_by, bank, seen):
+            return mem
+        return mem.model_copy(update={"superseded_by": None})
+
+    def _list(self, op: ops.List) -> Any:
+        """A page of what it sees, read from as many of the store's pages as fill it. Its
+        cursor names the last record it returns (one it sees): the store's cursor for a page
+        ending on a hidden record would carry that record's id."""
+        p = self.principal
+        seen: Callable[[Any, str], bool] = lambda m, bank: p.sees(m, bank, lambda: self._sessions)  # noqa: E731
+        kept: list[tuple[Any, str | None, int]] = []  # a record, its page's cursor, its place
+        size, page = op.page_size, op.page_token
+        while True:
+            listed = self.inner.call(ops.List(**{**op.args(), "page_token": page}))
+            if size is None and listed.next_page_token:
+                size = len(listed.memories)  # the store's default page
+            kept += [(m, page, i) for i, m in enumerate(listed.memories) if seen(m, listed.bank)]
+            if not listed.next_page_token or (size is not None and len(kept) > size):
+                break
+            page = listed.next_page_token
+        cursor = None
+        if size is not None and len(kept) > size:  # one it sees is left: a cursor after the last
+            kept = kept[:size]
+            _, start, place = kept[-1]
+            ending = ops.List(**{**op.args(), "page_token": start, "page_size": place + 1})
+            cursor = self.inner.call(ending).next_page_token
+        memories = tuple(m for m, _, _ in kept)
+        return listed.model_copy(
+            update={"memories": memories, "next_page_token": cursor, "total": len(memories)}
+        )
+
+    def _seen_id(self, id: str, bank: str, seen: Callable[[Any, str], bool]) -> bool:
+        try:
+            return seen(self.inner.get(id, bank=bank).memory, bank)
+        except errors.NotFoundError:
+            return False
+
+    def _dangling(self, out: Any, seen: Callable[[Any, str], bool]) -> Any:
+        """The dangling links of the live records it sees, found again: a link to a record it
+        cannot see (live or retired) reads as one to a missing record, so neither a hidden
+        record's existence nor its successor is revealed."""
+        kept = []
+        for mem in sorted(self._live_seen(out.bank, seen), key=lambda m: m.id):
+            for target in mem.links:
+                try:
+                    found = self.inner.get(target, bank=out.bank).memory
+                except errors.NotFoundError:
+                    found = None
+                if found is not None and not seen(found, out.bank):
+                    found = None
+                if found is None:
+                    kept.append(DanglingLink(source=mem.id, target=target, reason="missing"))
+                elif found.invalid_at is not None:
+                    kept.append(
+                        DanglingLink(
+                            source=mem.id,
+                            target=target,
+                            reason="retired",
+                            superseded_by=found.superseded_by,
+                        )
+                    )
+        return out.model_copy(update={"links": tuple(kept)})
+
+    def _live_seen(self, bank: str, seen: Callable[[Any, str], bool]) -> Iterator[Any]:
+        """The live records of ``bank`` it sees, every page."""
+        page: str | None = None
+        while True:
+            listed = self.inner.call(ops.List(bank=bank, include_superseded=False, page_token=page))
+            yield from (m for m in listed.memories if seen(m, bank))
+            page = listed.next_page_token
+            if not page:
+                return
+
+    def _tags(self, out: Any, seen: Callable[[Any, str], bool]) -> Any:
+        """The tags of the live records it sees, counted again (most used first)."""
+        counts = Counter(t for m in self._live_seen(out.bank, seen) for t in m.tags)
+        ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return out.model_copy(update={"tags": tuple(TagCount(tag=t, count=c) for t, c in ordered)})
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _read_as_seen(query: str, read_as: str | None, seen: list[Any]) -> str | None:
+    """Recall's spelling fix (``read_as``), kept only when each word it put in the query is
+    in a record the principal sees: a word only hidden records hold is not read out of them."""
+    if read_as is None:
+        return None
+    asked = {w.lower() for w in _WORD.findall(query)}
+    put = {w.lower() for w in _WORD.findall(read_as)} - asked
+    held = {
+        w.lower()
+        for m in seen
+        for w in _WORD.findall(" ".join((m.title or "", m.text, *m.tags, *m.entities)))
+    }
+    return read_as if put <= held else None
 
 
 def _sessions_named(op: Op[Any]) -> list[str]:

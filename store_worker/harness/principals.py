@@ -6,17 +6,20 @@ itself is answered once, by ``create``, and never kept. A revoked token stays li
 so its name (which owns sessions) is never given to another principal.
 
 Session owners live in ``<data_dir>/.state/store/session-owners.json``: a session is owned by
-the principal whose write first named it; an owner never changes.
+the principal whose write first named it; an owner never changes. A session the store knew
+before any principal claimed it (its records, lineage or turn state were written through the
+store itself: a kernel's, or one from before tokens) is the admin's, so the first scoped caller
+to name it cannot take it (and its session memories with it).
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from shared.contract import errors
-from shared.contract.principal import Principal, check_name, digest
+from shared.contract.principal import ADMIN_NAME, Principal, check_name, digest
 from store_worker.storage import validate as v
 from store_worker.storage.state import StateStore
 
@@ -27,8 +30,9 @@ TOKEN_BYTES = 32
 class Principals:
     """The scoped tokens (by hash) and which principal owns each session."""
 
-    def __init__(self, state: StateStore) -> None:
+    def __init__(self, state: StateStore, known: Callable[[str], bool] | None = None) -> None:
         self.state = state
+        self._known = known  # whether the store already holds anything of a session
         tokens = state.get(OWNER, "tokens")
         self.tokens: dict[str, dict[str, Any]] = dict(tokens) if isinstance(tokens, dict) else {}
         owners = state.get(OWNER, "session-owners")
@@ -98,12 +102,36 @@ class Principals:
         if not session_id:
             raise errors.InvalidArgumentError("session_id is empty")
         owner = self.owners.get(session_id)
-        if owner is not None or claim is None:
+        if owner is not None:
             return owner
+        if claim is None:  # asked, not claimed: a session the store knew unclaimed is the admin's
+            return ADMIN_NAME if self._known is not None and self._known(session_id) else None
         owners = {**self.owners, session_id: str(claim)}
         self.state.set(OWNER, "session-owners", owners)
         self.owners = owners
         return str(claim)
+
+
+def session_known(
+    parents: Callable[[], dict[str, str]],
+    turn_state: Callable[[str], object],
+    records: Callable[[], Iterable[Any]],
+) -> Callable[[str], bool]:
+    """Whether the store holds anything of a session: a lineage link naming it, its turn state,
+    or a record of it (its own session memory, or one its turns wrote)."""
+
+    def known(session_id: str) -> bool:
+        links = parents()
+        if session_id in links or session_id in links.values():
+            return True
+        if turn_state(session_id) is not None:
+            return True
+        return any(
+            m.session_id == session_id or m.provenance.source_session_id == session_id
+            for m in records()
+        )
+
+    return known
 
 
 def _listed(values: Iterable[str]) -> list[str]:

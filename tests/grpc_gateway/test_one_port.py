@@ -184,3 +184,32 @@ def test_up_moves_off_a_taken_default_port_instead_of_refusing_it(tmp_path: Path
         # while the same port asked for is refused
         with pytest.raises(PortHeldError):
             actor.before_up({**env, "MEMORY_GRPC_PORT": str(DEFAULT_PORT)})
+
+
+def _ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("host", ["localhost", "[::1]"])
+def test_a_second_gateway_on_the_other_loopback_of_a_held_port_is_refused(
+    gateway_a: tuple[Path, int], host: str
+) -> None:
+    """A gateway on 127.0.0.1:P and another on [::1]:P (or on ``localhost``, which grpcio
+    binds on whichever of the two it can) would share ``localhost:P``: a client dialling that
+    name reaches whichever store the resolver tries first."""
+    if not _ipv6_loopback():
+        pytest.skip("no IPv6 loopback on this machine")
+    data_a, port = gateway_a
+    other = connect(f"file:{data_a.parent / 'b'}")
+    try:
+        with pytest.raises(PortHeldError, match=f":{port}"):
+            build_server(other, host=host, port=port)
+    finally:
+        other.close()

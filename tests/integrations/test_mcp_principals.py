@@ -163,3 +163,44 @@ def test_a_session_is_its_first_users(served: dict[str, Any]) -> None:
 
     as_token(served["url"], served["tokens"]["two"], second)
     assert _files(served["data"]) == before
+
+
+def test_an_open_server_refuses_a_revoked_or_unknown_token(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--no-token`` serves callers that bring no credential as the admin; one that brings a
+    credential naming no live token (revoked, mistyped) is refused, not upgraded."""
+    data = tmp_path / "data"
+    store = connect(f"file:{data}")
+    store.save("There builds with bazel", scope="project", project=THERE)
+    live = store.token_create("live", projects=[HERE])["token"]
+    gone = store.token_create("gone", projects=[HERE])["token"]
+    store.token_revoke("gone")
+    store.close()
+    before = _files(data)
+    port = _free_port()
+    env = {k: v for k, v in memory_env.items() if k != "MEMORY_MCP_TOKEN"}
+    args = ["mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data)]
+    proc = subprocess.Popen(
+        [*memory_cmd, *args, "--no-token"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_listening(port, proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        for wrong in (gone, live + "x", "not-a-token"):
+            answer = httpx2.post(
+                url,
+                json={},
+                headers={"accept": "application/json", "authorization": f"Bearer {wrong}"},
+            )
+            assert answer.status_code == 401, wrong
+        assert _files(data) == before
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
