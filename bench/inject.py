@@ -7,9 +7,9 @@ The prompts are the corpus's recall queries (``bench.corpus.queries``) run toget
 ordinary English until each is 2,000 characters, as a user's long message with a few words of
 the bank in it. Both settings are timed turn by turn, alternating, on one store (``configure``
 switches the setting), so the machine's load falls on both alike; no embedding model. Each
-``pre_generate`` is a new session's first step, so it also writes (and fsyncs) the session's
-injection state, which ``preview`` (a dry run) does not. Target: the default's p50 ≤ 7 ms.
-Reports, never assertions; results go to ``.bench/inject.json``.
+``pre_generate`` is a new session's first step, so it also writes the session's injection
+state (atomically, not fsynced), which ``preview`` (a dry run) does not. Target: the
+default's p50 ≤ 7 ms. Reports, never assertions; results go to ``.bench/inject.json``.
 """
 
 from __future__ import annotations

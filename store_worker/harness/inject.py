@@ -17,8 +17,9 @@ bank. Injection is fail-open (the pre-generate hook never denies a turn): a stor
 after the input checks returns the section the session already has and nothing new.
 
 Per-session state (the frozen section, the section in force, each turn's bank) is one JSON file
-per session under ``<data_dir>/.state/inject/`` (atomic writes), so a store restart neither
-re-sends nor drops a section; a window that carries a newer rules update overrides it.
+per session under ``<data_dir>/.state/inject/`` (atomic writes, not fsynced: see
+``_save_session_state``), so a store restart neither re-sends nor drops a section; a window
+that carries a newer rules update overrides it.
 """
 
 from __future__ import annotations
@@ -429,7 +430,15 @@ class Injector:
             return SessionState()
 
     def _save_session_state(self, session: str, st: SessionState) -> None:
-        self.state.set(STATE_OWNER, session_key(session), st.model_dump())
+        """Written only when it changed (``_pre_generate``), atomically (never torn) but not
+        fsynced: it is on every turn's path, and a store process that dies loses none of it.
+        A power loss or kernel crash may take back the last writes (or, on some file
+        systems, leave the file empty: read as no state). That session then starts afresh,
+        as after ``session_state_days``: its rules section is frozen and sent whole again,
+        an update may be sent twice, and a finished turn's bank is resolved again. What it
+        was injected is not lost: a turn skips the memories its window carries by the
+        store's signed blocks (``blocks.py``), never by this state."""
+        self.state.set(STATE_OWNER, session_key(session), st.model_dump(), durable=False)
 
 
 # -- helpers ------------------------------------------------------------------------------

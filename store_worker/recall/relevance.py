@@ -39,10 +39,9 @@ import numpy as np
 
 from shared.contract.errors import InvalidArgumentError
 from shared.contract.models import Why
-from shared.text import entity_norm, query_dates, words
 from store_worker.recall.context import chains
-from store_worker.recall.query import strip_question_frame
-from store_worker.recall.signals import DAY_MS, content_tokens, date_hits
+from store_worker.recall.parsed import parse
+from store_worker.recall.signals import DAY_MS, date_hits
 
 if TYPE_CHECKING:
     from shared.text import DateWindow
@@ -76,18 +75,17 @@ class Scored:
 
 def query_terms(
     bank: Bank, p: RecallParams, now_ms: int
-) -> tuple[list[str], DateWindow | None, set[str]]:
+) -> tuple[list[str], DateWindow | None, frozenset[str]]:
     """The distinct content terms recall matched on, the time the query names, and its words
     (for entity handles)."""
-    window = query_dates(p.query, now_ms)
-    text = strip_question_frame(p.query)
-    terms = sorted(set(content_tokens(text, window)))
+    q = parse(p.query, now_ms)  # recall's own parse of this query (parsed.py)
+    terms = sorted(set(q.terms))
     if "user" in terms and bank.index.df.get("user", 0) == 0:
         terms.remove("user")  # first person, in a bank that never says "user"
-    return terms, window, {entity_norm(w) for w in words(text)}
+    return terms, q.window, q.said
 
 
-def _named(handle: str, said: set[str]) -> bool:
+def _named(handle: str, said: frozenset[str]) -> bool:
     """Whether the query's words name an entity handle (``sofia-almeida``: every part)."""
     return handle in said or all(part in said for part in handle.split("-"))
 

@@ -56,10 +56,7 @@ import numpy.typing as npt
 
 from shared.contract.errors import BudgetExceededError
 from shared.contract.models import Memory
-from shared.text import (
-    query_dates,
-    query_tokens,
-)
+from shared.text import query_tokens
 from store_worker.recall.context import (
     W_WHEN,
     context_coverage,
@@ -68,10 +65,9 @@ from store_worker.recall.context import (
     session_focus,
     with_neighbours,
 )
-from store_worker.recall.query import strip_question_frame
+from store_worker.recall.parsed import parse
 from store_worker.recall.signals import (
     DAY_MS,
-    content_tokens,
     date_hits,
     entity_scores,
     guard,
@@ -274,9 +270,9 @@ def score_bank(
         if p.include_superseded:
             return guard(bank, bm25, mask & (bm25 > 0), mask)
         return bm25, mask & (bm25 > 0)
-    window = query_dates(p.query, now_ms)
-    text = strip_question_frame(p.query)  # query.py: "what kind of", "how many times" ...
-    terms = content_tokens(text, window)
+    parsed = parse(p.query, now_ms)  # parsed.py: shared with relevance.calibrate
+    window, text = parsed.window, parsed.text  # query.py: "what kind of", "how many times" ...
+    terms = list(parsed.terms)
     match = idx.bm25(terms)
     match += t.w_entity * entity_scores(bank, text, t)
     if p.synonyms is not None and t.w_synonym > 0:

@@ -119,8 +119,13 @@ def remove_dirs(made: list[Path]) -> None:
             folder.rmdir()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Write-to-temp, fsync, rename, fsync the folder: readers see old or new, never half.
+
+    ``sync=False`` keeps the temp and the rename (a reader, or a killed writer's next open,
+    still sees the old or the new file whole) but skips both fsyncs: a process crash loses
+    nothing (the kernel has the file), a power loss or kernel crash may lose the write or,
+    on some file systems, leave the file empty. Only for state whose loss costs a redo.
 
     Any ``OSError`` (its folder, its temp file, the write, the rename) is a typed
     ``SourceUnavailableError``, and a refused write leaves no temp file and no new folder."""
@@ -131,10 +136,12 @@ def atomic_write(path: Path, data: bytes) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             write_all(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        with synced_dirs(path.parent, *(folder.parent for folder in made)):
+        synced = (path.parent, *(folder.parent for folder in made)) if sync else ()
+        with synced_dirs(*synced):
             os.replace(tmp, path)  # and the folders made for it: each one's entry too
             tmp = None
     except OSError as e:

@@ -46,8 +46,11 @@ class StateStore:
             log.warning("unreadable state %s: %s", path, type(e).__name__)
             return None
 
-    def set(self, owner: str, key: str, value: object) -> None:
-        atomic_write(self.path(owner, key), json.dumps(value, sort_keys=True).encode("utf-8"))
+    def set(self, owner: str, key: str, value: object, *, durable: bool = True) -> None:
+        """Write ``value`` atomically; ``durable=False`` skips the fsyncs (``atomic_write``'s
+        ``sync``): for state a power loss may take back at the cost of redoing some work."""
+        data = json.dumps(value, sort_keys=True).encode("utf-8")
+        atomic_write(self.path(owner, key), data, sync=durable)
 
     def prune(self, owner: str, older_than: float) -> int:
         """Delete ``owner``'s keys last written before ``older_than`` (epoch seconds, file

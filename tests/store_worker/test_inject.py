@@ -363,6 +363,35 @@ def test_session_state_survives_a_store_restart(store: MemoryStore) -> None:
     third.close()
 
 
+def test_session_state_is_written_whole_on_change_and_read_back_after_a_restart(
+    store: MemoryStore,
+) -> None:
+    """Per-turn state is not fsynced, but each change is written atomically: a restart reads
+    back the remembered bank, each turn's bank, the frozen section and the lineage."""
+    store.bank_create("blog")
+    store.bank_create("work")
+    blog_turn, work_turn = str(ULID()), str(ULID())
+    first = step(store, "s1", [user("hi")], turn=blog_turn, session={"memory_bank": "blog"})
+    step(store, "s1", [user("hi")], turn=work_turn, memory_bank="work")
+    path = store.root / ".state" / "inject" / f"{session_key('s1')}.json"
+    written = path.stat().st_ino
+    step(store, "s1", [user("hi")], n=1, turn=work_turn, memory_bank="work")
+    assert path.stat().st_ino == written  # a later step that changes nothing writes nothing
+    assert not list(path.parent.glob("*.tmp"))  # no temp left
+    store.pre_generate("s1-child", str(ULID()), 0, [user("hi")], None, "s1")
+    store.close()
+    again = MemoryStore(store.root, clock=store.clock)
+    try:
+        assert again.injector.turn_bank("s1", blog_turn, None) == ("blog", False)
+        assert again.injector.turn_bank("s1", work_turn, None) == ("work", False)
+        res = step(again, "s1", [user("hi")])
+        assert (res.bank, res.system_prompt) == ("blog", first.system_prompt)
+        assert again.session_lineage("s1-child") == ("s1-child", "s1")
+        assert again.pre_generate("s1-grandchild", None, 0, [], None, "s1-child").bank == "blog"
+    finally:
+        again.close()
+
+
 def test_preview_runs_the_same_code(store: MemoryStore) -> None:
     p = store.preview("when do I publish blog posts?")
     res = step(store, "new-session", [user("when do I publish blog posts?")])

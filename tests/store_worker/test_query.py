@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from shared.contract.clock import FakeClock
-from shared.text import query_tokens
+from shared.text import entity_norm, query_dates, query_tokens, words
 from store_worker.core import MemoryStore
+from store_worker.recall.parsed import parse
 from store_worker.recall.query import asks_when, names_a_time, strip_question_frame
 from store_worker.recall.scoring import Tuning
+from store_worker.recall.signals import content_tokens
 
 
 @pytest.mark.parametrize(
@@ -111,3 +113,19 @@ def test_a_when_question_prefers_the_memory_that_says_when(tmp_path: Path) -> No
     assert "yesterday" in first(question, Tuning())
     # a question that does not ask when keeps the word match's order
     assert "yesterday" not in first("Did Caroline go to the support group?", Tuning())
+
+
+def test_a_query_is_parsed_once_per_instant_as_recall_reads_it() -> None:
+    """Scoring and the calibration share one parse (``recall/parsed.py``): the frame-free text,
+    the date window and the content terms, the same object for the same query and instant."""
+    now = 1_767_225_600_000  # 2026-01-01
+    query = "What kind of tea did Sofia drink last month?"
+    q = parse(query, now)
+    assert parse(query, now) is q
+    text = strip_question_frame(query)
+    window = query_dates(query, now)
+    assert window is not None
+    assert (q.text, q.window, q.terms) == (text, window, tuple(content_tokens(text, window)))
+    assert q.said == {entity_norm(w) for w in words(text)}
+    later = parse(query, now + 40 * 86_400_000)
+    assert later.window is not None and later.window.start_ms > window.start_ms
