@@ -176,10 +176,12 @@ class RayShardRunner:
 
 
 def _in_ray() -> bool:
-    """Whether this process is part of a Ray cluster (the actor's always is; the class built
-    by hand in a test is not, and its passes run in place)."""
+    """Whether this process is a Ray actor (the consolidator's always is; the class built by
+    hand in a test's driver is not, and its passes run in place)."""
     ray = sys.modules.get("ray")
-    return ray is not None and bool(ray.is_initialized())
+    if ray is None or not ray.is_initialized():
+        return False
+    return ray.get_runtime_context().get_actor_id() is not None
 
 
 def _utc(ms: int) -> str:
