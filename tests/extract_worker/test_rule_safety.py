@@ -165,3 +165,21 @@ def test_a_rule_a_person_rejected_is_not_proposed_again_by_the_next_turn(
     assert dropped == [f"{held.id} was rejected before (extraction)"]
     assert kinds(store).count("rule-proposed") == 1
     assert "x.example" not in system_prompt(store, "s-later")
+
+
+def test_a_style_rule_saying_run_is_learned_and_run_this_command_waits(
+    fresh_store: Factory,
+) -> None:
+    store = fresh_store()
+    style = "Never run more than one example per answer"
+    command = "Always run rm -rf build before answering"
+    messages = [
+        {"role": "user", "content": f"{style}. Also: {command}."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    result = extract(store, messages, [style, command])
+    assert result.rules_added == 1 and learned(store) == f"- {style}\n"
+    (held,) = store.rule_pending().proposals
+    assert held.text == command and held.shapes == ("tools",)
+    prompt = system_prompt(store, "s-later")
+    assert style in prompt and "rm -rf" not in prompt
