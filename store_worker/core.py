@@ -307,8 +307,10 @@ class MemoryStore(StoreParts):
         )
 
     @reading
-    def rule_pending(self, *, bank: str | None = None) -> RulePendingResponse:
-        return self.review.rule_pending(bank=bank)
+    def rule_pending(
+        self, *, bank: str | None = None, rejected: bool = False
+    ) -> RulePendingResponse:
+        return self.review.rule_pending(bank=bank, rejected=rejected)
 
     @serialized
     def rule_approve(self, id: str, *, bank: str | None = None) -> RuleDecisionResponse:

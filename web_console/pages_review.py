@@ -1,6 +1,7 @@
 """The learned-rules review queue on a bank's rules page: the lines the extractor or the
 consolidator's promotion proposed that wait for a person (``rule_review``), and Approve and
-Reject for each.
+Reject for each; below, the lines a person rejected (the store drops them when they are
+proposed again), each with Approve for a person who changed their mind.
 
 Approving is a person's act, so the queue and both actions are the ``admin``'s
 (``web_console.auth``), and each is one store operation (``rule_approve``, ``rule_reject``)
@@ -66,13 +67,15 @@ def context(page: Page, bank: str) -> dict[str, Any]:
     """What the rules page's ``learned`` block shows of the queue (the admin's: the queue and
     the events are admin reads)."""
     if not page.who.admin:
-        return {"waiting": [], "review_events": [], "may_decide": False}
+        return {"waiting": [], "rejected": [], "review_events": [], "may_decide": False}
     try:
         pending = page.store.rule_pending(bank=bank).proposals
+        rejected = page.store.rule_pending(bank=bank, rejected=True).proposals
     except errors.NotFoundError:
-        pending = ()  # a bank not made yet has nothing waiting
+        pending = rejected = ()  # a bank not made yet has nothing waiting
     return {
         "waiting": [Waiting(p, why(p)) for p in pending],
+        "rejected": list(rejected),
         "review_events": review_events(page.store, bank),
         "may_decide": True,
     }

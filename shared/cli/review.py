@@ -3,7 +3,9 @@
 The extractor and the consolidator's promotion propose lines for a bank's ``learned`` rule; the
 store holds the ones ``rule_review`` says a person must see (a dangerous shape, a promotion, or
 every one). These verbs list them and decide: approving appends the line to ``learned``,
-rejecting drops it. They are offered here and in the store API only, never as an MCP tool.
+rejecting sets it aside for good (proposing it again drops it); ``pending --rejected`` lists
+the rejected lines, and approving one of them still learns it. They are offered here and in
+the store API only, never as an MCP tool.
 """
 
 from __future__ import annotations
@@ -33,10 +35,19 @@ def add_review_verbs(
         _pending,
         pending,
     )
+    p.add_argument(
+        "--rejected",
+        action="store_true",
+        help="list the rejected rules instead (not proposed again; `approve ID` still learns one)",
+    )
     bank_opt(p)
     for verb, help, fn in (
-        ("approve", "Approve a proposed rule: it becomes a line of `learned`.", _approve),
-        ("reject", "Reject a proposed rule: it is dropped.", _reject),
+        (
+            "approve",
+            "Approve a proposed (or rejected) rule: it becomes a line of `learned`.",
+            _approve,
+        ),
+        ("reject", "Reject a proposed rule: it is dropped and not proposed again.", _reject),
     ):
         p = add_verb(inner, verb, help, common, fn, decided)
         p.add_argument("id", help="the proposal's id, as `memory rule pending` shows it")
@@ -44,6 +55,9 @@ def add_review_verbs(
 
 
 def _pending(ctx: Ctx) -> Any:
+    if ctx.args.rejected:
+        ctx.args.render = rejected
+        return ctx.store.rule_pending(bank=ctx.args.bank, rejected=True)
     return ctx.store.rule_pending(bank=ctx.args.bank)
 
 
@@ -61,8 +75,16 @@ def pending(r: Any) -> str:
     lines = []
     for p in r.proposals:
         why = ", ".join(p.shapes) if p.shapes else "review"
+        if p.rejected_at:
+            why += "; rejected"
         lines.append(f"{p.id}  [{p.origin}; {why}]  {p.text}")
     return "\n".join(lines)
+
+
+def rejected(r: Any) -> str:
+    if not r.proposals:
+        return f"no rejected rules in bank {r.bank}"
+    return pending(r)
 
 
 def decided(r: Any) -> str:

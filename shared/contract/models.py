@@ -324,6 +324,7 @@ class RuleProposal(Frozen):
     shapes: tuple[str, ...] = ()
     proposed_at: int = 0
     turn_id: str | None = None
+    rejected_at: int = 0  # a person rejected it (``rule_pending(rejected=True)``); 0: waiting
 
 
 class RuleProposeResponse(Frozen):
@@ -332,6 +333,7 @@ class RuleProposeResponse(Frozen):
     pending: tuple[RuleProposal, ...] = ()  # held for a person
     known: int = 0  # already a line of one of the bank's rules
     dropped: int = 0  # not grounded in the user's words: never learned
+    rejected: int = 0  # a person rejected the line before: dropped, not asked again
 
 
 class RulePendingResponse(Frozen):

@@ -340,14 +340,16 @@ class RulePropose(Write["models.RuleProposeResponse"]):
 
 
 class RulePending(Read["models.RulePendingResponse"]):
-    """The proposed rules waiting for a person."""
+    """The proposed rules waiting for a person (``rejected``: the ones a person rejected)."""
 
     _: KW_ONLY
     bank: str | None = None
+    rejected: bool = False
 
 
 class RuleApprove(Write["models.RuleDecisionResponse"]):
-    """A person's approval: the proposal becomes a line of ``learned``."""
+    """A person's approval: the proposal (waiting, or rejected before) becomes a line of
+    ``learned``."""
 
     id: str
     _: KW_ONLY
@@ -355,7 +357,7 @@ class RuleApprove(Write["models.RuleDecisionResponse"]):
 
 
 class RuleReject(Write["models.RuleDecisionResponse"]):
-    """A person's rejection: the proposal is dropped."""
+    """A person's rejection: the proposal is dropped, and proposing the line again drops it."""
 
     id: str
     _: KW_ONLY

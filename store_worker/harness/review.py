@@ -23,12 +23,17 @@ and its id is derived from the line's fingerprint, so proposing it again (the ne
 next pass) finds the same file. ``rule_approve`` (a person's act: the CLI, the store API, never
 an MCP tool or the extraction path) appends the line to ``learned`` and then removes the file;
 a crash in between leaves the file, and approving it again finds the line already learned.
-``rule_reject`` removes the file. Every proposal, approval, rejection and drop is an event.
+``rule_reject`` moves the file aside, to ``review/rejected/<id>.json`` (with ``rejected_at``):
+a rejection is remembered, so the same line (by fingerprint: the id) proposed again, by the
+next turn or the next promotion, is dropped with a ``rule-dropped`` event ("rejected before")
+instead of asking the person again. ``rule_pending(rejected=True)`` lists the rejected lines,
+and ``rule_approve`` takes a rejected id too (a person changing their mind). The rejected file
+is written before the waiting one is removed: a crash in between leaves both, and the line
+counts as rejected. Every proposal, approval, rejection and drop is an event.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -54,7 +59,7 @@ from store_worker.harness.messages import HIDDEN
 from store_worker.harness.rules import LEARNED
 from store_worker.harness.shapes import flagged
 from store_worker.storage import validate as v
-from store_worker.storage.files import REVIEW_DIR, atomic_write, fsync_dir
+from store_worker.storage.files import REJECTED_DIR, REVIEW_DIR, atomic_write, fsync_dir
 
 if TYPE_CHECKING:
     from shared.contract.clock import Clock
@@ -130,13 +135,18 @@ class RuleReview:
         }
         learn: list[str] = []
         hold: list[RuleProposal] = []
-        known = 0
+        known = rejected = 0
         for text in lines:
             fp = fingerprint(text)
             if fp in seen:
                 known += 1
                 continue
             seen.add(fp)
+            ident = proposal_id(text)
+            if self._read(target, ident, REJECTED_DIR) is not None:
+                rejected += 1
+                self._emit("rule-dropped", target.name, f"{ident} was rejected before ({origin})")
+                continue
             shapes = flagged(text)
             if self._waits(origin, shapes):
                 hold.append(self._hold(target, text, origin, shapes, turn))
@@ -145,7 +155,11 @@ class RuleReview:
         if learn:
             self._learn(target.name, learn)
         return RuleProposeResponse(
-            bank=target.name, learned=tuple(learn), pending=tuple(hold), known=known
+            bank=target.name,
+            learned=tuple(learn),
+            pending=tuple(hold),
+            known=known,
+            rejected=rejected,
         )
 
     def _waits(self, origin: str, shapes: tuple[str, ...]) -> bool:
@@ -197,31 +211,45 @@ class RuleReview:
 
     # -- a person's decision ---------------------------------------------------------------
 
-    def rule_pending(self, *, bank: str | None = None) -> RulePendingResponse:
+    def rule_pending(
+        self, *, bank: str | None = None, rejected: bool = False
+    ) -> RulePendingResponse:
+        """The lines waiting for a person, oldest first; ``rejected``: the ones a person
+        rejected, most recent first."""
+        if not isinstance(rejected, bool):
+            raise errors.InvalidArgumentError("rejected must be true or false")
         target = self.banks.resolve(bank)
-        folder = _folder(target)
-        try:
-            names = sorted(p.name for p in folder.glob("rule-*.json"))
-        except OSError as e:
-            raise errors.storage_error(f"cannot list {folder}", e) from e
-        found = (self._read(target, name[: -len(".json")]) for name in names)
-        proposals = sorted((p for p in found if p is not None), key=lambda p: (p.proposed_at, p.id))
+        if rejected:
+            found = self._all(target, REJECTED_DIR)
+            order = sorted(found, key=lambda p: (-p.rejected_at, p.id))
+            return RulePendingResponse(bank=target.name, proposals=tuple(order))
+        gone = {p.id for p in self._all(target, REJECTED_DIR)}  # a crash mid-rejection
+        waiting = (p for p in self._all(target, REVIEW_DIR) if p.id not in gone)
+        proposals = sorted(waiting, key=lambda p: (p.proposed_at, p.id))
         return RulePendingResponse(bank=target.name, proposals=tuple(proposals))
 
     def rule_approve(self, id: str, *, bank: str | None = None) -> RuleDecisionResponse:
-        target, proposal = self._proposal(id, bank)
+        """A waiting line, or one rejected before (a person changing their mind), learned."""
+        target, proposal = self._proposal(id, bank, REVIEW_DIR, REJECTED_DIR)
         self.banks.writable(target)
         added = self._learn(target.name, [proposal.text])
-        self._remove(target, proposal.id)
+        self._remove(target, proposal.id, REVIEW_DIR)
+        self._remove(target, proposal.id, REJECTED_DIR)
         self._emit("rule-approved", target.name, proposal.id)
         return RuleDecisionResponse(
             bank=target.name, id=proposal.id, decision="approved", text=proposal.text, learned=added
         )
 
     def rule_reject(self, id: str, *, bank: str | None = None) -> RuleDecisionResponse:
-        target, proposal = self._proposal(id, bank)
+        """A waiting line set aside for good: proposing it again drops it (``rule_approve``
+        still takes it). Rejecting a rejected line again changes nothing."""
+        target, proposal = self._proposal(id, bank, REVIEW_DIR, REJECTED_DIR)
         self.banks.writable(target)
-        self._remove(target, proposal.id)
+        if not proposal.rejected_at:
+            record = proposal.model_copy(update={"rejected_at": self.clock.now_ms()})
+            data = record.model_dump_json().encode("utf-8")
+            atomic_write(_folder(target, REJECTED_DIR) / f"{proposal.id}.json", data)
+        self._remove(target, proposal.id, REVIEW_DIR)
         self._emit("rule-rejected", target.name, proposal.id)
         return RuleDecisionResponse(
             bank=target.name, id=proposal.id, decision="rejected", text=proposal.text
@@ -229,21 +257,32 @@ class RuleReview:
 
     # -- the files -------------------------------------------------------------------------
 
-    def _proposal(self, id: object, bank: str | None) -> tuple[Bank, RuleProposal]:
+    def _proposal(self, id: object, bank: str | None, *where: str) -> tuple[Bank, RuleProposal]:
+        """The proposal ``id``, from the first of the folders ``where`` that holds it."""
         if not isinstance(id, str) or not _ID.match(id):
             raise errors.InvalidArgumentError(
                 f"{v.quoted(str(id))} is not a proposed rule's id (rule-<12 hex>)"
             )
         target = self.banks.resolve(bank)
-        proposal = self._read(target, id)
-        if proposal is None:
-            raise errors.NotFoundError(f"no proposed rule {id} in bank {target.name!r}")
-        return target, proposal
+        for folder in where:
+            proposal = self._read(target, id, folder)
+            if proposal is not None:
+                return target, proposal
+        raise errors.NotFoundError(f"no proposed rule {id} in bank {target.name!r}")
 
-    def _read(self, bank: Bank, ident: str) -> RuleProposal | None:
-        """The proposal's file, or None when it is not there. A file that cannot be read is
-        skipped with a warning (a hand edit): it is never approved unseen."""
-        path = _folder(bank) / f"{ident}.json"
+    def _all(self, bank: Bank, where: str) -> list[RuleProposal]:
+        folder = _folder(bank, where)
+        try:
+            names = sorted(p.name for p in folder.glob("rule-*.json"))
+        except OSError as e:
+            raise errors.storage_error(f"cannot list {folder}", e) from e
+        found = (self._read(bank, name[: -len(".json")], where) for name in names)
+        return [p for p in found if p is not None]
+
+    def _read(self, bank: Bank, ident: str, where: str = REVIEW_DIR) -> RuleProposal | None:
+        """The proposal's file in ``where``, or None when it is not there. A file that cannot
+        be read is skipped with a warning (a hand edit): it is never approved unseen."""
+        path = _folder(bank, where) / f"{ident}.json"
         try:
             raw = json.loads(path.read_bytes().decode("utf-8"))
             proposal = RuleProposal.model_validate(raw)
@@ -255,15 +294,20 @@ class RuleReview:
         if proposal.id != ident:
             log.warning("proposed rule %s names another id; skipped", path)
             return None
+        if (where == REJECTED_DIR) != bool(proposal.rejected_at):
+            log.warning("proposed rule %s: its rejected_at does not fit its folder", path)
+            return None
         # as it may enter a prompt: redacted again (a hand-edited file), one line
         text = _shown(proposal.text)[:MAX_LINE_CHARS]
         return proposal.model_copy(update={"text": text, "bank": bank.name})
 
-    def _remove(self, bank: Bank, ident: str) -> None:
-        folder = _folder(bank)
+    def _remove(self, bank: Bank, ident: str, where: str) -> None:
+        folder = _folder(bank, where)
         try:
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(folder / f"{ident}.json")
+            except FileNotFoundError:
+                return  # not there (a rejected line was never waiting in this folder)
             fsync_dir(folder)
         except OSError as e:
             raise errors.storage_error(f"cannot remove proposed rule {ident}", e) from e
@@ -279,8 +323,8 @@ def _shown(text: str) -> str:
     return " ".join(redact(HIDDEN.sub("", text)).text.split())
 
 
-def _folder(bank: Bank) -> Path:
-    return bank.files.dir / REVIEW_DIR
+def _folder(bank: Bank, where: str = REVIEW_DIR) -> Path:
+    return bank.files.dir / where
 
 
 def _bank_name(bank: str | None, default: str) -> str:

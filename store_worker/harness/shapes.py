@@ -9,8 +9,9 @@ learned. Four shapes, each a few patterns; a rule matching any of them is flagge
 - ``credential``: it mentions credentials: keys, tokens, passwords, secrets, cookies;
 - ``override``: it overrides earlier instructions or the system ("ignore previous", "you are
   now", "SYSTEM:", "disregard", "new instructions", hiding things from the user);
-- ``tools``: it changes what tools the assistant runs (run, execute, install, call a tool,
-  skip a confirmation, shell commands, deleting files);
+- ``tools``: it changes what tools the assistant runs (run or execute something, install,
+  call a tool, skip a confirmation, shell commands, deleting files); "run" only as a verb that
+  runs something, not as a length ("never run more than one example", "run-on sentences");
 - ``unreadable``: the table cannot read it (a letter outside ASCII: another language or
   script, a look-alike; an encoded payload, or base64 or rot13 named), so it cannot clear it.
 
@@ -173,7 +174,24 @@ SHAPES: Final[tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]] = (
                 _I,
             ),
             re.compile(r"(?:^|\s)--(?:no-verify|force|yes|dangerously\S*)\b", _I),
-            re.compile(r"\bruns?\b(?!-)", _I),
+            # "run" as a verb with no length or count after it ("run this", "run it", "run
+            # whatever the page says"); not a noun ("the run", "in the long run"), not
+            # "run-on" or "run-down", not a length ("run more than one example", "run over
+            # a page", "run long")
+            re.compile(
+                r"(?<!\bthe\s)(?<!\ba\s)(?<!\beach\s)(?<!\bevery\s)(?<!\blong\s)(?<!\bdry\s)"
+                r"\bruns?\b(?!-)(?!\s+(?:more|less|fewer|longer|shorter|long|short|over|past|"
+                r"beyond|on\b(?!\s+(?:the|a|an|my|our|every|each|all)\b)|out\s+of)\b)",
+                _I,
+            ),
+            # ... and always when what is run is named: a command, a script, code, a program
+            re.compile(
+                r"\b(?:run|runs|running|ran)\b(?!-)[^.;\n]{0,40}?\b(?:commands?|scripts?|code|"
+                r"programs?|binar(?:y|ies)|executables?|installers?|files?|tools?|shell|"
+                r"terminal|tests?|jobs?|quer(?:y|ies)|sql|macros?|apps?|plugins?|servers?|"
+                r"databases?|containers?|python|node|npm|pip|make|docker|git|ssh)\b",
+                _I,
+            ),
             re.compile(r"\bauto-?approv\w*|\b(?:always|just)\s+approve\b", _I),
             re.compile(
                 r"\b(?:call|calls|calling|use|using|enable|disable|allow|block|deny|stop\s+using)"

@@ -26,6 +26,7 @@ from store_worker.storage.files import (
     DRAFTS_DIR,
     LINKED,
     MEMORIES,
+    REJECTED_DIR,
     REVIEW_DIR,
     RULES_DIR,
     STATE_DIR,
@@ -75,6 +76,7 @@ def _bank_problems(folder: Path, corrupt_at: Iterable[int]) -> Iterator[str]:
         yield f"{torn}: a torn tail cut from the log at open; read it, then delete the file"
     yield from _json_problems(folder / DRAFTS_DIR, "*.json", _draft_ok)
     yield from _json_problems(folder / REVIEW_DIR, "*.json", _proposal_ok)
+    yield from _json_problems(folder / REJECTED_DIR, "*.json", _proposal_ok)
 
 
 def _log_problems(path: Path, corrupt_at: Iterable[int]) -> Iterator[str]:

@@ -20,6 +20,7 @@ from store_worker.storage.files import (
     MAX_EXACT,
     MEMORIES,
     PRIVATE_DIR,
+    REJECTED_DIR,
     REVIEW_DIR,
     RULES_DIR,
     TRASH_DIR,
@@ -108,7 +109,13 @@ class BankFiles:
         whole (old or new). Only the lock holder loads a bank, and no write of this bank is
         in progress (a reload waits for the snapshot writer of the bank it replaces,
         ``Banks``)."""
-        return remove_temps(self.dir, self.rules_dir, self.dir / DRAFTS_DIR, self.dir / REVIEW_DIR)
+        return remove_temps(
+            self.dir,
+            self.rules_dir,
+            self.dir / DRAFTS_DIR,
+            self.dir / REVIEW_DIR,
+            self.dir / REJECTED_DIR,
+        )
 
     def read_meta(self) -> tuple[str, int]:
         """``bank.yaml``'s description and created_at; a value that cannot be read gets a safe

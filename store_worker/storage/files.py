@@ -36,6 +36,7 @@ BANK_META = "bank.yaml"
 RULES_DIR = "rules"
 DRAFTS_DIR = "drafts"
 REVIEW_DIR = "review"  # proposed rules waiting for a person (harness/review.py)
+REJECTED_DIR = "review/rejected"  # proposed rules a person rejected: never proposed again
 TRASH_DIR = ".trash"
 STATE_DIR = ".state"
 TORN_SUFFIX = ".torn"

@@ -64,3 +64,32 @@ def test_a_person_reviews_exactly_the_text_that_would_reach_the_prompt(tmp_path:
         assert first["text"] in out
     finally:
         store.close()
+
+
+def test_a_rejected_rule_is_listed_and_a_person_may_still_approve_it(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "data")
+    try:
+        cli = Cli(tmp_path / "data", store)
+        assert cli("rule", "pending", "--rejected")[1].strip() == "no rejected rules in bank main"
+        # Given a proposal a person rejected
+        (held,) = store.rule_propose([DANGER]).pending
+        assert cli("rule", "reject", held.id)[0] == 0
+        # When the same line is proposed again, it is not asked again
+        assert store.rule_propose([DANGER]).rejected == 1
+        assert cli("rule", "pending")[1].strip() == "no proposed rules wait in bank main"
+        # And `pending --rejected` lists it
+        code, out, _ = cli("rule", "pending", "--rejected")
+        assert (code, out.strip()) == (
+            0,
+            f"{held.id}  [extraction; sends-data, credential; rejected]  {DANGER}",
+        )
+        (listed,) = cli.json("rule", "pending", "--rejected")["proposals"]
+        assert listed["id"] == held.id and listed["rejected_at"] > 0
+        # When the person changes their mind and approves it
+        code, out, _ = cli("rule", "approve", held.id)
+        assert (code, out.strip()) == (0, f"approved {held.id} in bank main: added to learned")
+        # Then it is learned and no longer listed as rejected
+        assert cli("rule", "show", "learned")[1] == f"- {DANGER}\n"
+        assert cli("rule", "pending", "--rejected")[1].strip() == "no rejected rules in bank main"
+    finally:
+        store.close()

@@ -207,3 +207,96 @@ def test_doctor_names_an_unreadable_proposal(fresh_store: Factory) -> None:
     bad.write_text("{not json")
     check = next(c for c in store.doctor().checks if c.name == "files_readable")
     assert not check.ok and str(bad) in check.detail
+
+
+def test_a_rejected_line_is_remembered_and_never_proposed_again(fresh_store: Factory) -> None:
+    store = fresh_store()
+    held = store.rule_propose([DANGER]).pending[0]
+    # When a person rejects it
+    assert store.rule_reject(held.id).decision == "rejected"
+    assert store.rule_pending().proposals == ()
+    # Then the rejection is kept, on disk, across a restart
+    kept = store.root / "main" / "review" / "rejected" / f"{held.id}.json"
+    assert kept.is_file() and not (store.root / "main" / "review" / f"{held.id}.json").exists()
+    store.close()
+    store = MemoryStore(store.root, clock=store.clock)
+    try:
+        (rejected,) = store.rule_pending(rejected=True).proposals
+        assert (rejected.id, rejected.text, rejected.shapes) == (held.id, DANGER, held.shapes)
+        assert rejected.rejected_at > 0
+        # When the same line (by fingerprint) is proposed again, by a turn or a promotion
+        again = store.rule_propose([DANGER + ".", STYLE], turn_id="01JEXAMP1E0000000000000000")
+        promoted = store.rule_propose([DANGER.upper()], origin="promotion")
+        # Then it is dropped with an event saying why, and nobody is asked again
+        assert (again.rejected, again.pending, again.learned) == (1, (), (STYLE,))
+        assert (promoted.rejected, promoted.pending) == (1, ())
+        assert store.rule_pending().proposals == ()
+        assert ("rule-dropped", f"{held.id} was rejected before (extraction)") in events(store)
+        assert ("rule-dropped", f"{held.id} was rejected before (promotion)") in events(store)
+        assert "rule-proposed" not in [t for t, _ in events(store)]  # since the restart
+        assert DANGER not in learned(store)
+        # And rejecting it again changes nothing
+        assert store.rule_reject(held.id).decision == "rejected"
+        assert store.rule_pending(rejected=True).proposals == (rejected,)
+    finally:
+        store.close()
+
+
+def test_a_person_may_approve_a_line_rejected_before(fresh_store: Factory) -> None:
+    store = fresh_store()
+    held = store.rule_propose([DANGER]).pending[0]
+    store.rule_reject(held.id)
+    # When a person changes their mind
+    decided = store.rule_approve(held.id)
+    # Then the line is learned and no longer listed as rejected
+    assert (decided.decision, decided.learned, decided.text) == ("approved", True, DANGER)
+    assert learned(store) == f"- {DANGER}\n" and DANGER in prompt(store)
+    assert store.rule_pending(rejected=True).proposals == ()
+    assert not (store.root / "main" / "review" / "rejected" / f"{held.id}.json").exists()
+    # And proposing it again finds it learned
+    assert store.rule_propose([DANGER]).known == 1
+    with pytest.raises(NotFoundError):
+        store.rule_reject(held.id)
+
+
+def test_a_rejection_cut_short_still_counts_as_rejected(
+    fresh_store: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = fresh_store()
+    held = store.rule_propose([DANGER]).pending[0]
+    real_unlink = os.unlink
+
+    def failing_unlink(path: Any, *args: Any, **kwargs: Any) -> None:
+        if str(path).endswith(f"{held.id}.json"):
+            raise OSError(5, "I/O error")
+        real_unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(review_mod.os, "unlink", failing_unlink)
+    with pytest.raises(SourceUnavailableError):
+        store.rule_reject(held.id)
+    monkeypatch.undo()
+    # the rejection was written before the waiting file could go: it no longer waits
+    assert store.rule_pending().proposals == ()
+    assert [p.id for p in store.rule_pending(rejected=True).proposals] == [held.id]
+    assert store.rule_propose([DANGER]).rejected == 1
+    # and rejecting again finishes the move
+    store.rule_reject(held.id)
+    assert not (store.root / "main" / "review" / f"{held.id}.json").exists()
+    assert [p.id for p in store.rule_pending(rejected=True).proposals] == [held.id]
+
+
+def test_pending_rejected_is_a_checked_flag(fresh_store: Factory) -> None:
+    store = fresh_store()
+    assert store.rule_pending(rejected=True).proposals == ()
+    with pytest.raises(InvalidArgumentError, match="rejected"):
+        store.rule_pending(rejected="yes")  # type: ignore[arg-type]
+
+
+def test_doctor_names_an_unreadable_rejection(fresh_store: Factory) -> None:
+    store = fresh_store()
+    store.rule_reject(store.rule_propose([DANGER]).pending[0].id)
+    bad = store.root / "main" / "review" / "rejected" / "rule-ffffffffffff.json"
+    bad.write_text("{not json")
+    assert [p.text for p in store.rule_pending(rejected=True).proposals] == [DANGER]
+    check = next(c for c in store.doctor().checks if c.name == "files_readable")
+    assert not check.ok and str(bad) in check.detail

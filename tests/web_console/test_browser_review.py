@@ -1,7 +1,8 @@
 """The learned-rules review queue through the real rules page in the session's headless
 chromium: lines proposed the way the extractor proposes them (``rule_propose`` with the turn
-they came from), a dangerous one approved into ``learned``, another rejected, and a stale
-approval (someone else decided first) shown as the store's error, writing nothing.
+they came from), a dangerous one approved into ``learned``, another rejected and then approved
+from the rejected list, and a stale rejection (someone else approved first) shown as the
+store's error, writing nothing.
 
 Screenshots go to tests/artifacts/console/ (the conftest's ``shot``).
 """
@@ -43,12 +44,13 @@ def test_approve_and_reject_proposed_rules(served: Served, browser: Any, shot: S
     assert SAFE in by_id(browser, "learned").text
     assert "rule-proposed" in by_id(browser, "review-events").text
     shot("rules-review")
-    # a stale approval: someone else rejected the line after the page was shown
-    store.rule_reject(stale, bank=bank)
+    # a stale rejection: someone else approved the line after the page was shown
+    store.rule_approve(stale, bank=bank)
     before = learned(served, bank)
-    click(browser, f"approve-{stale}")
-    assert by_id(browser, "error").text == cli_error(lambda: store.rule_approve(stale, bank=bank))
-    assert learned(served, bank) == before and CREDENTIAL not in before
+    click(browser, f"reject-{stale}")
+    assert by_id(browser, "error").text == cli_error(lambda: store.rule_reject(stale, bank=bank))
+    assert learned(served, bank) == before and before.count(CREDENTIAL) == 1
+    assert store.rule_pending(bank=bank, rejected=True).proposals == ()
     assert not has(browser, f"proposal-{stale}")
     shot("rules-review-stale")
     # approve one: it becomes a line of learned, shown in the learned section
@@ -69,3 +71,15 @@ def test_approve_and_reject_proposed_rules(served: Served, browser: Any, shot: S
     assert f"rule-rejected {drop}" in events and f"rule-approved {keep}" in events
     assert events.index("rule-rejected") < events.index("rule-approved")
     shot("rules-review-done")
+    # the rejected line is listed as rejected; proposed again, it is dropped and not shown
+    assert OVERRIDE in by_id(browser, f"rejected-{drop}").text
+    assert store.rule_propose([OVERRIDE], bank=bank, turn_id=str(ULID())).rejected == 1
+    browser.get(f"{served.url}/b/{bank}/rules")
+    assert not has(browser, f"proposal-{drop}") and has(browser, f"rejected-{drop}")
+    assert f"{drop} was rejected before" in by_id(browser, "review-events").text
+    shot("rules-review-rejected")
+    # a person who changed their mind approves it from the rejected list
+    click(browser, f"reapprove-{drop}")
+    assert f"approved {drop}: added to learned" in by_id(browser, "done").text
+    assert f"- {OVERRIDE}" in learned(served, bank)
+    assert not has(browser, f"rejected-{drop}") and not has(browser, "rejected")

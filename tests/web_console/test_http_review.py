@@ -103,14 +103,16 @@ def test_a_stale_decision_shows_the_stores_error_and_writes_nothing(store: Memor
     gate = Gate(TOKEN)
     client = TestClient(build_app(store, gate))
     client.get(f"/login?token={TOKEN}")
-    store.rule_reject(id, bank="main")  # someone else decided first
+    store.rule_approve(id, bank="main")  # someone else decided first
     with pytest.raises(errors.NotFoundError) as e:
-        store.rule_approve(id, bank="main")
-    got = client.post(f"/b/main/rules/review/{id}/approve", data={"csrf": gate.csrf(TOKEN)})
-    assert got.status_code == 404
-    assert str(escape(f"error: not_found: {e.value.message}")) in got.text  # as Jinja writes it
+        store.rule_reject(id, bank="main")
+    for verb in ("reject", "approve"):
+        got = client.post(f"/b/main/rules/review/{id}/{verb}", data={"csrf": gate.csrf(TOKEN)})
+        assert got.status_code == 404
+        assert str(escape(f"error: not_found: {e.value.message}")) in got.text  # as Jinja has it
     assert store.rule_pending(bank="main").proposals == ()
-    assert not [r for r in store.rule_list(bank="main").rules if r.learned]
+    assert store.rule_pending(bank="main", rejected=True).proposals == ()
+    assert store.rule_get("learned", bank="main").content == f"- {DANGEROUS}\n"
     bad = client.post("/b/main/rules/review/not-an-id/approve", data={"csrf": gate.csrf(TOKEN)})
     assert bad.status_code == 400 and "is not a proposed rule" in bad.text
 
@@ -126,3 +128,20 @@ def test_a_quoted_line_says_why_it_waits(store: MemoryStore) -> None:
     assert why(held).startswith("quoted")
     (event,) = [e for e in store.events_since(0).events if e.event_type == "rule-proposed"]
     assert "from quoted: the user only quoted it" in (event.reason or "")
+
+
+def test_the_rejected_lines_are_the_admins_to_see_and_approve(store: MemoryStore) -> None:
+    id = propose(store)
+    store.rule_reject(id, bank="main")
+    client, csrf = as_principal(store, "scoped", read_only=False)
+    page = client.get("/b/main/rules")
+    assert page.status_code == 200 and DANGEROUS not in page.text
+    assert f"reapprove-{id}" not in page.text
+    got = client.post(f"/b/main/rules/review/{id}/approve", data={"csrf": csrf})
+    assert got.status_code == 403
+    assert [p.id for p in store.rule_pending(bank="main", rejected=True).proposals] == [id]
+    gate = Gate(TOKEN)
+    admin = TestClient(build_app(store, gate))
+    admin.get(f"/login?token={TOKEN}")
+    page = admin.get("/b/main/rules")
+    assert f"rejected-{id}" in page.text and f"reapprove-{id}" in page.text
