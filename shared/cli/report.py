@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 def status(ctx: Ctx) -> Any:
     from shared import cli as app  # its discover(), as tests replace it
     from shared.client import lifecycle  # urllib and /proc reads: only when asked
-    from shared.client.scoped import WHOAMI
-    from shared.contract.principal import ADMIN
+    from shared.contract.principal import ADMIN, WHOAMI
 
     ctx.args.render = show.status
     if ctx.embedded:  # this process holds the data dir: it is the admin

@@ -25,11 +25,11 @@ from typing import Any, TypeVar, cast
 import grpc
 
 from shared.client import wire as store_wire
-from shared.client.scoped import WHOAMI
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.errors import MemoryServiceError, SourceUnavailableError, UnknownError
 from shared.contract.op import Op
+from shared.contract.principal import WHOAMI
 from shared.proto.memory.store.v1 import store_pb2 as spb
 
 R = TypeVar("R")

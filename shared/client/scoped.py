@@ -37,12 +37,10 @@ from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
 from shared.contract.models import DanglingLink, TagCount
 from shared.contract.op import Op, Read
-from shared.contract.principal import ADMIN, OwnedSessions, Principal, permission_for
+from shared.contract.principal import ADMIN, WHOAMI, OwnedSessions, Principal, permission_for
 
 R = TypeVar("R")
 
-WHOAMI = "gateway.whoami"
-"""The gateway's own memory.store.v1 call that answers the principal the call's token names."""
 
 CURRENT: ContextVar[Principal | None] = ContextVar("memory_principal", default=None)
 """The principal of the call being served (``PerCall``); unset outside a call."""

@@ -29,6 +29,10 @@ from typing import TYPE_CHECKING, Any
 from shared.contract import errors, ops
 from shared.contract.op import Op
 
+WHOAMI = "gateway.whoami"
+"""The gateway's own memory.store.v1 call that answers the principal the call's token names
+(here, not beside the enforcement layer: the gRPC client names it and must stay lean)."""
+
 if TYPE_CHECKING:
     from shared.contract.models import Memory
 
