@@ -14,13 +14,12 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shared import format as fmt
 from shared.cli import output as show
 from shared.cli.repeated import gathered
-from shared.cli.review import add_review_verbs
+from shared.cli.rules import add_rule_verbs
 from shared.cli.transfer import add_transfer_verbs
 from shared.contract.errors import InvalidArgumentError
 
@@ -86,7 +85,7 @@ def add_store_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
     add_transfer_verbs(sub, common)
     add_secret_verbs(sub, common)
     add_bank_verbs(sub, common)
-    add_rule_verbs(sub, common)
+    add_rule_verbs(sub, common, add_verb, bank_opt)
     add_ops_verbs(sub, common)
 
 
@@ -439,7 +438,7 @@ def _purge(ctx: Ctx) -> Any:
     return ctx.store.purge(ctx.args.id, bank=ctx.args.bank)
 
 
-# -- bank, rule and operations verbs -----------------------------------------------------------
+# -- bank and operations verbs (rules: shared.cli.rules) -------------------------------------------
 
 
 def add_bank_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -479,68 +478,6 @@ def _bank_list(ctx: Ctx) -> Any:
 def _bank_delete(ctx: Ctx) -> Any:
     ctx.args.render = lambda r: f"trashed to {r.trashed_to}"
     return ctx.store.bank_delete(ctx.args.name)
-
-
-def add_rule_verbs(sub: Any, common: argparse.ArgumentParser) -> None:
-    group = sub.add_parser(
-        "rule",
-        help="List, show, set and remove rules; review proposed ones.",
-        description="Rules.",
-    )
-    inner = group.add_subparsers(title="rule commands", metavar="COMMAND", required=True)
-    p = add_verb(inner, "list", "List a bank's rules.", common, _rule_list, show.rules)
-    bank_opt(p)
-    p = add_verb(
-        inner, "show", "Print one rule's content.", common, _rule_show, lambda r: r.content
-    )
-    p.add_argument("name", help="rule name")
-    bank_opt(p)
-    p = add_verb(
-        inner,
-        "set",
-        "Create or replace a rule (--file, --content or stdin).",
-        common,
-        _rule_set,
-        show.rule_set,
-    )
-    p.add_argument("name", help="rule name: [a-z0-9][a-z0-9_-]{0,63}")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--file", help="read the content from this markdown file")
-    src.add_argument("--content", help="the content itself")
-    bank_opt(p)
-    p = add_verb(inner, "rm", "Remove a rule.", common, _rule_rm, show.rule_set)
-    p.add_argument("name", help="rule name")
-    bank_opt(p)
-    add_review_verbs(inner, common, add_verb, bank_opt)
-
-
-def _rule_list(ctx: Ctx) -> Any:
-    return ctx.store.rule_list(bank=ctx.args.bank)
-
-
-def _rule_show(ctx: Ctx) -> Any:
-    return ctx.store.rule_get(ctx.args.name, bank=ctx.args.bank)
-
-
-def _rule_set(ctx: Ctx) -> Any:
-    a = ctx.args
-    if a.file:
-        try:
-            content = Path(a.file).read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise InvalidArgumentError(f"cannot read {a.file}: {e}") from e
-    elif a.content is not None:
-        content = a.content
-    else:
-        content = sys.stdin.read()
-    if not content.strip():
-        raise InvalidArgumentError("empty rule content; use `memory rule rm NAME` to remove")
-    return ctx.store.rule_set(a.name, content, bank=a.bank)
-
-
-def _rule_rm(ctx: Ctx) -> Any:
-    ctx.store.rule_get(ctx.args.name, bank=ctx.args.bank)  # a typo is not_found, not a no-op
-    return ctx.store.rule_set(ctx.args.name, "", bank=ctx.args.bank)
 
 
 def add_ops_verbs(sub: Any, common: argparse.ArgumentParser) -> None:

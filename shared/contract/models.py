@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, Field, StrictInt, ValidationError
 
 from shared.contract.errors import InvalidArgumentError, UnknownError
+from shared.contract.frozen import Frozen as Frozen
 
 MemoryType = Literal["user", "feedback", "project", "reference"]
 MemoryScope = Literal["session", "project", "global"]
@@ -23,12 +24,6 @@ MEMORY_SCOPES: tuple[str, ...] = ("session", "project", "global")
 CONFIDENCES: tuple[str, ...] = ("stated", "extracted", "inferred")
 # Enough for the turns that can replay at once: only unacknowledged extraction jobs replay.
 CORROBORATED_BY_KEPT = 8
-
-
-class Frozen(BaseModel):
-    # defer_build: a model's validator is built on its first use, not at import (a CLI call
-    # that validates one response type should not build forty)
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Provenance(Frozen):
@@ -313,42 +308,6 @@ class RuleSetResponse(Frozen):
     redacted: tuple[str, ...] = ()
 
 
-class RuleProposal(Frozen):
-    """A proposed line of the ``learned`` rule held for a person (``rule_review``): its
-    ``shapes`` say why it waits (``store_worker/harness/shapes.py``; none under ``all``)."""
-
-    id: str
-    bank: str
-    text: str
-    origin: str = "extraction"  # extraction | quoted | promotion
-    shapes: tuple[str, ...] = ()
-    proposed_at: int = 0
-    turn_id: str | None = None
-    rejected_at: int = 0  # a person rejected it (``rule_pending(rejected=True)``); 0: waiting
-
-
-class RuleProposeResponse(Frozen):
-    bank: str
-    learned: tuple[str, ...] = ()  # lines added to ``learned``
-    pending: tuple[RuleProposal, ...] = ()  # held for a person
-    known: int = 0  # already a line of one of the bank's rules
-    dropped: int = 0  # not grounded in the user's words: never learned
-    rejected: int = 0  # a person rejected the line before: dropped, not asked again
-
-
-class RulePendingResponse(Frozen):
-    bank: str
-    proposals: tuple[RuleProposal, ...] = ()
-
-
-class RuleDecisionResponse(Frozen):
-    bank: str
-    id: str
-    decision: Literal["approved", "rejected"]
-    text: str
-    learned: bool = False  # approved as a new line of ``learned`` (False: it was there)
-
-
 class DoctorCheck(Frozen):
     name: str
     ok: bool
@@ -627,3 +586,10 @@ class ExportResponse(Frozen):
     bank: str
     records: tuple[Memory, ...] = ()
     next_page_token: str | None = None
+
+
+# the learned-rule review queue's answers (declared in their own module)
+from shared.contract.review_models import RuleDecisionResponse as RuleDecisionResponse  # noqa: E402
+from shared.contract.review_models import RulePendingResponse as RulePendingResponse  # noqa: E402
+from shared.contract.review_models import RuleProposal as RuleProposal  # noqa: E402
+from shared.contract.review_models import RuleProposeResponse as RuleProposeResponse  # noqa: E402

@@ -326,44 +326,6 @@ class RuleSet(Write["models.RuleSetResponse"]):
     expect: str | None = None
 
 
-class RulePropose(Write["models.RuleProposeResponse"]):
-    """Propose lines for the ``learned`` rule (extraction, promotion): learned at once or held
-    for a person, as ``rule_review`` says; ``grounded=False`` (not in the user's words) drops
-    them with an event and writes nothing."""
-
-    rules: Labels
-    _: KW_ONLY
-    bank: str | None = None
-    origin: str = "extraction"
-    turn_id: str | None = None
-    grounded: bool = True
-
-
-class RulePending(Read["models.RulePendingResponse"]):
-    """The proposed rules waiting for a person (``rejected``: the ones a person rejected)."""
-
-    _: KW_ONLY
-    bank: str | None = None
-    rejected: bool = False
-
-
-class RuleApprove(Write["models.RuleDecisionResponse"]):
-    """A person's approval: the proposal (waiting, or rejected before) becomes a line of
-    ``learned``."""
-
-    id: str
-    _: KW_ONLY
-    bank: str | None = None
-
-
-class RuleReject(Write["models.RuleDecisionResponse"]):
-    """A person's rejection: the proposal is dropped, and proposing the line again drops it."""
-
-    id: str
-    _: KW_ONLY
-    bank: str | None = None
-
-
 # -- the harness seam --------------------------------------------------------------------------
 
 
@@ -623,3 +585,9 @@ from shared.contract.principal_ops import TokenCreate as TokenCreate  # noqa: E4
 from shared.contract.principal_ops import TokenList as TokenList  # noqa: E402
 from shared.contract.principal_ops import TokenResolve as TokenResolve  # noqa: E402
 from shared.contract.principal_ops import TokenRevoke as TokenRevoke  # noqa: E402
+
+# -- the learned-rule review queue (declared in their own module) ------------------------------
+from shared.contract.review_ops import RuleApprove as RuleApprove  # noqa: E402
+from shared.contract.review_ops import RulePending as RulePending  # noqa: E402
+from shared.contract.review_ops import RulePropose as RulePropose  # noqa: E402
+from shared.contract.review_ops import RuleReject as RuleReject  # noqa: E402
