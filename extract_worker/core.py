@@ -57,7 +57,7 @@ from shared.contract.clock import Clock, SystemClock
 from shared.contract.models import Memory, OutboxJob, OutboxPolicy, SaveResponse
 from shared.llm import LLM, Completion
 from shared.redact import redact
-from shared.text import fingerprint
+from shared.text import fingerprint, rule_lines
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ class Extractor:
         if not any(m.role == "user" for m in turn):
             return  # an assistant-only turn states nothing about the user
         known = self._known(job, turn)
-        learned = _lines(self._rules(job.bank).get(LEARNED, ""))
+        learned = rule_lines(self._rules(job.bank).get(LEARNED, ""))
         messages = prompt.build(
             bank=job.bank or "(default)",
             turn=turn,
@@ -544,16 +544,6 @@ def _stated_in(mem: Memory, turn: str) -> bool:
     """Whether ``turn`` created ``mem`` or is among its recent corroborations (as the store
     reads it, ``store_worker.storage.writes``)."""
     return mem.provenance.source_turn_id == turn or turn in mem.corroborated_by
-
-
-def _lines(content: str) -> list[str]:
-    """A rule's instructions: its non-empty lines, list markers and headings stripped."""
-    out = []
-    for raw in content.splitlines():
-        line = raw.strip().lstrip("-*•").strip()
-        if line and not line.startswith("#"):
-            out.append(line)
-    return out
 
 
 def said_at(job: OutboxJob) -> int | None:

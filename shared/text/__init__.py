@@ -83,6 +83,16 @@ def fingerprint(text: str) -> str:
     return f"fp{fnv_c.fnv1a_64(normalize(text).encode('utf-8')):016x}"
 
 
+def rule_lines(content: str) -> list[str]:
+    """A rule's instructions: its non-empty lines, list markers and headings stripped."""
+    out = []
+    for raw in content.splitlines():
+        line = raw.strip().lstrip("-*•").strip()
+        if line and not line.startswith("#"):
+            out.append(line)
+    return out
+
+
 def slugify(text: str, *, max_words: int = 6, max_len: int = 48) -> str:
     """A readable slug from text: ascii-folded words joined by '-', or 'memory' when none.
     Other scripts are transliterated (``_romanized``): "Пользователь любит чай" is

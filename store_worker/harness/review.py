@@ -54,7 +54,7 @@ from shared.contract.models import (
     RuleProposeResponse,
 )
 from shared.redact import redact
-from shared.text import fingerprint
+from shared.text import fingerprint, rule_lines
 from store_worker.harness.messages import HIDDEN
 from store_worker.harness.rules import LEARNED
 from store_worker.harness.shapes import flagged
@@ -80,16 +80,6 @@ _ID = re.compile(r"\Arule-[0-9a-f]{12}\Z")
 def proposal_id(text: str) -> str:
     """The id of a proposed line: the same line (by fingerprint) always has the same id."""
     return "rule-" + hashlib.sha256(fingerprint(text).encode("utf-8")).hexdigest()[:12]
-
-
-def rule_lines(content: str) -> list[str]:
-    """A rule's instructions: its non-empty lines, list markers and headings stripped."""
-    out = []
-    for raw in content.splitlines():
-        line = raw.strip().lstrip("-*•").strip()
-        if line and not line.startswith("#"):
-            out.append(line)
-    return out
 
 
 class RuleReview:
