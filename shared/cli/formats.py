@@ -149,11 +149,9 @@ def _too_long(where: str) -> Problem:
     return Problem(where, f"a line longer than {MAX_LINE_CHARS:,} characters: not read")
 
 
-# -- native: memory export's own file ----------------------------------------------------------
-
-
-def read_native(path: Path) -> Iterator[Item]:
-    header_seen = False
+def _json_lines(path: Path) -> Iterator[tuple[str, object] | Problem]:
+    """Each line of a JSON Lines file as its place and value, or the ``Problem`` it is (too
+    long to read, or not JSON)."""
     for n, line in _lines(path):
         where = f"{path.name}:{n}"
         if isinstance(line, LineTooLong):
@@ -164,6 +162,19 @@ def read_native(path: Path) -> Iterator[Item]:
         except ValueError as e:
             yield Problem(where, f"not JSON ({getattr(e, 'msg', e)})")
             continue
+        yield where, row
+
+
+# -- native: memory export's own file ----------------------------------------------------------
+
+
+def read_native(path: Path) -> Iterator[Item]:
+    header_seen = False
+    for read in _json_lines(path):
+        if isinstance(read, Problem):
+            yield read
+            continue
+        where, row = read
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")
             continue
@@ -222,16 +233,8 @@ def read_mem0(path: Path) -> Iterator[Item]:
         for i, row in enumerate(rows):
             yield _mem0_row(row, f"{path.name}:results[{i}]")
         return
-    for n, line in _lines(path):
-        if isinstance(line, LineTooLong):
-            yield _too_long(f"{path.name}:{n}")
-            continue
-        try:
-            row = loads(line)
-        except ValueError as e:
-            yield Problem(f"{path.name}:{n}", f"not JSON ({getattr(e, 'msg', e)})")
-            continue
-        yield _mem0_row(row, f"{path.name}:{n}")
+    for read in _json_lines(path):
+        yield read if isinstance(read, Problem) else _mem0_row(read[1], read[0])
 
 
 # mem0 is mapped as ``integrations.mem0_compat.Memory`` writes (that module's docstring), so
@@ -324,16 +327,11 @@ def _mem0_row(row: object, where: str) -> Item:
 
 
 def read_mcp_memory(path: Path) -> Iterator[Item]:
-    for n, line in _lines(path):
-        where = f"{path.name}:{n}"
-        if isinstance(line, LineTooLong):
-            yield _too_long(where)
+    for read in _json_lines(path):
+        if isinstance(read, Problem):
+            yield read
             continue
-        try:
-            row = loads(line)
-        except ValueError as e:
-            yield Problem(where, f"not JSON ({getattr(e, 'msg', e)})")
-            continue
+        where, row = read
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")
         elif row.get("type") == "entity":
