@@ -10,17 +10,21 @@ process has ended is stale and ignored. Standard library only.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
 import os
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from shared.client.gateway_file import STATE_DIR, _alive, _write_private
+from shared.client.gateway_file import (
+    STATE_DIR,
+    _alive,
+    _write_private,
+    remove_record,
+    wait_gone,
+)
 
 NAME = "console.json"
 LOGIN_CONTEXT = b"agent-memory console sign-in v1"
@@ -107,11 +111,7 @@ def _token(token_file: object, env: Mapping[str, str] | None) -> str | None:
 
 def remove(data_dir: str | os.PathLike[str], *, pid: int | None = None) -> None:
     """Forget the data dir's console (only if it is ``pid``'s record, when given)."""
-    target = path(data_dir)
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        if pid is not None and int(json.loads(target.read_text("utf-8"))["pid"]) != pid:
-            return
-        target.unlink()
+    remove_record(path(data_dir), pid=pid)
 
 
 def forget(data_dir: str | os.PathLike[str], *, wait_s: float = 10.0) -> bool:
@@ -121,10 +121,7 @@ def forget(data_dir: str | os.PathLike[str], *, wait_s: float = 10.0) -> bool:
         pid = int(json.loads(path(data_dir).read_text("utf-8"))["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return True
-    deadline = time.monotonic() + wait_s
-    while _alive(pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
+    if not wait_gone(pid, wait_s):
+        return False
     remove(data_dir, pid=pid)
     return True

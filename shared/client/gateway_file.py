@@ -132,11 +132,27 @@ def _token_in(token_file: str | None) -> str | None:
 
 def remove(data_dir: str | os.PathLike[str], *, pid: int | None = None) -> None:
     """Forget the data dir's gateway (only if it is ``pid``'s record, when given)."""
-    target = path(data_dir)
+    remove_record(path(data_dir), pid=pid)
+
+
+def remove_record(target: Path, *, pid: int | None = None) -> None:
+    """Delete a process's record (the gateway's, the console's), only if it is ``pid``'s when
+    given: a newer process's record stays."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         if pid is not None and int(json.loads(target.read_text("utf-8"))["pid"]) != pid:
             return
         target.unlink()
+
+
+def wait_gone(pid: int, wait_s: float) -> bool:
+    """Whether process ``pid`` ended within ``wait_s`` (one ending after ``ray.kill``, which
+    is asynchronous: nothing to wait on but its pid)."""
+    deadline = time.monotonic() + wait_s
+    while _alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def forget(data_dir: str | os.PathLike[str], info: GatewayInfo, *, wait_s: float = 10.0) -> bool:
@@ -144,11 +160,8 @@ def forget(data_dir: str | os.PathLike[str], info: GatewayInfo, *, wait_s: float
     stopped it with ``ray.kill``, which is asynchronous and never runs the actor's own clean-up):
     a stale record could name a reused pid. False if it still runs
     after ``wait_s``."""
-    deadline = time.monotonic() + wait_s
-    while _alive(info.pid):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)  # a process ending: nothing to wait on but its pid
+    if not wait_gone(info.pid, wait_s):
+        return False
     remove(data_dir, pid=info.pid)
     return True
 
