@@ -45,13 +45,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from integrations.stored_json import identifier, stored_text
+from shared.client import mem0
+from shared.client.mem0 import bank_of
 from shared.contract.api import StoreAPI
-from shared.contract.config import NAME_RE
 from shared.contract.errors import InvalidArgumentError, NotFoundError
 from shared.contract.models import Memory as Record
 from shared.llm import LLM
-from shared.redact import find_credential, redact
-from shared.text import slugify
+from shared.redact import redact
 
 MARK = "mem0"  # the tag every memory this class writes carries
 RECORDED_BY = "mem0"
@@ -61,20 +61,6 @@ IDS = ("user_id", "agent_id", "run_id")
 UPDATED = {"message": "Memory updated successfully!"}
 DELETED = {"message": "Memory deleted successfully!"}
 ALL_DELETED = {"message": "Memories deleted successfully!"}
-
-
-def bank_of(user_id: str) -> str:
-    """The bank of a mem0 ``user_id`` (the module docstring)."""
-    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
-    if find_credential(user_id) is not None or redact(user_id).labels:
-        return f"mem0-user-{digest}"  # a bank's name is shown and kept: never the credential
-    if NAME_RE.fullmatch(user_id):
-        return user_id
-    return f"{slugify(user_id, max_words=8, max_len=40)}-{digest}"
-
-
-def _tag(kind: str, value: str) -> str:
-    return f"mem0-{kind}-{hashlib.sha256(value.encode()).hexdigest()[:16]}"
 
 
 class Memory:
@@ -350,9 +336,9 @@ class Memory:
     def _tags(self, ids: dict[str, str]) -> list[str]:
         tags = [MARK]
         if "agent_id" in ids:
-            tags.append(_tag("agent", ids["agent_id"]))
+            tags.append(mem0.tag("agent", ids["agent_id"]))
         if "run_id" in ids:
-            tags.append(_tag("run", ids["run_id"]))
+            tags.append(mem0.tag("run", ids["run_id"]))
         return tags
 
     def _record(self, memory_id: str, *, live: bool = True) -> Record:

@@ -244,25 +244,6 @@ MEM0_TITLE = 200  # characters of the {"mem0": {...}} title a memory keeps
 _MEMORY_ID = re.compile(r"\A[a-z0-9][a-z0-9-]{0,79}\Z")
 
 
-def mem0_bank(user_id: str) -> str:
-    """The bank of a mem0 ``user_id``: itself when a valid bank name, else its slug and 8 hex
-    characters of its SHA-256 (``mem0-user-`` and those when it holds a credential)."""
-    from shared.contract.config import NAME_RE
-    from shared.redact import find_credential, redact
-    from shared.text import slugify
-
-    digest = hashlib.sha256(user_id.encode()).hexdigest()[:8]
-    if find_credential(user_id) is not None or redact(user_id).labels:
-        return f"mem0-user-{digest}"  # a bank's name is shown and kept: never the credential
-    if NAME_RE.fullmatch(user_id):
-        return user_id
-    return f"{slugify(user_id, max_words=8, max_len=40)}-{digest}"
-
-
-def mem0_tag(kind: str, value: str) -> str:
-    return f"mem0-{kind}-{hashlib.sha256(value.encode()).hexdigest()[:16]}"
-
-
 def _mem0_title(fields: dict[str, Any]) -> str:
     """mem0's ids and metadata as the title's JSON, each string redacted first (a redaction
     of the whole title could cross an escaped quote and leave JSON that no longer parses);
@@ -278,6 +259,8 @@ def _mem0_title(fields: dict[str, Any]) -> str:
 
 
 def _mem0_row(row: object, where: str) -> Item:
+    from shared.client import mem0  # redaction and the bank-name rule: loaded on a mem0 import
+
     if not isinstance(row, dict):
         return Problem(where, "a memory must be a JSON object")
     mem_id, body = row.get("id"), row.get("memory", row.get("text"))
@@ -297,9 +280,9 @@ def _mem0_row(row: object, where: str) -> Item:
         fields["metadata"] = metadata
     tags = ["mem0"]
     if "agent_id" in ids:
-        tags.append(mem0_tag("agent", ids["agent_id"]))
+        tags.append(mem0.tag("agent", ids["agent_id"]))
     if "run_id" in ids:
-        tags.append(mem0_tag("run", ids["run_id"]))
+        tags.append(mem0.tag("run", ids["run_id"]))
     categories = row.get("categories") or (metadata or {}).get("categories") or []
     if isinstance(categories, list):
         tags += [c for c in categories if isinstance(c, str)]
@@ -319,7 +302,7 @@ def _mem0_row(row: object, where: str) -> Item:
     if created is not None:
         record["created_at"] = record["stated_at"] = created
         record["updated_at"] = max(created, updated or created)
-    bank = mem0_bank(ids["user_id"]) if "user_id" in ids else None
+    bank = mem0.bank_of(ids["user_id"]) if "user_id" in ids else None
     return Entry(where, "memory", record, bank)
 
 

@@ -219,10 +219,14 @@ def test_imported_mem0_memories_read_back_through_the_mem0_class(tmp_path: Path)
 def test_mem0_banks_and_tags_agree_with_the_mem0_class() -> None:
     from integrations import mem0_compat
     from shared.cli import formats
+    from shared.client import mem0
 
     for user in ("alex", "Alice@x.org", "a b c"):
-        assert formats.mem0_bank(user) == mem0_compat.bank_of(user)
-    assert formats.mem0_tag("agent", "bot") == mem0_compat._tag("agent", "bot")
+        row = {"id": "m1", "memory": "likes tea", "user_id": user, "agent_id": "bot"}
+        entry = formats._mem0_row(row, "sample:1")
+        assert isinstance(entry, formats.Entry)
+        assert entry.bank == mem0_compat.bank_of(user)
+        assert mem0.tag("agent", "bot") in entry.data["tags"]
 
 
 def test_mcp_memory_jsonl(tmp_path: Path) -> None:
