@@ -292,19 +292,8 @@ class MemoryStore(StoreParts):
     # -- the rule review queue (review.py) ---------------------------------------------------
 
     @serialized
-    def rule_propose(
-        self,
-        rules: Iterable[str] | None,
-        *,
-        bank: str | None = None,
-        origin: str = "extraction",
-        turn_id: str | None = None,
-        grounded: bool = True,
-    ) -> RuleProposeResponse:
-        """Lines for ``learned``: learned at once or held for a person (``rule_review``)."""
-        return self.review.rule_propose(
-            rules, bank=bank, origin=origin, turn_id=turn_id, grounded=grounded
-        )
+    def _rule_propose(self, op: op_types.RulePropose) -> RuleProposeResponse:
+        return self.review.rule_propose(op)
 
     @reading
     def rule_pending(
@@ -378,16 +367,8 @@ class MemoryStore(StoreParts):
     # -- principals: scoped tokens, session owners (harness/principals.py) --------------------
 
     @serialized
-    def token_create(
-        self,
-        name: str,
-        *,
-        banks: Iterable[str] | None = None,
-        projects: Iterable[str] | None = None,
-        read_only: bool = False,
-    ) -> dict[str, Any]:
-        """A new scoped token, answered once and kept as its hash only."""
-        return self.principals.create(name, banks=banks, projects=projects, read_only=read_only)
+    def _token_create(self, op: op_types.TokenCreate) -> dict[str, Any]:
+        return self.principals.create(op)
 
     @reading
     def token_list(self) -> builtins.list[dict[str, Any]]:
@@ -548,4 +529,6 @@ MemoryStore.SERVED_AS_OPS = {
     op_types.Export: MemoryStore._export,
     op_types.Supersede: MemoryStore._supersede,
     op_types.OutboxFail: MemoryStore._outbox_fail,
+    op_types.RulePropose: MemoryStore._rule_propose,
+    op_types.TokenCreate: MemoryStore._token_create,
 }

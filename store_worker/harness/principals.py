@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.contract import errors
 from shared.contract.principal import ADMIN_NAME, Principal, check_name, digest
 from store_worker.storage import validate as v
 from store_worker.storage.state import StateStore
+
+if TYPE_CHECKING:
+    from shared.contract.principal_ops import TokenCreate
 
 OWNER = "store"
 TOKEN_BYTES = 32
@@ -40,15 +43,10 @@ class Principals:
 
     # -- tokens ------------------------------------------------------------------------------
 
-    def create(
-        self,
-        name: str,
-        *,
-        banks: Iterable[str] | None = None,
-        projects: Iterable[str] | None = None,
-        read_only: bool = False,
-    ) -> dict[str, Any]:
-        name = check_name(name)
+    def create(self, op: TokenCreate) -> dict[str, Any]:
+        """A new scoped token, answered once and kept as its hash only."""
+        banks, projects, read_only = op.banks, op.projects, op.read_only
+        name = check_name(op.name)
         if not isinstance(read_only, bool):
             raise errors.InvalidArgumentError(f"read_only is true or false, not {read_only!r}")
         if name in self.tokens:

@@ -64,6 +64,7 @@ from store_worker.storage.files import REJECTED_DIR, REVIEW_DIR, atomic_write, f
 if TYPE_CHECKING:
     from shared.contract.clock import Clock
     from shared.contract.config import StoreSettings
+    from shared.contract.review_ops import RulePropose
     from store_worker.harness.rules import Rules
     from store_worker.storage.bank import Bank
     from store_worker.storage.banks import Banks
@@ -96,19 +97,13 @@ class RuleReview:
 
     # -- proposing -------------------------------------------------------------------------
 
-    def rule_propose(
-        self,
-        rules: Iterable[str] | None,
-        *,
-        bank: str | None = None,
-        origin: str = "extraction",
-        turn_id: str | None = None,
-        grounded: bool = True,
-    ) -> RuleProposeResponse:
-        lines = _lines(rules)
+    def rule_propose(self, op: RulePropose) -> RuleProposeResponse:
+        """Lines for ``learned``: learned at once or held for a person (``rule_review``)."""
+        bank, origin, grounded = op.bank, op.origin, op.grounded
+        lines = _lines(op.rules)
         if origin not in ORIGINS:
             raise errors.InvalidArgumentError(f"origin must be one of {', '.join(ORIGINS)}")
-        turn = v.no_credential(v.turn_id(turn_id), "turn_id")
+        turn = v.no_credential(v.turn_id(op.turn_id), "turn_id")
         if not isinstance(grounded, bool):
             raise errors.InvalidArgumentError("grounded must be true or false")
         if not grounded:
