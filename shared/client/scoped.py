@@ -35,7 +35,8 @@ from typing import Any, TypeVar, cast
 
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
-from shared.contract.models import DanglingLink, TagCount
+from shared.contract.links import dangling_link
+from shared.contract.models import TagCount
 from shared.contract.op import Op, Read
 from shared.contract.principal import ADMIN, WHOAMI, OwnedSessions, Principal, permission_for
 
@@ -299,17 +300,9 @@ class Scoped(StoreAPI):
                     found = None
                 if found is not None and not seen(found, out.bank):
                     found = None
-                if found is None:
-                    kept.append(DanglingLink(source=mem.id, target=target, reason="missing"))
-                elif found.invalid_at is not None:
-                    kept.append(
-                        DanglingLink(
-                            source=mem.id,
-                            target=target,
-                            reason="retired",
-                            superseded_by=found.superseded_by,
-                        )
-                    )
+                link = dangling_link(mem.id, target, found)
+                if link is not None:
+                    kept.append(link)
         return out.model_copy(update={"links": tuple(kept)})
 
     def _live_seen(self, bank: str, seen: Callable[[Any, str], bool]) -> Iterator[Any]:

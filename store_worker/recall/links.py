@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from shared.contract.links import dangling_link
 from shared.contract.models import BacklinksResponse, DanglingLink, DanglingResponse, Memory
 from store_worker.storage import validate as v
 
@@ -28,18 +29,9 @@ def dangling(target: Bank) -> DanglingResponse:
     out: list[DanglingLink] = []
     for mem in sorted(_live(target), key=lambda m: m.id):
         for link in mem.links:
-            found = target.records.get(link)
-            if found is None:
-                out.append(DanglingLink(source=mem.id, target=link, reason="missing"))
-            elif found.invalid_at is not None:
-                out.append(
-                    DanglingLink(
-                        source=mem.id,
-                        target=link,
-                        reason="retired",
-                        superseded_by=found.superseded_by,
-                    )
-                )
+            gone = dangling_link(mem.id, link, target.records.get(link))
+            if gone is not None:
+                out.append(gone)
     return DanglingResponse(bank=target.name, links=tuple(out))
 
 
