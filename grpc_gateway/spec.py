@@ -108,13 +108,13 @@ def _grpc_flags(parser: argparse.ArgumentParser, *, on_up: bool) -> None:
 
 def read_token_file(path: str) -> str:
     """The bearer token in ``path`` (one line; surrounding whitespace dropped)."""
+    from shared.client import admin_token
+    from shared.contract.errors import InvalidArgumentError
+
     try:
-        token = Path(path).read_text("utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        raise argparse.ArgumentTypeError(f"cannot read the token file {path}: {e}") from e
-    if not token or "\n" in token:
-        raise argparse.ArgumentTypeError(f"the token file {path} must hold one non-empty line")
-    return token
+        return admin_token.load(Path(path))
+    except InvalidArgumentError as e:
+        raise argparse.ArgumentTypeError(e.message) from e
 
 
 def token_file_path(path: str) -> str:

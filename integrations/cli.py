@@ -100,13 +100,9 @@ def read_token(token_file: str | None, env: dict[str, str]) -> str | None:
 
 
 def _token_in(token_file: str) -> str:
-    try:
-        token = Path(token_file).read_text("utf-8").strip()
-    except (OSError, UnicodeDecodeError) as e:
-        raise errors.InvalidArgumentError(f"cannot read the token file {token_file}: {e}") from e
-    if not token or "\n" in token:
-        raise errors.InvalidArgumentError(f"the token file {token_file} must hold one line")
-    return token
+    from shared.client import admin_token
+
+    return admin_token.load(Path(token_file))
 
 
 def _mcp(args: argparse.Namespace) -> int:
