@@ -24,7 +24,6 @@ assertions; results go to ``.bench/cli.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import store as b
-from bench.stats import local_ray, percentiles, process_row
+from bench.stats import local_ray, percentiles, process_row, write_results
 
 TARGETS_MS = {"gateway": 150.0, "embedded": 400.0, "tags": 500.0}
 TAGS = 10_000
@@ -211,8 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=b.REPO / ".bench" / "cache")
     args = p.parse_args(argv)
     res = run(args.runs, args.size, args.cache, use_ray=not args.no_ray)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=2))
+    write_results(args.out, res)
     print(table(res))
     return 0
 

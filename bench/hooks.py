@@ -28,7 +28,7 @@ from typing import Any
 
 from bench import store as b
 from bench.cli import _env, local_gateway, wall
-from bench.stats import process_row
+from bench.stats import process_row, write_results
 
 TARGETS_MS = {"UserPromptSubmit": 250.0, "Stop": 300.0}
 SESSION = "bench-hooks-session"
@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=b.REPO / ".bench" / "cache")
     args = p.parse_args(argv)
     res = run(args.runs, args.cache)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=2))
+    write_results(args.out, res)
     print(table(res))
     return 0
 

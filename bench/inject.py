@@ -15,7 +15,6 @@ default's p50 ≤ 7 ms. Reports, never assertions; results go to ``.bench/inject
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -26,7 +25,7 @@ from ulid import ULID
 
 from bench import corpus
 from bench import store as b
-from bench.stats import percentiles
+from bench.stats import percentiles, write_results
 
 SIZE = 10_000
 PROMPT_CHARS = 2_000
@@ -111,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     res = run(args.turns, args.cache)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(res, indent=2))
+    write_results(args.out, res)
     print(table(res))
     return 0
 
