@@ -212,41 +212,41 @@ def open_embedded_store(settings: StoreSettings, *, one_shot: bool = False) -> S
 
     Entry points load one at a time, ``store`` first: the embedded CLI imports the store
     worker only, not every sibling (so a ``memory --data-dir`` call stays fast)."""
-    eps = sorted(metadata.entry_points(group=GROUP), key=lambda ep: ep.name != "store")
-    for ep in eps:
-        try:
-            spec = ep.load()
-        except Exception as e:  # a half-removed worker must not break the CLI
-            log.warning("worker entry point %s failed to load: %s", ep.name, e)
-            continue
-        if isinstance(spec, WorkerSpec) and spec.open_embedded is not None:
-            return spec.open_embedded(settings, one_shot=one_shot)
-    from shared.contract.errors import SourceUnavailableError
-
-    raise SourceUnavailableError(
+    spec = _first_with(
+        "open_embedded",
         "no installed worker can open an embedded store (is store_worker installed?)",
-        retryable=False,
+        first="store",
     )
+    assert spec.open_embedded is not None
+    return spec.open_embedded(settings, one_shot=one_shot)
 
 
 def extract_now(store: StoreAPI, messages: list[dict[str, str]], **options: Any) -> Any:
     """One turn's extraction, run now in this process over ``store``, by the installed
     extractor (its spec's ``extract_turn``: ``extract_worker.inline``), so an integration
     reaches it without importing a worker."""
-    for ep in metadata.entry_points(group=GROUP):
+    spec = _first_with(
+        "extract_turn", "no installed worker can extract memories (is extract_worker installed?)"
+    )
+    assert spec.extract_turn is not None
+    return spec.extract_turn(store, messages, **options)
+
+
+def _first_with(field: str, missing: str, *, first: str | None = None) -> WorkerSpec:
+    """The first installed worker spec whose ``field`` is set, entry points loaded one at a
+    time (``first``: that one tried before the others); ``missing`` is the error without one."""
+    eps = metadata.entry_points(group=GROUP)
+    for ep in sorted(eps, key=lambda ep: ep.name != first) if first else eps:
         try:
             spec = ep.load()
         except Exception as e:  # a half-removed worker must not break the caller
             log.warning("worker entry point %s failed to load: %s", ep.name, e)
             continue
-        if isinstance(spec, WorkerSpec) and spec.extract_turn is not None:
-            return spec.extract_turn(store, messages, **options)
+        if isinstance(spec, WorkerSpec) and getattr(spec, field) is not None:
+            return spec
     from shared.contract.errors import SourceUnavailableError
 
-    raise SourceUnavailableError(
-        "no installed worker can extract memories (is extract_worker installed?)",
-        retryable=False,
-    )
+    raise SourceUnavailableError(missing, retryable=False)
 
 
 SIBLING_RESOURCE_ENV = "MEMORY_SIBLING_RESOURCE"
