@@ -77,6 +77,22 @@ class Page:
         sep = "&" if "?" in url else "?"
         return RedirectResponse(f"{url}{sep}{urlencode({'done': message})}", status_code=303)
 
+    async def act(
+        self,
+        write: Callable[[], Any],
+        shown: Callable[[Page, errors.MemoryServiceError], Awaitable[Response]],
+        url: str,
+        said: str | Callable[[Any], str],
+    ) -> Response:
+        """One form action: ``write`` (its one store operation), then back to ``url`` saying
+        ``said`` (or what ``said`` makes of the answer); a typed error is shown on the page the
+        form came from (``shown``), and nothing was written."""
+        try:
+            answer = write()
+        except errors.MemoryServiceError as e:
+            return await shown(self, e)
+        return self.done(url, said(answer) if callable(said) else said)
+
 
 class Console:
     """What every handler shares: the store, the gate, the templates, the dashboard link."""

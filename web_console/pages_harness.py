@@ -105,20 +105,22 @@ async def drafts(page: Page, error: errors.MemoryServiceError | None = None) -> 
 
 async def approve(page: Page) -> Response:
     name, id = page.path("bank"), page.path("id")
-    try:
-        page.store.approve(id, bank=name)
-    except errors.MemoryServiceError as e:
-        return await drafts(page, e)
-    return page.done(bank_url(name, "/drafts"), f"approved {id}")
+    return await page.act(
+        lambda: page.store.approve(id, bank=name),
+        drafts,
+        bank_url(name, "/drafts"),
+        f"approved {id}",
+    )
 
 
 async def reject(page: Page) -> Response:
     name, id = page.path("bank"), page.path("id")
-    try:
-        page.store.reject(id, bank=name)
-    except errors.MemoryServiceError as e:
-        return await drafts(page, e)
-    return page.done(bank_url(name, "/drafts"), f"rejected {id}")
+    return await page.act(
+        lambda: page.store.reject(id, bank=name),
+        drafts,
+        bank_url(name, "/drafts"),
+        f"rejected {id}",
+    )
 
 
 # -- the outbox -------------------------------------------------------------------------------
@@ -141,20 +143,17 @@ async def outbox(page: Page, error: errors.MemoryServiceError | None = None) -> 
 
 async def retry(page: Page) -> Response:
     job = page.path("job")
-    try:
-        page.store.outbox_requeue(job, fresh=page.arg("fresh") == "1")
-    except errors.MemoryServiceError as e:
-        return await outbox(page, e)
-    return page.done("/outbox", f"queued {job} again")
+    return await page.act(
+        lambda: page.store.outbox_requeue(job, fresh=page.arg("fresh") == "1"),
+        outbox,
+        "/outbox",
+        f"queued {job} again",
+    )
 
 
 async def drop(page: Page) -> Response:
     job = page.path("job")
-    try:
-        page.store.outbox_drop(job)
-    except errors.MemoryServiceError as e:
-        return await outbox(page, e)
-    return page.done("/outbox", f"dropped {job}")
+    return await page.act(lambda: page.store.outbox_drop(job), outbox, "/outbox", f"dropped {job}")
 
 
 # -- consolidation ----------------------------------------------------------------------------
@@ -190,9 +189,7 @@ async def apply(page: Page) -> Response:
         )
     try:
         count = consolidation.apply(page.store, payload.encode())
-    except consolidation.StalePlan as e:
-        return await consolidate(page, error=e)
-    except errors.MemoryServiceError as e:
+    except errors.MemoryServiceError as e:  # a stale plan too (a ConflictError)
         return await consolidate(page, error=e)
     return page.done("/consolidate", f"applied the plan shown: {count} memories retired")
 

@@ -144,11 +144,10 @@ async def edit(page: Page) -> Response:
 async def pin(page: Page) -> Response:
     name, id = page.path("bank"), page.path("id")
     pinned = page.arg("pinned") == "1"
-    try:
-        page.store.pin(id, pinned, bank=name)
-    except errors.MemoryServiceError as e:
-        return await memory(page, e)
-    return page.done(memory_url(name, id), f"{'pinned' if pinned else 'unpinned'} {id}")
+    said = f"{'pinned' if pinned else 'unpinned'} {id}"
+    return await page.act(
+        lambda: page.store.pin(id, pinned, bank=name), memory, memory_url(name, id), said
+    )
 
 
 async def supersede(page: Page) -> Response:
@@ -168,11 +167,12 @@ async def supersede(page: Page) -> Response:
 
 async def forget(page: Page) -> Response:
     name, id = page.path("bank"), page.path("id")
-    try:
-        page.store.delete(id, bank=name, reason=page.arg("reason") or None)
-    except errors.MemoryServiceError as e:
-        return await memory(page, e)
-    return page.done(memory_url(name, id), f"forgot {id} (kept in its history)")
+    return await page.act(
+        lambda: page.store.delete(id, bank=name, reason=page.arg("reason") or None),
+        memory,
+        memory_url(name, id),
+        f"forgot {id} (kept in its history)",
+    )
 
 
 def _revision(page: Page) -> int | None:

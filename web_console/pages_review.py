@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from shared.contract import errors
 from shared.contract.api import StoreAPI
-from shared.contract.models import Event, RuleProposal
+from shared.contract.models import Event, RuleDecisionResponse, RuleProposal
 from web_console.app import Page
 from web_console.pages_memory import bank_url
 
@@ -89,21 +89,24 @@ async def _rules(page: Page, error: errors.MemoryServiceError) -> Response:
 
 async def approve(page: Page) -> Response:
     name, id = page.path("bank"), page.path("id")
-    try:
-        done = page.store.rule_approve(id, bank=name)
-    except errors.MemoryServiceError as e:
-        return await _rules(page, e)
-    where = "added to learned" if done.learned else "already in the rules"
-    return page.done(bank_url(name, "/rules"), f"approved {done.id}: {where}")
+
+    def said(done: RuleDecisionResponse) -> str:
+        where = "added to learned" if done.learned else "already in the rules"
+        return f"approved {done.id}: {where}"
+
+    return await page.act(
+        lambda: page.store.rule_approve(id, bank=name), _rules, bank_url(name, "/rules"), said
+    )
 
 
 async def reject(page: Page) -> Response:
     name, id = page.path("bank"), page.path("id")
-    try:
-        done = page.store.rule_reject(id, bank=name)
-    except errors.MemoryServiceError as e:
-        return await _rules(page, e)
-    return page.done(bank_url(name, "/rules"), f"rejected {done.id}")
+    return await page.act(
+        lambda: page.store.rule_reject(id, bank=name),
+        _rules,
+        bank_url(name, "/rules"),
+        lambda done: f"rejected {done.id}",
+    )
 
 
 ROUTES = [
