@@ -41,12 +41,29 @@ def has(browser: Any, id: str) -> bool:
 
 def click(browser: Any, id: str) -> None:
     """Click a button that submits a form and wait for the next page."""
-    from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     old = browser.find_element("tag name", "html")
     by_id(browser, id).click()
-    WebDriverWait(browser, 30).until(ec.staleness_of(old))
+    WebDriverWait(browser, 30).until(lambda _: gone(old))
+
+
+def gone(element: Any) -> bool:
+    """Whether ``element`` left the document (the page it was on was replaced). Selenium's
+    ``staleness_of`` knows only ``StaleElementReferenceException``; a newer chromedriver asked
+    about an element while the next page loads may answer "Node with given id does not belong
+    to the document" instead, which means the same."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as e:
+        if "does not belong to the document" in str(e):
+            return True
+        raise
+    return False
 
 
 def fill(browser: Any, id: str, text: str) -> None:
