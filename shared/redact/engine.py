@@ -213,6 +213,8 @@ def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
     gated = rules is None
     if rules is None:
         rules = candidates(normal)
+        if not rules:  # nothing could match: the text as it came (most texts, most labels)
+            return Redaction(text, ())
     found = _Found()
     redacted = _fixed_point(normal, rules, found) if rules else normal
     while gated and redacted is not normal:
@@ -220,7 +222,7 @@ def _redact_with(text: str, rules: tuple[Rule, ...] | None = None) -> Redaction:
         # no word "shodan" until the token glued before it is a marker. The gate is asked
         # again about what came out; a rule it adds reruns the whole, in catalogue order.
         have = {id(rule) for rule in rules}
-        more = [rule for rule in candidates(redacted) if id(rule) not in have]
+        more = [rule for rule in candidates(redacted, len(normal)) if id(rule) not in have]
         if not more:
             break
         rank = engine().rank
@@ -403,10 +405,12 @@ def find_credential(value: str) -> str | None:
 
     spaced = (value.replace(sep, " ") for sep in _ID_SEPARATORS if sep in value)
     # A tail's anchors are all in the whole value, so with no candidate rule for the whole
-    # there is none for a tail: an ordinary id (a UUID session id) costs no extra calls.
+    # there is none for a tail: an ordinary id (a UUID session id) costs no extra calls. Nor
+    # is the whole read again then: ``redact`` asks the same gate first, and with no
+    # candidate it finds nothing (a ULID's check was two gate calls, now one).
     glued = bool(candidates(normal_form(value)))
     tails = (value[i + 1 :] for i, ch in enumerate(value) if glued and ch in _ID_SEPARATORS)
-    for text in (value, *spaced, *tails):
+    for text in itertools.chain((value,) if glued else (), spaced, tails):
         labels = redact(text).labels
         if labels:
             return labels[0]

@@ -5,6 +5,7 @@ the gate names it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -67,15 +68,51 @@ def test_an_engine_from_the_plan_redacts_as_a_derived_one(
         derived.exact_words,
         derived.wide_words,
         derived.vendors,
+        derived.widths,
     ) == (
         planned.gate.pattern,
         planned.folded_words,
         planned.exact_words,
         planned.wide_words,
         planned.vendors,
+        planned.widths,
     )
     assert {t: redact(t) for t in texts()} == from_plan
     assert sum(bool(r.labels) for r in from_plan.values()) > len(catalogue())
+
+
+def pieces() -> list[str]:
+    """Every sample, look-alike and context text, and each one's heads and tails: the
+    identifiers, labels and short lines the width check decides for."""
+    out = []
+    for text in texts():
+        for n in range(1, len(text), max(1, len(text) // 5)):
+            out += [text[:n], text[-n:]]
+    return [*out, "m0001234", "01JH2K3M4N5P6Q7R8S9T0V1W2X", "4111 1111 1111 1111", "pin 1234"]
+
+
+def test_no_match_is_shorter_than_its_rules_width() -> None:
+    current = gate.engine()
+    for text in texts():
+        for rule, width in zip(current.rules, current.widths, strict=True):
+            for m in rule.pattern.finditer(text):
+                assert len(m.group()) >= width, (rule.pattern.pattern, m.group())
+
+
+def test_the_width_check_changes_no_redaction(
+    fresh_engine: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate drops a rule whose shortest match is longer than the text; with every width
+    taken as 0 (no rule dropped) each piece redacts the same, and ids refused the same."""
+    from shared.redact.engine import find_credential
+
+    cases = pieces()
+    checked = {t: (redact(t), find_credential(t)) for t in cases}
+    current = gate.engine()
+    unchecked = dataclasses.replace(current, widths=(0,) * len(current.widths))
+    monkeypatch.setattr(gate, "engine", lambda: unchecked)
+    assert {t: (redact(t), find_credential(t)) for t in cases} == checked
+    assert sum(bool(r.labels) for r, _ in checked.values()) > len(catalogue())
 
 
 def test_a_plan_for_other_code_is_not_used(
