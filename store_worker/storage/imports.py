@@ -24,8 +24,7 @@ memory here), reported, never overwritten.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.contract import errors
@@ -44,7 +43,7 @@ from store_worker.storage import validate as v
 from store_worker.storage.bank import Bank
 from store_worker.storage.drafts import Drafts
 from store_worker.storage.history import logged_revisions
-from store_worker.storage.writes import Writer, derived_entities, derived_links
+from store_worker.storage.writes import LabelMemo, Writer, derived_entities, derived_links
 
 MAX_IMPORT_ITEMS = 10_000  # records per call (a CLI import sends batches of this many or fewer)
 MAX_EXPORT_PAGE = 10_000
@@ -66,31 +65,32 @@ def _time(item: Mapping[str, Any], name: str, default: int | None, now: int) -> 
         raise errors.InvalidArgumentError(str(e).replace("occurred_at", name, 1)) from e
 
 
-@dataclass
-class Batch:
-    """What one call's items share while each is prepared: what redaction found in each tag
-    and entity (a bulk import's records repeat the same few labels)."""
-
-    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-
 def prepare(
-    writer: Writer, item: object, now: int, batch: Batch | None = None
+    writer: Writer, item: object, now: int, batch: LabelMemo | None = None
 ) -> tuple[Memory, tuple[str, ...]]:
     """One item as the record it becomes, validated and redacted, and the kinds redacted."""
+    fields, kinds = prepare_fields(writer, item, now, batch)
+    derive(writer, [fields])
+    return record(fields), kinds
+
+
+def prepare_fields(
+    writer: Writer, item: object, now: int, batch: LabelMemo | None = None
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``prepare`` but for what derives from the text (``derive``): the record's fields,
+    validated and redacted, and the kinds redacted."""
     if not isinstance(item, Mapping):
         raise errors.InvalidArgumentError(f"a record must be a mapping, not {type(item).__name__}")
     unknown = sorted(str(k) for k in item if k not in FIELDS)
     if unknown:
         raise errors.InvalidArgumentError(f"unknown record field {v.quoted(unknown[0])}")
-    batch = batch or Batch()
     mem_id = v.no_credential(v.memory_id(item.get("id")), "id")
     clean = writer.clean_fields(
         text=item.get("text"),
         title=item.get("title") or None,
         tags=item.get("tags"),
         entities=item.get("entities"),
-        memo=batch.labels,
+        memo=batch,
     )
     mem_type = v.memory_type(item.get("type", "user"))
     scope = v.memory_scope(item.get("scope", "global"))
@@ -117,9 +117,8 @@ def prepare(
         raise errors.InvalidArgumentError("a pending draft cannot be retired (a draft is dropped)")
     redacted = set(clean["redacted"])
     body = clean["text"]
-    mem = Memory(
+    fields = dict(
         id=mem_id,
-        fingerprint=fingerprint(body),
         type=mem_type,
         scope=scope,
         project=project,
@@ -127,8 +126,7 @@ def prepare(
         title=clean["title"],
         text=body,
         tags=clean["tags"],
-        entities=clean["entities"] or derived_entities(body),
-        links=derived_links(body),
+        entities=clean["entities"],
         pinned=v.flag(item.get("pinned", False), "pinned"),
         status=status,
         confidence=v.confidence(item.get("confidence", "stated")),
@@ -142,12 +140,35 @@ def prepare(
         revision=v.count(item.get("revision", 0), "revision", most=2**31),
         invalid_at=invalid_at,
         superseded_by=superseded_by,
-        tokens=writer.tokens.count(body),
     )
+    return fields, tuple(sorted(redacted))
+
+
+def derive(writer: Writer, batch: Sequence[dict[str, Any]]) -> None:
+    """Add to each of ``prepare_fields``'s fields what derives from its text: the
+    fingerprint, entities (when none were given), links and token count, each in a loop over
+    the whole batch of its own. Interleaved with a record's checks, each step found its
+    tables (the tokenizer's, the regexes') out of the CPU's caches: a token count took 14-17
+    µs instead of 9, entities 18 instead of 13."""
+    texts = [fields["text"] for fields in batch]
+    for fields, fp in zip(batch, map(fingerprint, texts), strict=True):
+        fields["fingerprint"] = fp
+    for fields in batch:
+        if not fields["entities"]:
+            fields["entities"] = derived_entities(fields["text"])
+    for fields, links in zip(batch, map(derived_links, texts), strict=True):
+        fields["links"] = links
+    for fields, tokens in zip(batch, map(writer.tokens.count, texts), strict=True):
+        fields["tokens"] = tokens
+
+
+def record(fields: dict[str, Any]) -> Memory:
+    """The record of ``prepare_fields``'s fields with what ``derive`` added."""
+    mem = Memory(**fields)
     problem = v.stored_record_problem(mem)
     if problem is not None:
         raise errors.InvalidArgumentError(problem)
-    return mem, tuple(sorted(redacted))
+    return mem
 
 
 def _turns(value: object) -> tuple[str, ...]:
@@ -215,10 +236,11 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
             raise type(e)(f"record {i}: {e.message}", e.retryable) from e
         problems.append(ImportProblem(index=i, category=e.category, message=e.message))
 
-    shared = Batch()
-    for i, item in enumerate(items):
+    for i, fields, kinds in _staged(writer, items, now, skip_bad):
         try:
-            mem, kinds = prepare(writer, item, now, shared)
+            if isinstance(fields, errors.MemoryServiceError):
+                raise fields
+            mem = record(fields)
             held = latest.get(mem.id) or (
                 target.records.get(mem.id) if target is not None else None
             )
@@ -255,6 +277,27 @@ def import_records(writer: Writer, drafts: Drafts, op: Import) -> ImportResponse
         dry_run=dry_run,
         records=tuple(fresh) if dry_run else (),
     )
+
+
+Staged = tuple[int, dict[str, Any] | errors.MemoryServiceError, tuple[str, ...]]
+
+
+def _staged(writer: Writer, items: Sequence[object], now: int, skip_bad: bool) -> list[Staged]:
+    """Every item's fields (or why it is refused), then what derives from their texts
+    (``derive``). The records are made from them in the items' order, so a refusal is still
+    reported in that order and without ``skip_bad`` the first one is raised (no item after it
+    is prepared)."""
+    shared = LabelMemo()
+    staged: list[Staged] = []
+    for i, item in enumerate(items):
+        try:
+            staged.append((i, *prepare_fields(writer, item, now, shared)))
+        except errors.MemoryServiceError as e:
+            staged.append((i, e, ()))
+            if not skip_bad:
+                break
+    derive(writer, [fields for _, fields, _ in staged if isinstance(fields, dict)])
+    return staged
 
 
 def _held(held: Memory, mem: Memory) -> bool:

@@ -21,7 +21,7 @@ are not redacted but refused when they hold a credential (``validate.no_credenti
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,18 @@ class PreparedSave:
     entities: tuple[str, ...]
     links: tuple[str, ...]
     tokens: int
+
+
+@dataclass
+class LabelMemo:
+    """What the records of one bulk write share (``import_records``: they repeat the same
+    few tags and entities): what redaction found in each label, and each list of labels as
+    it was cleaned, with the kinds found in it."""
+
+    found: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    lists: dict[tuple[str, tuple[Any, ...]], tuple[tuple[str, ...], tuple[str, ...]]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(eq=False, repr=False)
@@ -200,11 +212,11 @@ class Writer:
         tags: Iterable[Any] | None = None,
         entities: Iterable[Any] | None = None,
         text_required: bool = True,
-        memo: dict[str, tuple[str, ...]] | None = None,
+        memo: LabelMemo | None = None,
     ) -> dict[str, Any]:
         """Validate, then redact every free-text field (on every write path: redaction before
-        the disk). ``memo`` keeps what redaction found in each tag or entity across calls (a
-        bulk import's records repeat the same few labels)."""
+        the disk). ``memo`` keeps what redaction found in each tag or entity, and each list
+        of them cleaned, across calls (a bulk import's records repeat the same few labels)."""
         labels: set[str] = set()
         body = (
             v.text(text, max_chars=self.settings.max_text_chars)
@@ -214,19 +226,38 @@ class Writer:
         # the text and the title read together: a secret named in one is redacted in both
         said = redact_many([body or "", v.title(title)])
         secrets = [pair for result in said for pair in result.values]
+        in_list: set[str] = set()  # what the list being cleaned held
 
         def scrub_label(value: str) -> str:
             """A tag or entity that held a secret, repeats one the text or title named, or
             is a placeholder, goes whole: a label is a handle, and half a credential around
             a marker is no handle to anything."""
-            known = None if memo is None else memo.get(value)
+            known = None if memo is None else memo.found.get(value)
             if known is None:
                 known = redact(value).labels
                 if memo is not None:
-                    memo[value] = known
+                    memo.found[value] = known
             found = {*known, *repeats(secrets, value)}
             labels.update(found)
+            in_list.update(found)
             return "" if found else value
+
+        def clean(values: Iterable[Any] | None, what: str) -> tuple[str, ...]:
+            """``_clean_labels``; a list this write's memo has cleaned before comes from it
+            (unless the text or title named a secret, which a label may repeat)."""
+            if memo is None or secrets or not isinstance(values, list | tuple):
+                return _clean_labels(values, what, scrub_label)
+            key = (what, tuple(values))
+            try:
+                kept = memo.lists.get(key)
+            except TypeError:  # a mapping among them: refused by the checks below
+                return _clean_labels(values, what, scrub_label)
+            if kept is None:
+                in_list.clear()
+                cleaned = _clean_labels(values, what, scrub_label)
+                kept = memo.lists[key] = (cleaned, tuple(sorted(in_list)))
+            labels.update(kept[1])
+            return kept[0]
 
         for result in said:
             labels.update(result.labels)
@@ -234,8 +265,8 @@ class Writer:
         if body is not None:
             out["text"] = said[0].text
         out["title"] = said[1].text
-        out["tags"] = _clean_labels(tags, "tags", scrub_label)
-        out["entities"] = _clean_labels(entities, "entities", scrub_label)
+        out["tags"] = clean(tags, "tags")
+        out["entities"] = clean(entities, "entities")
         out["redacted"] = sorted(labels)
         return out
 

@@ -281,3 +281,59 @@ def test_the_id_of_a_draft_that_could_not_be_read_is_refused(
     with pytest.raises(ConflictError, match="draft file that could not be read"):
         store.import_records([{"id": "fridays", "text": "an unrelated fact"}])
     assert not (data_dir / "main" / "memories.jsonl").exists()
+
+
+def test_refusals_come_in_the_items_order_whichever_check_refused(store: MemoryStore) -> None:
+    # the fields are checked for every item before the records are made and compared with
+    # the bank's: still, the problems come in the items' order, and the first one is raised
+    store.save("the user likes tea", id="drinks")
+    conflict = {"id": "drinks", "text": "the user likes coffee"}
+    empty = {"id": "empty", "text": ""}
+    good = [{"id": "a", "text": "fact a"}, {"id": "b", "text": "fact b"}]
+    res = store.import_records([good[0], conflict, empty, good[1]], skip_bad=True, dry_run=True)
+    assert [(p.index, p.message) for p in res.problems] == [
+        (1, "drinks is already another memory here (revision 0)"),
+        (2, "text must be a non-empty string"),
+    ]
+    assert [m.id for m in res.records] == ["a", "b"]
+    with pytest.raises(ConflictError, match="record 1"):
+        store.import_records([good[0], conflict, empty])
+    with pytest.raises(InvalidArgumentError, match="record 1"):
+        store.import_records([good[0], empty, conflict])
+    assert store.get("drinks").memory.text == "the user likes tea"
+    assert store.list().memories == (store.get("drinks").memory,)
+
+
+def test_a_label_list_seen_before_is_not_trusted_beside_a_secret_it_repeats(
+    store: MemoryStore,
+) -> None:
+    # the batch remembers each list of labels as cleaned, but not for a record whose text
+    # names a secret: there the same label repeats it and goes
+    items = [
+        {"id": "one", "text": "a plain fact", "tags": ["ops", "hunter-pass-77"]},
+        {"id": "two", "text": "my password is hunter-pass-77", "tags": ["ops", "hunter-pass-77"]},
+        {"id": "three", "text": "another plain fact", "tags": ["ops", "hunter-pass-77"]},
+    ]
+    res = store.import_records(items)
+    assert res.redacted == ("password",)
+    assert [store.get(i).memory.tags for i in ("one", "two", "three")] == [
+        ("ops", "hunter-pass-77"),
+        ("ops",),
+        ("ops", "hunter-pass-77"),
+    ]
+    assert "hunter-pass-77" not in store.get("two").memory.text
+
+
+def test_what_derives_from_the_text_is_a_saves(store: MemoryStore) -> None:
+    texts = [
+        "Ana moved the Kestrel deploy to Fly.io, see [[deploy-notes]]",
+        "the user prefers tabs",
+        "Tokens: ünïcödé, full-width ＡＢＣ and a ﬁ ligature",
+    ]
+    for i, text in enumerate(texts):
+        store.save(text, id=f"saved-{i}")
+    store.import_records([{"id": f"imported-{i}", "text": t} for i, t in enumerate(texts)])
+    for i in range(len(texts)):
+        saved, imported = store.get(f"saved-{i}").memory, store.get(f"imported-{i}").memory
+        derived = ("fingerprint", "entities", "links", "tokens", "text")
+        assert [getattr(imported, f) for f in derived] == [getattr(saved, f) for f in derived]
