@@ -82,8 +82,8 @@ def test_min_relevance_half_drops_the_hits_under_half(seeded: Gateway) -> None:
 def test_the_range_ends_are_accepted_and_zero_is_no_cut(seeded: Gateway, threshold: float) -> None:
     # When Recall asks for a threshold at either end of [0, 1]
     kept = _recall(seeded, min_relevance=threshold)
-    # Then it is served like the store's recall at that threshold; 0 keeps every hit (a set 0
-    # is a threshold, not the store's default of 0.3 and not a refusal)
+    # Then it is served like the store's recall at that threshold, never refused; 0 keeps
+    # every hit
     assert kept == _store_recall(seeded, min_relevance=threshold)
     if threshold == 0.0:
         assert kept == _recall(seeded)
