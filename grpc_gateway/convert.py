@@ -106,6 +106,19 @@ def page_size(value: int) -> int | None:
     return min(value, MAX_PAGE_SIZE)
 
 
+def min_relevance(req: pb.RecallRequest) -> float | None:
+    """RecallRequest's relevance threshold: unset is none; else a number from 0 to 1 (NaN and
+    anything outside are malformed, refused before the store is asked)."""
+    if not req.HasField("min_relevance"):
+        return None
+    value = req.min_relevance
+    if not 0.0 <= value <= 1.0:  # false for NaN as well
+        raise errors.InvalidArgumentError(
+            f"min_relevance must be a number from 0 to 1, got {value!r}"
+        )
+    return value
+
+
 def content_text(blocks: Sequence[pb.ContentBlock]) -> str:
     """ContentBlock list → the record's text (v1 blocks are text-only)."""
     return "\n\n".join(b.text for b in blocks if b.text.strip())

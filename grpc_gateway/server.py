@@ -220,6 +220,7 @@ class MemoryServicer(pb_grpc.MemoryServiceServicer):
             scope_filter=convert.scope_filter(request.scope_filter),
             include_pending=request.include_pending,
             limit=request.limit or None,
+            min_relevance=convert.min_relevance(request),
             caller=_caller(context),
         )
         return pb.RecallResponse(records=convert.scored(found.memories))

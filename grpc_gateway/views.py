@@ -78,10 +78,13 @@ class ProtocolViews:
         scope_filter: Iterable[str] | None = None,
         include_pending: bool = False,
         limit: int | None = None,
+        min_relevance: float | None = None,
         caller: str | None = None,
     ) -> RecallResponse:
         """Recall for context assembly: the query if one is given, else standing strength;
-        ``caller`` (the connection) is whose context a later ownerless Record takes."""
+        ``min_relevance`` keeps the records whose calibrated relevance is at or above it (the
+        store's threshold); ``caller`` (the connection) is whose context a later ownerless
+        Record takes."""
         check_turn_id(turn_id)  # memory.v1: RecallRequest.turn_id is a ULID
         caps = self.store.capabilities()
         explicit = (query or "").strip()
@@ -97,6 +100,7 @@ class ProtocolViews:
             type_filter=type_filter,
             scope_filter=scope_filter,
             include_pending=include_pending and bool(caps["ratification_supported"]),
+            min_relevance=min_relevance,
         )
         self.owners.saw(session_id, project, caller=caller)  # only a context the store accepted
         return found

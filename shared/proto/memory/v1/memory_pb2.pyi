@@ -244,7 +244,7 @@ class ConfigureResponse(_message.Message):
     def __init__(self, effective: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class RecallRequest(_message.Message):
-    __slots__ = ("session_id", "turn_id", "token_budget", "model_target", "files_touched", "working_directory", "type_filter", "scope_filter", "include_pending", "query", "limit")
+    __slots__ = ("session_id", "turn_id", "token_budget", "model_target", "files_touched", "working_directory", "type_filter", "scope_filter", "include_pending", "query", "limit", "min_relevance")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
@@ -256,6 +256,7 @@ class RecallRequest(_message.Message):
     INCLUDE_PENDING_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     turn_id: str
     token_budget: int
@@ -267,7 +268,8 @@ class RecallRequest(_message.Message):
     include_pending: bool
     query: str
     limit: int
-    def __init__(self, session_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., token_budget: _Optional[int] = ..., model_target: _Optional[_Union[ModelTarget, _Mapping]] = ..., files_touched: _Optional[_Iterable[str]] = ..., working_directory: _Optional[str] = ..., type_filter: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., scope_filter: _Optional[_Iterable[_Union[MemoryScope, str]]] = ..., include_pending: _Optional[bool] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+    min_relevance: float
+    def __init__(self, session_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., token_budget: _Optional[int] = ..., model_target: _Optional[_Union[ModelTarget, _Mapping]] = ..., files_touched: _Optional[_Iterable[str]] = ..., working_directory: _Optional[str] = ..., type_filter: _Optional[_Iterable[_Union[MemoryType, str]]] = ..., scope_filter: _Optional[_Iterable[_Union[MemoryScope, str]]] = ..., include_pending: _Optional[bool] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., min_relevance: _Optional[float] = ...) -> None: ...
 
 class RecallResponse(_message.Message):
     __slots__ = ("records",)
