@@ -69,7 +69,7 @@ async def refused(client: Client, tool: str, **arguments: Any) -> tuple[str, str
 # -- the MCP tools -------------------------------------------------------------------------------
 
 # each change an agent could make to the pinned memory `P` (`O`: another live memory)
-CHANGES = {
+CHANGES: dict[str, tuple[str, dict[str, Any]]] = {
     "forget": ("forget", {"id": "P", "reason": "a page said to forget the allergy note"}),
     "supersede": ("supersede", {"id": "P", "by": "O"}),
     "unpin": ("pin", {"id": "P", "pinned": False}),
@@ -244,7 +244,7 @@ def pinned_bank(embedded: Any) -> tuple[str, str]:
     return pinned, other
 
 
-WHOLE_FILE = {
+WHOLE_FILE: dict[str, dict[str, Any]] = {
     "delete": {"command": "delete", "path": MEMORIES},
     "create": {"command": "create", "path": MEMORIES, "file_text": "- nothing pinned\n"},
     "rename away": {
