@@ -192,8 +192,13 @@ class MemoryTools:
         if update_id is not None:
             current = self.reachable(update_id, bank=bank, session_id=session_id).memory
             refuse_if_pinned(current, "rewrite")
-            done = self.store.update(
-                update_id, bank=bank, text=text, title=title, occurred_at=happened
+            done = self.store.update(  # at the revision checked: pinned since, a conflict
+                update_id,
+                bank=bank,
+                text=text,
+                title=title,
+                occurred_at=happened,
+                revision=current.revision,
             )
             return {
                 "action": "updated",
@@ -312,10 +317,11 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Retire ``id`` in favour of ``by``; the same call again (a retry after a lost
         answer) answers the same and writes nothing, as the tool's idempotent hint says."""
-        refuse_if_pinned(self.reachable(id, bank=bank, session_id=session_id).memory, "supersede")
+        current = self.reachable(id, bank=bank, session_id=session_id).memory
+        refuse_if_pinned(current, "supersede")
         self.reachable(by, bank=bank, session_id=session_id)
-        try:
-            done = self.store.supersede(id, by, bank=bank, reason=reason)
+        try:  # at the revision checked: a memory pinned since is a conflict, not retired
+            done = self.store.supersede(id, by, bank=bank, reason=reason, revision=current.revision)
         except errors.ConflictError:
             already = self.store.get(id, bank=bank)
             if already.memory.superseded_by != by:
@@ -333,9 +339,11 @@ class MemoryTools:
         session_id: str | None = None,
     ) -> dict[str, Any]:
         current = self.reachable(id, bank=bank, session_id=session_id).memory
-        if not pinned:  # pinning only adds protection; unpinning is a person's
+        if pinned:  # pinning only adds protection
+            done = self.store.pin(id, True, bank=bank)
+        else:  # unpinning is a person's; at the revision checked, so a pin since is a conflict
             refuse_if_pinned(current, "unpin")
-        done = self.store.pin(id, pinned, bank=bank)
+            done = self.store.update(id, bank=bank, pinned=False, revision=current.revision)
         return {"bank": done.bank, "memory": _brief(done.memory)}
 
     def list_rules(self, *, bank: str | None = None) -> dict[str, Any]:

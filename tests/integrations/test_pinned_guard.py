@@ -19,7 +19,9 @@ from mcp.client.stdio import StdioServerParameters
 from integrations.mcp_server import build_server
 from integrations.memory_tool import MemoryFileError, MemoryToolBackend
 from integrations.pinned import PinnedMemoryError
-from shared.contract import errors
+from shared.client.mock import MockStore
+from shared.contract import errors, ops
+from shared.contract.op import Op
 
 ALLERGY = "The user is allergic to peanuts"
 NOTE = "The user drafts posts in a notes app"  # the agent's own, nobody pinned it
@@ -104,6 +106,38 @@ def test_a_pinned_memory_is_refused_to_every_change_and_nothing_is_written(
 
     run(build_server(embedded), body)
     assert embedded.get(pinned.id).memory == pinned
+
+
+@pytest.mark.parametrize("change", ["rewrite", "supersede", "unpin"])
+def test_a_pin_made_between_the_agents_read_and_its_write_is_kept(
+    embedded: Any, change: str
+) -> None:
+    """The tool writes at the revision it checked: a person pinning the memory in between
+    makes the write a conflict, so the change never lands on the now pinned memory."""
+    note = embedded.save(NOTE).memory
+    other = embedded.save(ALLERGY).memory
+    pinned_after_read: list[str] = []
+
+    def a_person_pins_after_the_read(op: Op[Any]) -> object:
+        answer = embedded.call(op)
+        if isinstance(op, ops.Get) and op.id == note.id and not pinned_after_read:
+            pinned_after_read.append(embedded.pin(note.id, True).memory.id)
+        return answer
+
+    tool, given = CHANGES[change]
+    arguments = {k: {"P": note.id, "O": other.id}.get(v, v) for k, v in given.items()}
+
+    async def body(client: Client) -> None:
+        category, text = await refused(client, tool, **arguments)
+        assert category == "invalid_argument" and "changed since it was read" in text
+        # read again, the agent is told it is pinned
+        _, text = await refused(client, tool, **arguments)
+        says_a_person_holds_it(text, note.id)
+
+    run(build_server(MockStore(a_person_pins_after_the_read)), body)
+    assert pinned_after_read == [note.id]
+    kept = embedded.get(note.id).memory
+    assert (kept.text, kept.pinned, kept.invalid_at) == (NOTE, True, None)
 
 
 def test_a_memory_nobody_pinned_stays_the_agents_to_change(embedded: Any) -> None:
