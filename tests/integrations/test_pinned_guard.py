@@ -140,6 +140,25 @@ def test_a_pin_made_between_the_agents_read_and_its_write_is_kept(
     assert (kept.text, kept.pinned, kept.invalid_at) == (NOTE, True, None)
 
 
+def test_a_server_acting_as_a_scoped_token_refuses_the_same(embedded: Any) -> None:
+    """A token that may write its bank still may not change what a person pinned there."""
+    pinned = embedded.save(ALLERGY, pinned=True).memory
+    note = embedded.save(NOTE).memory
+    token = embedded.token_create("agent", banks=["main"])["token"]
+
+    async def body(client: Client) -> None:
+        before = files(embedded.root)
+        for tool, given in CHANGES.values():
+            arguments = {k: {"P": pinned.id, "O": note.id}.get(v, v) for k, v in given.items()}
+            category, text = await refused(client, tool, **arguments)
+            assert category == "permission_denied"
+            says_a_person_holds_it(text, pinned.id)
+        assert files(embedded.root) == before
+        assert (await call(client, "forget", id=note.id))["action"] == "forgotten"
+
+    run(build_server(embedded, token=token), body)
+
+
 def test_a_memory_nobody_pinned_stays_the_agents_to_change(embedded: Any) -> None:
     embedded.save(ALLERGY, pinned=True)
 
