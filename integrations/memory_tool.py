@@ -214,9 +214,10 @@ class MemoryToolBackend:
         return f"File {verb}: {path}"
 
     def _str_replace(self, call: Mapping[str, Any]) -> str:
-        path = parse_path(call.get("path"))
+        replaced = call.get("old_str")  # a pinned line it overlaps is named in the refusal
+        touching = replaced if isinstance(replaced, str) and replaced else None
+        path = self._rule_path(call.get("path"), "str_replace", touching=touching)
         old, new = _text(call, "old_str"), _text(call, "new_str")
-        path = self._rule_path(path, "str_replace", touching=old or None)
         text = self._read(path)
         count = text.count(old) if old else 0
         if count != 1:
