@@ -9,12 +9,16 @@ MCP hints ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint``); what eac
     forget       retire one memory by id (a tombstone: it stays in history)
     supersede    retire a memory in favour of a live one (a correction); idempotent: the same
                  call again answers the same (``already: true``) and writes nothing
-    pin          pin or unpin a memory (pinned ones are never touched automatically)
+    pin          pin a memory (pinned ones are never touched automatically)
     list_rules   a bank's rules (human-owned instructions)
     set_rule     create, replace or remove a rule: only with ``--allow-rule-edits`` (off by
                  default: rules are instructions a person wrote for every session, so an
                  agent must not rewrite them on its own); never ``learned``, whose lines a
                  person approves (``memory rule approve``: no tool approves a rule)
+
+A pinned memory is a person's (``integrations.pinned``): ``forget``, ``supersede`` of it,
+``pin`` with ``pinned: false`` and ``remember`` with its ``update_id`` are refused with a
+``permission_denied`` tool error that says how a person changes it; nothing is written.
 
 Resources: ``memory://banks`` (the banks, with each one's rules URI), ``memory://banks/{bank}/
 rules`` (a bank's rules as markdown) and ``memory://banks/{bank}/preview{?query}`` (the rules
@@ -262,7 +266,8 @@ def build_server(
         version=package_version(),
         instructions="Durable memory across sessions. Call `recall` before answering when "
         "past facts may matter; call `remember` for a durable fact the user states; use "
-        "`supersede` for a correction and `forget` only when asked.",
+        "`supersede` for a correction and `forget` only when asked. A pinned memory "
+        "(`pinned: true`) is the user's: never try to change, retire or unpin it.",
         log_level="WARNING",
     )
     _add_write_tools(server, tools)
@@ -280,7 +285,8 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         "a candidate's id to revise it, or `confirm_new: true` to keep both. Saving the exact "
         "same fact again reinforces it. `scope: project` files it under `project` (default: "
         "the folder this server runs in); `scope: session` needs `session_id`. Secrets are "
-        "redacted before anything is stored (`redacted` then names their kinds).",
+        "redacted before anything is stored (`redacted` then names their kinds). A pinned "
+        "memory cannot be revised with `update_id` (a person pinned it; `permission_denied`).",
         read_only=False,
         idempotent=False,
     )
@@ -315,7 +321,7 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
             str | None,
             Field(
                 description="Revise this memory (a candidate's id from `needs_confirmation`) "
-                "instead of saving a new one."
+                "instead of saving a new one; never a pinned one."
             ),
         ] = None,
         confirm_new: Annotated[
@@ -338,7 +344,9 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         "Retire one memory by id (from `recall`) when the user asks to forget it "
         "or it is wrong and there is no replacement. It stops being recalled; the history "
         "keeps it. An unknown or already retired id is `not_found`, and so is another "
-        "project's memory, or a session's without its `session_id`.",
+        "project's memory, or a session's without its `session_id`. A pinned memory is off "
+        "limits: a person pinned it, so forgetting it is refused (`permission_denied`); only "
+        "the person can (`memory unpin ID` or the console's memory page).",
         read_only=False,
         destructive=True,
         idempotent=False,
@@ -353,7 +361,8 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
         "Record a correction: memory `id` is replaced by the live memory `by` "
         "(first `remember` the corrected fact, then supersede the old one with its id). The "
         "old memory stops being recalled but stays in history. The same call again answers "
-        "the same (`already: true`) and writes nothing.",
+        "the same (`already: true`) and writes nothing. A pinned `id` is off limits (a person "
+        "pinned it: `permission_denied`); a pinned `by` is fine.",
         read_only=False,
         destructive=True,
         idempotent=True,
@@ -373,13 +382,22 @@ def _add_write_tools(server: MCPServer[Any], tools: MemoryTools) -> None:
     @_tool(
         server,
         "Pin a memory (`pinned: true`) so automatic consolidation never merges, "
-        "decays or retires it, or unpin it (`pinned: false`).",
+        "decays or retires it. Pinning hands it to the user: a pinned memory is the person's, "
+        "so no tool unpins (`pinned: false` is refused, `permission_denied`), rewrites, "
+        "supersedes or forgets it; a person does (`memory unpin ID` or the console's memory "
+        "page). `pinned: false` on an unpinned memory changes nothing.",
         read_only=False,
         idempotent=True,
     )
     def pin(
         id: MemoryId,
-        pinned: Annotated[bool, Field(description="true pins it, false unpins it.")] = True,
+        pinned: Annotated[
+            bool,
+            Field(
+                description="true pins it; false unpins it, refused for a pinned memory "
+                "(only a person unpins one)."
+            ),
+        ] = True,
         bank: Bank = None,
         session_id: SessionId = None,
     ) -> CallToolResult:

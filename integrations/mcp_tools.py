@@ -7,6 +7,11 @@ Scope: the id tools (``forget``, ``supersede``, ``pin``, ``remember`` with ``upd
 what ``recall`` shows this agent: a global memory, one of this server's project, or one of the
 ``session_id`` the call gives (or an ancestor session); any other id is ``not_found``, so an id
 alone never retires, rewrites or reads another project's or session's memory.
+
+Pinned: a pinned memory is a person's (``integrations.pinned``): ``forget``, ``supersede`` (of
+it), ``pin`` with ``pinned=false`` and ``remember`` with its ``update_id`` are refused
+(``permission_denied``, nothing written); pinning, and superseding another memory in favour of
+a pinned one (which leaves the pinned one as it is), stay allowed.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import os
 from typing import Any
 
+from integrations.pinned import refuse_if_pinned
 from integrations.store import RunningStore
 from shared.client.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
 from shared.client.scoped import CURRENT, Scoped, SessionOwners
@@ -184,9 +190,15 @@ class MemoryTools:
         happened = None if occurred_at is None else iso_ms(occurred_at)  # refused before a write
         here = self._folder(project)  # as `memory save --scope project` / `recall` use cwd
         if update_id is not None:
-            self.reachable(update_id, bank=bank, session_id=session_id)
-            done = self.store.update(
-                update_id, bank=bank, text=text, title=title, occurred_at=happened
+            current = self.reachable(update_id, bank=bank, session_id=session_id).memory
+            refuse_if_pinned(current, "rewrite")
+            done = self.store.update(  # at the revision checked: pinned since, a conflict
+                update_id,
+                bank=bank,
+                text=text,
+                title=title,
+                occurred_at=happened,
+                revision=current.revision,
             )
             return {
                 "action": "updated",
@@ -210,7 +222,12 @@ class MemoryTools:
                     "action": "needs_confirmation",
                     "bank": bank_name,
                     "hint": "a close memory exists: call remember again with update_id=<id> "
-                    "to revise it, or confirm_new=true to save a separate memory",
+                    "to revise it, or confirm_new=true to save a separate memory"
+                    + (
+                        " (a pinned candidate is a person's: it cannot be revised)"
+                        if any(c.memory.pinned for c in near)
+                        else ""
+                    ),
                     "candidates": [
                         {"similarity": round(c.similarity, 3), **_brief(c.memory)} for c in near
                     ],
@@ -283,6 +300,7 @@ class MemoryTools:
         session_id: str | None = None,
     ) -> dict[str, Any]:
         current = self.reachable(id, bank=bank, session_id=session_id).memory
+        refuse_if_pinned(current, "forget")
         if current.invalid_at is not None:  # forgetting twice is not a silent no-op
             raise errors.NotFoundError(f"no live memory {id!r}: it is already retired")
         done = self.store.delete(id, bank=bank, reason=reason or "mcp.forget")
@@ -299,10 +317,11 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Retire ``id`` in favour of ``by``; the same call again (a retry after a lost
         answer) answers the same and writes nothing, as the tool's idempotent hint says."""
-        self.reachable(id, bank=bank, session_id=session_id)
+        current = self.reachable(id, bank=bank, session_id=session_id).memory
+        refuse_if_pinned(current, "supersede")
         self.reachable(by, bank=bank, session_id=session_id)
-        try:
-            done = self.store.supersede(id, by, bank=bank, reason=reason)
+        try:  # at the revision checked: a memory pinned since is a conflict, not retired
+            done = self.store.supersede(id, by, bank=bank, reason=reason, revision=current.revision)
         except errors.ConflictError:
             already = self.store.get(id, bank=bank)
             if already.memory.superseded_by != by:
@@ -319,8 +338,12 @@ class MemoryTools:
         bank: str | None = None,
         session_id: str | None = None,
     ) -> dict[str, Any]:
-        self.reachable(id, bank=bank, session_id=session_id)
-        done = self.store.pin(id, pinned, bank=bank)
+        current = self.reachable(id, bank=bank, session_id=session_id).memory
+        if pinned:  # pinning only adds protection
+            done = self.store.pin(id, True, bank=bank)
+        else:  # unpinning is a person's; at the revision checked, so a pin since is a conflict
+            refuse_if_pinned(current, "unpin")
+            done = self.store.update(id, bank=bank, pinned=False, revision=current.revision)
         return {"bank": done.bank, "memory": _brief(done.memory)}
 
     def list_rules(self, *, bank: str | None = None) -> dict[str, Any]:

@@ -13,7 +13,9 @@ durable, redacted and versioned like any rule or memory:
                                       and its ``project``'s and ``session_id``'s when the backend
                                       is given them, as recall shows them), one "- [id] text"
                                       line each: read-mostly: ``insert`` saves the inserted text
-                                      as a new memory; every other write is refused
+                                      as a new memory; every other write is refused, and one
+                                      that would touch a pinned memory's line says it is a
+                                      person's (``integrations.pinned``: ``permission_denied``)
 
 Paths never reach the file system: each is parsed into (bank, kind, name) and checked first.
 Refused with ``PathOutsideMemoriesError`` (an ``invalid_argument``): anything not under
@@ -39,8 +41,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from integrations.pinned import refusal
 from shared.contract import errors
 from shared.contract.api import StoreAPI
+from shared.contract.models import Memory
 
 ROOT = "/memories"
 MEMORIES_FILE = "memories.md"
@@ -199,7 +203,7 @@ class MemoryToolBackend:
         return "".join(f"{n:6d}\t{line}\n" for n, line in enumerate(shown, start=first))
 
     def _create(self, call: Mapping[str, Any]) -> str:
-        path = self._rule_path(call.get("path"), "create")
+        path = self._rule_path(call.get("path"), "create", touching="")
         text = _text(call, "file_text")
         if not text.strip():
             raise MemoryFileError(f"{path}: empty file_text (use delete to remove a rule)")
@@ -210,7 +214,9 @@ class MemoryToolBackend:
         return f"File {verb}: {path}"
 
     def _str_replace(self, call: Mapping[str, Any]) -> str:
-        path = self._rule_path(call.get("path"), "str_replace")
+        replaced = call.get("old_str")  # a pinned line it overlaps is named in the refusal
+        touching = replaced if isinstance(replaced, str) and replaced else None
+        path = self._rule_path(call.get("path"), "str_replace", touching=touching)
         old, new = _text(call, "old_str"), _text(call, "new_str")
         text = self._read(path)
         count = text.count(old) if old else 0
@@ -228,7 +234,7 @@ class MemoryToolBackend:
                 raise MemoryFileError("insert_text is empty: nothing to remember")
             saved = self.store.save(inserted.strip(), bank=path.bank, recorded_by="memory-tool")
             return f"Memory saved: [{saved.memory.id}] in {path}"
-        path = self._rule_path(path, "insert")
+        path = self._rule_path(path, "insert", touching=None)
         text = self._read(path)
         lines = text.splitlines()
         at = call.get("insert_line")
@@ -239,14 +245,14 @@ class MemoryToolBackend:
         return f"Text inserted at line {at}: {path}"
 
     def _delete(self, call: Mapping[str, Any]) -> str:
-        path = self._rule_path(call.get("path"), "delete")
+        path = self._rule_path(call.get("path"), "delete", touching="")
         self.store.rule_get(path.rule, bank=path.bank)  # deleting nothing is not_found
         self.store.rule_set(path.rule, "", bank=path.bank)
         return f"File deleted: {path}"
 
     def _rename(self, call: Mapping[str, Any]) -> str:
-        old = self._rule_path(call.get("old_path"), "rename")
-        new = self._rule_path(call.get("new_path"), "rename")
+        old = self._rule_path(call.get("old_path"), "rename", touching="")
+        new = self._rule_path(call.get("new_path"), "rename", touching="")
         content = self._read(old)
         if new.rule in self._rule_names(new.bank):
             raise MemoryFileError(f"{new} already exists")
@@ -261,9 +267,13 @@ class MemoryToolBackend:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _rule_path(self, raw: object, command: str) -> MemoryPath:
-        """The rule a write names, once the write is allowed (every caller writes)."""
+    def _rule_path(self, raw: object, command: str, *, touching: str | None) -> MemoryPath:
+        """The rule a write names, once the write is allowed (every caller writes).
+        ``touching``: what of ``memories.md`` the write would change, were it allowed: ``""``
+        the whole file, else the text ``str_replace`` replaces (``None``: no line of it)."""
         path = raw if isinstance(raw, MemoryPath) else parse_path(raw)
+        if path.kind == "memories" and touching is not None:
+            self._refuse_pinned(path.bank, command, touching)
         if path.kind != "rule":
             what = "read-only (insert adds a memory)" if path.kind == "memories" else "a directory"
             raise MemoryFileError(
@@ -292,21 +302,48 @@ class MemoryToolBackend:
         return self._memories_text(path.bank)
 
     def _memories_text(self, bank: str) -> str:
+        rows = [_line(m) for m in self._visible(bank)]
+        return "\n".join(rows) + ("\n" if rows else "")
+
+    def _visible(self, bank: str) -> list[Memory]:
         """The live memories recall would show this agent: the listing is the whole bank's,
         so another project's or session's memories are left out here."""
-        rows: list[str] = []
+        shown: list[Memory] = []
         token: str | None = None
         sessions = frozenset(self.store.session_lineage(self.session_id) if self.session_id else ())
         while True:
             page = self.store.list(bank=bank, page_size=500, page_token=token)
-            rows += [
-                f"- [{m.id}] {' '.join(m.text.split())}"
-                for m in page.memories
-                if m.seen_from(self.project, lambda: sessions)
-            ]
+            shown += [m for m in page.memories if m.seen_from(self.project, lambda: sessions)]
             token = page.next_page_token
             if not token:
-                return "\n".join(rows) + ("\n" if rows else "")
+                return shown
+
+    def _refuse_pinned(self, bank: str, command: str, touching: str) -> None:
+        """The pinned refusal when a write to ``memories.md`` (refused anyway: it is
+        read-only) would change a pinned memory's line: the whole file (``touching == ""``) or
+        a line ``touching`` overlaps. Saying so keeps the model from looking for another way
+        to change what a person pinned."""
+        try:
+            shown = self._visible(bank)
+        except errors.NotFoundError:  # no such bank: nothing pinned in it
+            return
+        text, at = "", []
+        for m in shown:
+            at.append((len(text), m))
+            text += _line(m) + "\n"
+        hits = _occurrences(text, touching) if touching else None
+        pinned = [
+            m.id
+            for start, m in at
+            if m.pinned
+            and (
+                hits is None
+                or any(i < start + len(_line(m)) and start < i + len(touching) for i in hits)
+            )
+        ]
+        if pinned:
+            verb = {"create": "overwrite", "str_replace": "rewrite", "rename": "move"}
+            raise refusal(pinned, verb.get(command, command))
 
     def _rule_names(self, bank: str) -> list[str]:
         try:
@@ -320,6 +357,20 @@ class MemoryToolBackend:
 
     def _ensure_bank(self, bank: str) -> None:
         self.store.bank_create(bank)  # idempotent: a new folder under /memories is a new bank
+
+
+def _line(m: Memory) -> str:
+    """A memory's line in ``memories.md``."""
+    return f"- [{m.id}] {' '.join(m.text.split())}"
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    """Where ``part`` (not empty) starts in ``text``, overlapping ones too."""
+    found, i = [], text.find(part)
+    while i != -1:
+        found.append(i)
+        i = text.find(part, i + 1)
+    return found
 
 
 def _text(call: Mapping[str, Any], key: str) -> str:

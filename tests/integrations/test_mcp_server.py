@@ -264,7 +264,12 @@ def test_supersede_pin_and_rules(embedded: Any) -> None:
         await call(client, "supersede", id=old, by=new, reason="moved")
         assert await recall_ids(client, "office") == [new]
         assert (await call(client, "pin", id=new))["memory"]["pinned"] is True
-        assert (await call(client, "pin", id=new, pinned=False))["memory"]["pinned"] is False
+        # unpinning is a person's (`memory unpin`): the tool refuses it; an unpinned memory
+        # stays as it is
+        assert (await refused(client, "pin", id=new, pinned=False))[0] == "permission_denied"
+        assert embedded.get(new).memory.pinned is True
+        cat = (await call(client, "remember", text="The office has a cat"))["memory"]["id"]
+        assert (await call(client, "pin", id=cat, pinned=False))["memory"]["pinned"] is False
         rules = await call(client, "list_rules")
         assert rules["rules"][0]["name"] == "style"
         assert (await refused(client, "supersede", id=old, by="no-such-id"))[0] in (
