@@ -13,11 +13,13 @@ the store it is checked, and refused with nothing written when the principal may
 
 A call that names no bank gets the principal's first bank. Listings (banks, memories, drafts,
 recall, dangling links, tags, describe's banks) keep only what it sees; a filtered listing's
-``total`` counts its own page. A write that names a session makes the principal its owner when
-it has none (the first use; the admin too, so a kernel's sessions are its own), once the store
-took the write: a refused one claims nothing (two principals' first writes to one new session
-at the same instant both land, and the first claim stands). A session the store knew before
-any principal claimed it (a kernel's, used through the store itself) is the admin's.
+``total`` counts its own page. A recall's page, ``limit``, ``token_budget`` and
+``min_relevance`` are filled and counted over what it sees (``scoped_recall``). A write that
+names a session makes the principal its owner when it has none (the first use; the admin too,
+so a kernel's sessions are its own), once the store took the write: a refused one claims
+nothing (two principals' first writes to one new session at the same instant both land, and
+the first claim stands). A session the store knew before any principal claimed it (a
+kernel's, used through the store itself) is the admin's.
 ``PerCall`` picks the principal per call from
 ``CURRENT`` (the gateway and the MCP server over HTTP set it for each request).
 """
@@ -26,13 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import posixpath
-import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
+from shared.client import scoped_recall
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
 from shared.contract.links import dangling_link
@@ -111,6 +113,8 @@ class Scoped(StoreAPI):
             op = self._checked(op, named)
             if isinstance(op, ops.List):
                 return cast(R, self._list(op))
+            if isinstance(op, ops.Recall):  # a page of what it sees (scoped_recall)
+                return cast(R, scoped_recall.recall(self.inner, op, self._seen))
         value = self.inner.call(op)
         if not isinstance(op, Read):
             # a write's first use makes a session its principal's (the admin's too): after
@@ -206,6 +210,9 @@ class Scoped(StoreAPI):
 
     # -- after: only what it sees ------------------------------------------------------------
 
+    def _seen(self, mem: Any, bank: str) -> bool:
+        return self.principal.sees(mem, bank, lambda: self._sessions)
+
     def _filtered(self, op: Op[R], value: R) -> R:
         p = self.principal
         seen: Callable[[Any, str], bool] = lambda m, bank: p.sees(m, bank, lambda: self._sessions)  # noqa: E731
@@ -214,10 +221,6 @@ class Scoped(StoreAPI):
             out = out.model_copy(
                 update={"banks": tuple(b for b in out.banks if p.may_bank(b.name))}
             )
-        elif isinstance(op, ops.Recall):
-            kept_s = tuple(h for h in out.memories if seen(h.memory, out.bank))
-            read_as = _read_as_seen(op.query, out.read_as, [h.memory for h in kept_s])
-            out = out.model_copy(update={"memories": kept_s, "read_as": read_as})
         elif isinstance(op, ops.Backlinks):  # the records that link here: those it sees
             kept = tuple(m for m in out.memories if seen(m, out.bank))
             out = out.model_copy(update={"memories": kept})
@@ -320,24 +323,6 @@ class Scoped(StoreAPI):
         counts = Counter(t for m in self._live_seen(out.bank, seen) for t in m.tags)
         ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         return out.model_copy(update={"tags": tuple(TagCount(tag=t, count=c) for t, c in ordered)})
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _read_as_seen(query: str, read_as: str | None, seen: list[Any]) -> str | None:
-    """Recall's spelling fix (``read_as``), kept only when each word it put in the query is
-    in a record the principal sees: a word only hidden records hold is not read out of them."""
-    if read_as is None:
-        return None
-    asked = {w.lower() for w in _WORD.findall(query)}
-    put = {w.lower() for w in _WORD.findall(read_as)} - asked
-    held = {
-        w.lower()
-        for m in seen
-        for w in _WORD.findall(" ".join((m.title or "", m.text, *m.tags, *m.entities)))
-    }
-    return read_as if put <= held else None
 
 
 def _sessions_named(op: Op[Any]) -> list[str]:
