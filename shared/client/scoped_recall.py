@@ -8,7 +8,8 @@ hidden hit would take room in ``token_budget``. So the page is filled:
 
 1. the recall as asked (the store checks every argument). When every hit is seen and no
    hidden one can have shortened the page (no budget and no relevance floor, or a full page),
-   that is the answer;
+   that is the answer; so it is when no hidden hit ranks among those the store fits the page
+   from (found in step 2);
 2. else the store's ranking alone (the call without ``token_budget`` and ``min_relevance``:
    its order does not depend on them) is read with a limit that doubles until it holds the
    visible hits the page needs (``limit``; under a budget 4 × ``limit``, the room the store
@@ -19,7 +20,8 @@ hidden hit would take room in ``token_budget``. So the page is filled:
    limit, then ``min_relevance``.
 
 A page refilled under a budget keeps recall's order: the store's re-weighing of project
-records toward recency under budget pressure is applied only to a page served as it stood.
+records toward recency under budget pressure (it needs the store's clock and half-life) is
+applied only to a page served as the store answered it.
 No field of the answer is taken from a hidden record: the hits are visible ones, ``read_as``
 is kept only when the records it sees hold its words, and a budget refusal names a visible
 hit's size.
@@ -69,6 +71,10 @@ def recall(store: StoreAPI, op: ops.Recall, seen: Seen) -> RecallResponse:
             break
         asked = min(max(asked * 2, need), CAP)
         ranked = store.call(ops.Recall(**{**plain.args(), "limit": asked}))
+    if first is not None and all(seen(h.memory, ranked.bank) for h in ranked.memories[:need]):
+        # no hidden hit ranks where the store fits the page: its answer is the page, as it
+        # stands (its re-weighing under budget pressure included)
+        return _answer(op, first, list(first.memories))
     hits = visible[:need]
     if op.token_budget is not None:
         hits = _fit(hits, op.token_budget)
