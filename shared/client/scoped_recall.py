@@ -53,24 +53,32 @@ def recall(store: StoreAPI, op: ops.Recall, seen: Seen) -> RecallResponse:
     except errors.BudgetExceededError:
         first = None  # hidden hits may be all that was ranked: the visible ones decide
     plain = ops.Recall(**{**op.args(), "token_budget": None, "min_relevance": None})
-    if first is not None:
-        if _as_it_stands(op, first, seen):
-            return _answer(op, first, list(first.memories))
-        ranked = first if plain == op else store.call(plain)
-    else:
+    if first is None:
         _floor(op.min_relevance)  # the store refused before it read the floor
-        ranked = store.call(plain)
-    # the store's default limit, when the call names none: what a plain call gives (fewer
-    # only when the store has no more, and then any limit from there on reads the same)
-    limit = op.limit if op.limit is not None else len(ranked.memories)
-    asked = limit
+    elif _as_it_stands(op, first, seen):
+        return _answer(op, first, list(first.memories))
+
+    def read(limit: int | None) -> RecallResponse:
+        return store.call(ops.Recall(**{**plain.args(), "limit": limit}))
+
+    ranked = first if first is not None and plain == op else None
+    if op.limit is None:
+        # the store's default limit: what a plain call gives (fewer only when the store has
+        # no more, and then any limit from there on reads the same)
+        ranked = ranked if ranked is not None else read(None)
+        limit = len(ranked.memories)
+    else:
+        limit = op.limit
     need = min(limit * BUDGET_ROOM if op.token_budget is not None else limit, CAP)
+    asked = limit
+    if ranked is None or need > limit:
+        asked, ranked = need, read(need)
     while True:
         visible = [h for h in ranked.memories if seen(h.memory, ranked.bank)]
         if len(visible) >= need or len(ranked.memories) < asked or asked >= CAP:
             break
-        asked = min(max(asked * 2, need), CAP)
-        ranked = store.call(ops.Recall(**{**plain.args(), "limit": asked}))
+        asked = min(asked * 2, CAP)
+        ranked = read(asked)
     if first is not None and all(seen(h.memory, ranked.bank) for h in ranked.memories[:need]):
         # no hidden hit ranks where the store fits the page: its answer is the page, as it
         # stands (its re-weighing under budget pressure included)
