@@ -86,16 +86,24 @@ WIRE_CATEGORIES = frozenset(
 )
 
 
+REFUSED = "permission denied: "
+"""How a memory.v1 message starts when the call was refused (its category is ``unknown``)."""
+
+
 def on_the_wire(err: errors.MemoryServiceError) -> errors.MemoryServiceError:
     """``err`` as one of memory.v1's seven categories. The views already turn a malformed or
     retired id into ``not_found``; turning ratification off with drafts waiting is refused
     as ``ratification_unsupported`` (FailedPrecondition: the state forbids it, retrying
-    as-is cannot help); any other malformed input is ``unknown`` ("anything else", with the
-    detail of what was malformed)."""
+    as-is cannot help); a refusal (a permission the principal lacks, a pinned record a tool
+    may not change) is ``unknown`` starting ``permission denied:``; any other malformed input
+    is ``unknown`` ("anything else", with the detail of what was malformed)."""
     if err.category in WIRE_CATEGORIES:
         return err
     if isinstance(err, errors.PermissionDeniedError):  # README: a refusal is `unknown`
-        return errors.UnknownError(err.message, err.retryable)
+        refused = err.message  # named as one: a pinned record's refusal says so too
+        if not refused.startswith(REFUSED):
+            refused = REFUSED + refused
+        return errors.UnknownError(refused, err.retryable)
     if isinstance(err, errors.DraftsWaitingError):
         return errors.RatificationUnsupportedError(err.message, err.retryable)
     return errors.UnknownError(f"malformed request: {err.message}", err.retryable)

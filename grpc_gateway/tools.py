@@ -11,6 +11,12 @@ does (unlike memory.v1 ``Record``, which always creates).
 
 The check itself (``similarity``, ``near_matches``) lives in ``shared.client.nearmatch``: the MCP
 server's ``remember`` (``integrations``) runs the same one.
+
+A pinned record is a person's (``shared.contract.pinned``, as for the MCP tools): ``forget`` of
+it and ``remember`` with its ``update_id`` are refused (a ``PinnedMemoryError``, on the wire
+``unknown`` with a message starting ``permission denied:``; ``server.on_the_wire``) and nothing is
+written. The record is looked up as the caller sees it first, so one it may not see, or a
+retired one, stays ``not_found``. A record nobody pinned stays the model's to change.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from shared.contract.models import (
     MemoryResponse,
     RecallResponse,
 )
+from shared.contract.pinned import refuse_if_pinned
 
 __all__ = ["NEAR_MATCH", "Candidate", "RememberResponse", "Tools", "similarity"]
 
@@ -75,11 +82,19 @@ class Tools:
         threshold: float = NEAR_MATCH,
         caller: str | None = None,
     ) -> RememberResponse:
-        """memory.remember: create, reinforce, update the chosen id, or ask first."""
+        """memory.remember: create, reinforce, update the chosen id (never a pinned one), or
+        ask first."""
         if update_id is not None:
-            self.views.existing(update_id, bank=bank)  # type and scope stay (immutable)
-            updated = self.store.update(
-                update_id, bank=bank, text=text, title=title, type=type, scope=scope
+            current = self.views.existing(update_id, bank=bank).memory  # as the caller sees it
+            refuse_if_pinned(current, "rewrite")
+            updated = self.store.update(  # type and scope stay (immutable); at the revision
+                update_id,  # checked, so a record pinned since is a conflict, not rewritten
+                bank=bank,
+                text=text,
+                title=title,
+                type=type,
+                scope=scope,
+                revision=current.revision,
             )
             return RememberResponse(action="updated", bank=updated.bank, memory=updated.memory)
         body = _checked(text, type, scope, threshold)
@@ -121,8 +136,9 @@ class Tools:
         self, id: str, *, bank: str | None = None, reason: str | None = "memory.forget"
     ) -> MemoryResponse:
         """memory.forget: retire one record by id (a pending draft is discarded); an unknown
-        or already retired id is ``not_found``."""
-        return self.views.delete_record(id, bank=bank, reason=reason)
+        or already retired id is ``not_found``, a pinned one is refused."""
+        refuse_if_pinned(self.views.existing(id, bank=bank).memory, "forget")
+        return self.store.delete(id, bank=bank, reason=reason)  # as DeleteRecord, checked once
 
     def search(
         self,

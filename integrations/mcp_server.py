@@ -16,7 +16,7 @@ MCP hints ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint``); what eac
                  agent must not rewrite them on its own); never ``learned``, whose lines a
                  person approves (``memory rule approve``: no tool approves a rule)
 
-A pinned memory is a person's (``integrations.pinned``): ``forget``, ``supersede`` of it,
+A pinned memory is a person's (``shared.contract.pinned``): ``forget``, ``supersede`` of it,
 ``pin`` with ``pinned: false`` and ``remember`` with its ``update_id`` are refused with a
 ``permission_denied`` tool error that says how a person changes it; nothing is written.
 

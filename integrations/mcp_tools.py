@@ -8,7 +8,7 @@ what ``recall`` shows this agent: a global memory, one of this server's project,
 ``session_id`` the call gives (or an ancestor session); any other id is ``not_found``, so an id
 alone never retires, rewrites or reads another project's or session's memory.
 
-Pinned: a pinned memory is a person's (``integrations.pinned``): ``forget``, ``supersede`` (of
+Pinned: a pinned memory is a person's (``shared.contract.pinned``): ``forget``, ``supersede`` (of
 it), ``pin`` with ``pinned=false`` and ``remember`` with its ``update_id`` are refused
 (``permission_denied``, nothing written); pinning, and superseding another memory in favour of
 a pinned one (which leaves the pinned one as it is), stay allowed.
@@ -20,13 +20,13 @@ import json
 import os
 from typing import Any
 
-from integrations.pinned import refuse_if_pinned
 from integrations.store import RunningStore
 from shared.client.nearmatch import NEAR_MATCH, check_threshold, near_matches, restates
 from shared.client.scoped import CURRENT, Scoped, SessionOwners
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.models import Memory, MemoryResponse
+from shared.contract.pinned import refuse_if_pinned
 from shared.contract.principal import Principal, digest
 from shared.format import date, folder, jsonable
 from shared.text import iso_ms

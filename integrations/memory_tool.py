@@ -15,7 +15,7 @@ durable, redacted and versioned like any rule or memory:
                                       line each: read-mostly: ``insert`` saves the inserted text
                                       as a new memory; every other write is refused, and one
                                       that would touch a pinned memory's line says it is a
-                                      person's (``integrations.pinned``: ``permission_denied``)
+                                      person's (``shared.contract.pinned``: ``permission_denied``)
 
 Paths never reach the file system: each is parsed into (bank, kind, name) and checked first.
 Refused with ``PathOutsideMemoriesError`` (an ``invalid_argument``): anything not under
@@ -41,10 +41,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from integrations.pinned import refusal
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.models import Memory
+from shared.contract.pinned import refusal
 
 ROOT = "/memories"
 MEMORIES_FILE = "memories.md"

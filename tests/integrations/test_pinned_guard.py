@@ -18,10 +18,10 @@ from mcp.client.stdio import StdioServerParameters
 
 from integrations.mcp_server import build_server
 from integrations.memory_tool import MemoryFileError, MemoryToolBackend
-from integrations.pinned import PinnedMemoryError
 from shared.client.mock import MockStore
 from shared.contract import errors, ops
 from shared.contract.op import Op
+from shared.contract.pinned import PinnedMemoryError
 
 ALLERGY = "The user is allergic to peanuts"
 NOTE = "The user drafts posts in a notes app"  # the agent's own, nobody pinned it

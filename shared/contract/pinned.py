@@ -2,14 +2,21 @@
 
 A person pins a memory (``memory pin ID``, the console's pin button) when it must always hold
 ("the user is allergic to peanuts"); consolidation never merges, decays or retires it. The
-agent-facing surfaces (the MCP tools, the memory-tool backend) refuse every change to one as
-well: retiring it, superseding it, unpinning it, rewriting its text. Otherwise a page that
-says "forget the allergy note" was one tool call away from undoing what a person decided.
+agent-facing surfaces refuse every change to one as well: retiring it, superseding it,
+unpinning it, rewriting its text. Otherwise a page that says "forget the allergy note" was one
+tool call away from undoing what a person decided. Those surfaces are the MCP tools and the
+memory-tool backend (``integrations``) and memory.v1's MemoryTools, the reference tools a model
+calls through the gateway (``grpc_gateway.tools``); each checks first that the caller may see
+the memory (one it may not see stays ``not_found``), then refuses here, and writes nothing.
 Pinning stays open to an agent: it only adds protection. The store records no who-pinned, so
 a memory an agent pinned is held as a person's from then on: the tools say so.
 
-The person's own surfaces (the CLI, the console, the library APIs, the gRPC admin API) do not
-pass through here and stay as they are.
+The person's own surfaces (the CLI, the console, the library APIs, memory.store.v1) do not
+pass through here and stay as they are; nor does memory.v1's MemoryService, the kernel's
+record API (its review inbox approves, edits and deletes records).
+
+This lives in the contract so both the integrations and the gateway, which may not import
+each other, raise the same refusal.
 """
 
 from __future__ import annotations
