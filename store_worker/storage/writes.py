@@ -543,9 +543,12 @@ def _clean_labels(
     """Validate labels, then redact the values *as given*: normalising first would lowercase
     a secret (an AWS key) out of the shape the redactor knows, and store it."""
     raw = v.label_list(values, what)
-    v.labels(raw, what)  # types and count, before anything is redacted
+    kept = v.labels(raw, what)  # types and count, before anything is redacted
+    scrubbed = [scrub(x) for x in raw]
+    if scrubbed != raw:  # a label went: the rest normalised again (most lists lose none)
+        kept = v.labels(scrubbed, what)
     # a placeholder typed by hand, in any case or width, is no label either (after folding)
-    return tuple(x for x in v.labels([scrub(x) for x in raw], what) if not is_placeholder(x))
+    return tuple(x for x in kept if not is_placeholder(x))
 
 
 def _same_fact(
