@@ -136,3 +136,14 @@ def test_the_admins_injection_for_the_agents_session_is_the_agents(linked: Linke
     # the admin's recall still sees everything
     recalled = linked.admin.recall(QUERY, session_id=MINE, project=APP, limit=50)
     assert len(_ids(recalled) & linked.hidden) >= 10
+
+
+def test_the_admins_first_write_through_the_gateway_still_claims_a_known_session(
+    linked: Linked,
+) -> None:
+    """A session the store knew unclaimed (the kernel's, in process) is recorded as the
+    admin's at its first write through the gateway, as before injection asked its owner."""
+    linked.store.pre_generate("sess-in-process")
+    assert linked.store.principals.owners.get("sess-in-process") is None
+    linked.admin.pre_generate("sess-in-process", **_turn("01JEXAMP1E0000000000000003"))
+    assert linked.store.principals.owners.get("sess-in-process") == "admin"
