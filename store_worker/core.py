@@ -320,18 +320,33 @@ class MemoryStore(StoreParts):
         messages: builtins.list[dict[str, Any]] | None = None,
         metadata: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
+        *,
+        visible_sessions: Iterable[str] | None = None,
     ) -> InjectResponse:
         """The memory a step is given (``harness/inject.py``)."""
         return self.injector.pre_generate(
-            session_id, turn_id, step, messages, metadata, parent_session_id
+            session_id,
+            turn_id,
+            step,
+            messages,
+            metadata,
+            parent_session_id,
+            visible_sessions=visible_sessions,
         )
 
     @reading
     def preview(
-        self, query: str, *, bank: str | None = None, session_id: str | None = None
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        session_id: str | None = None,
+        visible_sessions: Iterable[str] | None = None,
     ) -> PreviewResponse:
         """What a new session would get for a hypothetical message."""
-        return self.injector.preview(query, bank=bank, session_id=session_id)
+        return self.injector.preview(
+            query, bank=bank, session_id=session_id, visible_sessions=visible_sessions
+        )
 
     @serialized
     def turn_completed(

@@ -14,7 +14,9 @@ the store it is checked, and refused with nothing written when the principal may
 A call that names no bank gets the principal's first bank. Listings (banks, memories, drafts,
 recall, dangling links, tags, describe's banks) keep only what it sees; a filtered listing's
 ``total`` counts its own page. A recall's page, ``limit``, ``token_budget`` and
-``min_relevance`` are filled and counted over what it sees (``scoped_recall``). A write that
+``min_relevance`` are filled and counted over what it sees (``scoped_recall``); what
+``preview`` and ``pre_generate`` inject for a session it owns, the admin's call for it
+included, reads only the sessions of its lineage it owns (``scoped_inject``). A write that
 names a session makes the principal its owner when it has none (the first use; the admin too,
 so a kernel's sessions are its own), once the store took the write: a refused one claims
 nothing (two principals' first writes to one new session at the same instant both land, and
@@ -34,7 +36,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
-from shared.client import scoped_recall
+from shared.client import scoped_inject, scoped_recall
 from shared.contract import errors, ops
 from shared.contract.api import StoreAPI
 from shared.contract.links import dangling_link
@@ -77,7 +79,9 @@ class SessionOwners:
         if known is not None:
             return known
         found = self.store.session_owner(session_id)
-        if found is not None:
+        if found is not None and found != ADMIN.name:
+            # the admin's may be the store's inference for a session nobody claimed, which
+            # the admin's first write through here records (``claim`` trusts what is kept)
             with self._lock:
                 self._known[session_id] = found
         return found
@@ -115,6 +119,8 @@ class Scoped(StoreAPI):
                 return cast(R, self._list(op))
             if isinstance(op, ops.Recall):  # a page of what it sees (scoped_recall)
                 return cast(R, scoped_recall.recall(self.inner, op, self._seen))
+        if isinstance(op, scoped_inject.INJECTS):  # its owner's sessions only (scoped_inject)
+            op = cast(Op[R], scoped_inject.narrowed(self.inner, op, p, self.owners))
         value = self.inner.call(op)
         if not isinstance(op, Read):
             # a write's first use makes a session its principal's (the admin's too): after

@@ -340,6 +340,8 @@ class PreGenerate(Write["models.InjectResponse"]):
     messages: list[Message] | None = None
     metadata: dict[str, Any] | None = None
     parent_session_id: str | None = None
+    _: KW_ONLY
+    visible_sessions: Labels = None  # whose session records it reads (None: its lineage)
 
 
 class Preview(Read["models.PreviewResponse"]):
@@ -349,6 +351,7 @@ class Preview(Read["models.PreviewResponse"]):
     _: KW_ONLY
     bank: str | None = None
     session_id: str | None = None
+    visible_sessions: Labels = None  # as PreGenerate's (``shared.client.scoped_inject``)
 
 
 class TurnCompleted(Write["models.TurnCompletedResponse"]):

@@ -51,7 +51,7 @@ from store_worker.harness.rules import LEARNED, shown_rules
 from store_worker.storage import validate as v
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from shared.contract.clock import Clock
     from shared.contract.config import StoreSettings
@@ -128,8 +128,11 @@ class Injector:
         messages: list[dict[str, Any]] | None = None,
         metadata: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
+        *,
+        visible_sessions: Iterable[str] | None = None,
     ) -> InjectResponse:
-        """The memory a step is given; see the module docstring."""
+        """The memory a step is given; see the module docstring. ``visible_sessions``: the
+        sessions of its lineage whose session records it may be given (``_recall_block``)."""
         self.sessions.prune(force=False)
         session = v.no_credential(v.optional_str(session_id, "session_id"), "session_id")
         if session is None:
@@ -141,9 +144,10 @@ class Injector:
         meta = _metadata(metadata)
         parent = v.optional_str(parent_session_id, "parent_session_id")
         v.no_credential(parent, "parent_session_id")
+        seen = v.session_ids(visible_sessions, "visible_sessions")
         st = self._session_state(session)
         try:
-            return self._pre_generate(session, turn, step, window, meta, parent, st)
+            return self._pre_generate(session, turn, step, window, meta, parent, seen, st)
         except (errors.MemoryServiceError, OSError) as e:
             # fail-open: the section the session already has stays; nothing new is injected
             log.warning("pre_generate for %s failed open: %s", session, e)
@@ -157,6 +161,7 @@ class Injector:
         window: list[dict[str, Any]],
         meta: dict[str, Any],
         parent: str | None,
+        seen: frozenset[str] | None,
         st: SessionState,
     ) -> InjectResponse:
         before = st.model_dump()
@@ -186,6 +191,7 @@ class Injector:
                 session=session,
                 project=_project(meta),
                 carried=self._carried(window, session, bank),
+                seen=seen,
             )
             if message is not None:
                 appended.append({"role": "user", "content": message})
@@ -237,11 +243,17 @@ class Injector:
     # -- preview ---------------------------------------------------------------------------
 
     def preview(
-        self, query: str, *, bank: str | None = None, session_id: str | None = None
+        self,
+        query: str,
+        *,
+        bank: str | None = None,
+        session_id: str | None = None,
+        visible_sessions: Iterable[str] | None = None,
     ) -> PreviewResponse:
         """Run the injection code for a hypothetical message in a new session."""
         if not isinstance(query, str):
             raise errors.InvalidArgumentError("query must be a string")
+        seen = v.session_ids(visible_sessions, "visible_sessions")
         name = self.banks.resolve(bank).name  # an explicit unknown bank is not_found, never another
         section = self._rules_section(name)
         message: str | None = None
@@ -254,6 +266,7 @@ class Injector:
                 session=v.optional_str(session_id, "session_id"),
                 project=None,
                 carried=set(),
+                seen=seen,
             )
         return PreviewResponse(
             bank=name,
@@ -356,20 +369,25 @@ class Injector:
         session: str | None,
         project: str | None,
         carried: set[str],
+        seen: frozenset[str] | None = None,
     ) -> tuple[str | None, list[InjectedMemory], str]:
         """Up to ``recall_limit`` memories at or above ``min_relevance`` (``relevant.py``) in
-        ``recall_budget_tokens``, and the ambient floor's pinned and always-on memories."""
+        ``recall_budget_tokens``, and the ambient floor's pinned and always-on memories; the
+        session records of ``session``'s lineage only of its sessions in ``seen`` (``None``:
+        every one), in both."""
         target = self.banks.get(bank)
         if target is None:
             return None, [], "none"
         limit = self.settings.recall_limit
         budget = self.settings.recall_budget_tokens
         retrieval = "hybrid"
+        lineage = frozenset(s for s in self.sessions.lineage(session) if seen is None or s in seen)
         candidates: list[InjectedMemory] = []
         if query.strip():
             wanted = min(limit + len(carried), 500)
             found = self.recall(
-                Recall(query, bank=bank, limit=wanted, session_id=session, project=project)
+                Recall(query, bank=bank, limit=wanted, session_id=session, project=project),
+                sessions=lineage,
             )
             retrieval = found.retrieval
             fresh = [h for h in found.memories if h.memory.id not in carried]
@@ -389,7 +407,6 @@ class Injector:
                 break
             take(c)
         floor = min(self.settings.ambient_floor, limit)
-        lineage = frozenset(self.sessions.lineage(session))
         added = 0
         for c in relevant.ambient(target, lineage, project, floor):
             if added >= floor:

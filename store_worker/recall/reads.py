@@ -141,10 +141,12 @@ class Reader:
             bank=target.name, tags=tuple(TagCount(tag=t, count=c) for t, c in ordered)
         )
 
-    def recall(self, op: Recall) -> RecallResponse:
+    def recall(self, op: Recall, *, sessions: frozenset[str] | None = None) -> RecallResponse:
         """The ranked memories for a query (``scoring.py``); ``retrieval`` names what ran
-        (``MemoryStore.recall`` says what ``hint``, ``model_target`` and ``as_of`` do)."""
-        params = self._recall_params(op)
+        (``MemoryStore.recall`` says what ``hint``, ``model_target`` and ``as_of`` do).
+        ``sessions``: the sessions whose session records it reads, in place of ``op``'s
+        session's lineage (injection's, ``Injector._recall_block``)."""
+        params = self._recall_params(op, sessions)
         target = self.banks.resolve(op.bank)
         counter = self._counter(op.model_target)
         now = self.clock.now_ms() if op.as_of is None else _instant(op.as_of)
@@ -170,7 +172,9 @@ class Reader:
             read_as=None if read == params.query else read,  # a misspelt word read as another
         )
 
-    def _recall_params(self, op: Recall) -> recall_mod.RecallParams:
+    def _recall_params(
+        self, op: Recall, sessions: frozenset[str] | None = None
+    ) -> recall_mod.RecallParams:
         query = op.query
         if not isinstance(query, str):
             raise errors.InvalidArgumentError("query must be a string")
@@ -188,7 +192,7 @@ class Reader:
             include_superseded=bool(op.include_superseded),
             include_pending=bool(op.include_pending),
             token_budget=budget,
-            session_ids=frozenset(self.sessions.lineage(session)),
+            session_ids=frozenset(self.sessions.lineage(session)) if sessions is None else sessions,
             project=v.project_path(op.project) if op.project else None,
             type_filter=v.memory_types(op.type_filter),
             scope_filter=v.memory_scopes(op.scope_filter),

@@ -27,6 +27,7 @@ from shared.redact import find_credential
 from shared.text import SLUG_RE, entity_norm
 
 MAX_LABELS = 8
+MAX_SESSIONS_GIVEN = 256  # a lineage holds at most 64 (``harness/sessions.py``)
 MAX_TITLE_CHARS = 200
 MAX_RULE_CHARS = 256_000
 MAX_EXACT = 2**53  # float64 (the index's columns) is exact up to here
@@ -274,6 +275,20 @@ def optional_str(value: object, what: str, max_len: int = 200) -> str | None:
         # would make two sessions look alike in logs and in every line-based tool
         raise InvalidArgumentError(f"{what} must not contain control characters")
     return utf8(value, what)
+
+
+def session_ids(values: object, what: str) -> frozenset[str] | None:
+    """Session ids (``visible_sessions``: a lineage's, at most ``MAX_SESSIONS_GIVEN``), or
+    None for none given."""
+    if values is None:
+        return None
+    if isinstance(values, str | bytes | bytearray | Mapping) or not isinstance(values, Iterable):
+        raise InvalidArgumentError(f"{what} must be a list of session ids")
+    given = list(islice(values, MAX_SESSIONS_GIVEN + 1))
+    if len(given) > MAX_SESSIONS_GIVEN:
+        raise InvalidArgumentError(f"{what}: at most {MAX_SESSIONS_GIVEN} sessions may be given")
+    ids = (optional_str(x, f"{what} session_id") for x in given)
+    return frozenset(s for s in ids if s is not None)
 
 
 def occurred_at(value: object, now_ms: int) -> int | None:
