@@ -5,7 +5,7 @@
   answered (the index is built once, on that first read). Target: ≤ 30 s for 100k.
 - ``import vs one by one``: per item, the first 10 × ``--sample`` items (default 10,000)
   imported, then the first ``--sample`` of them (default 1,000) through ``MemoryStore.save``,
-  one call and one fsync each, in turn for three rounds; the median of the rounds' ratios.
+  one call and one fsync each, in turn for five rounds; the median of the rounds' ratios.
   Target: the import ≥ 3× faster. The one-by-one time of the whole size is extrapolated from
   those rounds (100k single saves would take minutes; a save's cost is flat in the store's
   size, as ``bench.writes`` shows).
@@ -144,7 +144,7 @@ def side_by_side(source: Path, work: Path, sample: int, rounds: int) -> dict[str
     }
 
 
-def run(size: int, sample: int, rounds: int = 3) -> dict[str, Any]:
+def run(size: int, sample: int, rounds: int = 5) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="bench-imports-"))
     try:
         source = work / "export.jsonl"
