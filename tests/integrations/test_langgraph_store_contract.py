@@ -1,0 +1,219 @@
+"""The LangGraph store (``integrations.langgraph_store``) where LangGraph's ``BaseStore``
+contract is easy to miss: ops handed straight to ``batch``, items from ``get``, puts from many
+threads at once, and one script run against both this store and LangGraph's own
+``InMemoryStore`` with the same answers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
+from langgraph.store.memory import InMemoryStore
+
+from integrations.langgraph_store import AgentMemoryStore
+from shared.contract.errors import InvalidArgumentError
+
+BANK = "graph"
+
+
+@pytest.fixture
+def store(store_target: str) -> Iterator[AgentMemoryStore]:
+    with AgentMemoryStore(store_target, bank=BANK) as opened:
+        yield opened
+
+
+def test_get_answers_an_item_not_a_search_result(store: AgentMemoryStore) -> None:
+    store.put(("memories", "user-1"), "food", {"likes": "pizza"})
+
+    item = store.get(("memories", "user-1"), "food")
+    (batched,) = store.batch([GetOp(("memories", "user-1"), "food")])
+
+    assert type(item) is Item and type(batched) is Item
+    assert "score" not in item.dict()  # as LangGraph's stores answer a get
+    assert item == batched
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [("a.b",), ("a", ""), ("a", 1), ("a\x00b",)],
+    ids=["period", "empty", "not-a-string", "nul"],
+)
+def test_ops_handed_to_batch_have_their_labels_checked_and_write_nothing(
+    store: AgentMemoryStore, namespace: tuple[Any, ...]
+) -> None:
+    ops = [PutOp(("ok",), "first", {"v": 1}), PutOp(namespace, "k", {"v": 1})]
+
+    with pytest.raises(InvalidNamespaceError):
+        store.batch(ops)
+    with pytest.raises(InvalidNamespaceError):
+        asyncio.run(store.abatch(ops))
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([SearchOp(namespace)])
+
+    assert store.search(()) == []  # not even the good put before it
+    assert store.list_namespaces() == []
+
+
+def test_a_ttl_handed_to_batch_is_refused_as_put_refuses_it(store: AgentMemoryStore) -> None:
+    with pytest.raises(NotImplementedError, match="TTL"):
+        store.put(("a",), "k", {"v": 1}, ttl=5)
+    with pytest.raises(NotImplementedError, match="TTL"):
+        store.batch([PutOp(("a",), "first", {"v": 1}), PutOp(("a",), "k", {"v": 1}, ttl=5.0)])
+
+    assert store.search(()) == []
+    store.batch([PutOp(("a",), "k", {"v": 1}, ttl=None)])  # no TTL is no error
+    got = store.get(("a",), "k", refresh_ttl=True)
+    assert got is not None and got.value == {"v": 1}
+
+
+def test_a_bad_value_anywhere_in_a_batch_runs_none_of_it(store: AgentMemoryStore) -> None:
+    good = PutOp(("a",), "first", {"v": 1})
+
+    with pytest.raises(InvalidArgumentError, match="JSON"):
+        store.batch([good, PutOp(("a",), "when", {"at": datetime.now(UTC)})])
+    with pytest.raises(InvalidArgumentError, match="JSON"):
+        store.batch([good, PutOp(("a",), "raw", {"data": b"bytes"})])
+    with pytest.raises(InvalidArgumentError, match="a dict"):
+        store.batch([good, PutOp(("a",), "list", ["not", "a", "dict"])])  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="at most 7"):
+        store.batch([good, PutOp(tuple("abcdefgh"), "k", {"v": 1})])
+
+    assert store.search(()) == []
+
+
+def test_puts_from_many_threads_keep_one_item_per_key(store: AgentMemoryStore) -> None:
+    ns = ("threads",)
+    start = threading.Barrier(12)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        start.wait()
+        try:
+            store.put(ns, f"k{n % 3}", {"n": n})
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert errors == []
+    assert sorted(i.key for i in store.search(ns, limit=50)) == ["k0", "k1", "k2"]
+    for key in ("k0", "k1", "k2"):
+        item = store.get(ns, key)
+        assert item is not None and item.value["n"] % 3 == int(key[1])
+
+
+# -- the same script against LangGraph's in-memory store --------------------------------------
+
+
+def _script(store: BaseStore) -> list[Any]:
+    """LangGraph's documented memory patterns, each answer reduced to what both stores must
+    agree on (not timestamps, scores or the order of an unranked search)."""
+
+    def keys(items: list[Any]) -> list[tuple[tuple[str, ...], str]]:
+        return sorted((i.namespace, i.key) for i in items)
+
+    out: list[Any] = []
+    user = ("users", "user-1", "memories")
+    store.put(user, "m1", {"data": "I like pizza", "n": 1})
+    store.put(user, "m2", {"data": "I work as an engineer", "n": 2})
+    store.put(("users", "user-2", "memories"), "m1", {"data": "I like pizza", "n": 1})
+    store.put(("users", "user-1", "profile"), "name", {"data": "Bob", "n": 0}, index=False)
+    store.put(("docs",), "r1", {"kind": "report", "meta": {"year": 2024}, "tags": ["a", "b"]})
+    out.append(store.get(user, "m1").value)  # type: ignore[union-attr]
+    out.append(store.get(user, "missing"))
+    out.append(keys(store.search(user)))
+    out.append(keys(store.search(("users",))))
+    out.append(keys(store.search(("users",), filter={"n": 1})))
+    out.append(keys(store.search(("users",), filter={"n": {"$gte": 2}})))
+    out.append(keys(store.search((), filter={"n": {"$ne": 1}})))
+    out.append(keys(store.search((), filter={"meta": {"year": 2024}, "tags": ["a", "b"]})))
+    # namespaces before any delete: the in-memory store goes on listing one emptied
+    # (or only read from), which LangGraph's database stores do not
+    out.append(store.list_namespaces())
+    out.append(store.list_namespaces(prefix=("users",)))
+    out.append(store.list_namespaces(prefix=("users", "*", "memories")))
+    out.append(store.list_namespaces(suffix=("profile",)))
+    out.append(store.list_namespaces(max_depth=2))
+    out.append(store.list_namespaces(limit=1, offset=1))
+    store.put(user, "m1", {"data": "I like sushi now", "n": 1})
+    out.append(store.get(user, "m1").value)  # type: ignore[union-attr]
+    out.append(keys(store.search(user)))  # an overwrite is not a second item
+    store.put(user, "m2", None)  # a None value deletes
+    store.delete(("users", "user-2", "memories"), "m1")
+    store.delete(("nowhere",), "nothing")
+    out.append(store.get(user, "m2"))
+    out.append(keys(store.search(("users",))))
+    page = [store.search((), limit=1, offset=o) for o in range(4)]
+    out.append(([len(p) for p in page], keys([i for p in page for i in p])))
+    # reads before writes: LangGraph's own stores apply a batch's puts after its reads
+    store.put(("b",), "k", {"v": 1})
+    results = store.batch(
+        [
+            GetOp(("b",), "k"),
+            SearchOp(("b",), filter={"v": 1}),
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", ("b",)),)),
+            PutOp(("b",), "k2", {"v": 2}),
+            PutOp(("b",), "k", None),
+        ]
+    )
+    out.append(
+        [
+            results[0].value,  # type: ignore[union-attr]
+            keys(results[1]),  # type: ignore[arg-type]
+            results[2],
+            results[3:],
+            store.get(("b",), "k"),
+            keys(store.search(("b",))),
+        ]
+    )
+
+    async def asynchronous() -> list[Any]:
+        await store.aput(("c",), "k", {"v": "x"})
+        got = await store.aget(("c",), "k")
+        found = await store.asearch(("c",))
+        spaces = await store.alist_namespaces(prefix=("c",))
+        await store.adelete(("c",), "k")
+        return [got.value, keys(found), spaces, await store.aget(("c",), "k")]  # type: ignore[union-attr]
+
+    out.append(asyncio.run(asynchronous()))
+    return out
+
+
+def test_a_shared_script_answers_as_langgraphs_in_memory_store(store: AgentMemoryStore) -> None:
+    assert _script(store) == _script(InMemoryStore())
+
+
+def test_a_query_search_finds_what_the_in_memory_store_finds(store: AgentMemoryStore) -> None:
+    # without embeddings the in-memory store answers every item under the prefix, unranked;
+    # this store answers only what matches the query: the match is among both answers
+    def put(target: BaseStore) -> list[str]:
+        ns = ("users", "user-1", "memories")
+        target.put(ns, "pizza", {"data": "I like pizza with olives"})
+        target.put(ns, "job", {"data": "I work as an engineer"})
+        return [i.key for i in target.search(ns, query="pizza olives")]
+
+    ours, theirs = put(store), put(InMemoryStore())
+
+    assert ours == ["pizza"]
+    assert set(ours) <= set(theirs)
