@@ -30,13 +30,18 @@ given):
   does (equality, nested dicts, ``$eq $ne $gt $gte $lt $lte``).
 
 The ``index`` argument of ``put`` is accepted and ignored (the store indexes every item); TTLs
-are not supported (``supports_ttl`` is False, as in ``BaseStore``).
+are not supported (``supports_ttl`` is False, as in ``BaseStore``: a ``ttl`` raises
+``NotImplementedError``, in ``put`` or in a ``PutOp`` handed to ``batch``). ``batch`` checks
+every op before it runs one (LangGraph's label rules, keys, values): a bad op runs none. Puts
+through one object are serialised, so threads putting one new key make one item (two processes
+sharing a store through the gateway can still race on a new key).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +49,7 @@ from typing import Any
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    Item,
     ListNamespacesOp,
     MatchCondition,
     Op,
@@ -51,6 +57,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    validate_op_namespace,
 )
 
 from integrations.stored_json import dumps, identifier, loads, stored_text
@@ -90,7 +97,7 @@ class AgentMemoryStore(BaseStore):
     which this object opens and ``close`` lets go of. The module docstring says how items
     map onto memories."""
 
-    __slots__ = ("_owned", "_store", "bank", "memory_type")
+    __slots__ = ("_owned", "_store", "_writing", "bank", "memory_type")
 
     def __init__(
         self,
@@ -107,6 +114,9 @@ class AgentMemoryStore(BaseStore):
             self._store, self._owned = connect(store), True
         self.bank = bank
         self.memory_type = memory_type
+        # a put finds an item's memory, then updates or creates it: two threads putting one
+        # new key at once would otherwise both create (LangGraph runs a graph's nodes on threads)
+        self._writing = threading.Lock()
 
     def close(self) -> None:
         """Close the store this object opened (a store handed in stays open)."""
@@ -122,29 +132,52 @@ class AgentMemoryStore(BaseStore):
     # -- BaseStore -------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Each op in order (a later op sees an earlier put), one result each."""
-        return [self._one(op) for op in ops]
+        """Each op in order (a later op sees an earlier put), one result each. Every op is
+        checked first: a bad namespace (``InvalidNamespaceError``), a ``ttl``
+        (``NotImplementedError``, as ``put`` says) or a bad key or value
+        (``InvalidArgumentError``) anywhere in the batch runs none of it."""
+        listed = list(ops)
+        texts = [self._checked(op) for op in listed]
+        return [self._one(op, text) for op, text in zip(listed, texts, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` on a worker thread: the store's clients are synchronous."""
         listed = list(ops)
         return await asyncio.get_running_loop().run_in_executor(None, self.batch, listed)
 
-    def _one(self, op: Op) -> Result:
+    def _checked(self, op: Op) -> str | None:
+        """Refuse a bad op before any op runs; a put's value as the text it will store."""
+        if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
+            raise InvalidArgumentError(f"unknown store operation {type(op).__name__}")
+        validate_op_namespace(op)
+        if not isinstance(op, PutOp):
+            return None
+        if op.ttl is not None and not self.supports_ttl:
+            raise NotImplementedError(
+                f"TTL is not supported by {type(self).__name__}: put with ttl=None"
+            )
+        if op.value is None:
+            return None  # a delete: of a key that could never have been put, a no-op
+        title = _title(tuple(op.namespace), op.key)
+        if not isinstance(op.value, dict):
+            raise InvalidArgumentError("a LangGraph value must be a dict")
+        return stored_text(dict(op.value), title)[0]
+
+    def _one(self, op: Op, text: str | None) -> Result:
         if isinstance(op, GetOp):
             mem = self._find(tuple(op.namespace), op.key)
-            return None if mem is None else _item(mem)
+            return None if mem is None else _plain(_item(mem))
         if isinstance(op, PutOp):
-            if op.value is None:
+            if text is None:
                 self._delete(tuple(op.namespace), op.key)
             else:
-                self._put(tuple(op.namespace), op.key, op.value)
+                self._put(tuple(op.namespace), op.key, text)
             return None
         if isinstance(op, SearchOp):
             return self._search(op)
         if isinstance(op, ListNamespacesOp):
             return self._namespaces(op)
-        raise InvalidArgumentError(f"unknown store operation {type(op).__name__}")
+        raise AssertionError(op)  # _checked let only the four kinds through
 
     # -- items -----------------------------------------------------------------------------
 
@@ -161,11 +194,11 @@ class AgentMemoryStore(BaseStore):
         found = self._store.list(bank=self.bank, tag=tag, page_size=1).memories
         return found[0] if found else None
 
-    def _put(self, namespace: tuple[str, ...], key: str, value: Any) -> None:
-        title = _title(namespace, key)
-        if not isinstance(value, dict):
-            raise InvalidArgumentError("a LangGraph value must be a dict")
-        text, _ = stored_text(dict(value), title)
+    def _put(self, namespace: tuple[str, ...], key: str, text: str) -> None:
+        with self._writing:
+            self._write(namespace, key, text)
+
+    def _write(self, namespace: tuple[str, ...], key: str, text: str) -> None:
         current = self._find(namespace, key)
         if current is not None:
             self._store.update(current.id, bank=self.bank, text=text)
@@ -174,7 +207,7 @@ class AgentMemoryStore(BaseStore):
         self._store.save(
             text,
             bank=self.bank,
-            title=title,
+            title=_title(namespace, key),
             id=memory_id(namespace, key),
             type=self.memory_type,
             tags=[*tags, key_tag(namespace, key)],
@@ -183,9 +216,10 @@ class AgentMemoryStore(BaseStore):
         )
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> None:
-        current = self._find(namespace, key)
-        if current is not None:
-            self._store.delete(current.id, bank=self.bank, reason="deleted through LangGraph")
+        with self._writing:
+            current = self._find(namespace, key)
+            if current is not None:
+                self._store.delete(current.id, bank=self.bank, reason="deleted through LangGraph")
 
     # -- search ----------------------------------------------------------------------------
 
@@ -285,6 +319,19 @@ def _item(mem: Memory, score: float | None = None) -> SearchItem | None:
         created_at=_when(mem.created_at),
         updated_at=_when(mem.updated_at),
         score=score,
+    )
+
+
+def _plain(item: SearchItem | None) -> Item | None:
+    """A search result as the plain ``Item`` a ``get`` answers (no ``score``)."""
+    if item is None:
+        return None
+    return Item(
+        value=item.value,
+        key=item.key,
+        namespace=item.namespace,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
     )
 
 
