@@ -150,6 +150,8 @@ class AgentMemoryStore(BaseStore):
         if not isinstance(op, GetOp | PutOp | SearchOp | ListNamespacesOp):
             raise InvalidArgumentError(f"unknown store operation {type(op).__name__}")
         validate_op_namespace(op)
+        if isinstance(op, SearchOp) and op.filter:
+            _check_filter(op.filter)
         if not isinstance(op, PutOp):
             return None
         if op.ttl is not None and not self.supports_ttl:
@@ -372,6 +374,22 @@ def _compare(have: Any, want: Any) -> bool:
             and all(_compare(h, w) for h, w in zip(have, want, strict=True))
         )
     return bool(have == want)
+
+
+OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
+
+
+def _check_filter(wanted: Any) -> None:
+    """Refuse an operator ``_matches`` does not know, whether or not an item is there to try."""
+    if not isinstance(wanted, dict):
+        return
+    for key, value in wanted.items():
+        if isinstance(key, str) and key.startswith("$") and key not in OPERATORS:
+            raise InvalidArgumentError(
+                f"unknown filter operator {key!r}: use one of {' '.join(sorted(OPERATORS))}"
+            )
+        if isinstance(value, dict):
+            _check_filter(value)
 
 
 def _operator(have: Any, op: str, want: Any) -> bool:

@@ -217,3 +217,18 @@ def test_a_query_search_finds_what_the_in_memory_store_finds(store: AgentMemoryS
 
     assert ours == ["pizza"]
     assert set(ours) <= set(theirs)
+
+
+def test_an_unknown_filter_operator_is_refused_whatever_is_stored(
+    store: AgentMemoryStore,
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"\$in"):
+        store.search(("a",), filter={"n": {"$in": [1]}})  # nothing stored yet
+    store.put(("a",), "k", {"n": 1, "meta": {"year": 2024}})
+    with pytest.raises(InvalidArgumentError, match=r"\$regex"):
+        store.search(("a",), filter={"meta": {"year": {"$regex": "20"}}})
+    with pytest.raises(InvalidArgumentError, match=r"\$in"):
+        store.batch([PutOp(("a",), "k2", {"n": 2}), SearchOp(("a",), filter={"n": {"$in": [1]}})])
+
+    assert [i.key for i in store.search(("a",))] == ["k"]  # the batch wrote nothing
+    assert [i.key for i in store.search(("a",), filter={"meta": {"year": {"$lte": 2024}}})] == ["k"]
