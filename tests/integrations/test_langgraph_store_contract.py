@@ -232,3 +232,59 @@ def test_an_unknown_filter_operator_is_refused_whatever_is_stored(
 
     assert [i.key for i in store.search(("a",))] == ["k"]  # the batch wrote nothing
     assert [i.key for i in store.search(("a",), filter={"meta": {"year": {"$lte": 2024}}})] == ["k"]
+
+
+def _remembering_graph(store: BaseStore) -> Any:
+    """A graph whose node keeps facts per user through the store it was compiled with, and
+    answers with what it finds for the user (LangGraph's cross-thread memory pattern)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict, total=False):
+        user: str
+        fact: str
+        forget: str
+        known: list[str]
+        spaces: list[tuple[str, ...]]
+
+    def remember(state: State, *, store: BaseStore) -> State:
+        ns = ("users", state["user"], "memories")
+        if state.get("fact"):
+            store.put(ns, state["fact"].split()[0].lower(), {"data": state["fact"]})
+        if state.get("forget"):
+            store.delete(ns, state["forget"])
+        known = sorted(i.value["data"] for i in store.search(ns, limit=100))
+        return {"known": known, "spaces": store.list_namespaces(prefix=("users",))}
+
+    builder = StateGraph(State)
+    builder.add_node("remember", remember)
+    builder.add_edge(START, "remember")
+    return builder.compile(checkpointer=InMemorySaver(), store=store)
+
+
+def test_a_graph_keeps_the_same_memories_as_with_the_in_memory_store(
+    store: AgentMemoryStore,
+) -> None:
+    turns: list[dict[str, str]] = [
+        {"user": "ann", "fact": "Coffee black, no sugar"},
+        {"user": "ann", "fact": "Tea only after lunch"},
+        {"user": "bob", "fact": "Coffee with oat milk"},
+        {"user": "ann", "fact": "Coffee with milk now"},  # the same key: replaces
+        {"user": "ann", "forget": "tea"},
+        {"user": "bob"},
+    ]
+
+    def run(target: BaseStore) -> list[Any]:
+        graph = _remembering_graph(target)
+        answers = []
+        for n, turn in enumerate(turns):
+            config: Any = {"configurable": {"thread_id": f"thread-{n}"}}  # a new thread each
+            out = graph.invoke(turn, config)
+            answers.append((out["known"], out["spaces"]))
+        return answers
+
+    ours = run(store)
+
+    assert ours == run(InMemoryStore())
+    assert ours[-2][0] == ["Coffee with milk now"]
