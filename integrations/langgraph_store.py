@@ -26,8 +26,9 @@ given):
   (``lg-<digest>-2``), found by its key tag;
 - ``search`` with a ``query`` is the store's recall within the namespace prefix (ranked,
   ``score`` its relevance in 0..1; only items that match the query come back); without one,
-  the newest items first. ``filter`` compares the value's fields as LangGraph's in-memory store
-  does (equality, nested dicts, ``$eq $ne $gt $gte $lt $lte``).
+  the latest updated first (as LangGraph's database stores answer: every item under the
+  prefix is read to order them). ``filter`` compares the value's fields as LangGraph's
+  in-memory store does (equality, nested dicts, ``$eq $ne $gt $gte $lt $lte``).
 
 The ``index`` argument of ``put`` is accepted and ignored (the store indexes every item); TTLs
 are not supported (``supports_ttl`` is False, as in ``BaseStore``: a ``ttl`` raises
@@ -232,6 +233,7 @@ class AgentMemoryStore(BaseStore):
         tag = namespace_tag(prefix) if prefix else None
         wanted = op.offset + op.limit
         out: list[SearchItem] = []
+        ranked = bool(op.query)  # recall's order; else every item, to order by updated_at
         for mem, score in self._candidates(op.query, tag, wanted if not op.filter else None):
             item = _item(mem, score)
             if item is None or item.namespace[: len(prefix)] != prefix:
@@ -239,8 +241,10 @@ class AgentMemoryStore(BaseStore):
             if op.filter and not _matches(item.value, op.filter):
                 continue
             out.append(item)
-            if len(out) >= wanted:
+            if ranked and len(out) >= wanted:
                 break
+        if not ranked:  # as LangGraph's database stores: the latest updated first
+            out.sort(key=lambda i: (i.updated_at, i.created_at), reverse=True)
         return out[op.offset : wanted]
 
     def _candidates(

@@ -288,3 +288,27 @@ def test_a_graph_keeps_the_same_memories_as_with_the_in_memory_store(
 
     assert ours == run(InMemoryStore())
     assert ours[-2][0] == ["Coffee with milk now"]
+
+
+def test_a_search_without_a_query_answers_the_latest_updated_first(tmp_path: Any) -> None:
+    # as LangGraph's database stores order it (updated_at, newest first); a clock that moves
+    # on each read keeps every write's time apart
+    from shared.contract.clock import FakeClock
+    from store_worker.core import MemoryStore
+
+    raw = MemoryStore(tmp_path / "data", clock=FakeClock())
+    try:
+        store = AgentMemoryStore(raw, bank=BANK)
+        ns = ("users", "ann")
+        for key in ("a", "b", "c", "d"):
+            store.put(ns, key, {"v": key})
+        store.put(ns, "b", {"v": "b again"})
+
+        assert [i.key for i in store.search(ns)] == ["b", "d", "c", "a"]
+        pages = [store.search(ns, limit=2, offset=o) for o in (0, 2)]
+        assert [i.key for p in pages for i in p] == ["b", "d", "c", "a"]
+        assert [i.key for i in store.search(ns, filter={"v": {"$ne": "d"}})] == ["b", "c", "a"]
+        updated = [i.updated_at for i in store.search(ns)]
+        assert updated == sorted(updated, reverse=True)
+    finally:
+        raw.close()
