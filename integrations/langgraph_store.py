@@ -13,7 +13,9 @@ given):
 
 - the **value** is the memory's text, as JSON (``integrations.stored_json``): recall reads it,
   ``memory list`` shows it, and a credential in it is stored, and read back, as
-  ``[REDACTED:<kind>]``, like any save;
+  ``[REDACTED:<kind>]``, like any save; it is at most the store's ``max_text_chars`` as JSON
+  (16,000 characters unless configured), of JSON's types only (a datetime or bytes is
+  refused; a tuple reads back as a list, a number key as a string);
 - the **namespace and key** are its title, a JSON array (``["memories", "user-1", "food"]``),
   and reserved tags: ``lg-ns-<digest>`` for each prefix of the namespace (a search by prefix is
   one tag filter) and ``lg-key-<digest>`` for the pair. A namespace is at most
@@ -136,7 +138,8 @@ class AgentMemoryStore(BaseStore):
         """Each op in order (a later op sees an earlier put), one result each. Every op is
         checked first: a bad namespace (``InvalidNamespaceError``), a ``ttl``
         (``NotImplementedError``, as ``put`` says) or a bad key or value
-        (``InvalidArgumentError``) anywhere in the batch runs none of it."""
+        (``InvalidArgumentError``) anywhere in the batch runs none of it. The store's own
+        limits (a value's size: ``max_text_chars``) are met as each put runs."""
         listed = list(ops)
         texts = [self._checked(op) for op in listed]
         return [self._one(op, text) for op, text in zip(listed, texts, strict=True)]

@@ -312,3 +312,16 @@ def test_a_search_without_a_query_answers_the_latest_updated_first(tmp_path: Any
         assert updated == sorted(updated, reverse=True)
     finally:
         raw.close()
+
+
+def test_a_value_over_the_stores_text_limit_is_refused_with_a_clear_error(
+    store: AgentMemoryStore,
+) -> None:
+    # LangGraph's stores take any size; this one keeps a memory's text to its limit (16,000
+    # characters unless configured), which only the store knows: it refuses when the put runs
+    big = {"text": "lorem ipsum " * 2_000}
+
+    with pytest.raises(InvalidArgumentError, match="the limit is 16000"):
+        store.put(("docs",), "big", big)
+
+    assert store.search(()) == []
