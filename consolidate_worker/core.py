@@ -45,7 +45,7 @@ from shared.client.shards import Routing
 from shared.contract import errors
 from shared.contract.api import Sharding, StoreAPI
 from shared.contract.clock import Clock, SystemClock
-from shared.contract.models import MAX_SAVE_ITEMS, Memory, RecallResponse
+from shared.contract.models import KEYED, MAX_SAVE_ITEMS, Memory, RecallResponse
 
 log = logging.getLogger(__name__)
 
@@ -263,7 +263,8 @@ class Consolidator:
 
     def _consolidate_bank(self, bank: str, tally: PassTally) -> None:
         with tally.phase("read"):
-            memories = self.read_bank(bank)
+            # an application's keyed items are its data: never merged, retired or promoted
+            memories = [m for m in self.read_bank(bank) if KEYED not in m.tags]
             feats = [Features(m) for m in memories]
         tally.scanned += len(memories)
         with tally.phase("candidates"):

@@ -54,7 +54,7 @@ from extract_worker.settings import ExtractorSettings
 from shared.contract import errors
 from shared.contract.api import StoreAPI
 from shared.contract.clock import Clock, SystemClock
-from shared.contract.models import Memory, OutboxJob, OutboxPolicy, SaveResponse
+from shared.contract.models import KEYED, Memory, OutboxJob, OutboxPolicy, SaveResponse
 from shared.llm import LLM, Completion
 from shared.redact import redact
 from shared.text import fingerprint, rule_lines
@@ -325,7 +325,9 @@ class Extractor:
         # model (another project's or session's memory never reaches this turn's prompt)
         reach = _Reach(self.store, job)
         recent = tuple(m for m in recent if reach(m))
-        merged = {m.id: m for m in [*found, *recent] if m.invalid_at is None}
+        merged = {
+            m.id: m for m in [*found, *recent] if m.invalid_at is None and KEYED not in m.tags
+        }  # an application's keyed item is its data, not a fact to reinforce or correct
         return list(merged.values())[: limit + limit // 2]
 
     def _complete(self, messages: list[dict[str, str]]) -> Completion:
@@ -465,7 +467,7 @@ class Extractor:
                 return None  # an id the model made up: the item is a plain save
             if not _Reach(self.store, job)(mem):
                 return None
-        return mem if mem.invalid_at is None else None
+        return mem if mem.invalid_at is None and KEYED not in mem.tags else None
 
     def _save_all(
         self, job: OutboxJob, saves: list[tuple[ExtractedMemory, str, Memory | None]]

@@ -18,9 +18,10 @@ given):
   refused; a tuple reads back as a list, a number key as a string);
 - the **namespace and key** are its title, a JSON array (``["memories", "user-1", "food"]``),
   and reserved tags: ``lg-ns-<digest>`` for each prefix of the namespace (a search by prefix is
-  one tag filter) and ``lg-key-<digest>`` for the pair. A namespace is at most
-  ``MAX_DEPTH`` labels deep (a memory holds eight tags), and no label or key may hold a
-  credential (they are stored as given);
+  one tag filter), ``lg-key-<digest>`` for the pair, and ``keyed`` (``models.KEYED``: an
+  application's data, which consolidation never merges or retires and extraction never
+  reinforces or corrects). A namespace is at most ``MAX_DEPTH`` labels deep (a memory holds
+  eight tags), and no label or key may hold a credential (they are stored as given);
 - the **key is an id**: the memory's id is ``lg-<digest of namespace and key>``; ``put`` on a
   key that exists updates that memory (a new revision, ``memory history`` shows the old value),
   a new key always creates (``reinforce=False``: two keys with equal values stay two items),
@@ -66,9 +67,9 @@ from langgraph.store.base import (
 from integrations.stored_json import dumps, identifier, loads, stored_text
 from shared.contract.api import StoreAPI
 from shared.contract.errors import InvalidArgumentError, NotFoundError
-from shared.contract.models import Memory
+from shared.contract.models import KEYED, Memory
 
-MAX_DEPTH = 7  # a tag per namespace prefix, one for the key: a memory holds eight tags
+MAX_DEPTH = 6  # a tag per namespace prefix, one for the key, ``keyed``: eight tags a memory
 MAX_TITLE = 200  # the store's title limit: namespace and key, as JSON
 RECORDED_BY = "langgraph"
 PAGE = 500  # the store's largest list page and recall limit
@@ -216,7 +217,7 @@ class AgentMemoryStore(BaseStore):
             title=_title(namespace, key),
             id=memory_id(namespace, key),
             type=self.memory_type,
-            tags=[*tags, key_tag(namespace, key)],
+            tags=[*tags, key_tag(namespace, key), KEYED],
             recorded_by=RECORDED_BY,
             reinforce=False,  # an item per key: an equal value under another key stays apart
         )

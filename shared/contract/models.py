@@ -24,6 +24,10 @@ MEMORY_SCOPES: tuple[str, ...] = ("session", "project", "global")
 CONFIDENCES: tuple[str, ...] = ("stated", "extracted", "inferred")
 # Enough for the turns that can replay at once: only unacknowledged extraction jobs replay.
 CORROBORATED_BY_KEPT = 8
+# The tag of a record an application addresses by its own key (the LangGraph store's items):
+# its data, not a remembered fact, so no automatic path merges, retires, reinforces or
+# promotes it (consolidation leaves it out; extraction neither shows nor corrects it).
+KEYED = "keyed"
 
 
 class Provenance(Frozen):

@@ -149,8 +149,8 @@ def test_bad_namespaces_and_keys_are_refused_and_write_nothing(store: AgentMemor
         store.put(("langgraph", "x"), "k", {"v": 1})  # its reserved root
     with pytest.raises(InvalidArgumentError, match="credential"):
         store.put(("secrets",), GITHUB_TOKEN, {"v": 1})
-    with pytest.raises(InvalidArgumentError, match="at most 7"):
-        store.put(tuple("abcdefgh"), "k", {"v": 1})
+    with pytest.raises(InvalidArgumentError, match="at most 6"):
+        store.put(tuple("abcdefg"), "k", {"v": 1})
     assert store.search(()) == []
     assert store.list_namespaces() == []
 

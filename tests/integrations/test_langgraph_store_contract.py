@@ -92,8 +92,8 @@ def test_a_bad_value_anywhere_in_a_batch_runs_none_of_it(store: AgentMemoryStore
         store.batch([good, PutOp(("a",), "raw", {"data": b"bytes"})])
     with pytest.raises(InvalidArgumentError, match="a dict"):
         store.batch([good, PutOp(("a",), "list", ["not", "a", "dict"])])  # type: ignore[arg-type]
-    with pytest.raises(InvalidArgumentError, match="at most 7"):
-        store.batch([good, PutOp(tuple("abcdefgh"), "k", {"v": 1})])
+    with pytest.raises(InvalidArgumentError, match="at most 6"):
+        store.batch([good, PutOp(tuple("abcdefg"), "k", {"v": 1})])
 
     assert store.search(()) == []
 
