@@ -1,0 +1,137 @@
+"""Where the mem0-compatible ``Memory`` must answer as mem0's own does (mem0/memory/main.py):
+the errors a mem0 user catches (``ValueError``), ``update``'s metadata merge, the ``top_k``
+of mem0's newer ``search``/``get_all``, an empty conversation, the raw rows' keys, metadata
+filter operators, and the ``llm`` providers ``from_config`` names as litellm knows them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from integrations.mem0_compat import Memory
+from shared.contract.errors import InvalidArgumentError, NotFoundError
+
+MISSING = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.fixture
+def m(store_target: str) -> Iterator[Memory]:
+    with Memory(store_target) as opened:
+        yield opened
+
+
+def texts(answer: dict[str, Any]) -> list[str]:
+    return sorted(r["memory"] for r in answer["results"])
+
+
+def test_mem0s_errors_are_value_errors_as_mem0_raises_them(m: Memory) -> None:
+    # mem0 raises ValueError (its validation error is one too): `except ValueError` must catch
+    with pytest.raises(ValueError, match="user_id"):
+        m.add("hello", infer=False)
+    with pytest.raises(ValueError, match="reset"):
+        m.delete_all()
+    with pytest.raises(ValueError, match="not found"):
+        m.update(MISSING, "x")
+    with pytest.raises(ValueError, match="not found"):
+        m.delete(MISSING)
+    with pytest.raises(ValueError, match="threshold"):
+        m.search("x", user_id="alice", threshold=1.5)
+    # and they stay this store's typed errors
+    with pytest.raises(NotFoundError):
+        m.delete(MISSING)
+    with pytest.raises(InvalidArgumentError):
+        m.search("x", user_id="alice", threshold=-0.1)
+    assert m.get_all(user_id="alice")["results"] == []
+
+
+def test_update_merges_metadata_as_mem0_does(m: Memory) -> None:
+    [row] = m.add("I like tea", user_id="alice", metadata={"a": 1, "b": 2}, infer=False)[
+        "results"
+    ]
+
+    m.update(row["id"], "I like green tea", metadata={"b": 3, "c": 4})
+
+    got = m.get(row["id"])
+    assert got is not None and got["memory"] == "I like green tea"
+    assert got["metadata"] == {"a": 1, "b": 3, "c": 4}
+    assert (got["user_id"], got["role"]) == ("alice", "user")
+
+
+def test_top_k_is_mem0s_newer_name_for_limit(m: Memory) -> None:
+    for text in ("fact one", "fact two", "fact three"):
+        m.add(text, user_id="u", infer=False)
+
+    assert len(m.search("fact", filters={"user_id": "u"}, top_k=2)["results"]) == 2
+    assert len(m.get_all(filters={"user_id": "u"}, top_k=1)["results"]) == 1
+    with pytest.raises(InvalidArgumentError, match="limit"):
+        m.search("fact", user_id="u", limit=2, top_k=1)
+
+
+def test_an_empty_conversation_adds_nothing(m: Memory) -> None:
+    assert m.add([], user_id="alice", infer=False) == {"results": []}
+    assert m.add([], user_id="alice") == {"results": []}  # no model call: nothing to read
+    assert m.get_all(user_id="alice")["results"] == []
+
+
+def test_a_raw_row_names_its_actor_and_role_as_mem0s(m: Memory) -> None:
+    [row] = m.add("I like tea", user_id="alice", infer=False)["results"]
+
+    assert set(row) >= {"id", "memory", "event", "actor_id", "role"}
+    assert (row["event"], row["actor_id"], row["role"]) == ("ADD", None, "user")
+
+
+def test_metadata_filters_take_mem0s_operators(m: Memory) -> None:
+    m.add("one", user_id="u", metadata={"n": 1, "tag": "Red"}, infer=False)
+    m.add("two", user_id="u", metadata={"n": 2, "tag": "blue"}, infer=False)
+    m.add("three", user_id="u", metadata={"n": 3}, infer=False)
+
+    def having(**filters: Any) -> list[str]:
+        return texts(m.get_all(filters={"user_id": "u", **filters}))
+
+    assert having(n={"gte": 2}) == ["three", "two"]
+    assert having(n={"gt": 1, "lt": 3}) == ["two"]
+    assert having(n={"in": [1, 3]}) == ["one", "three"]
+    assert having(n={"nin": [1, 3]}) == ["two"]
+    assert having(n={"ne": 2}) == ["one", "three"]
+    assert having(n={"eq": 2}) == ["two"]
+    assert having(tag={"icontains": "red"}) == ["one"]
+    assert having(tag={"contains": "lu"}) == ["two"]
+    assert having(tag="*") == ["one", "two"]
+    assert having(OR=[{"n": 1}, {"tag": "blue"}]) == ["one", "two"]
+    assert having(AND=[{"n": {"gte": 2}}, {"tag": "*"}]) == ["two"]
+    assert having(NOT=[{"n": 1}]) == ["three", "two"]
+    assert texts(m.search("one two three", filters={"user_id": "u", "n": {"lte": 1}})) == ["one"]
+    with pytest.raises(InvalidArgumentError, match="operator"):
+        having(n={"near": 2})
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "named"),
+    [
+        ("openai", "gpt-4o-mini", "openai/gpt-4o-mini"),
+        ("litellm", "gpt-4o-mini", "gpt-4o-mini"),  # already litellm's name
+        ("litellm", "anthropic/claude-3-5-haiku", "anthropic/claude-3-5-haiku"),
+        ("azure_openai", "my-deployment", "azure/my-deployment"),
+        ("aws_bedrock", "anthropic.claude-v2", "bedrock/anthropic.claude-v2"),
+        ("together", "mistralai/Mixtral-8x7B", "together_ai/mistralai/Mixtral-8x7B"),
+        ("lmstudio", "llama-3", "lm_studio/llama-3"),
+        ("vllm", "llama-3", "hosted_vllm/llama-3"),
+        ("openai_structured", "gpt-4o", "openai/gpt-4o"),
+        ("ollama", "llama3.1:latest", "ollama/llama3.1:latest"),
+    ],
+)
+def test_from_config_names_each_provider_as_litellm_does(
+    tmp_path: Path, provider: str, model: str, named: str
+) -> None:
+    config = {"llm": {"provider": provider, "config": {"model": model}}}
+    with Memory.from_config(config, store=f"file:{tmp_path / 'data'}") as m:
+        assert m.model == named
+
+
+def test_from_config_refuses_a_provider_litellm_cannot_call(tmp_path: Path) -> None:
+    config = {"llm": {"provider": "langchain", "config": {"model": "x"}}}
+    with pytest.raises(InvalidArgumentError, match="langchain"):
+        Memory.from_config(config, store=f"file:{tmp_path / 'data'}")
