@@ -44,6 +44,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from integrations.mem0_support import (
+    Mem0InvalidError,
+    Mem0NotFoundError,
+    check_filters,
+    litellm_model,
+    matches,
+)
 from integrations.stored_json import identifier, stored_text
 from shared.client import mem0
 from shared.client.mem0 import bank_of
@@ -92,9 +99,7 @@ class Memory:
         {"model"}}``) names the extraction model as litellm does (``provider/model``); the
         vector store, embedder and history settings have no meaning here and are ignored."""
         llm = (config_dict or {}).get("llm") or {}
-        model = (llm.get("config") or {}).get("model")
-        if model and llm.get("provider") and "/" not in model:
-            model = f"{llm['provider']}/{model}"
+        model = litellm_model(llm.get("provider"), (llm.get("config") or {}).get("model"))
         return cls(model=model, **kw)
 
     def close(self) -> None:
@@ -126,13 +131,15 @@ class Memory:
         mem0's ``memory_type`` (procedural memory) and custom ``prompt`` are refused: the
         store's extraction prompt is the one it runs."""
         if memory_type is not None or prompt is not None:
-            raise InvalidArgumentError(
+            raise Mem0InvalidError(
                 "memory_type and prompt are not supported here: the store's extractor decides"
             )
         ids = _ids(user_id, agent_id, run_id, needed=True)
         turn = _messages(messages)
         if metadata is not None and not isinstance(metadata, dict):
-            raise InvalidArgumentError("metadata must be a dict")
+            raise Mem0InvalidError("metadata must be a dict")
+        if not turn:
+            return {"results": []}  # nothing said, nothing to remember (as mem0)
         bank = self._bank(user_id)
         if infer:
             return {"results": self._infer(turn, ids, metadata, bank)}
@@ -154,9 +161,7 @@ class Memory:
                 reinforce=False,  # mem0 keeps each raw message
             )
             self._banks[answer.memory.id] = bank
-            results.append(
-                {**_short(answer.memory), "event": "ADD", **{k: v for k, v in extra.items() if v}}
-            )
+            results.append({**_short(answer.memory), "event": "ADD", **extra})
         return {"results": results}
 
     def _infer(
@@ -196,7 +201,8 @@ class Memory:
         bank = self._banks.get(mem.id)
         title = None
         if metadata is not None:
-            fields = {**_envelope(mem), "metadata": metadata}
+            envelope = _envelope(mem)  # mem0 merges the new metadata into the old
+            fields = {**envelope, "metadata": {**(envelope.get("metadata") or {}), **metadata}}
             data, title = _stored(data, {k: v for k, v in fields.items() if v is not None})
         self._store.update(mem.id, bank=bank, text=data, title=title)
         return UPDATED
@@ -214,7 +220,7 @@ class Memory:
         run_id: str | None = None,
     ) -> dict[str, str]:
         """Retire every memory of these ids (at least one is needed, as in mem0)."""
-        ids = _ids(user_id, agent_id, run_id, needed=True)
+        ids = _ids(user_id, agent_id, run_id, needed=True, purpose="delete all memories")
         bank = self._bank(user_id)
         for mem in list(self._matching(bank, ids, None)):
             self._store.delete(mem.id, bank=bank, reason="deleted through mem0")
@@ -244,11 +250,14 @@ class Memory:
         agent_id: str | None = None,
         run_id: str | None = None,
         filters: dict[str, Any] | None = None,
-        limit: int = 100,
+        limit: int | None = None,
+        top_k: int | None = None,
     ) -> dict[str, Any]:
-        """The memories of these ids, newest first: ``{"results": [...]}``."""
+        """The memories of these ids, newest first: ``{"results": [...]}``; ``top_k`` is
+        newer mem0's name for ``limit`` (100 by default)."""
         ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
-        _limit(limit)
+        limit = _limit(limit, top_k)
+        check_filters(filters)
         bank = self._bank(ids.get("user_id"))
         out = []
         for mem in self._matching(bank, ids, filters):
@@ -264,16 +273,21 @@ class Memory:
         user_id: str | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
-        limit: int = 100,
+        limit: int | None = None,
         filters: dict[str, Any] | None = None,
         threshold: float | None = None,
+        top_k: int | None = None,
     ) -> dict[str, Any]:
         """The memories of these ids that answer ``query``, best first, each with its
-        ``score`` (recall's relevance, 0..1): ``{"results": [...]}``."""
+        ``score`` (recall's relevance, 0..1): ``{"results": [...]}``; ``top_k`` is newer
+        mem0's name for ``limit`` (100 by default)."""
         ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
-        _limit(limit)
-        if threshold is not None and not isinstance(threshold, int | float):
-            raise InvalidArgumentError("threshold must be a number")
+        limit = _limit(limit, top_k)
+        check_filters(filters)
+        if threshold is not None and (
+            not isinstance(threshold, int | float) or isinstance(threshold, bool)
+        ):
+            raise Mem0InvalidError(f"threshold must be a number, not {threshold!r}")
         bank = self._bank(ids.get("user_id"))
         tag = self._tags(ids)[-1] if len(ids) > ("user_id" in ids) else None
         try:
@@ -345,7 +359,7 @@ class Memory:
         """The memory ``memory_id`` (a live one unless ``live`` is False), from the bank it
         was seen in, else from each bank."""
         if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidArgumentError("memory_id must be a non-empty string")
+            raise Mem0InvalidError("memory_id must be a non-empty string")
         known = memory_id in self._banks
         banks = [self._banks[memory_id]] if known else [self.bank]
         if not known:
@@ -358,7 +372,7 @@ class Memory:
             if mem.invalid_at is None or not live:
                 self._banks[memory_id] = bank
                 return mem
-        raise NotFoundError(f"no memory {memory_id!r}")
+        raise Mem0NotFoundError(f"Memory with id {memory_id} not found")
 
     def _listing(self, bank: str | None, tag: str | None) -> Iterator[Record]:
         token: str | None = None
@@ -389,21 +403,33 @@ def _ids(
     *,
     filters: dict[str, Any] | None = None,
     needed: bool,
+    purpose: str = "",
 ) -> dict[str, str]:
     """The ids given (as arguments, or in ``filters`` as mem0 also takes them), checked."""
     given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     for key in IDS:
         if given[key] is None and filters and isinstance(filters.get(key), str):
             given[key] = filters[key]
-    ids = {k: identifier(v, k) for k, v in given.items() if v is not None}
+    try:
+        ids = {k: identifier(v, k) for k, v in given.items() if v is not None}
+    except InvalidArgumentError as e:
+        raise Mem0InvalidError(e.message) from None
     if needed and not ids:
-        raise InvalidArgumentError("at least one of 'user_id', 'agent_id' or 'run_id' is needed")
+        raise Mem0InvalidError(
+            "at least one of 'user_id', 'agent_id' or 'run_id' is needed"
+            + (f" to {purpose} (reset() retires every memory)" if purpose else "")
+        )
     return ids
 
 
-def _limit(limit: object) -> None:
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise InvalidArgumentError("limit must be a positive integer")
+def _limit(limit: object, top_k: object) -> int:
+    """The row count asked for: ``limit``, or ``top_k`` (newer mem0's name), 100 by default."""
+    if limit is not None and top_k is not None:
+        raise Mem0InvalidError("give limit or top_k (its newer name), not both")
+    chosen = limit if limit is not None else top_k if top_k is not None else 100
+    if not isinstance(chosen, int) or isinstance(chosen, bool) or chosen < 1:
+        raise Mem0InvalidError("limit (top_k) must be a positive integer")
+    return chosen
 
 
 def _messages(messages: object) -> list[dict[str, str]]:
@@ -412,15 +438,15 @@ def _messages(messages: object) -> list[dict[str, str]]:
         messages = [{"role": "user", "content": messages}]
     elif isinstance(messages, dict):
         messages = [messages]
-    if not isinstance(messages, list) or not messages:
-        raise InvalidArgumentError("messages must be a string, a message or a list of them")
+    if not isinstance(messages, list):
+        raise Mem0InvalidError("messages must be a string, a message or a list of them")
     out = []
     for m in messages:
         if not isinstance(m, dict) or not isinstance(m.get("content"), str):
-            raise InvalidArgumentError('each message must be {"role": ..., "content": "..."}')
+            raise Mem0InvalidError('each message must be {"role": ..., "content": "..."}')
         role = m.get("role", "user")
         if role not in ("user", "assistant", "system"):
-            raise InvalidArgumentError(f"unknown message role {role!r}")
+            raise Mem0InvalidError(f"unknown message role {role!r}")
         name = m.get("name")
         out.append({"role": role, "content": m["content"], **({"name": name} if name else {})})
     return out
@@ -441,7 +467,7 @@ def _stored(text: str, fields: dict[str, Any]) -> tuple[str, str]:
     clean = redact(text).text
     title, _ = stored_text({"mem0": fields}, clean)
     if len(title) > MAX_TITLE:
-        raise InvalidArgumentError(
+        raise Mem0InvalidError(
             f"ids and metadata are {len(title)} characters as JSON; this store keeps "
             f"{MAX_TITLE} beside a memory"
         )
@@ -463,13 +489,7 @@ def _fits(mem: Record, ids: dict[str, str], filters: dict[str, Any] | None) -> b
     for key in ("agent_id", "run_id"):
         if key in ids and fields.get(key) != ids[key]:
             return False
-    metadata = fields.get("metadata") or {}
-    for key, want in (filters or {}).items():
-        if key in IDS:
-            continue
-        if metadata.get(key) != want:
-            return False
-    return True
+    return matches(fields.get("metadata") or {}, filters)
 
 
 def _iso(ms: int) -> str:

@@ -1,0 +1,131 @@
+"""What ``integrations.mem0_compat.Memory`` shares with mem0 beyond its methods: the errors a
+mem0 user catches (mem0 raises ``ValueError``; these are also this store's typed errors), its
+metadata filter operators, and the litellm name of a model a mem0 ``llm`` config names."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from shared.contract.errors import InvalidArgumentError, NotFoundError
+
+IDS = ("user_id", "agent_id", "run_id")
+
+
+class Mem0InvalidError(InvalidArgumentError, ValueError):
+    """Bad input, as mem0 refuses it: a ``ValueError`` (mem0's own) and an
+    ``InvalidArgumentError`` (this store's)."""
+
+
+class Mem0NotFoundError(NotFoundError, ValueError):
+    """No such memory for ``update`` / ``delete`` / ``history``: mem0's ``ValueError``."""
+
+
+# mem0's llm providers as litellm names them (its prefix); None: the model is litellm's name.
+PROVIDERS: dict[str, str | None] = {
+    "litellm": None,
+    "azure_openai": "azure",
+    "azure_openai_structured": "azure",
+    "openai_structured": "openai",
+    "aws_bedrock": "bedrock",
+    "together": "together_ai",
+    "lmstudio": "lm_studio",
+    "vllm": "hosted_vllm",
+}
+UNCALLABLE = ("langchain",)  # a provider whose config is a Python object, not a model name
+
+
+def litellm_model(provider: str | None, model: str | None) -> str | None:
+    """The litellm model a mem0 ``{"llm": {"provider", "config": {"model"}}}`` names."""
+    if provider in UNCALLABLE:
+        raise Mem0InvalidError(
+            f"llm provider {provider!r} cannot be used here: name a litellm model "
+            '(e.g. {"provider": "openai", "config": {"model": "gpt-4o-mini"}})'
+        )
+    if not model or not provider:
+        return model
+    prefix = PROVIDERS.get(provider, provider)
+    if prefix is None or model.startswith(f"{prefix}/"):
+        return model
+    return f"{prefix}/{model}"
+
+
+def _contains(have: Any, want: Any) -> bool:
+    return isinstance(have, str) and isinstance(want, str) and want in have
+
+
+def _icontains(have: Any, want: Any) -> bool:
+    return isinstance(have, str) and isinstance(want, str) and want.lower() in have.lower()
+
+
+def _in(have: Any, want: Any) -> bool:
+    if not isinstance(want, list | tuple):
+        raise Mem0InvalidError("the 'in' and 'nin' filter operators take a list")
+    return have in want
+
+
+def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    def check(have: Any, want: Any) -> bool:
+        try:
+            return have is not None and bool(compare(have, want))
+        except TypeError:
+            return False  # a value of another kind is not in the range
+
+    return check
+
+
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": operator.eq,
+    "ne": operator.ne,
+    "gt": _ordered(operator.gt),
+    "gte": _ordered(operator.ge),
+    "lt": _ordered(operator.lt),
+    "lte": _ordered(operator.le),
+    "in": _in,
+    "nin": lambda have, want: not _in(have, want),
+    "contains": _contains,
+    "icontains": _icontains,
+}
+MISSING = object()
+
+
+def check_filters(filters: dict[str, Any] | None) -> None:
+    """Refuse a filter mem0 would refuse (an unknown operator, a logic key without a list),
+    before anything is read."""
+    matches({}, filters)
+
+
+def matches(metadata: dict[str, Any], filters: dict[str, Any] | None) -> bool:
+    """Whether a memory's ``metadata`` answers mem0's ``filters`` (the ids left aside):
+    ``{"k": v}``, ``{"k": "*"}`` (any value), ``{"k": {"eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|
+    "nin"|"contains"|"icontains": v}}``, and ``AND`` / ``OR`` / ``NOT`` of such filters."""
+    answers = []  # every condition is checked, so a bad one is refused whatever the memory
+    for key, want in (filters or {}).items():
+        if key in IDS:
+            continue
+        if key in ("AND", "OR", "NOT"):
+            if not isinstance(want, list) or not want or not all(isinstance(f, dict) for f in want):
+                raise Mem0InvalidError(f"the {key} filter takes a non-empty list of filters")
+            each = [matches(metadata, f) for f in want]
+            answers.append(
+                all(each) if key == "AND" else any(each) if key == "OR" else not any(each)
+            )
+            continue
+        have = metadata.get(key, MISSING)
+        if want == "*":
+            answers.append(have is not MISSING)
+        elif isinstance(want, dict):
+            ok = True
+            for op, value in want.items():
+                if op not in OPERATORS:
+                    raise Mem0InvalidError(
+                        f"unsupported metadata filter operator {op!r} (mem0's: "
+                        f"{', '.join(OPERATORS)})"
+                    )
+                held = OPERATORS[op](None if have is MISSING else have, value)
+                ok = ok and have is not MISSING and held
+            answers.append(ok)
+        else:
+            answers.append(have is not MISSING and have == want)
+    return all(answers)
