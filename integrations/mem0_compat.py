@@ -309,7 +309,10 @@ class Memory:
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """Each change of a memory, oldest first, as mem0's history rows (``event`` ADD,
         UPDATE, DELETE; ``old_memory``, ``new_memory``), a deleted memory's too."""
-        mem = self._record(memory_id, live=False)
+        try:
+            mem = self._record(memory_id, live=False)
+        except NotFoundError:
+            return []  # mem0 has no history rows for an id it never saw
         bank = self._banks.get(mem.id)
         revisions = self._store.history(mem.id, bank=bank).revisions
         rows: list[dict[str, Any]] = []

@@ -38,13 +38,17 @@ def test_mem0s_errors_are_value_errors_as_mem0_raises_them(m: Memory) -> None:
     with pytest.raises(ValueError, match="not found"):
         m.delete(MISSING)
     with pytest.raises(ValueError, match="threshold"):
-        m.search("x", user_id="alice", threshold=1.5)
+        m.search("x", user_id="alice", threshold="high")
     # and they stay this store's typed errors
     with pytest.raises(NotFoundError):
         m.delete(MISSING)
     with pytest.raises(InvalidArgumentError):
-        m.search("x", user_id="alice", threshold=-0.1)
+        m.search("x", user_id="alice", limit=0)
     assert m.get_all(user_id="alice")["results"] == []
+
+
+def test_history_of_an_unknown_id_is_empty_as_mem0s(m: Memory) -> None:
+    assert m.history(MISSING) == []
 
 
 def test_update_merges_metadata_as_mem0_does(m: Memory) -> None:
