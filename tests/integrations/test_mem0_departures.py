@@ -139,3 +139,25 @@ def test_from_config_refuses_a_provider_litellm_cannot_call(tmp_path: Path) -> N
     config = {"llm": {"provider": "langchain", "config": {"model": "x"}}}
     with pytest.raises(InvalidArgumentError, match="langchain"):
         Memory.from_config(config, store=f"file:{tmp_path / 'data'}")
+
+
+def test_a_query_and_ids_are_checked_and_trimmed_as_mem0s(m: Memory) -> None:
+    [row] = m.add("I like tea", user_id=" alice ", infer=False)["results"]
+
+    assert texts(m.get_all(user_id="alice")) == ["I like tea"]  # mem0 trims an id
+    for query in ("", "   "):
+        with pytest.raises(ValueError, match="query"):
+            m.search(query, user_id="alice")
+    with pytest.raises(ValueError, match="user_id"):
+        m.get_all(user_id="  ")
+    assert texts(m.search("tea", user_id="alice", rerank=True)) == ["I like tea"]
+
+
+def test_get_has_mem0s_keys(m: Memory) -> None:
+    [row] = m.add("I like tea", user_id="alice", infer=False)["results"]
+
+    got = m.get(row["id"])
+
+    assert got is not None
+    assert set(got) >= {"id", "memory", "hash", "metadata", "score", "created_at", "updated_at"}
+    assert got["score"] is None and got["user_id"] == "alice"
