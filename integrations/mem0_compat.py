@@ -140,24 +140,25 @@ class Memory:
             raise Mem0InvalidError("metadata must be a dict")
         if not turn:
             return {"results": []}  # nothing said, nothing to remember (as mem0)
-        bank = self._bank(user_id)
+        bank = self._bank(ids.get("user_id"))
         if infer:
             return {"results": self._infer(turn, ids, metadata, bank)}
-        results = []
+        kept = []  # every message checked before any is saved: a refused turn writes nothing
         for message in turn:
             if message["role"] == "system":
                 continue
             extra = {"role": message["role"], "actor_id": message.get("name")}
-            fields = _fields(ids, metadata, extra)
-            text, title = _stored(message["content"], fields)
+            kept.append((extra, *_stored(message["content"], _fields(ids, metadata, extra))))
+        results = []
+        for extra, text, title in kept:
             answer = self._store.save(
                 text,
                 bank=bank,
                 id=str(uuid.uuid4()),
                 title=title,
                 tags=self._tags(ids),
-                session_id=run_id,
-                recorded_by=agent_id or RECORDED_BY,
+                session_id=ids.get("run_id"),
+                recorded_by=ids.get("agent_id") or RECORDED_BY,
                 reinforce=False,  # mem0 keeps each raw message
             )
             self._banks[answer.memory.id] = bank
@@ -221,7 +222,7 @@ class Memory:
     ) -> dict[str, str]:
         """Retire every memory of these ids (at least one is needed, as in mem0)."""
         ids = _ids(user_id, agent_id, run_id, needed=True, purpose="delete all memories")
-        bank = self._bank(user_id)
+        bank = self._bank(ids.get("user_id"))
         for mem in list(self._matching(bank, ids, None)):
             self._store.delete(mem.id, bank=bank, reason="deleted through mem0")
         return ALL_DELETED
@@ -241,7 +242,7 @@ class Memory:
             mem = self._record(memory_id)
         except NotFoundError:
             return None
-        return _full(mem, self._banks.get(mem.id))
+        return {**_full(mem, self._banks.get(mem.id)), "score": None}  # mem0's MemoryItem
 
     def get_all(
         self,
@@ -277,10 +278,14 @@ class Memory:
         filters: dict[str, Any] | None = None,
         threshold: float | None = None,
         top_k: int | None = None,
+        rerank: bool = False,
     ) -> dict[str, Any]:
         """The memories of these ids that answer ``query``, best first, each with its
         ``score`` (recall's relevance, 0..1): ``{"results": [...]}``; ``top_k`` is newer
-        mem0's name for ``limit`` (100 by default)."""
+        mem0's name for ``limit`` (100 by default). ``rerank`` is accepted and does nothing, as
+        in mem0 without a reranker configured: recall ranks the hits itself."""
+        if not isinstance(query, str) or not query.strip():
+            raise Mem0InvalidError("Invalid query: must be a non-empty string")
         ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
         limit = _limit(limit, top_k)
         check_filters(filters)
@@ -413,8 +418,12 @@ def _ids(
     for key in IDS:
         if given[key] is None and filters and isinstance(filters.get(key), str):
             given[key] = filters[key]
-    try:
-        ids = {k: identifier(v, k) for k, v in given.items() if v is not None}
+    try:  # mem0 trims an id, and refuses one left empty
+        ids = {
+            k: identifier(v.strip() if isinstance(v, str) else v, k)
+            for k, v in given.items()
+            if v is not None
+        }
     except InvalidArgumentError as e:
         raise Mem0InvalidError(e.message) from None
     if needed and not ids:

@@ -52,9 +52,7 @@ def test_history_of_an_unknown_id_is_empty_as_mem0s(m: Memory) -> None:
 
 
 def test_update_merges_metadata_as_mem0_does(m: Memory) -> None:
-    [row] = m.add("I like tea", user_id="alice", metadata={"a": 1, "b": 2}, infer=False)[
-        "results"
-    ]
+    [row] = m.add("I like tea", user_id="alice", metadata={"a": 1, "b": 2}, infer=False)["results"]
 
     m.update(row["id"], "I like green tea", metadata={"b": 3, "c": 4})
 
@@ -145,6 +143,8 @@ def test_a_query_and_ids_are_checked_and_trimmed_as_mem0s(m: Memory) -> None:
     [row] = m.add("I like tea", user_id=" alice ", infer=False)["results"]
 
     assert texts(m.get_all(user_id="alice")) == ["I like tea"]  # mem0 trims an id
+    got = m.get(row["id"])
+    assert got is not None and got["user_id"] == "alice"
     for query in ("", "   "):
         with pytest.raises(ValueError, match="query"):
             m.search(query, user_id="alice")
@@ -161,3 +161,15 @@ def test_get_has_mem0s_keys(m: Memory) -> None:
     assert got is not None
     assert set(got) >= {"id", "memory", "hash", "metadata", "score", "created_at", "updated_at"}
     assert got["score"] is None and got["user_id"] == "alice"
+
+
+def test_a_raw_turn_refused_in_its_last_message_writes_none_of_it(m: Memory) -> None:
+    turn = [
+        {"role": "user", "content": "I like tea"},
+        {"role": "user", "content": "and coffee", "name": "n" * 250},
+    ]
+
+    with pytest.raises(ValueError, match="characters"):
+        m.add(turn, user_id="alice", infer=False)
+
+    assert m.get_all(user_id="alice")["results"] == []
