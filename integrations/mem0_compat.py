@@ -47,6 +47,7 @@ from typing import Any
 from integrations.mem0_support import (
     Mem0InvalidError,
     Mem0NotFoundError,
+    base_url,
     check_filters,
     litellm_model,
     matches,
@@ -96,10 +97,17 @@ class Memory:
     @classmethod
     def from_config(cls, config_dict: dict[str, Any] | None = None, **kw: Any) -> Memory:
         """mem0's constructor from a config: its ``llm`` (``{"provider", "config":
-        {"model"}}``) names the extraction model as litellm does (``provider/model``); the
-        vector store, embedder and history settings have no meaning here and are ignored."""
+        {"model", "api_key", "<provider>_base_url"}}``) names the extraction model as litellm
+        does (``provider/model``) and the key and URL it is called with; the vector store,
+        embedder and history settings have no meaning here and are ignored."""
         llm = (config_dict or {}).get("llm") or {}
-        model = litellm_model(llm.get("provider"), (llm.get("config") or {}).get("model"))
+        settings = llm.get("config") or {}
+        model = litellm_model(llm.get("provider"), settings.get("model"))
+        key, url = settings.get("api_key"), base_url(settings)
+        if kw.get("llm") is None and (key or url):
+            from shared.llm import LiteLLMBackend
+
+            kw["llm"] = LiteLLMBackend(api_key=key or None, api_base=url)
         return cls(model=model, **kw)
 
     def close(self) -> None:

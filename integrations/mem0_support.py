@@ -51,6 +51,14 @@ def litellm_model(provider: str | None, model: str | None) -> str | None:
     return f"{prefix}/{model}"
 
 
+def base_url(config: dict[str, Any]) -> str | None:
+    """The base URL a mem0 llm config names (``openai_base_url``, ``ollama_base_url`` ...)."""
+    for key, value in config.items():
+        if (key == "base_url" or key.endswith("_base_url")) and isinstance(value, str) and value:
+            return value
+    return None
+
+
 def _contains(have: Any, want: Any) -> bool:
     return isinstance(have, str) and isinstance(want, str) and want in have
 

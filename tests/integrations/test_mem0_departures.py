@@ -5,6 +5,7 @@ filter operators, and the ``llm`` providers ``from_config`` names as litellm kno
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,36 @@ def test_a_raw_turn_refused_in_its_last_message_writes_none_of_it(m: Memory) -> 
         m.add(turn, user_id="alice", infer=False)
 
     assert m.get_all(user_id="alice")["results"] == []
+
+
+def test_from_config_calls_the_model_with_the_configs_key_and_base_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mem0's configuration page: the llm's api_key and base URL live in the config itself
+    from tests.shared.llm.stub import serving
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("MEMORY_EXTRACTION_API_BASE", raising=False)
+    for stub in serving():
+        stub.reply = json.dumps(
+            {"memories": [{"text": "The user likes tea.", "type": "user"}], "rules": []}
+        )
+        config = {
+            "vector_store": {"provider": "qdrant", "config": {"host": "localhost", "port": 6333}},
+            "llm": {
+                "provider": "openai",
+                "config": {
+                    "model": "gpt-4o-mini",
+                    "api_key": "sk-from-config",
+                    "openai_base_url": stub.url,
+                    "temperature": 0.1,
+                },
+            },
+        }
+        with Memory.from_config(config, store=f"file:{tmp_path / 'data'}") as m:
+            added = m.add("I like tea", user_id="alice")["results"]
+            assert "sk-from-config" not in repr(m.llm)
+        assert [(r["event"], r["memory"]) for r in added] == [("ADD", "The user likes tea.")]
+        [(_, headers, body)] = stub.requests
+        assert headers["authorization"] == "Bearer sk-from-config"
+        assert body["model"] == "gpt-4o-mini"
