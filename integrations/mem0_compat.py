@@ -343,7 +343,7 @@ class Memory:
             envelope = _envelope(rev)
             rows.append(
                 {
-                    "id": f"{rev.id}:{rev.revision}",
+                    "id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{rev.id}:{rev.revision}")),
                     "memory_id": rev.id,
                     "old_memory": old,
                     "new_memory": new,

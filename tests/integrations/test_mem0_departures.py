@@ -207,3 +207,16 @@ def test_from_config_calls_the_model_with_the_configs_key_and_base_url(
         [(_, headers, body)] = stub.requests
         assert headers["authorization"] == "Bearer sk-from-config"
         assert body["model"] == "gpt-4o-mini"
+
+
+def test_history_rows_have_uuid_ids_as_mem0s(m: Memory) -> None:
+    import uuid
+
+    [row] = m.add("I like tea", user_id="alice", infer=False)["results"]
+    m.update(row["id"], "I like green tea")
+
+    ids = [h["id"] for h in m.history(row["id"])]
+
+    assert len(ids) == 2 and len(set(ids)) == 2
+    assert all(str(uuid.UUID(i)) == i for i in ids)
+    assert [h["id"] for h in m.history(row["id"])] == ids  # the same rows read again
