@@ -509,7 +509,8 @@ def _fits(mem: Record, ids: dict[str, str], filters: dict[str, Any] | None) -> b
     for key in ("agent_id", "run_id"):
         if key in ids and fields.get(key) != ids[key]:
             return False
-    return matches(fields.get("metadata") or {}, filters)
+    payload = {k: fields[k] for k in ("actor_id", "role") if fields.get(k)}  # as mem0's payload
+    return matches({**(fields.get("metadata") or {}), **payload}, filters)
 
 
 def _iso(ms: int) -> str:

@@ -220,3 +220,16 @@ def test_history_rows_have_uuid_ids_as_mem0s(m: Memory) -> None:
     assert len(ids) == 2 and len(set(ids)) == 2
     assert all(str(uuid.UUID(i)) == i for i in ids)
     assert [h["id"] for h in m.history(row["id"])] == ids  # the same rows read again
+
+
+def test_filters_reach_the_actor_and_role_as_mem0s_payload_does(m: Memory) -> None:
+    turn = [
+        {"role": "user", "content": "I like tea", "name": "al"},
+        {"role": "assistant", "content": "Noted, tea."},
+    ]
+    m.add(turn, user_id="alice", infer=False)
+
+    assert texts(m.get_all(filters={"user_id": "alice", "actor_id": "al"})) == ["I like tea"]
+    assert texts(m.get_all(filters={"user_id": "alice", "role": "assistant"})) == ["Noted, tea."]
+    found = m.search("tea", filters={"user_id": "alice", "role": {"ne": "assistant"}})
+    assert texts(found) == ["I like tea"]
