@@ -27,6 +27,9 @@ DELETE from ``add``). How mem0's identifiers map onto the store:
   ``[REDACTED:<kind>]``).
 - ids are UUIDs, as mem0's: ``get``/``update``/``delete``/``history`` find a memory's bank
   from the banks this object has seen, else by asking each bank.
+- bad input raises a ``ValueError`` as mem0 does, which is also this store's
+  ``InvalidArgumentError`` (an unknown id's ``NotFoundError``): ``mem0_support``, with mem0's
+  metadata filter operators and its ``llm`` providers' litellm names.
 
 ``add(..., infer=True)`` (mem0's default) runs the extractor now, one model call, and answers
 the memories it wrote (``MEMORY_EXTRACTION_MODEL``, or ``Memory(model=...)``; without one it
