@@ -51,6 +51,7 @@ from integrations.mem0_support import (
     Mem0InvalidError,
     Mem0NotFoundError,
     base_url,
+    check_config,
     check_filters,
     litellm_model,
     matches,
@@ -102,7 +103,9 @@ class Memory:
         """mem0's constructor from a config: its ``llm`` (``{"provider", "config":
         {"model", "api_key", "<provider>_base_url"}}``) names the extraction model as litellm
         does (``provider/model``) and the key and URL it is called with; the vector store,
-        embedder and history settings have no meaning here and are ignored."""
+        embedder and history settings have no meaning here and are ignored; custom prompts
+        and a graph store are refused (``mem0_support.UNSUPPORTED``)."""
+        check_config(config_dict or {})
         llm = (config_dict or {}).get("llm") or {}
         settings = llm.get("config") or {}
         model = litellm_model(llm.get("provider"), settings.get("model"))

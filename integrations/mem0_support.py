@@ -36,6 +36,24 @@ PROVIDERS: dict[str, str | None] = {
 UNCALLABLE = ("langchain",)  # a provider whose config is a Python object, not a model name
 
 
+# config keys that would change mem0's answers in a way this store cannot: refused, not ignored
+UNSUPPORTED = {
+    "custom_fact_extraction_prompt": "the store's extractor runs its own prompt",
+    "custom_update_memory_prompt": "the store's extractor runs its own prompt",
+    "custom_instructions": "the store's extractor runs its own prompt",
+    "custom_prompt": "the store's extractor runs its own prompt",
+    "graph_store": "this store keeps no graph (answers have no 'relations')",
+}
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """Refuse a mem0 config key whose effect this store cannot give (the vector store,
+    embedder, history path and version are ignored: the store has its own)."""
+    for key, why in UNSUPPORTED.items():
+        if config.get(key):
+            raise Mem0InvalidError(f"{key} is not supported here: {why}; drop it from the config")
+
+
 def litellm_model(provider: str | None, model: str | None) -> str | None:
     """The litellm model a mem0 ``{"llm": {"provider", "config": {"model"}}}`` names."""
     if provider in UNCALLABLE:

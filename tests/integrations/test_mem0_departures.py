@@ -233,3 +233,32 @@ def test_filters_reach_the_actor_and_role_as_mem0s_payload_does(m: Memory) -> No
     assert texts(m.get_all(filters={"user_id": "alice", "role": "assistant"})) == ["Noted, tea."]
     found = m.search("tea", filters={"user_id": "alice", "role": {"ne": "assistant"}})
     assert texts(found) == ["I like tea"]
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"custom_fact_extraction_prompt": "Extract only food."}, "custom_fact_extraction_prompt"),
+        ({"custom_instructions": "Only food."}, "custom_instructions"),
+        ({"graph_store": {"provider": "neo4j", "config": {"url": "bolt://x"}}}, "graph_store"),
+    ],
+)
+def test_from_config_refuses_what_would_change_answers_unseen(
+    tmp_path: Path, config: dict[str, Any], named: str
+) -> None:
+    # a custom prompt is refused as add(prompt=) is; a graph store's "relations" never come
+    with pytest.raises(ValueError, match=named):
+        Memory.from_config(config, store=f"file:{tmp_path / 'data'}")
+    assert not (tmp_path / "data").exists()  # refused before the store is opened
+
+
+def test_from_config_ignores_the_stores_it_does_not_need(tmp_path: Path) -> None:
+    config = {
+        "vector_store": {"provider": "qdrant", "config": {"host": "localhost", "port": 6333}},
+        "embedder": {"provider": "openai", "config": {"model": "text-embedding-3-small"}},
+        "history_db_path": str(tmp_path / "history.db"),
+        "version": "v1.1",
+    }
+    with Memory.from_config(config, store=f"file:{tmp_path / 'data'}") as m:
+        assert m.add("I like tea", user_id="alice", infer=False)["results"]
+    assert not (tmp_path / "history.db").exists()
