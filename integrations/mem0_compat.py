@@ -430,8 +430,10 @@ def _ids(
     """The ids given (as arguments, or in ``filters`` as mem0 also takes them), checked."""
     given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
     for key in IDS:
-        if given[key] is None and filters and isinstance(filters.get(key), str):
+        if given[key] is None and filters and _plain(filters.get(key)):
             given[key] = filters[key]
+    if filters and "user_id" in filters and not _plain(filters["user_id"]):
+        raise Mem0InvalidError("a user_id filter names one user here (each user is a bank)")
     try:  # mem0 trims an id, and refuses one left empty
         ids = {
             k: identifier(v.strip() if isinstance(v, str) else v, k)
@@ -440,12 +442,17 @@ def _ids(
         }
     except InvalidArgumentError as e:
         raise Mem0InvalidError(e.message) from None
-    if needed and not ids:
+    if needed and not ids and not any(k in (filters or {}) for k in IDS):
         raise Mem0InvalidError(
             "at least one of 'user_id', 'agent_id' or 'run_id' is needed"
             + (f" to {purpose} (reset() retires every memory)" if purpose else "")
         )
     return ids
+
+
+def _plain(value: object) -> bool:
+    """Whether an id filter names one id (not ``"*"`` nor an operator)."""
+    return isinstance(value, str) and value != "*"
 
 
 def _limit(limit: object, top_k: object) -> int:
@@ -515,8 +522,11 @@ def _fits(mem: Record, ids: dict[str, str], filters: dict[str, Any] | None) -> b
     for key in ("agent_id", "run_id"):
         if key in ids and fields.get(key) != ids[key]:
             return False
-    payload = {k: fields[k] for k in ("actor_id", "role") if fields.get(k)}  # as mem0's payload
-    return matches({**(fields.get("metadata") or {}), **payload}, filters)
+    payload = {k: fields[k] for k in (*IDS, "actor_id", "role") if fields.get(k)}  # as mem0's
+    if "user_id" in ids:
+        payload["user_id"] = ids["user_id"]  # every memory of the bank is its user's
+    rest = {k: v for k, v in (filters or {}).items() if not (k in IDS and _plain(v))}
+    return matches({**(fields.get("metadata") or {}), **payload}, rest)
 
 
 def _iso(ms: int) -> str:

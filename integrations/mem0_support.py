@@ -123,13 +123,11 @@ def check_filters(filters: dict[str, Any] | None) -> None:
 
 
 def matches(metadata: dict[str, Any], filters: dict[str, Any] | None) -> bool:
-    """Whether a memory's ``metadata`` answers mem0's ``filters`` (the ids left aside):
+    """Whether a memory's payload (its metadata and ids) answers mem0's ``filters``:
     ``{"k": v}``, ``{"k": "*"}`` (any value), ``{"k": {"eq"|"ne"|"gt"|"gte"|"lt"|"lte"|"in"|
     "nin"|"contains"|"icontains": v}}``, and ``AND`` / ``OR`` / ``NOT`` of such filters."""
     answers = []  # every condition is checked, so a bad one is refused whatever the memory
     for key, want in (filters or {}).items():
-        if key in IDS:
-            continue
         if key in ("AND", "OR", "NOT"):
             if not isinstance(want, list) or not want or not all(isinstance(f, dict) for f in want):
                 raise Mem0InvalidError(f"the {key} filter takes a non-empty list of filters")
@@ -150,7 +148,9 @@ def matches(metadata: dict[str, Any], filters: dict[str, Any] | None) -> bool:
                         f"{', '.join(OPERATORS)})"
                     )
                 held = OPERATORS[op](None if have is MISSING else have, value)
-                ok = ok and have is not MISSING and held
+                if have is MISSING:  # a key it lacks: "not equal" and "not in", as qdrant's
+                    held = op in ("ne", "nin")
+                ok = ok and held
             answers.append(ok)
         else:
             answers.append(have is not MISSING and have == want)

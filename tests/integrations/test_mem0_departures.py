@@ -262,3 +262,23 @@ def test_from_config_ignores_the_stores_it_does_not_need(tmp_path: Path) -> None
     with Memory.from_config(config, store=f"file:{tmp_path / 'data'}") as m:
         assert m.add("I like tea", user_id="alice", infer=False)["results"]
     assert not (tmp_path / "history.db").exists()
+
+
+def test_id_filters_take_the_wildcard_and_operators(m: Memory) -> None:
+    m.add("one", user_id="u", agent_id="a1", run_id="r1", infer=False)
+    m.add("two", user_id="u", agent_id="a2", infer=False)
+    m.add("three", user_id="u", agent_id="a3", infer=False)
+    m.add("four", user_id="u", infer=False)
+
+    def having(**filters: Any) -> list[str]:
+        return texts(m.get_all(filters={"user_id": "u", **filters}))
+
+    assert having(run_id="*") == ["one"]
+    assert having(agent_id="*") == ["one", "three", "two"]
+    assert having(agent_id={"in": ["a1", "a2"]}) == ["one", "two"]
+    assert having(agent_id={"ne": "a1"}) == ["four", "three", "two"]  # no agent is not a1
+    assert having(AND=[{"user_id": "u"}, {"agent_id": "a2"}]) == ["two"]
+    found = m.search("one two", filters={"user_id": "u", "agent_id": {"nin": ["a2"]}})
+    assert "two" not in texts(found)
+    with pytest.raises(ValueError, match="user_id"):
+        m.get_all(filters={"user_id": {"in": ["u", "v"]}})
