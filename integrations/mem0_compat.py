@@ -75,6 +75,15 @@ DELETED = {"message": "Memory deleted successfully!"}
 ALL_DELETED = {"message": "Memories deleted successfully!"}
 
 
+def __getattr__(name: str) -> Any:
+    """``AsyncMemory`` (``integrations.mem0_async``), importable from here as from mem0."""
+    if name == "AsyncMemory":
+        from integrations.mem0_async import AsyncMemory
+
+        return AsyncMemory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class Memory:
     """mem0's ``Memory`` over ``store`` (a ``StoreAPI``, kept open by its owner) or a
     ``connect`` target (``"file:DIR"``, ``"grpc://HOST:PORT"``; None: the running store).
