@@ -13,7 +13,8 @@ DELETE from ``add``). How mem0's identifiers map onto the store:
 - ``user_id`` → the **bank**: the id itself when it is a valid bank name (``alice``), else its
   slug and 8 hex characters of its SHA-256 (``Alice@x.org`` → ``alice-x-org-…``; one that holds
   a credential → ``mem0-user-…``); no user_id: the bank given to ``Memory(bank=...)``, else
-  the store's default bank.
+  the store's default bank (a read or ``delete_all`` without one spans every bank, as mem0's
+  spans every user).
 - ``run_id`` → the **session** a memory was said in (its provenance, as the extractor records
   every memory's session); ``agent_id`` → the recorder of a message saved as it is
   (``recorded_by``); both are also tags (``mem0-agent-…``, ``mem0-run-…``) that ``search``
@@ -245,9 +246,9 @@ class Memory:
     ) -> dict[str, str]:
         """Retire every memory of these ids (at least one is needed, as in mem0)."""
         ids = _ids(user_id, agent_id, run_id, needed=True, purpose="delete all memories")
-        bank = self._bank(ids.get("user_id"))
-        for mem in list(self._matching(bank, ids, None)):
-            self._store.delete(mem.id, bank=bank, reason="deleted through mem0")
+        for bank in self._scope(ids):
+            for mem in list(self._matching(bank, ids, None)):
+                self._store.delete(mem.id, bank=bank, reason="deleted through mem0")
         return ALL_DELETED
 
     def reset(self) -> None:
@@ -282,13 +283,16 @@ class Memory:
         ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
         limit = _limit(limit, top_k)
         check_filters(filters)
-        bank = self._bank(ids.get("user_id"))
-        out = []
-        for mem in self._matching(bank, ids, filters):
-            out.append(_full(mem, bank))
-            if len(out) >= limit:
-                break
-        return {"results": out}
+        found: list[tuple[Record, str | None]] = []
+        scope = self._scope(ids)
+        for bank in scope:
+            for n, mem in enumerate(self._matching(bank, ids, filters), 1):
+                found.append((mem, bank))
+                if n >= limit:
+                    break
+        if len(scope) > 1:  # every user's: the newest first across them
+            found.sort(key=lambda pair: pair[0].created_at, reverse=True)
+        return {"results": [_full(mem, bank) for mem, bank in found[:limit]]}
 
     def search(
         self,
@@ -316,23 +320,28 @@ class Memory:
             not isinstance(threshold, int | float) or isinstance(threshold, bool)
         ):
             raise Mem0InvalidError(f"threshold must be a number, not {threshold!r}")
-        bank = self._bank(ids.get("user_id"))
         tag = self._tags(ids)[-1] if len(ids) > ("user_id" in ids) else None
-        try:
-            hits = self._store.recall(query, bank=bank, tag=tag, limit=PAGE).memories
-        except NotFoundError:
-            return {"results": []}
-        out = []
-        for hit in hits:
-            if threshold is not None and hit.relevance_score < threshold:
-                continue
-            if not _fits(hit.memory, ids, filters):
-                continue
-            self._banks[hit.memory.id] = bank
-            out.append({**_full(hit.memory, bank), "score": hit.relevance_score})
-            if len(out) >= limit:
-                break
-        return {"results": out}
+        out: list[dict[str, Any]] = []
+        scope = self._scope(ids)
+        for bank in scope:
+            try:
+                hits = self._store.recall(query, bank=bank, tag=tag, limit=PAGE).memories
+            except NotFoundError:
+                continue  # a user with no bank yet has no memories
+            kept = 0
+            for hit in hits:
+                if threshold is not None and hit.relevance_score < threshold:
+                    continue
+                if not _fits(hit.memory, ids, filters):
+                    continue
+                self._banks[hit.memory.id] = bank
+                out.append({**_full(hit.memory, bank), "score": hit.relevance_score})
+                kept += 1
+                if kept >= limit:
+                    break
+        if len(scope) > 1:  # every user's: the best first across them
+            out.sort(key=lambda row: row["score"], reverse=True)
+        return {"results": out[:limit]}
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """Each change of a memory, oldest first, as mem0's history rows (``event`` ADD,
@@ -377,6 +386,14 @@ class Memory:
 
     def _bank(self, user_id: str | None) -> str | None:
         return bank_of(user_id) if user_id else self.bank
+
+    def _scope(self, ids: dict[str, str]) -> list[str | None]:
+        """The banks a read or ``delete_all`` of these ids spans: the user's; without one, the
+        bank given to ``Memory(bank=...)``, else every bank (mem0: every user's memories of
+        that agent or run)."""
+        if "user_id" in ids or self.bank is not None:
+            return [self._bank(ids.get("user_id"))]
+        return [info.name for info in self._store.bank_list().banks]
 
     def _tags(self, ids: dict[str, str]) -> list[str]:
         tags = [MARK]

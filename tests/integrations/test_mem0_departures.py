@@ -282,3 +282,32 @@ def test_id_filters_take_the_wildcard_and_operators(m: Memory) -> None:
     assert "two" not in texts(found)
     with pytest.raises(ValueError, match="user_id"):
         m.get_all(filters={"user_id": {"in": ["u", "v"]}})
+
+
+def test_an_agent_or_run_without_a_user_spans_every_users_memories(m: Memory) -> None:
+    # mem0 filters by the ids given: agent_id alone is that agent's memories of every user
+    m.add("alice likes tea", user_id="alice", agent_id="helper", run_id="r1", infer=False)
+    m.add("bob likes tea", user_id="bob", agent_id="helper", infer=False)
+    m.add("carol likes tea", user_id="carol", agent_id="other", infer=False)
+
+    rows = m.get_all(agent_id="helper")["results"]
+    assert sorted((r["memory"], r["user_id"]) for r in rows) == [
+        ("alice likes tea", "alice"),
+        ("bob likes tea", "bob"),
+    ]
+    assert texts(m.search("likes tea", agent_id="helper")) == ["alice likes tea", "bob likes tea"]
+    assert texts(m.search("likes tea", filters={"run_id": "r1"})) == ["alice likes tea"]
+    assert len(m.search("likes tea", agent_id="helper", limit=1)["results"]) == 1
+
+    m.delete_all(agent_id="helper")
+
+    assert texts(m.get_all(filters={"agent_id": "*"})) == ["carol likes tea"]
+
+
+def test_a_memory_given_a_bank_reads_only_that_bank(store_target: str) -> None:
+    with Memory(store_target) as m:
+        m.add("in the team bank", agent_id="helper", infer=False)  # the store's default bank
+        m.add("alice's", user_id="alice", agent_id="helper", infer=False)
+    with Memory(store_target, bank="team") as m:
+        m.add("team's", agent_id="helper", infer=False)
+        assert texts(m.get_all(agent_id="helper")) == ["team's"]
