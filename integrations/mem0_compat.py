@@ -221,7 +221,12 @@ class Memory:
         return results
 
     def update(self, memory_id: str, data: str, metadata: dict[str, Any] | None = None) -> Any:
-        """Replace a memory's text (a new revision: ``history`` shows the old one)."""
+        """Replace a memory's text (a new revision: ``history`` shows the old one); a
+        ``metadata`` is merged into the memory's, as mem0 does."""
+        if not isinstance(data, str) or not data.strip():
+            raise Mem0InvalidError("data must be the memory's new text, a non-empty string")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise Mem0InvalidError("metadata must be a dict")
         mem = self._record(memory_id)
         bank = self._banks.get(mem.id)
         title = None

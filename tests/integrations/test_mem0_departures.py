@@ -311,3 +311,17 @@ def test_a_memory_given_a_bank_reads_only_that_bank(store_target: str) -> None:
     with Memory(store_target, bank="team") as m:
         m.add("team's", agent_id="helper", infer=False)
         assert texts(m.get_all(agent_id="helper")) == ["team's"]
+
+
+def test_a_bad_update_is_refused_and_changes_nothing(m: Memory) -> None:
+    [row] = m.add("I like tea", user_id="alice", metadata={"a": 1}, infer=False)["results"]
+
+    for data in (None, 5, ""):
+        with pytest.raises(ValueError, match="data"):
+            m.update(row["id"], data)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="metadata"):
+        m.update(row["id"], "I like coffee", metadata="a=2")  # type: ignore[arg-type]
+
+    got = m.get(row["id"])
+    assert got is not None and (got["memory"], got["metadata"]) == ("I like tea", {"a": 1})
+    assert [h["event"] for h in m.history(row["id"])] == ["ADD"]
