@@ -54,10 +54,14 @@ from integrations.mem0_support import (
     base_url,
     check_config,
     check_filters,
+    ids_of,
+    limit_of,
     litellm_model,
     matches,
+    messages_of,
+    plain,
 )
-from integrations.stored_json import identifier, stored_text
+from integrations.stored_json import stored_text
 from shared.client import mem0
 from shared.client.mem0 import bank_of
 from shared.contract.api import StoreAPI
@@ -158,8 +162,8 @@ class Memory:
             raise Mem0InvalidError(
                 "memory_type and prompt are not supported here: the store's extractor decides"
             )
-        ids = _ids(user_id, agent_id, run_id, needed=True)
-        turn = _messages(messages)
+        ids = ids_of(user_id, agent_id, run_id, needed=True)
+        turn = messages_of(messages)
         if metadata is not None and not isinstance(metadata, dict):
             raise Mem0InvalidError("metadata must be a dict")
         if not turn:
@@ -250,7 +254,7 @@ class Memory:
         run_id: str | None = None,
     ) -> dict[str, str]:
         """Retire every memory of these ids (at least one is needed, as in mem0)."""
-        ids = _ids(user_id, agent_id, run_id, needed=True, purpose="delete all memories")
+        ids = ids_of(user_id, agent_id, run_id, needed=True, purpose="delete all memories")
         for bank in self._scope(ids):
             for mem in list(self._matching(bank, ids, None)):
                 self._store.delete(mem.id, bank=bank, reason="deleted through mem0")
@@ -285,8 +289,8 @@ class Memory:
     ) -> dict[str, Any]:
         """The memories of these ids, newest first: ``{"results": [...]}``; ``top_k`` is
         newer mem0's name for ``limit`` (100 by default)."""
-        ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
-        limit = _limit(limit, top_k)
+        ids = ids_of(user_id, agent_id, run_id, filters=filters, needed=True)
+        limit = limit_of(limit, top_k)
         check_filters(filters)
         found: list[tuple[Record, str | None]] = []
         scope = self._scope(ids)
@@ -318,8 +322,8 @@ class Memory:
         in mem0 without a reranker configured: recall ranks the hits itself."""
         if not isinstance(query, str) or not query.strip():
             raise Mem0InvalidError("Invalid query: must be a non-empty string")
-        ids = _ids(user_id, agent_id, run_id, filters=filters, needed=True)
-        limit = _limit(limit, top_k)
+        ids = ids_of(user_id, agent_id, run_id, filters=filters, needed=True)
+        limit = limit_of(limit, top_k)
         check_filters(filters)
         if threshold is not None and (
             not isinstance(threshold, int | float) or isinstance(threshold, bool)
@@ -449,73 +453,6 @@ class Memory:
                 yield mem
 
 
-def _ids(
-    user_id: str | None,
-    agent_id: str | None,
-    run_id: str | None,
-    *,
-    filters: dict[str, Any] | None = None,
-    needed: bool,
-    purpose: str = "",
-) -> dict[str, str]:
-    """The ids given (as arguments, or in ``filters`` as mem0 also takes them), checked."""
-    given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
-    for key in IDS:
-        if given[key] is None and filters and _plain(filters.get(key)):
-            given[key] = filters[key]
-    if filters and "user_id" in filters and not _plain(filters["user_id"]):
-        raise Mem0InvalidError("a user_id filter names one user here (each user is a bank)")
-    try:  # mem0 trims an id, and refuses one left empty
-        ids = {
-            k: identifier(v.strip() if isinstance(v, str) else v, k)
-            for k, v in given.items()
-            if v is not None
-        }
-    except InvalidArgumentError as e:
-        raise Mem0InvalidError(e.message) from None
-    if needed and not ids and not any(k in (filters or {}) for k in IDS):
-        raise Mem0InvalidError(
-            "at least one of 'user_id', 'agent_id' or 'run_id' is needed"
-            + (f" to {purpose} (reset() retires every memory)" if purpose else "")
-        )
-    return ids
-
-
-def _plain(value: object) -> bool:
-    """Whether an id filter names one id (not ``"*"`` nor an operator)."""
-    return isinstance(value, str) and value != "*"
-
-
-def _limit(limit: object, top_k: object) -> int:
-    """The row count asked for: ``limit``, or ``top_k`` (newer mem0's name), 100 by default."""
-    if limit is not None and top_k is not None:
-        raise Mem0InvalidError("give limit or top_k (its newer name), not both")
-    chosen = limit if limit is not None else top_k if top_k is not None else 100
-    if not isinstance(chosen, int) or isinstance(chosen, bool) or chosen < 1:
-        raise Mem0InvalidError("limit (top_k) must be a positive integer")
-    return chosen
-
-
-def _messages(messages: object) -> list[dict[str, str]]:
-    """mem0's messages: a string (one user message), a message, or a list of messages."""
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    elif isinstance(messages, dict):
-        messages = [messages]
-    if not isinstance(messages, list):
-        raise Mem0InvalidError("messages must be a string, a message or a list of them")
-    out = []
-    for m in messages:
-        if not isinstance(m, dict) or not isinstance(m.get("content"), str):
-            raise Mem0InvalidError('each message must be {"role": ..., "content": "..."}')
-        role = m.get("role", "user")
-        if role not in ("user", "assistant", "system"):
-            raise Mem0InvalidError(f"unknown message role {role!r}")
-        name = m.get("name")
-        out.append({"role": role, "content": m["content"], **({"name": name} if name else {})})
-    return out
-
-
 def _fields(
     ids: dict[str, str], metadata: dict[str, Any] | None, extra: dict[str, Any]
 ) -> dict[str, Any]:
@@ -556,7 +493,7 @@ def _fits(mem: Record, ids: dict[str, str], filters: dict[str, Any] | None) -> b
     payload = {k: fields[k] for k in (*IDS, "actor_id", "role") if fields.get(k)}  # as mem0's
     if "user_id" in ids:
         payload["user_id"] = ids["user_id"]  # every memory of the bank is its user's
-    rest = {k: v for k, v in (filters or {}).items() if not (k in IDS and _plain(v))}
+    rest = {k: v for k, v in (filters or {}).items() if not (k in IDS and plain(v))}
     return matches({**(fields.get("metadata") or {}), **payload}, rest)
 
 

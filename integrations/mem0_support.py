@@ -1,6 +1,7 @@
 """What ``integrations.mem0_compat.Memory`` shares with mem0 beyond its methods: the errors a
 mem0 user catches (mem0 raises ``ValueError``; these are also this store's typed errors), its
-metadata filter operators, and the litellm name of a model a mem0 ``llm`` config names."""
+metadata filter operators, the litellm name of a model a mem0 ``llm`` config names, and the
+checks of its arguments (ids, limit, messages)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from integrations.stored_json import identifier
 from shared.contract.errors import InvalidArgumentError, NotFoundError
 
 IDS = ("user_id", "agent_id", "run_id")
@@ -155,3 +157,70 @@ def matches(metadata: dict[str, Any], filters: dict[str, Any] | None) -> bool:
         else:
             answers.append(have is not MISSING and have == want)
     return all(answers)
+
+
+def ids_of(
+    user_id: str | None,
+    agent_id: str | None,
+    run_id: str | None,
+    *,
+    filters: dict[str, Any] | None = None,
+    needed: bool,
+    purpose: str = "",
+) -> dict[str, str]:
+    """The ids given (as arguments, or in ``filters`` as mem0 also takes them), checked."""
+    given = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+    for key in IDS:
+        if given[key] is None and filters and plain(filters.get(key)):
+            given[key] = filters[key]
+    if filters and "user_id" in filters and not plain(filters["user_id"]):
+        raise Mem0InvalidError("a user_id filter names one user here (each user is a bank)")
+    try:  # mem0 trims an id, and refuses one left empty
+        ids = {
+            k: identifier(v.strip() if isinstance(v, str) else v, k)
+            for k, v in given.items()
+            if v is not None
+        }
+    except InvalidArgumentError as e:
+        raise Mem0InvalidError(e.message) from None
+    if needed and not ids and not any(k in (filters or {}) for k in IDS):
+        raise Mem0InvalidError(
+            "at least one of 'user_id', 'agent_id' or 'run_id' is needed"
+            + (f" to {purpose} (reset() retires every memory)" if purpose else "")
+        )
+    return ids
+
+
+def plain(value: object) -> bool:
+    """Whether an id filter names one id (not ``"*"`` nor an operator)."""
+    return isinstance(value, str) and value != "*"
+
+
+def limit_of(limit: object, top_k: object) -> int:
+    """The row count asked for: ``limit``, or ``top_k`` (newer mem0's name), 100 by default."""
+    if limit is not None and top_k is not None:
+        raise Mem0InvalidError("give limit or top_k (its newer name), not both")
+    chosen = limit if limit is not None else top_k if top_k is not None else 100
+    if not isinstance(chosen, int) or isinstance(chosen, bool) or chosen < 1:
+        raise Mem0InvalidError("limit (top_k) must be a positive integer")
+    return chosen
+
+
+def messages_of(messages: object) -> list[dict[str, str]]:
+    """mem0's messages: a string (one user message), a message, or a list of messages."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    elif isinstance(messages, dict):
+        messages = [messages]
+    if not isinstance(messages, list):
+        raise Mem0InvalidError("messages must be a string, a message or a list of them")
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("content"), str):
+            raise Mem0InvalidError('each message must be {"role": ..., "content": "..."}')
+        role = m.get("role", "user")
+        if role not in ("user", "assistant", "system"):
+            raise Mem0InvalidError(f"unknown message role {role!r}")
+        name = m.get("name")
+        out.append({"role": role, "content": m["content"], **({"name": name} if name else {})})
+    return out
