@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +116,13 @@ def read(path: Path, fmt: str) -> Iterator[Item]:
         "native": read_native,
         "mem0": read_mem0,
         "mcp-memory": read_mcp_memory,
-        "markdown": read_markdown,
-        "anthropic-memories": read_anthropic_memories,
     }
+    if fmt in ("markdown", "anthropic-memories"):
+        from shared.cli import notes
+
+        return (
+            notes.read_markdown(path) if fmt == "markdown" else notes.read_anthropic_memories(path)
+        )
     return readers[fmt](path)
 
 
@@ -367,214 +370,3 @@ def _mcp_relation(row: dict[str, Any], where: str) -> Item:
             "provenance": {"source": f"mcp-memory:{where}", "recorded_by": "mcp-memory"},
         },
     )
-
-
-# -- markdown notes ----------------------------------------------------------------------------
-
-_BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HASHTAG = re.compile(r"(?<![\w#&])#([A-Za-z][\w/-]{0,40})")
-_CATEGORY = re.compile(r"^\[([^\]\n]{1,40})\]\s+")  # basic-memory: "- [fact] text"
-_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
-_TAG_LINE = re.compile(r"(?m)^[ \t]*</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>[ \t]*$")
-
-
-@dataclass
-class _Block:
-    line: int
-    lines: list[str] = field(default_factory=list)
-    bullet: bool = False
-
-
-def _body_start(lines: list[str]) -> int:
-    """The first line after a YAML front matter block (0 when there is none)."""
-    if lines and lines[0].strip() == "---":
-        for i in range(1, len(lines)):
-            if lines[i].strip() in ("---", "..."):
-                return i + 1
-    return 0
-
-
-def _breaks(raw: str) -> tuple[bool, str | None]:
-    """Whether a line ends the block before it (blank, heading, rule), and the heading."""
-    stripped = raw.strip()
-    h = _HEADING.match(raw)
-    if h:
-        return True, h.group(2).strip() or None
-    return (not stripped or re.fullmatch(r"[-*_]{3,}", stripped) is not None), None
-
-
-def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
-    """(line, heading, text) of each bullet or paragraph of a markdown text: front matter,
-    headings, code fences and horizontal rules are no memories; a bullet's indented
-    continuation lines and nested bullets are its own."""
-    lines = text.splitlines()
-    heading: str | None = None
-    blocks: list[tuple[_Block, str | None]] = []
-    block: _Block | None = None
-    fenced = False
-    for i in range(_body_start(lines), len(lines)):
-        raw = lines[i]
-        if _FENCE.match(raw) or fenced:
-            fenced ^= bool(_FENCE.match(raw))
-            block = None
-            continue
-        ends, title = _breaks(raw)
-        if ends:
-            block = None
-            heading = title or heading
-            continue
-        b = _BULLET.match(raw)
-        nested = b is not None and block is not None and block.bullet and len(b.group(1)) >= 2
-        if block is None or (b is not None and not nested):
-            block = _Block(i + 1, [b.group(2) if b else raw.strip()], bullet=b is not None)
-            blocks.append((block, heading))
-        else:
-            block.lines.append(b.group(2) if b else raw.strip())
-    for found, under in blocks:
-        body = " ".join(x.strip() for x in found.lines).strip()
-        if body:
-            yield found.line, under, body
-
-
-def _front_matter(text: str) -> dict[str, Any]:
-    if not text.startswith("---"):
-        return {}
-    end = text.find("\n---", 3)
-    if end < 0:
-        return {}
-    try:
-        import yaml
-
-        data = yaml.safe_load(text[3:end])
-    except Exception:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _note_records(
-    path: Path, rel: str, *, source: str, tags: Iterable[str] = (), scope: dict[str, Any]
-) -> Iterator[Item]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        yield Problem(rel, f"cannot read: {e}")
-        return
-    if path.suffix.lower() == ".xml":  # a tag alone on its line is markup, not a memory
-        text = _TAG_LINE.sub("", text)
-    meta = _front_matter(text)
-    file_tags = [*tags]
-    given = meta.get("tags")
-    if isinstance(given, str):
-        given = [t.strip() for t in given.split(",")]
-    if isinstance(given, list):
-        file_tags += [str(t) for t in given if isinstance(t, str | int)]
-    title = meta.get("title") if isinstance(meta.get("title"), str) else None
-    when = int(path.stat().st_mtime * 1000)
-    for line, heading, body in note_blocks(text):
-        body = _CHECKBOX.sub("", body)
-        item_tags = list(file_tags)
-        category = _CATEGORY.match(body)
-        if category:
-            item_tags.append(category.group(1))
-            body = body[category.end() :]
-        item_tags += _HASHTAG.findall(body)
-        where = f"{rel}:{line}"
-        record: dict[str, Any] = {
-            "id": f"md-{slug_of(Path(rel).stem, 40)}-{short_hash(source, rel, body)}",
-            "text": body,
-            "title": heading or title,
-            "tags": list(dict.fromkeys(t.casefold() for t in item_tags))[:8],
-            "created_at": when,
-            "provenance": {"source": f"{source}:{where}", "recorded_by": source},
-            **scope,
-        }
-        yield Entry(where, "memory", record)
-
-
-def _claude_md_scope(path: Path) -> dict[str, Any]:
-    """A CLAUDE.md's memories: the project it sits in, or global for the user's own."""
-    folder = path.resolve().parent
-    if folder.name == ".claude":
-        if folder == (Path.home() / ".claude").resolve():
-            return {"type": "user"}
-        folder = folder.parent
-    return {"type": "project", "scope": "project", "project": str(folder)}
-
-
-def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Problem]:
-    """The note files under ``root`` (folder links not followed); a file that links out of
-    the folder is a ``Problem``, not read (a crafted folder must not pull in ``~/.ssh``)."""
-    if root.is_file():
-        yield root
-        return
-    inside = root.resolve()
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
-        for name in sorted(files):
-            path = Path(folder) / name
-            if not name.lower().endswith(suffixes):
-                continue
-            if path.is_symlink() and not path.resolve().is_relative_to(inside):
-                rel = path.relative_to(root.parent).as_posix()
-                yield Problem(rel, "a link to a file outside the folder: not read")
-                continue
-            yield path
-
-
-def read_markdown(root: Path) -> Iterator[Item]:
-    base = root.parent if root.is_file() else root
-    for path in _note_files(root, (".md", ".markdown")):
-        if isinstance(path, Problem):
-            yield path
-            continue
-        rel = path.relative_to(base).as_posix()
-        if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
-            scope = _claude_md_scope(path)
-        else:
-            scope = {"type": "reference"}
-        yield from _note_records(path, rel, source="markdown", scope=scope)
-
-
-# -- the Anthropic memory tool's /memories directory -------------------------------------------
-
-_TOOL_LINE = re.compile(r"^- \[([a-z0-9][a-z0-9-]{0,79})\] (.+)$")
-
-
-def read_anthropic_memories(root: Path) -> Iterator[Item]:
-    base = root.parent if root.is_file() else root
-    for path in _note_files(root, NOTE_SUFFIXES):
-        if isinstance(path, Problem):
-            yield path
-            continue
-        rel = path.relative_to(base).as_posix()
-        parts = Path(rel).parts
-        if len(parts) == 2 and parts[1] == "memories.md":  # this store's own layout
-            yield from _tool_memories(path, rel, parts[0])
-        elif len(parts) == 3 and parts[1] == "rules" and path.suffix == ".md":
-            content = path.read_text(encoding="utf-8", errors="surrogateescape")
-            yield Entry(rel, "rule", {"name": Path(parts[2]).stem, "content": content}, parts[0])
-        else:
-            tag = slug_of(Path(rel).with_suffix("").as_posix(), 60)
-            yield from _note_records(
-                path, rel, source="anthropic-memories", tags=[tag], scope={"type": "user"}
-            )
-
-
-def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:
-    for n, line in _lines(path):
-        m = _TOOL_LINE.match(line.rstrip("\n"))
-        where = f"{rel}:{n}"
-        if isinstance(line, LineTooLong):
-            yield _too_long(where)
-            continue
-        if m is None:
-            yield Problem(where, "not a '- [id] text' line")
-            continue
-        record = {
-            "id": m.group(1),
-            "text": m.group(2),
-            "provenance": {"source": f"anthropic-memories:{where}"},
-        }
-        yield Entry(where, "memory", record, bank)
