@@ -100,11 +100,13 @@ def detect(path: Path) -> str:
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
     with path.open("rb") as f:
-        head = f.read(4096).decode("utf-8", "replace").lstrip()
+        head = f.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     first = head.split("\n", 1)[0]
     if FORMAT in first:
         return "native"
     if '"type"' in first and ('"entity"' in first or '"relation"' in first):
+        return "mcp-memory"
+    if '"entityType"' in first or '"relationType"' in first:  # an older file: no "type"
         return "mcp-memory"
     if head.startswith(("{", "[")):
         return "mem0"
@@ -136,7 +138,7 @@ class LineTooLong(str):
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open("r", encoding="utf-8", errors="surrogateescape") as f:
+    with path.open("r", encoding="utf-8-sig", errors="surrogateescape") as f:
         n = 0
         while line := f.readline(MAX_LINE_CHARS + 1):
             n += 1
@@ -219,7 +221,7 @@ def _iso_ms(value: object) -> int | None:
 
 
 def read_mem0(path: Path) -> Iterator[Item]:
-    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    text = path.read_text(encoding="utf-8-sig", errors="surrogateescape")
     try:
         whole = loads(text)
     except ValueError:
@@ -228,6 +230,12 @@ def read_mem0(path: Path) -> Iterator[Item]:
         rows = whole
         if isinstance(whole, dict):
             rows = whole.get("results", whole.get("memories"))
+            graph = whole.get("relations")
+            if isinstance(graph, list) and graph:  # mem0's graph memory: no record here
+                yield Problem(
+                    f"{path.name}:relations",
+                    f"{len(graph)} graph relation(s) not imported (only memories are)",
+                )
         if not isinstance(rows, list):
             yield Problem(path.name, "neither a list of memories nor {'results': [...]}")
             return
@@ -320,12 +328,23 @@ def read_mcp_memory(path: Path) -> Iterator[Item]:
         where, row = read
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")
-        elif row.get("type") == "entity":
+        elif _mcp_type(row) == "entity":
             yield from _mcp_entity(row, where)
-        elif row.get("type") == "relation":
+        elif _mcp_type(row) == "relation":
             yield _mcp_relation(row, where)
         else:
             yield Problem(where, f"unknown type {row.get('type')!r} (entity or relation)")
+
+
+def _mcp_type(row: dict[str, Any]) -> object:
+    """A line's ``type``; an older file's line has none: its keys tell."""
+    if "type" in row:
+        return row["type"]
+    if "name" in row and ("entityType" in row or "observations" in row):
+        return "entity"
+    if "from" in row and "to" in row and "relationType" in row:
+        return "relation"
+    return None
 
 
 def _mcp_entity(row: dict[str, Any], where: str) -> Iterator[Item]:

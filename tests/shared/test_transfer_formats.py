@@ -1,0 +1,135 @@
+"""memory import of real users' files: the shapes each source's own documentation shows
+(byte order marks, line endings, untyped MCP lines, mem0 graph relations, fences, comments,
+front matter that is not YAML, CLAUDE.md imports, links inside the folder)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from shared.cli import run
+
+BOM = b"\xef\xbb\xbf"
+
+
+def dry(data: Path, src: Path, *argv: str) -> dict[str, Any]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["--data-dir", str(data), "import", str(src), "--dry-run", *argv, "--json"], out=out, err=err)
+    assert code == 0, err.getvalue()
+    result: dict[str, Any] = json.loads(out.getvalue())
+    return result
+
+
+def texts(result: dict[str, Any]) -> list[str]:
+    return sorted(r["text"] for r in result["would_write"])
+
+
+def test_a_mem0_file_with_a_byte_order_mark_is_detected_and_read(tmp_path: Path) -> None:
+    src = tmp_path / "mem0.json"
+    rows = {"results": [{"id": "m1", "memory": "Likes tea", "user_id": "alice"}]}
+    src.write_bytes(BOM + json.dumps(rows).encode())
+    got = dry(tmp_path / "data", src)
+    assert got["format"] == "mem0" and texts(got) == ["Likes tea"] and got["problems"] == []
+
+
+def test_a_jsonl_first_line_after_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    src = tmp_path / "memory.jsonl"
+    line = {"type": "entity", "name": "Alice", "entityType": "person", "observations": ["tea"]}
+    src.write_bytes(BOM + json.dumps(line).encode() + b"\r\n")
+    got = dry(tmp_path / "data", src)
+    assert got["format"] == "mcp-memory" and texts(got) == ["tea"] and got["problems"] == []
+
+
+def test_markdown_front_matter_after_a_byte_order_mark_is_no_memory(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_bytes(BOM + b"---\r\ntags: [x]\r\n---\r\n- a bullet\r\n")
+    got = dry(tmp_path / "data", notes)
+    assert texts(got) == ["a bullet"]
+    assert got["would_write"][0]["tags"] == ["x"]
+
+
+def test_mcp_lines_without_a_type_are_read_by_their_keys(tmp_path: Path) -> None:
+    src = tmp_path / "memory.jsonl"
+    src.write_text(
+        '{"name":"Alice","entityType":"person","observations":["likes tea"]}\n'
+        '{"from":"Alice","to":"Bob","relationType":"knows"}\n'
+        '{"what":"else"}\n'
+    )
+    got = dry(tmp_path / "data", src)
+    assert got["format"] == "mcp-memory"
+    assert texts(got) == ["Alice knows Bob", "likes tea"]
+    assert [p["where"] for p in got["problems"]] == ["memory.jsonl:3"]
+
+
+def test_mem0_graph_relations_are_reported_not_dropped_silently(tmp_path: Path) -> None:
+    src = tmp_path / "mem0.json"
+    src.write_text(
+        json.dumps(
+            {
+                "results": [{"id": "m1", "memory": "Likes tea", "user_id": "alice"}],
+                "relations": [{"source": "alice", "relationship": "likes", "target": "tea"}],
+            }
+        )
+    )
+    got = dry(tmp_path / "data", src)
+    assert texts(got) == ["Likes tea"]
+    assert [p["where"] for p in got["problems"]] == ["mem0.json:relations"]
+    assert "1 graph relation" in got["problems"][0]["message"]
+
+
+def test_a_fence_closes_only_on_its_own_marker(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text(
+        "~~~markdown\n```\n- inside the tilde fence\n~~~\n- after the fence\n"
+        "````\n```\n- inside four\n````\n- last\n"
+    )
+    assert texts(dry(tmp_path / "data", notes)) == ["after the fence", "last"]
+
+
+def test_html_comments_are_no_memories(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text(
+        "<!-- a note to myself -->\n- kept <!-- inline --> here\n<!--\n- commented out\n-->\n- last\n"
+    )
+    got = dry(tmp_path / "data", notes)
+    assert texts(got) == ["kept here", "last"]
+    lines = sorted(r["provenance"]["source"] for r in got["would_write"])
+    assert lines == ["markdown:a.md:2", "markdown:a.md:6"]
+
+
+def test_front_matter_that_is_not_yaml_is_reported_and_the_body_imports(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("---\ntags: [unclosed\n---\n- the body\n")
+    got = dry(tmp_path / "data", notes)
+    assert texts(got) == ["the body"]
+    assert [p["where"] for p in got["problems"]] == ["a.md:1"]
+    assert "front matter" in got["problems"][0]["message"]
+
+
+def test_a_claude_md_import_line_is_no_memory_and_one_outside_is_reported(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "git.md").write_text("- rebase, never merge\n")
+    (project / "CLAUDE.md").write_text(
+        "# Project\n\nSee @README for an overview.\n\n- @docs/git.md\n"
+        "- @~/.claude/my-instructions.md\n- use 2-space indent\n"
+    )
+    got = dry(tmp_path / "data", project)
+    assert texts(got) == ["See @README for an overview.", "rebase, never merge", "use 2-space indent"]
+    assert [p["where"] for p in got["problems"]] == ["CLAUDE.md:6"]
+    assert "not followed" in got["problems"][0]["message"]
+
+
+def test_a_link_to_a_note_in_the_folder_is_read_once(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "b.md").write_text("- only once\n")
+    (notes / "a.md").symlink_to(notes / "b.md")
+    got = dry(tmp_path / "data", notes)
+    assert texts(got) == ["only once"] and got["written"] == 1
