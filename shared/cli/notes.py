@@ -26,7 +26,9 @@ from shared.cli.formats import (
 
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_COMMENT = re.compile(r"[ \t]*<!--.*?-->", re.DOTALL)
+_IMPORT = re.compile(r"@(\S+)")  # a CLAUDE.md line that is only "@path/to/file"
 _HASHTAG = re.compile(r"(?<![\w#&])#([A-Za-z][\w/-]{0,40})")
 _CATEGORY = re.compile(r"^\[([^\]\n]{1,40})\]\s+")  # basic-memory: "- [fact] text"
 _CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
@@ -63,14 +65,26 @@ def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
     headings, code fences and horizontal rules are no memories; a bullet's indented
     continuation lines and nested bullets are its own."""
     lines = text.splitlines()
+    start = _body_start(lines)
+    body = "\n".join(lines[start:])  # a comment is no memory: its lines kept, empty
+    lines = lines[:start] + _COMMENT.sub(lambda m: "\n" * m[0].count("\n"), body).split("\n")
     heading: str | None = None
     blocks: list[tuple[_Block, str | None]] = []
     block: _Block | None = None
-    fenced = False
-    for i in range(_body_start(lines), len(lines)):
+    fence = ""  # the open fence's marker: only as long a run of its character closes it
+    for i in range(start, len(lines)):
         raw = lines[i]
-        if _FENCE.match(raw) or fenced:
-            fenced ^= bool(_FENCE.match(raw))
+        opens = _FENCE.match(raw)
+        if fence or opens:
+            marker = opens[1] if opens else ""
+            if not fence:
+                fence = marker
+            elif (
+                marker[:1] == fence[0]
+                and len(marker) >= len(fence)
+                and not raw.strip(marker[0] + " \t")
+            ):
+                fence = ""
             block = None
             continue
         ends, title = _breaks(raw)
@@ -91,7 +105,8 @@ def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
             yield found.line, under, body
 
 
-def _front_matter(text: str) -> dict[str, Any]:
+def _front_matter(text: str) -> dict[str, Any] | None:
+    """The front matter's fields; None when it is there but no YAML mapping."""
     if not text.startswith("---"):
         return {}
     end = text.find("\n---", 3)
@@ -102,21 +117,34 @@ def _front_matter(text: str) -> dict[str, Any]:
 
         data = yaml.safe_load(text[3:end])
     except Exception:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+    return data if isinstance(data, dict) else None if data is not None else {}
 
 
 def _note_records(
-    path: Path, rel: str, *, source: str, tags: Iterable[str] = (), scope: dict[str, Any]
+    path: Path,
+    rel: str,
+    *,
+    source: str,
+    tags: Iterable[str] = (),
+    scope: dict[str, Any],
+    imports_from: Path | None = None,
 ) -> Iterator[Item]:
+    """A note's memories; with ``imports_from`` (the folder read, for a CLAUDE.md) a line that
+    is only ``@path`` is an import, no memory: reported unless the folder's walk reads it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         yield Problem(rel, f"cannot read: {e}")
         return
     if path.suffix.lower() == ".xml":  # a tag alone on its line is markup, not a memory
         text = _TAG_LINE.sub("", text)
     meta = _front_matter(text)
+    if meta is None:
+        yield Problem(
+            f"{rel}:1", "front matter that is no YAML mapping: its tags and title not read"
+        )
+        meta = {}
     file_tags = [*tags]
     given = meta.get("tags")
     if isinstance(given, str):
@@ -134,6 +162,11 @@ def _note_records(
             body = body[category.end() :]
         item_tags += _HASHTAG.findall(body)
         where = f"{rel}:{line}"
+        imported = _IMPORT.fullmatch(body) if imports_from is not None else None
+        if imported:
+            if not _walked(path.parent, imported[1], imports_from):
+                yield Problem(where, f"an @import of {imported[1]}: not followed (import it alone)")
+            continue
         record: dict[str, Any] = {
             "id": f"md-{slug_of(Path(rel).stem, 40)}-{short_hash(source, rel, body)}",
             "text": body,
@@ -144,6 +177,18 @@ def _note_records(
             **scope,
         }
         yield Entry(where, "memory", record)
+
+
+def _walked(folder: Path, target: str, root: Path) -> bool:
+    """Whether ``target`` (a CLAUDE.md import, from ``folder``) is a note the walk of
+    ``root`` reads (``_note_files``): inside it, in no hidden folder but .claude."""
+    if target.startswith("~") or not target.lower().endswith((".md", ".markdown")):
+        return False
+    found = (folder / target).resolve()
+    inside = root.resolve()
+    if not root.is_dir() or not found.is_file() or not found.is_relative_to(inside):
+        return False
+    return all(not p.startswith(".") or p == ".claude" for p in found.relative_to(inside).parts)
 
 
 def _claude_md_scope(path: Path) -> dict[str, Any]:
@@ -163,6 +208,7 @@ def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Proble
         yield root
         return
     inside = root.resolve()
+    seen: set[Path] = set()  # a link to a note in the folder: the note read once
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
         for name in sorted(files):
@@ -173,6 +219,9 @@ def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Proble
                 rel = path.relative_to(root.parent).as_posix()
                 yield Problem(rel, "a link to a file outside the folder: not read")
                 continue
+            if path.resolve() in seen:
+                continue
+            seen.add(path.resolve())
             yield path
 
 
@@ -184,10 +233,10 @@ def read_markdown(root: Path) -> Iterator[Item]:
             continue
         rel = path.relative_to(base).as_posix()
         if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
-            scope = _claude_md_scope(path)
+            scope, imports = _claude_md_scope(path), root
         else:
-            scope = {"type": "reference"}
-        yield from _note_records(path, rel, source="markdown", scope=scope)
+            scope, imports = {"type": "reference"}, None
+        yield from _note_records(path, rel, source="markdown", scope=scope, imports_from=imports)
 
 
 # -- the Anthropic memory tool's /memories directory -------------------------------------------

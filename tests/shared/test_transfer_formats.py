@@ -16,7 +16,11 @@ BOM = b"\xef\xbb\xbf"
 
 def dry(data: Path, src: Path, *argv: str) -> dict[str, Any]:
     out, err = io.StringIO(), io.StringIO()
-    code = run(["--data-dir", str(data), "import", str(src), "--dry-run", *argv, "--json"], out=out, err=err)
+    code = run(
+        ["--data-dir", str(data), "import", str(src), "--dry-run", *argv, "--json"],
+        out=out,
+        err=err,
+    )
     assert code == 0, err.getvalue()
     result: dict[str, Any] = json.loads(out.getvalue())
     return result
@@ -94,7 +98,8 @@ def test_html_comments_are_no_memories(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text(
-        "<!-- a note to myself -->\n- kept <!-- inline --> here\n<!--\n- commented out\n-->\n- last\n"
+        "<!-- a note to myself -->\n- kept <!-- inline --> here\n"
+        "<!--\n- commented out\n-->\n- last\n"
     )
     got = dry(tmp_path / "data", notes)
     assert texts(got) == ["kept here", "last"]
@@ -121,7 +126,11 @@ def test_a_claude_md_import_line_is_no_memory_and_one_outside_is_reported(tmp_pa
         "- @~/.claude/my-instructions.md\n- use 2-space indent\n"
     )
     got = dry(tmp_path / "data", project)
-    assert texts(got) == ["See @README for an overview.", "rebase, never merge", "use 2-space indent"]
+    assert texts(got) == [
+        "See @README for an overview.",
+        "rebase, never merge",
+        "use 2-space indent",
+    ]
     assert [p["where"] for p in got["problems"]] == ["CLAUDE.md:6"]
     assert "not followed" in got["problems"][0]["message"]
 
