@@ -28,6 +28,9 @@ _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 _COMMENT = re.compile(r"[ \t]*<!--.*?-->", re.DOTALL)
+_RELATION = re.compile(
+    r"([a-z][a-z0-9_-]*)\s+\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]\s*(\([^()]*\))?"
+)
 _IMPORT = re.compile(r"@(\S+)")  # a CLAUDE.md line that is only "@path/to/file"
 _HASHTAG = re.compile(r"(?<![\w#&])#([A-Za-z][\w/-]{0,40})")
 _CATEGORY = re.compile(r"^\[([^\]\n]{1,40})\]\s+")  # basic-memory: "- [fact] text"
@@ -100,7 +103,8 @@ def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
         else:
             block.lines.append(b.group(2) if b else raw.strip())
     for found, under in blocks:
-        body = " ".join(x.strip() for x in found.lines).strip()
+        table = all(x.startswith("|") for x in found.lines)  # its rows kept as rows
+        body = ("\n" if table else " ").join(x.strip() for x in found.lines).strip()
         if body:
             yield found.line, under, body
 
@@ -160,6 +164,15 @@ def _note_records(
         if category:
             item_tags.append(category.group(1))
             body = body[category.end() :]
+        entities: list[str] = []
+        relation = None if category else _RELATION.fullmatch(body)
+        if relation:  # basic-memory: "- relation_type [[Target]] (context)" of this note
+            subject = title or path.stem
+            kind, target, context = relation.groups()
+            body = f"{subject} {kind.replace('_', ' ')} {target.strip()}"
+            body += f" {context}" if context else ""
+            item_tags.append("relation")
+            entities = [subject, target.strip()]
         item_tags += _HASHTAG.findall(body)
         where = f"{rel}:{line}"
         imported = _IMPORT.fullmatch(body) if imports_from is not None else None
@@ -173,6 +186,7 @@ def _note_records(
             "title": heading or title,
             "tags": list(dict.fromkeys(t.casefold() for t in item_tags))[:8],
             "created_at": when,
+            **({"entities": entities} if entities else {}),
             "provenance": {"source": f"{source}:{where}", "recorded_by": source},
             **scope,
         }
@@ -255,7 +269,11 @@ def read_anthropic_memories(root: Path) -> Iterator[Item]:
         if len(parts) == 2 and parts[1] == "memories.md":  # this store's own layout
             yield from _tool_memories(path, rel, parts[0])
         elif len(parts) == 3 and parts[1] == "rules" and path.suffix == ".md":
-            content = path.read_text(encoding="utf-8", errors="surrogateescape")
+            try:
+                content = path.read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError) as e:
+                yield Problem(rel, f"cannot read: {e}")
+                continue
             yield Entry(rel, "rule", {"name": Path(parts[2]).stem, "content": content}, parts[0])
         else:
             tag = slug_of(Path(rel).with_suffix("").as_posix(), 60)

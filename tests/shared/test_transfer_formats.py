@@ -142,3 +142,43 @@ def test_a_link_to_a_note_in_the_folder_is_read_once(tmp_path: Path) -> None:
     (notes / "a.md").symlink_to(notes / "b.md")
     got = dry(tmp_path / "data", notes)
     assert texts(got) == ["only once"] and got["written"] == 1
+
+
+def test_a_rule_file_that_is_not_utf8_is_reported_by_a_dry_run_too(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    (folder / "work" / "rules").mkdir(parents=True)
+    (folder / "work" / "memories.md").write_text("- [a1] fine\n")
+    (folder / "work" / "rules" / "style.md").write_bytes(b"Be brief, caf\xe9.\n")
+    got = dry(tmp_path / "data", folder)
+    assert texts(got) == ["fine"] and got["rules"] == 0
+    assert [p["where"] for p in got["problems"]] == ["work/rules/style.md"]
+
+
+def test_a_table_is_one_memory_that_keeps_its_rows(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("| host | port |\n|---|---|\n| db | 5432 |\n")
+    data = tmp_path / "data"
+    assert texts(dry(data, notes)) == ["| host | port |\n|---|---|\n| db | 5432 |"]
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["--data-dir", str(data), "import", str(notes)], out=out, err=err) == 0, err
+
+
+def test_a_basic_memory_relation_reads_as_a_relation(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "coffee.md").write_text(
+        "---\ntitle: Coffee Brewing\ntags:\n- coffee\n---\n# Coffee Brewing\n\n"
+        "## Observations\n- [method] Pour over #brewing (best)\n\n"
+        "## Relations\n- pairs_with [[Chocolate]]\n- part_of [[Morning Routine|routine]] (daily)\n"
+    )
+    got = {r["text"]: r for r in dry(tmp_path / "data", notes)["would_write"]}
+    assert sorted(got) == [
+        "Coffee Brewing pairs with Chocolate",
+        "Coffee Brewing part of Morning Routine (daily)",
+        "Pour over #brewing (best)",
+    ]
+    rel = got["Coffee Brewing pairs with Chocolate"]
+    assert rel["tags"] == ["coffee", "relation"]
+    assert rel["entities"] == ["coffee-brewing", "chocolate"]  # as the store keys entities
+    assert got["Pour over #brewing (best)"]["tags"] == ["coffee", "method", "brewing"]
