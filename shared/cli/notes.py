@@ -27,7 +27,7 @@ from shared.cli.formats import (
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-_COMMENT = re.compile(r"[ \t]*<!--.*?-->", re.DOTALL)
+_COMMENT = re.compile(r"[ \t]*(?:<!--.*?-->|%%.*?%%)", re.DOTALL)  # HTML's, Obsidian's
 _RELATION = re.compile(
     r"([a-z][a-z0-9_-]*)\s+\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]\s*(\([^()]*\))?"
 )
@@ -225,6 +225,10 @@ def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Proble
     seen: set[Path] = set()  # a link to a note in the folder: the note read once
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
+        for d in dirs:
+            if (Path(folder) / d).is_symlink():  # os.walk does not follow it: say so
+                rel = (Path(folder) / d).relative_to(root.parent).as_posix()
+                yield Problem(rel, "a link to a folder: not followed")
         for name in sorted(files):
             path = Path(folder) / name
             if not name.lower().endswith(suffixes):

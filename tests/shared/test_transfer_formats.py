@@ -182,3 +182,25 @@ def test_a_basic_memory_relation_reads_as_a_relation(tmp_path: Path) -> None:
     assert rel["tags"] == ["coffee", "relation"]
     assert rel["entities"] == ["coffee-brewing", "chocolate"]  # as the store keys entities
     assert got["Pour over #brewing (best)"]["tags"] == ["coffee", "method", "brewing"]
+
+
+def test_obsidian_comments_are_no_memories(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    (notes / ".obsidian").mkdir(parents=True)
+    (notes / ".obsidian" / "workspace.md").write_text("- settings, not a note\n")
+    (notes / "a.md").write_text("- kept %%a private aside%% here\n%%\n- hidden\n%%\n- last\n")
+    assert texts(dry(tmp_path / "data", notes)) == ["kept here", "last"]
+
+
+def test_a_link_to_a_folder_is_reported_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "b.md").write_text("- from elsewhere\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("- here\n")
+    (notes / "more").symlink_to(tmp_path / "elsewhere")
+    got = dry(tmp_path / "data", notes)
+    assert texts(got) == ["here"]
+    assert got["problems"] == [
+        {"where": "notes/more", "message": "a link to a folder: not followed"}
+    ]
