@@ -237,6 +237,10 @@ def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Proble
                 rel = path.relative_to(root.parent).as_posix()
                 yield Problem(rel, "a link to a file outside the folder: not read")
                 continue
+            if not path.is_file():  # a broken link, a pipe (opened, it would never end)
+                rel = path.relative_to(root.parent).as_posix()
+                yield Problem(rel, "not a readable regular file: not read")
+                continue
             if path.resolve() in seen:
                 continue
             seen.add(path.resolve())

@@ -204,3 +204,20 @@ def test_a_link_to_a_folder_is_reported_not_followed(tmp_path: Path) -> None:
     assert got["problems"] == [
         {"where": "notes/more", "message": "a link to a folder: not followed"}
     ]
+
+
+def test_a_broken_link_or_a_fifo_is_reported_and_the_rest_imports(tmp_path: Path) -> None:
+    import os
+
+    folder = tmp_path / "memories"
+    (folder / "work").mkdir(parents=True)
+    (folder / "home").mkdir()
+    (folder / "work" / "memories.md").symlink_to(folder / "work" / "gone.md")
+    (folder / "home" / "memories.md").write_text("- [b1] kept\n")
+    os.mkfifo(folder / "pipe.md")  # opened, it would wait for a writer forever
+    got = dry(tmp_path / "data", folder)
+    assert texts(got) == ["kept"]
+    assert sorted(p["where"] for p in got["problems"]) == [
+        "memories/pipe.md",
+        "memories/work/memories.md",
+    ]
