@@ -21,6 +21,7 @@ second import, or one resumed after a kill, finds every record already there.
   as titles, front matter ``tags`` and inline ``#tags`` as tags, file and line as provenance.
   A ``CLAUDE.md`` holds a project's instructions: its memories are ``project`` memories of
   the folder it describes (absolute), except the user's own ``~/.claude/CLAUDE.md`` (global);
+  a line of it that is only an ``@path`` import is no memory (``shared.cli.notes``);
 - ``anthropic-memories``: the memory tool's ``/memories`` directory: each file read as notes
   (tagged with its name), except this store's own layout (``<bank>/memories.md`` of
   ``- [id] text`` lines and ``<bank>/rules/<name>.md``), read back as those banks.

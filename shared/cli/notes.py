@@ -176,7 +176,7 @@ def _note_records(
         item_tags += _HASHTAG.findall(body)
         where = f"{rel}:{line}"
         imported = _IMPORT.fullmatch(body) if imports_from is not None else None
-        if imported:
+        if imported and imports_from is not None:
             if not _walked(path.parent, imported[1], imports_from):
                 yield Problem(where, f"an @import of {imported[1]}: not followed (import it alone)")
             continue

@@ -221,3 +221,28 @@ def test_a_broken_link_or_a_fifo_is_reported_and_the_rest_imports(tmp_path: Path
         "memories/pipe.md",
         "memories/work/memories.md",
     ]
+
+
+def test_importing_a_folder_again_after_editing_a_note_adds_the_edited_bullet(
+    tmp_path: Path,
+) -> None:
+    notes, data = tmp_path / "notes", tmp_path / "data"
+    notes.mkdir()
+    (notes / "a.md").write_text("- alpha\n- beta\n")
+    (notes / "b.md").write_text("- other\n")
+
+    def real() -> dict[str, Any]:
+        out, err = io.StringIO(), io.StringIO()
+        assert run(["--data-dir", str(data), "import", str(notes), "--json"], out=out, err=err) == 0
+        result: dict[str, Any] = json.loads(out.getvalue())
+        return result
+
+    assert real()["written"] == 3
+    (notes / "a.md").write_text("- alpha\n- beta, edited\n")
+    again = real()
+    assert (again["written"], again["unchanged"], again["problems"]) == (1, 2, [])
+    out, err = io.StringIO(), io.StringIO()
+    assert run(["--data-dir", str(data), "list", "--json"], out=out, err=err) == 0
+    listed = json.loads(out.getvalue())
+    found = sorted(m["text"] for m in listed.get("memories") or listed.get("records"))
+    assert found == ["alpha", "beta", "beta, edited", "other"]  # the old bullet is kept
