@@ -27,6 +27,7 @@ from shared.cli.formats import (
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_SETEXT = re.compile(r"=+|-{2,}")
 _COMMENT = re.compile(r"[ \t]*(?:<!--.*?-->|%%.*?%%)", re.DOTALL)  # HTML's, Obsidian's
 _RELATION = re.compile(
     r"([a-z][a-z0-9_-]*)\s+\[\[([^\[\]|#]+)(?:[|#][^\[\]]*)?\]\]\s*(\([^()]*\))?"
@@ -90,6 +91,10 @@ def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
                 fence = ""
             block = None
             continue
+        if block is not None and not block.bullet and _SETEXT.fullmatch(raw.strip()):
+            blocks.pop()  # "Title" over "=====" or "---": a heading, no memory
+            heading, block = " ".join(x.strip() for x in block.lines), None
+            continue
         ends, title = _breaks(raw)
         if ends:
             block = None
@@ -111,15 +116,14 @@ def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
 
 def _front_matter(text: str) -> dict[str, Any] | None:
     """The front matter's fields; None when it is there but no YAML mapping."""
-    if not text.startswith("---"):
-        return {}
-    end = text.find("\n---", 3)
-    if end < 0:
+    lines = text.splitlines()
+    end = _body_start(lines)  # the block the notes' blocks start after, so no other one
+    if end == 0:
         return {}
     try:
         import yaml
 
-        data = yaml.safe_load(text[3:end])
+        data = yaml.safe_load("\n".join(lines[1 : end - 1]))
     except Exception:
         return None
     return data if isinstance(data, dict) else None if data is not None else {}

@@ -246,3 +246,27 @@ def test_importing_a_folder_again_after_editing_a_note_adds_the_edited_bullet(
     listed = json.loads(out.getvalue())
     found = sorted(m["text"] for m in listed.get("memories") or listed.get("records"))
     assert found == ["alpha", "beta", "beta, edited", "other"]  # the old bullet is kept
+
+
+def test_a_setext_heading_is_a_title_not_a_memory(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text(
+        "Deploys\n=======\n\n- on Tuesdays\n\nDatabase\n---\n\n- Postgres 16\n"
+    )
+    got = {r["text"]: r.get("title") for r in dry(tmp_path / "data", notes)["would_write"]}
+    assert got == {"on Tuesdays": "Deploys", "Postgres 16": "Database"}
+
+
+def test_front_matter_closed_by_dots_gives_its_tags(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("---\ntags: [ops]\n...\n- a bullet\n\n---\n\n- after a rule\n")
+    (notes / "b.md").write_text("----\n\n- after a rule\n\n---\n")
+    got = dry(tmp_path / "data", notes)
+    assert sorted((r["text"], tuple(r.get("tags", ()))) for r in got["would_write"]) == [
+        ("a bullet", ("ops",)),
+        ("after a rule", ()),
+        ("after a rule", ("ops",)),
+    ]
+    assert got["problems"] == []
