@@ -219,7 +219,9 @@ def _claude_md_scope(path: Path) -> dict[str, Any]:
     return {"type": "project", "scope": "project", "project": str(folder)}
 
 
-def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Problem]:
+def _note_files(
+    root: Path, suffixes: tuple[str, ...], *, others: bool = False
+) -> Iterator[Path | Problem]:
     """The note files under ``root`` (folder links not followed); a file that links out of
     the folder is a ``Problem``, not read (a crafted folder must not pull in ``~/.ssh``)."""
     if root.is_file():
@@ -236,6 +238,9 @@ def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Proble
         for name in sorted(files):
             path = Path(folder) / name
             if not name.lower().endswith(suffixes):
+                if others:  # the memory tool's folder: every file in it is a memory
+                    rel = path.relative_to(root.parent).as_posix()
+                    yield Problem(rel, f"not a note ({', '.join(suffixes)}): not read")
                 continue
             if path.is_symlink() and not path.resolve().is_relative_to(inside):
                 rel = path.relative_to(root.parent).as_posix()
@@ -272,7 +277,7 @@ _TOOL_LINE = re.compile(r"^- \[([a-z0-9][a-z0-9-]{0,79})\] (.+)$")
 
 def read_anthropic_memories(root: Path) -> Iterator[Item]:
     base = root.parent if root.is_file() else root
-    for path in _note_files(root, NOTE_SUFFIXES):
+    for path in _note_files(root, NOTE_SUFFIXES, others=True):
         if isinstance(path, Problem):
             yield path
             continue

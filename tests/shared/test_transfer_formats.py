@@ -270,3 +270,13 @@ def test_front_matter_closed_by_dots_gives_its_tags(tmp_path: Path) -> None:
         ("after a rule", ("ops",)),
     ]
     assert got["problems"] == []
+
+
+def test_a_memory_tool_file_of_another_kind_is_reported_not_passed_over(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    folder.mkdir()
+    (folder / "prefs.md").write_text("- likes tea\n")
+    (folder / "progress.json").write_text('{"step": 3}\n')
+    got = dry(tmp_path / "data", folder)
+    assert texts(got) == ["likes tea"]
+    assert [p["where"] for p in got["problems"]] == ["memories/progress.json"]
