@@ -225,8 +225,12 @@ def read_mem0(path: Path) -> Iterator[Item]:
     text = path.read_text(encoding="utf-8-sig", errors="surrogateescape")
     try:
         whole = loads(text)
-    except ValueError:
-        whole = None  # JSON Lines: one memory a line
+    except ValueError as e:
+        whole = None  # JSON Lines: its first or second line is JSON alone
+        if not any(_is_json(line) for line in _first_lines(text, 2)):
+            at, msg = getattr(e, "lineno", 1), getattr(e, "msg", str(e))
+            yield Problem(f"{path.name}:{at}", f"not JSON ({msg}): nothing read")
+            return  # one JSON document, cut off or broken: no part of it read
     if whole is not None:
         rows = whole
         if isinstance(whole, dict):
@@ -247,6 +251,18 @@ def read_mem0(path: Path) -> Iterator[Item]:
         return
     for read in _json_lines(path):
         yield read if isinstance(read, Problem) else _mem0_row(read[1], read[0])
+
+
+def _first_lines(text: str, most: int) -> list[str]:
+    return [line for line in text.split("\n", 64)[:64] if line.strip()][:most]
+
+
+def _is_json(line: str) -> bool:
+    try:
+        loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 # mem0 is mapped as ``integrations.mem0_compat.Memory`` writes (that module's docstring), so

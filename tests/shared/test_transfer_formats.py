@@ -280,3 +280,22 @@ def test_a_memory_tool_file_of_another_kind_is_reported_not_passed_over(tmp_path
     got = dry(tmp_path / "data", folder)
     assert texts(got) == ["likes tea"]
     assert [p["where"] for p in got["problems"]] == ["memories/progress.json"]
+
+
+def test_a_cut_off_mem0_json_file_is_one_problem_not_a_half_import(tmp_path: Path) -> None:
+    rows = [{"id": f"m{i}", "memory": f"fact {i}", "user_id": "alice"} for i in range(3)]
+    whole = json.dumps(rows, indent=None).replace("}, {", "},\n  {")  # one element a line
+    src = tmp_path / "mem0.json"
+    src.write_text(whole[:-1] + "\n")  # the closing bracket lost
+    got = dry(tmp_path / "data", src)
+    assert got["written"] == 0
+    assert len(got["problems"]) == 1 and got["problems"][0]["where"].startswith("mem0.json:")
+    assert "nothing read" in got["problems"][0]["message"]
+
+
+def test_a_mem0_json_lines_file_with_a_bad_first_line_reads_the_rest(tmp_path: Path) -> None:
+    src = tmp_path / "mem0.jsonl"
+    src.write_text('{"id": "m1", "memory": \n{"id": "m2", "memory": "kept"}\n')
+    got = dry(tmp_path / "data", src, "--from", "mem0")
+    assert texts(got) == ["kept"]
+    assert [p["where"] for p in got["problems"]] == ["mem0.jsonl:1"]
