@@ -209,13 +209,23 @@ def _walked(folder: Path, target: str, root: Path) -> bool:
     return all(not p.startswith(".") or p == ".claude" for p in found.relative_to(inside).parts)
 
 
+def _under_claude(path: Path) -> str | None:
+    """The first part of ``path`` under a ``.claude`` folder (None when in none)."""
+    parts = path.parts[:-1]
+    if ".claude" not in parts:
+        return None
+    return path.parts[len(parts) - parts[::-1].index(".claude")]
+
+
 def _claude_md_scope(path: Path) -> dict[str, Any]:
-    """A CLAUDE.md's memories: the project it sits in, or global for the user's own."""
+    """A CLAUDE.md's (or a ``.claude/rules`` file's) memories: the project it sits in, or
+    global for the user's own ``~/.claude``."""
     folder = path.resolve().parent
-    if folder.name == ".claude":
-        if folder == (Path.home() / ".claude").resolve():
+    claude = next((p for p in (folder, *folder.parents) if p.name == ".claude"), None)
+    if claude is not None:
+        if claude == (Path.home() / ".claude").resolve():
             return {"type": "user"}
-        folder = folder.parent
+        folder = claude.parent
     return {"type": "project", "scope": "project", "project": str(folder)}
 
 
@@ -263,7 +273,10 @@ def read_markdown(root: Path) -> Iterator[Item]:
             yield path
             continue
         rel = path.relative_to(base).as_posix()
-        if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
+        claude = _under_claude(Path(base.name) / rel)  # within what was asked for
+        if claude is not None and claude not in ("CLAUDE.md", "CLAUDE.local.md", "rules"):
+            continue  # Claude Code's commands, agents, skills: prompts, no memories
+        if path.name in ("CLAUDE.md", "CLAUDE.local.md") or claude == "rules":
             scope, imports = _claude_md_scope(path), root
         else:
             scope, imports = {"type": "reference"}, None

@@ -299,3 +299,31 @@ def test_a_mem0_json_lines_file_with_a_bad_first_line_reads_the_rest(tmp_path: P
     got = dry(tmp_path / "data", src, "--from", "mem0")
     assert texts(got) == ["kept"]
     assert [p["where"] for p in got["problems"]] == ["mem0.jsonl:1"]
+
+
+def test_claude_code_commands_and_agents_are_no_memories_its_rules_are(tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    claude = project / ".claude"
+    for sub in ("rules", "commands", "agents"):
+        (claude / sub).mkdir(parents=True)
+    (claude / "CLAUDE.md").write_text("- run the tests with make test\n")
+    (claude / "rules" / "testing.md").write_text("- every fix starts with a failing test\n")
+    (claude / "commands" / "deploy.md").write_text("- deploy $ARGUMENTS to staging\n")
+    (claude / "agents" / "reviewer.md").write_text("---\nname: reviewer\n---\n- review diffs\n")
+    (project / "notes.md").write_text("- a plain note\n")
+    got = {r["text"]: r for r in dry(tmp_path / "data", project)["would_write"]}
+    assert sorted(got) == [
+        "a plain note",
+        "every fix starts with a failing test",
+        "run the tests with make test",
+    ]
+    for text in ("every fix starts with a failing test", "run the tests with make test"):
+        assert (got[text]["type"], got[text]["project"]) == ("project", str(project.resolve()))
+    assert got["a plain note"]["type"] == "reference"
+
+
+def test_a_claude_commands_folder_asked_for_by_name_is_read(tmp_path: Path) -> None:
+    commands = tmp_path / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "deploy.md").write_text("- deploy to staging first\n")
+    assert texts(dry(tmp_path / "data", commands)) == ["deploy to staging first"]
