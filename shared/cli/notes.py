@@ -296,9 +296,10 @@ def read_anthropic_memories(root: Path) -> Iterator[Item]:
             continue
         rel = path.relative_to(base).as_posix()
         parts = Path(rel).parts
-        if len(parts) == 2 and parts[1] == "memories.md":  # this store's own layout
+        own = len(parts) in (2, 3) and _own_layout(base / parts[0])
+        if own and len(parts) == 2 and parts[1] == "memories.md":
             yield from _tool_memories(path, rel, parts[0])
-        elif len(parts) == 3 and parts[1] == "rules" and path.suffix == ".md":
+        elif own and len(parts) == 3 and parts[1] == "rules" and path.suffix == ".md":
             try:
                 content = path.read_text(encoding="utf-8-sig")
             except (OSError, UnicodeDecodeError) as e:
@@ -310,6 +311,17 @@ def read_anthropic_memories(root: Path) -> Iterator[Item]:
             yield from _note_records(
                 path, rel, source="anthropic-memories", tags=[tag], scope={"type": "user"}
             )
+
+
+def _own_layout(folder: Path) -> bool:
+    """Whether ``folder`` is a bank as this store's memory tool lays it out: its
+    ``memories.md`` (if any) of ``- [id] text`` lines. A user's own ``memories.md`` (and a
+    ``rules`` folder beside it) is notes: no file of theirs sets a rule."""
+    found = folder / "memories.md"
+    if not found.is_file():
+        return True
+    lines = [line for _, line in _lines(found) if not isinstance(line, LineTooLong)]
+    return not lines or any(_TOOL_LINE.match(line.rstrip("\n")) for line in lines)
 
 
 def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:

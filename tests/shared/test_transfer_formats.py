@@ -327,3 +327,13 @@ def test_a_claude_commands_folder_asked_for_by_name_is_read(tmp_path: Path) -> N
     commands.mkdir(parents=True)
     (commands / "deploy.md").write_text("- deploy to staging first\n")
     assert texts(dry(tmp_path / "data", commands)) == ["deploy to staging first"]
+
+
+def test_a_users_own_memories_md_and_rules_folder_are_read_as_notes(tmp_path: Path) -> None:
+    folder = tmp_path / "memories"
+    (folder / "project" / "rules").mkdir(parents=True)
+    (folder / "project" / "memories.md").write_text("# Project\n\n- deploys go out on Tuesdays\n")
+    (folder / "project" / "rules" / "style.md").write_text("- answer in short sentences\n")
+    got = dry(tmp_path / "data", folder)
+    assert texts(got) == ["answer in short sentences", "deploys go out on Tuesdays"]
+    assert (got["rules"], got["problems"], got["banks"]) == (0, [], ["main"])
