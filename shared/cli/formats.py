@@ -95,7 +95,9 @@ def detect(path: Path) -> str:
     """The format of ``path``: a folder of notes, a memory-tool directory, or a file whose
     first line (or shape) says what it is."""
     if path.is_dir():
-        if path.name == "memories" or any(path.glob("*/memories.md")):
+        from shared.cli.notes import tool_layout
+
+        if path.name == "memories" or any(map(tool_layout, path.glob("*/memories.md"))):
             return "anthropic-memories"
         return "markdown"
     if path.suffix.lower() in (".md", ".markdown"):

@@ -324,6 +324,17 @@ def _own_layout(folder: Path) -> bool:
     return not lines or any(_TOOL_LINE.match(line.rstrip("\n")) for line in lines)
 
 
+def tool_layout(found: Path) -> bool:
+    """Whether ``found`` (a ``<folder>/memories.md``) has a line of this store's layout."""
+    if not found.is_file():
+        return False
+    return any(
+        _TOOL_LINE.match(line.rstrip("\n"))
+        for _, line in _lines(found)
+        if not isinstance(line, LineTooLong)
+    )
+
+
 def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:
     for n, line in _lines(path):
         m = _TOOL_LINE.match(line.rstrip("\n"))

@@ -337,3 +337,13 @@ def test_a_users_own_memories_md_and_rules_folder_are_read_as_notes(tmp_path: Pa
     got = dry(tmp_path / "data", folder)
     assert texts(got) == ["answer in short sentences", "deploys go out on Tuesdays"]
     assert (got["rules"], got["problems"], got["banks"]) == (0, [], ["main"])
+
+
+def test_a_vault_with_a_memories_md_of_its_own_is_detected_as_notes(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    (vault / "projects").mkdir(parents=True)
+    (vault / "projects" / "memories.md").write_text("- the launch was in May\n")
+    (vault / "projects" / "diagram.png").write_bytes(b"\x89PNG")
+    got = dry(tmp_path / "data", vault)
+    assert got["format"] == "markdown" and got["problems"] == []
+    assert texts(got) == ["the launch was in May"]
