@@ -21,6 +21,7 @@ second import, or one resumed after a kill, finds every record already there.
   as titles, front matter ``tags`` and inline ``#tags`` as tags, file and line as provenance.
   A ``CLAUDE.md`` holds a project's instructions: its memories are ``project`` memories of
   the folder it describes (absolute), except the user's own ``~/.claude/CLAUDE.md`` (global);
+  a line of it that is only an ``@path`` import is no memory (``shared.cli.notes``);
 - ``anthropic-memories``: the memory tool's ``/memories`` directory: each file read as notes
   (tagged with its name), except this store's own layout (``<bank>/memories.md`` of
   ``- [id] text`` lines and ``<bank>/rules/<name>.md``), read back as those banks.
@@ -30,10 +31,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,17 +95,21 @@ def detect(path: Path) -> str:
     """The format of ``path``: a folder of notes, a memory-tool directory, or a file whose
     first line (or shape) says what it is."""
     if path.is_dir():
-        if path.name == "memories" or any(path.glob("*/memories.md")):
+        from shared.cli.notes import tool_layout
+
+        if path.name == "memories" or any(map(tool_layout, path.glob("*/memories.md"))):
             return "anthropic-memories"
         return "markdown"
     if path.suffix.lower() in (".md", ".markdown"):
         return "markdown"
     with path.open("rb") as f:
-        head = f.read(4096).decode("utf-8", "replace").lstrip()
+        head = f.read(4096).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
     first = head.split("\n", 1)[0]
     if FORMAT in first:
         return "native"
     if '"type"' in first and ('"entity"' in first or '"relation"' in first):
+        return "mcp-memory"
+    if '"entityType"' in first or '"relationType"' in first:  # an older file: no "type"
         return "mcp-memory"
     if head.startswith(("{", "[")):
         return "mem0"
@@ -117,9 +121,13 @@ def read(path: Path, fmt: str) -> Iterator[Item]:
         "native": read_native,
         "mem0": read_mem0,
         "mcp-memory": read_mcp_memory,
-        "markdown": read_markdown,
-        "anthropic-memories": read_anthropic_memories,
     }
+    if fmt in ("markdown", "anthropic-memories"):
+        from shared.cli import notes
+
+        return (
+            notes.read_markdown(path) if fmt == "markdown" else notes.read_anthropic_memories(path)
+        )
     return readers[fmt](path)
 
 
@@ -133,7 +141,7 @@ class LineTooLong(str):
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open("r", encoding="utf-8", errors="surrogateescape") as f:
+    with path.open("r", encoding="utf-8-sig", errors="surrogateescape") as f:
         n = 0
         while line := f.readline(MAX_LINE_CHARS + 1):
             n += 1
@@ -216,15 +224,25 @@ def _iso_ms(value: object) -> int | None:
 
 
 def read_mem0(path: Path) -> Iterator[Item]:
-    text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    text = path.read_text(encoding="utf-8-sig", errors="surrogateescape")
     try:
         whole = loads(text)
-    except ValueError:
-        whole = None  # JSON Lines: one memory a line
+    except ValueError as e:
+        whole = None  # JSON Lines: its first or second line is JSON alone
+        if not any(_is_json(line) for line in _first_lines(text, 2)):
+            at, msg = getattr(e, "lineno", 1), getattr(e, "msg", str(e))
+            yield Problem(f"{path.name}:{at}", f"not JSON ({msg}): nothing read")
+            return  # one JSON document, cut off or broken: no part of it read
     if whole is not None:
         rows = whole
         if isinstance(whole, dict):
             rows = whole.get("results", whole.get("memories"))
+            graph = whole.get("relations")
+            if isinstance(graph, list) and graph:  # mem0's graph memory: no record here
+                yield Problem(
+                    f"{path.name}:relations",
+                    f"{len(graph)} graph relation(s) not imported (only memories are)",
+                )
         if not isinstance(rows, list):
             yield Problem(path.name, "neither a list of memories nor {'results': [...]}")
             return
@@ -235,6 +253,18 @@ def read_mem0(path: Path) -> Iterator[Item]:
         return
     for read in _json_lines(path):
         yield read if isinstance(read, Problem) else _mem0_row(read[1], read[0])
+
+
+def _first_lines(text: str, most: int) -> list[str]:
+    return [line for line in text.split("\n", 64)[:64] if line.strip()][:most]
+
+
+def _is_json(line: str) -> bool:
+    try:
+        loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 # mem0 is mapped as ``integrations.mem0_compat.Memory`` writes (that module's docstring), so
@@ -317,12 +347,23 @@ def read_mcp_memory(path: Path) -> Iterator[Item]:
         where, row = read
         if not isinstance(row, dict):
             yield Problem(where, "not a JSON object")
-        elif row.get("type") == "entity":
+        elif _mcp_type(row) == "entity":
             yield from _mcp_entity(row, where)
-        elif row.get("type") == "relation":
+        elif _mcp_type(row) == "relation":
             yield _mcp_relation(row, where)
         else:
             yield Problem(where, f"unknown type {row.get('type')!r} (entity or relation)")
+
+
+def _mcp_type(row: dict[str, Any]) -> object:
+    """A line's ``type``; an older file's line has none: its keys tell."""
+    if "type" in row:
+        return row["type"]
+    if "name" in row and ("entityType" in row or "observations" in row):
+        return "entity"
+    if "from" in row and "to" in row and "relationType" in row:
+        return "relation"
+    return None
 
 
 def _mcp_entity(row: dict[str, Any], where: str) -> Iterator[Item]:
@@ -367,214 +408,3 @@ def _mcp_relation(row: dict[str, Any], where: str) -> Item:
             "provenance": {"source": f"mcp-memory:{where}", "recorded_by": "mcp-memory"},
         },
     )
-
-
-# -- markdown notes ----------------------------------------------------------------------------
-
-_BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HASHTAG = re.compile(r"(?<![\w#&])#([A-Za-z][\w/-]{0,40})")
-_CATEGORY = re.compile(r"^\[([^\]\n]{1,40})\]\s+")  # basic-memory: "- [fact] text"
-_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
-_TAG_LINE = re.compile(r"(?m)^[ \t]*</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>[ \t]*$")
-
-
-@dataclass
-class _Block:
-    line: int
-    lines: list[str] = field(default_factory=list)
-    bullet: bool = False
-
-
-def _body_start(lines: list[str]) -> int:
-    """The first line after a YAML front matter block (0 when there is none)."""
-    if lines and lines[0].strip() == "---":
-        for i in range(1, len(lines)):
-            if lines[i].strip() in ("---", "..."):
-                return i + 1
-    return 0
-
-
-def _breaks(raw: str) -> tuple[bool, str | None]:
-    """Whether a line ends the block before it (blank, heading, rule), and the heading."""
-    stripped = raw.strip()
-    h = _HEADING.match(raw)
-    if h:
-        return True, h.group(2).strip() or None
-    return (not stripped or re.fullmatch(r"[-*_]{3,}", stripped) is not None), None
-
-
-def note_blocks(text: str) -> Iterator[tuple[int, str | None, str]]:
-    """(line, heading, text) of each bullet or paragraph of a markdown text: front matter,
-    headings, code fences and horizontal rules are no memories; a bullet's indented
-    continuation lines and nested bullets are its own."""
-    lines = text.splitlines()
-    heading: str | None = None
-    blocks: list[tuple[_Block, str | None]] = []
-    block: _Block | None = None
-    fenced = False
-    for i in range(_body_start(lines), len(lines)):
-        raw = lines[i]
-        if _FENCE.match(raw) or fenced:
-            fenced ^= bool(_FENCE.match(raw))
-            block = None
-            continue
-        ends, title = _breaks(raw)
-        if ends:
-            block = None
-            heading = title or heading
-            continue
-        b = _BULLET.match(raw)
-        nested = b is not None and block is not None and block.bullet and len(b.group(1)) >= 2
-        if block is None or (b is not None and not nested):
-            block = _Block(i + 1, [b.group(2) if b else raw.strip()], bullet=b is not None)
-            blocks.append((block, heading))
-        else:
-            block.lines.append(b.group(2) if b else raw.strip())
-    for found, under in blocks:
-        body = " ".join(x.strip() for x in found.lines).strip()
-        if body:
-            yield found.line, under, body
-
-
-def _front_matter(text: str) -> dict[str, Any]:
-    if not text.startswith("---"):
-        return {}
-    end = text.find("\n---", 3)
-    if end < 0:
-        return {}
-    try:
-        import yaml
-
-        data = yaml.safe_load(text[3:end])
-    except Exception:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _note_records(
-    path: Path, rel: str, *, source: str, tags: Iterable[str] = (), scope: dict[str, Any]
-) -> Iterator[Item]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        yield Problem(rel, f"cannot read: {e}")
-        return
-    if path.suffix.lower() == ".xml":  # a tag alone on its line is markup, not a memory
-        text = _TAG_LINE.sub("", text)
-    meta = _front_matter(text)
-    file_tags = [*tags]
-    given = meta.get("tags")
-    if isinstance(given, str):
-        given = [t.strip() for t in given.split(",")]
-    if isinstance(given, list):
-        file_tags += [str(t) for t in given if isinstance(t, str | int)]
-    title = meta.get("title") if isinstance(meta.get("title"), str) else None
-    when = int(path.stat().st_mtime * 1000)
-    for line, heading, body in note_blocks(text):
-        body = _CHECKBOX.sub("", body)
-        item_tags = list(file_tags)
-        category = _CATEGORY.match(body)
-        if category:
-            item_tags.append(category.group(1))
-            body = body[category.end() :]
-        item_tags += _HASHTAG.findall(body)
-        where = f"{rel}:{line}"
-        record: dict[str, Any] = {
-            "id": f"md-{slug_of(Path(rel).stem, 40)}-{short_hash(source, rel, body)}",
-            "text": body,
-            "title": heading or title,
-            "tags": list(dict.fromkeys(t.casefold() for t in item_tags))[:8],
-            "created_at": when,
-            "provenance": {"source": f"{source}:{where}", "recorded_by": source},
-            **scope,
-        }
-        yield Entry(where, "memory", record)
-
-
-def _claude_md_scope(path: Path) -> dict[str, Any]:
-    """A CLAUDE.md's memories: the project it sits in, or global for the user's own."""
-    folder = path.resolve().parent
-    if folder.name == ".claude":
-        if folder == (Path.home() / ".claude").resolve():
-            return {"type": "user"}
-        folder = folder.parent
-    return {"type": "project", "scope": "project", "project": str(folder)}
-
-
-def _note_files(root: Path, suffixes: tuple[str, ...]) -> Iterator[Path | Problem]:
-    """The note files under ``root`` (folder links not followed); a file that links out of
-    the folder is a ``Problem``, not read (a crafted folder must not pull in ``~/.ssh``)."""
-    if root.is_file():
-        yield root
-        return
-    inside = root.resolve()
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") or d == ".claude")
-        for name in sorted(files):
-            path = Path(folder) / name
-            if not name.lower().endswith(suffixes):
-                continue
-            if path.is_symlink() and not path.resolve().is_relative_to(inside):
-                rel = path.relative_to(root.parent).as_posix()
-                yield Problem(rel, "a link to a file outside the folder: not read")
-                continue
-            yield path
-
-
-def read_markdown(root: Path) -> Iterator[Item]:
-    base = root.parent if root.is_file() else root
-    for path in _note_files(root, (".md", ".markdown")):
-        if isinstance(path, Problem):
-            yield path
-            continue
-        rel = path.relative_to(base).as_posix()
-        if path.name in ("CLAUDE.md", "CLAUDE.local.md"):
-            scope = _claude_md_scope(path)
-        else:
-            scope = {"type": "reference"}
-        yield from _note_records(path, rel, source="markdown", scope=scope)
-
-
-# -- the Anthropic memory tool's /memories directory -------------------------------------------
-
-_TOOL_LINE = re.compile(r"^- \[([a-z0-9][a-z0-9-]{0,79})\] (.+)$")
-
-
-def read_anthropic_memories(root: Path) -> Iterator[Item]:
-    base = root.parent if root.is_file() else root
-    for path in _note_files(root, NOTE_SUFFIXES):
-        if isinstance(path, Problem):
-            yield path
-            continue
-        rel = path.relative_to(base).as_posix()
-        parts = Path(rel).parts
-        if len(parts) == 2 and parts[1] == "memories.md":  # this store's own layout
-            yield from _tool_memories(path, rel, parts[0])
-        elif len(parts) == 3 and parts[1] == "rules" and path.suffix == ".md":
-            content = path.read_text(encoding="utf-8", errors="surrogateescape")
-            yield Entry(rel, "rule", {"name": Path(parts[2]).stem, "content": content}, parts[0])
-        else:
-            tag = slug_of(Path(rel).with_suffix("").as_posix(), 60)
-            yield from _note_records(
-                path, rel, source="anthropic-memories", tags=[tag], scope={"type": "user"}
-            )
-
-
-def _tool_memories(path: Path, rel: str, bank: str) -> Iterator[Item]:
-    for n, line in _lines(path):
-        m = _TOOL_LINE.match(line.rstrip("\n"))
-        where = f"{rel}:{n}"
-        if isinstance(line, LineTooLong):
-            yield _too_long(where)
-            continue
-        if m is None:
-            yield Problem(where, "not a '- [id] text' line")
-            continue
-        record = {
-            "id": m.group(1),
-            "text": m.group(2),
-            "provenance": {"source": f"anthropic-memories:{where}"},
-        }
-        yield Entry(where, "memory", record, bank)
