@@ -84,7 +84,7 @@ def prepare_fields(
     unknown = sorted(str(k) for k in item if k not in FIELDS)
     if unknown:
         raise errors.InvalidArgumentError(f"unknown record field {v.quoted(unknown[0])}")
-    mem_id = v.no_credential(v.memory_id(item.get("id")), "id")
+    mem_id = v.no_credential(v.memory_id(item.get("id")), "id", batch.ids if batch else None)
     clean = writer.clean_fields(
         text=item.get("text"),
         title=item.get("title") or None,
@@ -287,7 +287,7 @@ def _staged(writer: Writer, items: Sequence[object], now: int, skip_bad: bool) -
     (``derive``). The records are made from them in the items' order, so a refusal is still
     reported in that order and without ``skip_bad`` the first one is raised (no item after it
     is prepared)."""
-    shared = LabelMemo()
+    shared = LabelMemo(ids=v.credentials_of(i.get("id") for i in items if isinstance(i, Mapping)))
     staged: list[Staged] = []
     for i, item in enumerate(items):
         try:

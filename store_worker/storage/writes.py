@@ -82,6 +82,8 @@ class LabelMemo:
     it was cleaned, with the kinds found in it."""
 
     found: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # each record id's credential check, made for the whole write in one loop
+    ids: dict[str, str | None] = field(default_factory=dict)
     lists: dict[tuple[str, tuple[Any, ...]], tuple[tuple[str, ...], tuple[str, ...]]] = field(
         default_factory=dict
     )
