@@ -43,7 +43,8 @@ from store_worker.storage import validate as v
 from store_worker.storage.bank import Bank
 from store_worker.storage.drafts import Drafts
 from store_worker.storage.history import logged_revisions
-from store_worker.storage.writes import LabelMemo, Writer, derived_entities, derived_links
+from store_worker.storage.labels import LabelMemo
+from store_worker.storage.writes import Writer, derived_entities, derived_links
 
 MAX_IMPORT_ITEMS = 10_000  # records per call (a CLI import sends batches of this many or fewer)
 MAX_EXPORT_PAGE = 10_000
@@ -65,20 +66,11 @@ def _time(item: Mapping[str, Any], name: str, default: int | None, now: int) -> 
         raise errors.InvalidArgumentError(str(e).replace("occurred_at", name, 1)) from e
 
 
-def prepare(
-    writer: Writer, item: object, now: int, batch: LabelMemo | None = None
-) -> tuple[Memory, tuple[str, ...]]:
-    """One item as the record it becomes, validated and redacted, and the kinds redacted."""
-    fields, kinds = prepare_fields(writer, item, now, batch)
-    derive(writer, [fields])
-    return record(fields), kinds
-
-
 def prepare_fields(
     writer: Writer, item: object, now: int, batch: LabelMemo | None = None
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """``prepare`` but for what derives from the text (``derive``): the record's fields,
-    validated and redacted, and the kinds redacted."""
+    """One item's fields as its record will hold them, validated and redacted, and the kinds
+    redacted; ``derive`` adds what comes from the text, ``record`` makes the record."""
     if not isinstance(item, Mapping):
         raise errors.InvalidArgumentError(f"a record must be a mapping, not {type(item).__name__}")
     unknown = sorted(str(k) for k in item if k not in FIELDS)

@@ -20,8 +20,8 @@ are not redacted but refused when they hold a credential (``validate.no_credenti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import KW_ONLY, dataclass, field
+from collections.abc import Iterable
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,7 @@ from store_worker.storage.bank import Bank
 from store_worker.storage.banks import Banks
 from store_worker.storage.drafts import Drafts, discard
 from store_worker.storage.events import EventBus
+from store_worker.storage.labels import LabelMemo, clean_labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +74,6 @@ class PreparedSave:
     entities: tuple[str, ...]
     links: tuple[str, ...]
     tokens: int
-
-
-@dataclass
-class LabelMemo:
-    """What the records of one bulk write share (``import_records``: they repeat the same
-    few tags and entities): what redaction found in each label, and each list of labels as
-    it was cleaned, with the kinds found in it."""
-
-    found: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # each record id's credential check, made for the whole write in one loop
-    ids: dict[str, str | None] = field(default_factory=dict)
-    lists: dict[tuple[str, tuple[Any, ...]], tuple[tuple[str, ...], tuple[str, ...]]] = field(
-        default_factory=dict
-    )
 
 
 @dataclass(eq=False, repr=False)
@@ -245,18 +232,18 @@ class Writer:
             return "" if found else value
 
         def clean(values: Iterable[Any] | None, what: str) -> tuple[str, ...]:
-            """``_clean_labels``; a list this write's memo has cleaned before comes from it
+            """``clean_labels``; a list this write's memo has cleaned before comes from it
             (unless the text or title named a secret, which a label may repeat)."""
             if memo is None or secrets or not isinstance(values, list | tuple):
-                return _clean_labels(values, what, scrub_label)
+                return clean_labels(values, what, scrub_label)
             key = (what, tuple(values))
             try:
                 kept = memo.lists.get(key)
             except TypeError:  # a mapping among them: refused by the checks below
-                return _clean_labels(values, what, scrub_label)
+                return clean_labels(values, what, scrub_label)
             if kept is None:
                 in_list.clear()
-                cleaned = _clean_labels(values, what, scrub_label)
+                cleaned = clean_labels(values, what, scrub_label)
                 kept = memo.lists[key] = (cleaned, tuple(sorted(in_list)))
             labels.update(kept[1])
             return kept[0]
@@ -537,20 +524,6 @@ def derived_entities(text: str) -> tuple[str, ...]:
 def derived_links(text: str) -> tuple[str, ...]:
     """``[[slug]]`` links of the text; a placeholder is no link (``[[REDACTED:jwt]]``)."""
     return tuple(x for x in parse_links(strip_placeholders(text)) if not is_placeholder(x))
-
-
-def _clean_labels(
-    values: Iterable[Any] | None, what: str, scrub: Callable[[str], str]
-) -> tuple[str, ...]:
-    """Validate labels, then redact the values *as given*: normalising first would lowercase
-    a secret (an AWS key) out of the shape the redactor knows, and store it."""
-    raw = v.label_list(values, what)
-    kept = v.labels(raw, what)  # types and count, before anything is redacted
-    scrubbed = [scrub(x) for x in raw]
-    if scrubbed != raw:  # a label went: the rest normalised again (most lists lose none)
-        kept = v.labels(scrubbed, what)
-    # a placeholder typed by hand, in any case or width, is no label either (after folding)
-    return tuple(x for x in kept if not is_placeholder(x))
 
 
 def _same_fact(
