@@ -38,7 +38,6 @@ from shared.redact.anchors import (
     implies,
     is_word,
     minimal,
-    pivot_rank,
 )
 from shared.redact.anchors import anchors as derive_anchors
 from shared.redact.anchors import folded as fold
@@ -50,6 +49,7 @@ from shared.redact.encoded import ENCODED, ENCODED_TEXT_ANCHORS
 from shared.redact.files import FILES, FILES_TEXT_ANCHORS
 from shared.redact.lines import LINES
 from shared.redact.pairs import PAIRS, PAIRS_TEXT_ANCHORS
+from shared.redact.pivots import Pivot, pivot_gate
 from shared.redact.rule import Judge, RuleSpec, Seek, find_all
 from shared.redact.said import SAID, SAID_EXACT_ANCHORS, SAID_TEXT_ANCHORS
 from shared.redact.sources import SOURCES
@@ -361,9 +361,10 @@ def write_plan(path: Path | None = None) -> Path:
 # stands for the rules whose first set holds that very anchor), in three parts:
 #   * anchors with a rare character (a symbol, a digit, a capital): one regex whose
 #     alternatives are grouped by that character, so a search skips ahead on a character set
-#     and checks the rest of the anchor around it with lookarounds; each hit is then resolved
-#     to its anchors with ``startswith``;
-#   * anchors that are plain lowercase words ("token", "curl"): ``in`` tests;
+#     and checks the rest of the anchor around it with lookarounds (shared/redact/pivots.py);
+#     each hit is then resolved to its anchors by the characters around it;
+#   * anchors that are plain words ("token", "curl"): one Aho-Corasick pass over the folded
+#     text and one over the text as it is;
 #   * vendor+value catalogue entries: tried only where one of the credential nouns of
 #     VENDOR_PATTERN occurs with the first word of one of the entry's vendor names in the
 #     stretch before it that the pattern can reach.
@@ -373,29 +374,16 @@ def write_plan(path: Path | None = None) -> Path:
 
 
 @dataclass(frozen=True)
-class _Pivot:
-    anchor: Anchor
-    offset: int  # where the rare character sits in the anchor
-    rules: tuple[int, ...]
-
-
-@dataclass(frozen=True)
 class Engine:
     rules: tuple[Rule, ...]
     gate: re.Pattern[str]
     # pivot character -> the two characters around it (lowercase for a case-insensitive
     # anchor; "" for a one-character anchor) -> the anchors that have them.
-    pivots: dict[str, dict[str, tuple[_Pivot, ...]]]
+    pivots: dict[str, dict[str, tuple[Pivot, ...]]]
     # Plain-word anchors, each under the shortest word it holds ("pass" for "password"):
-    # that word stands for the rules of all of them (the anchor sets left sort them out).
-    # Split by case, looked for in the folded text and in the text as it is: one loop each,
-    # with no test of the case per word (~50 words a text, ~0.8 µs saved).
-    folded_words: tuple[tuple[str, tuple[int, ...]], ...]
-    exact_words: tuple[tuple[str, tuple[int, ...]], ...]
-    # The words with a character beyond ASCII ("пароль", "密码"), each with whether it is
-    # looked for in the folded text: no ASCII text holds one, so only a text with a wider
-    # character looks (36 words, ~1.5 µs of every ASCII text).
-    wide_words: tuple[tuple[str, tuple[int, ...], bool], ...]
+    # that word stands for the rules of all of them (the anchor sets left sort them out),
+    # with whether it is looked for in the folded text or in the text as it is.
+    words: tuple[tuple[str, tuple[int, ...], bool], ...]
     vendors: dict[str, tuple[int, ...]]
     vendor_reach: int  # how far before its noun a vendor name can start
     one_set: frozenset[int]  # the rules with a single anchor set
@@ -403,7 +391,7 @@ class Engine:
     # brings in; comparing rules field by field cost ~0.7 ms a redacted text).
     rank: dict[int, int]
     widths: tuple[int, ...]  # each rule's shortest match (``shortest_match``), in rule order
-    # The words above as two Aho-Corasick automata (pyahocorasick, C): every occurrence of any
+    # ``words`` as two Aho-Corasick automata (pyahocorasick, C): every occurrence of any
     # of them in one pass over the text, folded or as it is, instead of a search per word
     # (~75 searches, ~10 µs of a 200-character text, 3 µs now; short ids and labels too).
     folded_finder: Any = field(compare=False, repr=False, default=None)
@@ -415,58 +403,6 @@ _ALNUM = re.compile(r"[a-z0-9]+")
 # What VENDOR_PATTERN needs after its noun (from the noun's third letter on, so that every
 # noun fits): the rest of the noun and a few key characters, then "=", ":" or "is"/"was".
 _AFTER_NOUN = re.compile(r"[a-z0-9_.-]{0,16}[\"']?(?:[ \t]*[:=]|[ \t]+(?:is|was))")
-
-
-def _pivot_at(anchor: Anchor) -> int:
-    text, icase = anchor
-    rank = [pivot_rank(char, i, icase) for i, char in enumerate(text)]
-    return rank.index(min(rank))
-
-
-def _around(anchor: Anchor, at: int) -> str:
-    """Lookarounds that check the rest of ``anchor`` once its character ``at`` is consumed."""
-    text, icase = anchor
-    wrap = "(?i:{})" if icase else "{}"
-    behind = f"(?<={wrap.format(re.escape(text[: at + 1]))})" if at else ""
-    ahead = f"(?={wrap.format(re.escape(text[at + 1 :]))})" if at + 1 < len(text) else ""
-    return behind + ahead
-
-
-def _pair(pivot: _Pivot) -> str:
-    """The pivot and the character beside it that ``_neighbour`` checks."""
-    text, icase = pivot.anchor
-    pair = text[pivot.offset - 1 : pivot.offset + 1] if pivot.offset else text[:2]
-    return pair.lower() if icase else pair
-
-
-def _neighbour(pivot: _Pivot) -> str:
-    """A check on one character beside the pivot, to sort a crowded bucket ("_" holds 90
-    anchors) into small ones: the character before it, or after it for a leading pivot."""
-    text, icase = pivot.anchor
-    if pivot.offset:
-        near = f"(?<={re.escape(text[pivot.offset - 1 : pivot.offset + 1])})"
-    elif len(text) > 1:
-        near = f"(?={re.escape(text[1])})"
-    else:
-        return ""
-    return f"(?i:{near})" if icase else near
-
-
-def _bucket(group: tuple[_Pivot, ...]) -> str:
-    checks = [_around(p.anchor, p.offset) for p in group]
-    if "" in checks:
-        return ""
-    by_near: dict[str, list[str]] = {}
-    for pivot, check in zip(group, checks, strict=True):
-        by_near.setdefault(_neighbour(pivot), []).append(check)
-    return "(?:" + "|".join(f"{near}(?:{'|'.join(c)})" for near, c in by_near.items()) + ")"
-
-
-def _gate_regex(pivots: dict[str, tuple[_Pivot, ...]]) -> re.Pattern[str]:
-    # Each alternative starts with its pivot as a plain literal (never a letter under re.I:
-    # pivot_rank never picks one), so the search skips ahead on the set of pivots.
-    parts = [re.escape(char) + _bucket(group) for char, group in sorted(pivots.items())]
-    return re.compile("|".join(parts) or "(?!)")
 
 
 def _rules_by_anchor(
@@ -506,44 +442,31 @@ def _engine() -> Engine:
         for word in fmt.vendor_words:
             vendors.setdefault(word, []).append(i)
     by_vendor = {i for ids in vendors.values() for i in ids}
-    pivots: dict[str, list[_Pivot]] = {}
-    words = []
-    for anchor, ids in _rules_by_anchor(rules, by_vendor):
-        if is_word(anchor):
-            words.append((anchor, ids))
-        else:
-            at = _pivot_at(anchor)
-            pivots.setdefault(anchor[0][at], []).append(_Pivot(anchor, at, ids))
-    frozen = {char: tuple(group) for char, group in pivots.items()}
-    by_pair: dict[str, dict[str, list[_Pivot]]] = {}
-    for char, group in frozen.items():
-        for pivot in group:
-            pair = _pair(pivot) if len(pivot.anchor[0]) > 1 else ""
-            by_pair.setdefault(char, {}).setdefault(pair, []).append(pivot)
+    anchored = _rules_by_anchor(rules, by_vendor)
+    words = [(anchor, ids) for anchor, ids in anchored if is_word(anchor)]
+    gate, pivots = pivot_gate([(anchor, ids) for anchor, ids in anchored if not is_word(anchor)])
     roots = minimal(frozenset(anchor for anchor, _ in words))
     rooted = tuple(
-        (root, tuple(sorted({i for a, ids in words if implies(a, root) for i in ids})))
-        for root in sorted(roots)
+        (
+            word,
+            tuple(sorted({i for a, ids in words if implies(a, (word, icase)) for i in ids})),
+            icase,
+        )
+        for word, icase in sorted(roots)
     )
     return Engine(
         rules=rules,
-        gate=_gate_regex(frozen),
-        pivots={c: {p: tuple(g) for p, g in pairs.items()} for c, pairs in by_pair.items()},
-        folded_words=tuple(
-            (word, ids) for (word, icase), ids in rooted if icase and word.isascii()
-        ),
-        exact_words=tuple(
-            (word, ids) for (word, icase), ids in rooted if not icase and word.isascii()
-        ),
-        wide_words=tuple((word, ids, icase) for (word, icase), ids in rooted if not word.isascii()),
+        gate=gate,
+        pivots=pivots,
+        words=rooted,
         vendors={word: tuple(ids) for word, ids in vendors.items()},
         # VENDOR_PATTERN allows 24 characters between the name and the noun.
         vendor_reach=24 + 1 + max((f.vendor_reach for f in formats), default=0),
         one_set=frozenset(i for i, rule in enumerate(rules) if len(rule.anchors or ()) == 1),
         rank={id(rule): i for i, rule in enumerate(rules)},
         widths=widths,
-        folded_finder=_finder((word, ids) for (word, icase), ids in rooted if icase),
-        exact_finder=_finder((word, ids) for (word, icase), ids in rooted if not icase),
+        folded_finder=_finder((word, ids) for word, ids, icase in rooted if icase),
+        exact_finder=_finder((word, ids) for word, ids, icase in rooted if not icase),
     )
 
 

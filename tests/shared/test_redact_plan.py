@@ -64,16 +64,12 @@ def test_an_engine_from_the_plan_redacts_as_a_derived_one(
     assert [r.pattern.pattern for r in derived.rules] == [r.pattern.pattern for r in planned.rules]
     assert (
         derived.gate.pattern,
-        derived.folded_words,
-        derived.exact_words,
-        derived.wide_words,
+        derived.words,
         derived.vendors,
         derived.widths,
     ) == (
         planned.gate.pattern,
-        planned.folded_words,
-        planned.exact_words,
-        planned.wide_words,
+        planned.words,
         planned.vendors,
         planned.widths,
     )
