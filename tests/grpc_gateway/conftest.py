@@ -12,6 +12,7 @@ import grpc
 import pytest
 
 from grpc_gateway.server import CATEGORY_KEY, ERROR_KEY, build_server
+from shared.client.grpc import GrpcStoreClient
 from shared.contract.clock import FakeClock
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
@@ -122,3 +123,34 @@ def snapshot_dir(root: Path) -> dict[str, bytes]:
 def snapshot() -> Callable[[Path], dict[str, bytes]]:
     """Every file under a folder, path → bytes (to prove bad input writes nothing)."""
     return snapshot_dir
+
+
+class LinkedAgent:
+    """A gateway with the admin and a scoped agent (bank main, project ``APP``) as two
+    clients; the agent's session ``MINE`` (claimed by its first use) is linked below the
+    admin's session ``KERNEL``, so the admin's session records are in its lineage but not
+    the agent's to see."""
+
+    ADMIN_TOKEN = "admin-token-for-tests"
+    APP = "/srv/app"
+    MINE = "sess-agent"
+    KERNEL = "sess-kernel"
+
+    def __init__(self, root: Path) -> None:
+        self.store = MemoryStore(root / "data", clock=FakeClock())
+        self.server, port = build_server(self.store, port=0, token=self.ADMIN_TOKEN)
+        self.server.start()
+        self.address = f"127.0.0.1:{port}"
+        self.admin = GrpcStoreClient(self.address, token=self.ADMIN_TOKEN, timeout=10)
+        created = self.admin.token_create("agent", banks=["main"], projects=[self.APP])
+        self.token = created["token"]
+        self.agent = GrpcStoreClient(self.address, token=self.token, timeout=10)
+        self.agent.pre_generate(self.MINE)  # the agent's session: its first use claims it
+        self.admin.pre_generate(self.KERNEL)
+        self.admin.link_session(self.MINE, self.KERNEL)
+
+    def close(self) -> None:
+        self.agent.close()
+        self.admin.close()
+        self.server.stop(None)
+        self.store.close()

@@ -11,34 +11,20 @@ from typing import Any
 
 import pytest
 
-from grpc_gateway.server import build_server
-from shared.client.grpc import GrpcStoreClient
-from shared.contract.clock import FakeClock
-from store_worker.core import MemoryStore
+from tests.grpc_gateway.conftest import LinkedAgent
 
-ADMIN_TOKEN = "admin-token-for-tests"
-APP = "/srv/app"
+APP = LinkedAgent.APP
+MINE, KERNEL = LinkedAgent.MINE, LinkedAgent.KERNEL  # the agent's, below the admin's
 QUERY = "deploy rollout checklist"
-MINE = "sess-agent"
-KERNEL = "sess-kernel"  # the admin's: the agent's session is linked below it
 
 
-class Linked:
+class Linked(LinkedAgent):
     """A gateway over a bank where 12 session records of the admin's session, which the
     agent's session descends from, match the query as the agent's own do; one more of each
     session is pinned (the ambient floor)."""
 
     def __init__(self, root: Path) -> None:
-        self.store = MemoryStore(root / "data", clock=FakeClock())
-        self.server, port = build_server(self.store, port=0, token=ADMIN_TOKEN)
-        self.server.start()
-        address = f"127.0.0.1:{port}"
-        self.admin = GrpcStoreClient(address, token=ADMIN_TOKEN, timeout=10)
-        token = self.admin.token_create("agent", banks=["main"], projects=[APP])["token"]
-        self.agent = GrpcStoreClient(address, token=token, timeout=10)
-        self.agent.pre_generate(MINE)  # the agent's session: its first use claims it
-        self.admin.pre_generate(KERNEL)
-        self.admin.link_session(MINE, KERNEL)
+        super().__init__(root)
         self.hidden = {
             self.admin.save(
                 f"Deploy rollout checklist step {i}: deploy rollout checklist item {i}",
@@ -59,12 +45,6 @@ class Linked:
         rota = self.agent.save("This session's pager rota", scope="session", session_id=MINE)
         self.agent.pin(rota.memory.id)
         self.own_pinned = rota.memory.id
-
-    def close(self) -> None:
-        self.agent.close()
-        self.admin.close()
-        self.server.stop(None)
-        self.store.close()
 
 
 @pytest.fixture

@@ -12,38 +12,24 @@ import grpc
 import pytest
 
 from grpc_gateway.auth import bearer_metadata
-from grpc_gateway.server import build_server
-from shared.client.grpc import GrpcStoreClient
 from shared.contract import errors
-from shared.contract.clock import FakeClock
 from shared.contract.models import RecallResponse
 from shared.proto.memory.v1 import memory_pb2 as pb
 from shared.proto.memory.v1 import memory_pb2_grpc as pb_grpc
-from store_worker.core import MemoryStore
+from tests.grpc_gateway.conftest import LinkedAgent
 
-ADMIN_TOKEN = "admin-token-for-tests"
-APP = "/srv/app"
+APP = LinkedAgent.APP
+MINE, KERNEL = LinkedAgent.MINE, LinkedAgent.KERNEL  # the agent's, below the admin's
 QUERY = "deploy rollout checklist"
-MINE = "sess-agent"
-KERNEL = "sess-kernel"  # the admin's: the agent's session is linked below it
 
 
-class Bank:
+class Bank(LinkedAgent):
     """A gateway over a bank where 20 records of the admin's session, which the agent's
     session descends from, outrank the 6 the agent sees (2 global, 2 of its project, 2 of
     its own session)."""
 
     def __init__(self, root: Path) -> None:
-        self.store = MemoryStore(root / "data", clock=FakeClock())
-        self.server, port = build_server(self.store, port=0, token=ADMIN_TOKEN)
-        self.server.start()
-        self.address = f"127.0.0.1:{port}"
-        self.admin = GrpcStoreClient(self.address, token=ADMIN_TOKEN, timeout=10)
-        self.token = self.admin.token_create("agent", banks=["main"], projects=[APP])["token"]
-        self.agent = GrpcStoreClient(self.address, token=self.token, timeout=10)
-        self.agent.pre_generate(MINE)  # the agent's session: its first use claims it
-        self.admin.pre_generate(KERNEL)
-        self.admin.link_session(MINE, KERNEL)
+        super().__init__(root)
         self.hidden = {
             self.admin.save(
                 f"Deploy rollout checklist step {i}: deploy rollout checklist item {i}",
@@ -69,12 +55,6 @@ class Bank:
     def ranked(self, **kw: object) -> RecallResponse:
         """The admin's recall in the agent's context, deep enough to hold everything."""
         return self.admin.recall(QUERY, session_id=MINE, project=APP, limit=50, **kw)
-
-    def close(self) -> None:
-        self.agent.close()
-        self.admin.close()
-        self.server.stop(None)
-        self.store.close()
 
 
 @pytest.fixture
