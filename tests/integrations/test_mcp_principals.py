@@ -5,7 +5,6 @@ applies (``shared.client.scoped``), and a refusal writes nothing."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from shared.client import connect
-from tests.integrations.test_mcp_server import _free_port, _wait_listening, call, refused
+from tests.integrations.test_mcp_server import call, refused, served_http
 
 ADMIN = "admin-s3cret"
 HERE, THERE = "/srv/here", "/srv/there"
@@ -53,22 +52,9 @@ def served(
         "two": store.token_create("two")["token"],
     }
     store.close()
-    port = _free_port()
-    proc = subprocess.Popen(
-        [*memory_cmd, "mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data)],
-        env={**memory_env, "MEMORY_MCP_TOKEN": ADMIN},
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_listening(port, proc)
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "ids": ids, "tokens": tokens, "data": data}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    env = {**memory_env, "MEMORY_MCP_TOKEN": ADMIN}
+    with served_http(memory_cmd, env, data, cwd=tmp_path) as url:
+        yield {"url": url, "ids": ids, "tokens": tokens, "data": data}
 
 
 def as_token(url: str, token: str, body: Callable[[Client], Awaitable[None]]) -> None:
@@ -178,21 +164,8 @@ def test_an_open_server_refuses_a_revoked_or_unknown_token(
     store.token_revoke("gone")
     store.close()
     before = _files(data)
-    port = _free_port()
     env = {k: v for k, v in memory_env.items() if k != "MEMORY_MCP_TOKEN"}
-    args = ["mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data)]
-    proc = subprocess.Popen(
-        [*memory_cmd, *args, "--no-token"],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_listening(port, proc)
-        url = f"http://127.0.0.1:{port}/mcp"
+    with served_http(memory_cmd, env, data, "--no-token", cwd=tmp_path) as url:
         for wrong in (gone, live + "x", "not-a-token"):
             answer = httpx2.post(
                 url,
@@ -201,6 +174,3 @@ def test_an_open_server_refuses_a_revoked_or_unknown_token(
             )
             assert answer.status_code == 401, wrong
         assert _files(data) == before
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)

@@ -4,7 +4,6 @@ outrank the ones it sees, as on the gateway (``shared.client.scoped_recall``).""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from mcp import Client
 
 from shared.client import connect
 from tests.integrations.test_mcp_principals import ADMIN, as_token
-from tests.integrations.test_mcp_server import _free_port, _wait_listening, call
+from tests.integrations.test_mcp_server import call, served_http
 
 APP = "/srv/app"
 QUERY = "deploy rollout checklist"
@@ -47,22 +46,9 @@ def served(
         store.save(text, **where)
     ranked = store.recall(QUERY, session_id="sess-agent", project=APP, limit=50).memories
     store.close()
-    port = _free_port()
-    proc = subprocess.Popen(
-        [*memory_cmd, "mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data)],
-        env={**memory_env, "MEMORY_MCP_TOKEN": ADMIN},
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_listening(port, proc)
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "token": token, "ranked": ranked}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    env = {**memory_env, "MEMORY_MCP_TOKEN": ADMIN}
+    with served_http(memory_cmd, env, data, cwd=tmp_path) as url:
+        yield {"url": url, "token": token, "ranked": ranked}
 
 
 def test_a_scoped_recall_over_mcp_fills_its_page(served: dict[str, Any]) -> None:

@@ -7,7 +7,8 @@ import json
 import socket
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -659,15 +660,22 @@ def _wait_listening(port: int, proc: subprocess.Popen[str]) -> None:
     raise AssertionError("memory mcp --transport http never listened")
 
 
-def test_http_round_trip_with_bearer_token(
-    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
-) -> None:
+@contextmanager
+def served_http(
+    memory_cmd: list[str],
+    env: dict[str, str],
+    data: Path | str,
+    *flags: str,
+    cwd: Path | None = None,
+) -> Iterator[str]:
+    """``memory mcp --transport http`` over ``data`` in a process of its own, listening: its
+    URL; stopped on the way out."""
     port = _free_port()
-    env = {**memory_env, "MEMORY_MCP_TOKEN": "s3cret-token"}
-    data = str(tmp_path / "data")
+    args = ["mcp", "--transport", "http", "--port", str(port), "--data-dir", str(data), *flags]
     proc = subprocess.Popen(
-        [*memory_cmd, "mcp", "--transport", "http", "--port", str(port), "--data-dir", data],
+        [*memory_cmd, *args],
         env=env,
+        cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -675,7 +683,17 @@ def test_http_round_trip_with_bearer_token(
     )
     try:
         _wait_listening(port, proc)
-        url = f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_http_round_trip_with_bearer_token(
+    memory_cmd: list[str], memory_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**memory_env, "MEMORY_MCP_TOKEN": "s3cret-token"}
+    with served_http(memory_cmd, env, tmp_path / "data") as url:
         # Without the token: refused before any MCP session
         bare = httpx2.post(url, json={}, headers={"accept": "application/json"})
         assert bare.status_code == 401
@@ -688,9 +706,6 @@ def test_http_round_trip_with_bearer_token(
                     await remember_recall_forget(client)
 
         anyio.run(main)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_http_on_a_port_another_server_holds_is_refused_and_the_first_keeps_serving(
